@@ -1,0 +1,125 @@
+"""One exception root for everything kbtools raises on purpose.
+
+Every message says what was given, which rule it broke and what is allowed, so that a
+caller (an agent, a job, an analyst) can fix the input without reading the source.
+
+>>> try:
+...     raise EdgeRuleError("edge a1b2c3d4 -> a1b2c3d4 (clarifies): an entry cannot point at itself")
+... except KbError as err:
+...     print(err)
+edge a1b2c3d4 -> a1b2c3d4 (clarifies): an entry cannot point at itself
+"""
+
+from __future__ import annotations
+
+__all__ = [
+    "KbError",
+    "NotABank",
+    "BankExists",
+    "BankLocked",
+    "EntryNotFound",
+    "EdgeNotFound",
+    "EdgeRuleError",
+    "ValidationError",
+    "GuardRejected",
+    "EmbedderMismatch",
+    "StaleCache",
+]
+
+
+class KbError(Exception):
+    """Root of every error kbtools raises on purpose.
+
+    >>> issubclass(EntryNotFound, KbError)
+    True
+    """
+
+
+class NotABank(KbError, FileNotFoundError):
+    """A path that is not a kbtools bank folder.
+
+    >>> str(NotABank("/tmp/nowhere", "no bank.json"))
+    '/tmp/nowhere is not a kbtools bank: no bank.json'
+    """
+
+    def __init__(self, path, why: str = "no bank.json in it"):
+        self.path = str(path)
+        super().__init__(f"{path} is not a kbtools bank: {why}")
+
+
+class BankExists(KbError, FileExistsError):
+    """create_bank on a folder that already holds a bank (or other files)."""
+
+    def __init__(self, path, why: str = "a bank is already there"):
+        self.path = str(path)
+        super().__init__(f"cannot create a bank at {path}: {why}")
+
+
+class BankLocked(KbError):
+    """Another writer held the bank's lock for longer than the timeout.
+
+    >>> str(BankLocked("banks/eng", 2.0, "pid 41 (kb connect) since 2026-11-29T10:00:00Z"))
+    'bank banks/eng is locked by pid 41 (kb connect) since 2026-11-29T10:00:00Z; gave up after 2.0 s'
+    """
+
+    def __init__(self, path, timeout: float, holder: str):
+        self.path = str(path)
+        self.holder = holder
+        super().__init__(f"bank {path} is locked by {holder}; gave up after {timeout:g} s")
+
+
+class EntryNotFound(KbError, KeyError):
+    """An entry id that is not in the bank.
+
+    >>> str(EntryNotFound("deadbeef"))
+    "'entry deadbeef does not exist in this bank'"
+    """
+
+    def __init__(self, entry_id: str, where: str = ""):
+        self.entry_id = entry_id
+        msg = f"entry {entry_id} does not exist in this bank"
+        if where:
+            msg = f"{where}: {msg}"
+        super().__init__(msg)
+
+
+class EdgeNotFound(KbError, KeyError):
+    """An edge (src, dst, type) that is not in the bank."""
+
+    def __init__(self, src: str, dst: str, type_: str):
+        super().__init__(f"edge {src} -> {dst} ({type_}) does not exist in this bank")
+
+
+class EdgeRuleError(KbError, ValueError):
+    """An edge that breaks a rule of the edge table (type, source, self-loop, duplicate)."""
+
+
+class ValidationError(KbError, ValueError):
+    """A row whose value breaks a rule; names the row, the column, the value and the rule.
+
+    >>> str(ValidationError("kind", "poem", "must be one of knowledge, fact", row=3))
+    "row 3: kind='poem': must be one of knowledge, fact"
+    """
+
+    def __init__(self, column: str, value, rule: str, row=None):
+        self.column = column
+        self.value = value
+        self.rule = rule
+        self.row = row
+        shown = repr(value)
+        if len(shown) > 80:
+            shown = shown[:77] + "..."
+        where = f"row {row}: " if row is not None else ""
+        super().__init__(f"{where}{column}={shown}: {rule}")
+
+
+class GuardRejected(ValidationError):
+    """report_learning content that reads as a session log or transient state."""
+
+
+class EmbedderMismatch(KbError):
+    """A bank whose vectors were built by another embedder than the one asked for."""
+
+
+class StaleCache(KbError):
+    """A derived artefact (index, layout) whose fingerprint does not match the tables."""

@@ -1,0 +1,127 @@
+"""The store: create/open, snapshots and reload, segments, compaction, caches, vectors, write cost."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import polars as pl
+import pytest
+
+import kbtools as kb
+from kbtools.schema import SCHEMAS
+from kbtools.store import TAIL_SEGMENTS
+
+
+def test_create_then_open(tmp_path):
+    bank = kb.create_bank(tmp_path / "eng")
+    again = kb.open_bank(tmp_path / "eng")
+    assert again.version == 0
+    for name, schema in SCHEMAS.items():
+        assert dict(again.table(name).schema) == schema
+
+
+def test_create_refuses_existing_bank(tmp_path):
+    kb.create_bank(tmp_path / "eng")
+    with pytest.raises(kb.BankExists, match="already there"):
+        kb.create_bank(tmp_path / "eng")
+
+
+def test_create_refuses_non_empty_folder(tmp_path):
+    (tmp_path / "x").mkdir()
+    (tmp_path / "x" / "notes.txt").write_text("hi")
+    with pytest.raises(kb.BankExists, match="not an empty folder"):
+        kb.create_bank(tmp_path / "x")
+
+
+@pytest.mark.parametrize(
+    "make, why",
+    [
+        (lambda p: None, "does not exist"),
+        (lambda p: p.mkdir(), "no bank.json"),
+        (lambda p: p.write_text("x"), "a file, not a folder"),
+        (lambda p: (p.mkdir(), (p / "bank.json").write_text("{not json")), "unreadable"),
+        (lambda p: (p.mkdir(), (p / "bank.json").write_text('{"format": "other"}')), "format='other'"),
+    ],
+)
+def test_open_names_the_path_when_not_a_bank(tmp_path, make, why):
+    path = tmp_path / "nb"
+    make(path)
+    with pytest.raises(kb.NotABank) as err:
+        kb.open_bank(path)
+    assert str(path) in str(err.value) and why in str(err.value)
+
+
+def test_snapshot_until_reload(tmp_path):
+    writer = kb.create_bank(tmp_path / "b")
+    reader = kb.open_bank(tmp_path / "b")
+    kb.report_learning(writer, content="Fact one.", actor="a")
+    assert reader.entries.height == 0
+    assert reader.reload().entries.height == 1
+
+
+def test_each_write_adds_segments_not_rewrites(small_bank):
+    files = small_bank.segment_files()
+    assert len(files["entries"]) == 3  # one small segment per write
+    first = small_bank.path / files["entries"][0]
+    before = first.stat().st_mtime_ns
+    kb.report_learning(small_bank, content="Another fact.", actor="a")
+    assert (small_bank.path / files["entries"][0]).stat().st_mtime_ns == before
+    assert small_bank.segment_files()["entries"][:3] == files["entries"]
+
+
+def test_compaction_keeps_content_and_makes_plain_parquet(small_bank):
+    before = {t: small_bank.table(t).sort(small_bank.table(t).columns[0]) for t in ("entries", "edges")}
+    kb.delete_entry(small_bank, small_bank.ids[2], reason="test", actor="judge")
+    report = small_bank.compact()
+    assert report["tables"]["entries"]["segments_after"] == 1
+    again = kb.open_bank(small_bank.path)
+    assert again.entries.height == before["entries"].height - 1
+    # a compacted table is one Parquet file any reader opens as the table
+    raw = pl.read_parquet(small_bank.path / again.segment_files()["entries"][0])
+    assert raw.height == again.entries.height
+    assert set(SCHEMAS["entries"]) <= set(raw.columns)
+
+
+def test_tail_segments_merge_automatically(bank):
+    for i in range(TAIL_SEGMENTS + 3):
+        kb.report_learning(bank, content=f"Fact number {i}.", actor="a")
+    assert len(bank.segment_files()["entries"]) <= TAIL_SEGMENTS + 1
+    assert kb.open_bank(bank.path).entries.height == TAIL_SEGMENTS + 3
+    assert kb.check_bank(bank.path) == []
+
+
+def test_settings_and_vectors_roundtrip(bank):
+    a = kb.report_learning(bank, content="Fact.", actor="a")
+    from kbtools.store import Changes
+
+    vec = np.ones((1, 4, 8), dtype=np.float32)
+    bank.write(lambda b: Changes(vectors=(np.array([a]), vec, "test-embedder"), settings={"embedder": "test-embedder"}))
+    again = kb.open_bank(bank.path)
+    ids, data = again.vectors()
+    assert ids.tolist() == [a] and data.shape == (1, 4, 8)
+    assert again.embedder_name == "test-embedder" and again.settings["embedder"] == "test-embedder"
+    with pytest.raises(kb.KbError, match="cannot join"):
+        bank.write(lambda b: Changes(vectors=(np.array([a]), vec, "other")))
+
+
+def test_cache_is_refused_when_fingerprint_differs(bank):
+    bank.write_cache("index.faiss", "fp-1", b"abc")
+    assert bank.read_cache("index.faiss", "fp-1") == b"abc"
+    assert bank.read_cache("index.faiss", "fp-2") is None
+
+
+def test_one_write_costs_what_it_writes_at_scale(tmp_path):
+    """Adding one entry to a 20k bank writes a one-row segment; the table is not rewritten."""
+    from kbtools.demo import synthetic_bank
+
+    demo = synthetic_bank(entries=20_000, seed=3)
+    bank = kb.create_bank(tmp_path / "big")
+    kb.import_frames(bank, entries=demo.entries, edges=demo.edges, guard=False)
+    base = bank.path / bank.segment_files()["entries"][0]
+    size, mtime = base.stat().st_size, base.stat().st_mtime_ns
+    kb.report_learning(bank, content="One more fact about the cache.", actor="a", link=False)
+    new = bank.path / bank.segment_files()["entries"][-1]
+    assert base.stat().st_mtime_ns == mtime and base.stat().st_size == size
+    assert pl.read_parquet(new).height == 1
+    assert new.stat().st_size < size / 50
