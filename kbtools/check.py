@@ -15,16 +15,21 @@ import polars as pl
 
 from .rules import Problem, problems_edges, problems_entries, problems_triples
 from .schema import SCHEMAS
-from .store import Bank, open_bank
+from pathlib import Path
+
+from .store import Bank, open_bank, read_manifest
 
 __all__ = ["check_bank"]
 
 
-def _segment_problems(bank: Bank) -> list[Problem]:
+def _segment_problems(root: Path, manifest: dict) -> list[Problem]:
     out: list[Problem] = []
-    for table, files in bank.segment_files().items():
+    for table, files in manifest.get("tables", {}).items():
+        if table not in SCHEMAS:
+            out.append(Problem("manifest", None, "tables", table, "not a table of a bank"))
+            continue
         for rel in files:
-            path = bank.path / rel
+            path = root / rel
             if not path.exists():
                 out.append(Problem(table, None, "segment", rel, "a segment the manifest names is missing"))
                 continue
@@ -71,10 +76,11 @@ def check_bank(bank_or_path: Bank | str | os.PathLike) -> list[Problem]:
 
     Raises :class:`~kbtools.errors.NotABank` when the path is not a bank.
     """
-    bank = open_bank(bank_or_path) if not isinstance(bank_or_path, Bank) else bank_or_path.reload()
-    out = _segment_problems(bank)
+    root = bank_or_path.path if isinstance(bank_or_path, Bank) else Path(bank_or_path)
+    out = _segment_problems(root, read_manifest(root))
     if out:
         return out
+    bank = open_bank(root)
     entries = bank.entries
     out += problems_entries(entries)
     out += problems_edges(bank.edges, entries["id"])

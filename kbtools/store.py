@@ -55,6 +55,7 @@ __all__ = [
     "create_bank",
     "open_bank",
     "utcnow",
+    "read_manifest",
     "FORMAT",
     "DEFAULT_LOCK_TIMEOUT",
 ]
@@ -202,7 +203,7 @@ def _merge_keyed(current: pl.DataFrame | None, new: pl.DataFrame, keys: tuple[st
     new = new.sort(_SEQ, maintain_order=True).unique(subset=list(keys), keep="last", maintain_order=True)
     if current is not None and current.height:
         current = current.join(new.select(keys), on=list(keys), how="anti", nulls_equal=True)
-        merged = pl.concat([current, new], how="vertical_relaxed")
+        merged = pl.concat([current, new], how="diagonal_relaxed")
     else:
         merged = new
     return merged.filter(~pl.col(_DELETED))
@@ -238,21 +239,7 @@ class Bank:
     def __init__(self, path: str | os.PathLike, *, lock_timeout: float = DEFAULT_LOCK_TIMEOUT):
         self.path = Path(path)
         self.lock_timeout = lock_timeout
-        meta_path = self.path / "bank.json"
-        if not self.path.exists():
-            raise NotABank(self.path, "the folder does not exist")
-        if not self.path.is_dir():
-            raise NotABank(self.path, "it is a file, not a folder")
-        if not meta_path.exists():
-            raise NotABank(self.path, "no bank.json in it")
-        try:
-            meta = _read_json(meta_path)
-        except (OSError, ValueError) as err:
-            raise NotABank(self.path, f"bank.json is unreadable ({err})") from None
-        if meta.get("format") != FORMAT:
-            raise NotABank(self.path, f"bank.json says format={meta.get('format')!r}, expected {FORMAT!r}")
-        if int(meta.get("version", 0)) > FORMAT_VERSION:
-            raise NotABank(self.path, f"format version {meta.get('version')} is newer than this kbtools ({FORMAT_VERSION})")
+        read_manifest(self.path)
         self._caches: dict[str, _TableCache] = {t: _TableCache() for t in TABLES}
         self._vector_cache: tuple[tuple[str, ...], np.ndarray, np.ndarray] | None = None
         self._derived: dict[str, tuple[int, object]] = {}
@@ -305,10 +292,10 @@ class Bank:
                 base = base.with_columns(pl.lit(0, pl.Int64).alias(_SEQ), pl.lit(False).alias(_DELETED))
             return base
         parts = [pl.read_parquet(self.path / n) for n in names]
-        new = pl.concat(parts, how="vertical_relaxed") if len(parts) > 1 else parts[0]
+        new = pl.concat(parts, how="diagonal_relaxed") if len(parts) > 1 else parts[0]
         if keyed:
             return _merge_keyed(frame, new, KEYS[table])
-        return pl.concat([frame, new], how="vertical_relaxed") if frame is not None else new
+        return pl.concat([frame, new], how="diagonal_relaxed") if frame is not None else new
 
     @property
     def version(self) -> int:
@@ -514,7 +501,7 @@ class Bank:
             parts.append(conform(dele.select(KEYS[table]), table).with_columns(pl.lit(True).alias(_DELETED)))
         if not parts:
             return None
-        return pl.concat(parts, how="vertical_relaxed").with_columns(pl.lit(seq, pl.Int64).alias(_SEQ))
+        return pl.concat(parts, how="diagonal_relaxed").with_columns(pl.lit(seq, pl.Int64).alias(_SEQ))
 
     def _swap_manifest(self, manifest: dict) -> None:
         _atomic_write_bytes(self.path / "manifest.json", json.dumps(manifest, indent=1).encode())
@@ -561,7 +548,7 @@ class Bank:
             else:
                 keep, tail = segs[:1], segs[1:]
                 parts = [pl.read_parquet(self.path / n) for n in tail]
-                frame = pl.concat(parts, how="vertical_relaxed") if parts else None
+                frame = pl.concat(parts, how="diagonal_relaxed") if parts else None
                 if frame is not None and table in KEYS:
                     frame = frame.sort(_SEQ, maintain_order=True).unique(
                         subset=list(KEYS[table]), keep="last", maintain_order=True
@@ -619,6 +606,36 @@ class Bank:
                 except FileNotFoundError:
                     pass
         return removed
+
+
+def read_manifest(path: str | os.PathLike) -> dict:
+    """The manifest of the bank at ``path`` (its segment lists), after checking the folder is a bank.
+
+    >>> read_manifest("/nonexistent")
+    Traceback (most recent call last):
+    ...
+    kbtools.errors.NotABank: /nonexistent is not a kbtools bank: the folder does not exist
+    """
+    root = Path(path)
+    meta_path = root / "bank.json"
+    if not root.exists():
+        raise NotABank(root, "the folder does not exist")
+    if not root.is_dir():
+        raise NotABank(root, "it is a file, not a folder")
+    if not meta_path.exists():
+        raise NotABank(root, "no bank.json in it")
+    try:
+        meta = _read_json(meta_path)
+    except (OSError, ValueError) as err:
+        raise NotABank(root, f"bank.json is unreadable ({err})") from None
+    if meta.get("format") != FORMAT:
+        raise NotABank(root, f"bank.json says format={meta.get('format')!r}, expected {FORMAT!r}")
+    if int(meta.get("version", 0)) > FORMAT_VERSION:
+        raise NotABank(root, f"format version {meta.get('version')} is newer than this kbtools ({FORMAT_VERSION})")
+    try:
+        return _read_json(root / "manifest.json")
+    except (OSError, ValueError) as err:
+        raise NotABank(root, f"manifest.json is unreadable ({err})") from None
 
 
 def create_bank(path: str | os.PathLike, *, settings: dict | None = None) -> Bank:
