@@ -1,0 +1,69 @@
+"""The kb command line, run as a real subprocess."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+
+import pytest
+
+KB = [sys.executable, "-m", "kbtools.cli"]
+
+
+def run(*args, check=True):
+    env = dict(os.environ, ORT_DISABLE_TELEMETRY="1")
+    proc = subprocess.run([*KB, *args], capture_output=True, text=True, env=env, timeout=600)
+    if check and proc.returncode != 0:
+        raise AssertionError(f"kb {' '.join(args)} -> {proc.returncode}\n{proc.stdout}\n{proc.stderr}")
+    return proc
+
+
+def test_every_subcommand_has_help():
+    from kbtools.cli import build_parser
+
+    parser = build_parser()
+    names = parser._subparsers._group_actions[0].choices
+    assert {"demo", "stats", "check", "import", "export"} <= set(names)
+    for name in names:
+        out = run(name, "--help")
+        assert "--json" in out.stdout, name
+
+
+def test_demo_check_stats_json(tmp_path):
+    out = json.loads(run("demo", "--out", str(tmp_path / "d"), "--json").stdout)
+    assert out["engineering"]["entries"] > 1000 and out["business"]["entries"] > 50
+    check = json.loads(run("check", str(tmp_path / "d/engineering"), "--json").stdout)
+    assert check["ok"] is True
+    stats = json.loads(run("stats", str(tmp_path / "d/business"), "--json").stdout)
+    assert stats["edges_by_type"]["precedes"] > 10
+    again = run("demo", "--out", str(tmp_path / "d"), check=False)
+    assert again.returncode == 1 and "already there" in again.stderr
+
+
+def test_not_a_bank_is_exit_1_with_the_path(tmp_path):
+    proc = run("stats", str(tmp_path / "nope"), check=False)
+    assert proc.returncode == 1 and str(tmp_path / "nope") in proc.stderr and "not a kbtools bank" in proc.stderr
+
+
+def test_check_exit_4_on_problems(tmp_path):
+    run("demo", "--out", str(tmp_path / "d"), "--only", "business")
+    bank = tmp_path / "d/business"
+    manifest = json.loads((bank / "manifest.json").read_text())
+    manifest["tables"]["edges"].append("tables/edges/missing.parquet")
+    (bank / "manifest.json").write_text(json.dumps(manifest))
+    proc = run("check", str(bank), check=False)
+    assert proc.returncode == 4 and "missing" in proc.stdout
+
+
+def test_import_export_cli(tmp_path):
+    run("demo", "--out", str(tmp_path / "d"), "--only", "business")
+    run("export", str(tmp_path / "d/business"), "--to", str(tmp_path / "x"))
+    out = json.loads(run("import", str(tmp_path / "copy"), "--create", "--entries", str(tmp_path / "x/entries.jsonl"),
+                         "--edges", str(tmp_path / "x/entry_edges.jsonl"), "--json").stdout)
+    assert out["entries"] > 50
+    bad = tmp_path / "bad.jsonl"
+    bad.write_text('{"id": "a1b2c3d4", "content": "x", "kind": "poem"}\n')
+    proc = run("import", str(tmp_path / "copy"), "--entries", str(bad), check=False)
+    assert proc.returncode == 1 and "row 1" in proc.stderr and "poem" in proc.stderr
