@@ -46,7 +46,7 @@ from typing import Callable, Iterator
 import numpy as np
 import polars as pl
 
-from .errors import BankExists, BankLocked, KbError, NotABank
+from .errors import BankExists, BankLocked, EmbedderMismatch, KbError, NotABank
 from .schema import APPEND_ONLY, KEYS, SCHEMAS, TABLES, conform, empty
 
 __all__ = [
@@ -93,7 +93,8 @@ class Changes:
     upserts: dict[str, pl.DataFrame] = field(default_factory=dict)
     deletes: dict[str, pl.DataFrame] = field(default_factory=dict)
     appends: dict[str, pl.DataFrame] = field(default_factory=dict)
-    vectors: tuple[np.ndarray, np.ndarray, str] | None = None  # (ids, array (n, dims, d), embedder)
+    vectors: tuple | None = None  # (ids, array (n, dims, d), embedder[, text hashes uint64])
+    replace_vectors: bool = False  # start the vectors over (a re-embed with another embedder)
     settings: dict | None = None
 
     def is_empty(self) -> bool:
@@ -389,35 +390,42 @@ class Bank:
     @property
     def embedder_name(self) -> str | None:
         """The embedder that built this bank's vectors (None before any were written)."""
-        return self._manifest.get("vectors", {}).get("embedder")
+        return (self._manifest.get("vectors") or {}).get("embedder")
 
-    def vectors(self) -> tuple[np.ndarray, np.ndarray]:
+    def vectors(self, *, with_hashes: bool = False):
         """(ids as an array of str, vectors (n, dims, d) float32) for every entry that has them,
-        latest segment winning per id; entries deleted since are left out."""
-        info = self._manifest.get("vectors", {})
+        latest segment winning per id; entries deleted since are left out. With ``with_hashes``
+        also the hash of the texts each vector was built from (0 where unknown)."""
+        info = self._manifest.get("vectors") or {}
         segs = tuple(s["data"] for s in info.get("segments", []))
         if self._vector_cache is None or self._vector_cache[0] != segs:
-            ids_parts, data_parts = [], []
+            ids_parts, data_parts, hash_parts = [], [], []
             for seg in info.get("segments", []):
-                ids_parts.append(np.load(self.path / seg["ids"], allow_pickle=False).astype(str))
+                seg_ids = np.load(self.path / seg["ids"], allow_pickle=False).astype(str)
+                ids_parts.append(seg_ids)
                 data_parts.append(np.load(self.path / seg["data"], mmap_mode="r", allow_pickle=False))
+                hash_parts.append(
+                    np.load(self.path / seg["hashes"], allow_pickle=False) if seg.get("hashes")
+                    else np.zeros(len(seg_ids), dtype=np.uint64)
+                )
             if not ids_parts:
-                ids, data = np.array([], dtype=str), np.zeros((0, 0, 0), dtype=np.float32)
+                ids, data, hashes = np.array([], dtype=str), np.zeros((0, 0, 0), dtype=np.float32), np.zeros(0, np.uint64)
             elif len(ids_parts) == 1:
-                ids, data = ids_parts[0], data_parts[0]
+                ids, data, hashes = ids_parts[0], data_parts[0], hash_parts[0]
             else:
                 ids = np.concatenate(ids_parts)
                 data = np.concatenate([np.asarray(d) for d in data_parts])
+                hashes = np.concatenate(hash_parts)
                 _, last = np.unique(ids[::-1], return_index=True)
                 keep = np.sort(len(ids) - 1 - last)
-                ids, data = ids[keep], data[keep]
-            self._vector_cache = (segs, ids, data)
-        _, ids, data = self._vector_cache
+                ids, data, hashes = ids[keep], data[keep], hashes[keep]
+            self._vector_cache = (segs, ids, data, hashes)
+        _, ids, data, hashes = self._vector_cache
         live = self.entries["id"].to_numpy()
         mask = np.isin(ids, live)
-        if mask.all():
-            return ids, data
-        return ids[mask], np.asarray(data)[mask]
+        if not mask.all():
+            ids, data, hashes = ids[mask], np.asarray(data)[mask], hashes[mask]
+        return (ids, data, hashes) if with_hashes else (ids, data)
 
     # -- caches -----------------------------------------------------------------------------
 
@@ -466,27 +474,35 @@ class Bank:
             _write_parquet(frame, self.path / rel)
             manifest["tables"].setdefault(table, []).append(rel)
         if changes.vectors is not None:
-            ids, data, embedder = changes.vectors
-            info = manifest.get("vectors") or {}
+            ids, data, embedder = changes.vectors[:3]
+            hashes = changes.vectors[3] if len(changes.vectors) > 3 else None
+            info = {} if changes.replace_vectors else (manifest.get("vectors") or {})
             info.setdefault("embedder", None)
             info.setdefault("segments", [])
             manifest["vectors"] = info
             if info.get("embedder") not in (None, embedder):
-                raise KbError(
-                    f"vectors from embedder {embedder!r} cannot join a bank embedded with {info['embedder']!r}"
+                raise EmbedderMismatch(
+                    f"vectors from embedder {embedder!r} cannot join a bank embedded with {info['embedder']!r}; "
+                    f"re-embed the whole bank with `kb embed PATH --embedder {embedder} --rebuild`"
                 )
             info["embedder"] = embedder
-            (self.path / "vectors").mkdir(exist_ok=True)
-            data_rel, ids_rel = f"vectors/{tag}.npy", f"vectors/{tag}.ids.npy"
-            _write_npy(np.ascontiguousarray(data, dtype=np.float32), self.path / data_rel)
-            _write_npy(np.asarray(ids, dtype="U8"), self.path / ids_rel)
-            info["segments"].append({"data": data_rel, "ids": ids_rel, "rows": int(len(ids))})
+            info["segments"].append(self._write_vector_segment(tag, ids, data, hashes))
         if changes.settings:
             manifest.setdefault("settings", {}).update(changes.settings)
         manifest["version"] = seq
         manifest["committed_at"] = utcnow().isoformat()
         self._swap_manifest(manifest)
         self._maybe_merge_tail()
+
+    def _write_vector_segment(self, tag: str, ids, data, hashes) -> dict:
+        (self.path / "vectors").mkdir(exist_ok=True)
+        seg = {"data": f"vectors/{tag}.npy", "ids": f"vectors/{tag}.ids.npy", "rows": int(len(ids))}
+        _write_npy(np.ascontiguousarray(data, dtype=np.float32), self.path / seg["data"])
+        _write_npy(np.asarray(ids, dtype="U8"), self.path / seg["ids"])
+        if hashes is not None:
+            seg["hashes"] = f"vectors/{tag}.hashes.npy"
+            _write_npy(np.asarray(hashes, dtype=np.uint64), self.path / seg["hashes"])
+        return seg
 
     def _segment_frame(self, table: str, changes: Changes, seq: int) -> pl.DataFrame | None:
         if table in APPEND_ONLY:
@@ -577,19 +593,16 @@ class Bank:
         info = manifest.get("vectors")
         if not info or len(info.get("segments", [])) <= 1:
             return {"segments": len(info.get("segments", [])) if info else 0}
-        ids, data = self.vectors()
-        data_rel, ids_rel = f"vectors/{tag}.npy", f"vectors/{tag}.ids.npy"
-        _write_npy(np.ascontiguousarray(data, dtype=np.float32), self.path / data_rel)
-        _write_npy(np.asarray(ids, dtype="U8"), self.path / ids_rel)
-        info["segments"] = [{"data": data_rel, "ids": ids_rel, "rows": int(len(ids))}]
+        ids, data, hashes = self.vectors(with_hashes=True)
+        info["segments"] = [self._write_vector_segment(tag, ids, data, hashes)]
         self._vector_cache = None
         return {"segments": 1, "rows": int(len(ids))}
 
     def _sweep(self) -> int:
         """Remove segment files no manifest names any more (old enough that no reader holds them)."""
         referenced = {p for segs in self._manifest["tables"].values() for p in segs}
-        for seg in self._manifest.get("vectors", {}).get("segments", []):
-            referenced.update((seg["data"], seg["ids"]))
+        for seg in (self._manifest.get("vectors") or {}).get("segments", []):
+            referenced.update(seg[k] for k in ("data", "ids", "hashes") if seg.get(k))
         removed = 0
         now = time.time()
         for folder in [*(self.path / "tables").glob("*"), self.path / "vectors"]:

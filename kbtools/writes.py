@@ -13,6 +13,7 @@ True
 
 from __future__ import annotations
 
+import hashlib
 import json
 import re
 import secrets
@@ -51,6 +52,7 @@ __all__ = [
     "plan_merge",
     "new_id",
     "event_rows",
+    "record_usage",
 ]
 
 _LIST_FIELDS = ("systems", "tasks", "steps")
@@ -782,3 +784,29 @@ def add_triple(bank: Bank, subject: str, relation: str, object: str, *, actor: s
         return Changes(upserts={"triples": row}, appends={"events": ev})
 
     bank.write(plan, actor=actor)
+
+
+def record_usage(bank: Bank, ids: Sequence[str], *, query: str = "", actor: str = "query") -> int:
+    """Append one usage row per returned id to the usage log (never rewriting the entries table);
+    compaction folds the log into ``usage_count`` / ``last_used_at``. Returns the rows written.
+
+    >>> import tempfile, pathlib
+    >>> from kbtools.store import create_bank
+    >>> bank = create_bank(pathlib.Path(tempfile.mkdtemp()) / "b")
+    >>> a = report_learning(bank, content="A fact.", actor="x")
+    >>> record_usage(bank, [a], query="fact"), int(bank.entries["usage_count"][0])
+    (1, 1)
+    """
+    ids = [i for i in ids if isinstance(i, str)]
+    if not ids:
+        return 0
+    qhash = hashlib.sha256(query.encode()).hexdigest()[:16]
+
+    def plan(b: Bank) -> Changes:
+        now = utcnow()
+        live = pl.DataFrame({"id": ids}).join(b.entries.select("id"), on="id", how="semi")
+        rows = live.with_columns(pl.lit(now).cast(SCHEMAS["usage"]["at"]).alias("at"), pl.lit(qhash).alias("query_hash"))
+        return Changes(appends={"usage": rows})
+
+    bank.write(plan, actor=actor)
+    return len(ids)
