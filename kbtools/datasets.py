@@ -60,7 +60,7 @@ def write_demo_bank(demo: DemoBank, path: str | os.PathLike, *, force: bool = Fa
     bank = create_bank(root)
     import_frames(bank, entries=demo.entries, edges=demo.edges, triples=demo.triples, actor="kb demo", guard=False)
     truth_path(root).write_text(json.dumps(demo.truth, indent=1, sort_keys=True), encoding="utf-8")
-    bank.compact()
+    bank.compact(sweep_age=0)  # nobody reads a bank that is being created
     return bank
 
 

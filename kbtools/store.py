@@ -530,7 +530,7 @@ class Bank:
         if tails:
             self._compact(tables=tails, full=False)
 
-    def compact(self, *, timeout: float | None = None) -> dict:
+    def compact(self, *, timeout: float | None = None, sweep_age: float = SWEEP_AGE_S) -> dict:
         """Fold every table into one segment (tombstones dropped, the usage log folded into
         entries), sweep unreferenced files, and return what it did.
 
@@ -540,9 +540,9 @@ class Bank:
         """
         with _locked(self.path, self.lock_timeout if timeout is None else timeout, "compact"):
             self.reload()
-            return self._compact(tables=list(TABLES), full=True)
+            return self._compact(tables=list(TABLES), full=True, sweep_age=sweep_age)
 
-    def _compact(self, *, tables: list[str], full: bool) -> dict:
+    def _compact(self, *, tables: list[str], full: bool, sweep_age: float = SWEEP_AGE_S) -> dict:
         manifest = json.loads(json.dumps(self._manifest))
         seq = int(manifest.get("version", 0)) + 1
         tag = f"{seq:08d}-{uuid.uuid4().hex[:6]}"
@@ -586,7 +586,7 @@ class Bank:
             self._caches[table] = _TableCache()
         self._derived.clear()
         self._swap_manifest(manifest)
-        report["swept"] = self._sweep()
+        report["swept"] = self._sweep(sweep_age)
         return report
 
     def _compact_vectors(self, manifest: dict, tag: str) -> dict:
@@ -598,7 +598,7 @@ class Bank:
         self._vector_cache = None
         return {"segments": 1, "rows": int(len(ids))}
 
-    def _sweep(self) -> int:
+    def _sweep(self, age: float = SWEEP_AGE_S) -> int:
         """Remove segment files no manifest names any more (old enough that no reader holds them)."""
         referenced = {p for segs in self._manifest["tables"].values() for p in segs}
         for seg in (self._manifest.get("vectors") or {}).get("segments", []):
@@ -613,7 +613,7 @@ class Bank:
                 if rel in referenced:
                     continue
                 try:
-                    if now - f.stat().st_mtime >= SWEEP_AGE_S:
+                    if now - f.stat().st_mtime >= age:
                         f.unlink()
                         removed += 1
                 except FileNotFoundError:
