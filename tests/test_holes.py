@@ -1,0 +1,208 @@
+"""kbtools.holes: workflow holes and process flows per .notes/BUSINESS.md."""
+
+from __future__ import annotations
+
+import json
+
+import polars as pl
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from polars.testing import assert_frame_equal
+
+from kbtools.errors import ValidationError
+from kbtools.holes import HOLE_KINDS, HOLE_SEVERITY, process_flows, workflow_holes
+from kbtools.schema import empty
+
+# id: (kind, title, metadata)
+ENTRIES = {
+    # a complete flow: nothing to report
+    "c_recv": ("step", "Receive order", {"flow": "order", "start": True}),
+    "c_dec": ("decision", "Credit ok?", {"flow": "order"}),
+    "c_ship": ("step", "Ship goods", {"flow": "order", "end": True}),
+    "c_rej": ("step", "Reject order", {"flow": "order", "end": True}),
+    "c_po": ("artifact", "Customer order", {"flow": "order", "input": True}),
+    "c_rec": ("artifact", "Order record", {"flow": "order"}),
+    "c_inv": ("artifact", "Invoice", {"flow": "order", "output": True}),
+    # one hole of each kind
+    "h_start": ("step", "Open quote", {"flow": "quote", "start": True}),
+    "h_dec": ("decision", "Approve discount?", {"flow": "quote"}),
+    "h_apply": ("step", "Apply discount", {"flow": "quote"}),
+    "h_stock": ("step", "Check stock", {"flow": "quote"}),
+    "h_notify": ("step", "Notify customer", {"flow": "quote"}),
+    "h_orphan": ("step", "Archive quote", {"flow": "quote"}),
+    "h_loop_a": ("step", "Review draft", {"flow": "quote"}),
+    "h_loop_b": ("step", "Revise draft", {"flow": "quote"}),
+    "h_prices": ("artifact", "Price list", {"flow": "quote"}),
+    "h_memo": ("artifact", "Discount memo", {"flow": "quote"}),
+    "r_sales": ("role", "Sales rep", {"flows": ["order", "quote"]}),
+    "r_ops": ("role", "Warehouse clerk", {}),
+    "k_note": ("knowledge", "Unrelated note", {}),
+}
+# (src, type, dst, note)
+EDGES = [
+    ("c_recv", "precedes", "c_dec", None), ("c_dec", "precedes", "c_ship", "yes"),
+    ("c_dec", "precedes", "c_rej", "no"), ("c_recv", "requires", "c_po", None),
+    ("c_recv", "produces", "c_rec", None), ("c_ship", "requires", "c_rec", None),
+    ("c_ship", "produces", "c_inv", None),
+    ("c_recv", "owned_by", "r_sales", None), ("c_dec", "owned_by", "r_sales", None),
+    ("c_ship", "owned_by", "r_ops", None), ("c_rej", "owned_by", "r_sales", None),
+    ("h_start", "precedes", "h_dec", None), ("h_dec", "precedes", "h_apply", "yes"),
+    ("h_apply", "precedes", "h_stock", None), ("h_stock", "precedes", "h_notify", None),
+    ("h_apply", "precedes", "h_loop_a", None), ("h_loop_a", "precedes", "h_loop_b", None),
+    ("h_loop_b", "precedes", "h_loop_a", None), ("h_orphan", "precedes", "h_notify", None),
+    ("h_apply", "requires", "h_prices", None), ("h_apply", "produces", "h_memo", None),
+    *[(s, "owned_by", "r_sales", None) for s in
+      ("h_start", "h_dec", "h_apply", "h_notify", "h_orphan", "h_loop_a", "h_loop_b")],
+]
+PLANTED = {("h_dec", "one_branch"), ("h_notify", "dead_end"), ("h_prices", "unproduced_input"),
+           ("h_memo", "unused_output"), ("h_stock", "no_owner"), ("h_orphan", "unreachable"),
+           ("h_loop_a", "closed_loop")}
+
+
+def _frames(entries=ENTRIES, edges=EDGES, source="author"):
+    e = pl.DataFrame({"id": list(entries), "kind": [v[0] for v in entries.values()],
+                      "title": [v[1] for v in entries.values()],
+                      "metadata": [json.dumps(v[2]) for v in entries.values()]})
+    d = pl.DataFrame({"src": [x[0] for x in edges], "dst": [x[2] for x in edges], "type": [x[1] for x in edges],
+                      "source": [source] * len(edges), "note": [x[3] for x in edges]},
+                     schema={"src": pl.String, "dst": pl.String, "type": pl.String, "source": pl.String,
+                             "note": pl.String})
+    return e, d
+
+
+def _declare(**changes):
+    entries = {k: (v[0], v[1], dict(v[2])) for k, v in ENTRIES.items()}
+    for entry_id, extra in changes.items():
+        entries[entry_id][2].update(extra)
+    return entries
+
+
+def test_each_hole_found_exactly_once_and_complete_flow_clean():
+    holes = workflow_holes(*_frames())
+    found = set(holes.select("id", "hole").iter_rows())
+    assert found == PLANTED  # precision and recall 1.0
+    assert holes.height == len(PLANTED)
+    assert set(holes["flow"]) == {"quote"}
+    assert set(holes["hole"]) == set(HOLE_KINDS)
+    assert all(HOLE_SEVERITY[h] == s for h, s in holes.select("hole", "severity").iter_rows())
+    assert holes.columns == ["id", "title", "flow", "hole", "severity", "explanation", "question"]
+    assert holes["severity"].to_list() == sorted(holes["severity"], key=["high", "medium", "low"].index)
+
+
+def test_questions_and_explanations_name_owner_and_members():
+    holes = {h: r for h, r in ((r["hole"], r) for r in workflow_holes(*_frames()).to_dicts())}
+    assert holes["one_branch"]["question"] == (
+        "Ask the Sales rep: Decision 'Approve discount?' has only a 'yes' branch: "
+        "what happens when the answer is 'no'?")
+    assert holes["dead_end"]["question"].startswith("Ask the Sales rep: what happens after 'Notify customer'?")
+    assert holes["no_owner"]["question"] == "Ask the Sales rep: who owns 'Check stock'?"
+    assert holes["closed_loop"]["title"] == "Review draft"
+    assert "'Review draft', 'Revise draft'" in holes["closed_loop"]["explanation"]
+    assert "'Apply discount'" in holes["unproduced_input"]["explanation"]
+    assert "'Apply discount'" in holes["unused_output"]["explanation"]
+    assert "starts: 'Open quote'" in holes["unreachable"]["explanation"]
+
+
+def test_declarations_suppress_their_holes():
+    entries = _declare(h_notify={"end": True}, h_prices={"input": True}, h_memo={"output": True},
+                       h_orphan={"start": True}, h_loop_b={"end": True})
+    found = set(workflow_holes(*_frames(entries)).select("id", "hole").iter_rows())
+    assert found == {("h_dec", "one_branch"), ("h_stock", "no_owner")}
+
+
+def test_undeclared_starts_and_decision_without_branches():
+    entries = {"a": ("step", "First", {"flow": "f"}), "b": ("decision", "Go?", {"flow": "f"}),
+               "r": ("role", "Clerk", {})}
+    edges = [("a", "precedes", "b", None), ("a", "owned_by", "r", None), ("b", "owned_by", "r", None)]
+    holes = workflow_holes(*_frames(entries, edges))
+    assert holes.select("id", "hole").rows() == [("b", "one_branch")]  # a is the start; b is not a dead end
+    assert "no branches" in holes["question"][0]
+
+
+def test_untrusted_edges_are_not_walked_and_cross_flow_handoff_is_a_successor():
+    e, d = _frames()
+    auto = pl.DataFrame({"src": ["h_notify"], "dst": ["h_start"], "type": ["precedes"], "source": ["auto"],
+                         "note": [None]}, schema=d.schema)
+    assert set(workflow_holes(e, pl.concat([d, auto])).select("id", "hole").iter_rows()) == PLANTED
+    handoff = auto.with_columns(source=pl.lit("author"), dst=pl.lit("c_recv"))
+    found = set(workflow_holes(e, pl.concat([d, handoff])).select("id", "hole").iter_rows())
+    assert found == PLANTED - {("h_notify", "dead_end")}
+
+
+def test_process_flows_summary():
+    flows = process_flows(*_frames())
+    assert flows["flow"].to_list() == ["order", "quote"]
+    order, quote = flows.to_dicts()
+    assert order["start_steps"] == ["Receive order"] and order["end_steps"] == ["Reject order", "Ship goods"]
+    assert order["steps"] == 4 and order["artifacts"] == 3 and order["holes"] == 0
+    assert order["owners"] == ["Sales rep", "Warehouse clerk"]
+    assert quote["holes"] == len(PLANTED) and quote["steps"] == 8 and quote["owners"] == ["Sales rep"]
+    assert quote["end_steps"] == ["Notify customer"]
+
+
+def test_empty_input_bad_columns_and_inputs_unchanged():
+    assert workflow_holes(empty("entries"), empty("edges")).height == 0
+    assert process_flows(empty("entries"), empty("edges")).height == 0
+    with pytest.raises(ValidationError):
+        workflow_holes(pl.DataFrame({"id": ["a"]}), empty("edges"))
+    e, d = _frames()
+    before_e, before_d = e.clone(), d.clone()
+    workflow_holes(e, d)
+    process_flows(e, d)
+    assert_frame_equal(e, before_e)
+    assert_frame_equal(d, before_d)
+
+
+def test_demo_business_bank_holes_match_truth():
+    demo = pytest.importorskip("kbtools.demo")
+    if not hasattr(demo, "business_bank"):
+        pytest.skip("kbtools.demo has no business_bank yet")
+    made = demo.business_bank()
+    entries, edges, truth = _unpack_demo(made)
+    want = {(h["id"], h["flow"], h["hole"]) for h in truth["holes"]}
+    got = set(workflow_holes(entries, edges).select("id", "flow", "hole").iter_rows())
+    assert got == want
+
+
+def _unpack_demo(made):
+    """business_bank() may return (entries, edges, truth), a dict, or an object with those attributes."""
+    if isinstance(made, tuple):
+        frames = [m for m in made if isinstance(m, pl.DataFrame)]
+        truth = next(m for m in made if isinstance(m, dict))
+        by_cols = {("src" in f.columns): f for f in frames}
+        return by_cols[False], by_cols[True], truth
+    if isinstance(made, dict):
+        return made["entries"], made["edges"], made["truth"]
+    return made.entries, made.edges, made.truth
+
+
+@settings(max_examples=40, deadline=None)
+@given(st.lists(st.tuples(st.integers(0, 7), st.integers(0, 7)), max_size=14),
+       st.lists(st.tuples(st.integers(0, 7), st.sampled_from(["produces", "requires"]), st.integers(0, 2)),
+                max_size=6),
+       st.sets(st.integers(0, 7), max_size=8), st.sets(st.integers(0, 7), max_size=3), st.randoms())
+def test_holes_follow_their_definitions_and_ignore_row_order(prec, art, owned, decisions, rnd):
+    steps = {f"s{i}": ("decision" if i in decisions else "step", f"Step {i}", {"flow": "f", "start": i == 0})
+             for i in range(8)}
+    arts = {f"a{i}": ("artifact", f"Doc {i}", {"flow": "f"}) for i in range(3)}
+    entries = {**steps, **arts, "r": ("role", "Clerk", {})}
+    edges = [(f"s{a}", "precedes", f"s{b}", None) for a, b in prec if a != b]
+    edges += [(f"s{a}", t, f"a{b}", None) for a, t, b in art]
+    edges += [(f"s{i}", "owned_by", "r", None) for i in owned]
+    e, d = _frames(entries, edges)
+    holes = workflow_holes(e, d)
+    shuffled = workflow_holes(e.sample(fraction=1.0, shuffle=True, seed=rnd.randint(0, 99)),
+                              d.sample(fraction=1.0, shuffle=True, seed=rnd.randint(0, 99)))
+    assert_frame_equal(holes, shuffled)
+    out = {x[0] for x in edges if x[1] == "precedes"}
+    for entry_id, hole in holes.select("id", "hole").iter_rows():
+        if hole == "dead_end":
+            assert entry_id not in out and steps[entry_id][0] == "step"
+        if hole == "no_owner":
+            assert int(entry_id[1:]) not in owned
+        if hole == "one_branch":
+            assert len({x[2] for x in edges if x[0] == entry_id and x[1] == "precedes"}) < 2
+    for i in range(8):
+        if i not in owned:
+            assert (f"s{i}", "no_owner") in set(holes.select("id", "hole").iter_rows())
