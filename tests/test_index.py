@@ -1,0 +1,170 @@
+"""Vector index: precombined vectors, faiss kinds against numpy brute force, exact weighted search."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from kbtools.errors import StaleCache, ValidationError
+from kbtools.index import (
+    DEFAULT_WEIGHTS,
+    DIMENSIONS,
+    INDEX_KINDS,
+    VectorIndex,
+    check_fingerprint,
+    combine,
+    recall_at_k,
+    search_weighted,
+)
+
+
+def _unit(x: np.ndarray) -> np.ndarray:
+    return (x / np.linalg.norm(x, axis=-1, keepdims=True)).astype(np.float32)
+
+
+def _clustered(n: int, dim: int, clusters: int, seed: int) -> np.ndarray:
+    rng = np.random.default_rng(seed)
+    centres = rng.normal(size=(clusters, dim))
+    return _unit(centres[rng.integers(clusters, size=n)] + 0.35 * rng.normal(size=(n, dim)))
+
+
+def _brute(vectors: np.ndarray, ids: np.ndarray, queries: np.ndarray, k: int):
+    scores = queries @ vectors.T
+    top = np.argsort(-scores, axis=1, kind="stable")[:, :k]
+    return np.take_along_axis(scores, top, 1), ids[top]
+
+
+@pytest.fixture(scope="module")
+def clustered():
+    vectors = _clustered(4000, 64, 40, seed=1)
+    ids = np.array([f"{i:08x}" for i in range(len(vectors))])
+    queries = _clustered(200, 64, 40, seed=1)  # same centres, fresh points
+    return ids, vectors, queries
+
+
+def test_combine_hand_example_and_identity():
+    per_dim = np.zeros((2, 4, 3), np.float32)
+    per_dim[0, :, 0] = 1.0                       # every dimension along x
+    per_dim[1, 0, 1] = per_dim[1, 3, 2] = 1.0    # content along y, tasks along z
+    combined = combine(per_dim)
+    np.testing.assert_allclose(combined, [[1.0, 0, 0], [0, 0.5, 0.125]])
+    assert np.all(per_dim[0, :, 0] == 1.0)       # input unchanged
+    assert combine(np.zeros((0, 4, 3))).shape == (0, 3)
+
+
+@settings(max_examples=30, deadline=None)
+@given(st.integers(0, 10_000), st.lists(st.floats(0, 1), min_size=4, max_size=4).filter(lambda w: sum(w) > 0))
+def test_query_dot_combined_is_weighted_cosine(seed, raw_weights):
+    rng = np.random.default_rng(seed)
+    per_dim = _unit(rng.normal(size=(6, 4, 8)))
+    query = _unit(rng.normal(size=8))
+    weights = dict(zip(DIMENSIONS, raw_weights))
+    expected = sum(w * (per_dim[:, j] @ query) for j, w in enumerate(raw_weights))
+    np.testing.assert_allclose(combine(per_dim, weights) @ query, expected, atol=1e-5)
+
+
+def test_bad_weights_and_shapes_are_refused():
+    with pytest.raises(ValidationError, match="dimensions must be among"):
+        combine(np.zeros((1, 4, 2)), {"title": 1.0})
+    with pytest.raises(ValidationError, match="not all zero"):
+        combine(np.zeros((1, 4, 2)), {"content": 0.0})
+    with pytest.raises(ValidationError, match=r"\(n, 4, d\)"):
+        combine(np.zeros((1, 3, 2)))
+    with pytest.raises(ValidationError, match="must be one of"):
+        VectorIndex.build(["a"], np.ones((1, 2)), kind="lsh")
+    with pytest.raises(ValidationError, match="more than once"):
+        VectorIndex.build(["a", "a"], np.ones((2, 2)))
+
+
+def test_flat_agrees_with_numpy_brute_force(clustered):
+    ids, vectors, queries = clustered
+    index = VectorIndex.build(ids, vectors)
+    scores, found = index.search(queries, 10)
+    want_scores, want_ids = _brute(vectors, ids, queries, 10)
+    np.testing.assert_allclose(scores, want_scores, atol=1e-5)
+    assert recall_at_k(found, want_ids) == 1.0
+    assert (found == want_ids).mean() > 0.99  # only near-ties may swap places
+
+
+@pytest.mark.parametrize("kind", ["hnsw", "sq8", "hnsw_sq8", "ivf"])
+def test_approximate_kinds_recall(clustered, kind):
+    ids, vectors, queries = clustered
+    exact = _brute(vectors, ids, queries, 10)[1]
+    found = VectorIndex.build(ids, vectors, kind=kind).search(queries, 10)[1]
+    recall = recall_at_k(found, exact)
+    print(f"{kind}: recall@10 = {recall:.3f}")
+    assert recall > 0.9
+
+
+@pytest.mark.parametrize("kind", INDEX_KINDS)
+def test_serialize_round_trip(clustered, kind):
+    ids, vectors, queries = clustered
+    index = VectorIndex.build(ids[:1000], vectors[:1000], kind=kind, fingerprint="entries@7|minilm-int8")
+    again = VectorIndex.from_bytes(index.to_bytes())
+    assert (again.kind, again.fingerprint, again.size) == (kind, "entries@7|minilm-int8", 1000)
+    for a, b in zip(index.search(queries[:20], 5), again.search(queries[:20], 5)):
+        np.testing.assert_array_equal(a, b)
+    with pytest.raises(StaleCache):
+        VectorIndex.from_bytes(b"garbage")
+
+
+@pytest.mark.parametrize("kind", ["flat", "hnsw"])
+def test_add_incremental_matches_one_build(clustered, kind):
+    ids, vectors, queries = clustered
+    whole = VectorIndex.build(ids[:2000], vectors[:2000], kind="flat")
+    grown = VectorIndex.build(ids[:1500], vectors[:1500], kind=kind)
+    grown.add(ids[1500:2000], vectors[1500:2000])
+    assert grown.size == 2000
+    assert recall_at_k(grown.search(queries, 10)[1], whole.search(queries, 10)[1]) > 0.9
+    with pytest.raises(ValidationError, match="already in the index"):
+        grown.add(ids[:1], vectors[:1])
+    with pytest.raises(ValidationError, match="shape"):
+        grown.add(["new"], np.ones((1, 3)))
+
+
+def test_short_and_empty_index_pads():
+    index = VectorIndex.build(["a", "b"], np.eye(2, dtype=np.float32))
+    scores, found = index.search(np.array([[1.0, 0.0]]), 4)
+    assert found.tolist() == [["a", "b", "", ""]]
+    assert scores[0, 0] == 1.0 and np.all(np.isneginf(scores[0, 2:]))
+    empty = VectorIndex.build([], np.zeros((0, 3)))
+    assert empty.size == 0 and empty.search(np.ones((1, 3)), 2)[1].tolist() == [["", ""]]
+
+
+def test_search_weighted_against_brute_force():
+    rng = np.random.default_rng(3)
+    per_dim = _unit(rng.normal(size=(300, 4, 16)))
+    ids = np.array([f"e{i}" for i in range(300)])
+    original = per_dim.copy()
+    query = _unit(rng.normal(size=16))
+    # default weights, one phrasing: same as the flat index over combined vectors
+    scores, found = search_weighted(per_dim, ids, query, DEFAULT_WEIGHTS, k=5)
+    flat_scores, flat_ids = VectorIndex.build(ids, combine(per_dim)).search(query[None], 5)
+    np.testing.assert_allclose(scores, flat_scores[0], atol=1e-5)
+    assert found.tolist() == flat_ids[0].tolist()
+    # custom weights, one phrasing per dimension
+    phrasings = _unit(rng.normal(size=(4, 16)))
+    weights = {"systems": 1.0, "tasks": 3.0}
+    scores, found = search_weighted(per_dim, ids, phrasings, weights, k=7)
+    want = per_dim[:, 2] @ phrasings[2] + 3.0 * (per_dim[:, 3] @ phrasings[3])
+    order = np.argsort(-want, kind="stable")[:7]
+    assert found.tolist() == ids[order].tolist()
+    np.testing.assert_allclose(scores, want[order], atol=1e-5)
+    np.testing.assert_array_equal(per_dim, original)
+    assert search_weighted(per_dim[:2], ids[:2], query, k=5)[1].shape == (2,)
+    with pytest.raises(ValidationError, match="query"):
+        search_weighted(per_dim, ids, np.ones(3), k=5)
+
+
+def test_recall_at_k_hand_example():
+    assert recall_at_k([["a", "b", "c"]], [["c", "x", "a"]]) == pytest.approx(2 / 3)
+    assert recall_at_k([["a", ""]], [["a", ""]]) == 1.0
+
+
+def test_check_fingerprint():
+    index = VectorIndex.build(["a"], np.ones((1, 2), np.float32), fingerprint="entries@3|minilm-int8")
+    check_fingerprint(index, "entries@3|minilm-int8")
+    with pytest.raises(StaleCache, match="rebuild"):
+        check_fingerprint(index, "entries@4|minilm-int8")
