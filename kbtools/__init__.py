@@ -25,7 +25,27 @@ from .errors import (
     StaleCache,
     ValidationError,
 )
+from .analytics import (
+    adjacency,
+    centrality,
+    communities,
+    process_flows,
+    recall,
+    related,
+    to_igraph,
+    trace,
+    workflow_holes,
+)
+from .answer import Answer, Pointer, Result
+from .datasets import build_demo, read_truth, truth_path
+from .demo import DemoBank, business_bank, engineering_bank, synthetic_bank
+from .embed import Embedder, HashingEmbedder, MiniLMEmbedder, StaticEmbedder, default_embedder, get_embedder
+from .fold import FOLD_DEFAULTS, EdgeLookup, collapse, flat, fold, mmr
+from .index import DEFAULT_WEIGHTS, DIMENSIONS, VectorIndex
 from .interchange import export_bank, import_files, import_frames
+from .query import QUERY_DEFAULTS, query
+from .search import embed_bank, ranked_pool
+from .stats import bank_stats
 from .rules import Problem
 from .store import Bank, create_bank, open_bank
 from .writes import (
@@ -34,6 +54,7 @@ from .writes import (
     delete_entry,
     link,
     merge_entries,
+    record_usage,
     report_learning,
     split_entry,
     unlink,
@@ -57,9 +78,49 @@ __all__ = [
     "split_entry",
     "add_triple",
     "apply_plan",
+    "record_usage",
     "import_files",
     "import_frames",
     "export_bank",
+    "bank_stats",
+    "build_demo",
+    "read_truth",
+    "truth_path",
+    "DemoBank",
+    "engineering_bank",
+    "business_bank",
+    "synthetic_bank",
+    "Embedder",
+    "MiniLMEmbedder",
+    "StaticEmbedder",
+    "HashingEmbedder",
+    "get_embedder",
+    "default_embedder",
+    "embed_bank",
+    "ranked_pool",
+    "DIMENSIONS",
+    "DEFAULT_WEIGHTS",
+    "VectorIndex",
+    "query",
+    "QUERY_DEFAULTS",
+    "fold",
+    "flat",
+    "collapse",
+    "mmr",
+    "EdgeLookup",
+    "FOLD_DEFAULTS",
+    "Answer",
+    "Result",
+    "Pointer",
+    "to_igraph",
+    "adjacency",
+    "recall",
+    "related",
+    "trace",
+    "communities",
+    "centrality",
+    "workflow_holes",
+    "process_flows",
     "KbError",
     "NotABank",
     "BankExists",

@@ -31,6 +31,7 @@ from __future__ import annotations
 
 import contextlib
 import errno
+import hashlib
 import fcntl
 import json
 import os
@@ -114,21 +115,24 @@ def _fsync_dir(path: Path) -> None:
         os.close(fd)
 
 
-def _atomic_write_bytes(path: Path, data: bytes) -> None:
+def _atomic_write_bytes(path: Path, data: bytes, *, durable: bool = True) -> None:
     tmp = path.with_name(f".{path.name}.{uuid.uuid4().hex[:8]}.tmp")
     with open(tmp, "wb") as fh:
         fh.write(data)
         fh.flush()
-        os.fsync(fh.fileno())
+        if durable:
+            os.fsync(fh.fileno())
     os.replace(tmp, path)
-    _fsync_dir(path.parent)
+    if durable:
+        _fsync_dir(path.parent)
 
 
-def _write_parquet(frame: pl.DataFrame, path: Path) -> None:
+def _write_parquet(frame: pl.DataFrame, path: Path, *, durable: bool = True) -> None:
     tmp = path.with_name(f".{path.name}.tmp")
     frame.write_parquet(tmp, compression="zstd", statistics=True)
-    with open(tmp, "rb+") as fh:
-        os.fsync(fh.fileno())
+    if durable:
+        with open(tmp, "rb+") as fh:
+            os.fsync(fh.fileno())
     os.replace(tmp, path)
 
 
@@ -340,16 +344,33 @@ class Bank:
                 .select(list(SCHEMAS["entries"]))
             )
 
-        return self.derived("entries+usage", build)
+        return self.derived("entries+usage", build, on=("entries", "usage"))
 
-    def derived(self, name: str, build: Callable[[], object]) -> object:
-        """A value computed from this snapshot, cached until the version changes (an in-memory
-        cache for graph views, lookups and indexes built by other modules)."""
+    def fingerprint(self, on: tuple[str, ...] = TABLES) -> str:
+        """A short fingerprint of the segments of the named tables (and ``"vectors"``): it changes
+        exactly when what they hold changes.
+
+        >>> import tempfile, pathlib
+        >>> len(create_bank(pathlib.Path(tempfile.mkdtemp()) / "b").fingerprint(("entries",)))
+        16
+        """
+        parts = []
+        for name in on:
+            if name == "vectors":
+                parts.append([s["data"] for s in (self._manifest.get("vectors") or {}).get("segments", [])])
+            else:
+                parts.append(self._manifest["tables"].get(name, []))
+        return hashlib.sha256(json.dumps(parts).encode()).hexdigest()[:16]
+
+    def derived(self, name: str, build: Callable[[], object], *, on: tuple[str, ...] = TABLES) -> object:
+        """A value computed from this snapshot, cached in memory until one of the tables it is
+        built ``on`` changes (graph views, lookups and indexes built by other modules)."""
+        key = self.fingerprint(on)
         hit = self._derived.get(name)
-        if hit is not None and hit[0] == self.version:
+        if hit is not None and hit[0] == key:
             return hit[1]
         value = build()
-        self._derived[name] = (self.version, value)
+        self._derived[name] = (key, value)
         return value
 
     @property
@@ -420,11 +441,18 @@ class Bank:
                 keep = np.sort(len(ids) - 1 - last)
                 ids, data, hashes = ids[keep], data[keep], hashes[keep]
             self._vector_cache = (segs, ids, data, hashes)
-        _, ids, data, hashes = self._vector_cache
-        live = self.entries["id"].to_numpy()
-        mask = np.isin(ids, live)
-        if not mask.all():
-            ids, data, hashes = ids[mask], np.asarray(data)[mask], hashes[mask]
+        _, all_ids, all_data, all_hashes = self._vector_cache
+
+        def live() -> tuple:
+            entry_ids = self._caches["entries"].frame
+            mask = pl.Series(all_ids, dtype=pl.String).is_in(
+                entry_ids["id"].implode() if entry_ids is not None else pl.Series([], dtype=pl.String).implode()
+            ).to_numpy()
+            if mask.all():
+                return all_ids, all_data, all_hashes
+            return all_ids[mask], np.asarray(all_data)[mask], all_hashes[mask]
+
+        ids, data, hashes = self.derived("vectors", live, on=("entries", "vectors"))
         return (ids, data, hashes) if with_hashes else (ids, data)
 
     # -- caches -----------------------------------------------------------------------------
@@ -450,18 +478,22 @@ class Bank:
 
     # -- writing ----------------------------------------------------------------------------
 
-    def write(self, plan: Callable[["Bank"], Changes], *, actor: str | None = None, timeout: float | None = None):
+    def write(self, plan: Callable[["Bank"], Changes], *, actor: str | None = None, timeout: float | None = None,
+              durable: bool = True):
         """Run ``plan`` on the newest version under the writers' lock and commit what it returns
         as one transaction. ``plan`` raises to abort (nothing is written). Returns plan's Changes.
+
+        Every commit is atomic (a rename); ``durable=False`` skips the fsyncs, for writes whose loss
+        in a power cut is harmless (usage counts): the bank is then as before or after, never between.
         """
         with _locked(self.path, self.lock_timeout if timeout is None else timeout, actor):
             self.reload()
             changes = plan(self)
             if changes is not None and not changes.is_empty():
-                self._commit(changes)
+                self._commit(changes, durable=durable)
             return changes
 
-    def _commit(self, changes: Changes) -> None:
+    def _commit(self, changes: Changes, *, durable: bool = True) -> None:
         manifest = json.loads(json.dumps(self._manifest))
         seq = int(manifest.get("version", 0)) + 1
         tag = f"{seq:08d}-{uuid.uuid4().hex[:6]}"
@@ -471,7 +503,7 @@ class Bank:
                 continue
             rel = f"tables/{table}/{tag}.parquet"
             (self.path / "tables" / table).mkdir(parents=True, exist_ok=True)
-            _write_parquet(frame, self.path / rel)
+            _write_parquet(frame, self.path / rel, durable=durable)
             manifest["tables"].setdefault(table, []).append(rel)
         if changes.vectors is not None:
             ids, data, embedder = changes.vectors[:3]
@@ -491,7 +523,7 @@ class Bank:
             manifest.setdefault("settings", {}).update(changes.settings)
         manifest["version"] = seq
         manifest["committed_at"] = utcnow().isoformat()
-        self._swap_manifest(manifest)
+        self._swap_manifest(manifest, durable=durable)
         self._maybe_merge_tail()
 
     def _write_vector_segment(self, tag: str, ids, data, hashes) -> dict:
@@ -519,8 +551,8 @@ class Bank:
             return None
         return pl.concat(parts, how="diagonal_relaxed").with_columns(pl.lit(seq, pl.Int64).alias(_SEQ))
 
-    def _swap_manifest(self, manifest: dict) -> None:
-        _atomic_write_bytes(self.path / "manifest.json", json.dumps(manifest, indent=1).encode())
+    def _swap_manifest(self, manifest: dict, *, durable: bool = True) -> None:
+        _atomic_write_bytes(self.path / "manifest.json", json.dumps(manifest, indent=1).encode(), durable=durable)
         self._load(manifest)
 
     # -- compaction -------------------------------------------------------------------------

@@ -808,5 +808,5 @@ def record_usage(bank: Bank, ids: Sequence[str], *, query: str = "", actor: str 
         rows = live.with_columns(pl.lit(now).cast(SCHEMAS["usage"]["at"]).alias("at"), pl.lit(qhash).alias("query_hash"))
         return Changes(appends={"usage": rows})
 
-    bank.write(plan, actor=actor)
+    bank.write(plan, actor=actor, durable=False)
     return len(ids)

@@ -32,3 +32,35 @@ def small_bank(tmp_path):
     )
     b.ids = (a, c, d)
     return b
+
+
+@pytest.fixture(scope="session")
+def demo_dir():
+    """The committed demo banks (read only: tests that write use a copy)."""
+    from kbtools.datasets import DEMO_DIR
+
+    return DEMO_DIR
+
+
+@pytest.fixture(scope="session")
+def eng(tmp_path_factory, demo_dir):
+    """A copy of the engineering demo bank, embedded with the default MiniLM model (once per run;
+    vectors come from the text-hash cache after the first run on a machine)."""
+    import shutil
+
+    root = tmp_path_factory.mktemp("eng")
+    shutil.copytree(demo_dir / "engineering", root / "engineering")
+    shutil.copy(demo_dir / "engineering.truth.json", root / "engineering.truth.json")
+    bank = kb.open_bank(root / "engineering")
+    kb.embed_bank(bank, embedder="minilm-int8")
+    return bank
+
+
+@pytest.fixture
+def eng_copy(eng, tmp_path):
+    """A private, writable copy of the embedded engineering bank."""
+    import shutil
+
+    shutil.copytree(eng.path, tmp_path / "engineering")
+    shutil.copy(eng.path.with_name("engineering.truth.json"), tmp_path / "engineering.truth.json")
+    return kb.open_bank(tmp_path / "engineering")

@@ -1,0 +1,214 @@
+"""More ``kb`` subcommands: retrieval (query, recall, embed), graph analytics (related, trace,
+communities, hubs, holes). Each is thin: parse, open the bank, call one library function, print.
+"""
+
+from __future__ import annotations
+
+import sys
+
+from .cli import command, register_args
+
+__all__: list[str] = []
+
+
+def _progress(total_label: str):
+    """A tqdm progress callback on a terminal; plain log lines every 10 % otherwise."""
+    if sys.stderr.isatty():
+        from tqdm import tqdm
+
+        bar = {"bar": None}
+
+        def update(done, total):
+            if bar["bar"] is None:
+                bar["bar"] = tqdm(total=total, desc=total_label, unit="row", leave=False)
+            bar["bar"].n = done
+            bar["bar"].refresh()
+            if done >= total:
+                bar["bar"].close()
+
+        return update
+    state = {"next": 0.1}
+
+    def log(done, total):
+        if total and done / total >= state["next"]:
+            print(f"{total_label}: {done}/{total}", file=sys.stderr, flush=True)
+            state["next"] += 0.1
+
+    return log
+
+
+def _frame_out(frame, args, text_rows: int = 40):
+    """Payload and text for a polars frame result (--json gives rows, --csv gives CSV)."""
+    if getattr(args, "csv", False):
+        return None, frame.write_csv()
+    import polars as pl
+
+    with pl.Config(tbl_rows=text_rows, tbl_width_chars=160, fmt_str_lengths=80, tbl_hide_dataframe_shape=True):
+        return frame.to_dicts(), str(frame)
+
+
+# ------------------------------------------------------------------------------------------ query
+
+
+@command("query", "answer a question from a bank, folded (default) or flat")
+def _query(args):
+    """Answer a question the way an agent reads it: results with their folded pointers and the
+    neighbours one hop away. The first query on a bank embeds its entries (cached afterwards)."""
+    from .query import query
+    from .store import open_bank
+
+    ans = query(open_bank(args.path), args.text, k=args.k, fold=not args.no_fold, lexical=args.lexical,
+                record_usage=not args.no_usage, index=args.index)
+    return ans.to_dict(), ans.text()
+
+
+register_args("query", lambda p: (
+    p.add_argument("path", help="the bank folder"),
+    p.add_argument("text", help="the question"),
+    p.add_argument("--k", type=int, default=8, help="results to return (default 8)"),
+    p.add_argument("--no-fold", action="store_true", help="a flat top-k, without folding"),
+    p.add_argument("--lexical", action="store_true", help="add the BM25 arm (rare tokens, error strings, flags)"),
+    p.add_argument("--index", default="flat", help="faiss index kind: flat (exact), hnsw, hnsw_sq8, ivf, sq8"),
+    p.add_argument("--no-usage", action="store_true", help="do not count usage for the returned results"),
+))
+
+
+@command("recall", "query, then spread activation over the links and explain how the entries connect")
+def _recall(args):
+    """Like query, then personalized PageRank from the results brings in linked entries, and a
+    "How these entries connect" section explains the links."""
+    from .analytics import recall
+    from .store import open_bank
+
+    ans = recall(open_bank(args.path), args.text, links=args.links, k=args.k, record_usage=not args.no_usage)
+    return ans.to_dict(), ans.text()
+
+
+register_args("recall", lambda p: (
+    p.add_argument("path", help="the bank folder"),
+    p.add_argument("text", help="the question"),
+    p.add_argument("--k", type=int, default=8),
+    p.add_argument("--links", type=int, default=3, help="linked entries to bring in (default 3)"),
+    p.add_argument("--no-usage", action="store_true"),
+))
+
+
+@command("embed", "embed a bank's entries (only new or changed ones, or all with --rebuild)")
+def _embed(args):
+    """Embed entries whose vectors are missing or stale; --rebuild embeds all again (needed to
+    switch embedders). Embedders: minilm-int8 (default), minilm-static (fast mode), hashing-char."""
+    from .search import embed_bank
+    from .store import open_bank
+
+    out = embed_bank(open_bank(args.path), embedder=args.embedder, rebuild=args.rebuild, progress=_progress("embed"))
+    return out, f"embedded {out['embedded']} of {out['entries']} entries with {out['embedder']}"
+
+
+register_args("embed", lambda p: (
+    p.add_argument("path", help="the bank folder"),
+    p.add_argument("--embedder", help="minilm-int8, minilm-static or hashing-char (default: the bank's, else minilm-int8)"),
+    p.add_argument("--rebuild", action="store_true", help="embed every entry again"),
+))
+
+
+# ------------------------------------------------------------------------------------------ graph
+
+
+@command("related", "what is connected to an entry, best first, with the chain of links")
+def _related(args):
+    """Spreading activation from one entry: each related entry with its score and path."""
+    from .analytics import related
+    from .store import open_bank
+
+    return _frame_out(related(open_bank(args.path), args.id, depth=args.depth, limit=args.limit), args)
+
+
+register_args("related", lambda p: (
+    p.add_argument("path"), p.add_argument("id", help="the entry id"),
+    p.add_argument("--depth", type=int, default=2), p.add_argument("--limit", type=int, default=10),
+    p.add_argument("--csv", action="store_true", help="print CSV"),
+))
+
+
+@command("trace", "the shortest chain of links between two entries")
+def _trace(args):
+    """Breadth-first shortest chain of links between two entries (either direction)."""
+    from .analytics import trace
+    from .store import open_bank
+
+    return _frame_out(trace(open_bank(args.path), args.a, args.b, max_depth=args.max_depth), args)
+
+
+register_args("trace", lambda p: (
+    p.add_argument("path"), p.add_argument("a"), p.add_argument("b"),
+    p.add_argument("--max-depth", type=int, default=4), p.add_argument("--csv", action="store_true"),
+))
+
+
+@command("communities", "communities of the bank (Leiden modularity or label propagation) with their labels")
+def _communities(args):
+    """One row per community: size and a label of its members' most distinctive terms."""
+    import polars as pl
+
+    from .analytics import communities
+    from .store import open_bank
+
+    frame = communities(open_bank(args.path), method=args.method, resolution=args.resolution, seed=args.seed,
+                        trusted_only=not args.all_links)
+    if not args.members:
+        frame = (frame.filter(pl.col("community") >= 0).group_by("community", "size", "label").agg(pl.col("id").head(5).alias("examples"))
+                 .sort("size", "community", descending=[True, False]))
+    return _frame_out(frame, args)
+
+
+register_args("communities", lambda p: (
+    p.add_argument("path"),
+    p.add_argument("--method", default="leiden", choices=("leiden", "label_propagation")),
+    p.add_argument("--resolution", type=float, default=1.0),
+    p.add_argument("--seed", type=int, default=0),
+    p.add_argument("--all-links", action="store_true", help="include automatic (fading) links"),
+    p.add_argument("--members", action="store_true", help="one row per entry instead of per community"),
+    p.add_argument("--csv", action="store_true"),
+))
+
+
+@command("hubs", "the hub entries: degree, PageRank and betweenness, with the hub rule applied")
+def _hubs(args):
+    """Entries ranked by PageRank; --all lists every entry, otherwise only hubs (degree >= max(4, mean + 2 sd))."""
+    import polars as pl
+
+    from .analytics import centrality
+    from .store import open_bank
+
+    bank = open_bank(args.path)
+    frame = centrality(bank).join(bank.entries.select("id", "kind", "title"), on="id", how="left")
+    if not args.all:
+        frame = frame.filter(pl.col("hub"))
+    frame = frame.sort("pagerank", descending=True).head(args.limit)
+    return _frame_out(frame, args)
+
+
+register_args("hubs", lambda p: (
+    p.add_argument("path"), p.add_argument("--all", action="store_true", help="every entry, not only hubs"),
+    p.add_argument("--limit", type=int, default=50), p.add_argument("--csv", action="store_true"),
+))
+
+
+@command("holes", "holes in the bank's process flows, each with the question to ask its owner")
+def _holes(args):
+    """Walk precedes / produces / requires / owned_by and list every hole: dead ends, one-branch
+    decisions, unproduced inputs, unused outputs, steps with no owner, unreachable steps, loops
+    with no exit. Declarations (metadata start/end/output/input) are honoured."""
+    from .analytics import process_flows, workflow_holes
+    from .store import open_bank
+
+    bank = open_bank(args.path)
+    if args.flows:
+        return _frame_out(process_flows(bank), args)
+    return _frame_out(workflow_holes(bank), args)
+
+
+register_args("holes", lambda p: (
+    p.add_argument("path"), p.add_argument("--flows", action="store_true", help="one row per flow instead"),
+    p.add_argument("--csv", action="store_true"),
+))

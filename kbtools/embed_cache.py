@@ -1,0 +1,97 @@
+"""A persistent cache of entry vectors by text hash, per embedder, so that rebuilding a bank (or a
+second copy of it) does not embed the same texts again. Files live under ``$KBTOOLS_CACHE`` (default
+``~/.cache/kbtools``)/vectors/<embedder>/ as shards of (hashes.npy, vectors.npy); the oldest shards
+go first when the cache passes its size limit. Set ``KBTOOLS_EMBED_CACHE=0`` to turn it off.
+
+>>> import tempfile, numpy as np
+>>> cache = EmbeddingCache("test-embedder", root=tempfile.mkdtemp())
+>>> cache.put(np.array([7], dtype=np.uint64), np.ones((1, 4, 2), np.float32))
+>>> found, vecs = cache.get(np.array([7, 8], dtype=np.uint64))
+>>> found.tolist()
+[True, False]
+"""
+
+from __future__ import annotations
+
+import os
+import uuid
+from pathlib import Path
+
+import numpy as np
+
+__all__ = ["EmbeddingCache", "cache_root"]
+
+MAX_BYTES = 1 << 30
+
+
+def cache_root() -> Path:
+    """Where kbtools keeps caches that outlive a bank (embedder tables, vectors by text hash)."""
+    return Path(os.environ.get("KBTOOLS_CACHE") or Path.home() / ".cache" / "kbtools")
+
+
+class EmbeddingCache:
+    """Vectors (4 dimensions x d) by 64-bit text hash for one embedder."""
+
+    def __init__(self, embedder: str, *, root: str | os.PathLike | None = None, max_bytes: int = MAX_BYTES):
+        self.folder = Path(root or cache_root()) / "vectors" / embedder
+        self.max_bytes = max_bytes
+        self.enabled = os.environ.get("KBTOOLS_EMBED_CACHE", "1") != "0"
+
+    def _shards(self) -> list[Path]:
+        if not self.folder.is_dir():
+            return []
+        return sorted(self.folder.glob("*.hashes.npy"), key=lambda p: p.stat().st_mtime)
+
+    def get(self, hashes: np.ndarray) -> tuple[np.ndarray, np.ndarray | None]:
+        """(found mask, vectors for the found rows in order) for the given text hashes."""
+        found = np.zeros(len(hashes), dtype=bool)
+        if not self.enabled or len(hashes) == 0:
+            return found, None
+        out = None
+        for shard in reversed(self._shards()):
+            try:
+                keys = np.load(shard)
+                data = np.load(shard.with_name(shard.name.replace(".hashes.npy", ".vectors.npy")), mmap_mode="r")
+            except (OSError, ValueError):
+                continue
+            order = np.argsort(keys)
+            pos = np.searchsorted(keys, hashes, sorter=order)
+            pos = np.clip(pos, 0, len(keys) - 1)
+            hit = (keys[order[pos]] == hashes) & ~found
+            if hit.any():
+                if out is None:
+                    out = np.zeros((len(hashes), *data.shape[1:]), dtype=np.float32)
+                if out.shape[1:] != data.shape[1:]:
+                    continue
+                out[hit] = data[order[pos[hit]]]
+                found |= hit
+            if found.all():
+                break
+        return found, (out[found] if out is not None else None)
+
+    def put(self, hashes: np.ndarray, vectors: np.ndarray) -> None:
+        """Add vectors for text hashes (a new shard; old shards beyond the size limit are removed)."""
+        if not self.enabled or len(hashes) == 0:
+            return
+        try:
+            self.folder.mkdir(parents=True, exist_ok=True)
+            tag = uuid.uuid4().hex[:12]
+            for suffix, arr in ((".vectors.npy", np.asarray(vectors, np.float32)), (".hashes.npy", np.asarray(hashes, np.uint64))):
+                tmp = self.folder / f".{tag}{suffix}.tmp"
+                with open(tmp, "wb") as fh:
+                    np.save(fh, arr)
+                os.replace(tmp, self.folder / f"{tag}{suffix}")
+            self._trim()
+        except OSError:
+            pass  # a cache that cannot be written is only a slower path
+
+    def _trim(self) -> None:
+        shards = self._shards()
+        sizes = [s.stat().st_size + s.with_name(s.name.replace(".hashes.npy", ".vectors.npy")).stat().st_size for s in shards]
+        total = sum(sizes)
+        for shard, size in zip(shards, sizes):
+            if total <= self.max_bytes:
+                break
+            for p in (shard, shard.with_name(shard.name.replace(".hashes.npy", ".vectors.npy"))):
+                p.unlink(missing_ok=True)
+            total -= size

@@ -1,0 +1,125 @@
+"""kb.query on the embedded demo bank: the seed's worked examples, usage, exact search, caches."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import polars as pl
+import pytest
+
+import kbtools as kb
+from kbtools.index import combine
+
+LOGIN = "how do I log in to production with playwright"
+DISPATCH = "owner ruling says table this card for N days: dated dispatch label or hold-until label?"
+
+
+def _id(bank, title_part: str) -> str:
+    return bank.entries.filter(pl.col("title").str.contains(title_part, literal=True))["id"][0]
+
+
+def test_login_recipe_hands_over_the_programmatic_flow_neighbour(eng):
+    ans = kb.query(eng, LOGIN, k=8, record_usage=False)
+    first = ans.results[0]
+    assert first.id == _id(eng, "Log in to production with Playwright")
+    api = _id(eng, "Admin API session flow")
+    flat = kb.query(eng, LOGIN, k=8, fold=False, record_usage=False)
+    assert api not in flat.ids()  # not a match for "log in with Playwright"
+    nb = [p for p in first.neighbors if p.id == api]
+    assert nb and nb[0].relation == "cites" and nb[0].note.startswith("PROGRAMMATIC API FLOW (no browser)")
+    assert "PROGRAMMATIC API FLOW" in ans.text()
+
+
+def test_dated_dispatch_entries_fold_and_the_stale_one_is_flagged(eng):
+    flat = kb.query(eng, DISPATCH, k=8, fold=False, record_usage=False)
+    ans = kb.query(eng, DISPATCH, k=8, record_usage=False)
+    dispatch = set(eng.entries.filter(pl.col("systems").list.contains("kanban"))["id"])
+    flat_slots = sum(1 for i in flat.ids() if i in dispatch)
+    folded_slots = sum(1 for i in ans.ids() if i in dispatch)
+    assert flat_slots >= 4 and folded_slots < flat_slots  # redundancy stops spending slots
+    pointers = [p for r in ans.results for p in r.related]
+    stale = [p for p in pointers if p.relation == "corrects"]
+    assert stale and "stale" in stale[0].note
+    # every entry of the flat answer is still visible: as a result or as a pointer
+    shown = set(ans.ids()) | {p.id for p in pointers}
+    assert set(flat.ids()) - shown <= set(flat.ids()[6:])  # only refill candidates may differ
+
+
+def test_folded_answer_has_k_distinct_results_and_no_repeats(eng):
+    for q in [LOGIN, DISPATCH, "why does the nightly e2e suite flake", "rotate the staging signing key"]:
+        ans = kb.query(eng, q, k=8, record_usage=False)
+        ids = ans.ids()
+        assert len(ids) == 8 and len(set(ids)) == 8
+        pointers = [p.id for r in ans.results for p in r.related + r.neighbors]
+        assert not set(pointers) & set(ids)
+        assert len(pointers) == len(set(pointers))
+
+
+def test_usage_counts_only_returned_results(eng_copy):
+    before = eng_copy.entries.select("id", "usage_count")
+    ans = kb.query(eng_copy, LOGIN, k=8)
+    after = eng_copy.entries.select("id", "usage_count").join(before, on="id", suffix="_before")
+    bumped = set(after.filter(pl.col("usage_count") > pl.col("usage_count_before"))["id"])
+    assert bumped == set(ans.ids())
+    assert len(eng_copy.segment_files()["entries"]) == 1  # the entries table was not rewritten
+    kb.query(eng_copy, LOGIN, k=8, record_usage=False)
+    assert eng_copy.usage.height == 8
+
+
+def test_exact_search_agrees_with_numpy_brute_force(eng):
+    ids, data = eng.vectors()
+    active = set(eng.entries.filter(pl.col("status") == "active")["id"])
+    mask = np.array([i in active for i in ids])
+    combined = combine(np.asarray(data)[mask])
+    q = kb.get_embedder("minilm-int8").encode([LOGIN])[0]
+    brute = np.argsort(-(combined @ q), kind="stable")[:20]
+    pool = kb.ranked_pool(eng, LOGIN, pool=20, query_vector=q)
+    assert pool["id"].to_list() == list(ids[mask][brute])
+    assert np.allclose(pool["score"].to_numpy(), (combined @ q)[brute], atol=1e-5)
+
+
+def test_custom_weights_and_lexical_arm(eng):
+    pool = kb.ranked_pool(eng, "E-217 --http1.1", pool=20, lexical=True)
+    assert _id(eng, "Session-create POST needs --http1.1") in pool["id"].to_list()[:3]
+    sys_only = kb.ranked_pool(eng, "kanban", pool=5, weights={"systems": 1.0})
+    assert all("kanban" in s for s in eng.entries.filter(pl.col("id").is_in(sys_only["id"].implode()))["systems"].to_list())
+    with pytest.raises(kb.ValidationError, match="search dimension"):
+        kb.ranked_pool(eng, "x", weights={"colour": 1.0})
+
+
+def test_another_embedder_is_refused_with_how_to_reembed(eng):
+    with pytest.raises(kb.EmbedderMismatch, match="kb embed .* --embedder hashing-char --rebuild"):
+        kb.query(eng, LOGIN, embedder="hashing-char")
+
+
+def test_new_entries_are_embedded_incrementally(eng_copy):
+    new = kb.report_learning(eng_copy, content="The staging signing key rotates with `vault rotate staging-sign`.", actor="a", link=False)
+    ans = kb.query(eng_copy, "rotate the staging signing key with vault", record_usage=False)
+    assert new in ans.ids()
+    assert len(eng_copy.vectors()[0]) == eng_copy.entries.height
+
+
+def test_stale_index_cache_is_never_used(eng_copy):
+    kb.query(eng_copy, LOGIN, record_usage=False)
+    eng_copy.write_cache("index-flat.faiss", "stale-fingerprint", b"garbage")
+    fresh = kb.open_bank(eng_copy.path)
+    assert kb.query(fresh, LOGIN, record_usage=False).ids() == kb.query(eng_copy, LOGIN, record_usage=False).ids()
+
+
+def test_answer_frame_and_json(eng):
+    ans = kb.query(eng, LOGIN, record_usage=False)
+    frame = ans.to_frame()
+    assert set(frame["kind"]) >= {"result", "neighbor"}
+    assert frame.filter(pl.col("kind") == "result").height == 8
+    json.dumps(ans.to_dict())
+    assert "<" in ans._repr_html_()
+
+
+def test_query_rejects_bad_input(eng):
+    with pytest.raises(kb.ValidationError):
+        kb.query(eng, "", record_usage=False)
+    with pytest.raises(kb.ValidationError):
+        kb.query(eng, LOGIN, k=0, record_usage=False)
+    with pytest.raises(kb.ValidationError, match="edge source"):
+        kb.query(eng, LOGIN, sources=["rumour"], record_usage=False)
