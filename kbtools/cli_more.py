@@ -212,3 +212,28 @@ register_args("holes", lambda p: (
     p.add_argument("path"), p.add_argument("--flows", action="store_true", help="one row per flow instead"),
     p.add_argument("--csv", action="store_true"),
 ))
+
+
+# ------------------------------------------------------------------------------------------ jobs
+
+
+def _job_command(job: str, help: str):
+    from . import jobs
+
+    def run(args):
+        banks = list(args.path) + list(args.bank)
+        if not banks:
+            from .errors import KbError
+
+            raise KbError("name at least one bank (kb %s PATH or --bank PATH)" % job)
+        reports, status = jobs.run_job(job, banks, options=jobs.job_options(job, args))
+        return (reports if len(reports) > 1 else reports[0]), jobs.format_reports(reports), status
+
+    run.__doc__ = (jobs.JOBS[job].__doc__ or help) + "\n\nExit status: 0 done, 1 error, 3 already running on a bank."
+    command(job, help)(run)
+    register_args(job, lambda p: jobs.add_job_arguments(p, job, positional=True))
+
+
+_job_command("backfill", "turn citations in prose and dedup metadata into trusted edges")
+_job_command("connect", "run the write-time linker over entries it has not seen (or all with --rebuild)")
+_job_command("decay", "fade automatic links and prune the weak and the dangling")

@@ -1,0 +1,9 @@
+#!/usr/bin/env python
+"""Scheduled job: kb connect over one or more banks. See `python jobs/connect.py --help` and jobs/README.md."""
+
+import sys
+
+from kbtools.jobs import main
+
+if __name__ == "__main__":
+    sys.exit(main("connect"))
