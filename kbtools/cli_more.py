@@ -5,6 +5,7 @@ communities, hubs, holes). Each is thin: parse, open the bank, call one library 
 from __future__ import annotations
 
 import sys
+from pathlib import Path
 
 from .cli import command, register_args
 
@@ -237,3 +238,30 @@ def _job_command(job: str, help: str):
 _job_command("backfill", "turn citations in prose and dedup metadata into trusted edges")
 _job_command("connect", "run the write-time linker over entries it has not seen (or all with --rebuild)")
 _job_command("decay", "fade automatic links and prune the weak and the dangling")
+
+
+# ------------------------------------------------------------------------------------------ bench
+
+
+@command("bench", "measure the budgets of DESIGN.md in one run, each beside a baseline")
+def _bench(args):
+    """Measure fold, opening, writing, query latency (10k exact, 100k HNSW with recall), index
+    build, graph analytics, write-time linking and connect, and peak memory. Takes a few minutes;
+    --quick runs the 10k bank only. --out FILE also writes the JSON report."""
+    import json as _json
+
+    from .bench import format_bench, run_bench
+
+    sizes = (10_000,) if args.quick else tuple(args.sizes)
+    report = run_bench(sizes=sizes, seed=args.seed, log=lambda m: print(m, file=sys.stderr, flush=True))
+    if args.out:
+        Path(args.out).write_text(_json.dumps(report, indent=1))
+    return report, format_bench(report)
+
+
+register_args("bench", lambda p: (
+    p.add_argument("--quick", action="store_true", help="only the 10k bank"),
+    p.add_argument("--sizes", type=int, nargs="+", default=[10_000, 100_000], help="bank sizes (default 10000 100000)"),
+    p.add_argument("--seed", type=int, default=7),
+    p.add_argument("--out", help="also write the JSON report to this file"),
+))

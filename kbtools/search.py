@@ -139,7 +139,7 @@ def embed_bank(bank: Bank, *, embedder: Embedder | str | None = None, rebuild: b
 
     def plan(b: Bank) -> Changes:
         live = b.entries.join(rows.select("id"), on="id", how="semi")
-        keep = np.isin(rows["id"].to_numpy(), live["id"].to_numpy())
+        keep = rows["id"].is_in(live["id"].implode()).to_numpy()
         return Changes(
             vectors=(rows["id"].to_numpy()[keep], data[keep], emb.name, hashes[todo][keep]),
             replace_vectors=rebuild, settings={"embedder": emb.name},
@@ -169,7 +169,7 @@ def bank_index(bank: Bank, *, kind: str = "flat", weights: Mapping[str, float] |
     ids, data = bank.vectors()
     info = bank._manifest.get("vectors") or {}
     segs = [s["data"] for s in info.get("segments", [])]
-    active = bank.entries.filter(pl.col("status") == "active")["id"].to_numpy()
+    active = bank.entries.filter(pl.col("status") == "active")["id"]
     fp = hashlib.sha256(
         json.dumps([bank.embedder_name, segs, _weights_key(weights), kind, bank.fingerprint(("entries", "vectors"))]).encode()
     ).hexdigest()[:24]
@@ -180,7 +180,7 @@ def bank_index(bank: Bank, *, kind: str = "flat", weights: Mapping[str, float] |
             idx = VectorIndex.from_bytes(cached)
             idx.fingerprint = fp
             return idx
-        mask = np.isin(ids, active)
+        mask = pl.Series(ids, dtype=pl.String).is_in(active.implode()).to_numpy()
         idx = VectorIndex.build(ids[mask].tolist(), combine(np.asarray(data)[mask], weights), kind=kind)
         idx.fingerprint = fp
         if len(ids) >= 5000:  # small indexes build faster than they load
