@@ -1,0 +1,26 @@
+"""The write-time linker (seed 001): pure functions that plan typed, weighted links between entries.
+
+Read -> plan -> apply: ``plan_links`` (one new entry) and ``plan_connect`` (many, vectorised) return
+a ``LinkPlan`` of edges to add and remove; the store applies it. ``explain`` scores one pair.
+"""
+
+from kbtools.linker.anchor import Anchor, anchor
+from kbtools.linker.explain import LinkScore, explain
+from kbtools.linker.plan import LinkPlan, apply_plan, plan_connect, plan_links
+from kbtools.linker.rules import LINKER_DEFAULTS, LINKER_LEXICAL, LinkerSettings
+from kbtools.linker.stats import TermStats
+
+__all__ = [
+    "Anchor",
+    "anchor",
+    "TermStats",
+    "LinkerSettings",
+    "LINKER_DEFAULTS",
+    "LINKER_LEXICAL",
+    "LinkPlan",
+    "plan_links",
+    "plan_connect",
+    "apply_plan",
+    "LinkScore",
+    "explain",
+]

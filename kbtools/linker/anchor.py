@@ -1,0 +1,158 @@
+"""What an entry is about: its entities and its salient terms (seed 001, step 1).
+
+Entities are lower-case keys: identifiers (INC-4521, E-217, S7-1500, 10.20.0.0/16), assets with a
+number (line 3, press 12, cell 4B), names (sequences of capitalised words, with the first-word and
+framing rules) and the entities the triples already know (matched case-insensitively). Salient terms
+are the entity keys as ``e:<key>`` plus the content words as ``t:<stem>``.
+
+>>> anchor("Found it: the encoder cable on line 3 was loose.").terms
+('e:line 3', 't:found', 't:encod', 't:cabl', 't:line', 't:loos')
+>>> anchor("Goal: Ship the Kioko memory layer by December 15.").entities
+('kioko',)
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from functools import lru_cache
+
+from kbtools.linker.text import FRAMING_WORDS, STOP_WORDS, content_words
+
+__all__ = ["Anchor", "anchor", "ASSET_NOUNS", "ACTION_VERBS", "FRAMING_NAMES"]
+
+#: Nouns that name a place or machine when a number follows ("line 3", "cell 4B").
+ASSET_NOUNS: tuple[str, ...] = (
+    "line", "press", "cell", "server", "station", "machine", "robot", "pump", "tank", "oven",
+    "kiln", "furnace", "bay", "dock", "zone", "room", "building", "site", "unit", "node", "host",
+    "rack", "cabinet", "boiler", "lathe", "mill", "conveyor", "belt", "gate", "floor", "hall",
+    "warehouse", "truck", "vehicle", "cluster", "shard", "region", "plant", "stage", "lane",
+)
+#: Capitalised words that frame an entry and never name anything.
+FRAMING_NAMES: frozenset[str] = frozenset(
+    w.capitalize()
+    for w in FRAMING_WORDS
+    | {"decision", "goal", "lesson", "insight", "note", "fact", "summary", "procedure", "event", "todo",
+       "update", "problem", "issue", "idea", "question", "answer", "fix", "status", "context", "result",
+       "reminder", "warning", "tip", "we", "i", "they", "it", "this", "that", "the", "a", "an"}
+)
+#: Verbs dropped right after a framing prefix ("Goal: Ship Kioko v2" names Kioko v2, not Ship).
+ACTION_VERBS: frozenset[str] = frozenset(
+    """ship build launch use choose chose pick picked migrate move add fix write create implement deploy
+    release finish complete reduce improve increase learn run switch adopt replace keep stop start
+    make get set try test check avoid prefer always never go buy book plan""".split()
+)
+
+_IDENT_RE = re.compile(
+    r"\b\d{1,3}(?:\.\d{1,3}){3}(?:/\d{1,2})?\b"  # addresses 10.20.0.0/16
+    r"|\b[A-Za-z]*\d[A-Za-z0-9]*(?:-[A-Za-z0-9]+)+\b"  # part / model numbers S7-1500
+    r"|\b[A-Z][A-Za-z]*(?:-[A-Za-z0-9]*\d[A-Za-z0-9]*)+\b"  # tickets, codes INC-4521, E-217
+    r"|\b(?=[A-Za-z]*[A-Z])(?=[A-Za-z]*[a-zA-Z]\d)[A-Za-z]+\d+[A-Za-z0-9]*\b"  # X200, DB17
+)
+_ASSET_RE = re.compile(
+    r"\b(" + "|".join(ASSET_NOUNS) + r")\s+(?:no\.?\s*|#)?(\d+[A-Za-z]?|[A-Z])(?![\w)/.-]\w)(?!\))",
+    re.IGNORECASE,
+)
+_BOUNDARY_RE = re.compile(r"(?:^|[.!?;:]\s+|\n\s*|\(\s*|(?:^|\s)(?:\d+[.)]|[-*\u2022])\s+)$")
+_CAP_SEQ_RE = re.compile(r"[A-Z][\w'&+.-]*[\w+](?:\s+(?:of\s+|de\s+|&\s+)?[A-Z][\w'&+.-]*[\w+])*|[A-Z]")
+_PREFIX_RE = re.compile(r"^\s*([A-Z][a-z]+)\s*:\s*$")
+
+
+@dataclass(frozen=True)
+class Anchor:
+    """Entities (lower-case keys) and salient terms (``e:<key>``, ``t:<stem>``) of one text.
+
+    ``labels`` holds how each term reads in the text (the entity key, or the word as written).
+
+    >>> a = anchor("User likes green tea.")
+    >>> a.terms, a.labels
+    (('t:green', 't:tea'), ('green', 'tea'))
+    """
+
+    entities: tuple[str, ...]
+    terms: tuple[str, ...]
+    labels: tuple[str, ...] = ()
+
+
+def _distinctive(word: str) -> bool:
+    return (len(word) > 1 and word.isupper()) or any(ch.isdigit() for ch in word) or (
+        any(ch.isupper() for ch in word[1:]) and any(ch.islower() for ch in word)
+    )
+
+
+def _names(text: str) -> list[tuple[str, int, int]]:
+    """Capitalised-name entities with their spans."""
+    found = []
+    for match in _CAP_SEQ_RE.finditer(text):
+        words = match.group(0).split()
+        before = text[: match.start()]
+        at_start = bool(_BOUNDARY_RE.search(before))
+        after_prefix = at_start and bool(_PREFIX_RE.search(re.split(r"[.!?;\n]\s*", before)[-1]))
+        while words and (words[0] in FRAMING_NAMES or words[0].lower() in STOP_WORDS):
+            words, at_start = words[1:], True
+        if not words:
+            continue
+        if after_prefix and words[0].lower() in ACTION_VERBS:
+            words, at_start = words[1:], False
+            if not words:
+                continue
+        while words and words[-1] in FRAMING_NAMES:
+            words = words[:-1]
+        if not words:
+            continue
+        if at_start and len(words) == 1 and not _distinctive(words[0]):
+            continue
+        if len(words) == 1 and len(words[0]) < 2:
+            continue
+        found.append((" ".join(w.strip(".'") for w in words).lower(), match.start(), match.end()))
+    return found
+
+
+@lru_cache(maxsize=64)
+def _known_index(known: tuple[str, ...]) -> tuple[frozenset[str], int]:
+    keys = frozenset(k.strip().lower() for k in known if k and k.strip())
+    longest = max((len(k.split()) for k in keys), default=0)
+    return keys, min(longest, 4)
+
+
+_KNOWN_TOKEN_RE = re.compile(r"[\w][\w.+/-]*[\w+]|\w")
+
+
+def _known(text: str, known: tuple[str, ...]) -> list[str]:
+    keys, longest = _known_index(known)
+    if not keys:
+        return []
+    tokens = [t.lower() for t in _KNOWN_TOKEN_RE.findall(text)]
+    hits = []
+    for size in range(longest, 0, -1):
+        for i in range(len(tokens) - size + 1):
+            gram = " ".join(tokens[i : i + size])
+            if gram in keys:
+                hits.append(gram)
+    return hits
+
+
+def anchor(text: str, *, known_entities=()) -> Anchor:
+    """Entities and salient terms of a text (seed 001, step 1).
+
+    >>> anchor("Decision: Vector database - chose pgvector because we already run Postgres.",
+    ...        known_entities=("Kioko", "pgvector")).entities
+    ('postgres', 'pgvector')
+    >>> anchor("Line 3 keeps faulting with error E-217.").terms
+    ('e:e-217', 'e:line 3', 't:line', 't:fault', 't:error')
+    """
+    text = text or ""
+    entities: dict[str, None] = {}
+    for match in _IDENT_RE.finditer(text):
+        entities[match.group(0).lower()] = None
+    for match in _ASSET_RE.finditer(text):
+        entities[f"{match.group(1).lower()} {match.group(2).lower()}"] = None
+    stripped = _IDENT_RE.sub(" ", text)
+    for key, _, _ in _names(stripped):
+        entities[key] = None
+    for key in _known(text, tuple(known_entities)):
+        entities[key] = None
+    terms: dict[str, str] = {f"e:{key}": key for key in entities}
+    for stemmed, surface in content_words(stripped):
+        terms.setdefault(f"t:{stemmed}", surface)
+    return Anchor(entities=tuple(entities), terms=tuple(terms), labels=tuple(terms.values()))

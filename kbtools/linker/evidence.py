@@ -1,0 +1,305 @@
+"""Candidates and evidence, vectorised over pairs of entry rows (seed 001, steps 2-4).
+
+Every function takes row indices into the frame the ``TermStats`` were built from and returns
+arrays, so that linking one entry and connecting a whole bank run the same arithmetic: a pair's
+values never depend on which other pairs were computed with it.
+
+>>> import numpy as np
+>>> noisy_or(np.array([0.156]), np.array([1.0]), np.array([0.0]), np.array([1.0]), np.array([1.0]), omega=0.25).round(3)
+array([0.787])
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import polars as pl
+import scipy.sparse as sp
+
+from kbtools.linker.rules import EVENT, GOAL, LinkerSettings, kind_code, prior_matrix
+from kbtools.linker.stats import TermStats
+
+__all__ = ["Relations", "relations", "noisy_or", "pair_evidence", "candidate_pairs", "pair_cosine"]
+
+_PRIORS = prior_matrix()
+_MEANS = np.array([kind_code(k) for k in ("decision", "procedure", "skill", "event")])
+_SENTINEL = np.iinfo(np.int64).max
+
+
+@dataclass(frozen=True, eq=False)
+class Relations:
+    """The entity graph over the bank's entity terms: which entity relates to which (symmetric).
+
+    ``any`` holds every related pair of terms, ``strong`` those where neither side is a hub;
+    ``label`` reads a pair back as its triple ("Kioko uses pgvector").
+    """
+
+    any: sp.csr_matrix
+    strong: sp.csr_matrix
+    cols: np.ndarray  #: term indices that take part in a relation
+    label: dict
+
+
+def relations(stats: TermStats, triples: pl.DataFrame | None) -> Relations:
+    """The triples as a sparse relation between entity terms of the bank.
+
+    >>> import polars as pl, datetime as dt
+    >>> t = dt.datetime(2026, 1, 1, tzinfo=dt.timezone.utc)
+    >>> bank = pl.DataFrame({"id": ["g", "d"], "kind": ["goal", "decision"], "created_at": [t, t],
+    ...                      "content": ["Ship Kioko soon", "We use pgvector"]})
+    >>> tri = pl.DataFrame({"subject": ["Kioko"], "relation": ["uses"], "object": ["pgvector"]})
+    >>> rel = relations(TermStats.build(bank, known_entities=["Kioko", "pgvector"]), tri)
+    >>> int(rel.any.nnz), sorted(rel.label.values())
+    (2, ['Kioko uses pgvector', 'Kioko uses pgvector'])
+    """
+    t = len(stats.vocab)
+    rows, cols, label = [], [], {}
+    if triples is not None and triples.height:
+        for s, r, o in triples.select("subject", "relation", "object").iter_rows():
+            a = stats.term_index.get(f"e:{str(s).strip().lower()}")
+            b = stats.term_index.get(f"e:{str(o).strip().lower()}")
+            if a is None or b is None or a == b:
+                continue
+            rows += [a, b]
+            cols += [b, a]
+            label.setdefault((a, b), f"{s} {r} {o}")
+            label.setdefault((b, a), f"{s} {r} {o}")
+    rel = sp.csr_matrix((np.ones(len(rows)), (rows, cols)), shape=(t, t))
+    rel.data[:] = 1.0
+    rel.sum_duplicates()
+    rel.data[:] = 1.0
+    rel.sort_indices()
+    strong_terms = ~stats.hub
+    strong = rel.multiply(strong_terms[:, None]).multiply(strong_terms[None, :]).tocsr() if t else rel.copy()
+    strong.eliminate_zeros()
+    strong.sort_indices()
+    return Relations(any=rel, strong=strong, cols=np.unique(np.asarray(rows, np.int64)), label=label)
+
+
+def noisy_or(share, sem, bridge, time, cue, *, omega: float) -> np.ndarray:
+    """raw = 1 - (1 - 0.8 share)(1 - omega sem)(1 - 0.6 bridge)(1 - 0.35 time)(1 - 0.5 cue)."""
+    return 1.0 - (1.0 - 0.8 * share) * (1.0 - omega * sem) * (1.0 - 0.6 * bridge) * (1.0 - 0.35 * time) * (1.0 - 0.5 * cue)
+
+
+def _rowdot(a: sp.csr_matrix, b: sp.csr_matrix) -> np.ndarray:
+    return np.asarray(a.multiply(b).sum(axis=1)).ravel()
+
+
+def pair_cosine(ms, cs, *, vectors=None, cosine=None) -> np.ndarray:
+    """Cosine per pair of rows: from L2-normalised ``vectors`` or a ``cosine(a_rows, b_rows)``; else 0.
+
+    >>> import numpy as np
+    >>> pair_cosine(np.array([0]), np.array([1]), vectors=np.array([[1.0, 0.0], [0.6, 0.8]]))
+    array([0.6])
+    """
+    ms, cs = np.asarray(ms, np.int64), np.asarray(cs, np.int64)
+    if vectors is not None:
+        # one small product per distinct ms (no BLAS: a pair's value must not depend on its batch)
+        out = np.zeros(len(ms))
+        order = np.argsort(ms, kind="stable")
+        uniq, starts = np.unique(ms[order], return_index=True)
+        for m, lo, hi in zip(uniq.tolist(), starts.tolist(), [*starts[1:].tolist(), len(ms)]):
+            idx = order[lo:hi]
+            out[idx] = np.einsum("ij,j->i", vectors[cs[idx]], vectors[m])
+        return out
+    if cosine is not None:
+        return np.asarray(cosine(ms, cs), dtype=np.float64).reshape(len(ms))
+    return np.zeros(len(ms))
+
+
+def pair_evidence(stats: TermStats, ms, cs, *, rel: Relations, settings: LinkerSettings, vectors=None, cosine=None) -> dict:
+    """share, sem, bridge, time, cue, raw, prior, score and the gate for each pair (ms[i], cs[i]).
+
+    ``ms`` is the entry being linked, ``cs`` its candidates.
+    """
+    ms, cs = np.asarray(ms, np.int64), np.asarray(cs, np.int64)
+    pm, pc = stats.postings[ms], stats.postings[cs]
+    shared_w = _rowdot(stats.weighted[ms], pc)
+    shared_n = _rowdot(pm, pc)
+    strong_n = _rowdot(stats.strong[ms], pc) + _rowdot(pm, stats.strong[cs])
+    denom = np.minimum(stats.total[ms], stats.total[cs])
+    overlap = np.divide(shared_w, denom, out=np.zeros(len(ms)), where=denom > 0)
+    halved = (shared_n > 0) & (strong_n == 0)
+    share = np.where(halved, overlap / 2.0, overlap)
+    cos = pair_cosine(ms, cs, vectors=vectors, cosine=cosine)
+    half = settings.h / 2.0
+    sem = np.clip((cos - half) / half, 0.0, 1.0)
+    bridge = _bridge(stats, ms, cs, pm, pc, rel)
+    same = (stats.session[ms] >= 0) & (stats.session[ms] == stats.session[cs])
+    close = np.abs(stats.time_us[ms] - stats.time_us[cs]) <= settings.session_window_s * 1e6
+    time = np.where(same, np.where(close, 1.0, 0.5), 0.0)
+    km, kc = stats.kind[ms], stats.kind[cs]
+    later = stats.rank[ms] > stats.rank[cs]
+    resolves = (km == EVENT) & (kc == EVENT) & (
+        (stats.fix[ms] & stats.problem[cs] & later) | (stats.fix[cs] & stats.problem[ms] & ~later)
+    )
+    cue = (resolves & (time == 1.0) & (shared_n > 0)).astype(np.float64)
+    raw = noisy_or(share, sem, bridge, time, cue, omega=settings.omega)
+    prior = _PRIORS[km, kc]
+    score = prior * raw
+    means_end = (np.isin(km, _MEANS) & (kc == GOAL)) | ((km == GOAL) & np.isin(kc, _MEANS))
+    evidence = (
+        (share >= 0.30)
+        | (cos >= settings.h + (1.0 - settings.h) / 2.0)
+        | ((bridge == 1.0) & means_end)
+        | (cue == 1.0)
+        | ((share >= 0.15) & ((sem >= 0.5) | (time == 1.0) | (bridge > 0)))
+    )
+    return dict(
+        m=ms, c=cs, share=share, overlap=overlap, halved=halved, shared_n=shared_n, cos=cos, sem=sem,
+        bridge=bridge, time=time, cue=cue, raw=raw, prior=prior, score=score, evidence=evidence,
+        linked=evidence & (score >= settings.threshold), resolves=resolves, later=later,
+        bridge_only=(bridge > 0) & (share < 0.15) & (time == 0.0),
+    )
+
+
+def _bridge(stats, ms, cs, pm, pc, rel: Relations) -> np.ndarray:
+    out = np.zeros(len(ms))
+    if rel.cols.size == 0 or len(ms) == 0:
+        return out
+    em, ec = pm[:, rel.cols], pc[:, rel.cols]
+    live = np.flatnonzero((np.diff(em.indptr) > 0) & (np.diff(ec.indptr) > 0))
+    if live.size == 0:
+        return out
+    em, ec = em[live], ec[live]
+    both = em.multiply(ec)
+    only_m, only_c = (em - both).tocsr(), (ec - both).tocsr()
+    r_any = rel.any[rel.cols][:, rel.cols]
+    r_strong = rel.strong[rel.cols][:, rel.cols]
+    hit_any = _rowdot(only_m @ r_any, only_c) > 0
+    hit_strong = _rowdot(only_m @ r_strong, only_c) > 0
+    out[live] = np.where(hit_strong, 1.0, np.where(hit_any, 0.4, 0.0))
+    return out
+
+
+# ---------------------------------------------------------------- candidates (step 2)
+
+
+def _query_matrix(stats: TermStats, rows: np.ndarray, rel: Relations, settings: LinkerSettings) -> sp.csr_matrix:
+    """The voting terms of each row: its ``query_terms`` highest-IDF terms plus the entities the
+    triples relate to its entities, weighted w(t); capped terms (too many postings) dropped."""
+    sub = stats.postings[rows].tocoo()
+    r, t = sub.row.astype(np.int64), sub.col.astype(np.int64)
+    order = np.lexsort((t, -stats.w[t], -stats.idf[t], r))
+    r, t = r[order], t[order]
+    starts = np.searchsorted(r, np.arange(len(rows)))
+    pos = np.arange(len(r)) - starts[r]
+    keep = (pos < settings.query_terms) & ~stats.capped[t]
+    r, t = r[keep], t[keep]
+    if rel.cols.size:
+        own = stats.postings[rows]
+        related = (own @ rel.any).tocsr()
+        related.data[:] = 1.0
+        related = (related - related.multiply(own)).tocoo()
+        related.eliminate_zeros()
+        rr, tt = related.row.astype(np.int64), related.col.astype(np.int64)
+        keep = ~stats.capped[tt]
+        r, t = np.concatenate([r, rr[keep]]), np.concatenate([t, tt[keep]])
+    q = sp.csr_matrix((stats.w[t], (r, t)), shape=(len(rows), len(stats.vocab)))
+    q.sum_duplicates()
+    q.sort_indices()
+    return q
+
+
+def _top_k(values: np.ndarray, k: int, rank: np.ndarray, floor: float, exact=None, slack: float = 0.0):
+    """Per row, the k columns with the highest value above ``floor`` (ties: the newer entry first).
+
+    With ``exact(r, c)``, values are approximate (a BLAS product whose last bits depend on the
+    batch): the columns within ``slack`` of the k-th are re-scored exactly, pair by pair, so that the
+    choice does not depend on how many rows were computed together.
+    """
+    if values.size == 0 or k <= 0:
+        return (np.zeros(0, np.int64),) * 3
+    n = values.shape[1]
+    if n > k:
+        thr = np.partition(values, n - k, axis=1)[:, n - k]
+        ok = (values >= (thr - slack)[:, None]) & (values > floor)
+    else:
+        ok = values > floor
+    r, c = np.nonzero(ok)
+    v = values[r, c] if exact is None else exact(r, c)
+    order = np.lexsort((-rank[c], -v, r))
+    r, c = r[order], c[order]
+    starts = np.searchsorted(r, np.arange(values.shape[0]))
+    pos = np.arange(len(r)) - starts[r]
+    keep = pos < k
+    return r[keep].astype(np.int64), c[keep].astype(np.int64), pos[keep].astype(np.int64)
+
+
+def _visible(stats: TermStats, rows: np.ndarray, open_: np.ndarray, linked: np.ndarray) -> np.ndarray:
+    """(rows x entries) mask of the entries each row may link to: linkable, not superseded or
+    archived, not itself, and already linked or created earlier."""
+    mask = (open_ & (stats.kind >= 0))[None, :] & (linked[None, :] | (stats.rank[None, :] < stats.rank[rows][:, None]))
+    mask[np.arange(len(rows)), rows] = False
+    return mask
+
+
+def candidate_pairs(
+    stats: TermStats, rows, *, rel: Relations, open_, linked, settings: LinkerSettings, vectors=None, margin: int = 0
+) -> dict:
+    """Candidates of each row: inverted index, nearest neighbours, same session.
+
+    Returns arrays ``m, c`` and, per source, the candidate's position in that source's list
+    (``pos_index``, ``pos_nn``, ``pos_session``; int64 max when absent). ``margin`` extra places
+    per list let a caller drop entries that become superseded later and still keep the best k.
+    """
+    rows = np.asarray(rows, np.int64)
+    vis = _visible(stats, rows, open_, linked)
+    k = settings.candidates + margin
+    parts = []
+    if len(stats.vocab):
+        votes = (_query_matrix(stats, rows, rel, settings) @ stats.postings_t).toarray()
+        votes[~vis] = 0.0
+        parts.append(("index", *_top_k(votes, k, stats.rank, 0.0)))
+    if vectors is not None:
+        sims = _similarities(vectors, rows)
+        sims[~vis] = -np.inf
+        exact = lambda r, c: pair_cosine(rows[r], c, vectors=vectors)  # noqa: E731
+        parts.append(("nn", *_top_k(sims, k, stats.rank, -np.inf, exact=exact, slack=1e-4)))
+    parts.append(("session", *_session(stats, rows, vis, settings.session_candidates + margin)))
+    return _union(rows, parts, len(stats.ids))
+
+
+def _similarities(vectors, rows) -> np.ndarray:
+    """Approximate cosines of rows against the bank: a BLAS product for a batch, a plain loop for a
+    few rows (a threaded BLAS call costs milliseconds of wake-up next to polars' thread pool)."""
+    if len(rows) <= 4:
+        return np.stack([np.einsum("ij,j->i", vectors, vectors[r]) for r in rows]).astype(np.float64)
+    return np.asarray(vectors[rows] @ vectors.T, dtype=np.float64)
+
+
+def _session(stats, rows, vis, k):
+    out_r, out_c, out_p = [], [], []
+    for b, m in enumerate(rows):
+        s = stats.session[m]
+        if s < 0:
+            continue
+        members = np.flatnonzero((stats.session == s) & vis[b])
+        if members.size == 0:
+            continue
+        dt = np.abs(stats.time_us[members] - stats.time_us[m])
+        members = members[np.lexsort((-stats.rank[members], dt))][:k]
+        out_r.append(np.full(members.size, b))
+        out_c.append(members)
+        out_p.append(np.arange(members.size))
+    if not out_r:
+        return (np.zeros(0, np.int64),) * 3
+    return tuple(np.concatenate(x).astype(np.int64) for x in (out_r, out_c, out_p))
+
+
+def _union(rows, parts, n):
+    names = ("index", "nn", "session")
+    empty = np.zeros(0, np.int64)
+    if sum(len(p[1]) for p in parts) == 0:
+        return {"b": empty, "m": empty, "c": empty, **{f"pos_{x}": empty for x in names}}
+    keys = np.concatenate([p[1] * n + p[2] for p in parts])
+    uniq, inv = np.unique(keys, return_inverse=True)
+    out = {"b": uniq // n, "m": rows[uniq // n], "c": uniq % n}
+    for name in names:
+        out[f"pos_{name}"] = np.full(len(uniq), _SENTINEL, np.int64)
+    offset = 0
+    for name, _, _, pos in parts:
+        np.minimum.at(out[f"pos_{name}"], inv[offset : offset + len(pos)], pos)
+        offset += len(pos)
+    return out

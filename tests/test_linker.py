@@ -1,0 +1,314 @@
+"""The write-time linker against seed 001's worked examples, its rules, and connect == one by one."""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+
+import numpy as np
+import polars as pl
+import pytest
+from hypothesis import given, settings as hsettings, strategies as st
+
+from kbtools.errors import EntryNotFound, ValidationError
+from kbtools.linker import (
+    LINKER_DEFAULTS, LINKER_LEXICAL, LinkPlan, TermStats, anchor, apply_plan, explain, plan_connect, plan_links,
+)
+from kbtools.linker.evidence import noisy_or
+from kbtools.linker.plan import _known_entities
+from kbtools.schema import conform, empty
+from tests.seed_memories import ID, SEED_COSINE, T0, seed_bank, synthetic_bank
+
+NOW = T0 + dt.timedelta(days=13)
+
+
+def _explain(a, b):
+    entries, edges, triples = seed_bank()
+    return explain(ID[a], ID[b], entries, edges, triples, cosine=SEED_COSINE, settings=LINKER_LEXICAL)
+
+
+def _bank(rows, *, start=T0):
+    """entries from (id, kind, text[, session, metadata, status]) tuples, a minute apart."""
+    out = []
+    for k, row in enumerate(rows):
+        eid, kind, text, *rest = row
+        session = rest[0] if len(rest) > 0 else None
+        meta = rest[1] if len(rest) > 1 else "{}"
+        status = rest[2] if len(rest) > 2 else "active"
+        t = start + dt.timedelta(minutes=k)
+        out.append({"id": eid, "kind": kind, "content": text, "session_id": session, "metadata": meta,
+                    "status": status, "created_at": t, "updated_at": t, "usage_count": 0})
+    return conform(pl.DataFrame(out), "entries")
+
+
+def _edge(src, dst, type_, source, weight=1.0, seen=T0, evidence=None):
+    return {"src": src, "dst": dst, "type": type_, "source": source, "weight": weight,
+            "evidence": evidence or json.dumps({"why": "test"}), "created_by": "test", "created_at": seen, "seen_at": seen}
+
+
+def _edges(rows):
+    return conform(pl.DataFrame(rows), "edges") if rows else empty("edges")
+
+
+# ---------------------------------------------------------------- seed 001, section 4
+
+
+def test_fix_and_fault_term_weights_match_the_seed():
+    s = _explain("fix", "fault")
+    fix = {k: round(v, 2) for k, v in s.weights["a"].items()}
+    fault = {k: round(v, 2) for k, v in s.weights["b"].items()}
+    assert fix == {"e:line 3": 2.85, "found": 3.0, "encoder": 3.0, "cable": 3.0, "line": 1.9, "loose": 3.0}
+    assert fault == {"e:e-217": 4.49, "e:line 3": 2.85, "line": 1.9, "faulting": 3.0, "error": 3.0}
+    # the seed adds the rounded weights
+    assert round(sum(fix.values()), 2) == 16.75 and round(sum(fault.values()), 2) == 15.24
+    assert s.weights["W_a"] == pytest.approx(16.75, abs=0.03) and s.weights["W_b"] == pytest.approx(15.24, abs=0.02)
+
+
+def test_fix_resolves_fault_with_the_seeds_numbers():
+    s = _explain("fix", "fault")
+    assert round(s.overlap, 2) == 0.31  # the seed prints 0.312 from rounded weights (4.75 / 15.24)
+    assert round(s.signals["share"], 3) == 0.156
+    assert s.signals["sem"] == 1.0 and s.signals["time"] == 1.0 and s.signals["cue"] == 1.0
+    assert round(s.raw, 3) == 0.787 and round(s.score, 3) == 0.669
+    assert s.linked and s.type == "resolves" and (s.source, s.target) == (ID["fix"], ID["fault"])
+    assert s.why == "shared: line 3; similar meaning (0.30); a problem and its fix; same session, 0 min apart"
+
+
+def test_decision_serves_goal_via_the_triple():
+    s = _explain("decision", "goal")
+    assert s.signals == {"share": 0.0, "sem": 0.0, "bridge": 1.0, "time": 0.0, "cue": 0.0}
+    assert round(s.raw, 2) == 0.6 and round(s.score, 2) == 0.60 and s.prior == 1.0
+    assert s.linked and s.type == "serves" and s.source == ID["decision"]
+    assert s.why == "via Kioko uses pgvector"
+
+
+def test_lesson_refines_procedure():
+    s = _explain("lesson", "procedure")
+    assert round(s.signals["share"], 3) == 0.487
+    assert round(s.raw, 3) == 0.542 and round(s.score, 3) == 0.542
+    assert s.linked and s.type == "refines" and s.source == ID["lesson"]
+
+
+def test_green_tea_and_plc_subnet_are_not_linked():
+    s = _explain("tea", "plc")
+    assert s.raw == 0.0 and s.score == 0.0 and not s.linked
+
+
+def test_connect_gives_the_links_section_of_section_1():
+    entries, edges, triples = seed_bank()
+    plan = plan_connect(entries, edges, triples, cosine=SEED_COSINE, settings=LINKER_LEXICAL, now=NOW)
+    name = {v: k for k, v in ID.items()}
+    got = {(name[s], t, name[d]): round(w, 3) for s, t, d, w in plan.add.select("src", "type", "dst", "weight").rows()}
+    assert got == {
+        ("decision", "serves", "goal"): 0.6,
+        ("fix", "resolves", "fault"): 0.669,
+        ("lesson", "refines", "procedure"): 0.542,
+        ("fix", "resolves", "jam"): 0.632,
+        ("procedure", "applies_to", "jam"): 0.72,
+        ("fault", "follows", "jam"): 0.413,
+    }
+    assert set(plan.add["source"]) == {"auto"}
+    ev = json.loads(plan.add.filter(pl.col("type") == "serves")["evidence"][0])
+    assert ev["why"] == "via Kioko uses pgvector" and set(ev["signals"]) == {"share", "sem", "bridge", "time", "cue"}
+    assert plan.entry_updates.height == 9 and plan.entry_updates["linked_at"].null_count() == 0
+
+
+# ---------------------------------------------------------------- anchor
+
+
+def test_anchor_entities():
+    a = anchor("Rockwell Automation ships FactoryTalk Optix to press 12 and cell 4B; INC-4521, S7-1500, server 2, 10.20.0.0/16")
+    assert {"rockwell automation", "factorytalk optix", "press 12", "cell 4b", "inc-4521", "s7-1500", "server 2",
+            "10.20.0.0/16"} <= set(a.entities)
+    assert anchor("Goal: Ship the Kioko memory layer by December 15.").entities == ("kioko",)
+    assert anchor("User likes green tea.").entities == ()
+    assert anchor("we moved to pgvector", known_entities=["PGVector"]).entities == ("pgvector",)
+    assert "t:keep" not in anchor("The fault keeps coming back").terms  # light verbs and stop words go
+
+
+# ---------------------------------------------------------------- statistics, hubs, caps
+
+
+def test_idf_zero_for_a_term_in_most_of_a_grown_bank():
+    rows = [(f"{k:08x}", "fact", f"widget gadget {k} about topic{chr(97 + k % 26)}") for k in range(30)]
+    stats = TermStats.build(_bank(rows))
+    assert stats.n == 30
+    assert stats.weights(["t:widget"])[0] == 0.0
+    assert stats.weights(["t:gadget"])[0] == 0.0 and stats.weights(["t:topica"])[0] > 0
+
+
+def test_hub_terms_halve_the_share():
+    rows = [("00000001", "event", "Line 3 stopped"), ("00000002", "event", "Line 3 restarted"),
+            ("00000003", "event", "Line 3 alarm"), ("00000004", "event", "Line 3 inspected")]
+    s = explain("00000002", "00000001", _bank(rows), None, None)
+    assert s.signals["share"] == pytest.approx(s.overlap / 2)
+
+
+def test_posting_cap_terms_nominate_nothing():
+    # "gizmo" is in 60 entries (> max(50, 0.2 n)): the new entry shares only that word with them
+    rows = [(f"{k:08x}", "knowledge", f"gizmo z{'abcdefghij'[k % 10]}{'abcdefghij'[k // 10]} lorem") for k in range(60)]
+    rows.append(("ffffffff", "knowledge", "gizmo"))
+    entries = _bank(rows)
+    plan = plan_links("ffffffff", entries, None, None, now=NOW)
+    assert plan.report["candidates"] == 0 and plan.add.height == 0
+
+
+# ---------------------------------------------------------------- selection rules
+
+
+def _jam_bank(extra_edges=()):
+    rows = [("00000001", "event", "Line 7 conveyor jammed with error E-555 at the encoder"),
+            ("00000002", "event", "Found it: the encoder on line 7 was loose, error E-555 is gone")]
+    return _bank(rows), _edges(list(extra_edges))
+
+
+def test_no_auto_link_where_a_trusted_edge_joins_the_pair():
+    entries, _ = _jam_bank()
+    assert plan_links("00000002", entries, None, None, now=NOW).add.height == 1
+    edges = _edges([_edge("00000001", "00000002", "cites", "author")])
+    assert plan_links("00000002", entries, edges, None, now=NOW).add.height == 0
+
+
+def test_at_most_one_automatic_link_per_pair():
+    entries, _ = _jam_bank()
+    edges = _edges([_edge("00000001", "00000002", "see_also", "auto", 0.5)])
+    plan = plan_links("00000002", entries, edges, None, now=NOW)
+    assert plan.add.height == 0 and plan.remove.height == 0
+    relinked = entries.with_columns(pl.lit(NOW).cast(pl.Datetime("us", "UTC")).alias("linked_at"))
+    plan = plan_links("00000002", relinked, edges, None, now=NOW)  # a linked entry is re-derived
+    assert plan.remove.height == 1 and plan.add["type"].to_list() == ["resolves"]
+
+
+def test_degree_cap_evicts_the_weakest_faded_link():
+    hub = ("00000000", "knowledge", "Atlas kafka broker tuning E-999")
+    others = [(f"0000010{k:x}", "knowledge", f"Atlas kafka broker E-999 note {chr(97 + k)}") for k in range(12)]
+    new = ("000001ff", "knowledge", "Atlas kafka broker tuning E-999 again")
+    entries = _bank([hub, *others, new])
+    old = [_edge(o[0], hub[0], "see_also", "auto", 0.9, seen=NOW - dt.timedelta(days=30 * (k + 1)))
+           for k, o in enumerate(others)]
+    plan = plan_links(new[0], entries, _edges(old), None, now=NOW)
+    assert (hub[0] in plan.add["dst"].to_list()) or (hub[0] in plan.add["src"].to_list())
+    # the oldest (most faded) link of the hub gives way
+    assert others[-1][0] in plan.remove["src"].to_list()
+    _, after = apply_plan(entries, _edges(old), plan)
+    auto = after.filter(pl.col("source") == "auto")
+    degree = pl.concat([auto["src"], auto["dst"]]).value_counts()
+    assert degree["count"].max() <= LINKER_DEFAULTS.max_degree
+
+
+def test_superseded_decision_is_never_a_candidate():
+    rows = [("00000001", "decision", "Decision: use Redis for the Atlas cache", None, "{}", "superseded"),
+            ("00000002", "knowledge", "Redis cache for Atlas evicts keys under load")]
+    plan = plan_links("00000002", _bank(rows), None, None, now=NOW)
+    assert plan.add.height == 0
+
+
+# ---------------------------------------------------------------- structure (section 5)
+
+
+def test_structural_links_and_takeover():
+    rows = [
+        ("000000a1", "goal", "Goal: Ship Atlas v2"),
+        ("000000a2", "goal", "Goal: Finish the Atlas schema", None, json.dumps({"parent": "000000a1"})),
+        ("000000b1", "decision", "Decision: use Redis for the Atlas cache"),
+        ("000000c1", "knowledge", "Atlas cache benchmarks"),
+        ("000000b2", "decision", "Decision: use Memcached for the Atlas cache", None, json.dumps({"supersedes": "000000b1"})),
+        ("000000d1", "insight", "Atlas caching keeps changing", None, json.dumps({"evidence": ["000000b1", "000000c1"]})),
+    ]
+    entries = _bank(rows)
+    edges = _edges([_edge("000000b1", "000000a1", "serves", "auto", 0.8, seen=NOW),
+                    _edge("000000c1", "000000b1", "informs", "manual")])
+    plan = plan_links("000000a2", entries, edges, None, now=NOW)
+    assert ("000000a2", "000000a1", "part_of", "structure", 1.0) in plan.add.select("src", "dst", "type", "source", "weight").rows()
+
+    plan = plan_links("000000b2", entries, edges, None, now=NOW)
+    add = {(s, d, t): (src, w, json.loads(e)) for s, d, t, src, w, e in
+           plan.add.select("src", "dst", "type", "source", "weight", "evidence").rows()}
+    assert add[("000000b2", "000000b1", "supersedes")][:2] == ("structure", 1.0)
+    src, w, ev = add[("000000b2", "000000a1", "serves")]
+    assert src == "auto" and w == pytest.approx(0.72) and ev["from"] == "000000b1"
+    assert ev["why"] == "taken over from the decision it replaced (000000b1)"
+    assert add[("000000c1", "000000b2", "informs")][0] == "manual"  # copied; the old one keeps it
+    assert plan.remove.select("src", "dst", "type").rows() == [("000000b1", "000000a1", "serves")]
+    assert plan.entry_updates.filter(pl.col("id") == "000000b1")["status"].to_list() == ["superseded"]
+
+    plan = plan_links("000000d1", entries, edges, None, now=NOW)
+    derived = plan.add.filter(pl.col("type") == "derived_from").select("dst", "source").rows()
+    assert sorted(derived) == [("000000b1", "structure"), ("000000c1", "structure")]
+
+
+# ---------------------------------------------------------------- connect == one by one
+
+
+def _one_by_one(entries, edges, triples, *, vectors, stats, settings):
+    order = entries.filter(pl.col("linked_at").is_null()).sort("created_at", "id")["id"].to_list()
+    for entry_id in order:
+        plan = plan_links(entry_id, entries, edges, triples, vectors=vectors, stats=stats, settings=settings, now=NOW)
+        entries, edges = apply_plan(entries, edges, plan)
+    return entries, edges
+
+
+def _norm(edges):
+    return edges.select("src", "dst", "type", "source", "weight", "evidence", "seen_at").sort("src", "dst", "type")
+
+
+@pytest.mark.parametrize("seed,use_vectors,max_degree", [(0, True, 12), (1, False, 4), (2, True, 3)])
+def test_connect_equals_one_by_one(seed, use_vectors, max_degree):
+    entries, edges, triples, vectors = synthetic_bank(200, seed=seed)
+    vectors = vectors if use_vectors else None
+    settings = LINKER_DEFAULTS.with_(max_degree=max_degree)
+    stats = TermStats.build(entries, known_entities=_known_entities(triples))
+    e1, g1 = _one_by_one(entries, edges, triples, vectors=vectors, stats=stats, settings=settings)
+    seen = []
+    plan = plan_connect(entries, edges, triples, vectors=vectors, stats=stats, settings=settings, now=NOW,
+                        chunk=23, progress=lambda done, total: seen.append((done, total)))
+    e2, g2 = apply_plan(entries, edges, plan)
+    assert plan.report["links"] > 100 and plan.report["structural"] > 0
+    assert _norm(g1).equals(_norm(g2))
+    assert e1.select("id", "status", "linked_at").sort("id").equals(e2.select("id", "status", "linked_at").sort("id"))
+    assert seen[-1][0] == seen[-1][1] == plan.report["entries"]
+
+
+@hsettings(max_examples=8, deadline=None)
+@given(seed=st.integers(0, 10_000), n=st.integers(2, 60), max_degree=st.integers(1, 6))
+def test_connect_invariants(seed, n, max_degree):
+    entries, edges, triples, vectors = synthetic_bank(n, seed=seed, linked_share=0.0, edges_share=0.0)
+    plan = plan_connect(entries, edges, triples, vectors=vectors, settings=LINKER_DEFAULTS.with_(max_degree=max_degree), now=NOW)
+    _, after = apply_plan(entries, edges, plan)
+    pairs = after.select(pl.min_horizontal("src", "dst").alias("a"), pl.max_horizontal("src", "dst").alias("b"))
+    assert pairs.is_duplicated().sum() == 0  # at most one link per pair
+    auto = after.filter(pl.col("source") == "auto")
+    if auto.height:
+        assert pl.concat([auto["src"], auto["dst"]]).value_counts()["count"].max() <= max_degree
+        assert auto["weight"].min() >= LINKER_DEFAULTS.threshold * LINKER_DEFAULTS.takeover - 1e-9
+    assert (after["src"] != after["dst"]).all()
+
+
+def test_noisy_or_is_bounded_and_monotone():
+    x = np.linspace(0, 1, 5)
+    raw = noisy_or(x, x, x, x, x, omega=0.5)
+    assert raw[0] == 0.0 and (np.diff(raw) > 0).all() and raw[-1] <= 1.0
+
+
+# ---------------------------------------------------------------- contract
+
+
+def test_empty_bank_and_inputs_unchanged():
+    entries, edges, triples = seed_bank()
+    before = (entries.clone(), edges.clone(), triples.clone())
+    plan_connect(entries, edges, triples, now=NOW)
+    plan_links(ID["fix"], entries, edges, triples, now=NOW)
+    assert entries.equals(before[0]) and edges.equals(before[1]) and triples.equals(before[2])
+    nothing = plan_connect(empty("entries"), empty("edges"), empty("triples"), now=NOW)
+    assert isinstance(nothing, LinkPlan) and nothing.add.height == 0 and nothing.report["entries"] == 0
+
+
+def test_errors_name_the_problem():
+    entries, edges, triples = seed_bank()
+    with pytest.raises(EntryNotFound):
+        plan_links("deadbeef", entries, edges, triples, now=NOW)
+    with pytest.raises(ValidationError, match="vectors"):
+        plan_links(ID["fix"], entries, edges, triples, vectors=np.zeros((3, 2)), now=NOW)
+    stats = TermStats.build(entries.head(3))
+    with pytest.raises(ValidationError, match="another entries frame"):
+        plan_links(ID["fix"], entries, edges, triples, stats=stats, now=NOW)
