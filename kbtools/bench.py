@@ -211,8 +211,8 @@ def _bench_linker(rows: _Rows, bank, n: int) -> None:
         from kbtools.connect import bench_linking
     except ImportError:
         return
-    for row in bench_linking(bank, n):
-        rows.add(*row[:3], **row[3] if len(row) > 3 else {})
+    for section, metric, value, unit, extra in bench_linking(bank, n):
+        rows.add(section, metric, value, unit, **extra)
 
 
 def run_bench(*, sizes=(10_000, 100_000), seed: int = 7, log: Callable = print, workdir: str | None = None) -> dict:

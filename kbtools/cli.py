@@ -234,5 +234,7 @@ def main(argv: list[str] | None = None) -> int:
     return status
 
 
-if __name__ == "__main__":  # pragma: no cover
-    sys.exit(main())
+if __name__ == "__main__":  # pragma: no cover - `python -m kbtools.cli`: use the package's module
+    from kbtools.cli import main as _main
+
+    sys.exit(_main())

@@ -58,9 +58,36 @@ def _query(args):
     from .query import query
     from .store import open_bank
 
-    ans = query(open_bank(args.path), args.text, k=args.k, fold=not args.no_fold, lexical=args.lexical,
+    bank = open_bank(args.path)
+    if args.compare:
+        flat = query(bank, args.text, k=args.k, fold=False, lexical=args.lexical, record_usage=False, index=args.index)
+        folded = query(bank, args.text, k=args.k, fold=True, lexical=args.lexical, record_usage=not args.no_usage, index=args.index)
+        return {"flat": flat.to_dict(), "folded": folded.to_dict()}, side_by_side(flat, folded)
+    ans = query(bank, args.text, k=args.k, fold=not args.no_fold, lexical=args.lexical,
                 record_usage=not args.no_usage, index=args.index)
     return ans.to_dict(), ans.text()
+
+
+def side_by_side(flat, folded, width: int = 78) -> str:
+    """The flat top-k beside the folded answer, as an agent would read each."""
+    import textwrap
+
+    def lines(ans, title):
+        out = [title, "-" * len(title)]
+        for r in ans.results:
+            out += textwrap.wrap(f"{r.rank}. {r.title} [{r.id}]", width - 2, subsequent_indent="   ")
+            for p in [*r.related, *r.neighbors]:
+                tag = "folded" if p.kind == "folded" else "neighbor"
+                text = f"↳ {tag}: {p.title or p.id} [{p.id}] {p.relation}" + (f" — {p.note}" if p.note else "")
+                out += textwrap.wrap(text, width - 2, initial_indent="   ", subsequent_indent="     ")
+        return out
+
+    left, right = lines(flat, "FLAT top-%d" % len(flat.results)), lines(folded, "FOLDED (same %d slots)" % len(folded.results))
+    rows = max(len(left), len(right))
+    left += [""] * (rows - len(left))
+    right += [""] * (rows - len(right))
+    head = f"Question: {folded.query}\n"
+    return head + "\n".join(f"{a:<{width}}  {b}" for a, b in zip(left, right))
 
 
 register_args("query", lambda p: (
@@ -68,6 +95,7 @@ register_args("query", lambda p: (
     p.add_argument("text", help="the question"),
     p.add_argument("--k", type=int, default=8, help="results to return (default 8)"),
     p.add_argument("--no-fold", action="store_true", help="a flat top-k, without folding"),
+    p.add_argument("--compare", action="store_true", help="print the flat top-k beside the folded answer"),
     p.add_argument("--lexical", action="store_true", help="add the BM25 arm (rare tokens, error strings, flags)"),
     p.add_argument("--index", default="flat", help="faiss index kind: flat (exact), hnsw, hnsw_sq8, ivf, sq8"),
     p.add_argument("--no-usage", action="store_true", help="do not count usage for the returned results"),

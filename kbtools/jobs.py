@@ -149,7 +149,7 @@ def run_job(job: str, banks: Sequence[str], *, options: dict | None = None) -> t
 def _text(report: dict) -> str:
     if report["status"] != "ok":
         return f"{report['job']} {report['bank']}: {report['status'].upper()}: {report.get('error')}"
-    skip = {"bank", "job", "status", "plan", "links_made", "by_type"}
+    skip = {"bank", "job", "status", "plan", "by_type"}
     bits = ", ".join(f"{k} {v}" for k, v in report.items() if k not in skip and not isinstance(v, (list, dict)))
     extra = ""
     if report.get("by_type"):

@@ -388,8 +388,8 @@ def _after_write_hooks(bank: Bank, new_ids: list[str], *, actor: str) -> None:
     if not new_ids or not bank.settings.get("auto_link", True):
         return
     try:
-        from .jobs_api import link_new_entries
-    except ImportError:  # the linker is optional until its module exists
+        from .connect import link_new_entries
+    except ImportError:  # pragma: no cover - the linker ships with kbtools
         return
     link_new_entries(bank, new_ids, actor=actor)
 
@@ -614,7 +614,7 @@ def apply_plan(
                 raise EntryNotFound(missing["id"][0], "entry update")
             cols = [c for c in entry_updates.columns if c != "id"]
             upd = b.entries.join(entry_updates, on="id", how="inner", suffix="_new").with_columns(
-                [pl.col(f"{c}_new").cast(SCHEMAS["entries"][c]).alias(c) for c in cols]
+                [pl.coalesce(pl.col(f"{c}_new").cast(SCHEMAS["entries"][c]), pl.col(c)).alias(c) for c in cols]
             ).select(list(SCHEMAS["entries"]))
             quiet = set(cols) <= {"linked_at"}
             if not quiet:
@@ -623,7 +623,7 @@ def apply_plan(
                         {
                             "at": pl.Series([now] * upd.height, dtype=SCHEMAS["events"]["at"]),
                             "actor": [actor] * upd.height, "action": ["entry.update"] * upd.height,
-                            "src": upd["id"], "dst": [None] * upd.height, "type": [None] * upd.height,
+                            "src": entry_updates["id"], "dst": [None] * upd.height, "type": [None] * upd.height,
                             "reason": [reason] * upd.height,
                             "payload": entry_updates.select(pl.struct(cols).struct.json_encode())[:, 0],
                         },

@@ -1,11 +1,22 @@
 #!/usr/bin/env bash
-# The main job on the demo banks: set up, build fresh working copies of the demo banks under
-# banks/demo (the committed data/demo stays untouched), check them and print their stats.
+# The main job on the demo banks: set up; build fresh working copies of the demo banks under
+# banks/demo (the committed data/demo stays untouched); check them; run the scheduled jobs
+# (backfill, connect, decay); print their stats, the workflow holes of the business bank, and for a
+# demo question the flat top-8 beside the folded answer.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/setup.sh
 export ORT_DISABLE_TELEMETRY=1
 kb=.venv/bin/kb
+eng=banks/demo/engineering
+biz=banks/demo/business
 $kb demo --out banks/demo --force
-$kb check banks/demo/engineering banks/demo/business
-$kb stats banks/demo/engineering banks/demo/business
+$kb check $eng $biz
+$kb backfill $eng $biz
+$kb embed $eng
+$kb connect $eng $biz
+$kb decay $eng $biz
+$kb check $eng $biz
+$kb stats $eng $biz
+$kb holes $biz --flows
+$kb query $eng "how do I log in to production with playwright" --compare --no-usage

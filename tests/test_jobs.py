@@ -1,0 +1,189 @@
+"""The jobs on real banks: connect (chunked, kill-safe, equal to one-by-one), decay, reinforce,
+feedback, explain through the bank, auto-linking at report time, the job lock and exit codes."""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+
+import polars as pl
+import pytest
+
+import kbtools as kb
+from kbtools import connect as kc
+from kbtools.jobs import connect, decay
+from kbtools.linker import plan_links
+from kbtools.linker import apply_plan as apply_in_memory
+from tests.seed_memories import SEED_COSINE  # noqa: F401  (the fixture module exists)
+
+JOB = [sys.executable, "-m", "kbtools.cli"]
+
+
+def _copy(demo_dir, tmp_path, name="engineering"):
+    import shutil
+
+    shutil.copytree(demo_dir / name, tmp_path / name)
+    return kb.open_bank(tmp_path / name)
+
+
+def _small(bank_dir, n=120):
+    """A small realistic bank: the first n demo entries (by time) and their edges."""
+    src = kb.open_bank(bank_dir)
+    ents = src.entries.sort("created_at").head(n)
+    ids = ents["id"]
+    edges = src.edges.filter(pl.col("src").is_in(ids.implode()) & pl.col("dst").is_in(ids.implode()))
+    return ents, edges
+
+
+def test_connect_equals_linking_one_by_one(tmp_path, demo_dir):
+    ents, edges = _small(demo_dir / "engineering")
+    bank = kb.create_bank(tmp_path / "b")
+    kb.import_frames(bank, entries=ents, edges=edges, guard=False)
+    report = connect(bank, chunk=37)  # several chunks, each its own transaction
+    assert report["entries"] == ents.height and report["links_made"] > 20
+    got = set(bank.edges.filter(pl.col("source") == "auto").select("src", "dst", "type").iter_rows())
+    # one by one, in created_at order, each plan applied before the next
+    e, ed = bank.entries.with_columns(pl.lit(None).cast(bank.entries["linked_at"].dtype).alias("linked_at")), edges
+    settings = kc.linker_settings(bank)
+    for eid in e.sort("created_at", "id")["id"].to_list():
+        plan = plan_links(eid, e, ed, None, settings=settings)
+        e, ed = apply_in_memory(e, ed, plan)
+    want = set(ed.filter(pl.col("source") == "auto").select("src", "dst", "type").iter_rows())
+    assert got == want
+    assert bank.entries["linked_at"].null_count() == 0
+    again = connect(bank)
+    assert again["entries"] == 0 and again["links_made"] == 0
+    assert kb.check_bank(bank) == []
+
+
+def test_connect_dry_run_writes_nothing(tmp_path, demo_dir):
+    ents, edges = _small(demo_dir / "engineering", 60)
+    bank = kb.create_bank(tmp_path / "b")
+    kb.import_frames(bank, entries=ents, edges=edges, guard=False)
+    v = bank.version
+    report = connect(bank, dry_run=True)
+    assert report["links_made"] > 0 and report["plan"]
+    assert kb.open_bank(bank.path).version == v
+
+
+def test_connect_killed_midway_then_rerun_finishes_without_doubling(tmp_path, demo_dir):
+    bank = _copy(demo_dir, tmp_path)
+    env = dict(os.environ, ORT_DISABLE_TELEMETRY="1")
+    proc = subprocess.Popen([sys.executable, "jobs/connect.py", "--bank", str(bank.path)], env=env,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, cwd=os.path.dirname(os.path.dirname(__file__)))
+    deadline = time.time() + 120
+    while time.time() < deadline:  # kill it once some chunk has been committed
+        if kb.open_bank(bank.path).entries["linked_at"].null_count() < bank.entries.height:
+            break
+        time.sleep(0.05)
+    proc.send_signal(signal.SIGKILL)
+    proc.wait()
+    mid = kb.open_bank(bank.path)
+    assert kb.check_bank(mid) == []
+    done_before = mid.entries.height - mid.entries["linked_at"].null_count()
+    report = connect(mid)
+    assert report["entries"] == mid.entries.height - done_before
+    final = kb.open_bank(bank.path)
+    assert final.entries["linked_at"].null_count() == 0
+    auto = final.edges.filter(pl.col("source") == "auto")
+    assert auto.select("src", "dst", "type").is_duplicated().sum() == 0
+    pairs = auto.select(pl.min_horizontal("src", "dst").alias("a"), pl.max_horizontal("src", "dst").alias("b"))
+    assert pairs.is_duplicated().sum() == 0  # at most one automatic link per pair
+    deg = pl.concat([auto["src"], auto["dst"]]).value_counts()["count"]
+    assert deg.max() <= 12
+
+
+def test_second_run_exits_3_while_the_first_holds_the_bank(tmp_path, demo_dir):
+    bank = _copy(demo_dir, tmp_path)
+    env = dict(os.environ, ORT_DISABLE_TELEMETRY="1")
+    first = subprocess.Popen([*JOB, "connect", str(bank.path)], env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    lock = bank.path / ".job-connect.lock"
+    deadline = time.time() + 60
+    while time.time() < deadline and not (lock.exists() and lock.read_text().startswith("pid")):
+        time.sleep(0.02)
+    second = subprocess.run([*JOB, "connect", str(bank.path), "--json"], env=env, capture_output=True, text=True, timeout=120)
+    first.wait(timeout=300)
+    assert first.returncode == 0
+    assert second.returncode == 3
+    out = json.loads(second.stdout)
+    assert out["status"] == "running" and "already running" in out["error"]
+
+
+def test_decay_prunes_faded_and_dangling_but_never_trusted(tmp_path):
+    bank = kb.create_bank(tmp_path / "b")
+    a = kb.report_learning(bank, content="Fact A about caches.", actor="x", link=False)
+    b = kb.report_learning(bank, content="Fact B about caches.", actor="x", link=False)
+    c = kb.report_learning(bank, content="Fact C about caches.", actor="x", link=False)
+    old = kb.store.utcnow() - dt.timedelta(days=400)
+    fresh = kb.store.utcnow()
+    kb.apply_plan(bank, add=pl.DataFrame([
+        {"src": a, "dst": b, "type": "see_also", "source": "auto", "weight": 0.4, "seen_at": old, "created_at": old},
+        {"src": b, "dst": c, "type": "see_also", "source": "auto", "weight": 0.9, "seen_at": fresh, "created_at": fresh},
+        {"src": a, "dst": c, "type": "cites", "source": "author", "weight": 1.0, "seen_at": old, "created_at": old},
+    ]), actor="test", reason="setup")
+    report = decay(bank)
+    left = set(bank.edges.select("src", "dst", "source").iter_rows())
+    assert (a, b, "auto") not in left  # 0.4 * 0.5^(400/180) = 0.086 < 0.1
+    assert (b, c, "auto") in left and (a, c, "author") in left
+    assert report["pruned"] == 1
+    assert decay(bank)["pruned"] == 0
+
+
+def test_reinforce_and_feedback(tmp_path):
+    bank = kb.create_bank(tmp_path / "b")
+    fix = kb.report_learning(bank, content="Found it: the encoder cable on line 3 was loose.", kind="event", actor="x", link=False)
+    prob = kb.report_learning(bank, content="Line 3 keeps faulting with error E-217.", kind="event", actor="x", link=False)
+    kb.link(bank, fix, prob, "see_also", source="auto", weight=0.5, actor="connect")
+    assert kc.reinforce(bank, [fix, prob])["reinforced"] == 1
+    w = bank.edges.filter(pl.col("source") == "auto")["weight"][0]
+    assert w == pytest.approx(0.5 + 0.2 * 0.5, abs=1e-3)
+    out = kc.feedback(bank, fix, [prob])
+    assert out == {"links": 1, "replaced": 1}
+    row = bank.edges.row(0, named=True)
+    assert (row["src"], row["dst"], row["type"], row["source"], row["weight"]) == (fix, prob, "resolves", "feedback", 0.8)
+    with pytest.raises(kb.EntryNotFound):
+        kc.feedback(bank, fix, ["0badf00d"])
+
+
+def test_report_learning_links_at_write_time(tmp_path):
+    bank = kb.create_bank(tmp_path / "b")
+    t0 = kb.store.utcnow()
+    p = kb.report_learning(bank, content="Line 3 keeps faulting with error E-217.", kind="event", session_id="s1", actor="x", created_at=t0)
+    f = kb.report_learning(bank, content="Found it: the encoder cable on line 3 was loose.", kind="event", session_id="s1", actor="x",
+                           created_at=t0 + dt.timedelta(minutes=5))
+    auto = bank.edges.filter(pl.col("source") == "auto")
+    assert auto.select("src", "dst", "type").rows() == [(f, p, "resolves")]
+    assert json.loads(auto["evidence"][0])["why"]
+    assert bank.entries["linked_at"].null_count() == 0
+    off = kb.create_bank(tmp_path / "off", settings={"auto_link": False})
+    kb.report_learning(off, content="Line 3 keeps faulting with error E-217.", kind="event", session_id="s1", actor="x")
+    kb.report_learning(off, content="Found it: the encoder cable on line 3 was loose.", kind="event", session_id="s1", actor="x")
+    assert off.edges.height == 0
+
+
+def test_explain_through_the_bank(tmp_path):
+    bank = kb.create_bank(tmp_path / "b")
+    t0 = kb.store.utcnow()
+    p = kb.report_learning(bank, content="Line 3 keeps faulting with error E-217.", kind="event", session_id="s1", actor="x", created_at=t0, link=False)
+    f = kb.report_learning(bank, content="Found it: the encoder cable on line 3 was loose.", kind="event", session_id="s1", actor="x",
+                           created_at=t0 + dt.timedelta(minutes=1), link=False)
+    score = kb.explain(bank, f, p)
+    assert score.linked and score.type == "resolves"
+    assert set(score.signals) == {"share", "sem", "bridge", "time", "cue"}
+    with pytest.raises(kb.EntryNotFound):
+        kb.explain(bank, f, "0badf00d")
+
+
+def test_jobs_entry_points_help_and_usage():
+    for job in ("backfill", "connect", "decay"):
+        out = subprocess.run([sys.executable, f"jobs/{job}.py", "--help"], capture_output=True, text=True,
+                             cwd=os.path.dirname(os.path.dirname(__file__)))
+        assert out.returncode == 0 and "--bank" in out.stdout and "--dry-run" in out.stdout and "Exit status" in out.stdout
+        bad = subprocess.run([sys.executable, f"jobs/{job}.py"], capture_output=True, text=True,
+                             cwd=os.path.dirname(os.path.dirname(__file__)))
+        assert bad.returncode == 2
