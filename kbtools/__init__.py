@@ -47,6 +47,22 @@ from .interchange import export_bank, import_files, import_frames
 from .query import QUERY_DEFAULTS, query
 from .search import embed_bank, ranked_pool
 from .stats import bank_stats
+from .evaluate import (
+    GoldJudge,
+    HopLabReport,
+    HopTask,
+    ReaderAgent,
+    ReplayReport,
+    check_leaks,
+    hop_tasks,
+    hoplab_figure,
+    leaky_notes,
+    read_queries,
+    replay_figure,
+    run_hoplab,
+    run_replay,
+)
+
 from .rules import Problem
 from .store import Bank, create_bank, open_bank
 from .writes import (
@@ -125,6 +141,29 @@ __all__ = [
     "centrality",
     "workflow_holes",
     "process_flows",
+    "run_hoplab",
+    "run_replay",
+    "hop_tasks",
+    "check_leaks",
+    "leaky_notes",
+    "hoplab_figure",
+    "replay_figure",
+    "HopLabReport",
+    "ReplayReport",
+    "HopTask",
+    "ReaderAgent",
+    "GoldJudge",
+    "read_queries",
+    "layout_3d",
+    "bank_layout",
+    "graph_figure",
+    "holes_figure",
+    "community_figure",
+    "save_html",
+    "explorer",
+    "graph_view",
+    "holes_view",
+    "community_view",
     "KbError",
     "NotABank",
     "BankExists",
@@ -137,3 +176,19 @@ __all__ = [
     "EmbedderMismatch",
     "StaleCache",
 ]
+
+#: The JupyterLab views load on first use: they need the notebook extra (ipywidgets, IPython).
+_VIEWS = frozenset({"layout_3d", "bank_layout", "graph_figure", "holes_figure", "community_figure", "save_html",
+                    "explorer", "graph_view", "holes_view", "community_view"})
+
+
+def __getattr__(name: str):
+    if name in _VIEWS:
+        try:
+            from . import views
+        except ImportError as err:  # pragma: no cover - depends on the install
+            raise ImportError(
+                f"kb.{name} needs the notebook extra: pip install -e '.[notebook]' ({err})"
+            ) from err
+        return getattr(views, name)
+    raise AttributeError(f"module 'kbtools' has no attribute {name!r}")

@@ -1,0 +1,128 @@
+"""A real browser: the standalone HTML of the graph view (an answer lit) and of the holes view open in
+headless Chromium from file://, render without console errors, and are screenshotted into docs/img
+(the README shows those screenshots).
+
+Chromium is Debian's package (``apt-get install -y chromium``), driven by Playwright's Python
+package with ``executable_path``; no browser is ever downloaded by a test tool. WebGL runs on
+SwiftShader (software), so the 3D view renders without a GPU.
+"""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+import pytest
+
+import kbtools as kb
+from kbtools.views import graph_view, holes_view
+
+pytestmark = pytest.mark.browser
+
+CHROMIUM = Path("/usr/bin/chromium")
+DOCS_IMG = Path(__file__).resolve().parent.parent / "docs" / "img"
+ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+        "--disable-background-networking", "--disable-component-update", "--disable-sync",
+        "--use-gl=angle", "--use-angle=swiftshader", "--enable-unsafe-swiftshader"]
+QUERY = "why do we get memory limit partial writes during deploy on k8s"
+MAX_PNG_BYTES = 500_000
+
+# Draws the plot (3D scene included) through Plotly.toImage into a 2D canvas and counts the pixels
+# that differ from the background: a blank WebGL canvas counts 0.
+COUNT_DRAWN = """async () => {
+  const gd = document.querySelector('.plotly-graph-div');
+  const url = await Plotly.toImage(gd, {format: 'png', width: 600, height: 400});
+  const img = new Image(); img.src = url; await img.decode();
+  const c = document.createElement('canvas'); c.width = 600; c.height = 400;
+  const ctx = c.getContext('2d'); ctx.drawImage(img, 0, 0);
+  const d = ctx.getImageData(0, 0, 600, 400).data;
+  const [r0, g0, b0] = [d[0], d[1], d[2]];
+  let drawn = 0;
+  for (let i = 0; i < d.length; i += 4) {
+    if (Math.abs(d[i] - r0) + Math.abs(d[i + 1] - g0) + Math.abs(d[i + 2] - b0) > 60) drawn++;
+  }
+  return drawn;
+}"""
+
+
+@pytest.fixture(scope="module")
+def browser():
+    if not CHROMIUM.exists():
+        pytest.skip(f"{CHROMIUM} is missing: install Debian's browser with "
+                    "`sudo apt-get update && sudo apt-get install -y chromium` (the browser test needs it)")
+    sync_api = pytest.importorskip("playwright.sync_api", reason="the playwright package is missing: "
+                                   "pip install -e '.[dev]'")
+    with sync_api.sync_playwright() as p:
+        instance = p.chromium.launch(executable_path=str(CHROMIUM), args=ARGS)
+        yield instance
+        instance.close()
+
+
+@pytest.fixture(scope="module")
+def demo_dir():
+    from kbtools.datasets import DEMO_DIR
+
+    return DEMO_DIR
+
+
+def _open(browser, path: Path, *, height: int = 760):
+    page = browser.new_page(viewport={"width": 1200, "height": height})
+    errors: list[str] = []
+    page.on("console", lambda message: errors.append(message.text) if message.type == "error" else None)
+    page.on("pageerror", lambda error: errors.append(str(error)))
+    page.goto(path.resolve().as_uri())
+    page.wait_for_selector(".plotly-graph-div .main-svg", timeout=60_000)
+    return page, errors
+
+
+def test_graph_view_renders_in_chromium(browser, demo_dir, tmp_path):
+    shutil.copytree(demo_dir / "engineering", tmp_path / "eng")
+    bank = kb.open_bank(tmp_path / "eng")
+    kb.embed_bank(bank, embedder="hashing")  # a fast embedder: the picture, not the ranking, is tested
+    bank = kb.open_bank(tmp_path / "eng")
+    answer = kb.query(bank, QUERY, record_usage=False)
+    html = graph_view(bank, answer).save_html(tmp_path / "graph.html")
+
+    page, errors = _open(browser, html)
+    page.wait_for_selector(".gl-container canvas", timeout=60_000)
+    size = page.evaluate("(() => { const c = document.querySelector('.gl-container canvas');"
+                         " return [c.width, c.height]; })()")
+    assert size[0] > 0 and size[1] > 0
+    page.wait_for_timeout(1500)
+    assert page.evaluate(COUNT_DRAWN) > 2000  # points, links and labels were drawn
+    legend = page.evaluate("document.querySelector('.legend').textContent")
+    assert "result" in legend and "folded pointer" in legend
+    page.click("text=follow the links")  # particles start travelling along the lit links
+    page.wait_for_timeout(700)
+    shot = DOCS_IMG / "graph_view.png"
+    shot.parent.mkdir(parents=True, exist_ok=True)
+    page.screenshot(path=str(shot))
+    assert not errors, errors
+    assert 0 < shot.stat().st_size < MAX_PNG_BYTES
+    page.close()
+
+
+def test_holes_view_renders_in_chromium(browser, demo_dir, tmp_path):
+    shutil.copytree(demo_dir / "business", tmp_path / "biz")
+    bank = kb.open_bank(tmp_path / "biz")
+    html = holes_view(bank).save_html(tmp_path / "holes.html")
+
+    page, errors = _open(browser, html, height=900)
+    points = page.locator(".main-svg .scatterlayer path.point").count()
+    assert points >= bank.entries.filter(kb_kinds()).height  # every step, decision and artifact
+    holes = kb.workflow_holes(bank)
+    assert page.locator("text=question to ask").count() == 1  # the table below the diagram
+    assert page.locator(".main-svg .annotation").count() >= holes["flow"].n_unique()
+    page.wait_for_timeout(500)
+    shot = DOCS_IMG / "holes_view.png"
+    shot.parent.mkdir(parents=True, exist_ok=True)
+    page.locator(".plotly-graph-div").screenshot(path=str(shot))
+    assert not errors, errors
+    assert 0 < shot.stat().st_size < MAX_PNG_BYTES
+    page.close()
+
+
+def kb_kinds():
+    import polars as pl
+
+    return pl.col("kind").is_in(["step", "decision", "artifact"])
