@@ -37,7 +37,8 @@ from .analytics import (
     workflow_holes,
 )
 from .answer import Answer, Pointer, Result
-from .connect import explain, feedback, reinforce
+from .jobs import backfill, connect, decay
+from .linking import explain, feedback, reinforce
 from .datasets import build_demo, read_truth, truth_path
 from .demo import DemoBank, business_bank, engineering_bank, synthetic_bank
 from .embed import Embedder, HashingEmbedder, MiniLMEmbedder, StaticEmbedder, default_embedder, get_embedder
@@ -129,6 +130,9 @@ __all__ = [
     "Answer",
     "Result",
     "Pointer",
+    "backfill",
+    "connect",
+    "decay",
     "explain",
     "reinforce",
     "feedback",

@@ -208,7 +208,7 @@ def _bench_graph(rows: _Rows, bank, n: int) -> None:
 
 def _bench_linker(rows: _Rows, bank, n: int) -> None:
     try:
-        from kbtools.connect import bench_linking
+        from kbtools.linking import bench_linking
     except ImportError:
         return
     for section, metric, value, unit, extra in bench_linking(bank, n):

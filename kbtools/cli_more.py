@@ -293,3 +293,45 @@ register_args("bench", lambda p: (
     p.add_argument("--seed", type=int, default=7),
     p.add_argument("--out", help="also write the JSON report to this file"),
 ))
+
+
+# ------------------------------------------------------------------------------------------ eval
+
+
+@command("eval", "evaluation that cannot fool itself: the hop lab (with its leak check) and the folding replay")
+def _eval(args):
+    """kb eval hoplab PATH [--tasks sidecar|mined] [--n 30] [--seed 0] [--min-shared 1] [--json-out FILE]
+    kb eval replay PATH [--queries FILE] [--seed 0] [--json-out FILE]
+
+    Prints a markdown report; --json prints the full JSON report (every task's raw outcome, the seed
+    and the parameters); --json-out also writes it to a file. The built-in agent of the hop lab is a
+    deterministic simulation (named so in the report); the replay's built-in judge reads the bank's
+    ground-truth sidecar. Exit status 5 when the replay lost a relevant entry of the flat answer."""
+    from .evaluate import ReaderAgent, run_hoplab, run_replay
+    from .store import open_bank
+
+    bank = open_bank(args.path)
+    if args.which == "hoplab":
+        agent = ReaderAgent(min_shared=args.min_shared) if args.min_shared else None
+        report = run_hoplab(bank, tasks=args.tasks, agent=agent, seed=args.seed, k=args.k, n=args.n,
+                            progress=_progress("hop lab"))
+        status = 0
+    else:
+        report = run_replay(bank, queries=args.queries, seed=args.seed, k=args.k, progress=_progress("replay"))
+        status = 5 if getattr(report, "lost", 0) else 0
+    if args.json_out:
+        Path(args.json_out).write_text(report.to_json())
+    return report.to_dict(), report.to_markdown(), status
+
+
+register_args("eval", lambda p: (
+    p.add_argument("which", choices=("hoplab", "replay"), help="which evaluation"),
+    p.add_argument("path", help="the bank folder"),
+    p.add_argument("--tasks", choices=("sidecar", "mined"), help="hop tasks from the sidecar or mined from the bank"),
+    p.add_argument("--n", type=int, default=30, help="tasks to mine (default 30)"),
+    p.add_argument("--queries", help="query log: one query per line, or JSONL with query and relevant ids"),
+    p.add_argument("--seed", type=int, default=0),
+    p.add_argument("--k", type=int, default=8),
+    p.add_argument("--min-shared", type=int, default=0, help="terms a note must share with the task for the reader to follow it"),
+    p.add_argument("--json-out", help="also write the JSON report to this file"),
+))

@@ -85,15 +85,15 @@ def backfill(bank: Bank, *, dry_run: bool = False, actor: str = "backfill", prog
 def connect(bank: Bank, *, rebuild: bool = False, limit: int | None = None, dry_run: bool = False,
             chunk: int = 500, actor: str = "connect", progress: Callable | None = None) -> dict:
     """Link every entry the linker has not seen (``linked_at`` empty), or all with ``rebuild``,
-    at most ``limit``; see :mod:`kbtools.connect`."""
-    from .connect import connect_bank
+    at most ``limit``; see :mod:`kbtools.linking`."""
+    from .linking import connect_bank
 
     return connect_bank(bank, rebuild=rebuild, limit=limit, dry_run=dry_run, chunk=chunk, actor=actor, progress=progress)
 
 
 def decay(bank: Bank, *, dry_run: bool = False, now=None, actor: str = "decay", progress: Callable | None = None) -> dict:
     """Fade the fading links and prune those under 0.1 or pointing at missing entries."""
-    from .connect import decay_bank
+    from .linking import decay_bank
 
     return decay_bank(bank, dry_run=dry_run, now=now, actor=actor)
 

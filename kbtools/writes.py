@@ -388,7 +388,7 @@ def _after_write_hooks(bank: Bank, new_ids: list[str], *, actor: str) -> None:
     if not new_ids or not bank.settings.get("auto_link", True):
         return
     try:
-        from .connect import link_new_entries
+        from .linking import link_new_entries
     except ImportError:  # pragma: no cover - the linker ships with kbtools
         return
     link_new_entries(bank, new_ids, actor=actor)

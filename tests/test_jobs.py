@@ -15,7 +15,7 @@ import polars as pl
 import pytest
 
 import kbtools as kb
-from kbtools import connect as kc
+from kbtools import linking as kc
 from kbtools.jobs import connect, decay
 from kbtools.linker import plan_links
 from kbtools.linker import apply_plan as apply_in_memory
