@@ -96,6 +96,37 @@ def _bench_fold(rows: _Rows, seed: int) -> None:
     rows.add("fold", "fold + neighbours, pool 20, p99", np.percentile(fast, 99))
 
 
+def embedder_quality(*, log: Callable = print) -> list[dict]:
+    """Retrieval quality of each embedder on the demo bank's sidecar queries: recall@8 of the gold
+    relevant entries, and overlap@8 with the full MiniLM model's top-8 (the fast mode's fidelity)."""
+    import kbtools as kb
+    from kbtools.datasets import DEMO_DIR, read_truth
+    from kbtools.search import ranked_pool
+
+    truth = read_truth(DEMO_DIR / "engineering")
+    out, tops = [], {}
+    with tempfile.TemporaryDirectory(prefix="kb-emb-") as tmp:
+        for name in ("minilm-int8", "minilm-static", "hashing-char"):
+            shutil.copytree(DEMO_DIR / "engineering", Path(tmp) / name)
+            bank = kb.open_bank(Path(tmp) / name)
+            t = time.perf_counter()
+            kb.embed_bank(bank, embedder=name)
+            embed_s = time.perf_counter() - t
+            recall, top = [], []
+            for q in truth["queries"]:
+                ids = ranked_pool(bank, q["query"], pool=8)["id"].to_list()
+                top.append(ids)
+                rel = set(q["relevant"])
+                recall.append(len(rel & set(ids)) / max(len(rel), 1))
+            tops[name] = top
+            overlap = np.mean([len(set(a) & set(b)) / 8 for a, b in zip(top, tops["minilm-int8"])])
+            out.append({"embedder": name, "recall_at_8": round(float(np.mean(recall)), 3),
+                        "overlap_at_8_with_minilm": round(float(overlap), 3), "embed_s": round(embed_s, 1),
+                        "queries": len(truth["queries"])})
+            log(f"  {name}: recall@8 {out[-1]['recall_at_8']}, overlap@8 with MiniLM {out[-1]['overlap_at_8_with_minilm']}")
+    return out
+
+
 def _synthetic_store(n: int, root: Path, seed: int, log):
     import kbtools as kb
 
@@ -221,6 +252,10 @@ def run_bench(*, sizes=(10_000, 100_000), seed: int = 7, log: Callable = print, 
     started = time.perf_counter()
     log("fold")
     _bench_fold(rows, seed)
+    log("embedders on the demo sidecar")
+    for q in embedder_quality(log=lambda m: None):
+        rows.add("embedders", f"{q['embedder']} recall@8 of gold (demo sidecar)", q["recall_at_8"], "share",
+                 note=f"overlap@8 with MiniLM's top-8 {q['overlap_at_8_with_minilm']}; {q['queries']} queries")
     root = Path(workdir or tempfile.mkdtemp(prefix="kb-bench-"))
     try:
         for n in sizes:
