@@ -174,20 +174,39 @@ def bank_index(bank: Bank, *, kind: str = "flat", weights: Mapping[str, float] |
         json.dumps([bank.embedder_name, segs, _weights_key(weights), kind, bank.fingerprint(("entries", "vectors"))]).encode()
     ).hexdigest()[:24]
 
+    name = f"index:{kind}:{_weights_key(weights)}"
+    mask = pl.Series(ids, dtype=pl.String).is_in(active.implode()).to_numpy()
+
+    def grown(prior: VectorIndex | None) -> VectorIndex | None:
+        """The previous index with only the new entries added, when nothing else changed."""
+        old_segs = getattr(prior, "segments", None)
+        if prior is None or old_segs is None or segs[: len(old_segs)] != old_segs:
+            return None
+        live = ids[mask]
+        known = pl.Series(live, dtype=pl.String).is_in(pl.Series(prior.ids, dtype=pl.String).implode()).to_numpy()
+        if known.sum() != prior.size:  # an entry left (deleted, superseded) or was re-embedded
+            return None
+        new_ids = live[~known]
+        if len(new_ids):
+            prior.add(new_ids.tolist(), combine(np.asarray(data)[mask][~known], weights))
+        return prior
+
     def build() -> VectorIndex:
-        cached = bank.read_cache(f"index-{kind}.faiss", fp)
-        if cached is not None:
-            idx = VectorIndex.from_bytes(cached)
-            idx.fingerprint = fp
-            return idx
-        mask = pl.Series(ids, dtype=pl.String).is_in(active.implode()).to_numpy()
-        idx = VectorIndex.build(ids[mask].tolist(), combine(np.asarray(data)[mask], weights), kind=kind)
+        hit = bank._derived.get(name)
+        idx = grown(hit[1] if hit else None)
+        if idx is None:
+            cached = bank.read_cache(f"index-{kind}.faiss", fp)
+            if cached is not None:
+                idx = VectorIndex.from_bytes(cached)
+            else:
+                idx = VectorIndex.build(ids[mask].tolist(), combine(np.asarray(data)[mask], weights), kind=kind)
+                if len(ids) >= 5000:  # small indexes build faster than they load
+                    bank.write_cache(f"index-{kind}.faiss", fp, idx.to_bytes())
         idx.fingerprint = fp
-        if len(ids) >= 5000:  # small indexes build faster than they load
-            bank.write_cache(f"index-{kind}.faiss", fp, idx.to_bytes())
+        idx.segments = segs
         return idx
 
-    return bank.derived(f"index:{kind}:{_weights_key(weights)}", build, on=("entries", "vectors"))
+    return bank.derived(name, build, on=("entries", "vectors"))
 
 
 def _bm25_text(entries: pl.DataFrame) -> list[str]:

@@ -123,3 +123,17 @@ def test_query_rejects_bad_input(eng):
         kb.query(eng, LOGIN, k=0, record_usage=False)
     with pytest.raises(kb.ValidationError, match="edge source"):
         kb.query(eng, LOGIN, sources=["rumour"], record_usage=False)
+
+
+def test_index_grows_incrementally_and_rebuilds_when_an_entry_leaves(eng_copy):
+    from kbtools.search import bank_index
+
+    first = bank_index(eng_copy)
+    size = first.size
+    kb.report_learning(eng_copy, content="Rotate the staging signing key with vault rotate.", actor="a", link=False)
+    kb.embed_bank(eng_copy)
+    grown = bank_index(eng_copy)
+    assert grown is first and grown.size == size + 1  # added, not rebuilt
+    kb.delete_entry(eng_copy, eng_copy.entries["id"][0], reason="test", actor="judge")
+    rebuilt = bank_index(eng_copy)
+    assert rebuilt is not first and rebuilt.size == size
