@@ -72,7 +72,9 @@ def recall(bank: Bank, text: str, *, links: int = 3, k: int = 8, fold: bool = Tr
         return answer
     adj = adjacency(bank)
     seeds = {r.id: max(float(r.score), 1e-9) for r in answer.results}
-    brought = _activation.expand(seeds, adj, bank.entries, links=links)
+    shown_all = {r.id for r in answer.results} | {p.id for r in answer.results for p in (*r.related, *r.neighbors)}
+    brought = _activation.expand(seeds, adj, bank.entries, links=links + len(shown_all))
+    brought = brought.filter(~pl.col("id").is_in(sorted(shown_all))).head(links)
     info = bank.entries.join(brought, on="id", how="inner").select("id", "kind", "title", "summary", "activation", "via")
     linked = [dict(row) for row in brought.join(info.drop("activation", "via"), on="id", how="left").iter_rows(named=True)]
     shown = [r.id for r in answer.results] + [p.id for r in answer.results for p in r.related]

@@ -163,10 +163,10 @@ class Answer:
         for result in self.results:
             lines.extend(_result_lines(result))
         if self.linked:
-            lines.append("Linked:")
+            lines.append("Brought in by links:")
             lines.extend(f"  - {_linked_text(item)}" for item in self.linked)
         if self.links:
-            lines.append("Links:")
+            lines.append("How these entries connect:")
             lines.extend(f"  {line}" for line in self.links)
         return "\n".join(lines)
 
@@ -231,7 +231,7 @@ class Answer:
                 out.append(_result_html(r))
             out.append("</ol>")
         if self.links:
-            out.append("<p><b>Links</b></p><ul>")
+            out.append("<p><b>How these entries connect</b></p><ul>")
             out.extend(f"<li>{esc(line)}</li>" for line in self.links)
             out.append("</ul>")
         out.append("</div>")
@@ -291,7 +291,10 @@ def _linked_text(item) -> str:
         item = dataclasses.asdict(item)
     if isinstance(item, dict):
         bits = [str(item.get("id", "")), item.get("title") or "", item.get("summary") or ""]
-        return " — ".join(b for b in bits if b)
+        text = " — ".join(b for b in bits if b)
+        if item.get("activation") is not None:
+            text += f" (linked {float(item['activation']):.2f})"
+        return text
     return str(item)
 
 

@@ -40,9 +40,13 @@ def _progress(total_label: str):
 
 def _frame_out(frame, args, text_rows: int = 40):
     """Payload and text for a polars frame result (--json gives rows, --csv gives CSV)."""
-    if getattr(args, "csv", False):
-        return None, frame.write_csv()
     import polars as pl
+
+    if getattr(args, "csv", False):
+        flat = frame.with_columns(
+            [pl.col(c).cast(pl.List(pl.String)).list.join("; ") for c, t in frame.schema.items() if isinstance(t, pl.List)]
+        )
+        return None, flat.write_csv()
 
     with pl.Config(tbl_rows=text_rows, tbl_width_chars=160, fmt_str_lengths=80, tbl_hide_dataframe_shape=True):
         return frame.to_dicts(), str(frame)

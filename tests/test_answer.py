@@ -94,7 +94,7 @@ def test_linked_and_links_render_when_present():
     answer = Answer("q", [Result("a1", 1)], linked=[Pointer("z9", "informs", "out", summary="Z.")],
                     links=["a1 -> z9 (ppr 0.12)"])
     text = answer.text()
-    assert "Linked:\n  - z9 — Z." in text and "Links:\n  a1 -> z9 (ppr 0.12)" in text
+    assert "Brought in by links:\n  - z9 — Z." in text and "How these entries connect:\n  a1 -> z9 (ppr 0.12)" in text
     assert json.dumps(answer.to_dict())
 
 
