@@ -37,7 +37,6 @@ from .analytics import (
     workflow_holes,
 )
 from .answer import Answer, Pointer, Result
-from .jobs import backfill, connect, decay
 from .linking import explain, feedback, reinforce
 from .datasets import build_demo, read_truth, truth_path
 from .demo import DemoBank, business_bank, engineering_bank, synthetic_bank
@@ -180,6 +179,9 @@ __all__ = [
     "EmbedderMismatch",
     "StaleCache",
 ]
+
+# bound last: importing the submodules kbtools.decay and kbtools.linking rebinds those attribute names
+from .jobs import backfill, connect, decay  # noqa: E402
 
 #: The JupyterLab views load on first use: they need the notebook extra (ipywidgets, IPython).
 _VIEWS = frozenset({"layout_3d", "bank_layout", "graph_figure", "holes_figure", "community_figure", "save_html",

@@ -59,7 +59,7 @@ class BankLocked(KbError):
     """Another writer held the bank's lock for longer than the timeout.
 
     >>> str(BankLocked("banks/eng", 2.0, "pid 41 (kb connect) since 2026-11-29T10:00:00Z"))
-    'bank banks/eng is locked by pid 41 (kb connect) since 2026-11-29T10:00:00Z; gave up after 2.0 s'
+    'bank banks/eng is locked by pid 41 (kb connect) since 2026-11-29T10:00:00Z; gave up after 2 s'
     """
 
     def __init__(self, path, timeout: float, holder: str):

@@ -162,7 +162,7 @@ def check_schema(frame: pl.DataFrame, table: str, *, required: tuple[str, ...] =
     >>> check_schema(pl.DataFrame({"src": [1]}), "edges")
     Traceback (most recent call last):
     ...
-    kbtools.errors.ValidationError: src=Int64: column src must be String
+    kbtools.errors.ValidationError: src='Int64': column src must be String
     """
     schema = SCHEMAS[table]
     for name in required:

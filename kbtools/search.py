@@ -48,8 +48,8 @@ def entry_texts(entries: pl.DataFrame) -> dict[str, list[str]]:
     out = {}
     for dim in DIMENSIONS:
         col = entries[dim] if dim in entries.columns else pl.Series([None] * entries.height)
-        if col.dtype == pl.List(pl.String):
-            col = col.list.join(", ")
+        if isinstance(col.dtype, pl.List):
+            col = col.cast(pl.List(pl.String)).list.join(", ")
         out[dim] = col.fill_null("").to_list()
     if "title" in entries.columns:
         # what an entry says includes its title and one-sentence summary
