@@ -1,4 +1,4 @@
-"""Retrieval over a bank: entry vectors (one per search dimension), the faiss index over their
+r"""Retrieval over a bank: entry vectors (one per search dimension), the faiss index over their
 precombined vector, the BM25 arm, and the ranked pool that folding starts from.
 
 The vectors are embedded once and kept by the store beside the tables; each carries a hash of the
