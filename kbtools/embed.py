@@ -91,7 +91,8 @@ def find_tokenizer_dir(tokenizer_dir: str | os.PathLike | None = None) -> Path:
     """The folder holding all-MiniLM-L6-v2's ``tokenizer.json``.
 
     Looks at ``tokenizer_dir``, then env ``KBTOOLS_TOKENIZER_DIR``, then
-    ``../shared/models/all-MiniLM-L6-v2`` relative to the working directory and to the repository.
+    ``../shared/models/all-MiniLM-L6-v2`` relative to the working directory and to the repository,
+    then the copy shipped inside kbtools (``kbtools/assets/all-MiniLM-L6-v2``, Apache-2.0).
 
     >>> (find_tokenizer_dir() / "tokenizer.json").is_file()
     True
@@ -101,7 +102,8 @@ def find_tokenizer_dir(tokenizer_dir: str | os.PathLike | None = None) -> Path:
         candidates = [Path(explicit)]
     else:
         repo_root = Path(__file__).resolve().parents[1]
-        candidates = [Path.cwd().parent / _TOKENIZER_SUBDIR, repo_root.parent / _TOKENIZER_SUBDIR]
+        candidates = [Path.cwd().parent / _TOKENIZER_SUBDIR, repo_root.parent / _TOKENIZER_SUBDIR,
+                      Path(__file__).resolve().parent / "assets" / "all-MiniLM-L6-v2"]
     for folder in candidates:
         if (folder / "tokenizer.json").is_file():
             return folder
