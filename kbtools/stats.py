@@ -33,6 +33,9 @@ def bank_stats(bank: Bank) -> dict:
     degree = pl.concat([edges["src"], edges["dst"]]).value_counts() if edges.height else None
     linked = 0 if degree is None else degree.height
     size = sum(f.stat().st_size for f in bank.path.rglob("*") if f.is_file())
+    from .evaluate import leaky_notes
+
+    leaky = leaky_notes(bank)
     segments = bank.segment_files()
     return {
         "path": str(bank.path),
@@ -45,6 +48,7 @@ def bank_stats(bank: Bank) -> dict:
         "edges_by_type": _counts(edges, "type"),
         "edges_by_source": _counts(edges, "source"),
         "note_coverage": round(with_note.height / edges.height, 4) if edges.height else 0.0,
+        "notes_restating_their_target": leaky.select("src", "type", "dst", "reason").to_dicts(),
         "connected_entries": linked,
         "isolated_entries": entries.height - linked,
         "triples": bank.triples.height,
@@ -66,6 +70,10 @@ def format_stats(stats: dict) -> str:
         "           by source: " + ", ".join(f"{k} {v}" for k, v in stats["edges_by_source"].items()),
         "           by type:   " + ", ".join(f"{k} {v}" for k, v in list(stats["edges_by_type"].items())[:10]),
         f"  linked   {stats['connected_entries']:>7}  isolated {stats['isolated_entries']}",
+        *([f"  DATA PROBLEM: {len(stats['notes_restating_their_target'])} edge note(s) restate the fact they point at "
+           "(a note says how, never what): " + "; ".join(f"{r['src']} {r['type']} {r['dst']} ({r['reason']})"
+                                                        for r in stats['notes_restating_their_target'][:5])]
+          if stats["notes_restating_their_target"] else []),
         f"  triples  {stats['triples']:>7}  events {stats['events']}  usage pending {stats['usage_pending']}",
         f"  vectors  {stats['vectors']:>7}  embedder {stats['embedder'] or '-'}",
     ]
