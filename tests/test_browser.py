@@ -1,5 +1,5 @@
 """A real browser: the standalone HTML of the graph view (an answer lit) and of the holes view open in
-headless Chromium from file://, render without console errors, and are screenshotted into docs/img
+headless Chromium from file://, render without console errors, and are screenshotted (tests/artifacts/, or docs/img with KB_UPDATE_SCREENSHOTS=1)
 (the README shows those screenshots).
 
 Chromium is Debian's package (``apt-get install -y chromium``), driven by Playwright's Python
@@ -10,6 +10,7 @@ SwiftShader (software), so the 3D view renders without a GPU.
 from __future__ import annotations
 
 import shutil
+import os
 from pathlib import Path
 
 import pytest
@@ -20,7 +21,9 @@ from kbtools.views import graph_view, holes_view
 pytestmark = pytest.mark.browser
 
 CHROMIUM = Path("/usr/bin/chromium")
-DOCS_IMG = Path(__file__).resolve().parent.parent / "docs" / "img"
+# Screenshots go to tests/artifacts/ (ignored by git); KB_UPDATE_SCREENSHOTS=1 refreshes the README's.
+DOCS_IMG = (Path(__file__).resolve().parent.parent / "docs" / "img" if os.environ.get("KB_UPDATE_SCREENSHOTS")
+            else Path(__file__).resolve().parent / "artifacts")
 ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
         "--disable-background-networking", "--disable-component-update", "--disable-sync",
         "--use-gl=angle", "--use-angle=swiftshader", "--enable-unsafe-swiftshader"]
