@@ -312,3 +312,51 @@ def test_errors_name_the_problem():
     stats = TermStats.build(entries.head(3))
     with pytest.raises(ValidationError, match="another entries frame"):
         plan_links(ID["fix"], entries, edges, triples, stats=stats, now=NOW)
+
+
+# ---------------------------------------------------------------- incremental statistics, cached indexes
+
+
+def _same_stats(a, b):
+    assert a.ids == b.ids and a.vocab == b.vocab and a.n == b.n
+    for name in ("df", "idf", "w", "hub", "capped", "total", "kind", "rank", "time_us", "fix", "problem", "progress",
+                 "keys", "strong_flag"):
+        assert np.array_equal(getattr(a, name), getattr(b, name)), name
+    assert (a.postings != b.postings).nnz == 0 and (a.postings_t != b.postings_t).nnz == 0
+    assert (a.strong != b.strong).nnz == 0 and (a.weighted != b.weighted).nnz == 0
+    same = a.session[:, None] == a.session[None, :]
+    assert np.array_equal(same, b.session[:, None] == b.session[None, :])
+
+
+@pytest.mark.parametrize("seed,k", [(0, 1), (1, 17), (2, 0)])
+def test_extend_equals_build(seed, k):
+    entries, edges, triples, vectors = synthetic_bank(120, seed=seed)
+    known = _known_entities(triples)
+    base = TermStats.build(entries.head(entries.height - k), known_entities=known)
+    grown = base.extend(entries)
+    _same_stats(grown, TermStats.build(entries, known_entities=known))
+    eid = entries["id"][-1]
+    got = plan_links(eid, entries, edges, triples, vectors=vectors, stats=grown, now=NOW)
+    want = plan_links(eid, entries, edges, triples, vectors=vectors, now=NOW)
+    assert got.add.equals(want.add) and got.remove.equals(want.remove)
+
+
+def test_extend_needs_the_old_rows_first():
+    entries, _, _, _ = synthetic_bank(30, seed=3)
+    stats = TermStats.build(entries.head(20))
+    with pytest.raises(ValidationError, match="must start with"):
+        stats.extend(entries.reverse())
+    before = entries.clone()
+    stats.extend(entries)
+    assert entries.equals(before) and len(stats.ids) == 20
+
+
+def test_plan_links_same_with_and_without_the_cached_edge_index():
+    entries, edges, triples, vectors = synthetic_bank(150, seed=4)
+    stats = TermStats.build(entries, known_entities=_known_entities(triples))
+    for eid in entries.sort("created_at")["id"].tail(12).to_list():
+        fresh = plan_links(eid, entries, edges.clone(), triples, vectors=vectors, stats=stats, now=NOW)  # a new frame
+        plan_links(eid, entries, edges, triples, vectors=vectors, stats=stats, now=NOW)
+        cached = plan_links(eid, entries, edges, triples, vectors=vectors, stats=stats, now=NOW)  # seen: full index
+        assert fresh.add.equals(cached.add) and fresh.remove.equals(cached.remove)
+        assert fresh.entry_updates.equals(cached.entry_updates) and fresh.report == cached.report

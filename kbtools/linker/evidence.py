@@ -114,10 +114,7 @@ def pair_evidence(stats: TermStats, ms, cs, *, rel: Relations, settings: LinkerS
     ``ms`` is the entry being linked, ``cs`` its candidates.
     """
     ms, cs = np.asarray(ms, np.int64), np.asarray(cs, np.int64)
-    pm, pc = stats.postings[ms], stats.postings[cs]
-    shared_w = _rowdot(stats.weighted[ms], pc)
-    shared_n = _rowdot(pm, pc)
-    strong_n = _rowdot(stats.strong[ms], pc) + _rowdot(pm, stats.strong[cs])
+    shared_w, shared_n, strong_n = _shared(stats, ms, cs)
     denom = np.minimum(stats.total[ms], stats.total[cs])
     overlap = np.divide(shared_w, denom, out=np.zeros(len(ms)), where=denom > 0)
     halved = (shared_n > 0) & (strong_n == 0)
@@ -125,7 +122,7 @@ def pair_evidence(stats: TermStats, ms, cs, *, rel: Relations, settings: LinkerS
     cos = pair_cosine(ms, cs, vectors=vectors, cosine=cosine)
     half = settings.h / 2.0
     sem = np.clip((cos - half) / half, 0.0, 1.0)
-    bridge = _bridge(stats, ms, cs, pm, pc, rel)
+    bridge = _bridge(stats, ms, cs, rel)
     same = (stats.session[ms] >= 0) & (stats.session[ms] == stats.session[cs])
     close = np.abs(stats.time_us[ms] - stats.time_us[cs]) <= settings.session_window_s * 1e6
     time = np.where(same, np.where(close, 1.0, 0.5), 0.0)
@@ -154,10 +151,47 @@ def pair_evidence(stats: TermStats, ms, cs, *, rel: Relations, settings: LinkerS
     )
 
 
-def _bridge(stats, ms, cs, pm, pc, rel: Relations) -> np.ndarray:
+def _shared(stats: TermStats, ms: np.ndarray, cs: np.ndarray):
+    """Per pair: the summed weight, the number and the strong count of the terms both entries hold.
+
+    Reads the candidate's postings and looks each up in the entry's row (by posting key); sums are
+    numpy's reductions over each pair's terms in column order, as a sparse row product's sum."""
+    p = len(ms)
+    if p == 0 or stats.keys is None or stats.keys.size == 0:
+        return np.zeros(p), np.zeros(p), np.zeros(p)
+    indptr = stats.postings.indptr
+    lo, hi = indptr[cs], indptr[cs + 1]
+    lengths = hi - lo
+    pair = np.repeat(np.arange(p, dtype=np.int64), lengths)
+    pos = np.arange(int(lengths.sum()), dtype=np.int64) - np.repeat(np.cumsum(lengths) - lengths - lo, lengths)
+    cols = stats.postings.indices[pos].astype(np.int64)
+    wanted = (ms[pair] << 32) | cols
+    at = np.minimum(np.searchsorted(stats.keys, wanted), stats.keys.size - 1)
+    hit = stats.keys[at] == wanted
+    pair, cols, pos, at = pair[hit], cols[hit], pos[hit], at[hit]
+    shared_n = np.bincount(pair, minlength=p).astype(np.float64)
+    weight = stats.w[cols]
+    nonzero = weight != 0.0  # a sparse product holds no zeros, and they would change numpy's summation blocks
+    shared_w = _segment_sums(weight[nonzero], np.bincount(pair[nonzero], minlength=p))
+    strong_n = np.bincount(pair, weights=stats.strong_flag[at].astype(np.float64) + stats.strong_flag[pos], minlength=p)
+    return shared_w, shared_n, strong_n
+
+
+def _segment_sums(values: np.ndarray, lengths: np.ndarray) -> np.ndarray:
+    """Sums of consecutive segments of ``values`` with these lengths (0 for an empty one)."""
+    out = np.zeros(len(lengths))
+    filled = lengths > 0
+    if filled.any():
+        starts = np.cumsum(lengths) - lengths
+        out[filled] = np.add.reduceat(values, starts[filled])
+    return out
+
+
+def _bridge(stats, ms, cs, rel: Relations) -> np.ndarray:
     out = np.zeros(len(ms))
     if rel.cols.size == 0 or len(ms) == 0:
         return out
+    pm, pc = stats.postings[ms], stats.postings[cs]
     em, ec = pm[:, rel.cols], pc[:, rel.cols]
     live = np.flatnonzero((np.diff(em.indptr) > 0) & (np.diff(ec.indptr) > 0))
     if live.size == 0:
@@ -227,12 +261,28 @@ def _top_k(values: np.ndarray, k: int, rank: np.ndarray, floor: float, exact=Non
     return r[keep].astype(np.int64), c[keep].astype(np.int64), pos[keep].astype(np.int64)
 
 
+def _visible_pairs(stats: TermStats, rows: np.ndarray, b: np.ndarray, c: np.ndarray, open_, linked) -> np.ndarray:
+    """Whether entry ``c`` may be linked from ``rows[b]``: linkable, not superseded or archived, not
+    itself, and already linked or created earlier."""
+    m = rows[b]
+    return open_[c] & (stats.kind[c] >= 0) & (linked[c] | (stats.rank[c] < stats.rank[m])) & (c != m)
+
+
 def _visible(stats: TermStats, rows: np.ndarray, open_: np.ndarray, linked: np.ndarray) -> np.ndarray:
-    """(rows x entries) mask of the entries each row may link to: linkable, not superseded or
-    archived, not itself, and already linked or created earlier."""
+    """(rows x entries) mask of ``_visible_pairs`` (for the dense nearest-neighbour scores)."""
     mask = (open_ & (stats.kind >= 0))[None, :] & (linked[None, :] | (stats.rank[None, :] < stats.rank[rows][:, None]))
     mask[np.arange(len(rows)), rows] = False
     return mask
+
+
+def _best(r, c, v, k: int, rank: np.ndarray, n_rows: int):
+    """Per row, the k (row, column) pairs with the highest value (ties: the newer entry first)."""
+    order = np.lexsort((-rank[c], -v, r))
+    r, c = r[order], c[order]
+    starts = np.searchsorted(r, np.arange(n_rows))
+    pos = np.arange(len(r)) - starts[r]
+    keep = pos < k
+    return r[keep].astype(np.int64), c[keep].astype(np.int64), pos[keep].astype(np.int64)
 
 
 def candidate_pairs(
@@ -245,19 +295,19 @@ def candidate_pairs(
     per list let a caller drop entries that become superseded later and still keep the best k.
     """
     rows = np.asarray(rows, np.int64)
-    vis = _visible(stats, rows, open_, linked)
     k = settings.candidates + margin
     parts = []
-    if len(stats.vocab):
-        votes = (_query_matrix(stats, rows, rel, settings) @ stats.postings_t).toarray()
-        votes[~vis] = 0.0
-        parts.append(("index", *_top_k(votes, k, stats.rank, 0.0)))
+    if len(stats.vocab) and k > 0:
+        votes = (_query_matrix(stats, rows, rel, settings) @ stats.postings_t).tocoo()
+        r, c, v = votes.row.astype(np.int64), votes.col.astype(np.int64), votes.data
+        ok = (v > 0.0) & _visible_pairs(stats, rows, r, c, open_, linked)
+        parts.append(("index", *_best(r[ok], c[ok], v[ok], k, stats.rank, len(rows))))
     if vectors is not None:
         sims = _similarities(vectors, rows)
-        sims[~vis] = -np.inf
+        sims[~_visible(stats, rows, open_, linked)] = -np.inf
         exact = lambda r, c: pair_cosine(rows[r], c, vectors=vectors)  # noqa: E731
         parts.append(("nn", *_top_k(sims, k, stats.rank, -np.inf, exact=exact, slack=1e-4)))
-    parts.append(("session", *_session(stats, rows, vis, settings.session_candidates + margin)))
+    parts.append(("session", *_session(stats, rows, open_, linked, settings.session_candidates + margin)))
     return _union(rows, parts, len(stats.ids))
 
 
@@ -269,23 +319,25 @@ def _similarities(vectors, rows) -> np.ndarray:
     return np.asarray(vectors[rows] @ vectors.T, dtype=np.float64)
 
 
-def _session(stats, rows, vis, k):
-    out_r, out_c, out_p = [], [], []
-    for b, m in enumerate(rows):
-        s = stats.session[m]
-        if s < 0:
-            continue
-        members = np.flatnonzero((stats.session == s) & vis[b])
-        if members.size == 0:
-            continue
-        dt = np.abs(stats.time_us[members] - stats.time_us[m])
-        members = members[np.lexsort((-stats.rank[members], dt))][:k]
-        out_r.append(np.full(members.size, b))
-        out_c.append(members)
-        out_p.append(np.arange(members.size))
-    if not out_r:
-        return (np.zeros(0, np.int64),) * 3
-    return tuple(np.concatenate(x).astype(np.int64) for x in (out_r, out_c, out_p))
+def _session(stats, rows, open_, linked, k):
+    """Per row, the k visible entries of its session closest in time (ties: the newer first)."""
+    empty = (np.zeros(0, np.int64),) * 3
+    s = stats.session[rows]
+    have = np.flatnonzero(s >= 0)
+    if have.size == 0 or k <= 0:
+        return empty
+    lo, hi = stats.session_start[s[have]], stats.session_start[s[have] + 1]
+    lengths = hi - lo
+    b = np.repeat(have, lengths)
+    c = stats.session_rows[np.arange(int(lengths.sum())) - np.repeat(np.cumsum(lengths) - lengths - lo, lengths)]
+    ok = _visible_pairs(stats, rows, b, c, open_, linked)
+    b, c = b[ok], c[ok]
+    dt = np.abs(stats.time_us[c] - stats.time_us[rows[b]])
+    order = np.lexsort((-stats.rank[c], dt, b))
+    b, c = b[order], c[order]
+    pos = np.arange(len(b)) - np.searchsorted(b, np.arange(len(rows)))[b]
+    keep = pos < k
+    return b[keep], c[keep], pos[keep]
 
 
 def _union(rows, parts, n):

@@ -88,8 +88,7 @@ def plan_links(entry_id, entries, edges, triples, *, vectors=None, cosine=None, 
     pairs = candidate_pairs(ctx.stats, rows, rel=ctx.rel, open_=ctx.open_, linked=ctx.linked,
                             settings=settings, vectors=vectors)
     struct = ctx.structural(row)
-    relevant = {row, *pairs["c"].tolist(), *(t for _, t in struct if t is not None), *ctx.replacers(row)}
-    state = _State(ctx, ctx.edges_touching(relevant, struct))
+    state = _State(ctx, ctx.edge_index_for(row, pairs["c"], struct))
     ev = pair_evidence(ctx.stats, pairs["m"], pairs["c"], rel=ctx.rel, settings=settings,
                        vectors=vectors, cosine=cosine)
     state.link_entry(row, pairs, ev, struct)
@@ -123,7 +122,7 @@ def plan_connect(entries, edges, triples, *, ids=None, vectors=None, cosine=None
     chosen = chosen[np.argsort(st.rank[chosen], kind="stable")]
     structs = {int(r): ctx.structural(int(r)) for r in chosen}
     margin = len({t for s in structs.values() for typ, t in s if typ == "supersedes" and t is not None})
-    state = _State(ctx, ctx.edges_frame)
+    state = _State(ctx, ctx.edge_index())
     n = max(len(st.ids), 1)
     size = chunk or max(1, min(512, 4_000_000 // n))
     total = len(chosen)
@@ -132,6 +131,7 @@ def plan_connect(entries, edges, triples, *, ids=None, vectors=None, cosine=None
         pairs = candidate_pairs(st, rows, rel=ctx.rel, open_=ctx.open_, linked=ctx.linked,
                                 settings=settings, vectors=vectors, margin=margin)
         ev = pair_evidence(st, pairs["m"], pairs["c"], rel=ctx.rel, settings=settings, vectors=vectors, cosine=cosine)
+        state.ensure([*rows.tolist(), *pairs["c"].tolist(), *(t for r in rows.tolist() for _, t in structs[r] if t is not None)])
         bounds = np.searchsorted(pairs["b"], np.arange(len(rows) + 1))
         for b, row in enumerate(rows.tolist()):
             sl = slice(bounds[b], bounds[b + 1])
@@ -205,15 +205,7 @@ class _Context:
             raise ValidationError("cosine", "both", "give vectors or cosine, not both")
         self.stats, self.settings, self.now_us = stats, settings, _to_us(now)
         self.rel = _cached_relations(stats, triples)
-        status = pl.col("status") if "status" in entries.columns else pl.repeat(None, pl.len(), dtype=pl.String)
-        linked = pl.col("linked_at").is_not_null() if "linked_at" in entries.columns else pl.repeat(False, pl.len())
-        flags = entries.select(
-            status.eq("superseded").fill_null(False).alias("s"), status.eq("archived").fill_null(False).alias("a"),
-            linked.alias("l"),
-        )
-        self.superseded = flags["s"].to_numpy().astype(bool)
-        self.open_ = ~(self.superseded | flags["a"].to_numpy().astype(bool))
-        self.linked = flags["l"].to_numpy().astype(bool)
+        self.superseded, self.open_, self.linked = _entry_flags(stats, entries)
         self.metadata = entries["metadata"] if "metadata" in entries.columns else None
         self.ids = stats.ids
         if edges is None:
@@ -221,8 +213,36 @@ class _Context:
         if not isinstance(edges, pl.DataFrame):
             raise ValidationError("edges", type(edges).__name__, "must be a polars DataFrame")
         self.edges_input = edges
-        self.edges_frame = edges.with_row_index("_orig")
         return self
+
+    def edge_index(self) -> "_EdgeIndex":
+        """The index of the whole edges frame, kept on the statistics for the last frame seen."""
+        cache = self.stats._cache
+        held = cache.get("edges")
+        if held is None or held[0] is not self.edges_input:
+            held = (self.edges_input, _EdgeIndex(self.edges_input.with_row_index("_orig"), self.stats.row_of))
+            cache["edges"] = held
+        return held[1]
+
+    def edge_index_for(self, row: int, candidates: np.ndarray, struct) -> "_EdgeIndex":
+        """The edges one entry's linking can read: the whole frame's index when this frame was seen
+        before (a bank linking entry after entry), else those touching the entry, its candidates,
+        its targets, the decisions that replaced it and the neighbours of a decision it replaces."""
+        cache = self.stats._cache
+        held = cache.get("edges")
+        if (held is not None and held[0] is self.edges_input) or cache.get("edges_seen") is self.edges_input:
+            return self.edge_index()
+        cache["edges_seen"] = self.edges_input
+        frame = self.edges_input.with_row_index("_orig")
+        relevant = {row, *candidates.tolist(), *(t for _, t in struct if t is not None), *self.replacers(row, frame)}
+        ids = [self.ids[r] for r in relevant]
+        touching = frame.filter(pl.col("src").is_in(ids) | pl.col("dst").is_in(ids))
+        old = [self.ids[t] for typ, t in struct if typ == "supersedes" and t is not None]
+        if old:
+            near = touching.filter(pl.col("src").is_in(old) | pl.col("dst").is_in(old))
+            more = ids + list(set(near["src"].to_list()) | set(near["dst"].to_list()))
+            touching = frame.filter(pl.col("src").is_in(more) | pl.col("dst").is_in(more))
+        return _EdgeIndex(touching, self.stats.row_of)
 
     def structural(self, row: int) -> list[tuple[str, int | None]]:
         """(type, target row or None when missing) named by the entry's own metadata."""
@@ -243,11 +263,11 @@ class _Context:
             out.append((typ, t if t != row else None))
         return out
 
-    def replacers(self, row: int) -> list[int]:
+    def replacers(self, row: int, frame: pl.DataFrame) -> list[int]:
         """The chain of decisions that replaced this one (supersedes edges), newest last."""
         if not self.superseded[row]:
             return []
-        sup = self.edges_frame.filter(pl.col("type") == "supersedes").select("dst", "src").rows()
+        sup = frame.filter(pl.col("type") == "supersedes").select("dst", "src").rows()
         by = dict(sup)
         chain, cur = [], self.ids[row]
         while cur in by and len(chain) < 1000:
@@ -257,15 +277,58 @@ class _Context:
             chain.append(self.stats.row_of[cur])
         return chain
 
-    def edges_touching(self, rows: set, struct) -> pl.DataFrame:
-        ids = [self.ids[r] for r in rows]
-        touching = self.edges_frame.filter(pl.col("src").is_in(ids) | pl.col("dst").is_in(ids))
-        old = [self.ids[t] for typ, t in struct if typ == "supersedes" and t is not None]
-        if old:
-            near = touching.filter(pl.col("src").is_in(old) | pl.col("dst").is_in(old))
-            more = set(near["src"].to_list()) | set(near["dst"].to_list())
-            touching = self.edges_frame.filter(pl.col("src").is_in(ids + list(more)) | pl.col("dst").is_in(ids + list(more)))
-        return touching
+
+def _entry_flags(stats: TermStats, entries: pl.DataFrame):
+    """superseded, open (neither superseded nor archived) and linked, per row; kept for the last frame."""
+    held = stats._cache.get("flags")
+    if held is not None and held[0] is entries:
+        return held[1]
+    status = pl.col("status") if "status" in entries.columns else pl.repeat(None, pl.len(), dtype=pl.String)
+    linked = pl.col("linked_at").is_not_null() if "linked_at" in entries.columns else pl.repeat(False, pl.len())
+    flags = entries.select(
+        status.eq("superseded").fill_null(False).alias("s"), status.eq("archived").fill_null(False).alias("a"),
+        linked.alias("l"),
+    )
+    superseded = flags["s"].to_numpy().astype(bool)
+    out = (superseded, ~(superseded | flags["a"].to_numpy().astype(bool)), flags["l"].to_numpy().astype(bool))
+    stats._cache["flags"] = (entries, out)
+    return out
+
+
+_EDGE_COLUMNS = ["_orig", "src", "dst", "type", "source", "note", "evidence", "weight", "created_by", "created_at", "seen_at"]
+
+
+class _EdgeIndex:
+    """Edges (with their row number in the input, ``_orig``) by entry row: an adjacency over rows
+    (CSR) to load the edges near an entry when it is first read, and who replaced whom."""
+
+    def __init__(self, frame: pl.DataFrame, row_of: dict):
+        frame = conform(frame, "edges").with_columns(frame["_orig"], pl.col("created_at", "seen_at").dt.epoch("us"))
+        self.frame = frame.select(_EDGE_COLUMNS)
+        n = len(row_of)
+        if frame.height <= 20_000:  # a few edges: the dictionary beats hashing every id of the bank
+            src = np.array([row_of.get(x, -1) for x in frame["src"].to_list()], dtype=np.int64)
+            dst = np.array([row_of.get(x, -1) for x in frame["dst"].to_list()], dtype=np.int64)
+        else:
+            ids, rows = pl.Series(list(row_of), dtype=pl.String), pl.arange(0, n, eager=True)
+            ends = frame.select(pl.col(c).replace_strict(ids, rows, default=-1, return_dtype=pl.Int64) for c in ("src", "dst"))
+            src, dst = ends["src"].to_numpy(), ends["dst"].to_numpy()
+        known = np.flatnonzero((src >= 0) & (dst >= 0))
+        end_rows = np.concatenate([src[known], dst[known]])
+        order = np.argsort(end_rows, kind="stable")
+        self.edge_of = np.concatenate([known, known])[order]
+        self.start = np.searchsorted(end_rows[order], np.arange(n + 1))
+        sup = known[(frame["type"].to_numpy()[known] == "supersedes")] if known.size else known
+        self.replaced_by = dict(zip(dst[sup].tolist(), src[sup].tolist()))
+
+    def edges_near(self, rows) -> np.ndarray:
+        rows = np.asarray(rows, np.int64)
+        if rows.size == 0:
+            return np.zeros(0, np.int64)
+        lo, hi = self.start[rows], self.start[rows + 1]
+        lengths = hi - lo
+        pos = np.arange(int(lengths.sum())) - np.repeat(np.cumsum(lengths) - lengths - lo, lengths)
+        return np.unique(self.edge_of[pos])
 
 
 def _cached_relations(stats: TermStats, triples):
@@ -290,33 +353,40 @@ def _known_entities(triples) -> tuple[str, ...]:
 class _State:
     """Edges near the entries being linked, as dictionaries, updated link by link."""
 
-    def __init__(self, ctx: _Context, frame: pl.DataFrame):
+    def __init__(self, ctx: _Context, index: _EdgeIndex):
         self.ctx, self.st, self.s = ctx, ctx.stats, ctx.settings
+        self.index = index
         self.edges: dict[tuple, dict] = {}
         self.touching: dict[int, set] = defaultdict(set)
         self.capped: dict[int, set] = defaultdict(set)
         self.added: dict[tuple, dict] = {}
         self.removed: dict[tuple, int] = {}
         self.superseded = set(np.flatnonzero(ctx.superseded).tolist())
-        self.replaced_by: dict[int, int] = {}
+        self.replaced_by: dict[int, int] = dict(index.replaced_by)
         self.updates: dict[int, str | None] = {}
         self.counts = defaultdict(int)
         self.linked_rows: set[int] = set()
         self.pair_count: dict[tuple, int] = defaultdict(int)
+        self.loaded_rows: set[int] = set()
+        self.loaded_edges: set[int] = set()
+
+    def ensure(self, rows) -> None:
+        """Load the input edges touching these rows (once: an edge removed later stays removed)."""
+        fresh = [r for r in set(rows) if r not in self.loaded_rows]
+        if not fresh:
+            return
+        self.loaded_rows.update(fresh)
+        near = [e for e in self.index.edges_near(fresh).tolist() if e not in self.loaded_edges]
+        if not near:
+            return
+        self.loaded_edges.update(near)
         row_of = self.st.row_of
-        cols = ["_orig", "src", "dst", "type", "source", "note", "evidence", "weight", "created_by", "created_at", "seen_at"]
-        frame = conform(frame, "edges").with_columns(frame["_orig"], pl.col("created_at", "seen_at").dt.epoch("us"))
-        for orig, src, dst, typ, source, note, evid, weight, by, created, seen in frame.select(cols).iter_rows():
-            a, b = row_of.get(src), row_of.get(dst)
-            if a is None or b is None:
-                continue
-            rec = dict(src=a, dst=b, type=normalize_type(typ), source=source, note=note, evidence=evid,
-                       weight=1.0 if weight is None else weight, created_by=by, created_us=created,
+        for orig, src, dst, typ, source, note, evid, weight, by, created, seen in self.index.frame[near].iter_rows():
+            rec = dict(src=row_of[src], dst=row_of[dst], type=normalize_type(typ), source=source, note=note,
+                       evidence=evid, weight=1.0 if weight is None else weight, created_by=by, created_us=created,
                        seen_us=seen if seen is not None else created, orig=orig,
                        taken=bool(evid) and '"from"' in evid)
             self._put(rec)
-            if typ == "supersedes":
-                self.replaced_by[b] = a
 
     # -- bookkeeping
     def _put(self, rec):
@@ -382,6 +452,7 @@ class _State:
 
     # -- one entry
     def link_entry(self, m: int, pairs: dict, ev: dict, struct) -> None:
+        self.ensure([m, *pairs["c"].tolist(), *(t for _, t in struct if t is not None)])
         if self.ctx.linked[m]:
             for key in [k for k in self.capped[m] if self.edges[k]["source"] == "auto" and not self.edges[k]["taken"]]:
                 self.remove(key)
@@ -392,6 +463,7 @@ class _State:
             end = self._newest(m)
             origin = self.st.ids[m]
         if end is not None:
+            self.ensure([end])
             self._auto_links(m, end, origin, pairs, ev, set(takeovers))
         for old in takeovers:
             self._take_over(old, m)
@@ -463,6 +535,8 @@ class _State:
         return self._new(src, dst, typ, "auto", float(e["score"]), evidence)
 
     def _take_over(self, old, new):
+        self.ensure([old, new])
+        self.ensure([x for k in self.touching[old] for x in k[:2]])
         keys = sorted(self.touching[old], key=lambda k: (-self.faded(self.edges[k]), k))
         for key in keys:
             rec = self.edges.get(key)
