@@ -46,11 +46,26 @@ def linker_settings(bank: Bank) -> LinkerSettings:
 
 
 def _stats(bank: Bank, settings: LinkerSettings) -> TermStats:
+    """The linker's term statistics for the bank, cached; when entries were only appended since
+    (same triples, no text or kind changed), the previous statistics are extended, not rebuilt."""
+    name = f"termstats:{hash(settings)}"
     known = tuple(sorted(set(bank.triples["subject"].to_list()) | set(bank.triples["object"].to_list())))
-    return bank.derived(
-        f"termstats:{hash(settings)}", lambda: TermStats.build(bank.entries, known_entities=known, settings=settings),
-        on=("entries", "triples"),
-    )
+    entries = bank.entries
+    content = entries.select(pl.struct("id", "kind", "title", "summary", "content").hash()).to_series()
+
+    def build() -> tuple:
+        hit = bank._derived.get(name)
+        if hit is not None:
+            old_stats, old_known, old_content = hit[1]
+            n = len(old_content)
+            if old_known == known and n <= len(content) and content.head(n).equals(old_content):
+                try:
+                    return old_stats.extend(entries), known, content
+                except ValidationError:
+                    pass
+        return TermStats.build(entries, known_entities=known, settings=settings), known, content
+
+    return bank.derived(name, build, on=("entries", "triples"))[0]
 
 
 def _vectors(bank: Bank) -> np.ndarray | None:

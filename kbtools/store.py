@@ -201,16 +201,35 @@ def _locked(root: Path, timeout: float, actor: str | None) -> Iterator[None]:
 # reading segments
 
 
+def _latest_in_first_order(rows: pl.DataFrame, keys: list[str]) -> pl.DataFrame:
+    """One row per key: the values of its latest version, in the order keys first appeared."""
+    if not rows.select(pl.struct(keys).is_duplicated().any()).item():
+        return rows
+    idx = rows.with_row_index("_ord")
+    last = idx.sort(_SEQ, maintain_order=True).unique(subset=keys, keep="last").drop("_ord")
+    first = idx.unique(subset=keys, keep="first", maintain_order=True).select(*keys, "_ord")
+    return last.join(first, on=keys, how="left", nulls_equal=True).sort("_ord").drop("_ord")
+
+
 def _merge_keyed(current: pl.DataFrame | None, new: pl.DataFrame, keys: tuple[str, ...]) -> pl.DataFrame:
-    """Apply segment rows (with _seq/_deleted) on top of a merged frame (without tombstones)."""
+    """Apply segment rows (with _seq/_deleted) on top of a merged frame (without tombstones).
+
+    Rows keep their place: an updated row stays where its key first appeared, new keys go at the
+    end (so derived structures over the rows can be extended instead of rebuilt)."""
     if new.height == 0:
         return current if current is not None else new.filter(pl.lit(False))
-    new = new.sort(_SEQ, maintain_order=True).unique(subset=list(keys), keep="last", maintain_order=True)
-    if current is not None and current.height:
-        current = current.join(new.select(keys), on=list(keys), how="anti", nulls_equal=True)
-        merged = pl.concat([current, new], how="diagonal_relaxed")
-    else:
-        merged = new
+    new = _latest_in_first_order(new, list(keys))
+    if current is None or current.height == 0:
+        return new.filter(~pl.col(_DELETED))
+    cur = current.with_row_index("_pos")
+    new = new.join(cur.select(*keys, "_pos"), on=list(keys), how="left", nulls_equal=True)
+    fresh = new["_pos"].is_null()
+    new = new.with_columns(
+        pl.when(fresh).then(pl.lit(cur.height, pl.UInt32) + fresh.cast(pl.UInt32).cum_sum() - 1)
+        .otherwise(pl.col("_pos")).alias("_pos")
+    )
+    kept = cur.join(new.select(keys), on=list(keys), how="anti", nulls_equal=True)
+    merged = pl.concat([kept, new], how="diagonal_relaxed").sort("_pos").drop("_pos")
     return merged.filter(~pl.col(_DELETED))
 
 
@@ -598,9 +617,7 @@ class Bank:
                 parts = [pl.read_parquet(self.path / n) for n in tail]
                 frame = pl.concat(parts, how="diagonal_relaxed") if parts else None
                 if frame is not None and table in KEYS:
-                    frame = frame.sort(_SEQ, maintain_order=True).unique(
-                        subset=list(KEYS[table]), keep="last", maintain_order=True
-                    )
+                    frame = _latest_in_first_order(frame, list(KEYS[table]))
             new_segs = list(keep)
             if frame is not None and frame.height:
                 rel = f"tables/{table}/{tag}.parquet"

@@ -187,3 +187,24 @@ def test_jobs_entry_points_help_and_usage():
         bad = subprocess.run([sys.executable, f"jobs/{job}.py"], capture_output=True, text=True,
                              cwd=os.path.dirname(os.path.dirname(__file__)))
         assert bad.returncode == 2
+
+
+def test_new_entries_extend_the_term_statistics_instead_of_rebuilding(tmp_path, demo_dir, monkeypatch):
+    from kbtools.linker import TermStats
+
+    bank = _copy(demo_dir, tmp_path)
+    connect(bank, limit=50)
+    builds = []
+    real = TermStats.build.__func__
+
+    def counting(cls, *a, **k):
+        builds.append(1)
+        return real(cls, *a, **k)
+
+    monkeypatch.setattr(TermStats, "build", classmethod(counting))
+    for i in range(3):
+        kb.report_learning(bank, content=f"Kafka consumer lag grows when max.poll.records is {i}00.", actor="a")
+    assert builds == []  # each write extended the statistics
+    kb.update_entry(bank, bank.entries["id"][0], actor="a", content="Rewritten text about nginx burst.")
+    kb.report_learning(bank, content="Another note on nginx burst limits.", actor="a")
+    assert builds == [1]  # a changed text is a rebuild

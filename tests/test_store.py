@@ -125,3 +125,20 @@ def test_one_write_costs_what_it_writes_at_scale(tmp_path):
     assert base.stat().st_mtime_ns == mtime and base.stat().st_size == size
     assert pl.read_parquet(new).height == 1
     assert new.stat().st_size < size / 50
+
+
+def test_rows_keep_their_place_when_updated(bank):
+    ids = [kb.report_learning(bank, content=f"Fact number {i}.", actor="a") for i in range(5)]
+    kb.update_entry(bank, ids[1], actor="a", title="changed")
+    kb.delete_entry(bank, ids[3], reason="gone", actor="a")
+    new = kb.report_learning(bank, content="A new fact.", actor="a")
+    want = [ids[0], ids[1], ids[2], ids[4], new]
+    assert bank.entries["id"].to_list() == want
+    assert kb.open_bank(bank.path).entries["id"].to_list() == want  # read from all segments at once
+    for i in range(TAIL_SEGMENTS + 2):  # through a tail merge
+        kb.update_entry(bank, ids[2], actor="a", title=f"t{i}")
+    again = kb.open_bank(bank.path)
+    assert again.entries["id"].to_list() == want
+    assert again.entries.filter(pl.col("id") == ids[2])["title"][0] == f"t{TAIL_SEGMENTS + 1}"
+    bank.compact()
+    assert kb.open_bank(bank.path).entries["id"].to_list() == want
