@@ -44,7 +44,7 @@ DEFAULT_WEIGHTS: Final[Mapping[str, float]] = MappingProxyType(
 #: faiss index kinds :meth:`VectorIndex.build` makes; "flat" is exact.
 INDEX_KINDS: Final[tuple[str, ...]] = ("flat", "hnsw", "ivf", "sq8", "hnsw_sq8")
 _MAGIC = b"KBVX1\n"
-_HNSW_M, _HNSW_EF_CONSTRUCTION, _HNSW_EF_SEARCH = 32, 80, 64
+_HNSW_M, _HNSW_EF_CONSTRUCTION, _HNSW_EF_SEARCH = 32, 80, 128
 
 
 def _weight_vector(weights: Mapping[str, float]) -> np.ndarray:

@@ -164,36 +164,21 @@ def _check_weights(weights: Mapping[str, float] | None) -> Mapping[str, float]:
 
 def bank_index(bank: Bank, *, kind: str = "flat", weights: Mapping[str, float] | None = None) -> VectorIndex:
     """The faiss index over the bank's precombined vectors (active entries only), from memory, from
-    the on-disk cache when its fingerprint matches, or built (and cached)."""
+    the on-disk cache when its fingerprint matches, or built (and cached). When entries were only
+    added since, the previous index grows by them instead of being rebuilt."""
     weights = _check_weights(weights)
-    ids, data = bank.vectors()
-    info = bank._manifest.get("vectors") or {}
-    segs = [s["data"] for s in info.get("segments", [])]
-    active = bank.entries.filter(pl.col("status") == "active")["id"]
-    fp = hashlib.sha256(
-        json.dumps([bank.embedder_name, segs, _weights_key(weights), kind, bank.fingerprint(("entries", "vectors"))]).encode()
-    ).hexdigest()[:24]
-
     name = f"index:{kind}:{_weights_key(weights)}"
-    mask = pl.Series(ids, dtype=pl.String).is_in(active.implode()).to_numpy()
-
-    def grown(prior: VectorIndex | None) -> VectorIndex | None:
-        """The previous index with only the new entries added, when nothing else changed."""
-        old_segs = getattr(prior, "segments", None)
-        if prior is None or old_segs is None or segs[: len(old_segs)] != old_segs:
-            return None
-        live = ids[mask]
-        known = pl.Series(live, dtype=pl.String).is_in(pl.Series(prior.ids, dtype=pl.String).implode()).to_numpy()
-        if known.sum() != prior.size:  # an entry left (deleted, superseded) or was re-embedded
-            return None
-        new_ids = live[~known]
-        if len(new_ids):
-            prior.add(new_ids.tolist(), combine(np.asarray(data)[mask][~known], weights))
-        return prior
 
     def build() -> VectorIndex:
+        ids, data = bank.vectors()
+        segs = [s["data"] for s in (bank._manifest.get("vectors") or {}).get("segments", [])]
+        active = bank.entries.filter(pl.col("status") == "active")["id"]
+        mask = pl.Series(ids, dtype=pl.String).is_in(active.implode()).to_numpy()
+        fp = hashlib.sha256(
+            json.dumps([bank.embedder_name, segs, _weights_key(weights), kind, bank.fingerprint(("entries", "vectors"))]).encode()
+        ).hexdigest()[:24]
         hit = bank._derived.get(name)
-        idx = grown(hit[1] if hit else None)
+        idx = _grown(hit[1] if hit else None, segs, ids[mask], np.asarray(data)[mask], weights)
         if idx is None:
             cached = bank.read_cache(f"index-{kind}.faiss", fp)
             if cached is not None:
@@ -207,6 +192,29 @@ def bank_index(bank: Bank, *, kind: str = "flat", weights: Mapping[str, float] |
         return idx
 
     return bank.derived(name, build, on=("entries", "vectors"))
+
+
+def _grown(prior: VectorIndex | None, segs: list, live: np.ndarray, live_data: np.ndarray, weights) -> VectorIndex | None:
+    """The previous index with only the new entries added, when nothing else changed (else None)."""
+    old_segs = getattr(prior, "segments", None)
+    if prior is None or old_segs is None or segs[: len(old_segs)] != old_segs:
+        return None
+    known = pl.Series(live, dtype=pl.String).is_in(pl.Series(prior.ids, dtype=pl.String).implode()).to_numpy()
+    if known.sum() != prior.size:  # an entry left (deleted, superseded) or was re-embedded
+        return None
+    if (~known).any():
+        prior.add(live[~known].tolist(), combine(live_data[~known], weights))
+    return prior
+
+
+def _display(bank: Bank) -> tuple[dict, pl.DataFrame]:
+    """Each entry's row number and the columns a pool shows (cached until the entries change)."""
+
+    def build():
+        cols = bank.entries.select("id", "title", "summary", "kind", "steps")
+        return dict(zip(cols["id"].to_list(), range(cols.height))), cols
+
+    return bank.derived("pool-display", build, on=("entries",))
 
 
 def _bm25_text(entries: pl.DataFrame) -> list[str]:
@@ -256,8 +264,7 @@ def ranked_pool(
     if not ranked:
         return pl.DataFrame(schema={"id": pl.String, "score": pl.Float64, "title": pl.String, "summary": pl.String,
                                     "kind": pl.String, "steps": pl.List(pl.String)})
-    order = pl.DataFrame({"id": [i for i, _ in ranked], "score": [float(s) for _, s in ranked]}).with_row_index("_rank")
-    return (
-        order.join(bank.entries.select("id", "title", "summary", "kind", "steps"), on="id", how="inner")
-        .sort("_rank").drop("_rank")
-    )
+    rows, cols = _display(bank)
+    keep = [(i, s) for i, s in ranked if i in rows]
+    picked = cols[[rows[i] for i, _ in keep]]
+    return picked.select("id", pl.Series("score", [float(s) for _, s in keep], dtype=pl.Float64), "title", "summary", "kind", "steps")
