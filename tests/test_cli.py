@@ -67,3 +67,14 @@ def test_import_export_cli(tmp_path):
     bad.write_text('{"id": "a1b2c3d4", "content": "x", "kind": "poem"}\n')
     proc = run("import", str(tmp_path / "copy"), "--entries", str(bad), check=False)
     assert proc.returncode == 1 and "row 1" in proc.stderr and "poem" in proc.stderr
+
+
+def test_query_and_eval_commands_on_the_embedded_demo_bank(eng):
+    q = json.loads(run("query", str(eng.path), "how do I log in to production with playwright", "--no-usage", "--json").stdout)
+    assert len(q["results"]) == 8
+    side = run("query", str(eng.path), "how do I log in to production with playwright", "--compare", "--no-usage").stdout
+    assert "FLAT top-8" in side and "FOLDED" in side and "PROGRAMMATIC API FLOW" in side
+    hop = json.loads(run("eval", "hoplab", str(eng.path), "--json").stdout)
+    assert hop["agent"]["simulated"] is True and len(hop["excluded"]) == 3
+    replay = run("eval", "replay", str(eng.path))
+    assert "lost no relevant entry" in replay.stdout
