@@ -61,13 +61,6 @@ def browser():
         instance.close()
 
 
-@pytest.fixture(scope="module")
-def demo_dir():
-    from kbtools.datasets import DEMO_DIR
-
-    return DEMO_DIR
-
-
 def _open(browser, path: Path, *, height: int = 760):
     page = browser.new_page(viewport={"width": 1200, "height": height})
     errors: list[str] = []
@@ -78,12 +71,12 @@ def _open(browser, path: Path, *, height: int = 760):
     return page, errors
 
 
-def test_graph_view_renders_in_chromium(browser, demo_dir, tmp_path):
-    shutil.copytree(demo_dir / "engineering", tmp_path / "eng")
+def test_graph_view_renders_in_chromium(browser, eng, tmp_path):
+    shutil.copytree(eng.path, tmp_path / "eng")  # the demo bank, embedded with MiniLM (cached)
     bank = kb.open_bank(tmp_path / "eng")
-    kb.embed_bank(bank, embedder="hashing")  # a fast embedder: the picture, not the ranking, is tested
-    bank = kb.open_bank(tmp_path / "eng")
-    answer = kb.query(bank, QUERY, record_usage=False)
+    kb.backfill(bank)
+    kb.connect(bank)  # the graph as a maintained bank has it
+    answer = kb.recall(bank, QUERY, record_usage=False)
     html = graph_view(bank, answer).save_html(tmp_path / "graph.html")
 
     page, errors = _open(browser, html)

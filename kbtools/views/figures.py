@@ -323,8 +323,9 @@ def _title(answer, roles, nodes, links, total) -> str:
         return f"Knowledge bank · {total:,} entries · {links.height:,} links · {groups:,} constellations"
     counts = roles.group_by("role").len()
     count = dict(zip(counts["role"], counts["len"]))
-    extra = ", ".join(f"{count[r]} {ROLE_STYLES[r]['label']}{'s' if count[r] > 1 else ''}"
-                      for r in ("folded", "neighbor", "linked") if count.get(r))
+    words = {"folded": ("folded pointer", "folded pointers"), "neighbor": ("neighbour", "neighbours"),
+             "linked": ("entry brought in by links", "entries brought in by links")}
+    extra = ", ".join(f"{count[r]} {words[r][count[r] > 1]}" for r in ("folded", "neighbor", "linked") if count.get(r))
     query = f"“{short(answer.query, 70)}” · " if answer.query else ""
     return f"{query}{count.get('result', 0)} results lit{' + ' + extra if extra else ''} among {total:,} entries"
 

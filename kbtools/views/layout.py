@@ -11,7 +11,9 @@ them briefly:
    normalised adjacency), scaled so the group's volume grows with its size.
 3. *Groups of a split component* are placed by igraph's 3D Fruchterman-Reingold on the small
    quotient graph (one node per group), so linked groups sit side by side.
-4. *Components* are packed into a ball, largest in the middle, along a golden-angle spiral.
+4. *Components* are packed into a ball, largest in the middle, along a golden-angle spiral; with
+   vectors, each component is turned towards its topic (its members' embedding reduced to 3D), so
+   constellations about one subject sit together.
 5. *Entries without links* sit on a shell around the constellations: in the direction of their
    embedding reduced to 3D by PCA when vectors are given (so they sit near their topic), else
    spread evenly over the shell by kind.
@@ -50,7 +52,7 @@ __all__ = ["layout_3d", "bank_layout", "GROUP_MAX", "LAYOUT_VERSION", "LAYOUT_SC
 #: Components larger than this are split into modularity communities before they are laid out.
 GROUP_MAX = 150
 #: Bumped whenever the algorithm changes, so cached layouts of an older algorithm are rebuilt.
-LAYOUT_VERSION = 1
+LAYOUT_VERSION = 2
 #: Columns of a layout frame.
 LAYOUT_SCHEMA = {"id": pl.String, "x": pl.Float64, "y": pl.Float64, "z": pl.Float64}
 
@@ -83,8 +85,9 @@ def layout_3d(entries: pl.DataFrame, edges: pl.DataFrame, *, vectors=None, seed:
     linked = np.zeros(n, dtype=bool)
     linked[pairs.ravel()] = True
     if pairs.size:
+        topics = _topic_directions(np.arange(n), vectors, ids)
         with threadpool_limits(limits=1):  # many small dense eigenproblems: BLAS threads only contend
-            _seed_linked(pos, n, pairs, rng, seed)
+            _seed_linked(pos, n, pairs, rng, seed, topics)
         if refine:
             _refine(pos, linked, pairs, rng, refine)
     if (~linked).any():
@@ -160,7 +163,8 @@ def _edge_index(ids: list[str], edges: pl.DataFrame) -> np.ndarray:
 
 # -- seeding -------------------------------------------------------------------------------------
 
-def _seed_linked(pos: np.ndarray, n: int, pairs: np.ndarray, rng: np.random.Generator, seed: int) -> None:
+def _seed_linked(pos: np.ndarray, n: int, pairs: np.ndarray, rng: np.random.Generator, seed: int,
+                 topics: np.ndarray | None = None) -> None:
     graph = ig.Graph(n=n, edges=pairs.tolist(), directed=False)
     components = [c for c in graph.connected_components() if len(c) > 1]
     components.sort(key=lambda c: (-len(c), c[0]))
@@ -171,6 +175,12 @@ def _seed_linked(pos: np.ndarray, n: int, pairs: np.ndarray, rng: np.random.Gene
         placed.append((members, local))
     radii = np.array([_radius(local) for _, local in placed])
     centres = _pack(radii)
+    if topics is not None:
+        # same distance from the middle, but in the direction of the component's topic, so that
+        # constellations about one subject sit together (and near their unlinked entries)
+        heading = np.array([topics[members].mean(axis=0) for members, _ in placed])
+        heading /= np.maximum(np.linalg.norm(heading, axis=1, keepdims=True), 1e-12)
+        centres = np.linalg.norm(centres, axis=1, keepdims=True) * heading
     for (members, local), centre in zip(placed, centres):
         pos[members] = local + centre
 

@@ -21,6 +21,7 @@ import polars as pl
 from IPython.display import display
 
 from .. import analytics
+from ..vocab import TRUSTED_SOURCES
 from .answer_html import answer_html, compare_html, entry_detail_html, holes_table_html
 from .export import save_html
 from .figures import COLOR_BY, community_figure, graph_figure
@@ -213,8 +214,21 @@ class GraphView(_View):
         self.figure = self._build()
         self.box.show(_without_frames(self.figure))
 
+    def _edges(self) -> pl.DataFrame:
+        """The links drawn: trusted ones (agent-declared, citations, structure), as in the seed's view;
+        automatic links only between entries of the answer (they brought linked entries in)."""
+        edges = self.bank.edges
+        lit = set()
+        if self.answer is not None:
+            lit = {r.id for r in self.answer.results}
+            lit |= {p.id for r in self.answer.results for p in (*r.related, *r.neighbors)}
+            lit |= {item["id"] if isinstance(item, dict) else getattr(item, "id", None) for item in self.answer.linked}
+        trusted = pl.col("source").is_in(sorted(TRUSTED_SOURCES))
+        between = pl.col("src").is_in(sorted(lit)) & pl.col("dst").is_in(sorted(lit))
+        return edges.filter(trusted | between)
+
     def _build(self) -> go.Figure:
-        return graph_figure(self.bank.entries, self.bank.edges, self.layout, answer=self.answer,
+        return graph_figure(self.bank.entries, self._edges(), self.layout, answer=self.answer,
                             color_by=self.color_dropdown.value, communities=self.communities,
                             max_nodes=self.max_nodes, seed=self.seed)
 
