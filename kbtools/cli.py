@@ -192,7 +192,8 @@ def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="kb",
         description="kbtools: understand and maintain an AI agents' knowledge bank.",
-        epilog="Exit status: 0 done, 1 error, 2 usage, 3 bank locked / job already running, 4 check found problems.",
+        epilog="Exit status: 0 done, 1 error, 2 usage, 3 bank locked / job already running, 4 check found problems, "
+               "5 the replay lost a relevant entry.",
     )
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     sub.required = True
