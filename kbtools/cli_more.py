@@ -250,18 +250,6 @@ register_args("holes", lambda p: (
 # ------------------------------------------------------------------------------------------ jobs
 
 
-_JOB_HELP = {
-    "backfill": "Entries that cite another entry by id in prose (8 hex characters, or a unique prefix of at\n"
-                "least 7) get `cites` edges whose note is the citing sentence; dedup metadata (split_from,\n"
-                "replaces, supersedes, recovered_from) becomes typed edges. A second run writes nothing.",
-    "connect": "Run the write-time linker over every entry it has not seen (empty linked_at), or all with\n"
-               "--rebuild, at most --limit. Commits in chunks of 500 with each entry's linked_at, so a killed\n"
-               "run loses nothing and a rerun finishes the work. Reports entries, links made and dropped.",
-    "decay": "Automatic, feedback and review links fade (w * 0.5^(days since seen / 180)); those under 0.1\n"
-             "and those pointing at deleted entries are pruned. Trusted links never fade.",
-}
-
-
 def _job_command(job: str, help: str):
     from . import jobs
 
@@ -274,7 +262,7 @@ def _job_command(job: str, help: str):
         reports, status = jobs.run_job(job, banks, options=jobs.job_options(job, args))
         return (reports if len(reports) > 1 else reports[0]), jobs.format_reports(reports), status
 
-    run.__doc__ = _JOB_HELP[job] + "\n\nExit status: 0 done, 1 error, 3 already running on a bank (this run did nothing)."
+    run.__doc__ = jobs.JOB_HELP[job] + "\n\nExit status: 0 done, 1 error, 3 already running on a bank (this run did nothing)."
     command(job, help)(run)
     register_args(job, lambda p: jobs.add_job_arguments(p, job, positional=True))
 

@@ -33,7 +33,7 @@ from .errors import BankLocked, KbError
 from .store import Bank, open_bank, utcnow
 from .writes import apply_plan
 
-__all__ = ["JobRunning", "job_lock", "backfill", "connect", "decay", "run_job", "main", "JOBS"]
+__all__ = ["JOB_HELP", "JobRunning", "job_lock", "backfill", "connect", "decay", "run_job", "main", "JOBS"]
 
 
 class JobRunning(BankLocked):
@@ -99,6 +99,19 @@ def decay(bank: Bank, *, dry_run: bool = False, now=None, actor: str = "decay", 
 
 
 JOBS: dict[str, Callable] = {"backfill": backfill, "connect": connect, "decay": decay}
+
+#: What each job does, for --help.
+JOB_HELP = {
+    "backfill": "Entries that cite another entry by id in prose (8 hex characters, or a unique prefix of at\n"
+                "least 7) get `cites` edges whose note is the citing sentence; dedup metadata (split_from,\n"
+                "replaces, supersedes, recovered_from) becomes typed edges. A second run writes nothing.",
+    "connect": "Run the write-time linker over every entry it has not seen (empty linked_at), or all with\n"
+               "--rebuild, at most --limit. Commits in chunks of 500 with each entry's linked_at, so a killed\n"
+               "run loses nothing and a rerun finishes the work. Reports entries, links made and dropped.",
+    "decay": "Automatic, feedback and review links fade (w * 0.5^(days since seen / 180)); those under 0.1\n"
+             "and those pointing at deleted entries are pruned. Trusted links never fade.",
+}
+
 
 
 def _progress(label: str) -> Callable | None:
@@ -181,7 +194,7 @@ def job_options(job: str, args) -> dict:
 def main(job: str, argv: list[str] | None = None) -> int:
     """Entry point of ``jobs/<job>.py``: parse flags, run the job on each bank, print the reports."""
     parser = argparse.ArgumentParser(
-        prog=f"jobs/{job}.py", description=(JOBS[job].__doc__ or "").strip(),
+        prog=f"jobs/{job}.py", description=JOB_HELP[job], formatter_class=argparse.RawDescriptionHelpFormatter,
         epilog="Exit status: 0 done, 1 error, 2 usage, 3 already running on a bank (another run holds it).",
     )
     add_job_arguments(parser, job, positional=False)
