@@ -238,7 +238,19 @@ def _holes(args):
     bank = open_bank(args.path)
     if args.flows:
         return _frame_out(process_flows(bank), args)
-    return _frame_out(workflow_holes(bank), args)
+    holes = workflow_holes(bank)
+    payload, text = _frame_out(holes, args)
+    if payload is not None:  # text for an analyst: one block per hole, most severe first
+        import polars as pl
+
+        rank = {"high": 0, "medium": 1, "low": 2}
+        ordered = holes.with_columns(pl.col("severity").replace_strict(rank, default=3).alias("_r")).sort("_r", "flow", "title")
+        blocks = [f"{holes.height} hole(s) in {holes['flow'].n_unique()} flow(s) of {args.path}"]
+        for r in ordered.iter_rows(named=True):
+            blocks.append(f"\n[{r['severity']}] {r['hole']} · {r['flow']} · {r['title']} ({r['id']})\n"
+                          f"  {r['explanation']}\n  {r['question']}")
+        text = "\n".join(blocks)
+    return payload, text
 
 
 register_args("holes", lambda p: (
