@@ -55,6 +55,16 @@ def _frame_out(frame, args, text_rows: int = 40):
 # ------------------------------------------------------------------------------------------ query
 
 
+def _ensure_embedded(bank) -> None:
+    """Embed entries that lack vectors first, with progress (the first query on a bank does this)."""
+    from .search import embed_bank
+
+    if bank.entries.height and len(bank.vectors()[0]) < bank.entries.height:
+        print(f"embedding {bank.entries.height - len(bank.vectors()[0])} entries of {bank.path} "
+              "(once; cached by text hash)", file=sys.stderr, flush=True)
+        embed_bank(bank, progress=_progress("embed"))
+
+
 @command("query", "answer a question from a bank, folded (default) or flat")
 def _query(args):
     """Answer a question the way an agent reads it: results with their folded pointers and the
@@ -63,6 +73,7 @@ def _query(args):
     from .store import open_bank
 
     bank = open_bank(args.path)
+    _ensure_embedded(bank)
     if args.compare:
         flat = query(bank, args.text, k=args.k, fold=False, lexical=args.lexical, record_usage=False, index=args.index)
         folded = query(bank, args.text, k=args.k, fold=True, lexical=args.lexical, record_usage=not args.no_usage, index=args.index)
@@ -113,7 +124,9 @@ def _recall(args):
     from .analytics import recall
     from .store import open_bank
 
-    ans = recall(open_bank(args.path), args.text, links=args.links, k=args.k, record_usage=not args.no_usage)
+    bank = open_bank(args.path)
+    _ensure_embedded(bank)
+    ans = recall(bank, args.text, links=args.links, k=args.k, record_usage=not args.no_usage)
     return ans.to_dict(), ans.text()
 
 
