@@ -37,6 +37,7 @@ from .analytics import (
     workflow_holes,
 )
 from .answer import Answer, Pointer, Result
+from .linker import LINKER_DEFAULTS, LINKER_LEXICAL, LinkerSettings
 from .linking import explain, feedback, reinforce
 from .datasets import build_demo, read_truth, truth_path
 from .demo import DemoBank, business_bank, engineering_bank, synthetic_bank
@@ -133,6 +134,9 @@ __all__ = [
     "connect",
     "decay",
     "explain",
+    "LinkerSettings",
+    "LINKER_DEFAULTS",
+    "LINKER_LEXICAL",
     "reinforce",
     "feedback",
     "to_igraph",

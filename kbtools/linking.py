@@ -10,6 +10,7 @@ transactions.
 
 from __future__ import annotations
 
+import os
 import time
 from typing import Callable, Sequence
 
@@ -85,6 +86,62 @@ def _vectors(bank: Bank) -> np.ndarray | None:
     return bank.derived("linker-vectors", build, on=("entries", "vectors"))
 
 
+#: Below this many entries the linker's neighbour index is exact (flat); above it, HNSW.
+NEIGHBOURS_FLAT_BELOW = 20_000
+_HNSW_M, _HNSW_EF_CONSTRUCTION, _HNSW_EF_SEARCH = 32, 80, 128
+
+
+def _faiss(threads: int = 1):
+    import faiss
+
+    faiss.omp_set_num_threads(threads)
+    return faiss
+
+
+def _new_neighbour_index(vectors: np.ndarray):
+    """A flat inner-product index (exact) for a small bank, HNSW (M 32, efSearch 128) for a large one."""
+    faiss = _faiss(1)
+    d = vectors.shape[1]
+    if len(vectors) < NEIGHBOURS_FLAT_BELOW:
+        return faiss.IndexFlatIP(d)
+    index = faiss.IndexHNSWFlat(d, _HNSW_M, faiss.METRIC_INNER_PRODUCT)
+    index.hnsw.efConstruction = _HNSW_EF_CONSTRUCTION
+    index.hnsw.efSearch = _HNSW_EF_SEARCH
+    return index
+
+
+def _neighbours(bank: Bank, vectors: np.ndarray | None):
+    """The faiss index over the linker's content vectors in row order (what ``plan_links`` and
+    ``plan_connect`` take as ``neighbors``), cached per bank; when entries were only appended since
+    (earlier rows and their vectors unchanged), the previous index grows by the new rows. A flat
+    index that grows past ``NEIGHBOURS_FLAT_BELOW`` entries is rebuilt as HNSW."""
+    if vectors is None or len(vectors) == 0:
+        return None
+    name = "linker-neighbours"
+
+    def build():
+        hit = bank._derived.get(name)
+        vecs = np.ascontiguousarray(vectors, dtype=np.float32)
+        if hit is not None:
+            index, old = hit[1]
+            n = len(old)
+            outgrown = isinstance(index, _faiss(1).IndexFlatIP) and len(vecs) >= NEIGHBOURS_FLAT_BELOW
+            if not outgrown and n <= len(vecs) and np.array_equal(vecs[:n], old):
+                if len(vecs) > n:
+                    index.add(vecs[n:])
+                return index, vecs
+        index = _new_neighbour_index(vecs)
+        threads = 1 if len(vecs) < NEIGHBOURS_FLAT_BELOW else max(1, min(8, os.cpu_count() or 1))
+        _faiss(threads)
+        try:
+            index.add(vecs)
+        finally:
+            _faiss(1)
+        return index, vecs
+
+    return bank.derived(name, build, on=("entries", "vectors"))[0]
+
+
 def _apply(bank: Bank, plan, *, actor: str, reason: str) -> dict:
     if plan.add.height == 0 and plan.remove.height == 0 and plan.entry_updates.height == 0:
         return {"added": 0, "removed": 0}
@@ -111,8 +168,10 @@ def connect_bank(bank: Bank, *, rebuild: bool = False, limit: int | None = None,
     for start in range(0, len(ids), chunk):
         part = ids[start : start + chunk]
         for attempt in range(2):  # a concurrent writer can invalidate a plan: plan again once
-            plan = plan_connect(bank.entries, bank.edges, bank.triples, ids=part, vectors=_vectors(bank),
-                                stats=_stats(bank, settings), settings=settings, now=utcnow())
+            vectors = _vectors(bank)
+            plan = plan_connect(bank.entries, bank.edges, bank.triples, ids=part, vectors=vectors,
+                                neighbors=_neighbours(bank, vectors), stats=_stats(bank, settings), settings=settings,
+                                now=utcnow())
             if dry_run:
                 break
             try:
@@ -152,20 +211,38 @@ def link_new_entries(bank: Bank, ids: Sequence[str], *, actor: str) -> dict:
     settings = linker_settings(bank)
     made = 0
     for eid in ids:
-        plan = plan_links(eid, bank.entries, bank.edges, bank.triples, vectors=_vectors(bank),
+        vectors = _vectors(bank)
+        neighbors = _neighbours(bank, vectors)
+        _faiss(1)  # one entry: a single-threaded search (threads wake up slower than it runs)
+        plan = plan_links(eid, bank.entries, bank.edges, bank.triples, vectors=vectors, neighbors=neighbors,
                           stats=_stats(bank, settings), settings=settings, now=utcnow())
         _apply(bank, plan, actor="linker", reason=f"linked at write by {actor}")
         made += plan.add.height
     return {"links_made": made}
 
 
-def explain(bank: Bank, a: str, b: str) -> LinkScore:
+def explain(bank: Bank, a: str, b: str, *, cosine: float | None = None,
+            settings: LinkerSettings | None = None) -> LinkScore:
     """Why two entries are (or are not) linked: score, linked, type, why, and the signals share,
-    sem, bridge, time and cue, scored from scratch (seed 001, section 4)."""
+    sem, bridge, time and cue, scored from scratch as if ``a`` were the new entry (seed 001,
+    section 4). ``cosine`` overrides the pair's cosine (else the bank's vectors give it, or 0);
+    ``settings`` overrides the linker's (e.g. ``LINKER_LEXICAL`` for a lexical embedder).
+
+    >>> import kbtools as kb, tempfile, pathlib
+    >>> bank = kb.create_bank(pathlib.Path(tempfile.mkdtemp()) / "b", settings={"auto_link": False})
+    >>> p = kb.report_learning(bank, content="Line 3 keeps faulting with error E-217.", kind="event", session_id="s1", actor="x")
+    >>> f = kb.report_learning(bank, content="Found it: the encoder cable on line 3 was loose.", kind="event", session_id="s1", actor="x")
+    >>> kb.explain(bank, f, p, cosine=0.301).type
+    'resolves'
+    """
     for i in (a, b):
         if bank.entries.filter(pl.col("id") == i).height == 0:
             raise EntryNotFound(i, "explain")
-    settings = linker_settings(bank)
+    settings = settings or linker_settings(bank)
+    if cosine is not None:
+        value = float(cosine)
+        return _explain(a, b, bank.entries, bank.edges, bank.triples, cosine=lambda ms, cs: np.full(len(ms), value),
+                        stats=_stats(bank, settings), settings=settings)
     return _explain(a, b, bank.entries, bank.edges, bank.triples, vectors=_vectors(bank),
                     stats=_stats(bank, settings), settings=settings)
 

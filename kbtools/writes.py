@@ -140,7 +140,12 @@ def _first_sentence(text: str, limit: int) -> str:
     line = text.strip().splitlines()[0] if text.strip() else ""
     m = re.match(r"(.+?[.!?])(\s|$)", line)
     out = m.group(1) if m else line
-    return out if len(out) <= limit else out[: limit - 1].rstrip() + "…"
+    if len(out) <= limit:
+        return out
+    cut = out[: limit - 1]
+    if " " in cut:  # never cut a word in two: a derived title adds no word the content lacks
+        cut = cut[: cut.rindex(" ")]
+    return cut.rstrip(" ,;:(-") + "…"
 
 
 def _check_actor(actor) -> str:

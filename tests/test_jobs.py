@@ -208,3 +208,68 @@ def test_new_entries_extend_the_term_statistics_instead_of_rebuilding(tmp_path, 
     kb.update_entry(bank, bank.entries["id"][0], actor="a", content="Rewritten text about nginx burst.")
     kb.report_learning(bank, content="Another note on nginx burst limits.", actor="a")
     assert builds == [1]  # a changed text is a rebuild
+
+
+def test_the_linkers_neighbour_index_grows_with_appended_entries(tmp_path, demo_dir):
+    ents, edges = _small(demo_dir / "engineering", n=300)
+    bank = kb.create_bank(tmp_path / "b")
+    kb.import_frames(bank, entries=ents, edges=edges, guard=False)
+    kb.embed_bank(bank, embedder="hashing-char")
+    kb.report_learning(bank, content="Kafka consumer lag grows when max.poll.records is 500.", actor="a")
+    vectors = kc._vectors(bank)
+    index = kc._neighbours(bank, vectors)
+    assert index.ntotal == bank.entries.height == len(vectors)
+    new = kb.report_learning(bank, content="Nginx burst limits drop requests under a spike.", actor="a")
+    vectors = kc._vectors(bank)
+    grown = kc._neighbours(bank, vectors)
+    assert grown is index and grown.ntotal == bank.entries.height  # grown in place, not rebuilt
+    row = bank.entries["id"].to_list().index(new)
+    assert grown.search(vectors[row : row + 1], 1)[1][0, 0] == row
+    kb.update_entry(bank, bank.entries["id"][0], actor="a", content="Rewritten text about nginx burst.")
+    kc.link_new_entries(bank, [], actor="a")  # re-embeds the changed entry
+    rebuilt = kc._neighbours(bank, kc._vectors(bank))
+    assert rebuilt is not index and rebuilt.ntotal == bank.entries.height
+
+
+def test_connect_with_the_neighbour_index_equals_linking_one_by_one(tmp_path, demo_dir):
+    ents, edges = _small(demo_dir / "engineering", n=120)
+    bank = kb.create_bank(tmp_path / "b")
+    kb.import_frames(bank, entries=ents, edges=edges, guard=False)
+    kb.embed_bank(bank, embedder="hashing-char")
+    vectors = kc._vectors(bank)
+    index = kc._neighbours(bank, vectors)
+    report = connect(bank, chunk=37)
+    assert report["links_made"] > 20
+    got = set(bank.edges.filter(pl.col("source") == "auto").select("src", "dst", "type").iter_rows())
+    e, ed = bank.entries.with_columns(pl.lit(None).cast(bank.entries["linked_at"].dtype).alias("linked_at")), edges
+    settings = kc.linker_settings(bank)
+    for eid in e.sort("created_at", "id")["id"].to_list():
+        plan = plan_links(eid, e, ed, None, vectors=vectors, neighbors=index, settings=settings)
+        e, ed = apply_in_memory(e, ed, plan)
+    want = set(ed.filter(pl.col("source") == "auto").select("src", "dst", "type").iter_rows())
+    assert got == want
+
+
+def test_seed_section_4_numbers_through_the_public_bank_api(tmp_path):
+    """The seed's nine memories written with report_learning, the triple with add_triple, then
+    kb.explain with the seed's cosines and a lexical embedder's settings."""
+    from tests.seed_memories import _ROWS, COSINES
+
+    bank = kb.create_bank(tmp_path / "seed", settings={"auto_link": False})
+    ids = {}
+    for name, kind, content, session, at in _ROWS:
+        ids[name] = kb.report_learning(bank, content=content, kind=kind, session_id=session, created_at=at, actor="seed")
+    kb.add_triple(bank, "Kioko", "uses", "pgvector", actor="seed")
+    lex = kb.LINKER_LEXICAL
+
+    fix = kb.explain(bank, ids["fix"], ids["fault"], cosine=COSINES[("fix", "fault")], settings=lex)
+    assert fix.linked and fix.type == "resolves"
+    assert fix.signals["share"] == pytest.approx(0.156, abs=1e-3)
+    assert fix.raw == pytest.approx(0.787, abs=1e-3) and fix.score == pytest.approx(0.669, abs=1e-3)
+    dec = kb.explain(bank, ids["decision"], ids["goal"], cosine=COSINES[("decision", "goal")], settings=lex)
+    assert dec.linked and dec.type == "serves" and dec.score == pytest.approx(0.60, abs=1e-3)
+    assert "Kioko" in dec.why and "pgvector" in dec.why
+    les = kb.explain(bank, ids["lesson"], ids["procedure"], cosine=COSINES[("lesson", "procedure")], settings=lex)
+    assert les.linked and les.type == "refines" and les.score == pytest.approx(0.542, abs=1e-3)
+    tea = kb.explain(bank, ids["plc"], ids["tea"], cosine=COSINES[("tea", "plc")], settings=lex)
+    assert not tea.linked and tea.raw == pytest.approx(0.0, abs=1e-9)
