@@ -325,6 +325,7 @@ def bench_linking(bank: Bank, n: int):
             lat.append((time.perf_counter() - t) * 1000)
         rows.append((tag, "link one new entry, p50", float(np.median(lat)), "ms",
                      {"budget": 5.0 if size >= 100_000 else None, "note": "the seed's linker: ~20 ms at 2k on SQLite"}))
+        rows.append(_bench_with_vectors(tag, ents, demo, stats, newest, size))
         if size <= 20_000:
             t = time.perf_counter()
             plan = plan_connect(ents, demo.edges, demo.triples, stats=stats)
@@ -335,3 +336,21 @@ def bench_linking(bank: Bank, n: int):
                          {"note": f"{auto.height} links in {secs:.1f} s; links per entry mean {2 * auto.height / size:.2f}, "
                                   f"max {int(deg.max())}; the seed: 2,000 memories -> 10,000 links in 66 s"}))
     return rows
+
+
+def _bench_with_vectors(tag, ents, demo, stats, newest, size):
+    """Linking one new entry with random unit 384-d vectors and the neighbour index (flat or HNSW)."""
+    vectors = np.random.default_rng(0).normal(size=(size, 384)).astype(np.float32)
+    vectors /= np.linalg.norm(vectors, axis=1, keepdims=True)
+    index = _new_neighbour_index(vectors)
+    _faiss(max(1, min(8, os.cpu_count() or 1)))
+    index.add(vectors)
+    _faiss(1)
+    lat = []
+    for eid in newest:
+        t = time.perf_counter()
+        plan_links(eid, ents, demo.edges, demo.triples, vectors=vectors, neighbors=index, stats=stats)
+        lat.append((time.perf_counter() - t) * 1000)
+    kind = "flat" if size < NEIGHBOURS_FLAT_BELOW else "HNSW"
+    return (tag, "link one new entry with vectors, p50", float(np.median(lat)), "ms",
+            {"budget": 5.0 if size >= 100_000 else None, "note": f"384-d, {kind} neighbour index"})

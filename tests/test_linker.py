@@ -360,3 +360,108 @@ def test_plan_links_same_with_and_without_the_cached_edge_index():
         cached = plan_links(eid, entries, edges, triples, vectors=vectors, stats=stats, now=NOW)  # seen: full index
         assert fresh.add.equals(cached.add) and fresh.remove.equals(cached.remove)
         assert fresh.entry_updates.equals(cached.entry_updates) and fresh.report == cached.report
+
+
+# ---------------------------------------------------------------- nearest neighbours from an index
+
+
+def _flat(vectors):
+    import faiss
+
+    index = faiss.IndexFlatIP(vectors.shape[1])
+    index.add(np.ascontiguousarray(vectors, dtype=np.float32))
+    return index
+
+
+def _weak_hnsw(vectors):
+    """A deliberately poor HNSW graph (M 4, efSearch 8): approximate lists, many fallbacks."""
+    import faiss
+
+    faiss.omp_set_num_threads(1)
+    index = faiss.IndexHNSWFlat(vectors.shape[1], 4, faiss.METRIC_INNER_PRODUCT)
+    index.hnsw.efConstruction, index.hnsw.efSearch = 16, 8
+    index.add(np.ascontiguousarray(vectors, dtype=np.float32))
+    return index
+
+
+class _Scrambled:
+    """A neighbour index that returns a fixed pseudo-random subset of rows with their true scores."""
+
+    def __init__(self, vectors, keep=0.5):
+        self.vectors, self.ntotal = np.asarray(vectors, np.float32), len(vectors)
+        self.allowed = np.flatnonzero(np.random.default_rng(5).random(len(vectors)) < keep)
+
+    def search(self, x, k):
+        scores = x @ self.vectors[self.allowed].T
+        top = np.argsort(-scores, axis=1, kind="stable")[:, :k]
+        rows = np.full((len(x), k), -1, np.int64)
+        out = np.full((len(x), k), -np.inf, np.float32)
+        rows[:, : top.shape[1]] = self.allowed[top]
+        out[:, : top.shape[1]] = np.take_along_axis(scores, top, axis=1)
+        return out, rows
+
+
+@pytest.mark.parametrize("seed,max_degree,ties", [(0, 12, False), (2, 3, False), (6, 12, True)])
+def test_flat_index_gives_the_links_of_the_exact_scan(seed, max_degree, ties):
+    entries, edges, triples, vectors = synthetic_bank(200, seed=seed)
+    if ties:  # twenty distinct vectors: ties everywhere, broken by the newer entry like the scan does
+        vectors = vectors[np.random.default_rng(seed).integers(0, 20, len(vectors))]
+    settings = LINKER_DEFAULTS.with_(max_degree=max_degree)
+    stats = TermStats.build(entries, known_entities=_known_entities(triples))
+    index = _flat(vectors)
+    scan = plan_connect(entries, edges, triples, vectors=vectors, stats=stats, settings=settings, now=NOW, chunk=23)
+    got = plan_connect(entries, edges, triples, vectors=vectors, neighbors=index, stats=stats, settings=settings,
+                       now=NOW, chunk=23)
+    assert _norm(apply_plan(entries, edges, scan)[1]).equals(_norm(apply_plan(entries, edges, got)[1]))
+    assert 0 < got.report["nn_exact"] < got.report["entries"] and index.ntotal == len(vectors)
+    for eid in entries.sort("created_at")["id"].tail(8).to_list():
+        one = plan_links(eid, entries, edges, triples, vectors=vectors, neighbors=index, stats=stats, now=NOW)
+        want = plan_links(eid, entries, edges, triples, vectors=vectors, stats=stats, now=NOW)
+        assert one.add.drop("created_at", "seen_at").equals(want.add.drop("created_at", "seen_at"))
+
+
+@pytest.mark.parametrize("seed,max_degree,make", [(0, 12, _weak_hnsw), (2, 3, _weak_hnsw), (1, 6, _Scrambled)])
+def test_connect_equals_one_by_one_with_an_approximate_index(seed, max_degree, make):
+    entries, edges, triples, vectors = synthetic_bank(200, seed=seed)
+    settings = LINKER_DEFAULTS.with_(max_degree=max_degree)
+    stats = TermStats.build(entries, known_entities=_known_entities(triples))
+    index = make(vectors)
+    order = entries.filter(pl.col("linked_at").is_null()).sort("created_at", "id")["id"].to_list()
+    e1, g1 = entries, edges
+    for entry_id in order:
+        plan = plan_links(entry_id, e1, g1, triples, vectors=vectors, neighbors=index, stats=stats, settings=settings, now=NOW)
+        e1, g1 = apply_plan(e1, g1, plan)
+    plan = plan_connect(entries, edges, triples, vectors=vectors, neighbors=index, stats=stats, settings=settings,
+                        now=NOW, chunk=23)
+    e2, g2 = apply_plan(entries, edges, plan)
+    assert plan.report["links"] > 100 and plan.report["nn_exact"] > 0
+    assert _norm(g1).equals(_norm(g2))
+    assert e1.select("id", "status", "linked_at").sort("id").equals(e2.select("id", "status", "linked_at").sort("id"))
+
+
+def test_index_neighbours_respect_visibility():
+    rows = [("00000001", "decision", "Decision: use Redis for the Atlas cache", None, "{}", "superseded"),
+            ("00000003", "knowledge", "Redis cache for Atlas keeps sessions warm", None, "{}", "archived"),
+            ("00000002", "knowledge", "Redis cache for Atlas evicts keys under load")]
+    vectors = np.tile(np.array([[1.0, 0.0]], np.float32), (3, 1))
+    plan = plan_links("00000002", _bank(rows), None, None, vectors=vectors, neighbors=_flat(vectors), now=NOW)
+    assert plan.add.height == 0
+    newer = [("00000002", "knowledge", "Redis cache for Atlas evicts keys under load"),
+             ("00000004", "knowledge", "Redis cache for Atlas evicts keys under heavy load")]
+    plan = plan_links("00000002", _bank(newer), None, None, vectors=vectors[:2], neighbors=_flat(vectors[:2]), now=NOW)
+    assert plan.add.height == 0  # a newer entry that was never linked is not a candidate
+    active = [r[:3] for r in rows]
+    assert plan_links("00000002", _bank(active), None, None, vectors=vectors, neighbors=_flat(vectors), now=NOW).add.height == 2
+    older = _bank(newer[::-1])
+    assert plan_links("00000002", older, None, None, vectors=vectors[:2], neighbors=_flat(vectors[:2]), now=NOW).add.height == 1
+
+
+def test_neighbour_index_errors():
+    entries, edges, triples, vectors = synthetic_bank(20, seed=1)
+    eid = entries["id"][-1]
+    with pytest.raises(ValidationError, match="neighbors"):
+        plan_links(eid, entries, edges, triples, neighbors=_flat(vectors), now=NOW)
+    with pytest.raises(ValidationError, match="neighbors"):
+        plan_links(eid, entries, edges, triples, vectors=vectors, neighbors=_flat(vectors[:10]), now=NOW)
+    with pytest.raises(ValidationError, match="neighbors"):
+        plan_connect(entries, edges, triples, vectors=vectors, neighbors=object(), now=NOW)

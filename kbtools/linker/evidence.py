@@ -20,11 +20,15 @@ import scipy.sparse as sp
 from kbtools.linker.rules import EVENT, GOAL, LinkerSettings, kind_code, prior_matrix
 from kbtools.linker.stats import TermStats
 
-__all__ = ["Relations", "relations", "noisy_or", "pair_evidence", "candidate_pairs", "pair_cosine"]
+__all__ = [
+    "Relations", "relations", "noisy_or", "pair_evidence", "candidate_pairs", "pair_cosine", "index_neighbours",
+    "use_exact_neighbours",
+]
 
 _PRIORS = prior_matrix()
 _MEANS = np.array([kind_code(k) for k in ("decision", "procedure", "skill", "event")])
 _SENTINEL = np.iinfo(np.int64).max
+_SLACK = 1e-4  # float32 scores against exact float64 cosines
 
 
 @dataclass(frozen=True, eq=False)
@@ -286,13 +290,23 @@ def _best(r, c, v, k: int, rank: np.ndarray, n_rows: int):
 
 
 def candidate_pairs(
-    stats: TermStats, rows, *, rel: Relations, open_, linked, settings: LinkerSettings, vectors=None, margin: int = 0
+    stats: TermStats, rows, *, rel: Relations, open_, linked, settings: LinkerSettings, vectors=None,
+    neighbors=None, eligible=None, margin: int = 0,
 ) -> dict:
     """Candidates of each row: inverted index, nearest neighbours, same session.
 
     Returns arrays ``m, c`` and, per source, the candidate's position in that source's list
-    (``pos_index``, ``pos_nn``, ``pos_session``; int64 max when absent). ``margin`` extra places
-    per list let a caller drop entries that become superseded later and still keep the best k.
+    (``pos_index``, ``pos_nn``, ``pos_nnx``, ``pos_session``; int64 max when absent). ``margin`` extra
+    places per list let a caller drop entries that become superseded later and still keep the best k.
+
+    Nearest neighbours come from an exact scan of ``vectors`` (``pos_nn``), or, with ``neighbors``
+    (a nearest-neighbour index over the rows, see :func:`index_neighbours`), from the index
+    re-scored exactly; then ``nn_floor`` holds, per pair, the row's floor (-inf when the search
+    covered the whole index, +inf for a row that sees under a quarter of the index: it is scanned
+    exactly without searching) and ``pos_nnx`` the exact scan of the rows whose index list may be
+    short (see :func:`use_exact_neighbours`). ``eligible`` (linkable and not archived; default: open
+    and linkable) counts what a row could see, so that the choice is the same for one entry and
+    for a batch whatever was superseded in between.
     """
     rows = np.asarray(rows, np.int64)
     k = settings.candidates + margin
@@ -302,21 +316,126 @@ def candidate_pairs(
         r, c, v = votes.row.astype(np.int64), votes.col.astype(np.int64), votes.data
         ok = (v > 0.0) & _visible_pairs(stats, rows, r, c, open_, linked)
         parts.append(("index", *_best(r[ok], c[ok], v[ok], k, stats.rank, len(rows))))
-    if vectors is not None:
-        sims = _similarities(vectors, rows)
+    floor = None
+    if vectors is not None and neighbors is not None:
+        if eligible is None:
+            eligible = open_ & (stats.kind >= 0)
+        few = _visible_count(stats, rows, eligible, linked) * _fetch(settings.candidates, neighbors) \
+            < int(neighbors.ntotal) * settings.candidates
+        searched = np.flatnonzero(~few)
+        b, c, pos, low, sure = index_neighbours(stats, rows[searched], vectors, neighbors, open_, linked, k,
+                                                settings.candidates)
+        b = searched[b]
+        floor = np.full(len(rows), np.inf)
+        floor[searched] = low
+        parts.append(("nn", b, c, pos))
+        unsure = np.flatnonzero((floor > -np.inf) & (np.bincount(b[sure], minlength=len(rows)) < k))
+        if unsure.size:
+            b2, c2, pos2 = _exact_neighbours(stats, rows[unsure], vectors, open_, linked, k)
+            parts.append(("nnx", unsure[b2], c2, pos2))
+    elif vectors is not None:
+        parts.append(("nn", *_exact_neighbours(stats, rows, vectors, open_, linked, k)))
+    parts.append(("session", *_session(stats, rows, open_, linked, settings.session_candidates + margin)))
+    out = _union(rows, parts, len(stats.ids))
+    if floor is not None:
+        out["nn_floor"] = floor[out["b"]]
+    return out
+
+
+def _exact_neighbours(stats, rows, vectors, open_, linked, k):
+    """The dense scan: per row, the k visible entries of highest cosine (ties: the newer first).
+
+    Only the columns some row could see are scored (all of them once that is most of the bank):
+    the entries of a fresh bank's first chunks see a few earlier ones."""
+    if len(rows) == 0:
+        return (np.zeros(0, np.int64),) * 3
+    n = len(stats.ids)
+    seen = open_ & (stats.kind >= 0) & (linked | (stats.rank < stats.rank[rows].max()))
+    cols = np.flatnonzero(seen) if 2 * int(np.count_nonzero(seen)) < n else None
+    sims = _similarities(vectors, rows, cols)
+    if cols is None:
         sims[~_visible(stats, rows, open_, linked)] = -np.inf
         exact = lambda r, c: pair_cosine(rows[r], c, vectors=vectors)  # noqa: E731
-        parts.append(("nn", *_top_k(sims, k, stats.rank, -np.inf, exact=exact, slack=1e-4)))
-    parts.append(("session", *_session(stats, rows, open_, linked, settings.session_candidates + margin)))
-    return _union(rows, parts, len(stats.ids))
+        return _top_k(sims, k, stats.rank, -np.inf, exact=exact, slack=_SLACK)
+    hidden = ~linked[cols][None, :] & (stats.rank[cols][None, :] >= stats.rank[rows][:, None])
+    sims[hidden | (cols[None, :] == rows[:, None])] = -np.inf
+    exact = lambda r, c: pair_cosine(rows[r], cols[c], vectors=vectors)  # noqa: E731
+    r, c, pos = _top_k(sims, k, stats.rank[cols], -np.inf, exact=exact, slack=_SLACK)
+    return r, cols[c], pos
 
 
-def _similarities(vectors, rows) -> np.ndarray:
-    """Approximate cosines of rows against the bank: a BLAS product for a batch, a plain loop for a
-    few rows (a threaded BLAS call costs milliseconds of wake-up next to polars' thread pool)."""
+def _fetch(base: int, neighbors) -> int:
+    return min(4 * base + 1, int(neighbors.ntotal))
+
+
+def _visible_count(stats, rows, eligible, linked) -> np.ndarray:
+    """Per row, how many eligible entries are linked or created earlier: the same whether the rows
+    are linked one by one or together (an entry linked in between was created earlier)."""
+    always = int(np.count_nonzero(eligible & linked))
+    ranks = stats.rank[eligible & ~linked]
     if len(rows) <= 4:
-        return np.stack([np.einsum("ij,j->i", vectors, vectors[r]) for r in rows]).astype(np.float64)
-    return np.asarray(vectors[rows] @ vectors.T, dtype=np.float64)
+        return np.array([always + int(np.count_nonzero(ranks < stats.rank[r])) for r in rows], np.int64)
+    earlier = np.cumsum(np.bincount(ranks + 1, minlength=len(stats.ids) + 1))
+    return earlier[stats.rank[rows]] + always
+
+
+def index_neighbours(stats: TermStats, rows, vectors, neighbors, open_, linked, k: int, base: int):
+    """Nearest neighbours from an index: ``4 base + 1`` hits per row (a number that does not depend
+    on ``k``, so one entry and a batch search alike), the visible ones re-scored exactly, the best
+    ``k`` kept (ties: the newer first). Returns ``b, c, pos``, per row its floor: the lowest score
+    the search returned plus a slack (-inf when it returned the whole index), and per kept pair
+    whether it scores above its row's floor. A visible entry
+    the search did not return scores at most the floor (exactly so for a flat index), so the kept
+    entries above the floor are the row's true best."""
+    rows = np.asarray(rows, np.int64)
+    n = len(stats.ids)
+    total = int(neighbors.ntotal)
+    fetch = _fetch(base, neighbors)
+    if len(rows) == 0 or fetch <= 0:
+        empty = np.zeros(0, np.int64)
+        return empty, empty, empty, np.full(len(rows), -np.inf), np.zeros(0, bool)
+    query = np.ascontiguousarray(vectors[rows], dtype=np.float32)
+    scores, found = neighbors.search(query, fetch)
+    scores, found = np.asarray(scores, np.float64), np.asarray(found, np.int64)
+    hit = (found >= 0) & (found < n)
+    low = np.where(hit, scores, np.inf).min(axis=1)
+    floor = np.where(fetch >= total, -np.inf, np.where(np.isfinite(low), low, np.inf) + _SLACK)
+    b = np.repeat(np.arange(len(rows), dtype=np.int64), fetch).reshape(found.shape)[hit]
+    c = found[hit]
+    ok = _visible_pairs(stats, rows, b, c, open_, linked)
+    b, c = b[ok], c[ok]
+    v = pair_cosine(rows[b], c, vectors=vectors)
+    order = np.lexsort((-stats.rank[c], -v, b))
+    b, c, v = b[order], c[order], v[order]
+    pos = np.arange(len(b)) - np.searchsorted(b, np.arange(len(rows)))[b]
+    keep = pos < k
+    return b[keep], c[keep], pos[keep].astype(np.int64), floor, v[keep] > floor[b[keep]]
+
+
+def use_exact_neighbours(cos, floor, live, k: int) -> bool:
+    """Whether a row's index neighbours may miss some of its true best ``k``: its search stopped
+    short of the whole index (floor > -inf; +inf: not searched) and fewer than ``k`` live candidates
+    of the list score above the floor.
+    Both planners ask this per entry, after dropping entries superseded earlier in the run, so
+    linking one entry and connecting many choose the same list.
+
+    >>> import numpy as np
+    >>> use_exact_neighbours(np.array([0.9, 0.5]), np.array([0.6, 0.6]), np.array([True, True]), 2)
+    True
+    """
+    if len(floor) == 0 or floor[0] == -np.inf:
+        return False
+    return int(np.count_nonzero(live & (cos > floor))) < k
+
+
+def _similarities(vectors, rows, cols=None) -> np.ndarray:
+    """Approximate cosines of rows against the bank (or its ``cols``): a BLAS product for a batch, a
+    plain loop for a few rows (a threaded BLAS call costs milliseconds of wake-up next to polars'
+    thread pool)."""
+    against = vectors if cols is None else vectors[cols]
+    if len(rows) <= 4:
+        return np.stack([np.einsum("ij,j->i", against, vectors[r]) for r in rows]).astype(np.float64)
+    return np.asarray(vectors[rows] @ against.T, dtype=np.float64)
 
 
 def _session(stats, rows, open_, linked, k):
@@ -341,7 +460,7 @@ def _session(stats, rows, open_, linked, k):
 
 
 def _union(rows, parts, n):
-    names = ("index", "nn", "session")
+    names = ("index", "nn", "nnx", "session")
     empty = np.zeros(0, np.int64)
     if sum(len(p[1]) for p in parts) == 0:
         return {"b": empty, "m": empty, "c": empty, **{f"pos_{x}": empty for x in names}}

@@ -26,7 +26,7 @@ import numpy as np
 import polars as pl
 
 from kbtools.errors import EntryNotFound, ValidationError
-from kbtools.linker.evidence import _SENTINEL, candidate_pairs, pair_evidence, relations
+from kbtools.linker.evidence import _SENTINEL, candidate_pairs, pair_evidence, relations, use_exact_neighbours
 from kbtools.linker.rules import KINDS, LINKER_DEFAULTS, LinkerSettings, link_type
 from kbtools.linker.stats import TermStats, metadata_of
 from kbtools.schema import SCHEMAS, TIME, conform
@@ -64,10 +64,20 @@ class LinkPlan:
 # ---------------------------------------------------------------- public door
 
 
-def plan_links(entry_id, entries, edges, triples, *, vectors=None, cosine=None, stats=None,
+def plan_links(entry_id, entries, edges, triples, *, vectors=None, cosine=None, neighbors=None, stats=None,
                settings: LinkerSettings = LINKER_DEFAULTS, now=None) -> LinkPlan:
     """Links for one entry already in ``entries`` (structural links, best ``max_new`` automatic
     links, degree cap, takeover by a replacing decision).
+
+    ``neighbors``, with ``vectors``: a nearest-neighbour index over the entries' rows (a
+    ``faiss.Index`` over ``vectors`` in row order, or any object with ``ntotal`` and
+    ``search(x (m, d) float32, k) -> (scores, rows)``, rows -1 when missing), searched instead of
+    scanning every vector. It fetches ``4 candidates + 1`` hits, keeps the visible ones (linked
+    already or created earlier, neither superseded nor archived) and re-scores them exactly; when
+    fewer than ``candidates`` of them score above the lowest hit (plus 1e-4) the entry falls back to
+    the exact scan, and an entry that can see under a quarter of the index (few entries linked or
+    created before it) is scanned exactly without a search. ``sem`` stays the exact cosine. A flat
+    index gives the links of the scan; any index gives ``plan_connect`` the links of ``plan_links``.
 
     >>> import polars as pl, datetime as dt
     >>> t = dt.datetime(2026, 11, 1, tzinfo=dt.timezone.utc)
@@ -78,7 +88,7 @@ def plan_links(entry_id, entries, edges, triples, *, vectors=None, cosine=None, 
     >>> plan.add.select("type", "source").rows(), plan.report["links"]
     ([('resolves', 'auto')], 1)
     """
-    ctx = _Context.open(entries, edges, triples, stats, settings, now, vectors, cosine)
+    ctx = _Context.open(entries, edges, triples, stats, settings, now, vectors, cosine, neighbors)
     row = ctx.stats.row_of.get(entry_id)
     if row is None:
         raise EntryNotFound(str(entry_id), "plan_links")
@@ -86,20 +96,20 @@ def plan_links(entry_id, entries, edges, triples, *, vectors=None, cosine=None, 
         return LinkPlan.empty({"entry": entry_id, "skipped": "kind is not linked"})
     rows = np.array([row])
     pairs = candidate_pairs(ctx.stats, rows, rel=ctx.rel, open_=ctx.open_, linked=ctx.linked,
-                            settings=settings, vectors=vectors)
+                            settings=settings, vectors=vectors, neighbors=neighbors, eligible=ctx.eligible())
     struct = ctx.structural(row)
-    state = _State(ctx, ctx.edge_index_for(row, pairs["c"], struct))
     ev = pair_evidence(ctx.stats, pairs["m"], pairs["c"], rel=ctx.rel, settings=settings,
                        vectors=vectors, cosine=cosine)
+    state = _State(ctx, ctx.edge_index_for(row, pairs["c"][ev["linked"]], struct))  # only those can be linked
     state.link_entry(row, pairs, ev, struct)
     return state.plan({"entry": entry_id, "candidates": int(len(pairs["c"]))})
 
 
-def plan_connect(entries, edges, triples, *, ids=None, vectors=None, cosine=None, stats=None,
+def plan_connect(entries, edges, triples, *, ids=None, vectors=None, cosine=None, neighbors=None, stats=None,
                  settings: LinkerSettings = LINKER_DEFAULTS, now=None, progress=None, chunk=None) -> LinkPlan:
     """Links for many entries (default: those never linked), vectorised; the same links as
-    ``plan_links`` one entry at a time in created_at order. ``progress(done, total)`` is called
-    after each chunk.
+    ``plan_links`` one entry at a time in created_at order (given the same ``neighbors`` index, see
+    ``plan_links``). ``progress(done, total)`` is called after each chunk.
 
     >>> import polars as pl, datetime as dt
     >>> t = dt.datetime(2026, 11, 1, tzinfo=dt.timezone.utc)
@@ -109,7 +119,7 @@ def plan_connect(entries, edges, triples, *, ids=None, vectors=None, cosine=None
     >>> plan_connect(entries, None, None, ids=[]).report["entries"]
     0
     """
-    ctx = _Context.open(entries, edges, triples, stats, settings, now, vectors, cosine)
+    ctx = _Context.open(entries, edges, triples, stats, settings, now, vectors, cosine, neighbors)
     st = ctx.stats
     if ids is None:
         chosen = np.flatnonzero(~ctx.linked & (st.kind >= 0))
@@ -123,15 +133,17 @@ def plan_connect(entries, edges, triples, *, ids=None, vectors=None, cosine=None
     structs = {int(r): ctx.structural(int(r)) for r in chosen}
     margin = len({t for s in structs.values() for typ, t in s if typ == "supersedes" and t is not None})
     state = _State(ctx, ctx.edge_index())
+    eligible = ctx.eligible() if neighbors is not None else None
     n = max(len(st.ids), 1)
     size = chunk or max(1, min(512, 4_000_000 // n))
     total = len(chosen)
     for start in range(0, total, size):
         rows = chosen[start : start + size]
         pairs = candidate_pairs(st, rows, rel=ctx.rel, open_=ctx.open_, linked=ctx.linked,
-                                settings=settings, vectors=vectors, margin=margin)
+                                settings=settings, vectors=vectors, neighbors=neighbors, eligible=eligible, margin=margin)
         ev = pair_evidence(st, pairs["m"], pairs["c"], rel=ctx.rel, settings=settings, vectors=vectors, cosine=cosine)
-        state.ensure([*rows.tolist(), *pairs["c"].tolist(), *(t for r in rows.tolist() for _, t in structs[r] if t is not None)])
+        state.ensure([*rows.tolist(), *pairs["c"][ev["linked"]].tolist(),
+                      *(t for r in rows.tolist() for _, t in structs[r] if t is not None)])
         bounds = np.searchsorted(pairs["b"], np.arange(len(rows) + 1))
         for b, row in enumerate(rows.tolist()):
             sl = slice(bounds[b], bounds[b + 1])
@@ -187,7 +199,7 @@ class _Context:
     """The frames of one call, read once: statistics, relations, masks, edges with row numbers."""
 
     @classmethod
-    def open(cls, entries, edges, triples, stats, settings, now, vectors, cosine):
+    def open(cls, entries, edges, triples, stats, settings, now, vectors, cosine, neighbors=None):
         self = cls()
         if not isinstance(entries, pl.DataFrame):
             raise ValidationError("entries", type(entries).__name__, "must be a polars DataFrame")
@@ -203,7 +215,10 @@ class _Context:
                                       f"must be an (n, d) array aligned with the {entries.height} entries")
         if vectors is not None and cosine is not None:
             raise ValidationError("cosine", "both", "give vectors or cosine, not both")
+        if neighbors is not None:
+            _check_neighbors(neighbors, vectors, entries.height)
         self.stats, self.settings, self.now_us = stats, settings, _to_us(now)
+        self.neighbors = neighbors
         self.rel = _cached_relations(stats, triples)
         self.superseded, self.open_, self.linked = _entry_flags(stats, entries)
         self.metadata = entries["metadata"] if "metadata" in entries.columns else None
@@ -214,6 +229,12 @@ class _Context:
             raise ValidationError("edges", type(edges).__name__, "must be a polars DataFrame")
         self.edges_input = edges
         return self
+
+    def eligible(self) -> np.ndarray | None:
+        """Linkable and not archived (superseded or not), per row; None without a neighbour index."""
+        if self.neighbors is None:
+            return None
+        return (self.open_ | self.superseded) & (self.stats.kind >= 0)
 
     def edge_index(self) -> "_EdgeIndex":
         """The index of the whole edges frame, kept on the statistics for the last frame seen."""
@@ -276,6 +297,18 @@ class _Context:
                 break
             chain.append(self.stats.row_of[cur])
         return chain
+
+
+def _check_neighbors(neighbors, vectors, n: int) -> None:
+    if vectors is None:
+        raise ValidationError("neighbors", "without vectors", "a neighbour index needs the vectors it was built from")
+    if not callable(getattr(neighbors, "search", None)) or not hasattr(neighbors, "ntotal"):
+        raise ValidationError("neighbors", type(neighbors).__name__, "must have ntotal and search(x, k) -> (scores, rows)")
+    if int(neighbors.ntotal) != n:
+        raise ValidationError("neighbors", f"{int(neighbors.ntotal)} rows", f"must index the {n} entries' rows in order")
+    d = getattr(neighbors, "d", None)
+    if d is not None and int(d) != vectors.shape[1]:
+        raise ValidationError("neighbors", f"dimension {int(d)}", f"must match the vectors' {vectors.shape[1]}")
 
 
 def _entry_flags(stats: TermStats, entries: pl.DataFrame):
@@ -452,7 +485,8 @@ class _State:
 
     # -- one entry
     def link_entry(self, m: int, pairs: dict, ev: dict, struct) -> None:
-        self.ensure([m, *pairs["c"].tolist(), *(t for _, t in struct if t is not None)])
+        # the edges of candidates that pass the gate (the others are never read)
+        self.ensure([m, *pairs["c"][ev["linked"]].tolist(), *(t for _, t in struct if t is not None)])
         if self.ctx.linked[m]:
             for key in [k for k in self.capped[m] if self.edges[k]["source"] == "auto" and not self.edges[k]["taken"]]:
                 self.remove(key)
@@ -504,7 +538,12 @@ class _State:
         c = pairs["c"]
         fresh = np.array([x in self.superseded and not self.ctx.superseded[x] and x not in own for x in c.tolist()], dtype=bool)
         chosen = np.zeros(len(c), bool)
-        for name, limit in (("index", self.s.candidates), ("nn", self.s.candidates), ("session", self.s.session_candidates)):
+        nn = "nn"
+        if "nn_floor" in pairs and use_exact_neighbours(ev["cos"], pairs["nn_floor"], (pairs["pos_nn"] != _SENTINEL) & ~fresh,
+                                                        self.s.candidates):
+            nn = "nnx"  # the index list may miss some of the best: the exact scan's list
+            self.counts["nn_exact"] += 1
+        for name, limit in (("index", self.s.candidates), (nn, self.s.candidates), ("session", self.s.session_candidates)):
             pos = pairs[f"pos_{name}"]
             live = np.flatnonzero((pos != _SENTINEL) & ~fresh)
             chosen[live[np.argsort(pos[live], kind="stable")][:limit]] = True
@@ -597,6 +636,8 @@ class _State:
                        "capped": int(self.counts["capped"]), "rederived": int(self.counts["rederived"]),
                        "missing_structure": int(self.counts["missing_structure"]),
                        "added": add.height, "removed": remove.height})
+        if self.ctx.neighbors is not None:
+            report["nn_exact"] = int(self.counts["nn_exact"])  # entries that fell back to the exact scan
         return LinkPlan(add=add, remove=remove, entry_updates=updates, report=report)
 
 
