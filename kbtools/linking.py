@@ -88,7 +88,7 @@ def _vectors(bank: Bank) -> np.ndarray | None:
 
 #: Below this many entries the linker's neighbour index is exact (flat); above it, HNSW.
 NEIGHBOURS_FLAT_BELOW = 20_000
-_HNSW_M, _HNSW_EF_CONSTRUCTION, _HNSW_EF_SEARCH = 32, 80, 128
+_HNSW_M, _HNSW_EF_CONSTRUCTION, _HNSW_EF_SEARCH = 32, 80, 64
 
 
 def _faiss(threads: int = 1):
@@ -99,7 +99,7 @@ def _faiss(threads: int = 1):
 
 
 def _new_neighbour_index(vectors: np.ndarray):
-    """A flat inner-product index (exact) for a small bank, HNSW (M 32, efSearch 128) for a large one."""
+    """A flat inner-product index (exact) for a small bank, HNSW (M 32, efSearch 64) for a large one."""
     faiss = _faiss(1)
     d = vectors.shape[1]
     if len(vectors) < NEIGHBOURS_FLAT_BELOW:
