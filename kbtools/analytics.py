@@ -10,8 +10,6 @@ graph views per bank version.
 from __future__ import annotations
 
 import dataclasses
-from typing import Iterable, Mapping
-
 import igraph as ig
 import polars as pl
 

@@ -251,7 +251,9 @@ def _float(value) -> float | None:
     return None if value is None else float(value)
 
 
-def _result_lines(r: Result) -> list[str]:
+def result_head_lines(r: Result) -> list[str]:
+    """The lines of one result an agent reads before its pointers: rank, title, id, kind, summary
+    and a playbook's steps in full."""
     head = f"{r.rank}. {r.title or r.id}"
     if r.title:
         head += f" [{r.id}]"
@@ -263,8 +265,11 @@ def _result_lines(r: Result) -> list[str]:
     if r.steps:
         lines.append("  Steps:")
         lines.extend(f"    {i}. {step}" for i, step in enumerate(r.steps, 1))
-    lines.extend(f"  {p.line()}" for p in r.pointers())
     return lines
+
+
+def _result_lines(r: Result) -> list[str]:
+    return [*result_head_lines(r), *(f"  {p.line()}" for p in r.pointers())]
 
 
 def _result_html(r: Result) -> str:

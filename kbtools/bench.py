@@ -11,7 +11,6 @@ Benchmarks report; tests never assert wall-clock times.
 
 from __future__ import annotations
 
-import json
 import os
 import resource
 import shutil
@@ -161,7 +160,7 @@ def _bench_store(rows: _Rows, bank, n: int) -> None:
 
 def _bench_query(rows: _Rows, bank, n: int, log) -> None:
     import kbtools as kb
-    from kbtools.index import DEFAULT_WEIGHTS, DIMENSIONS, combine, recall_at_k
+    from kbtools.index import DEFAULT_WEIGHTS, DIMENSIONS, recall_at_k
     from kbtools.search import bank_index, ranked_pool
 
     t = time.perf_counter()
@@ -209,7 +208,6 @@ def _bench_query(rows: _Rows, bank, n: int, log) -> None:
 
 
 def _bench_graph(rows: _Rows, bank, n: int) -> None:
-    import kbtools as kb
     from kbtools.activation import expand
     from kbtools.communities import communities
     from kbtools.centrality import centrality

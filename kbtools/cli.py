@@ -84,8 +84,6 @@ def _demo(args):
     out = Path(args.out) if args.out else DEMO_DIR
     which = tuple(args.only.split(",")) if args.only else ("engineering", "business")
     banks = build_demo(out, seed=args.seed, which=which, entries=args.entries, force=args.force)
-    from .stats import bank_stats
-
     payload = {name: {"path": str(b.path), "entries": b.entries.height, "edges": b.edges.height} for name, b in banks.items()}
     text = "\n".join(f"wrote {name}: {p['path']} ({p['entries']} entries, {p['edges']} edges)" for name, p in payload.items())
     return payload, text

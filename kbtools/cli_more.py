@@ -12,30 +12,11 @@ from .cli import command, register_args
 __all__: list[str] = []
 
 
-def _progress(total_label: str):
-    """A tqdm progress callback on a terminal; plain log lines every 10 % otherwise."""
-    if sys.stderr.isatty():
-        from tqdm import tqdm
+def _progress(label: str):
+    """A progress bar on a terminal, plain log lines otherwise (the jobs' reporter)."""
+    from .jobs import progress_reporter
 
-        bar = {"bar": None}
-
-        def update(done, total):
-            if bar["bar"] is None:
-                bar["bar"] = tqdm(total=total, desc=total_label, unit="row", leave=False)
-            bar["bar"].n = done
-            bar["bar"].refresh()
-            if done >= total:
-                bar["bar"].close()
-
-        return update
-    state = {"next": 0.1}
-
-    def log(done, total):
-        if total and done / total >= state["next"]:
-            print(f"{total_label}: {done}/{total}", file=sys.stderr, flush=True)
-            state["next"] += 0.1
-
-    return log
+    return progress_reporter(label)
 
 
 def _frame_out(frame, args, text_rows: int = 40):

@@ -26,14 +26,12 @@ import sys
 import time
 from typing import Callable, Iterator, Sequence
 
-import polars as pl
-
 from .backfill import plan_backfill
 from .errors import BankLocked, KbError
 from .store import Bank, open_bank, utcnow
 from .writes import apply_plan
 
-__all__ = ["JOB_HELP", "JobRunning", "job_lock", "backfill", "connect", "decay", "run_job", "main", "JOBS"]
+__all__ = ["JOB_HELP", "JobRunning", "progress_reporter", "job_lock", "backfill", "connect", "decay", "run_job", "main", "JOBS"]
 
 
 class JobRunning(BankLocked):
@@ -114,7 +112,9 @@ JOB_HELP = {
 
 
 
-def _progress(label: str) -> Callable | None:
+def progress_reporter(label: str) -> Callable:
+    """A ``progress(done, total)`` callback: a tqdm bar on a terminal, timestamped log lines on
+    stderr under a scheduler (every quarter)."""
     if sys.stderr.isatty():
         from tqdm import tqdm
 
@@ -148,7 +148,7 @@ def run_job(job: str, banks: Sequence[str], *, options: dict | None = None) -> t
         try:
             bank = open_bank(path)
             with job_lock(bank, job):
-                report = fn(bank, progress=_progress(f"{job} {path}"), **(options or {}))
+                report = fn(bank, progress=progress_reporter(f"{job} {path}"), **(options or {}))
             report = {"bank": str(path), "job": job, "status": "ok", **report}
         except BankLocked as err:  # JobRunning is one
             report, status = {"bank": str(path), "job": job, "status": "running", "error": str(err)}, max(status, 3)

@@ -288,7 +288,6 @@ def feedback(bank: Bank, fix_id: str, problem_ids: Sequence[str], *, actor: str 
         if bank.entries.filter(pl.col("id") == i).height == 0:
             raise EntryNotFound(i, "feedback")
     edges = bank.edges
-    now = utcnow()
     add, remove = [], []
     for p in problem_ids:
         pair = edges.filter(((pl.col("src") == fix_id) & (pl.col("dst") == p)) | ((pl.col("src") == p) & (pl.col("dst") == fix_id)))

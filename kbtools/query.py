@@ -19,7 +19,7 @@ from .embed import Embedder
 from .errors import ValidationError
 from .fold import EdgeLookup, flat
 from .fold import fold as fold_pool
-from .search import SEARCH_DEFAULTS, ranked_pool
+from .search import ranked_pool
 from .store import Bank
 from .vocab import EDGE_SOURCES, TRUSTED_SOURCES
 from .writes import record_usage as _record_usage

@@ -16,14 +16,14 @@ from __future__ import annotations
 
 import hashlib
 import json
-from typing import Callable, Mapping, Sequence
+from typing import Callable, Mapping
 
 import numpy as np
 import polars as pl
 
 from .embed import Embedder, get_embedder
 from .embed_cache import EmbeddingCache
-from .errors import EmbedderMismatch, KbError, ValidationError
+from .errors import EmbedderMismatch, ValidationError
 from .index import DEFAULT_WEIGHTS, DIMENSIONS, VectorIndex, combine
 from .lexical import BM25Index, rrf
 from .store import Bank, Changes

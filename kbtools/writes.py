@@ -24,14 +24,11 @@ import polars as pl
 
 from .errors import EdgeNotFound, EdgeRuleError, EntryNotFound, GuardRejected, KbError, ValidationError
 from .guard import transient_reason
-from .rules import check_edges, check_entries, check_schema
+from .rules import check_edges, check_entries
 from .schema import SCHEMAS, conform
 from .store import Bank, Changes, utcnow
 from .vocab import (
-    EDGE_SOURCES,
-    EDGE_TYPES,
     ENTRY_KINDS,
-    FADING_SOURCES,
     TRANSITIVE_TYPES,
     TRUSTED_SOURCES,
     normalize_type,

@@ -64,3 +64,19 @@ def eng_copy(eng, tmp_path):
     shutil.copytree(eng.path, tmp_path / "engineering")
     shutil.copy(eng.path.with_name("engineering.truth.json"), tmp_path / "engineering.truth.json")
     return kb.open_bank(tmp_path / "engineering")
+
+
+@pytest.fixture(scope="module")
+def eng_hashing(tmp_path_factory, demo_dir):
+    """A copy of the engineering demo bank with its sidecar, embedded with the fast hashing embedder
+    (for tests of evaluation logic, where the ranking model does not matter)."""
+    import shutil
+
+    from kbtools.datasets import truth_path
+
+    root = tmp_path_factory.mktemp("eng-hashing") / "engineering"
+    shutil.copytree(demo_dir / "engineering", root)
+    shutil.copy(truth_path(demo_dir / "engineering"), truth_path(root))
+    bank = kb.open_bank(root)
+    kb.embed_bank(bank, embedder="hashing")
+    return bank

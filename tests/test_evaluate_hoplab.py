@@ -3,14 +3,13 @@
 from __future__ import annotations
 
 import json
-import shutil
 
 import plotly.graph_objects as go
 import polars as pl
 import pytest
 
 import kbtools as kb
-from kbtools.datasets import DEMO_DIR, truth_path
+from kbtools.datasets import DEMO_DIR
 from kbtools.errors import ValidationError
 from kbtools.evaluate import (
     HOP_ARMS, ReaderAgent, check_leaks, contains_token, hop_tasks, hoplab_figure, leaky_notes, run_hoplab,
@@ -22,14 +21,9 @@ DEMO = DEMO_DIR / "engineering"
 
 
 @pytest.fixture(scope="module")
-def demo(tmp_path_factory):
-    """A copy of the demo engineering bank with its sidecar, embedded once with the hashing embedder."""
-    root = tmp_path_factory.mktemp("hoplab") / "engineering"
-    shutil.copytree(DEMO, root)
-    shutil.copy(truth_path(DEMO), truth_path(root))
-    bank = kb.open_bank(root)
-    kb.embed_bank(bank, embedder="hashing")
-    return bank
+def demo(eng_hashing):
+    """A copy of the demo engineering bank with its sidecar, embedded with the hashing embedder."""
+    return eng_hashing
 
 
 @pytest.fixture(scope="module")

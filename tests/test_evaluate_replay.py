@@ -3,13 +3,12 @@
 from __future__ import annotations
 
 import json
-import shutil
 
 import plotly.graph_objects as go
 import pytest
 
 import kbtools as kb
-from kbtools.datasets import DEMO_DIR, truth_path
+from kbtools.datasets import DEMO_DIR
 from kbtools.errors import KbError, ValidationError
 from kbtools.evaluate import REPLAY_ARMS, replay_figure, run_replay
 
@@ -17,14 +16,9 @@ DEMO = DEMO_DIR / "engineering"
 
 
 @pytest.fixture(scope="module")
-def demo(tmp_path_factory):
-    """A copy of the demo engineering bank with its sidecar, embedded once with the hashing embedder."""
-    root = tmp_path_factory.mktemp("replay") / "engineering"
-    shutil.copytree(DEMO, root)
-    shutil.copy(truth_path(DEMO), truth_path(root))
-    bank = kb.open_bank(root)
-    kb.embed_bank(bank, embedder="hashing")
-    return bank
+def demo(eng_hashing):
+    """A copy of the demo engineering bank with its sidecar, embedded with the hashing embedder."""
+    return eng_hashing
 
 
 @pytest.fixture(scope="module")

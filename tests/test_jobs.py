@@ -19,7 +19,6 @@ from kbtools import linking as kc
 from kbtools.jobs import connect, decay
 from kbtools.linker import plan_links
 from kbtools.linker import apply_plan as apply_in_memory
-from tests.seed_memories import SEED_COSINE  # noqa: F401  (the fixture module exists)
 
 JOB = [sys.executable, "-m", "kbtools.cli"]
 

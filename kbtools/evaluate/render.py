@@ -28,7 +28,7 @@ from typing import Any, Mapping
 
 import polars as pl
 
-from ..answer import Answer, Pointer, Result
+from ..answer import Answer, Pointer, result_head_lines
 from ..errors import ValidationError
 
 __all__ = ["POINTER_TEXTS", "render_answer", "snippet"]
@@ -83,19 +83,7 @@ def _rows(entries) -> Mapping[str, Mapping[str, Any]]:
     return entries
 
 
-def _result_lines(r: Result) -> list[str]:
-    head = f"{r.rank}. {r.title or r.id}"
-    if r.title:
-        head += f" [{r.id}]"
-    if r.entry_kind and r.entry_kind != "knowledge":
-        head += f" ({r.entry_kind})"
-    lines = [head]
-    if r.summary:
-        lines.append(f"  {r.summary}")
-    if r.steps:
-        lines.append("  Steps:")
-        lines.extend(f"    {i}. {step}" for i, step in enumerate(r.steps, 1))
-    return lines
+_result_lines = result_head_lines
 
 
 def _pointer_line(p: Pointer, notes: bool, pointer_text: str, rows, snippet_chars: int) -> str:
