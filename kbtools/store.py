@@ -630,10 +630,10 @@ class Bank:
             report["vectors"] = self._compact_vectors(manifest, tag)
         manifest["version"] = seq
         manifest["committed_at"] = utcnow().isoformat()
-        # a full rewrite cannot be applied incrementally: drop the merged caches
+        # a rewrite cannot be applied incrementally: drop the merged frames. Derived values stay: the
+        # content is unchanged, and each one is rebuilt (or grown from its predecessor) when next asked
         for table in tables:
             self._caches[table] = _TableCache()
-        self._derived.clear()
         self._swap_manifest(manifest)
         report["swept"] = self._sweep(sweep_age)
         return report

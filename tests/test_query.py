@@ -137,3 +137,17 @@ def test_index_grows_incrementally_and_rebuilds_when_an_entry_leaves(eng_copy):
     kb.delete_entry(eng_copy, eng_copy.entries["id"][0], reason="test", actor="judge")
     rebuilt = bank_index(eng_copy)
     assert rebuilt is not first and rebuilt.size == size
+
+
+def test_index_survives_the_automatic_merge_of_small_segments(eng_copy):
+    from kbtools.search import bank_index
+    from kbtools.store import TAIL_SEGMENTS
+
+    first = bank_index(eng_copy)
+    size = first.size
+    for i in range(TAIL_SEGMENTS + 2):  # enough writes for a tail merge of the entries table
+        kb.report_learning(eng_copy, content=f"Cache warmer note number {i} for the CDN.", actor="a", link=False)
+    kb.embed_bank(eng_copy)
+    assert len(eng_copy.segment_files()["entries"]) <= TAIL_SEGMENTS + 1
+    after = bank_index(eng_copy)
+    assert after is first and after.size == size + TAIL_SEGMENTS + 2  # grown in place, never rebuilt
