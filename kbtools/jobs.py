@@ -17,18 +17,14 @@ Exit status of the runner: 0 done (or nothing to do), 1 an error kbtools explain
 from __future__ import annotations
 
 import argparse
-import contextlib
-import errno
-import fcntl
 import json
-import os
 import sys
 import time
-from typing import Callable, Iterator, Sequence
+from typing import Callable, Sequence
 
 from .backfill import plan_backfill
 from .errors import BankLocked, KbError
-from .store import Bank, open_bank, utcnow
+from .store import Bank, flock_file, open_bank
 from .writes import apply_plan
 
 __all__ = ["JOB_HELP", "JobRunning", "progress_reporter", "job_lock", "backfill", "connect", "decay", "run_job", "main", "JOBS"]
@@ -42,29 +38,11 @@ class JobRunning(BankLocked):
         self.path, self.holder = str(path), holder
 
 
-@contextlib.contextmanager
-def job_lock(bank: Bank, job: str) -> Iterator[None]:
+def job_lock(bank: Bank, job: str):
     """Hold the bank's lock for ``job`` (not the writers' lock: writes still go through), or raise
     :class:`JobRunning` at once naming the holder."""
-    path = bank.path / f".job-{job}.lock"
-    fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
-    try:
-        try:
-            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except OSError as err:
-            if err.errno not in (errno.EAGAIN, errno.EACCES):
-                raise
-            holder = os.pread(fd, 4096, 0).decode("utf-8", "replace").strip() or "another process"
-            raise JobRunning(bank.path, job, holder) from None
-        os.ftruncate(fd, 0)
-        os.pwrite(fd, f"pid {os.getpid()} since {utcnow():%Y-%m-%dT%H:%M:%SZ}".encode(), 0)
-        try:
-            yield
-        finally:
-            os.ftruncate(fd, 0)
-            fcntl.flock(fd, fcntl.LOCK_UN)
-    finally:
-        os.close(fd)
+    return flock_file(bank.path / f".job-{job}.lock", timeout=0, actor=f"kb {job}",
+                      busy=lambda holder: JobRunning(bank.path, job, holder))
 
 
 def backfill(bank: Bank, *, dry_run: bool = False, actor: str = "backfill", progress: Callable | None = None) -> dict:

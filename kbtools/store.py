@@ -57,6 +57,7 @@ __all__ = [
     "open_bank",
     "utcnow",
     "read_manifest",
+    "flock_file",
     "FORMAT",
     "DEFAULT_LOCK_TIMEOUT",
 ]
@@ -164,9 +165,11 @@ def _holder_text(actor: str | None) -> str:
 
 
 @contextlib.contextmanager
-def _locked(root: Path, timeout: float, actor: str | None) -> Iterator[None]:
-    lock_path = root / ".lock"
-    fd = os.open(lock_path, os.O_RDWR | os.O_CREAT, 0o644)
+def flock_file(path: Path, *, timeout: float, actor: str | None, busy: Callable[[str], Exception]) -> Iterator[None]:
+    """Hold an exclusive flock on ``path`` (its text names the holder while held), waiting up to
+    ``timeout`` seconds; past that, raise ``busy(holder)``. The kernel drops the lock when the
+    process dies, so a killed holder never leaves the bank locked."""
+    fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
     deadline = time.monotonic() + max(timeout, 0.0)
     delay = 0.002
     try:
@@ -179,15 +182,14 @@ def _locked(root: Path, timeout: float, actor: str | None) -> Iterator[None]:
                     raise
                 if time.monotonic() >= deadline:
                     try:
-                        holder = os.pread(fd, 4096, 0).decode("utf-8", "replace").strip() or "another writer"
+                        holder = os.pread(fd, 4096, 0).decode("utf-8", "replace").strip() or "another process"
                     except OSError:
-                        holder = "another writer"
-                    raise BankLocked(root, timeout, holder) from None
+                        holder = "another process"
+                    raise busy(holder) from None
                 time.sleep(delay)
                 delay = min(delay * 2, 0.01)
-        info = _holder_text(actor).encode()
         os.ftruncate(fd, 0)
-        os.pwrite(fd, info, 0)
+        os.pwrite(fd, _holder_text(actor).encode(), 0)
         try:
             yield
         finally:
@@ -195,6 +197,12 @@ def _locked(root: Path, timeout: float, actor: str | None) -> Iterator[None]:
             fcntl.flock(fd, fcntl.LOCK_UN)
     finally:
         os.close(fd)
+
+
+def _locked(root: Path, timeout: float, actor: str | None):
+    """The writers' lock of a bank."""
+    return flock_file(root / ".lock", timeout=timeout, actor=actor,
+                      busy=lambda holder: BankLocked(root, timeout, holder))
 
 
 # ---------------------------------------------------------------------------------------------
