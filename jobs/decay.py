@@ -3,7 +3,7 @@
 
 import sys
 
-from kbtools.jobs import main
+from kbtools.ops.jobs import main
 
 if __name__ == "__main__":
     sys.exit(main("decay"))

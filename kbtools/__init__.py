@@ -11,8 +11,8 @@ import os as _os
 
 _os.environ.setdefault("ORT_DISABLE_TELEMETRY", "1")
 
-from .check import check_bank
-from .errors import (
+from kbtools.store.check import check_bank
+from kbtools.errors import (
     BankExists,
     BankLocked,
     EdgeNotFound,
@@ -25,7 +25,7 @@ from .errors import (
     StaleCache,
     ValidationError,
 )
-from .analytics import (
+from kbtools.ops.analytics import (
     adjacency,
     centrality,
     communities,
@@ -36,19 +36,19 @@ from .analytics import (
     trace,
     workflow_holes,
 )
-from .answer import Answer, Pointer, Result
-from .linker import LINKER_DEFAULTS, LINKER_LEXICAL, LinkerSettings
-from .linking import explain, feedback, reinforce
-from .datasets import build_demo, read_truth, truth_path
-from .demo import DemoBank, business_bank, engineering_bank, synthetic_bank
-from .embed import Embedder, HashingEmbedder, MiniLMEmbedder, StaticEmbedder, default_embedder, get_embedder
-from .fold import FOLD_DEFAULTS, EdgeLookup, collapse, flat, fold, mmr
-from .index import DEFAULT_WEIGHTS, DIMENSIONS, VectorIndex
-from .interchange import export_bank, import_files, import_frames
-from .query import QUERY_DEFAULTS, query
-from .search import embed_bank, ranked_pool
-from .stats import bank_stats
-from .evaluate import (
+from kbtools.model.answer import Answer, Pointer, Result
+from kbtools.linker import LINKER_DEFAULTS, LINKER_LEXICAL, LinkerSettings
+from kbtools.ops.maintenance import explain, feedback, reinforce
+from kbtools.demo.banks import build_demo, read_truth, truth_path
+from kbtools.demo import DemoBank, business_bank, engineering_bank, synthetic_bank
+from kbtools.retrieval.embedders import Embedder, HashingEmbedder, MiniLMEmbedder, StaticEmbedder, default_embedder, get_embedder
+from kbtools.retrieval.folding import FOLD_DEFAULTS, EdgeLookup, collapse, flat, fold, mmr
+from kbtools.retrieval.index import DEFAULT_WEIGHTS, DIMENSIONS, VectorIndex
+from kbtools.ops.interchange import export_bank, import_files, import_frames
+from kbtools.retrieval.pipeline import QUERY_DEFAULTS, query
+from kbtools.retrieval.search import embed_bank, ranked_pool
+from kbtools.ops.bank_stats import bank_stats
+from kbtools.evaluate import (
     GoldJudge,
     HopLabReport,
     HopTask,
@@ -64,9 +64,9 @@ from .evaluate import (
     run_replay,
 )
 
-from .rules import Problem
-from .store import Bank, create_bank, open_bank
-from .writes import (
+from kbtools.model.rules import Problem
+from kbtools.store.bank import Bank, create_bank, open_bank
+from kbtools.ops.writes import (
     add_triple,
     apply_plan,
     delete_entry,
@@ -184,8 +184,8 @@ __all__ = [
     "StaleCache",
 ]
 
-# bound last: importing the submodules kbtools.decay and kbtools.linking rebinds those attribute names
-from .jobs import backfill, connect, decay  # noqa: E402
+# bound last: importing the submodules kbtools.linker.fading and kbtools.ops.maintenance rebinds those attribute names
+from kbtools.ops.jobs import backfill, connect, decay  # noqa: E402
 
 #: The JupyterLab views load on first use: they need the notebook extra (ipywidgets, IPython).
 _VIEWS = frozenset({"layout_3d", "bank_layout", "graph_figure", "holes_figure", "community_figure", "save_html",
@@ -195,7 +195,7 @@ _VIEWS = frozenset({"layout_3d", "bank_layout", "graph_figure", "holes_figure", 
 def __getattr__(name: str):
     if name in _VIEWS:
         try:
-            from . import views
+            from kbtools import views
         except ImportError as err:  # pragma: no cover - depends on the install
             raise ImportError(
                 f"kb.{name} needs the notebook extra: pip install -e '.[notebook]' ({err})"

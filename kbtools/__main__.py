@@ -2,7 +2,7 @@
 
 import sys
 
-from kbtools.cli import main
+from kbtools.cli.main import main
 
 if __name__ == "__main__":
     sys.exit(main())

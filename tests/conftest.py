@@ -37,7 +37,7 @@ def small_bank(tmp_path):
 @pytest.fixture(scope="session")
 def demo_dir():
     """The committed demo banks (read only: tests that write use a copy)."""
-    from kbtools.datasets import DEMO_DIR
+    from kbtools.demo.banks import DEMO_DIR
 
     return DEMO_DIR
 
@@ -72,7 +72,7 @@ def eng_hashing(tmp_path_factory, demo_dir):
     (for tests of evaluation logic, where the ranking model does not matter)."""
     import shutil
 
-    from kbtools.datasets import truth_path
+    from kbtools.demo.banks import truth_path
 
     root = tmp_path_factory.mktemp("eng-hashing") / "engineering"
     shutil.copytree(demo_dir / "engineering", root)

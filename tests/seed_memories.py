@@ -14,7 +14,7 @@ import json
 import numpy as np
 import polars as pl
 
-from kbtools.schema import conform, empty
+from kbtools.model.schema import conform, empty
 
 T0 = dt.datetime(2026, 11, 1, 9, 0, tzinfo=dt.timezone.utc)
 

@@ -1,4 +1,4 @@
-"""kbtools.activation: personalized PageRank, spreading activation, expansion and the links section."""
+"""kbtools.graph.activation: personalized PageRank, spreading activation, expansion and the links section."""
 
 from __future__ import annotations
 
@@ -10,10 +10,10 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from polars.testing import assert_frame_equal
 
-from kbtools.activation import expand, links_section, personalized_pagerank, spread
+from kbtools.graph.activation import expand, links_section, personalized_pagerank, spread
 from kbtools.errors import EntryNotFound, KbError, ValidationError
-from kbtools.graph import Adjacency, to_igraph
-from kbtools.schema import empty
+from kbtools.graph.build import Adjacency, to_igraph
+from kbtools.model.schema import empty
 
 
 def _bank(pairs, status=None, n=None, kinds=None, titles=None):

@@ -13,7 +13,7 @@ import pytest
 
 import kbtools as kb
 
-KB = [sys.executable, "-m", "kbtools.cli"]
+KB = [sys.executable, "-m", "kbtools.cli.main"]
 
 
 @pytest.fixture(scope="module")

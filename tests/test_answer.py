@@ -8,7 +8,7 @@ import json
 import polars as pl
 import pytest
 
-from kbtools.answer import ANSWER_FRAME_SCHEMA, Answer, Pointer, Result
+from kbtools.model.answer import ANSWER_FRAME_SCHEMA, Answer, Pointer, Result
 
 
 def sample() -> Answer:
@@ -107,7 +107,7 @@ def test_values_are_frozen():
 
 
 def test_the_fast_constructor_builds_the_same_value_as_init():
-    from kbtools.answer import _fast
+    from kbtools.model.answer import _fast
 
     values = dict(id="a", relation="cites", direction="out", note=None, summary="s", via=None,
                   kind="neighbor", source="author", title="t")

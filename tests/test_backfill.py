@@ -7,8 +7,8 @@ import json
 import polars as pl
 
 import kbtools as kb
-from kbtools.backfill import plan_backfill
-from kbtools.schema import conform
+from kbtools.linker.citations import plan_backfill
+from kbtools.model.schema import conform
 
 
 def _entries(rows):
@@ -55,7 +55,7 @@ def test_backfill_on_demo_bank_then_second_run_writes_nothing(tmp_path, demo_dir
 
     shutil.copytree(demo_dir / "engineering", tmp_path / "eng")
     bank = kb.open_bank(tmp_path / "eng")
-    from kbtools.jobs import backfill
+    from kbtools.ops.jobs import backfill
 
     dry = backfill(bank, dry_run=True)
     assert dry["written"] == 0 and kb.open_bank(bank.path).version == bank.version

@@ -1,4 +1,4 @@
-"""kbtools.centrality: degrees, PageRank, betweenness (exact and sampled), hubs."""
+"""kbtools.graph.hubs: degrees, PageRank, betweenness (exact and sampled), hubs."""
 
 from __future__ import annotations
 
@@ -8,10 +8,10 @@ import numpy as np
 import polars as pl
 import pytest
 
-from kbtools.centrality import centrality, hub_threshold
+from kbtools.graph.hubs import centrality, hub_threshold
 from kbtools.errors import ValidationError
-from kbtools.graph import to_igraph
-from kbtools.schema import empty
+from kbtools.graph.build import to_igraph
+from kbtools.model.schema import empty
 
 
 def _random(n=80, m=160, seed=0):

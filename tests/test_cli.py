@@ -8,7 +8,7 @@ import subprocess
 import sys
 
 
-KB = [sys.executable, "-m", "kbtools.cli"]
+KB = [sys.executable, "-m", "kbtools.cli.main"]
 
 
 def run(*args, check=True):
@@ -20,7 +20,7 @@ def run(*args, check=True):
 
 
 def test_every_subcommand_has_help():
-    from kbtools.cli import build_parser
+    from kbtools.cli.main import build_parser
 
     parser = build_parser()
     names = parser._subparsers._group_actions[0].choices

@@ -1,4 +1,4 @@
-"""kbtools.communities: Leiden / label propagation, modularity, labels."""
+"""kbtools.graph.community: Leiden / label propagation, modularity, labels."""
 
 from __future__ import annotations
 
@@ -11,10 +11,10 @@ import polars as pl
 import pytest
 from polars.testing import assert_frame_equal
 
-from kbtools.communities import communities, modularity, undirected_simple
+from kbtools.graph.community import communities, modularity, undirected_simple
 from kbtools.errors import ValidationError
-from kbtools.graph import to_igraph
-from kbtools.schema import empty
+from kbtools.graph.build import to_igraph
+from kbtools.model.schema import empty
 
 
 def _planted(blocks=4, size=25, p_in=0.3, p_out=0.01, seed=0):

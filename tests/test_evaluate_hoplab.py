@@ -9,7 +9,7 @@ import polars as pl
 import pytest
 
 import kbtools as kb
-from kbtools.datasets import DEMO_DIR
+from kbtools.demo.banks import DEMO_DIR
 from kbtools.errors import ValidationError
 from kbtools.evaluate import (
     HOP_ARMS, ReaderAgent, check_leaks, contains_token, hop_tasks, hoplab_figure, leaky_notes, run_hoplab,

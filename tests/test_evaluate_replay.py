@@ -8,7 +8,7 @@ import plotly.graph_objects as go
 import pytest
 
 import kbtools as kb
-from kbtools.datasets import DEMO_DIR
+from kbtools.demo.banks import DEMO_DIR
 from kbtools.errors import KbError, ValidationError
 from kbtools.evaluate import REPLAY_ARMS, replay_figure, run_replay
 

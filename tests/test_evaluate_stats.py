@@ -10,7 +10,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from kbtools.errors import ValidationError
-from kbtools.evaluate.stats import bootstrap_mean_interval, mean_summary, proportion, wilson_interval
+from kbtools.evaluate.intervals import bootstrap_mean_interval, mean_summary, proportion, wilson_interval
 
 
 @pytest.mark.parametrize("k, n, lo, hi", [

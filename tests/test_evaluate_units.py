@@ -11,7 +11,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from polars.testing import assert_frame_equal
 
-from kbtools.answer import Answer, Pointer, Result
+from kbtools.model.answer import Answer, Pointer, Result
 from kbtools.errors import KbError, ValidationError
 from kbtools.evaluate import (
     GoldJudge, HopTask, ReaderAgent, SIMULATED_AGENT, as_queries, check_leaks, contains_token, hop_outcome,

@@ -12,9 +12,9 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from polars.testing import assert_frame_equal
 
-from kbtools import vocab
+from kbtools.model import vocab
 from kbtools.errors import KbError, ValidationError
-from kbtools.fold import EdgeLookup, collapse, flat, fold, mmr
+from kbtools.retrieval.folding import EdgeLookup, collapse, flat, fold, mmr
 
 EDGE_SCHEMA = {"src": pl.String, "dst": pl.String, "type": pl.String, "note": pl.String, "source": pl.String}
 

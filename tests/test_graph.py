@@ -1,4 +1,4 @@
-"""kbtools.graph: igraph view, faded weights and the CSR adjacency."""
+"""kbtools.graph.build: igraph view, faded weights and the CSR adjacency."""
 
 from __future__ import annotations
 
@@ -12,8 +12,8 @@ from hypothesis import strategies as st
 from polars.testing import assert_frame_equal
 
 from kbtools.errors import EntryNotFound, ValidationError
-from kbtools.graph import Adjacency, edge_weights, to_igraph
-from kbtools.schema import empty
+from kbtools.graph.build import Adjacency, edge_weights, to_igraph
+from kbtools.model.schema import empty
 
 NOW = dt.datetime(2026, 6, 1, tzinfo=dt.timezone.utc)
 

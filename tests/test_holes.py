@@ -1,4 +1,4 @@
-"""kbtools.holes: workflow holes and process flows per .notes/BUSINESS.md."""
+"""kbtools.graph.holes: workflow holes and process flows per .notes/BUSINESS.md."""
 
 from __future__ import annotations
 
@@ -11,8 +11,8 @@ from hypothesis import strategies as st
 from polars.testing import assert_frame_equal
 
 from kbtools.errors import ValidationError
-from kbtools.holes import HOLE_KINDS, HOLE_SEVERITY, process_flows, workflow_holes
-from kbtools.schema import empty
+from kbtools.graph.holes import HOLE_KINDS, HOLE_SEVERITY, process_flows, workflow_holes
+from kbtools.model.schema import empty
 
 # id: (kind, title, metadata)
 ENTRIES = {

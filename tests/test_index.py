@@ -8,7 +8,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from kbtools.errors import StaleCache, ValidationError
-from kbtools.index import (
+from kbtools.retrieval.index import (
     DEFAULT_WEIGHTS,
     DIMENSIONS,
     INDEX_KINDS,

@@ -15,12 +15,12 @@ import polars as pl
 import pytest
 
 import kbtools as kb
-from kbtools import linking as kc
-from kbtools.jobs import connect, decay
+from kbtools.ops import maintenance as kc
+from kbtools.ops.jobs import connect, decay
 from kbtools.linker import plan_links
 from kbtools.linker import apply_plan as apply_in_memory
 
-JOB = [sys.executable, "-m", "kbtools.cli"]
+JOB = [sys.executable, "-m", "kbtools.cli.main"]
 
 
 def _copy(demo_dir, tmp_path, name="engineering"):
@@ -118,8 +118,8 @@ def test_decay_prunes_faded_and_dangling_but_never_trusted(tmp_path):
     a = kb.report_learning(bank, content="Fact A about caches.", actor="x", link=False)
     b = kb.report_learning(bank, content="Fact B about caches.", actor="x", link=False)
     c = kb.report_learning(bank, content="Fact C about caches.", actor="x", link=False)
-    old = kb.store.utcnow() - dt.timedelta(days=400)
-    fresh = kb.store.utcnow()
+    old = kb.store.bank.utcnow() - dt.timedelta(days=400)
+    fresh = kb.store.bank.utcnow()
     kb.apply_plan(bank, add=pl.DataFrame([
         {"src": a, "dst": b, "type": "see_also", "source": "auto", "weight": 0.4, "seen_at": old, "created_at": old},
         {"src": b, "dst": c, "type": "see_also", "source": "auto", "weight": 0.9, "seen_at": fresh, "created_at": fresh},
@@ -151,7 +151,7 @@ def test_reinforce_and_feedback(tmp_path):
 
 def test_report_learning_links_at_write_time(tmp_path):
     bank = kb.create_bank(tmp_path / "b")
-    t0 = kb.store.utcnow()
+    t0 = kb.store.bank.utcnow()
     p = kb.report_learning(bank, content="Line 3 keeps faulting with error E-217.", kind="event", session_id="s1", actor="x", created_at=t0)
     f = kb.report_learning(bank, content="Found it: the encoder cable on line 3 was loose.", kind="event", session_id="s1", actor="x",
                            created_at=t0 + dt.timedelta(minutes=5))
@@ -167,7 +167,7 @@ def test_report_learning_links_at_write_time(tmp_path):
 
 def test_explain_through_the_bank(tmp_path):
     bank = kb.create_bank(tmp_path / "b")
-    t0 = kb.store.utcnow()
+    t0 = kb.store.bank.utcnow()
     p = kb.report_learning(bank, content="Line 3 keeps faulting with error E-217.", kind="event", session_id="s1", actor="x", created_at=t0, link=False)
     f = kb.report_learning(bank, content="Found it: the encoder cable on line 3 was loose.", kind="event", session_id="s1", actor="x",
                            created_at=t0 + dt.timedelta(minutes=1), link=False)

@@ -10,7 +10,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from kbtools.errors import ValidationError
-from kbtools.lexical import BM25Index, rrf, tokenize
+from kbtools.retrieval.lexical import BM25Index, rrf, tokenize
 
 
 def test_tokenize_keeps_rare_tokens_whole_and_split():

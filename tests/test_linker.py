@@ -15,8 +15,8 @@ from kbtools.linker import (
     LINKER_DEFAULTS, LINKER_LEXICAL, LinkPlan, TermStats, anchor, apply_plan, explain, plan_connect, plan_links,
 )
 from kbtools.linker.evidence import noisy_or
-from kbtools.linker.plan import _known_entities
-from kbtools.schema import conform, empty
+from kbtools.linker.planning import _known_entities
+from kbtools.model.schema import conform, empty
 from tests.seed_memories import ID, SEED_COSINE, T0, seed_bank, synthetic_bank
 
 NOW = T0 + dt.timedelta(days=13)

@@ -1,4 +1,4 @@
-"""kbtools.paths: related (activation from one entry, with paths) and trace (shortest chain)."""
+"""kbtools.graph.paths: related (activation from one entry, with paths) and trace (shortest chain)."""
 
 from __future__ import annotations
 
@@ -8,11 +8,11 @@ import polars as pl
 import pytest
 from polars.testing import assert_frame_equal
 
-from kbtools.activation import spread
+from kbtools.graph.activation import spread
 from kbtools.errors import EntryNotFound, ValidationError
-from kbtools.graph import Adjacency, to_igraph
-from kbtools.paths import TRACE_SCHEMA, related, trace
-from kbtools.schema import empty
+from kbtools.graph.build import Adjacency, to_igraph
+from kbtools.graph.paths import TRACE_SCHEMA, related, trace
+from kbtools.model.schema import empty
 
 
 def _bank(rows, ids=None):

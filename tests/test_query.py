@@ -9,7 +9,7 @@ import polars as pl
 import pytest
 
 import kbtools as kb
-from kbtools.index import combine
+from kbtools.retrieval.index import combine
 
 LOGIN = "how do I log in to production with playwright"
 DISPATCH = "owner ruling says table this card for N days: dated dispatch label or hold-until label?"
@@ -126,7 +126,7 @@ def test_query_rejects_bad_input(eng):
 
 
 def test_index_grows_incrementally_and_rebuilds_when_an_entry_leaves(eng_copy):
-    from kbtools.search import bank_index
+    from kbtools.retrieval.search import bank_index
 
     first = bank_index(eng_copy)
     size = first.size
@@ -140,8 +140,8 @@ def test_index_grows_incrementally_and_rebuilds_when_an_entry_leaves(eng_copy):
 
 
 def test_index_survives_the_automatic_merge_of_small_segments(eng_copy):
-    from kbtools.search import bank_index
-    from kbtools.store import TAIL_SEGMENTS
+    from kbtools.retrieval.search import bank_index
+    from kbtools.store.bank import TAIL_SEGMENTS
 
     first = bank_index(eng_copy)
     size = first.size

@@ -7,8 +7,8 @@ import polars as pl
 import pytest
 
 import kbtools as kb
-from kbtools.schema import SCHEMAS
-from kbtools.store import TAIL_SEGMENTS
+from kbtools.model.schema import SCHEMAS
+from kbtools.store.bank import TAIL_SEGMENTS
 
 
 def test_create_then_open(tmp_path):
@@ -91,7 +91,7 @@ def test_tail_segments_merge_automatically(bank):
 
 def test_settings_and_vectors_roundtrip(bank):
     a = kb.report_learning(bank, content="Fact.", actor="a")
-    from kbtools.store import Changes
+    from kbtools.store.bank import Changes
 
     vec = np.ones((1, 4, 8), dtype=np.float32)
     bank.write(lambda b: Changes(vectors=(np.array([a]), vec, "test-embedder"), settings={"embedder": "test-embedder"}))

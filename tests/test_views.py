@@ -23,7 +23,7 @@ from kbtools.views.flows import flow_positions
 
 @pytest.fixture(scope="module")
 def demo_dir():
-    from kbtools.datasets import DEMO_DIR
+    from kbtools.demo.banks import DEMO_DIR
 
     return DEMO_DIR
 
@@ -226,7 +226,7 @@ def test_graph_figure_contract_empty_and_unchanged(eng, eng_layout, truth_answer
 
 
 def test_answer_roles_prefers_the_strongest_role():
-    from kbtools.answer import Answer, Pointer, Result
+    from kbtools.model.answer import Answer, Pointer, Result
 
     answer = Answer("q", [Result("a", 1, neighbors=[Pointer("b", "cites", "out", kind="neighbor")]),
                           Result("b", 2, related=[Pointer("c", "cites", "out", via="x")])])

@@ -15,7 +15,7 @@ from kbtools.views.widgets import HOLE_SORT_KEYS
 
 @pytest.fixture(scope="module")
 def demo_dir():
-    from kbtools.datasets import DEMO_DIR
+    from kbtools.demo.banks import DEMO_DIR
 
     return DEMO_DIR
 

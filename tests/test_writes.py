@@ -229,7 +229,7 @@ def test_check_bank_finds_broken_invariants(small_bank):
     assert kb.check_bank(small_bank.path) == []
     # break the bank behind the store's back: a segment with a self-loop and a bad type
     import polars as pl
-    from kbtools.schema import conform
+    from kbtools.model.schema import conform
 
     bad = conform(pl.DataFrame({"src": [small_bank.ids[0]], "dst": [small_bank.ids[0]], "type": ["cousin_of"], "source": ["author"], "weight": [0.3]}), "edges")
     seg = small_bank.path / "tables/edges/99999999-bad.parquet"

@@ -16,10 +16,10 @@ Modules: ``rows`` (the bank type, ids, times, frame builders); ``catalog``, ``wo
 ``flows`` (business flow specifications) feeding ``business``; ``synthetic``.
 """
 
-from .business import business_bank
-from .catalog import MAX_TOPICS
-from .engineering import engineering_bank
-from .rows import REFERENCE_DATE, DemoBank
-from .synthetic import synthetic_bank
+from kbtools.demo.business import business_bank
+from kbtools.demo.catalog import MAX_TOPICS
+from kbtools.demo.engineering import engineering_bank
+from kbtools.demo.rows import REFERENCE_DATE, DemoBank
+from kbtools.demo.synthetic import synthetic_bank
 
 __all__ = ["DemoBank", "REFERENCE_DATE", "MAX_TOPICS", "engineering_bank", "business_bank", "synthetic_bank"]

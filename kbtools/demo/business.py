@@ -7,8 +7,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from .flows import _BUSINESS_QUERIES, _FLOWS, _POLICIES
-from .rows import _DAY_US, _GENERATOR, _REF_US, DemoBank, _hex_ids, _pick, _Rows, _triples_frame
+from kbtools.demo.flows import _BUSINESS_QUERIES, _FLOWS, _POLICIES
+from kbtools.demo.rows import _DAY_US, _GENERATOR, _REF_US, DemoBank, _hex_ids, _pick, _Rows, _triples_frame
 
 __all__ = ["business_bank"]
 

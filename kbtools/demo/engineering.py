@@ -13,13 +13,13 @@ import polars as pl
 
 from kbtools.errors import ValidationError
 
-from .catalog import (
+from kbtools.demo.catalog import (
     _CITE_PHRASES, _CONDITIONS, _ENVS, _FILLER_TYPES, _FILLER_WEIGHTS, _KIND_P, _KINDS, _MONTHS, _SENTENCES,
     _STEPS, _SUMMARIES, _SYMPTOMS, _TITLES, _TOPIC_LIST, _USEFUL, MAX_TOPICS,
 )
-from .hoplab import _HOPS, _hop_lab
-from .rows import _GENERATOR, DemoBank, _cap, _hex_ids, _pick, _Rows, _times, _triples_frame
-from .worked import _worked_examples
+from kbtools.demo.hoplab import _HOPS, _hop_lab
+from kbtools.demo.rows import _GENERATOR, DemoBank, _cap, _hex_ids, _pick, _Rows, _times, _triples_frame
+from kbtools.demo.worked import _worked_examples
 
 __all__ = ["engineering_bank"]
 

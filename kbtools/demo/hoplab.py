@@ -8,8 +8,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from .catalog import _ENVS
-from .rows import _cap, _pick, _Rows
+from kbtools.demo.catalog import _ENVS
+from kbtools.demo.rows import _cap, _pick, _Rows
 
 
 # Hop-lab tasks: (verb, object, system, task). A is the recipe for "<verb> the <env> <object>".

@@ -14,7 +14,7 @@ from datetime import datetime, timezone
 import numpy as np
 import polars as pl
 
-from kbtools.schema import conform, empty
+from kbtools.model.schema import conform, empty
 
 __all__ = ["DemoBank", "REFERENCE_DATE"]
 

@@ -11,9 +11,9 @@ import numpy as np
 import polars as pl
 
 from kbtools.errors import ValidationError
-from kbtools.schema import conform, empty
+from kbtools.model.schema import conform, empty
 
-from .rows import _GENERATOR, _REF_US, DemoBank, _hex_ids, _time_series, _times
+from kbtools.demo.rows import _GENERATOR, _REF_US, DemoBank, _hex_ids, _time_series, _times
 
 __all__ = ["synthetic_bank"]
 

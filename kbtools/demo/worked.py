@@ -6,7 +6,7 @@ cluster, placed first in every engineering bank.
 
 from __future__ import annotations
 
-from .rows import _Rows, _times
+from kbtools.demo.rows import _Rows, _times
 
 
 def _worked_examples(rows: _Rows, sessions: list[str]) -> list[dict]:

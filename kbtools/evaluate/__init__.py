@@ -5,16 +5,16 @@
 True
 """
 
-from .agents import SIMULATED_AGENT, Agent, ReaderAgent, agent_name, is_simulated, pointer_lines, terms
-from .figures import hoplab_figure, replay_figure
-from .hoplab import HOP_ARMS, HOPLAB_DEFAULTS, HopArm, hop_outcome, run_hoplab, summarize_hop
-from .judges import GoldJudge, Judge, verdict
-from .leak import answer_leaks, check_leaks, contains_token, leaky_notes
-from .render import POINTER_TEXTS, render_answer
-from .replay import REPLAY_ARMS, REPLAY_DEFAULTS, query_outcome, run_replay, summarize_replay
-from .report import HopLabReport, ReplayReport, lost_warning
-from .stats import bootstrap_mean_interval, mean_summary, proportion, wilson_interval
-from .tasks import HopTask, as_queries, hop_tasks, proof_candidates, queries_from_truth, read_queries, tasks_from_truth
+from kbtools.evaluate.agents import SIMULATED_AGENT, Agent, ReaderAgent, agent_name, is_simulated, pointer_lines, terms
+from kbtools.evaluate.figures import hoplab_figure, replay_figure
+from kbtools.evaluate.hoplab import HOP_ARMS, HOPLAB_DEFAULTS, HopArm, hop_outcome, run_hoplab, summarize_hop
+from kbtools.evaluate.judges import GoldJudge, Judge, verdict
+from kbtools.evaluate.leak import answer_leaks, check_leaks, contains_token, leaky_notes
+from kbtools.evaluate.render import POINTER_TEXTS, render_answer
+from kbtools.evaluate.replay import REPLAY_ARMS, REPLAY_DEFAULTS, query_outcome, run_replay, summarize_replay
+from kbtools.evaluate.report import HopLabReport, ReplayReport, lost_warning
+from kbtools.evaluate.intervals import bootstrap_mean_interval, mean_summary, proportion, wilson_interval
+from kbtools.evaluate.tasks import HopTask, as_queries, hop_tasks, proof_candidates, queries_from_truth, read_queries, tasks_from_truth
 
 __all__ = [
     "run_hoplab", "run_replay", "HopLabReport", "ReplayReport", "hoplab_figure", "replay_figure",

@@ -28,8 +28,8 @@ from dataclasses import dataclass
 from functools import lru_cache
 from typing import Callable, NamedTuple, Protocol
 
-from ..errors import ValidationError
-from ..linker.text import content_words
+from kbtools.errors import ValidationError
+from kbtools.linker.text import content_words
 
 __all__ = ["Agent", "Fetch", "SIMULATED_AGENT", "ReaderAgent", "PointerLine", "pointer_lines", "terms",
            "agent_name", "is_simulated"]

@@ -12,7 +12,7 @@ from __future__ import annotations
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
-from .report import HopLabReport, ReplayReport, lost_warning
+from kbtools.evaluate.report import HopLabReport, ReplayReport, lost_warning
 
 __all__ = ["hoplab_figure", "replay_figure"]
 

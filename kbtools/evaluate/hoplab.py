@@ -29,14 +29,14 @@ from typing import Callable, Iterable, Sequence
 
 import polars as pl
 
-from ..answer import Answer
-from ..errors import KbError, ValidationError
-from .agents import ReaderAgent, agent_name, is_simulated
-from .leak import LEAK_SCHEMA, answer_leaks, check_leaks, contains_token, leaky_notes
-from .render import render_answer
-from .report import HopLabReport
-from .stats import mean_summary, proportion
-from .tasks import HopTask, as_tasks, hop_tasks, tasks_from_truth
+from kbtools.model.answer import Answer
+from kbtools.errors import KbError, ValidationError
+from kbtools.evaluate.agents import ReaderAgent, agent_name, is_simulated
+from kbtools.evaluate.leak import LEAK_SCHEMA, answer_leaks, check_leaks, contains_token, leaky_notes
+from kbtools.evaluate.render import render_answer
+from kbtools.evaluate.report import HopLabReport
+from kbtools.evaluate.intervals import mean_summary, proportion
+from kbtools.evaluate.tasks import HopTask, as_tasks, hop_tasks, tasks_from_truth
 
 __all__ = ["HopArm", "HOP_ARMS", "HOPLAB_DEFAULTS", "run_hoplab", "hop_outcome", "summarize_hop", "entry_text"]
 
@@ -84,9 +84,9 @@ def run_hoplab(bank, *, tasks: Sequence[HopTask | dict] | str | None = None, age
     >>> import kbtools as kb  # doctest: +SKIP
     >>> print(kb.run_hoplab(kb.open_bank("data/demo/engineering")).to_markdown())  # doctest: +SKIP
     """
-    from ..fold import flat, fold
-    from ..query import edge_lookup
-    from ..search import ranked_pool
+    from kbtools.retrieval.folding import flat, fold
+    from kbtools.retrieval.pipeline import edge_lookup
+    from kbtools.retrieval.search import ranked_pool
 
     _check_params(k, pool, arms)
     agent = ReaderAgent() if agent is None else agent
@@ -138,7 +138,7 @@ def hop_outcome(task: HopTask, arm: str, text: str, answer: Answer, agent, texts
     ``texts`` maps entry ids to what ``fetch`` returns; after ``max_calls`` calls ``fetch``
     answers that the limit is reached.
 
-    >>> from kbtools.answer import Answer, Pointer, Result
+    >>> from kbtools.model.answer import Answer, Pointer, Result
     >>> task = HopTask("t1", "rotate the key", "a1", "b2", "cites", "ZX-1-Q")
     >>> ans = Answer("q", [Result("a1", 1, neighbors=[Pointer("b2", "cites", "out", "rotate step", kind="neighbor")])])
     >>> out = hop_outcome(task, "folded", render_answer(ans), ans, ReaderAgent(), {"b2": "Tracked as ZX-1-Q"})
@@ -207,7 +207,7 @@ def entry_text(entries: pl.DataFrame) -> list[str]:
 
 
 def _resolve_tasks(bank, tasks, *, n: int, seed: int, k: int) -> tuple[list[HopTask], str]:
-    from ..datasets import read_truth, truth_path
+    from kbtools.demo.banks import read_truth, truth_path
 
     if tasks is None:
         tasks = "sidecar" if truth_path(bank.path).exists() and read_truth(bank).get("hop_tasks") else "mined"

@@ -15,7 +15,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Callable, Mapping, Sequence
 
-from ..errors import ValidationError
+from kbtools.errors import ValidationError
 
 __all__ = ["Judge", "GoldJudge", "verdict"]
 

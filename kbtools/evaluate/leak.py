@@ -25,8 +25,8 @@ from typing import Iterable, Mapping
 
 import polars as pl
 
-from .agents import terms
-from .tasks import HopTask, as_tasks
+from kbtools.evaluate.agents import terms
+from kbtools.evaluate.tasks import HopTask, as_tasks
 
 __all__ = ["LEAK_SCHEMA", "LEAKY_NOTE_SCHEMA", "contains_token", "check_leaks", "answer_leaks", "leaky_notes"]
 
@@ -179,7 +179,7 @@ def _restated_terms(note_terms, pairs, texts, df, total, share, top) -> tuple | 
 def _rare_tokens(entries: pl.DataFrame) -> pl.DataFrame:
     """(id, list of rare tokens): tokens of an entry's content with letters and digits (five
     characters or more) that no other entry holds."""
-    from .tasks import _tokens
+    from kbtools.evaluate.tasks import _tokens
 
     cols = [c for c in _TEXT_FIELDS if c in entries.columns]
     if "content" not in cols:

@@ -10,7 +10,7 @@ about its target is chosen by ``pointer_text``:
 - ``"snippet"``: the first ``snippet_chars`` characters of the target's content, cut at a word;
 - ``"none"``: nothing: the id and the relation only.
 
->>> from kbtools.answer import Answer, Pointer, Result
+>>> from kbtools.model.answer import Answer, Pointer, Result
 >>> p = Pointer("b2", "clarifies", "in", "The rotate step fails without this.", "Clocks drift.", kind="neighbor")
 >>> a = Answer("rotate the key", [Result("a1", 1, title="Recipe", summary="How to rotate.", neighbors=[p])])
 >>> print(render_answer(a))
@@ -28,8 +28,8 @@ from typing import Any, Mapping
 
 import polars as pl
 
-from ..answer import Answer, Pointer, result_head_lines
-from ..errors import ValidationError
+from kbtools.model.answer import Answer, Pointer, result_head_lines
+from kbtools.errors import ValidationError
 
 __all__ = ["POINTER_TEXTS", "render_answer", "snippet"]
 

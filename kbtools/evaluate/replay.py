@@ -24,14 +24,14 @@ from typing import Callable, Sequence
 
 import numpy as np
 
-from ..answer import Answer
-from ..errors import KbError, ValidationError
-from .agents import agent_name
-from .hoplab import entry_text
-from .judges import GoldJudge, verdict
-from .report import ReplayReport
-from .stats import mean_summary, proportion
-from .tasks import as_queries, queries_from_truth, read_queries
+from kbtools.model.answer import Answer
+from kbtools.errors import KbError, ValidationError
+from kbtools.evaluate.agents import agent_name
+from kbtools.evaluate.hoplab import entry_text
+from kbtools.evaluate.judges import GoldJudge, verdict
+from kbtools.evaluate.report import ReplayReport
+from kbtools.evaluate.intervals import mean_summary, proportion
+from kbtools.evaluate.tasks import as_queries, queries_from_truth, read_queries
 
 __all__ = ["REPLAY_ARMS", "REPLAY_LABELS", "REPLAY_DEFAULTS", "run_replay", "query_outcome", "summarize_replay"]
 
@@ -56,10 +56,10 @@ def run_replay(bank, *, queries=None, judge=None, seed: int = 0, k: int = 8, poo
     >>> import kbtools as kb  # doctest: +SKIP
     >>> print(kb.run_replay(kb.open_bank("data/demo/engineering")).to_markdown())  # doctest: +SKIP
     """
-    from ..fold import collapse, flat, fold, mmr
-    from ..index import combine
-    from ..query import edge_lookup
-    from ..search import ranked_pool
+    from kbtools.retrieval.folding import collapse, flat, fold, mmr
+    from kbtools.retrieval.index import combine
+    from kbtools.retrieval.pipeline import edge_lookup
+    from kbtools.retrieval.search import ranked_pool
 
     if not isinstance(k, int) or k < 1:
         raise ValidationError("k", k, "k is a positive integer")
@@ -110,7 +110,7 @@ def query_outcome(query: dict, answers: dict[str, Answer], pool_edges: int,
     """One query's raw outcome: per arm the ids shown, judged relevant, gained and lost against
     the flat answer; the folded answer's pointers with their source, note and verdict.
 
-    >>> from kbtools.answer import Answer, Pointer, Result
+    >>> from kbtools.model.answer import Answer, Pointer, Result
     >>> flat_ = Answer("q", [Result("a", 1), Result("b", 2)], folded=False)
     >>> fold_ = Answer("q", [Result("a", 1, related=[Pointer("b", "cites", "out", source="author")],
     ...                              neighbors=[Pointer("c", "cites", "out", "why", kind="neighbor", source="author")])])
@@ -222,7 +222,7 @@ def _pool_edges(lookup, ids: list[str]) -> int:
 
 
 def _resolve_queries(bank, queries) -> list[dict]:
-    from ..datasets import read_truth
+    from kbtools.demo.banks import read_truth
 
     if queries is None:
         qs = queries_from_truth(read_truth(bank))

@@ -30,7 +30,7 @@ def _json_ready(value):
 
 
 def _pct(p: dict | None) -> str:
-    """``"40% [25–57%] (8/20)"`` from a :func:`~kbtools.evaluate.stats.proportion` dict."""
+    """``"40% [25–57%] (8/20)"`` from a :func:`~kbtools.evaluate.intervals.proportion` dict."""
     if not p or p.get("rate") is None:
         return "–"
     return f"{p['rate']:.0%} [{p['lo']:.0%}–{p['hi']:.0%}] ({p['k']}/{p['n']})"

@@ -29,8 +29,8 @@ from typing import Any, Iterable, Sequence
 import numpy as np
 import polars as pl
 
-from .. import vocab
-from ..errors import KbError, ValidationError
+from kbtools.model import vocab
+from kbtools.errors import KbError, ValidationError
 
 __all__ = [
     "HopTask", "tasks_from_truth", "as_tasks", "hop_tasks", "proof_candidates", "read_queries", "queries_from_truth",
@@ -171,7 +171,7 @@ def hop_tasks(bank, *, n: int = 30, seed: int = 0, k: int = 8, sources: Iterable
     >>> [t.id for t in kb.hop_tasks(bank, n=3, seed=1)]  # doctest: +SKIP
     ['mined-001', 'mined-002', 'mined-003']
     """
-    from ..search import ranked_pool
+    from kbtools.retrieval.search import ranked_pool
 
     if not isinstance(n, int) or n < 0:
         raise ValidationError("n", n, "the number of tasks is an integer >= 0")

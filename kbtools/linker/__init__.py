@@ -4,11 +4,11 @@ Read -> plan -> apply: ``plan_links`` (one new entry) and ``plan_connect`` (many
 a ``LinkPlan`` of edges to add and remove; the store applies it. ``explain`` scores one pair.
 """
 
-from kbtools.linker.anchor import Anchor, anchor
-from kbtools.linker.explain import LinkScore, explain
-from kbtools.linker.plan import LinkPlan, apply_plan, plan_connect, plan_links
+from kbtools.linker.anchors import Anchor, anchor
+from kbtools.linker.explanation import LinkScore, explain
+from kbtools.linker.planning import LinkPlan, apply_plan, plan_connect, plan_links
 from kbtools.linker.rules import LINKER_DEFAULTS, LINKER_LEXICAL, LinkerSettings
-from kbtools.linker.stats import TermStats
+from kbtools.linker.terms import TermStats
 
 __all__ = [
     "Anchor",

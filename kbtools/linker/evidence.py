@@ -18,7 +18,7 @@ import polars as pl
 import scipy.sparse as sp
 
 from kbtools.linker.rules import EVENT, GOAL, LinkerSettings, kind_code, prior_matrix
-from kbtools.linker.stats import TermStats
+from kbtools.linker.terms import TermStats
 
 __all__ = [
     "Relations", "relations", "noisy_or", "pair_evidence", "candidate_pairs", "pair_cosine", "index_neighbours",

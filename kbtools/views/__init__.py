@@ -6,11 +6,11 @@ them, and standalone offline HTML for sharing.
 ['bank_layout', 'community_figure', 'community_view']
 """
 
-from .export import save_html
-from .figures import community_figure, graph_figure
-from .flows import holes_figure
-from .layout import bank_layout, layout_3d
-from .widgets import community_view, explorer, graph_view, holes_view
+from kbtools.views.export import save_html
+from kbtools.views.figures import community_figure, graph_figure
+from kbtools.views.flows import holes_figure
+from kbtools.views.layout import bank_layout, layout_3d
+from kbtools.views.widgets import community_view, explorer, graph_view, holes_view
 
 __all__ = [
     "layout_3d",

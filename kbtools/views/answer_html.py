@@ -1,7 +1,7 @@
 """HTML the widgets show: an answer as the agent reads it (pointers and neighbours in ``<details>``),
 flat beside folded, one entry's edges and events, and the holes table. Pure functions of values.
 
->>> from kbtools.answer import Answer, Result, Pointer
+>>> from kbtools.model.answer import Answer, Result, Pointer
 >>> a = Answer("q", [Result("a1", 1, 0.9, title="T", related=[Pointer("b2", "cites", "out", "see step 2")])])
 >>> "<details" in answer_html(a) and "see step 2" in answer_html(a)
 True
@@ -57,7 +57,7 @@ def answer_html(answer, *, title: str | None = None) -> str:
 def compare_html(flat, folded) -> str:
     """Flat and folded answers side by side (two columns).
 
-    >>> from kbtools.answer import Answer
+    >>> from kbtools.model.answer import Answer
     >>> compare_html(Answer("q", [], folded=False, method="flat"), Answer("q", [])).count("kb-answer")
     2
     """
@@ -71,7 +71,7 @@ def entry_detail_html(entry_id: str, entries: pl.DataFrame, edges: pl.DataFrame,
     wrote it, when) and the events that name it.
 
     >>> import polars as pl
-    >>> from kbtools.schema import empty
+    >>> from kbtools.model.schema import empty
     >>> e = pl.DataFrame({"id": ["a"], "title": ["A"], "summary": ["s"]})
     >>> "no links" in entry_detail_html("a", e, empty("edges"), empty("events"))
     True

@@ -17,7 +17,7 @@ from pathlib import Path
 
 import plotly.graph_objects as go
 
-from .theme import BACKGROUND, FOREGROUND
+from kbtools.views.theme import BACKGROUND, FOREGROUND
 
 __all__ = ["save_html", "figure_html"]
 

@@ -29,8 +29,8 @@ import plotly.graph_objects as go
 import polars as pl
 from plotly.subplots import make_subplots
 
-from ..errors import ValidationError
-from .theme import (BACKGROUND, FOREGROUND, MUTED, ROLE_STYLES, community_color, hover_text, kind_color,
+from kbtools.errors import ValidationError
+from kbtools.views.theme import (BACKGROUND, FOREGROUND, MUTED, ROLE_STYLES, community_color, hover_text, kind_color,
                     short)
 
 __all__ = ["graph_figure", "community_figure", "answer_roles", "COLOR_BY", "PARTICLE_FRAMES"]
@@ -46,7 +46,7 @@ def answer_roles(answer) -> pl.DataFrame:
     """The entries an answer shows, with their role (result, folded, neighbor, linked), the rank of the
     result they hang from, and the entry they were reached from (``parent``; null for results).
 
-    >>> from kbtools.answer import Answer, Result, Pointer
+    >>> from kbtools.model.answer import Answer, Result, Pointer
     >>> a = Answer("q", [Result("a", 1, related=[Pointer("b", "cites", "out")])])
     >>> answer_roles(a).rows()
     [('a', 'result', 1, None), ('b', 'folded', 1, 'a')]
@@ -191,7 +191,7 @@ def _link_groups(nodes: pl.DataFrame, edges: pl.DataFrame) -> pl.DataFrame:
     """Communities of the drawn links (Leiden, modularity) when the caller gave none."""
     import igraph as ig
 
-    from ..communities import communities
+    from kbtools.graph.community import communities
 
     ids = nodes["id"].to_list()
     index = {i: n for n, i in enumerate(ids)}

@@ -35,8 +35,8 @@ import plotly.graph_objects as go
 import polars as pl
 from plotly.subplots import make_subplots
 
-from ..errors import ValidationError
-from .theme import BACKGROUND, FOREGROUND, HOLE_COLOR, hover_text
+from kbtools.errors import ValidationError
+from kbtools.views.theme import BACKGROUND, FOREGROUND, HOLE_COLOR, hover_text
 
 __all__ = ["holes_figure", "flow_positions"]
 

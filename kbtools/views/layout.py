@@ -45,7 +45,7 @@ from scipy.sparse import linalg as sparse_linalg
 from scipy.spatial import cKDTree
 from threadpoolctl import threadpool_limits
 
-from ..errors import ValidationError
+from kbtools.errors import ValidationError
 
 __all__ = ["layout_3d", "bank_layout", "GROUP_MAX", "LAYOUT_VERSION", "LAYOUT_SCHEMA"]
 
@@ -120,7 +120,7 @@ def bank_layout(bank, *, seed: int = 0, refine: int = 30, use_vectors: bool = Tr
                 pass
         edges = bank.edges
         if trusted_only:
-            from ..vocab import TRUSTED_SOURCES
+            from kbtools.model.vocab import TRUSTED_SOURCES
             edges = edges.filter(pl.col("source").is_in(sorted(TRUSTED_SOURCES)))
         vectors = bank.vectors() if use_vectors else None
         frame = layout_3d(bank.entries, edges, vectors=vectors, seed=seed, refine=refine)

@@ -20,13 +20,13 @@ import plotly.graph_objects as go
 import polars as pl
 from IPython.display import display
 
-from .. import analytics
-from ..vocab import TRUSTED_SOURCES
-from .answer_html import answer_html, compare_html, entry_detail_html, holes_table_html
-from .export import save_html
-from .figures import COLOR_BY, community_figure, graph_figure
-from .flows import holes_figure
-from .layout import bank_layout
+from kbtools.ops import analytics
+from kbtools.model.vocab import TRUSTED_SOURCES
+from kbtools.views.answer_html import answer_html, compare_html, entry_detail_html, holes_table_html
+from kbtools.views.export import save_html
+from kbtools.views.figures import COLOR_BY, community_figure, graph_figure
+from kbtools.views.flows import holes_figure
+from kbtools.views.layout import bank_layout
 
 __all__ = ["explorer", "graph_view", "holes_view", "community_view", "Explorer", "GraphView", "HolesView",
            "CommunityView", "HOLE_SORT_KEYS", "sort_holes"]
@@ -178,7 +178,7 @@ def explorer(bank, *, query_fn: Callable | None = None, k: int = 8) -> Explorer:
 
 
 def _default_query(bank) -> Callable:
-    from ..query import query
+    from kbtools.retrieval.pipeline import query
 
     def run(text: str, *, k: int, fold: bool, lexical: bool):
         return query(bank, text, k=k, fold=fold, lexical=lexical, record_usage=False)

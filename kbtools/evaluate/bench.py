@@ -1,0 +1,288 @@
+"""``kb bench``: the budgets of DESIGN.md measured in one run, each figure beside a baseline from the
+same run (a ratio, so a slower or faster machine does not change the verdict much).
+
+Sections: fold + neighbours over a pool of 20; opening a bank; a one-entry write at scale; query
+latency at 10k (exact) and 100k (HNSW, with its recall@8 against exact) with the query embedded and
+with embedding; index build; graph analytics (igraph view, PageRank, Leiden, betweenness, the
+recall expansion); write-time linking and connect throughput; peak memory.
+
+Benchmarks report; tests never assert wall-clock times.
+"""
+
+from __future__ import annotations
+
+import os
+import resource
+import shutil
+import tempfile
+import time
+from pathlib import Path
+from typing import Callable
+
+import numpy as np
+import polars as pl
+
+__all__ = ["run_bench", "format_bench", "BUDGETS"]
+
+#: Budgets from DESIGN.md (milliseconds unless the unit says otherwise).
+BUDGETS = {
+    "fold_p50_ms": 0.2,
+    "query_10k_exact_p50_ms": 2.0,
+    "query_100k_approx_p50_ms": 5.0,
+    "link_one_100k_ms": 5.0,
+    "open_100k_s": 2.0,
+}
+
+
+def _timeit(fn: Callable, n: int, warmup: int = 2) -> np.ndarray:
+    for _ in range(warmup):
+        fn()
+    out = np.empty(n)
+    for i in range(n):
+        t = time.perf_counter()
+        fn()
+        out[i] = (time.perf_counter() - t) * 1000
+    return out
+
+
+def _maxrss_mb() -> float:
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+
+
+class _Rows:
+    def __init__(self, log):
+        self.rows: list[dict] = []
+        self.log = log
+
+    def add(self, section, metric, value, unit="ms", *, baseline=None, baseline_value=None, budget=None, note=""):
+        row = {"section": section, "metric": metric, "value": round(float(value), 4), "unit": unit,
+               "baseline": baseline, "baseline_value": None if baseline_value is None else round(float(baseline_value), 4),
+               "ratio": None if not baseline_value else round(float(value) / float(baseline_value), 4),
+               "budget": budget, "within_budget": None if budget is None else bool(value <= budget), "note": note}
+        self.rows.append(row)
+        shown = f"{row['value']:g} {unit}"
+        if baseline_value is not None:
+            shown += f"  (baseline {baseline}: {row['baseline_value']:g} {unit}, ratio {row['ratio']:g})"
+        if budget is not None:
+            shown += f"  budget {budget:g}: {'ok' if row['within_budget'] else 'OVER'}"
+        self.log(f"  {section:>10} | {metric}: {shown}")
+
+
+def _bench_fold(rows: _Rows, seed: int) -> None:
+    import kbtools as kb
+    from kbtools.demo.banks import DEMO_DIR
+    from kbtools.retrieval.pipeline import edge_lookup
+
+    bank = kb.open_bank(DEMO_DIR / "engineering")
+    rng = np.random.default_rng(seed)
+    edges = bank.edges
+    touched = pl.concat([edges["src"], edges["dst"]]).unique().to_list()
+    ids = bank.entries["id"].to_list()
+    titles = bank.entries.select("id", "title", "summary")
+    pools = []
+    for _ in range(200):  # pools of 20 rich in edges, like real pools of one topic
+        pick = list(rng.choice(touched, 12, replace=False)) + list(rng.choice(ids, 8, replace=False))
+        pick = list(dict.fromkeys(pick))[:20]
+        pools.append(pl.DataFrame({"id": pick, "score": np.linspace(1, 0.5, len(pick))}).join(titles, on="id", how="left"))
+    lookup = edge_lookup(bank)
+    it = iter(range(10**9))
+    fast = _timeit(lambda: kb.fold(pools[next(it) % 200], lookup, k=8), 400)
+    it2 = iter(range(10**9))
+    naive = _timeit(lambda: kb.fold(pools[next(it2) % 200], edges, k=8), 100)
+    rows.add("fold", "fold + neighbours, pool 20, p50", np.median(fast), baseline="edge frame per call",
+             baseline_value=np.median(naive), budget=BUDGETS["fold_p50_ms"],
+             note="the seed's service spends 40-100 ms")
+    rows.add("fold", "fold + neighbours, pool 20, p99", np.percentile(fast, 99))
+
+
+def embedder_quality(*, log: Callable = print) -> list[dict]:
+    """Retrieval quality of each embedder on the demo bank's sidecar queries: recall@8 of the gold
+    relevant entries, and overlap@8 with the full MiniLM model's top-8 (the fast mode's fidelity)."""
+    import kbtools as kb
+    from kbtools.demo.banks import DEMO_DIR, read_truth
+    from kbtools.retrieval.search import ranked_pool
+
+    truth = read_truth(DEMO_DIR / "engineering")
+    out, tops = [], {}
+    with tempfile.TemporaryDirectory(prefix="kb-emb-") as tmp:
+        for name in ("minilm-int8", "minilm-static", "hashing-char"):
+            shutil.copytree(DEMO_DIR / "engineering", Path(tmp) / name)
+            bank = kb.open_bank(Path(tmp) / name)
+            t = time.perf_counter()
+            kb.embed_bank(bank, embedder=name)
+            embed_s = time.perf_counter() - t
+            recall, top = [], []
+            for q in truth["queries"]:
+                ids = ranked_pool(bank, q["query"], pool=8)["id"].to_list()
+                top.append(ids)
+                rel = set(q["relevant"])
+                recall.append(len(rel & set(ids)) / max(len(rel), 1))
+            tops[name] = top
+            overlap = np.mean([len(set(a) & set(b)) / 8 for a, b in zip(top, tops["minilm-int8"])])
+            out.append({"embedder": name, "recall_at_8": round(float(np.mean(recall)), 3),
+                        "overlap_at_8_with_minilm": round(float(overlap), 3), "embed_s": round(embed_s, 1),
+                        "queries": len(truth["queries"])})
+            log(f"  {name}: recall@8 {out[-1]['recall_at_8']}, overlap@8 with MiniLM {out[-1]['overlap_at_8_with_minilm']}")
+    return out
+
+
+def _synthetic_store(n: int, root: Path, seed: int, log):
+    import kbtools as kb
+
+    t = time.perf_counter()
+    demo = kb.synthetic_bank(entries=n, seed=seed)
+    gen = time.perf_counter() - t
+    bank = kb.create_bank(root / f"s{n}")
+    t = time.perf_counter()
+    kb.import_frames(bank, entries=demo.entries, edges=demo.edges, guard=False)
+    imp = time.perf_counter() - t
+    bank.compact(sweep_age=0)
+    log(f"  generated {n} entries in {gen:.1f} s, imported in {imp:.1f} s")
+    return bank, imp
+
+
+def _bench_store(rows: _Rows, bank, n: int) -> None:
+    import kbtools as kb
+
+    raw = bank.path / bank.segment_files()["entries"][0]
+    opened = _timeit(lambda: kb.open_bank(bank.path).entries.height, 3, warmup=1)
+    base = _timeit(lambda: pl.read_parquet(raw).height, 3, warmup=1)
+    rows.add(f"store {n // 1000}k", "open bank (all tables merged)", np.median(opened) / 1000, "s",
+             baseline="read_parquet of the entries file", baseline_value=np.median(base) / 1000,
+             budget=BUDGETS["open_100k_s"] if n >= 100_000 else None)
+    size = raw.stat().st_size
+    before = {p for p in bank.path.rglob("*.parquet")}
+    kb.report_learning(bank, content="One more fact about the cache warmer.", actor="bench", link=False)
+    written = sum(p.stat().st_size for p in bank.path.rglob("*.parquet") if p not in before)
+    rows.add(f"store {n // 1000}k", "bytes written to add one entry", written, "bytes",
+             baseline="entries table size", baseline_value=size)
+
+
+def _bench_query(rows: _Rows, bank, n: int, log) -> None:
+    import kbtools as kb
+    from kbtools.retrieval.index import DEFAULT_WEIGHTS, DIMENSIONS, recall_at_k
+    from kbtools.retrieval.search import bank_index, ranked_pool
+
+    t = time.perf_counter()
+    kb.embed_bank(bank, embedder="minilm-static")
+    rows.add(f"query {n // 1000}k", "embed entries (fast mode, 4 dims)", (time.perf_counter() - t) * 1000 / n, "ms/entry")
+    emb = kb.get_embedder("minilm-static")
+    queries = bank.entries.sample(200, seed=1)["title"].to_list()
+    qv = emb.encode(queries)
+    ids, data = bank.vectors()
+    data = np.asarray(data)
+    kind = "flat" if n < 50_000 else "hnsw"
+    t = time.perf_counter()
+    bank_index(bank, kind="flat")
+    rows.add(f"query {n // 1000}k", "build exact index", (time.perf_counter() - t) * 1000, "ms")
+    if kind != "flat":
+        t = time.perf_counter()
+        bank_index(bank, kind=kind)
+        rows.add(f"query {n // 1000}k", f"build {kind} index", (time.perf_counter() - t) * 1000, "ms")
+    i = iter(range(10**9))
+    lat = _timeit(lambda: ranked_pool(bank, "q", query_vector=qv[next(i) % 200], index=kind), 200)
+    w = np.array([DEFAULT_WEIGHTS[d] for d in DIMENSIONS], dtype=np.float32)
+    j = iter(range(10**9))
+
+    def brute():
+        q = qv[next(j) % 200]
+        s = sum(w[d] * (data[:, d, :] @ q) for d in range(len(DIMENSIONS)))
+        np.argpartition(-s, 20)[:20]
+
+    base = _timeit(brute, 30)
+    budget = BUDGETS["query_10k_exact_p50_ms"] if n < 50_000 else BUDGETS["query_100k_approx_p50_ms"]
+    rows.add(f"query {n // 1000}k", f"query, embedded, {kind}, p50", np.median(lat), baseline="numpy scan of 4 dimensions",
+             baseline_value=np.median(base), budget=budget)
+    rows.add(f"query {n // 1000}k", f"query, embedded, {kind}, p99", np.percentile(lat, 99))
+    if kind != "flat":
+        exact = bank_index(bank, kind="flat").search(qv, 8)[1]
+        approx = bank_index(bank, kind=kind).search(qv, 8)[1]
+        rows.add(f"query {n // 1000}k", f"{kind} recall@8 against exact", recall_at_k(approx, exact), "share")
+    k = iter(range(10**9))
+    full = _timeit(lambda: ranked_pool(bank, queries[next(k) % 200], index=kind), 100)
+    rows.add(f"query {n // 1000}k", "query with embedding (fast mode), p50", np.median(full))
+    mini = kb.get_embedder("minilm-int8")
+    m = iter(range(10**9))
+    enc = _timeit(lambda: mini.encode([queries[next(m) % 200]]), 30)
+    rows.add(f"query {n // 1000}k", "MiniLM int8 embedding of one query, p50", np.median(enc))
+
+
+def _bench_graph(rows: _Rows, bank, n: int) -> None:
+    from kbtools.graph.activation import expand
+    from kbtools.graph.community import communities
+    from kbtools.graph.hubs import centrality
+    from kbtools.graph.build import Adjacency, to_igraph
+
+    tag = f"graph {n // 1000}k"
+    t = time.perf_counter()
+    g = to_igraph(bank.entries, bank.edges)
+    rows.add(tag, "build igraph view", (time.perf_counter() - t) * 1000)
+    t = time.perf_counter()
+    g.pagerank(directed=False)
+    rows.add(tag, "whole-graph PageRank", (time.perf_counter() - t) * 1000)
+    t = time.perf_counter()
+    communities(g, entries=bank.entries)
+    rows.add(tag, "Leiden (modularity) + labels", (time.perf_counter() - t) * 1000)
+    t = time.perf_counter()
+    centrality(g)
+    rows.add(tag, "centrality (betweenness sampled above 5k)", (time.perf_counter() - t) * 1000)
+    adj = Adjacency.build(bank.entries, bank.edges)
+    rng = np.random.default_rng(0)
+    ids = bank.edges["src"].unique().to_list()
+    seeds = [dict(zip(rng.choice(ids, 8, replace=False), np.linspace(1, 0.5, 8))) for _ in range(100)]
+    i = iter(range(10**9))
+    lat = _timeit(lambda: expand(seeds[next(i) % 100], adj, bank.entries, links=3), 100)
+    rows.add(tag, "recall expansion (PPR over <= 40 entries), p50", np.median(lat))
+
+
+def _bench_linker(rows: _Rows, bank, n: int) -> None:
+    try:
+        from kbtools.ops.maintenance import bench_linking
+    except ImportError:
+        return
+    for section, metric, value, unit, extra in bench_linking(bank, n):
+        rows.add(section, metric, value, unit, **extra)
+
+
+def run_bench(*, sizes=(10_000, 100_000), seed: int = 7, log: Callable = print, workdir: str | None = None) -> dict:
+    """Measure every budget; returns {"rows": [...], "machine": {...}, "peak_memory_mb": ...}."""
+    rows = _Rows(log)
+    started = time.perf_counter()
+    log("fold")
+    _bench_fold(rows, seed)
+    log("embedders on the demo sidecar")
+    for q in embedder_quality(log=lambda m: None):
+        rows.add("embedders", f"{q['embedder']} recall@8 of gold (demo sidecar)", q["recall_at_8"], "share",
+                 note=f"overlap@8 with MiniLM's top-8 {q['overlap_at_8_with_minilm']}; {q['queries']} queries")
+    root = Path(workdir or tempfile.mkdtemp(prefix="kb-bench-"))
+    try:
+        for n in sizes:
+            log(f"bank of {n} entries")
+            rss0 = _maxrss_mb()
+            bank, _ = _synthetic_store(n, root, seed, log)
+            _bench_store(rows, bank, n)
+            _bench_query(rows, bank, n, log)
+            _bench_graph(rows, bank, n)
+            _bench_linker(rows, bank, n)
+            rows.add(f"memory {n // 1000}k", "peak resident memory so far", _maxrss_mb(), "MB",
+                     note=f"{_maxrss_mb() - rss0:.0f} MB more than before this size")
+    finally:
+        if workdir is None:
+            shutil.rmtree(root, ignore_errors=True)
+    return {
+        "rows": rows.rows,
+        "machine": {"cpus": os.cpu_count(), "load_avg": os.getloadavg()},
+        "peak_memory_mb": round(_maxrss_mb(), 1),
+        "duration_s": round(time.perf_counter() - started, 1),
+    }
+
+
+def format_bench(report: dict) -> str:
+    """The report as a markdown table."""
+    lines = ["| section | metric | value | baseline | ratio | budget |", "|---|---|---|---|---|---|"]
+    for r in report["rows"]:
+        base = f"{r['baseline_value']:g} {r['unit']} ({r['baseline']})" if r["baseline_value"] is not None else ""
+        budget = "" if r["budget"] is None else f"{r['budget']:g} {'✓' if r['within_budget'] else '✗'}"
+        lines.append(f"| {r['section']} | {r['metric']} | {r['value']:g} {r['unit']} | {base} | {r['ratio'] or ''} | {budget} |")
+    lines.append(f"\npeak memory {report['peak_memory_mb']} MB; {report['machine']['cpus']} CPUs; took {report['duration_s']} s")
+    return "\n".join(lines)

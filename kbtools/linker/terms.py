@@ -1,0 +1,367 @@
+"""Term statistics of a bank: n, df, smoothed BM25 IDF, hubs and postings as sparse matrices.
+
+idf(t) = ln(1 + (n + 20 - df + 0.5) / (df + 0.5)), 0 when n >= 20 and df / n > 0.5; an entity's
+weight w(t) is 1.5 idf(t). Rows of every matrix are aligned with the rows of the entries frame it
+was built from (entries of a kind the linker does not link have empty rows and do not count in n).
+The statistics also keep the immutable per-entry facts the linker reads (kind, time, session, cue
+words), so that linking one entry costs no pass over the bank.
+
+>>> import polars as pl, datetime as dt
+>>> t = dt.datetime(2026, 1, 1, tzinfo=dt.timezone.utc)
+>>> bank = pl.DataFrame({"id": ["a1", "b2"], "kind": ["fact", "fact"], "content": ["green tea", "black tea"],
+...                      "created_at": [t, t]})
+>>> stats = TermStats.build(bank)
+>>> stats.n, round(float(stats.weights(["t:tea"])[0]), 3), round(float(stats.weights(["t:green"])[0]), 3)
+(2, 2.219, 2.73)
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+
+import numpy as np
+import polars as pl
+import scipy.sparse as sp
+
+from kbtools.errors import ValidationError
+from kbtools.linker.anchors import ASSET_NOUNS, Anchor, anchor
+from kbtools.linker.rules import FIX_RE, LINKER_DEFAULTS, PROBLEM_RE, PROGRESS_RE, LinkerSettings, kind_code
+from kbtools.linker.text import stem
+
+__all__ = ["TermStats", "entry_text", "idf"]
+
+_TEXT_COLUMNS = ("title", "summary", "content", "useful_for")
+_ASSET_STEMS = frozenset(f"t:{stem(noun)}" for noun in ASSET_NOUNS)
+
+
+def idf(df, n: int, *, virtual: int = 20) -> np.ndarray:
+    """Smoothed BM25 IDF with ``virtual`` memories; 0 for a term in most of a grown bank.
+
+    >>> [round(float(x), 3) for x in idf(np.array([1, 4]), 9)]
+    [2.996, 1.897]
+    """
+    df = np.asarray(df, dtype=np.float64)
+    out = np.log1p((n + virtual - df + 0.5) / (df + 0.5))
+    if n >= 20:
+        out = np.where(df / max(n, 1) > 0.5, 0.0, out)
+    return out
+
+
+def entry_text(row: dict) -> str:
+    """The text the linker reads for one entry: title, summary, content, useful_for and steps.
+
+    >>> entry_text({"title": "Green tea", "content": "Green tea", "steps": ["Boil water"]})
+    'Green tea\\nBoil water'
+    """
+    parts: list[str] = []
+    for col in _TEXT_COLUMNS:
+        value = row.get(col)
+        if value and value.strip() and value.strip() not in parts:
+            parts.append(value.strip())
+    for step in row.get("steps") or ():
+        if step and step.strip():
+            parts.append(step.strip())
+    return "\n".join(parts)
+
+
+@dataclass(frozen=True, eq=False)
+class TermStats:
+    """Term statistics and per-entry facts of a bank, built once and read by every linking call.
+
+    Sparse matrices are CSR, rows = entries (aligned with the frame), columns = ``vocab``:
+    ``postings`` (1.0 where the entry has the term), ``weighted`` (w(t) there) and ``strong``
+    (1.0 where the term is neither a hub nor a place/machine of that entry).
+
+    >>> import polars as pl, datetime as dt
+    >>> t = dt.datetime(2026, 1, 1, tzinfo=dt.timezone.utc)
+    >>> s = TermStats.build(pl.DataFrame({"id": ["a"], "kind": ["fact"], "content": ["Line 3 is down"],
+    ...                                   "created_at": [t]}))
+    >>> s.vocab, s.df.tolist()
+    (('e:line 3', 't:line'), [1, 1])
+    """
+
+    ids: tuple[str, ...]
+    row_of: dict
+    n: int
+    vocab: tuple[str, ...]
+    term_index: dict
+    df: np.ndarray
+    idf: np.ndarray
+    w: np.ndarray
+    is_entity: np.ndarray
+    hub: np.ndarray
+    capped: np.ndarray
+    postings: sp.csr_matrix
+    postings_t: sp.csr_matrix
+    total: np.ndarray  #: W(S(e)) per entry
+    anchors: tuple[Anchor, ...]
+    kind: np.ndarray  #: linker kind code per entry, -1 = not linked
+    rank: np.ndarray  #: position in (created_at, id) order
+    time_us: np.ndarray
+    session: np.ndarray  #: session code per entry, -1 = none
+    fix: np.ndarray
+    problem: np.ndarray
+    progress: np.ndarray
+    #: per stored posting (CSR order): its key ``row << 32 | column`` and whether the term is strong for
+    #: that entry (not a place/machine of it; hubs are masked by ``strong_flag``)
+    keys: np.ndarray = field(default=None, repr=False)
+    strong_base: np.ndarray = field(default=None, repr=False)
+    strong_flag: np.ndarray = field(default=None, repr=False)
+    #: entry rows grouped by session code: rows ``session_rows[session_start[s]:session_start[s + 1]]``
+    session_rows: np.ndarray = field(default=None, repr=False)
+    session_start: np.ndarray = field(default=None, repr=False)
+    known_entities: tuple[str, ...] = ()
+    settings: LinkerSettings = field(default=LINKER_DEFAULTS)
+    _relations: list = field(default_factory=list, repr=False)  #: cache: [triples frame, Relations]
+    _cache: dict = field(default_factory=dict, repr=False)  #: per-frame caches of the planners
+
+    @classmethod
+    def build(cls, entries: pl.DataFrame, *, known_entities=(), settings: LinkerSettings = LINKER_DEFAULTS):
+        """Statistics of an entries frame; ``known_entities`` are matched case-insensitively.
+
+        >>> import polars as pl, datetime as dt
+        >>> t = dt.datetime(2026, 1, 1, tzinfo=dt.timezone.utc)
+        >>> TermStats.build(pl.DataFrame({"id": ["a"], "kind": ["fact"], "content": ["x"],
+        ...                               "created_at": [t]})).n
+        1
+        """
+        _check_entries(entries)
+        known = tuple(sorted({str(k).strip().lower() for k in known_entities if k and str(k).strip()}))
+        rows, kinds, anchors, texts = _read_entries(entries, known)
+        return cls._from_anchors(entries, rows, kinds, anchors, texts, known, settings)
+
+    @classmethod
+    def _from_anchors(cls, entries, rows, kinds, anchors, texts, known, settings):
+        term_index: dict[str, int] = {}
+        indptr, indices, strong_base = _postings_of(anchors, term_index, [0], [], [])
+        ids = tuple(entries["id"].to_list())
+        facts = _entry_facts(entries)
+        cues = _cues(texts)
+        return cls._finish(ids, term_index, indptr, indices, strong_base, kinds, tuple(anchors), facts, cues,
+                           known, settings)
+
+    @classmethod
+    def _finish(cls, ids, term_index, indptr, indices, strong_base, kinds, anchors, facts, cues, known, settings):
+        """The statistics from the postings (row-sorted CSR arrays) and the per-entry facts."""
+        n_rows, n_terms = len(ids), len(term_index)
+        indptr, indices = np.asarray(indptr, np.int64), np.asarray(indices, np.int64)
+        postings = sp.csr_matrix((np.ones(len(indices)), indices, indptr), shape=(n_rows, n_terms))
+        n = int((kinds >= 0).sum())
+        df = np.bincount(indices, minlength=n_terms).astype(np.int64)
+        vocab = tuple(term_index)
+        is_entity = np.fromiter((t.startswith("e:") for t in vocab), dtype=bool, count=n_terms)
+        idf_ = idf(df, n, virtual=settings.virtual)
+        w = np.where(is_entity, 1.5 * idf_, idf_)
+        hub = df >= max(4.0, 0.15 * n)
+        capped = df > max(50.0, 0.2 * n)
+        row_of_posting = np.repeat(np.arange(n_rows, dtype=np.int64), np.diff(indptr))
+        total = _segment_sums(w[indices], np.diff(indptr))  # as a CSR row sum adds them
+        order = np.argsort(facts["session"], kind="stable")
+        counts = np.bincount(facts["session"][order] + 1, minlength=1) if n_rows else np.zeros(1, np.int64)
+        session_start = np.concatenate([[0], np.cumsum(counts[1:])]).astype(np.int64) + (counts[0] if n_rows else 0)
+        return cls(
+            ids=ids, row_of={i: k for k, i in enumerate(ids)}, n=n, vocab=vocab, term_index=term_index,
+            df=df, idf=idf_, w=w, is_entity=is_entity, hub=hub, capped=capped,
+            postings=postings, postings_t=postings.T.tocsr(), total=total, anchors=anchors, kind=kinds,
+            keys=(row_of_posting << 32) | indices, strong_base=strong_base, strong_flag=strong_base & ~hub[indices],
+            session_rows=order.astype(np.int64), session_start=session_start,
+            known_entities=known, settings=settings, **facts, **cues,
+        )
+
+    def extend(self, entries: pl.DataFrame) -> "TermStats":
+        """The statistics of ``entries``, a frame whose first rows are the ones these statistics
+        were built from (same ids, same order) followed by new entries: only the new rows are read
+        (anchors, cue words); the counts, weights and indexes are updated with numpy. The result
+        equals ``TermStats.build(entries, known_entities=..., settings=...)`` with the same known
+        entities and settings; rebuild instead when the triples name new entities.
+
+        >>> import polars as pl, datetime as dt
+        >>> t = dt.datetime(2026, 1, 1, tzinfo=dt.timezone.utc)
+        >>> bank = pl.DataFrame({"id": ["a1", "b2"], "kind": ["fact", "fact"], "content": ["green tea", "black tea"],
+        ...                      "created_at": [t, t]})
+        >>> s = TermStats.build(bank.head(1)).extend(bank)
+        >>> s.n, round(float(s.weights(["t:tea"])[0]), 3)
+        (2, 2.219)
+        """
+        _check_entries(entries)
+        old = len(self.ids)
+        if entries.height < old or not entries["id"].head(old).equals(self._id_series(), check_names=False):
+            raise ValidationError("entries", entries.height, "must start with the rows these statistics were built "
+                                  "from, in the same order; rebuild them with TermStats.build(entries)")
+        if entries.height == old:
+            return self
+        new = entries.slice(old)
+        rows, kinds, anchors, texts = _read_entries(new, self.known_entities)
+        term_index = dict(self.term_index)
+        indptr, indices, strong_base = _postings_of(
+            anchors, term_index, [int(self.postings.indptr[-1])], [], [],
+        )
+        indptr = np.concatenate([self.postings.indptr, np.asarray(indptr[1:], np.int64)])
+        indices = np.concatenate([self.postings.indices.astype(np.int64), np.asarray(indices, np.int64)])
+        strong_base = np.concatenate([self.strong_base, strong_base])
+        cues = {k: np.concatenate([getattr(self, k), v]) for k, v in _cues(texts).items()}
+        ids = self.ids + tuple(new["id"].to_list())
+        return type(self)._finish(ids, term_index, indptr, indices, strong_base, np.concatenate([self.kind, kinds]),
+                                  self.anchors + tuple(anchors), _entry_facts(entries), cues,
+                                  self.known_entities, self.settings)
+
+    @property
+    def weighted(self) -> sp.csr_matrix:
+        """w(t) where the entry has the term (CSR, rows = entries)."""
+        m = sp.csr_matrix((self.w[self.postings.indices], self.postings.indices.copy(), self.postings.indptr.copy()),
+                          shape=self.postings.shape)
+        m.eliminate_zeros()
+        return m
+
+    @property
+    def strong(self) -> sp.csr_matrix:
+        """1.0 where the entry's term is neither a hub nor a place/machine of that entry (CSR)."""
+        m = sp.csr_matrix((self.strong_flag.astype(np.float64), self.postings.indices.copy(), self.postings.indptr.copy()),
+                          shape=self.postings.shape)
+        m.eliminate_zeros()
+        return m
+
+    def _id_series(self) -> pl.Series:
+        cached = self._cache.get("ids")
+        if cached is None:
+            cached = self._cache["ids"] = pl.Series("id", self.ids, dtype=pl.String)
+        return cached
+
+    def weights(self, terms) -> np.ndarray:
+        """w(t) of each term; a term the bank does not hold weighs as if df were 0.
+
+        >>> import polars as pl, datetime as dt
+        >>> t = dt.datetime(2026, 1, 1, tzinfo=dt.timezone.utc)
+        >>> s = TermStats.build(pl.DataFrame({"id": ["a"], "kind": ["fact"], "content": ["E-217"],
+        ...                                   "created_at": [t]}))
+        >>> [round(float(x), 2) for x in s.weights(["e:e-217", "t:unknown"])]
+        [4.03, 3.78]
+        """
+        unseen = float(idf(np.array([0]), self.n, virtual=self.settings.virtual)[0])
+        out = []
+        for t in terms:
+            k = self.term_index.get(t)
+            base = self.w[k] if k is not None else unseen * (1.5 if t.startswith("e:") else 1.0)
+            out.append(base)
+        return np.asarray(out, dtype=np.float64)
+
+    def entry_weights(self, row: int) -> dict[str, float]:
+        """``{term: w(t)}`` of one entry (by row).
+
+        >>> import polars as pl, datetime as dt
+        >>> t = dt.datetime(2026, 1, 1, tzinfo=dt.timezone.utc)
+        >>> s = TermStats.build(pl.DataFrame({"id": ["a"], "kind": ["fact"], "content": ["tea"],
+        ...                                   "created_at": [t]}))
+        >>> {k: round(v, 2) for k, v in s.entry_weights(0).items()}
+        {'t:tea': 2.69}
+        """
+        a = self.anchors[row]
+        return dict(zip(a.terms, self.weights(a.terms).tolist()))
+
+    def check_aligned(self, entries: pl.DataFrame) -> None:
+        """Raise ValidationError unless these statistics were built from this frame's rows."""
+        if self._cache.get("aligned") is entries:
+            return
+        if entries.height != len(self.ids) or not entries["id"].equals(self._id_series(), check_names=False):
+            raise ValidationError(
+                "stats", f"{len(self.ids)} entries", f"were built from another entries frame ({entries.height} rows); "
+                "rebuild them with TermStats.build(entries)",
+            )
+        self._cache["aligned"] = entries
+
+
+def _is_asset(key: str) -> bool:
+    head = key.split(" ", 1)
+    return len(head) == 2 and head[0] in ASSET_NOUNS and any(ch.isdigit() for ch in head[1]) or (
+        len(head) == 2 and head[0] in ASSET_NOUNS and len(head[1]) == 1
+    )
+
+
+def _read_entries(entries: pl.DataFrame, known: tuple[str, ...]):
+    """Rows (dicts), linker kind codes, anchors and texts of an entries frame."""
+    rows = entries.select(
+        [c for c in ("id", "kind", *_TEXT_COLUMNS, "steps", "systems", "session_id") if c in entries.columns]
+    ).to_dicts()
+    kinds = np.array([kind_code(r.get("kind")) for r in rows], dtype=np.int64)
+    anchors, texts = [], []
+    for r, code in zip(rows, kinds):
+        text = entry_text(r) if code >= 0 else ""
+        systems = tuple(s for s in (r.get("systems") or ()) if s)
+        anchors.append(anchor(text, known_entities=known + tuple(s.lower() for s in systems)) if text else Anchor((), ()))
+        texts.append(text)
+    return rows, kinds, anchors, texts
+
+
+def _postings_of(anchors, term_index: dict, indptr: list, indices: list, strong: list):
+    """Append the anchors' terms as CSR rows (columns sorted; new terms get the next columns) and
+    whether each term is strong for its entry (not one of its places/machines)."""
+    for a in anchors:
+        cols = [term_index.setdefault(t, len(term_index)) for t in a.terms]
+        place_words = {f"t:{stem(e.split()[0])}" for e in a.entities if _is_asset(e)}
+        flags = [not (_is_asset(t[2:]) and t.startswith("e:")) and t not in place_words for t in a.terms]
+        order = sorted(range(len(cols)), key=cols.__getitem__)
+        indices.extend(cols[i] for i in order)
+        strong.extend(flags[i] for i in order)
+        indptr.append(indptr[-1] + len(cols))
+    return indptr, indices, np.asarray(strong, dtype=bool)
+
+
+def _segment_sums(values: np.ndarray, lengths: np.ndarray) -> np.ndarray:
+    out = np.zeros(len(lengths))
+    filled = lengths > 0
+    if filled.any():
+        out[filled] = np.add.reduceat(values, (np.cumsum(lengths) - lengths)[filled])
+    return out
+
+
+def _csr(data, indices, indptr, shape) -> sp.csr_matrix:
+    m = sp.csr_matrix((np.asarray(data, float), np.asarray(indices, np.int64), np.asarray(indptr, np.int64)), shape=shape)
+    m.sum_duplicates()
+    m.sort_indices()
+    return m
+
+
+def _check_entries(entries: pl.DataFrame) -> None:
+    for col in ("id", "kind", "created_at"):
+        if col not in entries.columns:
+            raise ValidationError(col, None, "the entries frame needs columns id, kind and created_at")
+    if entries.height and entries["id"].n_unique() != entries.height:
+        dup = entries.filter(pl.col("id").is_duplicated())["id"][0]
+        raise ValidationError("id", dup, "entry ids must be unique")
+    nulls = entries.filter(pl.col("created_at").is_null())
+    if nulls.height:
+        raise ValidationError("created_at", None, "every entry needs a created_at", row=nulls["id"][0])
+
+
+def _entry_facts(entries: pl.DataFrame) -> dict:
+    n = entries.height
+    time_us = entries["created_at"].cast(pl.Datetime("us", "UTC")).dt.epoch("us").to_numpy().astype(np.int64)
+    rank = np.empty(n, np.int64)
+    if n:
+        order = entries.select(pl.arg_sort_by(pl.col("created_at").cast(pl.Datetime("us", "UTC")), pl.col("id")))
+        rank[order.to_series().to_numpy()] = np.arange(n)
+    if "session_id" in entries.columns:
+        # dense codes 0..S-1 (same session <=> same code), -1 for none
+        codes = entries.select(pl.col("session_id").cast(pl.String).rank("dense") - 1).to_series()
+        session = codes.fill_null(-1).to_numpy().astype(np.int64)
+    else:
+        session = np.full(n, -1, np.int64)
+    return dict(rank=rank, time_us=time_us, session=session)
+
+
+def _cues(texts: list[str]) -> dict:
+    return dict(fix=np.array([bool(FIX_RE.search(t)) for t in texts], dtype=bool),
+                problem=np.array([bool(PROBLEM_RE.search(t)) for t in texts], dtype=bool),
+                progress=np.array([bool(PROGRESS_RE.search(t)) for t in texts], dtype=bool))
+
+
+def metadata_of(value) -> dict:
+    """The metadata JSON text of an entry as a dict ({} when empty or not an object)."""
+    if not value:
+        return {}
+    try:
+        parsed = json.loads(value)
+    except (TypeError, ValueError):
+        return {}
+    return parsed if isinstance(parsed, dict) else {}

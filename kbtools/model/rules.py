@@ -1,0 +1,213 @@
+"""The rules rows must follow, as pure checks over frames.
+
+``problems_*`` functions return every problem they find (for ``check_bank`` and reports);
+``check_*`` functions raise the first one as a :class:`~kbtools.errors.KbError` (for writes, which
+must name the row, the value and the rule and write nothing).
+
+>>> import polars as pl
+>>> edges = pl.DataFrame({"src": ["a1b2c3d4"], "dst": ["a1b2c3d4"], "type": ["clarifies"], "source": ["author"], "weight": [1.0]})
+>>> [p.rule for p in problems_edges(edges, {"a1b2c3d4"})]
+['an entry cannot point at itself']
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+import polars as pl
+
+from kbtools.errors import EdgeRuleError, ValidationError
+from kbtools.model.schema import SCHEMAS
+from kbtools.model.vocab import EDGE_SOURCES, EDGE_TYPES, ENTRY_KINDS, ENTRY_STATUSES, TRUSTED_SOURCES
+
+__all__ = [
+    "Problem",
+    "ID_PATTERN",
+    "problems_entries",
+    "problems_edges",
+    "problems_triples",
+    "check_entries",
+    "check_edges",
+    "check_schema",
+]
+
+ID_PATTERN = re.compile(r"^[0-9a-f]{8}$")
+_ID_REGEX = r"^[0-9a-f]{8}$"
+
+
+@dataclass(frozen=True)
+class Problem:
+    """One broken rule: which table and row, the offending value, the rule.
+
+    >>> print(Problem("edges", 3, "type", "cousin_of", "unknown edge type"))
+    edges row 3: type='cousin_of': unknown edge type
+    """
+
+    table: str
+    row: int | None
+    column: str
+    value: object
+    rule: str
+
+    def __str__(self) -> str:
+        where = f"{self.table} row {self.row}" if self.row is not None else self.table
+        shown = repr(self.value)
+        if len(shown) > 80:
+            shown = shown[:77] + "..."
+        return f"{where}: {self.column}={shown}: {self.rule}"
+
+
+def _rows_where(frame: pl.DataFrame, mask: pl.Expr) -> pl.DataFrame:
+    return frame.with_row_index("_row").filter(mask)
+
+
+def _listed(values) -> str:
+    return ", ".join(sorted(values))
+
+
+def problems_entries(entries: pl.DataFrame) -> list[Problem]:
+    """Every rule the entries table breaks: id format and uniqueness, kind, status, required text.
+
+    >>> problems_entries(pl.DataFrame({"id": ["zz"], "kind": ["poem"], "content": ["x"], "status": ["active"]}))[0].rule
+    'an id is 8 lowercase hex characters'
+    """
+    out: list[Problem] = []
+    if entries.height == 0:
+        return out
+    for row in _rows_where(entries, ~pl.col("id").fill_null("").str.contains(_ID_REGEX)).iter_rows(named=True):
+        out.append(Problem("entries", row["_row"], "id", row["id"], "an id is 8 lowercase hex characters"))
+    dup = _rows_where(entries, pl.col("id").is_duplicated())
+    for row in dup.iter_rows(named=True):
+        out.append(Problem("entries", row["_row"], "id", row["id"], "ids are unique in a bank"))
+    if "kind" in entries.columns:
+        bad = _rows_where(entries, ~pl.col("kind").is_in(sorted(ENTRY_KINDS)) | pl.col("kind").is_null())
+        for row in bad.iter_rows(named=True):
+            out.append(Problem("entries", row["_row"], "kind", row["kind"], f"kind must be one of {_listed(ENTRY_KINDS)}"))
+    if "status" in entries.columns:
+        bad = _rows_where(entries, ~pl.col("status").is_in(sorted(ENTRY_STATUSES)) | pl.col("status").is_null())
+        for row in bad.iter_rows(named=True):
+            out.append(
+                Problem("entries", row["_row"], "status", row["status"], f"status must be one of {_listed(ENTRY_STATUSES)}")
+            )
+    if "content" in entries.columns:
+        bad = _rows_where(entries, pl.col("content").fill_null("").str.strip_chars() == "")
+        for row in bad.iter_rows(named=True):
+            out.append(Problem("entries", row["_row"], "content", row["content"], "content is required and not empty"))
+    return out
+
+
+def problems_edges(edges: pl.DataFrame, ids: set[str] | pl.Series | None = None) -> list[Problem]:
+    """Every rule the edges break: vocabulary, self-loops, unknown ids, duplicate triples, weights.
+
+    >>> e = pl.DataFrame({"src": ["a1b2c3d4"], "dst": ["b2c3d4e5"], "type": ["cousin_of"], "source": ["author"], "weight": [1.0]})
+    >>> problems_edges(e, {"a1b2c3d4", "b2c3d4e5"})[0].rule.startswith("unknown edge type")
+    True
+    """
+    out: list[Problem] = []
+    if edges.height == 0:
+        return out
+    indexed = edges.with_row_index("_row")
+    for row in indexed.filter(~pl.col("type").is_in(sorted(EDGE_TYPES)) | pl.col("type").is_null()).iter_rows(named=True):
+        out.append(Problem("edges", row["_row"], "type", row["type"], f"unknown edge type; allowed: {_listed(EDGE_TYPES)}"))
+    for row in indexed.filter(~pl.col("source").is_in(sorted(EDGE_SOURCES)) | pl.col("source").is_null()).iter_rows(named=True):
+        out.append(
+            Problem("edges", row["_row"], "source", row["source"], f"unknown edge source; allowed: {_listed(EDGE_SOURCES)}")
+        )
+    for row in indexed.filter(pl.col("src") == pl.col("dst")).iter_rows(named=True):
+        out.append(Problem("edges", row["_row"], "dst", row["dst"], "an entry cannot point at itself"))
+    for row in indexed.filter(pl.struct("src", "dst", "type").is_duplicated()).iter_rows(named=True):
+        out.append(
+            Problem("edges", row["_row"], "src,dst,type", (row["src"], row["dst"], row["type"]), "(src, dst, type) is unique")
+        )
+    if ids is not None:
+        known = pl.DataFrame({"_id": pl.Series(list(ids) if not isinstance(ids, pl.Series) else ids, dtype=pl.String)})
+        for col in ("src", "dst"):
+            missing = indexed.join(known, left_on=col, right_on="_id", how="anti").sort("_row")
+            for row in missing.iter_rows(named=True):
+                out.append(Problem("edges", row["_row"], col, row[col], "the entry does not exist"))
+    if "weight" in edges.columns:
+        trusted = pl.col("source").is_in(sorted(TRUSTED_SOURCES))
+        for row in indexed.filter(trusted & (pl.col("weight") != 1.0)).iter_rows(named=True):
+            out.append(Problem("edges", row["_row"], "weight", row["weight"], "trusted edges have weight 1.0"))
+        bad_w = ~trusted & (pl.col("weight").is_null() | (pl.col("weight") <= 0) | (pl.col("weight") > 1))
+        for row in indexed.filter(bad_w).iter_rows(named=True):
+            out.append(Problem("edges", row["_row"], "weight", row["weight"], "a fading edge's weight is in (0, 1]"))
+    return out
+
+
+def problems_triples(triples: pl.DataFrame) -> list[Problem]:
+    """Every rule the entity triples break: empty parts, duplicates.
+
+    >>> problems_triples(pl.DataFrame({"subject": ["Kioko"], "relation": ["uses"], "object": [""]}))[0].column
+    'object'
+    """
+    out: list[Problem] = []
+    if triples.height == 0:
+        return out
+    indexed = triples.with_row_index("_row")
+    for col in ("subject", "relation", "object"):
+        for row in indexed.filter(pl.col(col).fill_null("").str.strip_chars() == "").iter_rows(named=True):
+            out.append(Problem("triples", row["_row"], col, row[col], f"{col} is required and not empty"))
+    for row in indexed.filter(pl.struct("subject", "relation", "object").is_duplicated()).iter_rows(named=True):
+        out.append(
+            Problem("triples", row["_row"], "subject,relation,object", (row["subject"], row["relation"], row["object"]), "a triple is unique")
+        )
+    return out
+
+
+def check_schema(frame: pl.DataFrame, table: str, *, required: tuple[str, ...] = ()) -> None:
+    """Raise ValidationError when a column has the wrong dtype or a required column is missing.
+
+    >>> check_schema(pl.DataFrame({"src": [1]}), "edges")
+    Traceback (most recent call last):
+    ...
+    kbtools.errors.ValidationError: src='Int64': column src must be String
+    """
+    schema = SCHEMAS[table]
+    for name in required:
+        if name not in frame.columns:
+            raise ValidationError(name, None, f"the {table} rows need a {name!r} column")
+    for name, dtype in frame.schema.items():
+        want = schema.get(name)
+        if want is None or dtype == want or dtype == pl.Null:
+            continue
+        if isinstance(want, pl.Datetime) and isinstance(dtype, pl.Datetime):
+            continue
+        if want == pl.Float64 and dtype.is_numeric():
+            continue
+        if want == pl.Int64 and dtype.is_integer():
+            continue
+        raise ValidationError(name, str(dtype), f"column {name} must be {want}")
+
+
+def check_entries(entries: pl.DataFrame) -> None:
+    """Raise the first problem of new entry rows (see :func:`problems_entries`)."""
+    probs = problems_entries(entries)
+    if probs:
+        p = probs[0]
+        raise ValidationError(p.column, p.value, p.rule, row=p.row)
+
+
+def check_edges(edges: pl.DataFrame, ids: set[str] | pl.Series | None, *, existing: pl.DataFrame | None = None) -> None:
+    """Raise the first problem of new edge rows, including a clash with ``existing`` edges.
+
+    >>> e = pl.DataFrame({"src": ["a1b2c3d4"], "dst": ["a1b2c3d4"], "type": ["clarifies"], "source": ["author"], "weight": [1.0]})
+    >>> check_edges(e, {"a1b2c3d4"})
+    Traceback (most recent call last):
+    ...
+    kbtools.errors.EdgeRuleError: row 0: edge a1b2c3d4 -> a1b2c3d4 (clarifies): an entry cannot point at itself
+    """
+    probs = problems_edges(edges, ids)
+    if probs:
+        p = probs[0]
+        r = edges.row(p.row, named=True)
+        raise EdgeRuleError(f"row {p.row}: edge {r['src']} -> {r['dst']} ({r['type']}): {p.rule}"
+                            + ("" if p.column in ("dst",) and p.rule.startswith("an entry") else f" (got {p.column}={p.value!r})"))
+    if existing is not None and existing.height and edges.height:
+        clash = edges.with_row_index("_row").join(existing.select("src", "dst", "type"), on=["src", "dst", "type"], how="semi")
+        if clash.height:
+            r = clash.row(0, named=True)
+            raise EdgeRuleError(
+                f"row {r['_row']}: edge {r['src']} -> {r['dst']} ({r['type']}): already exists; (src, dst, type) is unique"
+            )

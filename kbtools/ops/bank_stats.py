@@ -1,0 +1,80 @@
+"""bank_stats: what a bank holds, in numbers (pure over the bank's frames).
+
+>>> import tempfile, pathlib
+>>> from kbtools.store.bank import create_bank
+>>> bank_stats(create_bank(pathlib.Path(tempfile.mkdtemp()) / "b"))["entries"]
+0
+"""
+
+from __future__ import annotations
+
+import polars as pl
+
+from kbtools.store.bank import Bank
+from kbtools.model.vocab import TRUSTED_SOURCES
+
+__all__ = ["bank_stats", "format_stats"]
+
+
+def _counts(frame: pl.DataFrame, col: str) -> dict[str, int]:
+    if frame.height == 0:
+        return {}
+    return dict(frame.group_by(col).len().sort(["len", col], descending=[True, False]).iter_rows())
+
+
+def bank_stats(bank: Bank) -> dict:
+    """Counts by kind, type and source, note coverage, citation and metadata shares, storage.
+
+    The result is JSON-ready (plain ints, floats, strings and dicts).
+    """
+    entries, edges = bank.entries, bank.edges
+    trusted = edges.filter(pl.col("source").is_in(sorted(TRUSTED_SOURCES)))
+    with_note = edges.filter(pl.col("note").fill_null("").str.strip_chars() != "")
+    degree = pl.concat([edges["src"], edges["dst"]]).value_counts() if edges.height else None
+    linked = 0 if degree is None else degree.height
+    size = sum(f.stat().st_size for f in bank.path.rglob("*") if f.is_file())
+    from kbtools.evaluate import leaky_notes
+
+    leaky = leaky_notes(bank)
+    segments = bank.segment_files()
+    return {
+        "path": str(bank.path),
+        "version": bank.version,
+        "entries": entries.height,
+        "entries_by_kind": _counts(entries, "kind"),
+        "entries_by_status": _counts(entries, "status"),
+        "edges": edges.height,
+        "edges_trusted": trusted.height,
+        "edges_by_type": _counts(edges, "type"),
+        "edges_by_source": _counts(edges, "source"),
+        "note_coverage": round(with_note.height / edges.height, 4) if edges.height else 0.0,
+        "notes_restating_their_target": leaky.select("src", "type", "dst", "reason").to_dicts(),
+        "connected_entries": linked,
+        "isolated_entries": entries.height - linked,
+        "triples": bank.triples.height,
+        "events": bank.events.height,
+        "usage_pending": bank.usage.height,
+        "embedder": bank.embedder_name,
+        "vectors": int(len(bank.vectors()[0])),
+        "segments": {t: len(v) for t, v in segments.items()},
+        "bytes_on_disk": size,
+    }
+
+
+def format_stats(stats: dict) -> str:
+    """A short human-readable report of :func:`bank_stats`."""
+    lines = [
+        f"bank {stats['path']} (version {stats['version']}, {stats['bytes_on_disk'] / 1e6:.1f} MB)",
+        f"  entries  {stats['entries']:>7}  " + ", ".join(f"{k} {v}" for k, v in list(stats["entries_by_kind"].items())[:8]),
+        f"  edges    {stats['edges']:>7}  trusted {stats['edges_trusted']}, notes on {stats['note_coverage']:.0%}",
+        "           by source: " + ", ".join(f"{k} {v}" for k, v in stats["edges_by_source"].items()),
+        "           by type:   " + ", ".join(f"{k} {v}" for k, v in list(stats["edges_by_type"].items())[:10]),
+        f"  linked   {stats['connected_entries']:>7}  isolated {stats['isolated_entries']}",
+        *([f"  DATA PROBLEM: {len(stats['notes_restating_their_target'])} edge note(s) restate the fact they point at "
+           "(a note says how, never what): " + "; ".join(f"{r['src']} {r['type']} {r['dst']} ({r['reason']})"
+                                                        for r in stats['notes_restating_their_target'][:5])]
+          if stats["notes_restating_their_target"] else []),
+        f"  triples  {stats['triples']:>7}  events {stats['events']}  usage pending {stats['usage_pending']}",
+        f"  vectors  {stats['vectors']:>7}  embedder {stats['embedder'] or '-'}",
+    ]
+    return "\n".join(lines)

@@ -1,0 +1,259 @@
+"""Import and export: JSONL and Parquet files in the shape a PostgreSQL + pgvector bank exports
+(``entries``; ``entry_edges`` with from, to, type, source, note, evidence, created_by, created_at).
+
+Every row is validated before anything is written; a bad row is reported with its line number (1
+for the first JSONL line / Parquet row) and the bank is left as it was.
+
+>>> import tempfile, pathlib, json
+>>> from kbtools.store.bank import create_bank
+>>> tmp = pathlib.Path(tempfile.mkdtemp())
+>>> _ = (tmp / "e.jsonl").write_text(json.dumps({"id": "a1b2c3d4", "content": "Cache keys include the locale."}) + "\\n")
+>>> import_files(create_bank(tmp / "b"), entries=tmp / "e.jsonl", actor="import")["entries"]
+1
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from datetime import datetime, timezone
+from pathlib import Path
+
+import polars as pl
+
+from kbtools.errors import EdgeRuleError, KbError, ValidationError
+from kbtools.model.guard import transient_reason
+from kbtools.model.rules import check_schema, problems_edges, problems_entries, problems_triples
+from kbtools.model.schema import SCHEMAS, conform
+from kbtools.store.bank import Bank, Changes, utcnow
+from kbtools.model.vocab import TRUSTED_SOURCES
+from kbtools.ops.writes import _edge_events, event_rows
+
+__all__ = ["read_rows", "plan_import", "import_frames", "import_files", "export_bank", "EDGE_COLUMN_ALIASES"]
+
+#: pgvector banks call the endpoints ``from`` and ``to``.
+EDGE_COLUMN_ALIASES = {"from": "src", "to": "dst", "from_id": "src", "to_id": "dst", "edge_type": "type"}
+
+
+def read_rows(path: str | os.PathLike, table: str) -> pl.DataFrame:
+    """Rows of one table from a .jsonl / .json / .parquet file, column aliases resolved.
+
+    A JSONL line that is not a JSON object is an error naming the line.
+    """
+    path = Path(path)
+    if not path.exists():
+        raise KbError(f"{path}: no such file")
+    if path.suffix == ".parquet":
+        frame = pl.read_parquet(path)
+    elif path.suffix in (".jsonl", ".ndjson", ".json"):
+        rows = []
+        with open(path, encoding="utf-8") as fh:
+            for line_no, line in enumerate(fh, start=1):
+                if not line.strip():
+                    continue
+                try:
+                    obj = json.loads(line)
+                except ValueError as err:
+                    raise ValidationError("line", line.strip()[:60], f"{path.name}: not valid JSON ({err.msg})", row=line_no) from None
+                if not isinstance(obj, dict):
+                    raise ValidationError("line", obj, f"{path.name}: each line is a JSON object", row=line_no)
+                rows.append(obj)
+        frame = _frame_from_dicts(rows, table, path.name)
+    else:
+        raise KbError(f"{path}: unsupported file type {path.suffix!r}; use .jsonl or .parquet")
+    if table == "edges":
+        frame = frame.rename({k: v for k, v in EDGE_COLUMN_ALIASES.items() if k in frame.columns})
+    return frame
+
+
+def _frame_from_dicts(rows: list[dict], table: str, name: str) -> pl.DataFrame:
+    """A frame from dicts, with per-value type checks that name the line of a bad value."""
+    schema = SCHEMAS[table]
+    aliases = EDGE_COLUMN_ALIASES if table == "edges" else {}
+    cols: dict[str, list] = {}
+    for line_no, obj in enumerate(rows, start=1):
+        for key, value in obj.items():
+            col = aliases.get(key, key)
+            if col not in schema:
+                continue  # extra columns (an embedding, a tenant id) are not part of the bank
+            want = schema[col]
+            value = _coerce(value, want, col, line_no, name)
+            cols.setdefault(col, [None] * (line_no - 1)).append(value)
+        for col in cols:
+            if len(cols[col]) < line_no:
+                cols[col].append(None)
+    return pl.DataFrame({c: pl.Series(c, v, dtype=schema[c]) for c, v in cols.items()}) if cols else pl.DataFrame()
+
+
+def _coerce(value, want, col: str, line_no: int, name: str):
+    if value is None:
+        return None
+    if want == pl.String:
+        if col in ("metadata", "evidence") and isinstance(value, (dict, list)):
+            return json.dumps(value, sort_keys=True)
+        if not isinstance(value, str):
+            raise ValidationError(col, value, f"{name}: {col} must be a string", row=line_no)
+        return value
+    if isinstance(want, pl.List):
+        if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
+            raise ValidationError(col, value, f"{name}: {col} must be a list of strings", row=line_no)
+        return value
+    if isinstance(want, pl.Datetime):
+        if isinstance(value, (int, float)):
+            return datetime.fromtimestamp(value, tz=timezone.utc)
+        try:
+            dt = datetime.fromisoformat(str(value).replace("Z", "+00:00"))
+        except ValueError:
+            raise ValidationError(col, value, f"{name}: {col} must be an ISO 8601 timestamp", row=line_no) from None
+        return dt if dt.tzinfo else dt.replace(tzinfo=timezone.utc)
+    if want == pl.Float64:
+        if isinstance(value, bool) or not isinstance(value, (int, float)):
+            raise ValidationError(col, value, f"{name}: {col} must be a number", row=line_no)
+        return float(value)
+    if want == pl.Int64:
+        if isinstance(value, bool) or not isinstance(value, int):
+            raise ValidationError(col, value, f"{name}: {col} must be an integer", row=line_no)
+        return value
+    return value
+
+
+def _first(problems, offset: int = 1):
+    if problems:
+        p = problems[0]
+        row = None if p.row is None else p.row + offset
+        exc = EdgeRuleError if p.table == "edges" else ValidationError
+        if exc is EdgeRuleError:
+            raise EdgeRuleError(f"{p.table} line {row}: {p.column}={p.value!r}: {p.rule}")
+        raise ValidationError(p.column, p.value, f"{p.table}: {p.rule}", row=row)
+
+
+def plan_import(
+    bank_entries: pl.DataFrame,
+    bank_edges: pl.DataFrame,
+    entries: pl.DataFrame | None,
+    edges: pl.DataFrame | None,
+    triples: pl.DataFrame | None = None,
+    *,
+    actor: str,
+    now: datetime,
+    guard: bool = True,
+) -> Changes:
+    """Validated Changes for a bulk import (pure). Rows are numbered from 1 in errors.
+
+    Missing entry fields get defaults (kind knowledge, status active, timestamps now); edge
+    sources default to ``import`` and trusted edges to weight 1.0.
+    """
+    entries = entries if entries is not None else pl.DataFrame(schema=SCHEMAS["entries"])
+    edges = edges if edges is not None else pl.DataFrame(schema=SCHEMAS["edges"])
+    check_schema(entries, "entries", required=("id", "content") if entries.height else ())
+    check_schema(edges, "edges", required=("src", "dst", "type") if edges.height else ())
+    ent = conform(entries, "entries").with_columns(
+        pl.col("kind").fill_null("knowledge"),
+        pl.col("status").fill_null("active"),
+        pl.col("title").fill_null(pl.col("content").str.slice(0, 80)),
+        pl.col("summary").fill_null(pl.col("content").str.slice(0, 200)),
+        pl.col("useful_for").fill_null(""),
+        pl.col("metadata").fill_null("{}"),
+        pl.col("systems").fill_null([]),
+        pl.col("tasks").fill_null([]),
+        pl.col("steps").fill_null([]),
+        pl.col("created_at").fill_null(now),
+        pl.col("usage_count").fill_null(0),
+    ).with_columns(pl.col("updated_at").fill_null(pl.col("created_at")))
+    _first(problems_entries(pl.concat([ent, bank_entries.select(ent.columns)], how="vertical_relaxed")))
+    if guard:
+        for i, text in enumerate(ent["content"].to_list()):
+            why = transient_reason(text)
+            if why:
+                raise ValidationError("content", text, f"rejected by the guard: {why}", row=i + 1)
+    ed = conform(edges, "edges").with_columns(
+        pl.col("source").fill_null("import"),
+        pl.col("evidence").fill_null("{}"),
+        pl.col("created_by").fill_null(actor),
+        pl.col("created_at").fill_null(now),
+    )
+    ed = ed.with_columns(
+        pl.col("type").replace({"related_to": "see_also"}),
+        pl.when(pl.col("weight").is_null() & pl.col("source").is_in(sorted(TRUSTED_SOURCES))).then(1.0).otherwise(pl.col("weight")).alias("weight"),
+        pl.col("seen_at").fill_null(pl.col("created_at")),
+    )
+    ids = pl.concat([bank_entries["id"], ent["id"]])
+    _first(problems_edges(ed, ids))
+    clash = ed.with_row_index("_row").join(bank_edges.select("src", "dst", "type"), on=["src", "dst", "type"], how="semi")
+    if clash.height:
+        r = clash.row(0, named=True)
+        raise EdgeRuleError(f"edges line {r['_row'] + 1}: edge {r['src']} -> {r['dst']} ({r['type']}) already exists; (src, dst, type) is unique")
+    tri = None
+    if triples is not None and triples.height:
+        tri = conform(triples, "triples").with_columns(pl.col("created_by").fill_null(actor), pl.col("created_at").fill_null(now))
+        _first(problems_triples(tri))
+    n = ent.height
+    events = [
+        pl.DataFrame(
+            {
+                "at": pl.Series([now] * n, dtype=SCHEMAS["events"]["at"]),
+                "actor": [actor] * n, "action": ["entry.create"] * n, "src": ent["id"],
+                "dst": [None] * n, "type": [None] * n, "reason": ["import"] * n,
+                "payload": ent.select(pl.struct("kind", "title").struct.json_encode())[:, 0],
+            },
+            schema=SCHEMAS["events"],
+        ),
+        _edge_events(ed, "edge.create", actor=actor, at=now, reason="import"),
+    ]
+    if tri is not None:
+        events.append(event_rows([{"action": "triple.create", "payload": {"rows": tri.height}}], actor=actor, at=now, reason="import"))
+    upserts = {"entries": ent, "edges": ed}
+    if tri is not None:
+        upserts["triples"] = tri
+    return Changes(upserts=upserts, appends={"events": pl.concat(events)})
+
+
+def import_frames(
+    bank: Bank, *, entries: pl.DataFrame | None = None, edges: pl.DataFrame | None = None,
+    triples: pl.DataFrame | None = None, actor: str = "import", guard: bool = True,
+) -> dict:
+    """Import frames into the bank in one transaction; returns row counts."""
+    counts: dict = {}
+
+    def plan(b: Bank) -> Changes:
+        ch = plan_import(b.entries, b.edges, entries, edges, triples, actor=actor, now=utcnow(), guard=guard)
+        counts.update({"entries": ch.upserts["entries"].height, "edges": ch.upserts["edges"].height,
+                       "triples": ch.upserts["triples"].height if "triples" in ch.upserts else 0})
+        return ch
+
+    bank.write(plan, actor=actor)
+    return counts
+
+
+def import_files(bank: Bank, *, entries=None, edges=None, triples=None, actor: str = "import") -> dict:
+    """Import JSONL or Parquet files (pgvector export shape) in one transaction."""
+    ent = read_rows(entries, "entries") if entries else None
+    ed = read_rows(edges, "edges") if edges else None
+    tri = read_rows(triples, "triples") if triples else None
+    return import_frames(bank, entries=ent, edges=ed, triples=tri, actor=actor)
+
+
+def export_bank(bank: Bank, to: str | os.PathLike, *, format: str = "jsonl") -> dict:
+    """Write entries.<ext>, entry_edges.<ext> (from/to naming), triples and events to a folder.
+
+    Returns the files written and their row counts.
+    """
+    if format not in ("jsonl", "parquet"):
+        raise KbError(f"export format {format!r}: use 'jsonl' or 'parquet'")
+    out = Path(to)
+    out.mkdir(parents=True, exist_ok=True)
+    frames = {
+        "entries": bank.entries,
+        "entry_edges": bank.edges.rename({"src": "from", "dst": "to"}),
+        "triples": bank.triples,
+        "events": bank.events,
+    }
+    written = {}
+    for name, frame in frames.items():
+        path = out / f"{name}.{format}"
+        if format == "jsonl":
+            frame.write_ndjson(path)
+        else:
+            frame.write_parquet(path)
+        written[str(path)] = frame.height
+    return written

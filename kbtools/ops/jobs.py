@@ -1,0 +1,194 @@
+"""The scheduled jobs that keep a bank healthy, as library functions and one runner for the
+``jobs/*.py`` entry points and the ``kb backfill | connect | decay`` commands.
+
+- ``backfill(bank)``: citations in prose and dedup metadata become trusted edges.
+- ``connect(bank)``: the write-time linker over every entry it has not seen (or all with
+  ``rebuild``), committed in chunks, each with its entries' ``linked_at``, so a killed run loses
+  nothing and a rerun finishes the work without doubling it.
+- ``decay(bank)``: automatic, feedback and review links fade (w * 0.5^(days since seen / 180));
+  those under 0.1 and those pointing at entries that no longer exist are pruned.
+
+One run per bank and job at a time: a second run gets :class:`JobRunning` (exit status 3).
+
+Exit status of the runner: 0 done (or nothing to do), 1 an error kbtools explains, 2 a usage error,
+3 the job is already running on a bank (or the bank is locked by a writer past the timeout).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+from typing import Callable, Sequence
+
+from kbtools.linker.citations import plan_backfill
+from kbtools.errors import BankLocked, KbError
+from kbtools.store.bank import Bank, flock_file, open_bank
+from kbtools.ops.writes import apply_plan
+
+__all__ = ["JOB_HELP", "JobRunning", "progress_reporter", "job_lock", "backfill", "connect", "decay", "run_job", "main", "JOBS"]
+
+
+class JobRunning(BankLocked):
+    """A job is already running on this bank."""
+
+    def __init__(self, path, job: str, holder: str):
+        KbError.__init__(self, f"kb {job} is already running on {path} ({holder}); this run did nothing")
+        self.path, self.holder = str(path), holder
+
+
+def job_lock(bank: Bank, job: str):
+    """Hold the bank's lock for ``job`` (not the writers' lock: writes still go through), or raise
+    :class:`JobRunning` at once naming the holder."""
+    return flock_file(bank.path / f".job-{job}.lock", timeout=0, actor=f"kb {job}",
+                      busy=lambda holder: JobRunning(bank.path, job, holder))
+
+
+def backfill(bank: Bank, *, dry_run: bool = False, actor: str = "backfill", progress: Callable | None = None) -> dict:
+    """Write the citation and metadata edges the bank lacks (none on a second run)."""
+    plan = plan_backfill(bank.entries, bank.edges)
+    report = dict(plan.report)
+    if plan.add.height and not dry_run:
+        apply_plan(bank, add=plan.add, actor=actor, reason="backfill: citations and dedup metadata as edges")
+    report["written"] = 0 if dry_run else plan.add.height
+    report["dry_run"] = dry_run
+    if dry_run:
+        report["plan"] = plan.add.select("src", "dst", "type", "source", "note").head(50).to_dicts()
+    return report
+
+
+def connect(bank: Bank, *, rebuild: bool = False, limit: int | None = None, dry_run: bool = False,
+            chunk: int = 500, actor: str = "connect", progress: Callable | None = None) -> dict:
+    """Link every entry the linker has not seen (``linked_at`` empty), or all with ``rebuild``,
+    at most ``limit``; see :mod:`kbtools.ops.maintenance`."""
+    from kbtools.ops.maintenance import connect_bank
+
+    return connect_bank(bank, rebuild=rebuild, limit=limit, dry_run=dry_run, chunk=chunk, actor=actor, progress=progress)
+
+
+def decay(bank: Bank, *, dry_run: bool = False, now=None, actor: str = "decay", progress: Callable | None = None) -> dict:
+    """Fade the fading links and prune those under 0.1 or pointing at missing entries."""
+    from kbtools.ops.maintenance import decay_bank
+
+    return decay_bank(bank, dry_run=dry_run, now=now, actor=actor)
+
+
+JOBS: dict[str, Callable] = {"backfill": backfill, "connect": connect, "decay": decay}
+
+#: What each job does, for --help.
+JOB_HELP = {
+    "backfill": "Entries that cite another entry by id in prose (8 hex characters, or a unique prefix of at\n"
+                "least 7) get `cites` edges whose note is the citing sentence; dedup metadata (split_from,\n"
+                "replaces, supersedes, recovered_from) becomes typed edges. A second run writes nothing.",
+    "connect": "Run the write-time linker over every entry it has not seen (empty linked_at), or all with\n"
+               "--rebuild, at most --limit. Commits in chunks of 500 with each entry's linked_at, so a killed\n"
+               "run loses nothing and a rerun finishes the work. Reports entries, links made and dropped.",
+    "decay": "Automatic, feedback and review links fade (w * 0.5^(days since seen / 180)); those under 0.1\n"
+             "and those pointing at deleted entries are pruned. Trusted links never fade.",
+}
+
+
+
+def progress_reporter(label: str) -> Callable:
+    """A ``progress(done, total)`` callback: a tqdm bar on a terminal, timestamped log lines on
+    stderr under a scheduler (every quarter)."""
+    if sys.stderr.isatty():
+        from tqdm import tqdm
+
+        state: dict = {}
+
+        def bar(done, total):
+            if "bar" not in state:
+                state["bar"] = tqdm(total=total, desc=label, unit="entry", leave=False)
+            state["bar"].n = done
+            state["bar"].refresh()
+            if done >= total:
+                state["bar"].close()
+
+        return bar
+    mark = {"next": 0.0}
+
+    def log(done, total):
+        if total and done / total >= mark["next"]:
+            print(f"{time.strftime('%Y-%m-%dT%H:%M:%S')} {label}: {done}/{total}", file=sys.stderr, flush=True)
+            mark["next"] += 0.25
+
+    return log
+
+
+def run_job(job: str, banks: Sequence[str], *, options: dict | None = None) -> tuple[list[dict], int]:
+    """Run ``job`` on each bank under its job lock; returns (one report per bank, exit status)."""
+    fn = JOBS[job]
+    reports, status = [], 0
+    for path in banks:
+        started = time.perf_counter()
+        try:
+            bank = open_bank(path)
+            with job_lock(bank, job):
+                report = fn(bank, progress=progress_reporter(f"{job} {path}"), **(options or {}))
+            report = {"bank": str(path), "job": job, "status": "ok", **report}
+        except BankLocked as err:  # JobRunning is one
+            report, status = {"bank": str(path), "job": job, "status": "running", "error": str(err)}, max(status, 3)
+        except KbError as err:
+            report, status = {"bank": str(path), "job": job, "status": "error", "error": str(err)}, max(status, 1) if status != 3 else 3
+        report["duration_s"] = round(time.perf_counter() - started, 3)
+        reports.append(report)
+    return reports, status
+
+
+def _text(report: dict) -> str:
+    if report["status"] != "ok":
+        return f"{report['job']} {report['bank']}: {report['status'].upper()}: {report.get('error')}"
+    skip = {"bank", "job", "status", "plan", "by_type"}
+    bits = ", ".join(f"{k} {v}" for k, v in report.items() if k not in skip and not isinstance(v, (list, dict)))
+    extra = ""
+    if report.get("by_type"):
+        extra = "\n  by type: " + ", ".join(f"{k} {v}" for k, v in report["by_type"].items())
+    if report.get("plan"):
+        extra += "\n  plan (first rows):\n" + "\n".join(f"    {json.dumps(r)}" for r in report["plan"][:20])
+    return f"{report['job']} {report['bank']}: {bits}{extra}"
+
+
+def add_job_arguments(p: argparse.ArgumentParser, job: str, *, positional: bool) -> None:
+    """The flags every job takes (and the job's own)."""
+    if positional:
+        p.add_argument("path", nargs="*", help="bank folder(s)")
+    p.add_argument("--bank", action="append", default=[], help="a bank folder (repeatable)")
+    p.add_argument("--dry-run", action="store_true", help="print the plan, write nothing")
+    if job == "connect":
+        p.add_argument("--rebuild", action="store_true", help="re-derive the automatic links of every entry")
+        p.add_argument("--limit", type=int, help="link at most this many entries")
+
+
+def job_options(job: str, args) -> dict:
+    """Keyword arguments for the job function from parsed flags."""
+    opts = {"dry_run": args.dry_run}
+    if job == "connect":
+        opts.update(rebuild=args.rebuild, limit=args.limit)
+    return opts
+
+
+def main(job: str, argv: list[str] | None = None) -> int:
+    """Entry point of ``jobs/<job>.py``: parse flags, run the job on each bank, print the reports."""
+    parser = argparse.ArgumentParser(
+        prog=f"jobs/{job}.py", description=JOB_HELP[job], formatter_class=argparse.RawDescriptionHelpFormatter,
+        epilog="Exit status: 0 done, 1 error, 2 usage, 3 already running on a bank (another run holds it).",
+    )
+    add_job_arguments(parser, job, positional=False)
+    parser.add_argument("--json", action="store_true", help="print a JSON summary")
+    args = parser.parse_args(argv)
+    if not args.bank:
+        parser.error("name at least one bank with --bank PATH")
+    reports, status = run_job(job, args.bank, options=job_options(job, args))
+    if args.json:
+        print(json.dumps(reports, indent=1, default=str))
+    else:
+        for r in reports:
+            print(_text(r))
+    return status
+
+
+def format_reports(reports: list[dict]) -> str:
+    """Human-readable lines for job reports."""
+    return "\n".join(_text(r) for r in reports)

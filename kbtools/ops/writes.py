@@ -1,0 +1,814 @@
+"""Every change to a bank: pure ``plan_*`` functions compute it, the store commits it as one
+audited transaction (entries, edges and events together, or nothing).
+
+>>> import tempfile, pathlib
+>>> from kbtools.store.bank import create_bank
+>>> bank = create_bank(pathlib.Path(tempfile.mkdtemp()) / "eng")
+>>> a = report_learning(bank, content="The deploy job needs the registry token.", actor="agent-1")
+>>> b = report_learning(bank, content="The registry token expires after 30 days.", actor="agent-2",
+...                     connections=[{"id": a, "relation": "clarifies", "note": "how long the token in that job lives"}])
+>>> bank.edges.select("src", "dst", "type").row(0) == (b, a, "clarifies")
+True
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+import secrets
+from datetime import datetime, timezone
+from typing import Any, Iterable, Sequence
+
+import polars as pl
+
+from kbtools.errors import EdgeNotFound, EdgeRuleError, EntryNotFound, GuardRejected, KbError, ValidationError
+from kbtools.model.guard import transient_reason
+from kbtools.model.rules import check_edges, check_entries
+from kbtools.model.schema import SCHEMAS, conform
+from kbtools.store.bank import Bank, Changes, utcnow
+from kbtools.model.vocab import (
+    ENTRY_KINDS,
+    TRANSITIVE_TYPES,
+    TRUSTED_SOURCES,
+    normalize_type,
+)
+
+__all__ = [
+    "report_learning",
+    "update_entry",
+    "link",
+    "unlink",
+    "delete_entry",
+    "merge_entries",
+    "split_entry",
+    "add_triple",
+    "apply_plan",
+    "plan_entry",
+    "plan_bridges",
+    "plan_merge",
+    "new_id",
+    "event_rows",
+    "record_usage",
+]
+
+_LIST_FIELDS = ("systems", "tasks", "steps")
+_TEXT_FIELDS = ("title", "summary", "content", "useful_for", "session_id")
+
+
+# ---------------------------------------------------------------------------------------------
+# small pure helpers
+
+
+def new_id(taken: Iterable[str] | pl.Series, *, rng=None) -> str:
+    """A fresh 8-hex-character id not in ``taken``.
+
+    >>> len(new_id({"a1b2c3d4"}))
+    8
+    """
+    taken_set = set(taken) if not isinstance(taken, pl.Series) else set(taken.to_list())
+    for _ in range(1000):
+        cand = secrets.token_hex(4) if rng is None else f"{int(rng.integers(0, 2**32)):08x}"
+        if cand not in taken_set:
+            return cand
+    raise KbError("could not find a free entry id after 1000 tries")
+
+
+def event_rows(rows: Sequence[dict], *, actor: str, at: datetime, reason: str | None = None) -> pl.DataFrame:
+    """Event rows (the events table's schema) from dicts with action, src, dst, type, payload.
+
+    >>> event_rows([{"action": "edge.create", "src": "a1b2c3d4"}], actor="x", at=utcnow()).columns[:3]
+    ['at', 'actor', 'action']
+    """
+    data = {
+        "at": [at] * len(rows),
+        "actor": [actor] * len(rows),
+        "action": [r["action"] for r in rows],
+        "src": [r.get("src") for r in rows],
+        "dst": [r.get("dst") for r in rows],
+        "type": [r.get("type") for r in rows],
+        "reason": [r.get("reason", reason) for r in rows],
+        "payload": [json.dumps(r.get("payload", {}), default=str, sort_keys=True) for r in rows],
+    }
+    return pl.DataFrame(data, schema=SCHEMAS["events"])
+
+
+def _edge_events(edges: pl.DataFrame, action: str, *, actor: str, at: datetime, reason: str | None, payload_cols=("source", "note", "weight")) -> pl.DataFrame:
+    """One event per edge row, vectorised."""
+    if edges.height == 0:
+        return pl.DataFrame(schema=SCHEMAS["events"])
+    cols = [c for c in payload_cols if c in edges.columns]
+    payload = (
+        edges.select(pl.struct(cols).struct.json_encode().alias("payload"))["payload"]
+        if cols
+        else pl.Series("payload", ["{}"] * edges.height)
+    )
+    return pl.DataFrame(
+        {
+            "at": pl.Series([at] * edges.height, dtype=SCHEMAS["events"]["at"]),
+            "actor": [actor] * edges.height,
+            "action": [action] * edges.height,
+            "src": edges["src"],
+            "dst": edges["dst"],
+            "type": edges["type"],
+            "reason": [reason] * edges.height,
+            "payload": payload,
+        },
+        schema=SCHEMAS["events"],
+    )
+
+
+def _as_time(value, column: str) -> datetime:
+    if value is None:
+        return utcnow()
+    if isinstance(value, str):
+        try:
+            value = datetime.fromisoformat(value.replace("Z", "+00:00"))
+        except ValueError:
+            raise ValidationError(column, value, "an ISO 8601 timestamp") from None
+    if not isinstance(value, datetime):
+        raise ValidationError(column, value, "a datetime or an ISO 8601 string")
+    if value.tzinfo is None:
+        value = value.replace(tzinfo=timezone.utc)
+    return value.astimezone(timezone.utc)
+
+
+def _first_sentence(text: str, limit: int) -> str:
+    line = text.strip().splitlines()[0] if text.strip() else ""
+    m = re.match(r"(.+?[.!?])(\s|$)", line)
+    out = m.group(1) if m else line
+    if len(out) <= limit:
+        return out
+    cut = out[: limit - 1]
+    if " " in cut:  # never cut a word in two: a derived title adds no word the content lacks
+        cut = cut[: cut.rindex(" ")]
+    return cut.rstrip(" ,;:(-") + "…"
+
+
+def _check_actor(actor) -> str:
+    if not isinstance(actor, str) or not actor.strip():
+        raise ValidationError("actor", actor, "every write names its actor (a non-empty string)")
+    return actor
+
+
+def _check_reason(reason, what: str) -> str:
+    if not isinstance(reason, str) or not reason.strip():
+        raise ValidationError("reason", reason, f"{what} requires a reason (a non-empty string)")
+    return reason
+
+
+def _check_text(name: str, value, *, row=None, required: bool = False) -> str | None:
+    if value is None:
+        if required:
+            raise ValidationError(name, value, f"{name} is required", row=row)
+        return None
+    if not isinstance(value, str):
+        raise ValidationError(name, value, f"{name} must be a string, not {type(value).__name__}", row=row)
+    return value
+
+
+def _check_list(name: str, value, *, row=None) -> list[str]:
+    if value is None:
+        return []
+    if isinstance(value, str) or not isinstance(value, (list, tuple)):
+        raise ValidationError(name, value, f"{name} must be a list of strings, not {type(value).__name__}", row=row)
+    for item in value:
+        if not isinstance(item, str):
+            raise ValidationError(name, value, f"{name} must be a list of strings (found {type(item).__name__})", row=row)
+    return list(value)
+
+
+# ---------------------------------------------------------------------------------------------
+# pure plans
+
+
+def plan_entry(
+    fields: dict[str, Any], *, taken: set[str], now: datetime, row=None, entry_id: str | None = None
+) -> dict[str, Any]:
+    """A validated entries row (a dict) from user fields; raises naming the field and the rule.
+
+    >>> r = plan_entry({"content": "Use --http1.1 for the session POST."}, taken=set(), now=utcnow())
+    >>> r["kind"], r["title"]
+    ('knowledge', 'Use --http1.1 for the session POST.')
+    """
+    unknown = set(fields) - set(SCHEMAS["entries"]) - {"id"}
+    if unknown:
+        raise ValidationError(sorted(unknown)[0], fields[sorted(unknown)[0]], f"not an entry field; fields are {', '.join(SCHEMAS['entries'])}", row=row)
+    content = _check_text("content", fields.get("content"), row=row, required=True)
+    why = transient_reason(content)
+    if why:
+        raise GuardRejected("content", content, f"rejected by the guard: {why}", row=row)
+    kind = fields.get("kind") or "knowledge"
+    if kind not in ENTRY_KINDS:
+        raise ValidationError("kind", kind, f"kind must be one of {', '.join(sorted(ENTRY_KINDS))}", row=row)
+    for name in _TEXT_FIELDS:
+        _check_text(name, fields.get(name), row=row)
+    metadata = fields.get("metadata")
+    if isinstance(metadata, dict):
+        metadata = json.dumps(metadata, sort_keys=True)
+    elif metadata is None:
+        metadata = "{}"
+    elif isinstance(metadata, str):
+        try:
+            json.loads(metadata)
+        except ValueError:
+            raise ValidationError("metadata", metadata, "metadata is a JSON object (a dict or JSON text)", row=row) from None
+    else:
+        raise ValidationError("metadata", metadata, "metadata is a JSON object (a dict or JSON text)", row=row)
+    eid = entry_id or fields.get("id") or new_id(taken)
+    if not re.fullmatch(r"[0-9a-f]{8}", str(eid)):
+        raise ValidationError("id", eid, "an id is 8 lowercase hex characters", row=row)
+    if eid in taken:
+        raise ValidationError("id", eid, "ids are unique in a bank", row=row)
+    created = _as_time(fields.get("created_at"), "created_at") if fields.get("created_at") is not None else now
+    status = fields.get("status") or "active"
+    return {
+        "id": eid,
+        "kind": kind,
+        "title": fields.get("title") or _first_sentence(content, 80),
+        "summary": fields.get("summary") or _first_sentence(content, 200),
+        "content": content,
+        "useful_for": fields.get("useful_for") or "",
+        "systems": _check_list("systems", fields.get("systems"), row=row),
+        "tasks": _check_list("tasks", fields.get("tasks"), row=row),
+        "steps": _check_list("steps", fields.get("steps"), row=row),
+        "metadata": metadata,
+        "session_id": fields.get("session_id"),
+        "created_at": created,
+        "updated_at": created,
+        "linked_at": None,
+        "usage_count": 0,
+        "last_used_at": None,
+        "status": status,
+    }
+
+
+def _edge_frame(rows: Sequence[dict], *, now: datetime, actor: str) -> pl.DataFrame:
+    data = []
+    for i, r in enumerate(rows):
+        if not isinstance(r, dict):
+            raise ValidationError("connections", r, "each connection is a dict with id, relation and optional note", row=i)
+        t = r.get("type") or r.get("relation")
+        if not isinstance(t, str):
+            raise ValidationError("relation", t, "an edge needs a relation (type) string", row=i)
+        t = normalize_type(t)
+        source = r.get("source", "author")
+        weight = r.get("weight")
+        if weight is None:
+            weight = 1.0
+        if not isinstance(weight, (int, float)):
+            raise ValidationError("weight", weight, "weight is a number", row=i)
+        note = r.get("note")
+        if note is not None and not isinstance(note, str):
+            raise ValidationError("note", note, "a note is a string", row=i)
+        evidence = r.get("evidence") or {}
+        data.append(
+            {
+                "src": r["src"],
+                "dst": r["dst"],
+                "type": t,
+                "source": source,
+                "note": note,
+                "evidence": evidence if isinstance(evidence, str) else json.dumps(evidence, sort_keys=True),
+                "weight": float(weight),
+                "created_by": r.get("created_by", actor),
+                "created_at": now,
+                "seen_at": now,
+            }
+        )
+    return pl.DataFrame(data, schema=SCHEMAS["edges"]) if data else pl.DataFrame(schema=SCHEMAS["edges"])
+
+
+def plan_bridges(entry_id: str, edges: pl.DataFrame, *, now: datetime, actor: str) -> pl.DataFrame:
+    """The bridged edges X -> Y for every trusted path X -> B -> Y through ``entry_id`` (B).
+
+    The type is kept where both hops share a transitive type, else ``see_also``; the evidence names
+    B and both hops; existing (X, Y, type) edges and self-loops are skipped.
+
+    >>> e = pl.DataFrame({"src": ["x0000000", "b0000000"], "dst": ["b0000000", "y0000000"],
+    ...                   "type": ["part_of", "part_of"], "source": ["author", "author"], "note": [None, None]})
+    >>> plan_bridges("b0000000", e, now=utcnow(), actor="judge").select("src", "dst", "type", "source").row(0)
+    ('x0000000', 'y0000000', 'part_of', 'bridged')
+    """
+    trusted = edges.filter(pl.col("source").is_in(sorted(TRUSTED_SOURCES)))
+    into = trusted.filter(pl.col("dst") == entry_id).select(
+        pl.col("src").alias("x"), pl.col("type").alias("t1"), pl.col("note").alias("n1")
+    )
+    out = trusted.filter(pl.col("src") == entry_id).select(
+        pl.col("dst").alias("y"), pl.col("type").alias("t2"), pl.col("note").alias("n2")
+    )
+    if into.height == 0 or out.height == 0:
+        return pl.DataFrame(schema=SCHEMAS["edges"])
+    paths = into.join(out, how="cross").filter(pl.col("x") != pl.col("y"))
+    paths = paths.with_columns(
+        pl.when((pl.col("t1") == pl.col("t2")) & pl.col("t1").is_in(sorted(TRANSITIVE_TYPES)))
+        .then(pl.col("t1"))
+        .otherwise(pl.lit("see_also"))
+        .alias("type")
+    )
+    paths = paths.unique(subset=["x", "y", "type"], keep="first", maintain_order=True)
+    paths = paths.join(
+        edges.select(pl.col("src").alias("x"), pl.col("dst").alias("y"), "type"), on=["x", "y", "type"], how="anti"
+    )
+    if paths.height == 0:
+        return pl.DataFrame(schema=SCHEMAS["edges"])
+    evidence = [
+        json.dumps({"bridged": entry_id, "hops": [[x, entry_id, t1, n1], [entry_id, y, t2, n2]]})
+        for x, y, t1, t2, n1, n2 in paths.select("x", "y", "t1", "t2", "n1", "n2").iter_rows()
+    ]
+    return pl.DataFrame(
+        {
+            "src": paths["x"],
+            "dst": paths["y"],
+            "type": paths["type"],
+            "source": ["bridged"] * paths.height,
+            "note": [None] * paths.height,
+            "evidence": evidence,
+            "weight": [1.0] * paths.height,
+            "created_by": [actor] * paths.height,
+            "created_at": [now] * paths.height,
+            "seen_at": [now] * paths.height,
+        },
+        schema=SCHEMAS["edges"],
+    )
+
+
+def plan_merge(keep: str, remove: Sequence[str], edges: pl.DataFrame) -> tuple[pl.DataFrame, pl.DataFrame, pl.DataFrame]:
+    """(moved edges to add, edges to delete, dropped edges) for merging ``remove`` into ``keep``.
+
+    Each removed entry's edges are re-pointed at the survivor; what would become a self-loop or a
+    duplicate of an existing or another moved edge is dropped (and reported).
+
+    >>> e = pl.DataFrame({"src": ["c0000000", "c0000000"], "dst": ["x0000000", "a0000000"],
+    ...                   "type": ["cites", "see_also"], "source": ["author"] * 2})
+    >>> moved, gone, dropped = plan_merge("a0000000", ["c0000000"], e)
+    >>> moved.select("src", "dst").row(0), dropped.height
+    (('a0000000', 'x0000000'), 1)
+    """
+    removed = [str(r) for r in remove]
+    touching = edges.filter(pl.col("src").is_in(removed) | pl.col("dst").is_in(removed))
+    moved = touching.with_columns(
+        pl.when(pl.col("src").is_in(removed)).then(pl.lit(keep)).otherwise(pl.col("src")).alias("src"),
+        pl.when(pl.col("dst").is_in(removed)).then(pl.lit(keep)).otherwise(pl.col("dst")).alias("dst"),
+    ).with_columns(pl.Series("_orig_src", touching["src"]), pl.Series("_orig_dst", touching["dst"]))
+    staying = edges.filter(~(pl.col("src").is_in(removed) | pl.col("dst").is_in(removed)))
+    self_loop = moved.filter(pl.col("src") == pl.col("dst"))
+    rest = moved.filter(pl.col("src") != pl.col("dst"))
+    dup_existing = rest.join(staying.select("src", "dst", "type"), on=["src", "dst", "type"], how="semi")
+    rest = rest.join(staying.select("src", "dst", "type"), on=["src", "dst", "type"], how="anti")
+    first = rest.unique(subset=["src", "dst", "type"], keep="first", maintain_order=True)
+    dup_moved = rest.join(first.select("_orig_src", "_orig_dst", "type"), on=["_orig_src", "_orig_dst", "type"], how="anti")
+    dropped = pl.concat(
+        [
+            self_loop.with_columns(pl.lit("would point at itself").alias("why")),
+            dup_existing.with_columns(pl.lit("duplicates an edge the survivor has").alias("why")),
+            dup_moved.with_columns(pl.lit("duplicates another moved edge").alias("why")),
+        ],
+        how="vertical_relaxed",
+    )
+    return first.drop("_orig_src", "_orig_dst"), touching, dropped
+
+
+# ---------------------------------------------------------------------------------------------
+# committing
+
+
+def _require_ids(bank: Bank, ids: Iterable[str], where: str) -> None:
+    present = set(bank.entries["id"].to_list()) if bank.entries.height < 64 else None
+    for eid in ids:
+        if not isinstance(eid, str):
+            raise ValidationError("id", eid, "an entry id is a string of 8 hex characters")
+        if present is not None:
+            if eid not in present:
+                raise EntryNotFound(eid, where)
+        elif bank.entries.filter(pl.col("id") == eid).height == 0:
+            raise EntryNotFound(eid, where)
+
+
+def _after_write_hooks(bank: Bank, new_ids: list[str], *, actor: str) -> None:
+    """Run the write-time linker on new entries when the bank's auto-linking is on."""
+    if not new_ids or not bank.settings.get("auto_link", True):
+        return
+    try:
+        from kbtools.ops.maintenance import link_new_entries
+    except ImportError:  # pragma: no cover - the linker ships with kbtools
+        return
+    link_new_entries(bank, new_ids, actor=actor)
+
+
+def report_learning(
+    bank: Bank,
+    *,
+    content: str,
+    actor: str,
+    useful_for: str = "",
+    title: str | None = None,
+    summary: str | None = None,
+    kind: str = "knowledge",
+    systems: Sequence[str] = (),
+    tasks: Sequence[str] = (),
+    steps: Sequence[str] = (),
+    metadata: dict | str | None = None,
+    session_id: str | None = None,
+    created_at: datetime | str | None = None,
+    connections: Sequence[dict] = (),
+    link: bool | None = None,
+) -> str:
+    """Store one learning and its connections in one transaction; returns the new entry's id.
+
+    Each connection is ``{"id": other, "relation": type, "note": "how it pertains"}`` and reads
+    ``new <relation> other``. The guard rejects session logs and transient state.
+
+    >>> import tempfile, pathlib
+    >>> from kbtools.store.bank import create_bank
+    >>> bank = create_bank(pathlib.Path(tempfile.mkdtemp()) / "b")
+    >>> report_learning(bank, content="$ ls\\n$ cd /", actor="a")
+    Traceback (most recent call last):
+    ...
+    kbtools.errors.GuardRejected: content='$ ls\\n$ cd /': rejected by the guard: reads like a pasted command transcript (2 shell prompt lines)
+    """
+    _check_actor(actor)
+    fields = {
+        "content": content, "useful_for": useful_for, "title": title, "summary": summary, "kind": kind,
+        "systems": list(systems) if isinstance(systems, tuple) else systems,
+        "tasks": list(tasks) if isinstance(tasks, tuple) else tasks,
+        "steps": list(steps) if isinstance(steps, tuple) else steps,
+        "metadata": metadata, "session_id": session_id, "created_at": created_at,
+    }
+    if not isinstance(connections, (list, tuple)):
+        raise ValidationError("connections", connections, "connections is a list of {id, relation, note} dicts")
+    box: dict[str, str] = {}
+
+    def plan(b: Bank) -> Changes:
+        now = utcnow()
+        entries = b.entries
+        taken = set(entries["id"].to_list())
+        row = plan_entry(fields, taken=taken, now=now)
+        conn = []
+        for i, c in enumerate(connections):
+            if not isinstance(c, dict) or "id" not in c:
+                raise ValidationError("connections", c, "each connection is a dict with id, relation and optional note", row=i)
+            conn.append({"src": row["id"], "dst": c["id"], "type": c.get("relation") or c.get("type"), "note": c.get("note"), "source": c.get("source", "author")})
+        edges = _edge_frame(conn, now=now, actor=actor)
+        check_edges(edges, taken | {row["id"]}, existing=b.edges)
+        untrusted = edges.filter(~pl.col("source").is_in(sorted(TRUSTED_SOURCES)))
+        if untrusted.height:
+            raise EdgeRuleError(f"an agent's connection is trusted (source author); got source {untrusted['source'][0]!r}")
+        box["id"] = row["id"]
+        entry = pl.DataFrame([row], schema=SCHEMAS["entries"])
+        events = pl.concat(
+            [
+                event_rows([{"action": "entry.create", "src": row["id"], "payload": {"kind": row["kind"], "title": row["title"]}}], actor=actor, at=now),
+                _edge_events(edges, "edge.create", actor=actor, at=now, reason=None),
+            ]
+        )
+        return Changes(upserts={"entries": entry, "edges": edges}, appends={"events": events})
+
+    bank.write(plan, actor=actor)
+    if link is None or link:
+        _after_write_hooks(bank, [box["id"]], actor=actor)
+    return box["id"]
+
+
+def update_entry(bank: Bank, entry_id: str, *, actor: str, reason: str | None = None, **fields) -> None:
+    """Change fields of one entry (audited with the old and new values).
+
+    >>> import tempfile, pathlib
+    >>> from kbtools.store.bank import create_bank
+    >>> bank = create_bank(pathlib.Path(tempfile.mkdtemp()) / "b")
+    >>> a = report_learning(bank, content="Old text.", actor="a")
+    >>> update_entry(bank, a, actor="judge", reason="clearer", content="New text.")
+    >>> bank.entries["content"][0]
+    'New text.'
+    """
+    _check_actor(actor)
+    allowed = set(SCHEMAS["entries"]) - {"id", "created_at", "usage_count", "last_used_at"}
+    for name in fields:
+        if name not in allowed:
+            raise ValidationError(name, fields[name], f"not an updatable entry field; allowed: {', '.join(sorted(allowed))}")
+
+    def plan(b: Bank) -> Changes:
+        now = utcnow()
+        cur = b.entries.filter(pl.col("id") == entry_id)
+        if cur.height == 0:
+            raise EntryNotFound(entry_id, "update_entry")
+        old = cur.row(0, named=True)
+        new = dict(old)
+        for name, value in fields.items():
+            if name in _LIST_FIELDS:
+                value = _check_list(name, value)
+            elif name == "metadata" and isinstance(value, dict):
+                value = json.dumps(value, sort_keys=True)
+            elif name in ("linked_at", "updated_at") and value is not None:
+                value = _as_time(value, name)
+            new[name] = value
+        if "content" in fields:
+            why = transient_reason(new["content"])
+            if why:
+                raise GuardRejected("content", new["content"], f"rejected by the guard: {why}")
+        if set(fields) - {"linked_at"}:
+            new["updated_at"] = now
+        row = pl.DataFrame([new], schema=SCHEMAS["entries"])
+        check_entries(row)
+        changed = {k: [str(old[k]), str(new[k])] for k in fields if old[k] != new[k]}
+        ev = event_rows([{"action": "entry.update", "src": entry_id, "payload": {"changed": changed}}], actor=actor, at=now, reason=reason)
+        return Changes(upserts={"entries": row}, appends={"events": ev})
+
+    bank.write(plan, actor=actor)
+
+
+def link(
+    bank: Bank, src: str, dst: str, type: str, *, actor: str, note: str | None = None, source: str = "author",
+    weight: float | None = None, evidence: dict | None = None,
+) -> None:
+    """Add one edge ``src <type> dst`` (audited).
+
+    >>> import tempfile, pathlib
+    >>> from kbtools.store.bank import create_bank
+    >>> bank = create_bank(pathlib.Path(tempfile.mkdtemp()) / "b")
+    >>> a = report_learning(bank, content="A fact.", actor="x"); b = report_learning(bank, content="A fix.", actor="x")
+    >>> link(bank, b, a, "cousin_of", actor="x")
+    Traceback (most recent call last):
+    ...
+    kbtools.errors.EdgeRuleError: row 0: edge ... -> ... (cousin_of): unknown edge type; ...
+    """
+    _check_actor(actor)
+    rows = [{"src": src, "dst": dst, "type": type, "note": note, "source": source, "weight": weight, "evidence": evidence}]
+    apply_plan(bank, add=rows, actor=actor, reason=None)
+
+
+def unlink(bank: Bank, src: str, dst: str, type: str, *, reason: str, actor: str) -> None:
+    """Remove one edge; the reason is required and kept in the event.
+
+    >>> import tempfile, pathlib
+    >>> from kbtools.store.bank import create_bank
+    >>> bank = create_bank(pathlib.Path(tempfile.mkdtemp()) / "b")
+    >>> unlink(bank, "a1b2c3d4", "b2c3d4e5", "cites", reason="", actor="x")
+    Traceback (most recent call last):
+    ...
+    kbtools.errors.ValidationError: reason='': unlink requires a reason (a non-empty string)
+    """
+    _check_actor(actor)
+    _check_reason(reason, "unlink")
+    t = normalize_type(type)
+    apply_plan(bank, remove=[{"src": src, "dst": dst, "type": t}], actor=actor, reason=reason)
+
+
+def apply_plan(
+    bank: Bank,
+    *,
+    add: Sequence[dict] | pl.DataFrame = (),
+    remove: Sequence[dict] | pl.DataFrame = (),
+    entry_updates: pl.DataFrame | None = None,
+    actor: str,
+    reason: str | None,
+    replace: bool = False,
+    action: str = "edge.create",
+    report: dict | None = None,
+    dry_run: bool = False,
+) -> dict:
+    """Commit a plan of edges to add and remove (and entry column updates) as one transaction.
+
+    Every added edge is validated against the newest version of the bank (vocabulary, ids,
+    self-loops, duplicates, weights); every removal must name an existing edge. With
+    ``replace=True`` an added edge may overwrite an existing (src, dst, type) row (used by decay
+    and reinforcement to change weights). Returns counts.
+    """
+    _check_actor(actor)
+    out: dict = {}
+
+    def plan(b: Bank) -> Changes:
+        now = utcnow()
+        adds = add if isinstance(add, pl.DataFrame) else _edge_frame(list(add), now=now, actor=actor)
+        if isinstance(add, pl.DataFrame):
+            adds = conform(add, "edges").with_columns(pl.col("type").replace({"related_to": "see_also"}))
+            adds = adds.with_columns(
+                pl.col("created_at").fill_null(now), pl.col("seen_at").fill_null(now),
+                pl.col("created_by").fill_null(actor), pl.col("evidence").fill_null("{}"),
+                pl.col("weight").fill_null(1.0),
+            )
+        rem = remove if isinstance(remove, pl.DataFrame) else (
+            pl.DataFrame(list(remove), schema={"src": pl.String, "dst": pl.String, "type": pl.String}) if remove else pl.DataFrame(schema={"src": pl.String, "dst": pl.String, "type": pl.String})
+        )
+        rem = rem.select("src", "dst", "type")
+        cur = b.edges
+        ids = b.entries["id"]
+        if rem.height:
+            found = rem.join(cur, on=["src", "dst", "type"], how="inner")
+            if found.height < rem.unique().height:
+                missing = rem.join(cur.select("src", "dst", "type"), on=["src", "dst", "type"], how="anti").row(0)
+                raise EdgeNotFound(*missing)
+            removed_rows = found
+        else:
+            removed_rows = cur.head(0)
+        remaining = cur.join(rem, on=["src", "dst", "type"], how="anti") if rem.height else cur
+        if replace and adds.height:
+            remaining = remaining.join(adds.select("src", "dst", "type"), on=["src", "dst", "type"], how="anti")
+        check_edges(adds, ids, existing=remaining)
+        upd = None
+        events = [
+            _edge_events(removed_rows, "edge.delete", actor=actor, at=now, reason=reason),
+            _edge_events(adds, action, actor=actor, at=now, reason=reason, payload_cols=("source", "note", "weight", "evidence")),
+        ]
+        if entry_updates is not None and entry_updates.height:
+            missing = entry_updates.join(b.entries.select("id"), on="id", how="anti")
+            if missing.height:
+                raise EntryNotFound(missing["id"][0], "entry update")
+            cols = [c for c in entry_updates.columns if c != "id"]
+            upd = b.entries.join(entry_updates, on="id", how="inner", suffix="_new").with_columns(
+                [pl.coalesce(pl.col(f"{c}_new").cast(SCHEMAS["entries"][c]), pl.col(c)).alias(c) for c in cols]
+            ).select(list(SCHEMAS["entries"]))
+            quiet = set(cols) <= {"linked_at"}
+            if not quiet:
+                events.append(
+                    pl.DataFrame(
+                        {
+                            "at": pl.Series([now] * upd.height, dtype=SCHEMAS["events"]["at"]),
+                            "actor": [actor] * upd.height, "action": ["entry.update"] * upd.height,
+                            "src": entry_updates["id"], "dst": [None] * upd.height, "type": [None] * upd.height,
+                            "reason": [reason] * upd.height,
+                            "payload": entry_updates.select(pl.struct(cols).struct.json_encode())[:, 0],
+                        },
+                        schema=SCHEMAS["events"],
+                    )
+                )
+        out.update({"added": adds.height, "removed": removed_rows.height, "entries_updated": 0 if upd is None else upd.height})
+        if dry_run:
+            return Changes()
+        upserts = {"edges": adds}
+        if upd is not None:
+            upserts["entries"] = upd
+        return Changes(upserts=upserts, deletes={"edges": rem}, appends={"events": pl.concat(events)})
+
+    bank.write(plan, actor=actor)
+    return out
+
+
+def delete_entry(bank: Bank, entry_id: str, *, reason: str, actor: str) -> dict:
+    """Delete one entry after bridging every trusted X -> entry -> Y into X -> Y.
+
+    Returns what happened: the bridged edges and the removed ones.
+    """
+    _check_actor(actor)
+    _check_reason(reason, "delete_entry")
+    out: dict = {}
+
+    def plan(b: Bank) -> Changes:
+        now = utcnow()
+        if b.entries.filter(pl.col("id") == entry_id).height == 0:
+            raise EntryNotFound(entry_id, "delete_entry")
+        edges = b.edges
+        bridges = plan_bridges(entry_id, edges, now=now, actor=actor)
+        gone = edges.filter((pl.col("src") == entry_id) | (pl.col("dst") == entry_id))
+        events = pl.concat(
+            [
+                _edge_events(bridges, "edge.bridge", actor=actor, at=now, reason=reason, payload_cols=("source", "evidence")),
+                _edge_events(gone, "edge.delete", actor=actor, at=now, reason=reason),
+                event_rows([{"action": "entry.delete", "src": entry_id, "payload": {"bridged": bridges.height, "edges_removed": gone.height}}], actor=actor, at=now, reason=reason),
+            ]
+        )
+        out.update({"bridged": bridges.select("src", "dst", "type"), "removed": gone.select("src", "dst", "type")})
+        return Changes(
+            upserts={"edges": bridges},
+            deletes={"entries": pl.DataFrame({"id": [entry_id]}), "edges": gone.select("src", "dst", "type")},
+            appends={"events": events},
+        )
+
+    bank.write(plan, actor=actor)
+    return out
+
+
+def merge_entries(bank: Bank, *, keep: str, remove: Sequence[str], reason: str, actor: str) -> dict:
+    """Merge entries into ``keep``: their edges move onto it (self-loops and duplicates dropped and
+    named in the event), then they are removed."""
+    _check_actor(actor)
+    _check_reason(reason, "merge_entries")
+    if isinstance(remove, str):
+        remove = [remove]
+    remove = list(dict.fromkeys(remove))
+    if keep in remove:
+        raise ValidationError("remove", keep, "an entry cannot be merged into itself")
+    if not remove:
+        raise ValidationError("remove", remove, "name at least one entry to merge into the survivor")
+    out: dict = {}
+
+    def plan(b: Bank) -> Changes:
+        now = utcnow()
+        _require_ids(b, [keep, *remove], "merge_entries")
+        moved, touching, dropped = plan_merge(keep, remove, b.edges)
+        moved = moved.with_columns(pl.lit(now).cast(SCHEMAS["edges"]["created_at"]).alias("seen_at"))
+        events = [
+            _edge_events(touching, "edge.delete", actor=actor, at=now, reason=reason),
+            _edge_events(moved, "edge.move", actor=actor, at=now, reason=reason),
+        ]
+        for rid in remove:
+            payload = {
+                "into": keep,
+                "dropped": [
+                    {"src": s, "dst": d, "type": t, "why": w}
+                    for s, d, t, w in dropped.filter((pl.col("_orig_src") == rid) | (pl.col("_orig_dst") == rid))
+                    .select("_orig_src", "_orig_dst", "type", "why").iter_rows()
+                ],
+            }
+            events.append(event_rows([{"action": "entry.merge", "src": rid, "dst": keep, "payload": payload}], actor=actor, at=now, reason=reason))
+        out.update({"moved": moved.height, "dropped": dropped.height, "removed": len(remove)})
+        return Changes(
+            upserts={"edges": moved},
+            deletes={"entries": pl.DataFrame({"id": remove}), "edges": touching.select("src", "dst", "type")},
+            appends={"events": pl.concat(events)},
+        )
+
+    bank.write(plan, actor=actor)
+    return out
+
+
+def split_entry(bank: Bank, entry_id: str, *, parts: Sequence[dict], reason: str, actor: str) -> list[str]:
+    """Write ``parts`` as new entries, each ``split_from`` the original (source judge); returns their ids."""
+    _check_actor(actor)
+    _check_reason(reason, "split_entry")
+    if not isinstance(parts, (list, tuple)) or not parts:
+        raise ValidationError("parts", parts, "a split needs a non-empty list of entry dicts")
+    ids: list[str] = []
+
+    def plan(b: Bank) -> Changes:
+        now = utcnow()
+        _require_ids(b, [entry_id], "split_entry")
+        taken = set(b.entries["id"].to_list())
+        rows = []
+        for i, part in enumerate(parts):
+            if not isinstance(part, dict):
+                raise ValidationError("parts", part, "each part is a dict of entry fields", row=i)
+            r = plan_entry(part, taken=taken, now=now, row=i)
+            taken.add(r["id"])
+            rows.append(r)
+        ids[:] = [r["id"] for r in rows]
+        edges = _edge_frame(
+            [{"src": r["id"], "dst": entry_id, "type": "split_from", "source": "judge", "note": None} for r in rows],
+            now=now, actor=actor,
+        )
+        check_edges(edges, taken)
+        events = pl.concat(
+            [
+                event_rows([{"action": "entry.split", "src": r["id"], "dst": entry_id, "payload": {"title": r["title"]}} for r in rows], actor=actor, at=now, reason=reason),
+                _edge_events(edges, "edge.create", actor=actor, at=now, reason=reason),
+            ]
+        )
+        return Changes(upserts={"entries": pl.DataFrame(rows, schema=SCHEMAS["entries"]), "edges": edges}, appends={"events": events})
+
+    bank.write(plan, actor=actor)
+    return ids
+
+
+def add_triple(bank: Bank, subject: str, relation: str, object: str, *, actor: str = "user") -> None:
+    """Record an entity fact ``subject relation object`` for the linker's bridge signal (audited).
+
+    >>> import tempfile, pathlib
+    >>> from kbtools.store.bank import create_bank
+    >>> bank = create_bank(pathlib.Path(tempfile.mkdtemp()) / "b")
+    >>> add_triple(bank, "Kioko", "uses", "pgvector")
+    >>> bank.triples.select("subject", "relation", "object").row(0)
+    ('Kioko', 'uses', 'pgvector')
+    """
+    _check_actor(actor)
+    for name, value in (("subject", subject), ("relation", relation), ("object", object)):
+        if not isinstance(value, str) or not value.strip():
+            raise ValidationError(name, value, f"a triple's {name} is a non-empty string")
+
+    def plan(b: Bank) -> Changes:
+        now = utcnow()
+        existing = b.triples.filter(
+            (pl.col("subject") == subject) & (pl.col("relation") == relation) & (pl.col("object") == object)
+        )
+        if existing.height:
+            raise ValidationError("triple", (subject, relation, object), "a triple is unique; this one is already recorded")
+        row = pl.DataFrame([{"subject": subject, "relation": relation, "object": object, "created_by": actor, "created_at": now}], schema=SCHEMAS["triples"])
+        ev = event_rows([{"action": "triple.create", "payload": {"subject": subject, "relation": relation, "object": object}}], actor=actor, at=now)
+        return Changes(upserts={"triples": row}, appends={"events": ev})
+
+    bank.write(plan, actor=actor)
+
+
+def record_usage(bank: Bank, ids: Sequence[str], *, query: str = "", actor: str = "query") -> int:
+    """Append one usage row per returned id to the usage log (never rewriting the entries table);
+    compaction folds the log into ``usage_count`` / ``last_used_at``. Returns the rows written.
+
+    >>> import tempfile, pathlib
+    >>> from kbtools.store.bank import create_bank
+    >>> bank = create_bank(pathlib.Path(tempfile.mkdtemp()) / "b")
+    >>> a = report_learning(bank, content="A fact.", actor="x")
+    >>> record_usage(bank, [a], query="fact"), int(bank.entries["usage_count"][0])
+    (1, 1)
+    """
+    ids = [i for i in ids if isinstance(i, str)]
+    if not ids:
+        return 0
+    qhash = hashlib.sha256(query.encode()).hexdigest()[:16]
+
+    def plan(b: Bank) -> Changes:
+        now = utcnow()
+        live = pl.DataFrame({"id": ids}).join(b.entries.select("id"), on="id", how="semi")
+        rows = live.with_columns(pl.lit(now).cast(SCHEMAS["usage"]["at"]).alias("at"), pl.lit(qhash).alias("query_hash"))
+        return Changes(appends={"usage": rows})
+
+    bank.write(plan, actor=actor, durable=False)
+    return len(ids)

@@ -1,0 +1,81 @@
+"""kb.query: the bank's query path, step 1 to step 8 of the seed.
+
+1. a pool of 20 ranked candidates (dense weighted cosine, optional BM25 arm fused by RRF), no usage
+   counted; 2-7. ``fold`` over the trusted edges (or ``flat`` with ``fold=False``); 8. usage
+   appended for the returned result ids only (``record_usage=False`` counts nothing).
+
+>>> import kbtools as kb  # doctest: +SKIP
+>>> kb.query(bank, "how do I log in to production with playwright", k=8).text()  # doctest: +SKIP
+"""
+
+from __future__ import annotations
+
+from typing import Iterable, Mapping
+
+import polars as pl
+
+from kbtools.model.answer import Answer
+from kbtools.retrieval.embedders import Embedder
+from kbtools.errors import ValidationError
+from kbtools.retrieval.folding import EdgeLookup, flat
+from kbtools.retrieval.folding import fold as fold_pool
+from kbtools.retrieval.search import ranked_pool
+from kbtools.store.bank import Bank
+from kbtools.model.vocab import EDGE_SOURCES, TRUSTED_SOURCES
+from kbtools.ops.writes import record_usage as _record_usage
+
+__all__ = ["QUERY_DEFAULTS", "query", "edge_lookup"]
+
+#: Defaults of :func:`query`.
+QUERY_DEFAULTS: Mapping[str, object] = {"k": 8, "pool": 20, "protect": 2, "neighbors": 3, "lexical": False}
+
+
+def edge_lookup(bank: Bank, *, sources: Iterable[str] | None = None) -> EdgeLookup:
+    """The bank's edges prepared for folding (cached per bank version and source set); neighbours
+    are limited to active entries."""
+    allowed = frozenset(TRUSTED_SOURCES if sources is None else sources)
+    unknown = allowed - EDGE_SOURCES
+    if unknown:
+        raise ValidationError("sources", sorted(unknown)[0], f"an edge source; sources are {', '.join(sorted(EDGE_SOURCES))}")
+    key = "edge_lookup:" + ",".join(sorted(allowed))
+
+    def build() -> EdgeLookup:
+        active = bank.entries.filter(pl.col("status") == "active").select("id", "title", "summary", "kind")
+        return EdgeLookup.build(bank.edges, sources=allowed, entries=active)
+
+    return bank.derived(key, build, on=("entries", "edges"))
+
+
+def query(
+    bank: Bank,
+    text: str,
+    *,
+    k: int = 8,
+    fold: bool = True,
+    protect: int = 2,
+    neighbors: int = 3,
+    pool: int = 20,
+    lexical: bool = False,
+    weights: Mapping[str, float] | None = None,
+    sources: Iterable[str] | None = None,
+    record_usage: bool = True,
+    embedder: Embedder | str | None = None,
+    index: str = "flat",
+) -> Answer:
+    """Answer ``text`` from the bank: folded (default) or flat, with neighbours handed over.
+
+    ``weights`` re-weights the four search dimensions (content, useful_for, systems, tasks);
+    ``sources`` chooses which edge sources fold (trusted by default); ``lexical`` adds the BM25
+    arm; ``index`` picks the faiss index kind (flat is exact).
+    """
+    if not isinstance(k, int) or k < 1:
+        raise ValidationError("k", k, "k is a positive integer")
+    pool_frame = ranked_pool(bank, text, pool=max(pool, k), lexical=lexical, weights=weights, embedder=embedder, index=index)
+    lookup = edge_lookup(bank, sources=sources)
+    if fold:
+        answer = fold_pool(pool_frame, lookup, k=k, protect=protect, neighbors=neighbors, query=text)
+    else:
+        answer = flat(pool_frame, lookup, k=k, neighbors=0, query=text)
+    if record_usage:
+        _record_usage(bank, answer.ids(), query=text)
+    return answer

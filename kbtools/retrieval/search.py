@@ -1,0 +1,270 @@
+r"""Retrieval over a bank: entry vectors (one per search dimension), the faiss index over their
+precombined vector, the BM25 arm, and the ranked pool that folding starts from.
+
+The vectors are embedded once and kept by the store beside the tables; each carries a hash of the
+texts it was built from, so only new or changed entries are embedded again. The index is a cache:
+in memory per bank version, on disk with the fingerprint of the vectors and the embedder it was
+built from (a stale or foreign index is never used: it is rebuilt).
+
+>>> texts = entry_texts(pl.DataFrame({"title": ["T"], "summary": ["S"], "content": ["c"], "useful_for": ["u"],
+...                                   "systems": [["ci", "k8s"]], "tasks": [[]]}))
+>>> texts["systems"], texts["content"]
+(['ci, k8s'], ['T. S\nc'])
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from typing import Callable, Mapping
+
+import numpy as np
+import polars as pl
+
+from kbtools.retrieval.embedders import Embedder, get_embedder
+from kbtools.store.embed_cache import EmbeddingCache
+from kbtools.errors import EmbedderMismatch, ValidationError
+from kbtools.retrieval.index import DEFAULT_WEIGHTS, DIMENSIONS, VectorIndex, combine
+from kbtools.retrieval.lexical import BM25Index, rrf
+from kbtools.store.bank import Bank, Changes
+
+__all__ = [
+    "SEARCH_DEFAULTS",
+    "entry_texts",
+    "text_hashes",
+    "bank_embedder",
+    "embed_bank",
+    "bank_index",
+    "bank_bm25",
+    "ranked_pool",
+]
+
+#: Defaults of retrieval: the pool folding starts from, the index kind, RRF's k.
+SEARCH_DEFAULTS: Mapping[str, object] = {"pool": 20, "index": "flat", "rrf_k": 60, "lexical_depth": 100}
+
+
+def entry_texts(entries: pl.DataFrame) -> dict[str, list[str]]:
+    """The text of each search dimension per entry (lists joined with ", ")."""
+    out = {}
+    for dim in DIMENSIONS:
+        col = entries[dim] if dim in entries.columns else pl.Series([None] * entries.height)
+        if isinstance(col.dtype, pl.List):
+            col = col.cast(pl.List(pl.String)).list.join(", ")
+        out[dim] = col.fill_null("").to_list()
+    if "title" in entries.columns:
+        # what an entry says includes its title and one-sentence summary
+        head = entries.select(
+            pl.concat_str([pl.col("title").fill_null(""), pl.col("summary").fill_null("")], separator=". ")
+            if "summary" in entries.columns else pl.col("title").fill_null("")
+        ).to_series().to_list()
+        out["content"] = [f"{h}\n{c}".strip() for h, c in zip(head, out["content"])]
+    return out
+
+
+def text_hashes(entries: pl.DataFrame) -> np.ndarray:
+    """A stable 64-bit hash per entry of the texts its vectors are built from."""
+    texts = entry_texts(entries)
+    rows = zip(*(texts[d] for d in DIMENSIONS))
+    return np.fromiter(
+        (int.from_bytes(hashlib.blake2b("\x1f".join(r).encode(), digest_size=8).digest(), "little") for r in rows),
+        dtype=np.uint64, count=entries.height,
+    )
+
+
+def _embed_rows(entries: pl.DataFrame, embedder: Embedder, *, batch: int = 256, progress: Callable | None = None) -> np.ndarray:
+    texts = entry_texts(entries)
+    n, d = entries.height, embedder.dim
+    out = np.zeros((n, len(DIMENSIONS), d), dtype=np.float32)
+    total = n * len(DIMENSIONS)
+    done = 0
+    for j, dim in enumerate(DIMENSIONS):
+        col = texts[dim]
+        nonempty = np.flatnonzero([bool(t.strip()) for t in col])
+        for start in range(0, len(nonempty), batch):
+            idx = nonempty[start : start + batch]
+            out[idx, j] = embedder.encode([col[i] for i in idx])
+            done += len(idx)
+            if progress:
+                progress(done, total)
+        done += n - len(nonempty)
+    return out
+
+
+def bank_embedder(bank: Bank, embedder: Embedder | str | None = None) -> Embedder:
+    """The embedder a bank's vectors come from; asking for another one is an error that says how
+    to re-embed."""
+    recorded = bank.embedder_name or bank.settings.get("embedder")
+    if isinstance(embedder, str):
+        embedder = get_embedder(embedder)
+    if embedder is None:
+        return get_embedder(recorded) if recorded else get_embedder("minilm-int8")
+    if recorded and embedder.name != recorded:
+        raise EmbedderMismatch(
+            f"bank {bank.path} was embedded with {recorded!r}, not {embedder.name!r}; "
+            f"re-embed it with `kb embed {bank.path} --embedder {embedder.name} --rebuild` "
+            f"(or kb.embed_bank(bank, embedder={embedder.name!r}, rebuild=True))"
+        )
+    return embedder
+
+
+def embed_bank(bank: Bank, *, embedder: Embedder | str | None = None, rebuild: bool = False,
+               progress: Callable | None = None, actor: str = "kb embed") -> dict:
+    """Embed every entry whose vectors are missing or stale (its texts changed); with ``rebuild``
+    embed all of them again, possibly with another embedder. Returns counts."""
+    if rebuild:
+        emb = get_embedder(embedder) if isinstance(embedder, str) else (embedder or bank_embedder(bank))
+    else:
+        emb = bank_embedder(bank, embedder)
+    entries = bank.entries
+    hashes = text_hashes(entries)
+    if rebuild:
+        todo = np.arange(entries.height)
+    else:
+        ids, _, old = bank.vectors(with_hashes=True)
+        known = dict(zip(ids.tolist(), old.tolist()))
+        cur = entries["id"].to_list()
+        todo = np.array([i for i, (eid, h) in enumerate(zip(cur, hashes.tolist())) if known.get(eid) != h], dtype=np.int64)
+    if len(todo) == 0:
+        return {"embedded": 0, "entries": entries.height, "embedder": emb.name}
+    rows = entries[todo]
+    cache = EmbeddingCache(emb.name)
+    found, cached = cache.get(hashes[todo])
+    data = np.zeros((len(todo), len(DIMENSIONS), emb.dim), dtype=np.float32)
+    if cached is not None:
+        data[found] = cached
+    if (~found).any():
+        fresh = _embed_rows(rows.filter(pl.Series(~found)), emb, progress=progress)
+        data[~found] = fresh
+        cache.put(hashes[todo][~found], fresh)
+
+    def plan(b: Bank) -> Changes:
+        live = b.entries.join(rows.select("id"), on="id", how="semi")
+        keep = rows["id"].is_in(live["id"].implode()).to_numpy()
+        return Changes(
+            vectors=(rows["id"].to_numpy()[keep], data[keep], emb.name, hashes[todo][keep]),
+            replace_vectors=rebuild, settings={"embedder": emb.name},
+        )
+
+    bank.write(plan, actor=actor)
+    return {"embedded": int(len(todo)), "from_cache": int(found.sum()), "entries": entries.height, "embedder": emb.name}
+
+
+def _weights_key(weights: Mapping[str, float]) -> str:
+    return json.dumps({d: float(weights.get(d, 0.0)) for d in DIMENSIONS}, sort_keys=True)
+
+
+def _check_weights(weights: Mapping[str, float] | None) -> Mapping[str, float]:
+    if weights is None:
+        return DEFAULT_WEIGHTS
+    unknown = set(weights) - set(DIMENSIONS)
+    if unknown:
+        raise ValidationError("weights", sorted(unknown)[0], f"a search dimension; dimensions are {', '.join(DIMENSIONS)}")
+    return {d: float(weights.get(d, 0.0)) for d in DIMENSIONS}
+
+
+def bank_index(bank: Bank, *, kind: str = "flat", weights: Mapping[str, float] | None = None) -> VectorIndex:
+    """The faiss index over the bank's precombined vectors (active entries only), from memory, from
+    the on-disk cache when its fingerprint matches, or built (and cached). When entries were only
+    added since, the previous index grows by them instead of being rebuilt."""
+    weights = _check_weights(weights)
+    name = f"index:{kind}:{_weights_key(weights)}"
+
+    def build() -> VectorIndex:
+        ids, data = bank.vectors()
+        segs = [s["data"] for s in (bank._manifest.get("vectors") or {}).get("segments", [])]
+        active = bank.entries.filter(pl.col("status") == "active")["id"]
+        mask = pl.Series(ids, dtype=pl.String).is_in(active.implode()).to_numpy()
+        fp = hashlib.sha256(
+            json.dumps([bank.embedder_name, segs, _weights_key(weights), kind, bank.fingerprint(("entries", "vectors"))]).encode()
+        ).hexdigest()[:24]
+        hit = bank._derived.get(name)
+        idx = _grown(hit[1] if hit else None, segs, ids[mask], np.asarray(data)[mask], weights)
+        if idx is None:
+            cached = bank.read_cache(f"index-{kind}.faiss", fp)
+            if cached is not None:
+                idx = VectorIndex.from_bytes(cached)
+            else:
+                idx = VectorIndex.build(ids[mask].tolist(), combine(np.asarray(data)[mask], weights), kind=kind)
+                if len(ids) >= 5000:  # small indexes build faster than they load
+                    bank.write_cache(f"index-{kind}.faiss", fp, idx.to_bytes())
+        idx.fingerprint = fp
+        idx.segments = segs
+        return idx
+
+    return bank.derived(name, build, on=("entries", "vectors"))
+
+
+def _grown(prior: VectorIndex | None, segs: list, live: np.ndarray, live_data: np.ndarray, weights) -> VectorIndex | None:
+    """The previous index with only the new entries added, when nothing else changed (else None)."""
+    old_segs = getattr(prior, "segments", None)
+    if prior is None or old_segs is None or segs[: len(old_segs)] != old_segs:
+        return None
+    known = pl.Series(live, dtype=pl.String).is_in(pl.Series(prior.ids, dtype=pl.String).implode()).to_numpy()
+    if known.sum() != prior.size:  # an entry left (deleted, superseded) or was re-embedded
+        return None
+    if (~known).any():
+        prior.add(live[~known].tolist(), combine(live_data[~known], weights))
+    return prior
+
+
+def _display(bank: Bank) -> tuple[dict, pl.DataFrame]:
+    """Each entry's row number and the columns a pool shows (cached until the entries change)."""
+
+    def build():
+        cols = bank.entries.select("id", "title", "summary", "kind", "steps")
+        return dict(zip(cols["id"].to_list(), range(cols.height))), cols
+
+    return bank.derived("pool-display", build, on=("entries",))
+
+
+def _bm25_text(entries: pl.DataFrame) -> list[str]:
+    return entries.select(
+        pl.concat_str([pl.col("title").fill_null(""), pl.col("summary").fill_null(""), pl.col("content").fill_null(""),
+                       pl.col("useful_for").fill_null("")], separator="\n")
+    ).to_series().to_list()
+
+
+def bank_bm25(bank: Bank) -> BM25Index:
+    """The BM25 index over active entries' title, summary, content and useful-for line."""
+
+    def build() -> BM25Index:
+        active = bank.entries.filter(pl.col("status") == "active")
+        return BM25Index.build(active["id"].to_list(), _bm25_text(active))
+
+    return bank.derived("bm25", build, on=("entries",))
+
+
+def ranked_pool(
+    bank: Bank, text: str, *, pool: int = 20, lexical: bool = False, weights: Mapping[str, float] | None = None,
+    embedder: Embedder | str | None = None, index: str = "flat", query_vector: np.ndarray | None = None,
+) -> pl.DataFrame:
+    """The ranked candidate pool for ``text``: id, score, title, summary, kind, steps (best first).
+
+    Dense: weighted cosine over the four dimensions (one precombined vector per entry). With
+    ``lexical`` a BM25 ranking is fused with the dense one by reciprocal rank fusion (k = 60).
+    """
+    if not isinstance(text, str) or not text.strip():
+        raise ValidationError("text", text, "a query is a non-empty string")
+    if pool < 1:
+        raise ValidationError("pool", pool, "the pool holds at least one candidate")
+    emb = bank_embedder(bank, embedder)
+    if bank.entries.height and len(bank.vectors()[0]) < bank.entries.height:
+        embed_bank(bank, embedder=emb)
+    q = query_vector if query_vector is not None else emb.encode([text])[0]
+    idx = bank_index(bank, kind=index, weights=weights)
+    depth = pool if not lexical else max(pool, int(SEARCH_DEFAULTS["lexical_depth"]))
+    scores, ids = idx.search(np.asarray(q, dtype=np.float32)[None, :], min(depth, max(idx.size, 1)))
+    dense = [(i, float(s)) for i, s in zip(list(ids[0]), scores[0].tolist()) if i is not None and i != ""]
+    if lexical:
+        lex_ids, _ = bank_bm25(bank).search(text, depth)
+        fused = rrf([[i for i, _ in dense], list(lex_ids)], k=int(SEARCH_DEFAULTS["rrf_k"]))
+        ranked = fused[:pool]
+    else:
+        ranked = dense[:pool]
+    if not ranked:
+        return pl.DataFrame(schema={"id": pl.String, "score": pl.Float64, "title": pl.String, "summary": pl.String,
+                                    "kind": pl.String, "steps": pl.List(pl.String)})
+    rows, cols = _display(bank)
+    keep = [(i, s) for i, s in ranked if i in rows]
+    picked = cols[[rows[i] for i, _ in keep]]
+    return picked.select("id", pl.Series("score", [float(s) for _, s in keep], dtype=pl.Float64), "title", "summary", "kind", "steps")

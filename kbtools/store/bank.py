@@ -1,0 +1,745 @@
+"""The store: the only module that touches a bank's files.
+
+A bank is a folder::
+
+    bank.json            what the folder is (format, settings, the embedder that built its vectors)
+    manifest.json        the current version: which segment files make up each table
+    tables/<table>/      immutable Parquet segments, one or more per table
+    vectors/             memory-mappable .npy segments (entry vectors, one per search dimension)
+    cache/               derived artefacts (indexes, layouts), each with the fingerprint it was built from
+    .lock                the writers' lock file (flock); its text names the holder
+
+A write is one transaction across tables: under the lock it re-reads the manifest (so it plans on
+the latest state), writes new segment files (temp name, fsync, rename), then writes the next
+manifest the same way and renames it over ``manifest.json``. The rename is the commit point: a
+crash before it leaves the old manifest, and the orphan segments are swept later; a crash after it
+leaves the new one. Readers only ever read a manifest and the immutable files it names, so they
+never see half a write.
+
+Rows of keyed tables (entries, edges, triples) carry ``_seq`` (the manifest version that wrote
+them) and ``_deleted`` (a tombstone); the latest version of a key wins. ``events`` and ``usage``
+are append-only. ``compact`` folds segments together, so a compacted table is a single Parquet file
+any reader can open as is.
+
+>>> import tempfile, pathlib
+>>> bank = create_bank(pathlib.Path(tempfile.mkdtemp()) / "eng")
+>>> bank.entries.height, bank.version
+(0, 0)
+"""
+
+from __future__ import annotations
+
+import contextlib
+import errno
+import hashlib
+import fcntl
+import json
+import os
+import socket
+import sys
+import time
+import uuid
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Callable, Iterator
+
+import numpy as np
+import polars as pl
+
+from kbtools.errors import BankExists, BankLocked, EmbedderMismatch, KbError, NotABank
+from kbtools.model.schema import APPEND_ONLY, KEYS, SCHEMAS, TABLES, conform, empty
+
+__all__ = [
+    "Bank",
+    "Changes",
+    "create_bank",
+    "open_bank",
+    "utcnow",
+    "read_manifest",
+    "flock_file",
+    "FORMAT",
+    "DEFAULT_LOCK_TIMEOUT",
+]
+
+FORMAT = "kbtools-bank"
+FORMAT_VERSION = 1
+DEFAULT_LOCK_TIMEOUT = 30.0
+#: Merge the small segments after the base once there are more than this many.
+TAIL_SEGMENTS = 16
+#: Unreferenced files younger than this are left alone by the sweep (a reader may still open them).
+SWEEP_AGE_S = 120.0
+
+_SEQ = "_seq"
+_DELETED = "_deleted"
+
+
+def utcnow() -> datetime:
+    """The current time in UTC, at the bank's resolution (microseconds).
+
+    >>> utcnow().tzinfo is not None
+    True
+    """
+    return datetime.now(timezone.utc)
+
+
+@dataclass
+class Changes:
+    """What one transaction writes: rows to upsert or delete per keyed table, rows to append,
+    and optionally entry vectors.
+
+    >>> Changes().is_empty()
+    True
+    """
+
+    upserts: dict[str, pl.DataFrame] = field(default_factory=dict)
+    deletes: dict[str, pl.DataFrame] = field(default_factory=dict)
+    appends: dict[str, pl.DataFrame] = field(default_factory=dict)
+    vectors: tuple | None = None  # (ids, array (n, dims, d), embedder[, text hashes uint64])
+    replace_vectors: bool = False  # start the vectors over (a re-embed with another embedder)
+    settings: dict | None = None
+
+    def is_empty(self) -> bool:
+        frames = [*self.upserts.values(), *self.deletes.values(), *self.appends.values()]
+        return all(f.height == 0 for f in frames) and self.vectors is None and not self.settings
+
+
+# ---------------------------------------------------------------------------------------------
+# low-level file helpers
+
+
+def _fsync_dir(path: Path) -> None:
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+def _atomic_write_bytes(path: Path, data: bytes, *, durable: bool = True) -> None:
+    tmp = path.with_name(f".{path.name}.{uuid.uuid4().hex[:8]}.tmp")
+    with open(tmp, "wb") as fh:
+        fh.write(data)
+        fh.flush()
+        if durable:
+            os.fsync(fh.fileno())
+    os.replace(tmp, path)
+    if durable:
+        _fsync_dir(path.parent)
+
+
+def _write_parquet(frame: pl.DataFrame, path: Path, *, durable: bool = True) -> None:
+    tmp = path.with_name(f".{path.name}.tmp")
+    frame.write_parquet(tmp, compression="zstd", statistics=True)
+    if durable:
+        with open(tmp, "rb+") as fh:
+            os.fsync(fh.fileno())
+    os.replace(tmp, path)
+
+
+def _write_npy(array: np.ndarray, path: Path) -> None:
+    tmp = path.with_name(f".{path.name}.tmp")
+    with open(tmp, "wb") as fh:
+        np.save(fh, array, allow_pickle=False)
+        fh.flush()
+        os.fsync(fh.fileno())
+    os.replace(tmp, path)
+
+
+def _read_json(path: Path) -> dict:
+    with open(path, encoding="utf-8") as fh:
+        return json.load(fh)
+
+
+# ---------------------------------------------------------------------------------------------
+# the lock
+
+
+def _holder_text(actor: str | None) -> str:
+    cmd = " ".join(os.path.basename(a) if i == 0 else a for i, a in enumerate(sys.argv[:3]))
+    since = utcnow().strftime("%Y-%m-%dT%H:%M:%SZ")
+    who = f"pid {os.getpid()} on {socket.gethostname()} ({cmd or 'python'})"
+    if actor:
+        who += f" for {actor}"
+    return f"{who} since {since}"
+
+
+@contextlib.contextmanager
+def flock_file(path: Path, *, timeout: float, actor: str | None, busy: Callable[[str], Exception]) -> Iterator[None]:
+    """Hold an exclusive flock on ``path`` (its text names the holder while held), waiting up to
+    ``timeout`` seconds; past that, raise ``busy(holder)``. The kernel drops the lock when the
+    process dies, so a killed holder never leaves the bank locked."""
+    fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
+    deadline = time.monotonic() + max(timeout, 0.0)
+    delay = 0.002
+    try:
+        while True:
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                break
+            except OSError as err:
+                if err.errno not in (errno.EAGAIN, errno.EACCES):
+                    raise
+                if time.monotonic() >= deadline:
+                    try:
+                        holder = os.pread(fd, 4096, 0).decode("utf-8", "replace").strip() or "another process"
+                    except OSError:
+                        holder = "another process"
+                    raise busy(holder) from None
+                time.sleep(delay)
+                delay = min(delay * 2, 0.01)
+        os.ftruncate(fd, 0)
+        os.pwrite(fd, _holder_text(actor).encode(), 0)
+        try:
+            yield
+        finally:
+            os.ftruncate(fd, 0)
+            fcntl.flock(fd, fcntl.LOCK_UN)
+    finally:
+        os.close(fd)
+
+
+def _locked(root: Path, timeout: float, actor: str | None):
+    """The writers' lock of a bank."""
+    return flock_file(root / ".lock", timeout=timeout, actor=actor,
+                      busy=lambda holder: BankLocked(root, timeout, holder))
+
+
+# ---------------------------------------------------------------------------------------------
+# reading segments
+
+
+def _latest_in_first_order(rows: pl.DataFrame, keys: list[str]) -> pl.DataFrame:
+    """One row per key: the values of its latest version, in the order keys first appeared."""
+    if not rows.select(pl.struct(keys).is_duplicated().any()).item():
+        return rows
+    idx = rows.with_row_index("_ord")
+    last = idx.sort(_SEQ, maintain_order=True).unique(subset=keys, keep="last").drop("_ord")
+    first = idx.unique(subset=keys, keep="first", maintain_order=True).select(*keys, "_ord")
+    return last.join(first, on=keys, how="left", nulls_equal=True).sort("_ord").drop("_ord")
+
+
+def _merge_keyed(current: pl.DataFrame | None, new: pl.DataFrame, keys: tuple[str, ...]) -> pl.DataFrame:
+    """Apply segment rows (with _seq/_deleted) on top of a merged frame (without tombstones).
+
+    Rows keep their place: an updated row stays where its key first appeared, new keys go at the
+    end (so derived structures over the rows can be extended instead of rebuilt)."""
+    if new.height == 0:
+        return current if current is not None else new.filter(pl.lit(False))
+    new = _latest_in_first_order(new, list(keys))
+    if current is None or current.height == 0:
+        return new.filter(~pl.col(_DELETED))
+    cur = current.with_row_index("_pos")
+    new = new.join(cur.select(*keys, "_pos"), on=list(keys), how="left", nulls_equal=True)
+    fresh = new["_pos"].is_null()
+    new = new.with_columns(
+        pl.when(fresh).then(pl.lit(cur.height, pl.UInt32) + fresh.cast(pl.UInt32).cum_sum() - 1)
+        .otherwise(pl.col("_pos")).alias("_pos")
+    )
+    kept = cur.join(new.select(keys), on=list(keys), how="anti", nulls_equal=True)
+    merged = pl.concat([kept, new], how="diagonal_relaxed").sort("_pos").drop("_pos")
+    return merged.filter(~pl.col(_DELETED))
+
+
+class _TableCache:
+    """The merged rows of one table and the segment list they were built from."""
+
+    __slots__ = ("segments", "frame")
+
+    def __init__(self) -> None:
+        self.segments: list[str] = []
+        self.frame: pl.DataFrame | None = None
+
+
+# ---------------------------------------------------------------------------------------------
+# the bank
+
+
+class Bank:
+    """An open bank: its tables as polars frames (a snapshot; ``reload()`` moves it to the newest
+    version) and the means to commit a transaction.
+
+    Use :func:`open_bank` / :func:`create_bank` to get one. Frames returned by the properties are
+    never mutated by kbtools.
+
+    >>> import tempfile, pathlib
+    >>> bank = create_bank(pathlib.Path(tempfile.mkdtemp()) / "b")
+    >>> sorted(bank.tables)
+    ['edges', 'entries', 'events', 'triples', 'usage']
+    """
+
+    def __init__(self, path: str | os.PathLike, *, lock_timeout: float = DEFAULT_LOCK_TIMEOUT):
+        self.path = Path(path)
+        self.lock_timeout = lock_timeout
+        read_manifest(self.path)
+        self._caches: dict[str, _TableCache] = {t: _TableCache() for t in TABLES}
+        self._vector_cache: tuple[tuple[str, ...], np.ndarray, np.ndarray] | None = None
+        self._derived: dict[str, tuple[int, object]] = {}
+        self._manifest: dict = {}
+        self.reload()
+
+    # -- snapshot ---------------------------------------------------------------------------
+
+    def reload(self) -> "Bank":
+        """Move this snapshot to the newest committed version (cheap when nothing changed).
+
+        >>> import tempfile, pathlib
+        >>> create_bank(pathlib.Path(tempfile.mkdtemp()) / "b").reload().version
+        0
+        """
+        for attempt in range(5):
+            try:
+                manifest = _read_json(self.path / "manifest.json")
+                self._load(manifest)
+                return self
+            except FileNotFoundError:
+                if attempt == 4:
+                    raise
+                time.sleep(0.01 * (attempt + 1))  # a compaction swept a file between our reads
+            except ValueError as err:
+                raise NotABank(self.path, f"manifest.json is unreadable ({err})") from None
+        return self
+
+    def _load(self, manifest: dict) -> None:
+        for table in TABLES:
+            segs = list(manifest["tables"].get(table, []))
+            cache = self._caches[table]
+            if cache.frame is not None and segs == cache.segments:
+                continue
+            if cache.frame is not None and segs[: len(cache.segments)] == cache.segments:
+                todo, frame = segs[len(cache.segments) :], cache.frame
+            else:
+                todo, frame = segs, None
+            frame = self._read_segments(table, todo, frame)
+            cache.segments, cache.frame = segs, frame
+        self._manifest = manifest
+
+    def _read_segments(self, table: str, names: list[str], frame: pl.DataFrame | None) -> pl.DataFrame:
+        keyed = table in KEYS
+        if not names:
+            if frame is not None:
+                return frame
+            base = empty(table)
+            if keyed:
+                base = base.with_columns(pl.lit(0, pl.Int64).alias(_SEQ), pl.lit(False).alias(_DELETED))
+            return base
+        parts = [pl.read_parquet(self.path / n) for n in names]
+        new = pl.concat(parts, how="diagonal_relaxed") if len(parts) > 1 else parts[0]
+        if keyed:
+            return _merge_keyed(frame, new, KEYS[table])
+        return pl.concat([frame, new], how="diagonal_relaxed") if frame is not None else new
+
+    @property
+    def version(self) -> int:
+        """The manifest version this snapshot reads (0 for a new bank)."""
+        return int(self._manifest.get("version", 0))
+
+    @property
+    def settings(self) -> dict:
+        """The bank's settings (auto_link, embedder, ...) as of this snapshot."""
+        return dict(self._manifest.get("settings", {}))
+
+    @property
+    def tables(self) -> dict[str, pl.DataFrame]:
+        """Every table of this snapshot by name."""
+        return {t: self.table(t) for t in TABLES}
+
+    def table(self, name: str) -> pl.DataFrame:
+        """One table of this snapshot, with exactly the columns of DESIGN.md."""
+        if name not in SCHEMAS:
+            raise KbError(f"unknown table {name!r}: the tables are {', '.join(TABLES)}")
+        frame = self._caches[name].frame
+        if frame is None:
+            return empty(name)
+        if name == "entries":
+            return self._entries_with_usage(frame)
+        return frame.select(list(SCHEMAS[name]))
+
+    def _entries_with_usage(self, frame: pl.DataFrame) -> pl.DataFrame:
+        def build() -> pl.DataFrame:
+            base = frame.select(list(SCHEMAS["entries"]))
+            usage = self._caches["usage"].frame
+            if usage is None or usage.height == 0:
+                return base
+            counts = usage.group_by("id").agg(pl.len().alias("_n"), pl.col("at").max().alias("_last"))
+            return (
+                base.join(counts, on="id", how="left")
+                .with_columns(
+                    (pl.col("usage_count") + pl.col("_n").fill_null(0)).alias("usage_count"),
+                    pl.max_horizontal("last_used_at", "_last").alias("last_used_at"),
+                )
+                .select(list(SCHEMAS["entries"]))
+            )
+
+        return self.derived("entries+usage", build, on=("entries", "usage"))
+
+    def fingerprint(self, on: tuple[str, ...] = TABLES) -> str:
+        """A short fingerprint of the segments of the named tables (and ``"vectors"``): it changes
+        exactly when what they hold changes.
+
+        >>> import tempfile, pathlib
+        >>> len(create_bank(pathlib.Path(tempfile.mkdtemp()) / "b").fingerprint(("entries",)))
+        16
+        """
+        parts = []
+        for name in on:
+            if name == "vectors":
+                parts.append([s["data"] for s in (self._manifest.get("vectors") or {}).get("segments", [])])
+            else:
+                parts.append(self._manifest["tables"].get(name, []))
+        return hashlib.sha256(json.dumps(parts).encode()).hexdigest()[:16]
+
+    def derived(self, name: str, build: Callable[[], object], *, on: tuple[str, ...] = TABLES) -> object:
+        """A value computed from this snapshot, cached in memory until one of the tables it is
+        built ``on`` changes (graph views, lookups and indexes built by other modules)."""
+        key = self.fingerprint(on)
+        hit = self._derived.get(name)
+        if hit is not None and hit[0] == key:
+            return hit[1]
+        value = build()
+        self._derived[name] = (key, value)
+        return value
+
+    @property
+    def entries(self) -> pl.DataFrame:
+        """The entries table (usage from the usage log already counted in)."""
+        return self.table("entries")
+
+    @property
+    def edges(self) -> pl.DataFrame:
+        """The edges table."""
+        return self.table("edges")
+
+    @property
+    def events(self) -> pl.DataFrame:
+        """The append-only events table."""
+        return self.table("events")
+
+    @property
+    def triples(self) -> pl.DataFrame:
+        """The entity triples the linker's bridge signal reads."""
+        return self.table("triples")
+
+    @property
+    def usage(self) -> pl.DataFrame:
+        """The usage log not yet compacted into entries."""
+        return self.table("usage")
+
+    def segment_files(self) -> dict[str, list[str]]:
+        """The Parquet segment files of each table in this snapshot (paths relative to the bank)."""
+        return {t: list(self._manifest["tables"].get(t, [])) for t in TABLES}
+
+    def __repr__(self) -> str:
+        n = self._caches["entries"].frame
+        return f"<Bank {self.path} v{self.version}: {0 if n is None else n.height} entries>"
+
+    # -- vectors ----------------------------------------------------------------------------
+
+    @property
+    def embedder_name(self) -> str | None:
+        """The embedder that built this bank's vectors (None before any were written)."""
+        return (self._manifest.get("vectors") or {}).get("embedder")
+
+    def vectors(self, *, with_hashes: bool = False):
+        """(ids as an array of str, vectors (n, dims, d) float32) for every entry that has them,
+        latest segment winning per id; entries deleted since are left out. With ``with_hashes``
+        also the hash of the texts each vector was built from (0 where unknown)."""
+        info = self._manifest.get("vectors") or {}
+        segs = tuple(s["data"] for s in info.get("segments", []))
+        if self._vector_cache is None or self._vector_cache[0] != segs:
+            ids_parts, data_parts, hash_parts = [], [], []
+            for seg in info.get("segments", []):
+                seg_ids = np.load(self.path / seg["ids"], allow_pickle=False).astype(str)
+                ids_parts.append(seg_ids)
+                data_parts.append(np.load(self.path / seg["data"], mmap_mode="r", allow_pickle=False))
+                hash_parts.append(
+                    np.load(self.path / seg["hashes"], allow_pickle=False) if seg.get("hashes")
+                    else np.zeros(len(seg_ids), dtype=np.uint64)
+                )
+            if not ids_parts:
+                ids, data, hashes = np.array([], dtype=str), np.zeros((0, 0, 0), dtype=np.float32), np.zeros(0, np.uint64)
+            elif len(ids_parts) == 1:
+                ids, data, hashes = ids_parts[0], data_parts[0], hash_parts[0]
+            else:
+                ids = np.concatenate(ids_parts)
+                data = np.concatenate([np.asarray(d) for d in data_parts])
+                hashes = np.concatenate(hash_parts)
+                _, last = np.unique(ids[::-1], return_index=True)
+                keep = np.sort(len(ids) - 1 - last)
+                ids, data, hashes = ids[keep], data[keep], hashes[keep]
+            self._vector_cache = (segs, ids, data, hashes)
+        _, all_ids, all_data, all_hashes = self._vector_cache
+
+        def live() -> tuple:
+            entry_ids = self._caches["entries"].frame
+            mask = pl.Series(all_ids, dtype=pl.String).is_in(
+                entry_ids["id"].implode() if entry_ids is not None else pl.Series([], dtype=pl.String).implode()
+            ).to_numpy()
+            if mask.all():
+                return all_ids, all_data, all_hashes
+            return all_ids[mask], np.asarray(all_data)[mask], all_hashes[mask]
+
+        ids, data, hashes = self.derived("vectors", live, on=("entries", "vectors"))
+        return (ids, data, hashes) if with_hashes else (ids, data)
+
+    # -- caches -----------------------------------------------------------------------------
+
+    def read_cache(self, name: str, fingerprint: str) -> bytes | None:
+        """The bytes of a derived artefact if it was built from ``fingerprint``; None otherwise
+        (a stale or foreign cache is never returned)."""
+        path = self.path / "cache" / name
+        meta = path.with_name(path.name + ".json")
+        try:
+            if _read_json(meta).get("fingerprint") != fingerprint:
+                return None
+            return path.read_bytes()
+        except (OSError, ValueError):
+            return None
+
+    def write_cache(self, name: str, fingerprint: str, data: bytes) -> None:
+        """Store a derived artefact with the fingerprint of what it was built from (atomic)."""
+        folder = self.path / "cache"
+        folder.mkdir(exist_ok=True)
+        _atomic_write_bytes(folder / name, data)
+        _atomic_write_bytes(folder / f"{name}.json", json.dumps({"fingerprint": fingerprint}).encode())
+
+    # -- writing ----------------------------------------------------------------------------
+
+    def write(self, plan: Callable[["Bank"], Changes], *, actor: str | None = None, timeout: float | None = None,
+              durable: bool = True):
+        """Run ``plan`` on the newest version under the writers' lock and commit what it returns
+        as one transaction. ``plan`` raises to abort (nothing is written). Returns plan's Changes.
+
+        Every commit is atomic (a rename); ``durable=False`` skips the fsyncs, for writes whose loss
+        in a power cut is harmless (usage counts): the bank is then as before or after, never between.
+        """
+        with _locked(self.path, self.lock_timeout if timeout is None else timeout, actor):
+            self.reload()
+            changes = plan(self)
+            if changes is not None and not changes.is_empty():
+                self._commit(changes, durable=durable)
+            return changes
+
+    def _commit(self, changes: Changes, *, durable: bool = True) -> None:
+        manifest = json.loads(json.dumps(self._manifest))
+        seq = int(manifest.get("version", 0)) + 1
+        tag = f"{seq:08d}-{uuid.uuid4().hex[:6]}"
+        for table in TABLES:
+            frame = self._segment_frame(table, changes, seq)
+            if frame is None or frame.height == 0:
+                continue
+            rel = f"tables/{table}/{tag}.parquet"
+            (self.path / "tables" / table).mkdir(parents=True, exist_ok=True)
+            _write_parquet(frame, self.path / rel, durable=durable)
+            manifest["tables"].setdefault(table, []).append(rel)
+        if changes.vectors is not None:
+            ids, data, embedder = changes.vectors[:3]
+            hashes = changes.vectors[3] if len(changes.vectors) > 3 else None
+            info = {} if changes.replace_vectors else (manifest.get("vectors") or {})
+            info.setdefault("embedder", None)
+            info.setdefault("segments", [])
+            manifest["vectors"] = info
+            if info.get("embedder") not in (None, embedder):
+                raise EmbedderMismatch(
+                    f"vectors from embedder {embedder!r} cannot join a bank embedded with {info['embedder']!r}; "
+                    f"re-embed the whole bank with `kb embed PATH --embedder {embedder} --rebuild`"
+                )
+            info["embedder"] = embedder
+            info["segments"].append(self._write_vector_segment(tag, ids, data, hashes))
+        if changes.settings:
+            manifest.setdefault("settings", {}).update(changes.settings)
+        manifest["version"] = seq
+        manifest["committed_at"] = utcnow().isoformat()
+        self._swap_manifest(manifest, durable=durable)
+        self._maybe_merge_tail()
+
+    def _write_vector_segment(self, tag: str, ids, data, hashes) -> dict:
+        (self.path / "vectors").mkdir(exist_ok=True)
+        seg = {"data": f"vectors/{tag}.npy", "ids": f"vectors/{tag}.ids.npy", "rows": int(len(ids))}
+        _write_npy(np.ascontiguousarray(data, dtype=np.float32), self.path / seg["data"])
+        _write_npy(np.asarray(ids, dtype="U8"), self.path / seg["ids"])
+        if hashes is not None:
+            seg["hashes"] = f"vectors/{tag}.hashes.npy"
+            _write_npy(np.asarray(hashes, dtype=np.uint64), self.path / seg["hashes"])
+        return seg
+
+    def _segment_frame(self, table: str, changes: Changes, seq: int) -> pl.DataFrame | None:
+        if table in APPEND_ONLY:
+            frame = changes.appends.get(table)
+            return None if frame is None else conform(frame, table)
+        parts = []
+        up = changes.upserts.get(table)
+        if up is not None and up.height:
+            parts.append(conform(up, table).with_columns(pl.lit(False).alias(_DELETED)))
+        dele = changes.deletes.get(table)
+        if dele is not None and dele.height:
+            parts.append(conform(dele.select(KEYS[table]), table).with_columns(pl.lit(True).alias(_DELETED)))
+        if not parts:
+            return None
+        return pl.concat(parts, how="diagonal_relaxed").with_columns(pl.lit(seq, pl.Int64).alias(_SEQ))
+
+    def _swap_manifest(self, manifest: dict, *, durable: bool = True) -> None:
+        _atomic_write_bytes(self.path / "manifest.json", json.dumps(manifest, indent=1).encode(), durable=durable)
+        self._load(manifest)
+
+    # -- compaction -------------------------------------------------------------------------
+
+    def _maybe_merge_tail(self) -> None:
+        tails = [t for t, segs in self._manifest["tables"].items() if len(segs) > TAIL_SEGMENTS + 1]
+        if tails:
+            self._compact(tables=tails, full=False)
+
+    def compact(self, *, timeout: float | None = None, sweep_age: float = SWEEP_AGE_S) -> dict:
+        """Fold every table into one segment (tombstones dropped, the usage log folded into
+        entries), sweep unreferenced files, and return what it did.
+
+        >>> import tempfile, pathlib
+        >>> create_bank(pathlib.Path(tempfile.mkdtemp()) / "b").compact()["version"]
+        1
+        """
+        with _locked(self.path, self.lock_timeout if timeout is None else timeout, "compact"):
+            self.reload()
+            return self._compact(tables=list(TABLES), full=True, sweep_age=sweep_age)
+
+    def _compact(self, *, tables: list[str], full: bool, sweep_age: float = SWEEP_AGE_S) -> dict:
+        manifest = json.loads(json.dumps(self._manifest))
+        seq = int(manifest.get("version", 0)) + 1
+        tag = f"{seq:08d}-{uuid.uuid4().hex[:6]}"
+        report = {"version": seq, "tables": {}}
+        usage_folded = full and self._caches["usage"].frame is not None and self._caches["usage"].frame.height > 0
+        for table in tables:
+            segs = manifest["tables"].get(table, [])
+            if full:
+                frame = self._caches[table].frame
+                if table == "entries" and usage_folded:
+                    frame = self._entries_with_usage(frame).with_columns(
+                        pl.lit(seq, pl.Int64).alias(_SEQ), pl.lit(False).alias(_DELETED)
+                    )
+                elif table == "usage" and usage_folded:
+                    frame = None
+                if frame is not None and table in KEYS:
+                    frame = frame.with_columns(pl.lit(seq, pl.Int64).alias(_SEQ))
+                keep: list[str] = []
+            else:
+                keep, tail = segs[:1], segs[1:]
+                parts = [pl.read_parquet(self.path / n) for n in tail]
+                frame = pl.concat(parts, how="diagonal_relaxed") if parts else None
+                if frame is not None and table in KEYS:
+                    frame = _latest_in_first_order(frame, list(KEYS[table]))
+            new_segs = list(keep)
+            if frame is not None and frame.height:
+                rel = f"tables/{table}/{tag}.parquet"
+                (self.path / "tables" / table).mkdir(parents=True, exist_ok=True)
+                _write_parquet(frame, self.path / rel)
+                new_segs.append(rel)
+            manifest["tables"][table] = new_segs
+            report["tables"][table] = {"segments_before": len(segs), "segments_after": len(new_segs)}
+        if full:
+            report["vectors"] = self._compact_vectors(manifest, tag)
+        manifest["version"] = seq
+        manifest["committed_at"] = utcnow().isoformat()
+        # a rewrite cannot be applied incrementally: drop the merged frames. Derived values stay: the
+        # content is unchanged, and each one is rebuilt (or grown from its predecessor) when next asked
+        for table in tables:
+            self._caches[table] = _TableCache()
+        self._swap_manifest(manifest)
+        report["swept"] = self._sweep(sweep_age)
+        return report
+
+    def _compact_vectors(self, manifest: dict, tag: str) -> dict:
+        info = manifest.get("vectors")
+        if not info or len(info.get("segments", [])) <= 1:
+            return {"segments": len(info.get("segments", [])) if info else 0}
+        ids, data, hashes = self.vectors(with_hashes=True)
+        info["segments"] = [self._write_vector_segment(tag, ids, data, hashes)]
+        self._vector_cache = None
+        return {"segments": 1, "rows": int(len(ids))}
+
+    def _sweep(self, age: float = SWEEP_AGE_S) -> int:
+        """Remove segment files no manifest names any more (old enough that no reader holds them)."""
+        referenced = {p for segs in self._manifest["tables"].values() for p in segs}
+        for seg in (self._manifest.get("vectors") or {}).get("segments", []):
+            referenced.update(seg[k] for k in ("data", "ids", "hashes") if seg.get(k))
+        removed = 0
+        now = time.time()
+        for folder in [*(self.path / "tables").glob("*"), self.path / "vectors"]:
+            if not folder.is_dir():
+                continue
+            for f in folder.iterdir():
+                rel = f"{folder.relative_to(self.path).as_posix()}/{f.name}"
+                if rel in referenced:
+                    continue
+                try:
+                    if now - f.stat().st_mtime >= age:
+                        f.unlink()
+                        removed += 1
+                except FileNotFoundError:
+                    pass
+        return removed
+
+
+def read_manifest(path: str | os.PathLike) -> dict:
+    """The manifest of the bank at ``path`` (its segment lists), after checking the folder is a bank.
+
+    >>> read_manifest("/nonexistent")
+    Traceback (most recent call last):
+    ...
+    kbtools.errors.NotABank: /nonexistent is not a kbtools bank: the folder does not exist
+    """
+    root = Path(path)
+    meta_path = root / "bank.json"
+    if not root.exists():
+        raise NotABank(root, "the folder does not exist")
+    if not root.is_dir():
+        raise NotABank(root, "it is a file, not a folder")
+    if not meta_path.exists():
+        raise NotABank(root, "no bank.json in it")
+    try:
+        meta = _read_json(meta_path)
+    except (OSError, ValueError) as err:
+        raise NotABank(root, f"bank.json is unreadable ({err})") from None
+    if meta.get("format") != FORMAT:
+        raise NotABank(root, f"bank.json says format={meta.get('format')!r}, expected {FORMAT!r}")
+    if int(meta.get("version", 0)) > FORMAT_VERSION:
+        raise NotABank(root, f"format version {meta.get('version')} is newer than this kbtools ({FORMAT_VERSION})")
+    try:
+        return _read_json(root / "manifest.json")
+    except (OSError, ValueError) as err:
+        raise NotABank(root, f"manifest.json is unreadable ({err})") from None
+
+
+def create_bank(path: str | os.PathLike, *, settings: dict | None = None) -> Bank:
+    """Create a new, empty bank folder and open it; an error if a bank (or anything) is there.
+
+    >>> import tempfile, pathlib
+    >>> create_bank(pathlib.Path(tempfile.mkdtemp()) / "new").entries.height
+    0
+    """
+    root = Path(path)
+    if (root / "bank.json").exists():
+        raise BankExists(root)
+    if root.exists() and (not root.is_dir() or any(root.iterdir())):
+        raise BankExists(root, "the path exists and is not an empty folder")
+    root.mkdir(parents=True, exist_ok=True)
+    for table in TABLES:
+        (root / "tables" / table).mkdir(parents=True, exist_ok=True)
+    base_settings = {"auto_link": True}
+    base_settings.update(settings or {})
+    manifest = {"version": 0, "tables": {t: [] for t in TABLES}, "settings": base_settings, "vectors": {}}
+    _atomic_write_bytes(root / "manifest.json", json.dumps(manifest, indent=1).encode())
+    meta = {"format": FORMAT, "version": FORMAT_VERSION, "created_at": utcnow().isoformat()}
+    _atomic_write_bytes(root / "bank.json", json.dumps(meta, indent=1).encode())
+    return Bank(root)
+
+
+def open_bank(path: str | os.PathLike, *, lock_timeout: float = DEFAULT_LOCK_TIMEOUT) -> Bank:
+    """Open an existing bank; an error naming the path when it is not one.
+
+    >>> open_bank("/nonexistent/bank")
+    Traceback (most recent call last):
+    ...
+    kbtools.errors.NotABank: /nonexistent/bank is not a kbtools bank: the folder does not exist
+    """
+    if isinstance(path, Bank):
+        return path
+    return Bank(path, lock_timeout=lock_timeout)
