@@ -13,7 +13,7 @@ import pytest
 
 import kbtools as kb
 
-KB = [sys.executable, "-m", "kbtools.cli.main"]
+KB = [sys.executable, "-m", "kbtools"]
 
 
 @pytest.fixture(scope="module")

@@ -8,7 +8,7 @@ import subprocess
 import sys
 
 
-KB = [sys.executable, "-m", "kbtools.cli.main"]
+KB = [sys.executable, "-m", "kbtools"]
 
 
 def run(*args, check=True):

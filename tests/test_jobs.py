@@ -20,7 +20,7 @@ from kbtools.ops.jobs import connect, decay
 from kbtools.linker import plan_links
 from kbtools.linker import apply_plan as apply_in_memory
 
-JOB = [sys.executable, "-m", "kbtools.cli.main"]
+JOB = [sys.executable, "-m", "kbtools"]
 
 
 def _copy(demo_dir, tmp_path, name="engineering"):

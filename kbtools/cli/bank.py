@@ -1,0 +1,117 @@
+"""``kb demo|stats|check|import|export|compact``: the bank itself."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from kbtools.cli.base import EXIT_OK, EXIT_PROBLEMS, bank_arg as _bank_arg, command, register_args
+
+__all__: list[str] = []
+
+@command("demo", "generate the seeded demo banks (engineering, business) or a large synthetic bank")
+def _demo(args):
+    """Generate the demo banks with their ground-truth sidecars.
+
+    kb demo                          # data/demo/engineering and data/demo/business (refuses to overwrite)
+    kb demo --out banks/demo --force # fresh working copies
+    kb demo --entries 100000 --out bench-banks/100k   # a synthetic bank for benchmarks
+    """
+    from kbtools.demo.banks import DEMO_DIR, build_demo
+
+    out = Path(args.out) if args.out else DEMO_DIR
+    which = tuple(args.only.split(",")) if args.only else ("engineering", "business")
+    banks = build_demo(out, seed=args.seed, which=which, entries=args.entries, force=args.force)
+    payload = {name: {"path": str(b.path), "entries": b.entries.height, "edges": b.edges.height} for name, b in banks.items()}
+    text = "\n".join(f"wrote {name}: {p['path']} ({p['entries']} entries, {p['edges']} edges)" for name, p in payload.items())
+    return payload, text
+
+
+def _demo_args(p):
+    p.add_argument("--out", help="folder for the banks (default: data/demo of the repository)")
+    p.add_argument("--seed", type=int, default=7, help="generator seed (default 7)")
+    p.add_argument("--entries", type=int, help="write one synthetic bank of this many entries at --out")
+    p.add_argument("--only", help="comma-separated subset: engineering,business")
+    p.add_argument("--force", action="store_true", help="replace banks already there")
+
+
+@command("stats", "what a bank holds: entries, edges by type and source, note coverage, storage")
+def _stats(args):
+    """Print counts by kind, edge type and source, note coverage and storage of one or more banks."""
+    from kbtools.ops.bank_stats import bank_stats, format_stats
+    from kbtools.store.bank import open_bank
+
+    stats = [bank_stats(open_bank(p)) for p in args.path]
+    return (stats if len(stats) > 1 else stats[0]), "\n\n".join(format_stats(s) for s in stats)
+
+
+@command("check", "check every invariant of a bank; exit status 4 when problems are found")
+def _check(args):
+    """Check every invariant (segments, ids, vocabularies, endpoints, uniqueness, weights, events, vectors)."""
+    from kbtools.store.check import check_bank
+
+    results = {p: [str(x) for x in check_bank(p)] for p in args.path}
+    lines = []
+    for p, probs in results.items():
+        lines.append(f"{p}: {'ok' if not probs else f'{len(probs)} problem(s)'}")
+        lines += [f"  - {x}" for x in probs[:50]]
+        if len(probs) > 50:
+            lines.append(f"  ... and {len(probs) - 50} more (use --json for all)")
+    status = EXIT_PROBLEMS if any(results.values()) else EXIT_OK
+    return {"banks": results, "ok": status == EXIT_OK}, "\n".join(lines), status
+
+
+@command("import", "import entries and edges (JSONL or Parquet, pgvector export shape) in one transaction")
+def _import(args):
+    """Import rows; every row is validated first and a bad one is reported with its line number.
+
+    Edge files may name the endpoints from/to (pgvector's entry_edges) or src/dst.
+    """
+    from kbtools.ops.interchange import import_files
+    from kbtools.store.bank import create_bank, open_bank
+
+    bank = create_bank(args.path) if args.create else open_bank(args.path)
+    counts = import_files(bank, entries=args.entries, edges=args.edges, triples=args.triples, actor=args.actor)
+    return counts, f"imported {counts['entries']} entries, {counts['edges']} edges, {counts['triples']} triples into {args.path}"
+
+
+def _import_args(p):
+    p.add_argument("--entries", help="entries file (.jsonl or .parquet)")
+    p.add_argument("--edges", help="edges file (.jsonl or .parquet; from/to or src/dst)")
+    p.add_argument("--triples", help="entity triples file")
+    p.add_argument("--actor", default="import", help="who the events name (default: import)")
+    p.add_argument("--create", action="store_true", help="create the bank first")
+
+
+@command("export", "export a bank's tables to JSONL or Parquet files (pgvector shape: entry_edges from/to)")
+def _export(args):
+    """Write entries, entry_edges, triples and events files to a folder."""
+    from kbtools.ops.interchange import export_bank
+    from kbtools.store.bank import open_bank
+
+    written = export_bank(open_bank(args.path), args.to, format=args.format)
+    return written, "\n".join(f"wrote {p} ({n} rows)" for p, n in written.items())
+
+
+def _export_args(p):
+    p.add_argument("--to", required=True, help="output folder")
+    p.add_argument("--format", choices=("jsonl", "parquet"), default="jsonl")
+
+
+@command("compact", "fold each table's segments into one Parquet file and sweep unreferenced files")
+def _compact(args):
+    """Compact a bank: one segment per table, usage folded into entries, old files swept."""
+    from kbtools.store.bank import open_bank
+
+    report = open_bank(args.path).compact()
+    return report, f"compacted {args.path} to version {report['version']}"
+
+
+for _name, _fn in {
+    "demo": _demo_args,
+    "stats": lambda p: p.add_argument("path", nargs="+", help="bank folder(s)"),
+    "check": lambda p: p.add_argument("path", nargs="+", help="bank folder(s)"),
+    "import": lambda p: (_bank_arg(p), _import_args(p)),
+    "export": lambda p: (_bank_arg(p), _export_args(p)),
+    "compact": _bank_arg,
+}.items():
+    register_args(_name, _fn)

@@ -1,0 +1,90 @@
+"""What every ``kb`` subcommand shares: the registry, the exit statuses, the JSON and text output,
+progress on long work, and how frames are printed.
+
+>>> "query" in COMMANDS or True
+True
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+from typing import Callable
+
+os.environ.setdefault("ORT_DISABLE_TELEMETRY", "1")
+
+__all__ = ["command", "register_args", "COMMANDS", "ARGS", "EXIT_OK", "EXIT_ERROR", "EXIT_USAGE", "EXIT_LOCKED",
+           "EXIT_PROBLEMS", "emit", "progress", "frame_out", "bank_arg"]
+
+EXIT_OK, EXIT_ERROR, EXIT_USAGE, EXIT_LOCKED, EXIT_PROBLEMS = 0, 1, 2, 3, 4
+
+#: name -> (parser builder, handler ``fn(args) -> (payload, text[, status])``)
+COMMANDS: dict[str, tuple[Callable, Callable]] = {}
+#: name -> the function that adds the subcommand's own arguments
+ARGS: dict[str, Callable] = {}
+
+
+def command(name: str, help: str):
+    """Register ``fn(args) -> (payload, text)`` as subcommand ``name``."""
+
+    def deco(fn):
+        def add(sub):
+            p = sub.add_parser(name, help=help, description=(fn.__doc__ or help).strip(),
+                               formatter_class=argparse.RawDescriptionHelpFormatter)
+            p.add_argument("--json", action="store_true", help="print a JSON report instead of text")
+            return p
+
+        COMMANDS[name] = (add, fn)
+        return fn
+
+    return deco
+
+
+def register_args(name: str, fn: Callable) -> None:
+    """Register the argument builder of subcommand ``name``."""
+    ARGS[name] = fn
+
+
+def bank_arg(p, nargs=None):
+    p.add_argument("path", nargs=nargs, help="the bank folder")
+
+def _json_default(o):
+    import polars as pl
+
+    if isinstance(o, pl.DataFrame):
+        return o.to_dicts()
+    if hasattr(o, "isoformat"):
+        return o.isoformat()
+    if hasattr(o, "to_dict"):
+        return o.to_dict()
+    return str(o)
+
+
+def emit(payload, text: str | None, as_json: bool) -> None:
+    if as_json:
+        print(json.dumps(payload, default=_json_default, indent=1, sort_keys=False))
+    elif text:
+        print(text)
+
+
+
+def progress(label: str):
+    """A progress bar on a terminal, plain log lines otherwise (the jobs' reporter)."""
+    from kbtools.ops.jobs import progress_reporter
+
+    return progress_reporter(label)
+
+
+def frame_out(frame, args, text_rows: int = 40):
+    """Payload and text for a polars frame result (--json gives rows, --csv gives CSV)."""
+    import polars as pl
+
+    if getattr(args, "csv", False):
+        flat = frame.with_columns(
+            [pl.col(c).cast(pl.List(pl.String)).list.join("; ") for c, t in frame.schema.items() if isinstance(t, pl.List)]
+        )
+        return None, flat.write_csv()
+
+    with pl.Config(tbl_rows=text_rows, tbl_width_chars=160, fmt_str_lengths=80, tbl_hide_dataframe_shape=True):
+        return frame.to_dicts(), str(frame)

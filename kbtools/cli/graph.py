@@ -1,0 +1,119 @@
+"""``kb related|trace|communities|hubs|holes``: graph analytics over a bank."""
+
+from __future__ import annotations
+
+
+from kbtools.cli.base import command, frame_out as _frame_out, register_args
+
+__all__: list[str] = []
+
+@command("related", "what is connected to an entry, best first, with the chain of links")
+def _related(args):
+    """Spreading activation from one entry: each related entry with its score and path."""
+    from kbtools.ops.analytics import related
+    from kbtools.store.bank import open_bank
+
+    return _frame_out(related(open_bank(args.path), args.id, depth=args.depth, limit=args.limit), args)
+
+
+register_args("related", lambda p: (
+    p.add_argument("path"), p.add_argument("id", help="the entry id"),
+    p.add_argument("--depth", type=int, default=2), p.add_argument("--limit", type=int, default=10),
+    p.add_argument("--csv", action="store_true", help="print CSV"),
+))
+
+
+@command("trace", "the shortest chain of links between two entries")
+def _trace(args):
+    """Breadth-first shortest chain of links between two entries (either direction)."""
+    from kbtools.ops.analytics import trace
+    from kbtools.store.bank import open_bank
+
+    return _frame_out(trace(open_bank(args.path), args.a, args.b, max_depth=args.max_depth), args)
+
+
+register_args("trace", lambda p: (
+    p.add_argument("path"), p.add_argument("a"), p.add_argument("b"),
+    p.add_argument("--max-depth", type=int, default=4), p.add_argument("--csv", action="store_true"),
+))
+
+
+@command("communities", "communities of the bank (Leiden modularity or label propagation) with their labels")
+def _communities(args):
+    """One row per community: size and a label of its members' most distinctive terms."""
+    import polars as pl
+
+    from kbtools.ops.analytics import communities
+    from kbtools.store.bank import open_bank
+
+    frame = communities(open_bank(args.path), method=args.method, resolution=args.resolution, seed=args.seed,
+                        trusted_only=not args.all_links)
+    if not args.members:
+        frame = (frame.filter(pl.col("community") >= 0).group_by("community", "size", "label").agg(pl.col("id").head(5).alias("examples"))
+                 .sort("size", "community", descending=[True, False]))
+    return _frame_out(frame, args)
+
+
+register_args("communities", lambda p: (
+    p.add_argument("path"),
+    p.add_argument("--method", default="leiden", choices=("leiden", "label_propagation")),
+    p.add_argument("--resolution", type=float, default=1.0),
+    p.add_argument("--seed", type=int, default=0),
+    p.add_argument("--all-links", action="store_true", help="include automatic (fading) links"),
+    p.add_argument("--members", action="store_true", help="one row per entry instead of per community"),
+    p.add_argument("--csv", action="store_true"),
+))
+
+
+@command("hubs", "the hub entries: degree, PageRank and betweenness, with the hub rule applied")
+def _hubs(args):
+    """Entries ranked by PageRank; --all lists every entry, otherwise only hubs (degree >= max(4, mean + 2 sd))."""
+    import polars as pl
+
+    from kbtools.ops.analytics import centrality
+    from kbtools.store.bank import open_bank
+
+    bank = open_bank(args.path)
+    frame = centrality(bank).join(bank.entries.select("id", "kind", "title"), on="id", how="left")
+    if not args.all:
+        frame = frame.filter(pl.col("hub"))
+    frame = frame.sort("pagerank", descending=True).head(args.limit)
+    return _frame_out(frame, args)
+
+
+register_args("hubs", lambda p: (
+    p.add_argument("path"), p.add_argument("--all", action="store_true", help="every entry, not only hubs"),
+    p.add_argument("--limit", type=int, default=50), p.add_argument("--csv", action="store_true"),
+))
+
+
+@command("holes", "holes in the bank's process flows, each with the question to ask its owner")
+def _holes(args):
+    """Walk precedes / produces / requires / owned_by and list every hole: dead ends, one-branch
+    decisions, unproduced inputs, unused outputs, steps with no owner, unreachable steps, loops
+    with no exit. Declarations (metadata start/end/output/input) are honoured."""
+    from kbtools.ops.analytics import process_flows, workflow_holes
+    from kbtools.store.bank import open_bank
+
+    bank = open_bank(args.path)
+    if args.flows:
+        return _frame_out(process_flows(bank), args)
+    holes = workflow_holes(bank)
+    payload, text = _frame_out(holes, args)
+    if payload is not None:  # text for an analyst: one block per hole, most severe first
+        import polars as pl
+
+        rank = {"high": 0, "medium": 1, "low": 2}
+        ordered = holes.with_columns(pl.col("severity").replace_strict(rank, default=3).alias("_r")).sort("_r", "flow", "title")
+        blocks = [f"{holes.height} hole(s) in {holes['flow'].n_unique()} flow(s) of {args.path}"]
+        for r in ordered.iter_rows(named=True):
+            blocks.append(f"\n[{r['severity']}] {r['hole']} · {r['flow']} · {r['title']} ({r['id']})\n"
+                          f"  {r['explanation']}\n  {r['question']}")
+        text = "\n".join(blocks)
+    return payload, text
+
+
+register_args("holes", lambda p: (
+    p.add_argument("path"), p.add_argument("--flows", action="store_true", help="one row per flow instead"),
+    p.add_argument("--csv", action="store_true"),
+))

@@ -1,0 +1,110 @@
+"""``kb query|recall|embed``: answers from a bank."""
+
+from __future__ import annotations
+
+import sys
+
+from kbtools.cli.base import command, progress as _progress, register_args
+
+__all__: list[str] = []
+
+def _ensure_embedded(bank) -> None:
+    """Embed entries that lack vectors first, with progress (the first query on a bank does this)."""
+    from kbtools.retrieval.search import embed_bank
+
+    if bank.entries.height and len(bank.vectors()[0]) < bank.entries.height:
+        print(f"embedding {bank.entries.height - len(bank.vectors()[0])} entries of {bank.path} "
+              "(once; cached by text hash)", file=sys.stderr, flush=True)
+        embed_bank(bank, progress=_progress("embed"))
+
+
+@command("query", "answer a question from a bank, folded (default) or flat")
+def _query(args):
+    """Answer a question the way an agent reads it: results with their folded pointers and the
+    neighbours one hop away. The first query on a bank embeds its entries (cached afterwards)."""
+    from kbtools.retrieval.pipeline import query
+    from kbtools.store.bank import open_bank
+
+    bank = open_bank(args.path)
+    _ensure_embedded(bank)
+    if args.compare:
+        flat = query(bank, args.text, k=args.k, fold=False, lexical=args.lexical, record_usage=False, index=args.index)
+        folded = query(bank, args.text, k=args.k, fold=True, lexical=args.lexical, record_usage=not args.no_usage, index=args.index)
+        return {"flat": flat.to_dict(), "folded": folded.to_dict()}, side_by_side(flat, folded)
+    ans = query(bank, args.text, k=args.k, fold=not args.no_fold, lexical=args.lexical,
+                record_usage=not args.no_usage, index=args.index)
+    return ans.to_dict(), ans.text()
+
+
+def side_by_side(flat, folded, width: int = 78) -> str:
+    """The flat top-k beside the folded answer, as an agent would read each."""
+    import textwrap
+
+    def lines(ans, title):
+        out = [title, "-" * len(title)]
+        for r in ans.results:
+            out += textwrap.wrap(f"{r.rank}. {r.title} [{r.id}]", width - 2, subsequent_indent="   ")
+            for p in [*r.related, *r.neighbors]:
+                tag = "folded" if p.kind == "folded" else "neighbor"
+                text = f"↳ {tag}: {p.title or p.id} [{p.id}] {p.relation}" + (f" — {p.note}" if p.note else "")
+                out += textwrap.wrap(text, width - 2, initial_indent="   ", subsequent_indent="     ")
+        return out
+
+    left, right = lines(flat, "FLAT top-%d" % len(flat.results)), lines(folded, "FOLDED (same %d slots)" % len(folded.results))
+    rows = max(len(left), len(right))
+    left += [""] * (rows - len(left))
+    right += [""] * (rows - len(right))
+    head = f"Question: {folded.query}\n"
+    return head + "\n".join(f"{a:<{width}}  {b}" for a, b in zip(left, right))
+
+
+register_args("query", lambda p: (
+    p.add_argument("path", help="the bank folder"),
+    p.add_argument("text", help="the question"),
+    p.add_argument("--k", type=int, default=8, help="results to return (default 8)"),
+    p.add_argument("--no-fold", action="store_true", help="a flat top-k, without folding"),
+    p.add_argument("--compare", action="store_true", help="print the flat top-k beside the folded answer"),
+    p.add_argument("--lexical", action="store_true", help="add the BM25 arm (rare tokens, error strings, flags)"),
+    p.add_argument("--index", default="flat", help="faiss index kind: flat (exact), hnsw, hnsw_sq8, ivf, sq8"),
+    p.add_argument("--no-usage", action="store_true", help="do not count usage for the returned results"),
+))
+
+
+@command("recall", "query, then spread activation over the links and explain how the entries connect")
+def _recall(args):
+    """Like query, then personalized PageRank from the results brings in linked entries, and a
+    "How these entries connect" section explains the links."""
+    from kbtools.ops.analytics import recall
+    from kbtools.store.bank import open_bank
+
+    bank = open_bank(args.path)
+    _ensure_embedded(bank)
+    ans = recall(bank, args.text, links=args.links, k=args.k, record_usage=not args.no_usage)
+    return ans.to_dict(), ans.text()
+
+
+register_args("recall", lambda p: (
+    p.add_argument("path", help="the bank folder"),
+    p.add_argument("text", help="the question"),
+    p.add_argument("--k", type=int, default=8),
+    p.add_argument("--links", type=int, default=3, help="linked entries to bring in (default 3)"),
+    p.add_argument("--no-usage", action="store_true"),
+))
+
+
+@command("embed", "embed a bank's entries (only new or changed ones, or all with --rebuild)")
+def _embed(args):
+    """Embed entries whose vectors are missing or stale; --rebuild embeds all again (needed to
+    switch embedders). Embedders: minilm-int8 (default), minilm-static (fast mode), hashing-char."""
+    from kbtools.retrieval.search import embed_bank
+    from kbtools.store.bank import open_bank
+
+    out = embed_bank(open_bank(args.path), embedder=args.embedder, rebuild=args.rebuild, progress=_progress("embed"))
+    return out, f"embedded {out['embedded']} of {out['entries']} entries with {out['embedder']}"
+
+
+register_args("embed", lambda p: (
+    p.add_argument("path", help="the bank folder"),
+    p.add_argument("--embedder", help="minilm-int8, minilm-static or hashing-char (default: the bank's, else minilm-int8)"),
+    p.add_argument("--rebuild", action="store_true", help="embed every entry again"),
+))
