@@ -46,8 +46,9 @@ from kbtools.retrieval.folding import FOLD_DEFAULTS, EdgeLookup, collapse, flat,
 from kbtools.retrieval.index import DEFAULT_WEIGHTS, DIMENSIONS, VectorIndex
 from kbtools.ops.interchange import export_bank, import_files, import_frames
 from kbtools.retrieval.pipeline import QUERY_DEFAULTS, query
-from kbtools.retrieval.search import embed_bank, ranked_pool
-from kbtools.ops.bank_stats import bank_stats
+from kbtools.ops.embedding import embed_bank
+from kbtools.retrieval.search import ranked_pool
+from kbtools.evaluate.bank_stats import bank_stats
 from kbtools.evaluate import (
     GoldJudge,
     HopLabReport,
@@ -68,7 +69,7 @@ from kbtools.model.rules import Problem
 from kbtools.store.bank import Bank, create_bank, open_bank
 from kbtools.ops.writes import (
     add_triple,
-    apply_plan,
+    edit_edges,
     delete_entry,
     link,
     merge_entries,
@@ -95,7 +96,7 @@ __all__ = [
     "merge_entries",
     "split_entry",
     "add_triple",
-    "apply_plan",
+    "edit_edges",
     "record_usage",
     "import_files",
     "import_frames",

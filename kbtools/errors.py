@@ -123,3 +123,19 @@ class EmbedderMismatch(KbError):
 
 class StaleCache(KbError):
     """A derived artefact (index, layout) whose fingerprint does not match the tables."""
+
+
+class ReadOnlyBank(KbError):
+    """A write on a bank opened read-only (or on a read-only file system)."""
+
+    def __init__(self, path, what: str):
+        super().__init__(f"{path}: {what}: the bank is open read-only (open it without readonly=True / --readonly "
+                         "to write)")
+
+
+class NotEmbedded(KbError):
+    """A query on a bank whose entries have no vectors yet: embedding is an explicit step."""
+
+    def __init__(self, path, missing: int, total: int):
+        super().__init__(f"{path}: {missing} of {total} entries have no vectors; embed them first with "
+                         f"`kb embed {path}` or kb.embed_bank(bank) (reads never embed or write)")

@@ -15,10 +15,11 @@ import polars as pl
 import pytest
 
 import kbtools as kb
+from kbtools.ops import link_context as lc
 from kbtools.ops import maintenance as kc
 from kbtools.ops.jobs import connect, decay
 from kbtools.linker import plan_links
-from kbtools.linker import apply_plan as apply_in_memory
+from kbtools.linker import apply_links as apply_in_memory
 
 JOB = [sys.executable, "-m", "kbtools"]
 
@@ -120,7 +121,7 @@ def test_decay_prunes_faded_and_dangling_but_never_trusted(tmp_path):
     c = kb.report_learning(bank, content="Fact C about caches.", actor="x", link=False)
     old = kb.store.bank.utcnow() - dt.timedelta(days=400)
     fresh = kb.store.bank.utcnow()
-    kb.apply_plan(bank, add=pl.DataFrame([
+    kb.edit_edges(bank, add=pl.DataFrame([
         {"src": a, "dst": b, "type": "see_also", "source": "auto", "weight": 0.4, "seen_at": old, "created_at": old},
         {"src": b, "dst": c, "type": "see_also", "source": "auto", "weight": 0.9, "seen_at": fresh, "created_at": fresh},
         {"src": a, "dst": c, "type": "cites", "source": "author", "weight": 1.0, "seen_at": old, "created_at": old},
@@ -215,18 +216,18 @@ def test_the_linkers_neighbour_index_grows_with_appended_entries(tmp_path, demo_
     kb.import_frames(bank, entries=ents, edges=edges, guard=False)
     kb.embed_bank(bank, embedder="hashing-char")
     kb.report_learning(bank, content="Kafka consumer lag grows when max.poll.records is 500.", actor="a")
-    vectors = kc._vectors(bank)
-    index = kc._neighbours(bank, vectors)
+    vectors = lc.linker_vectors(bank)
+    index = lc.neighbour_index(bank, vectors)
     assert index.ntotal == bank.entries.height == len(vectors)
     new = kb.report_learning(bank, content="Nginx burst limits drop requests under a spike.", actor="a")
-    vectors = kc._vectors(bank)
-    grown = kc._neighbours(bank, vectors)
+    vectors = lc.linker_vectors(bank)
+    grown = lc.neighbour_index(bank, vectors)
     assert grown is index and grown.ntotal == bank.entries.height  # grown in place, not rebuilt
     row = bank.entries["id"].to_list().index(new)
     assert grown.search(vectors[row : row + 1], 1)[1][0, 0] == row
     kb.update_entry(bank, bank.entries["id"][0], actor="a", content="Rewritten text about nginx burst.")
-    kc.link_new_entries(bank, [], actor="a")  # re-embeds the changed entry
-    rebuilt = kc._neighbours(bank, kc._vectors(bank))
+    kb.embed_bank(bank)  # re-embeds the changed entry
+    rebuilt = lc.neighbour_index(bank, lc.linker_vectors(bank))
     assert rebuilt is not index and rebuilt.ntotal == bank.entries.height
 
 
@@ -235,8 +236,8 @@ def test_connect_with_the_neighbour_index_equals_linking_one_by_one(tmp_path, de
     bank = kb.create_bank(tmp_path / "b")
     kb.import_frames(bank, entries=ents, edges=edges, guard=False)
     kb.embed_bank(bank, embedder="hashing-char")
-    vectors = kc._vectors(bank)
-    index = kc._neighbours(bank, vectors)
+    vectors = lc.linker_vectors(bank)
+    index = lc.neighbour_index(bank, vectors)
     report = connect(bank, chunk=37)
     assert report["links_made"] > 20
     got = set(bank.edges.filter(pl.col("source") == "auto").select("src", "dst", "type").iter_rows())

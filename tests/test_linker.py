@@ -12,7 +12,7 @@ from hypothesis import given, settings as hsettings, strategies as st
 
 from kbtools.errors import EntryNotFound, ValidationError
 from kbtools.linker import (
-    LINKER_DEFAULTS, LINKER_LEXICAL, LinkPlan, TermStats, anchor, apply_plan, explain, plan_connect, plan_links,
+    LINKER_DEFAULTS, LINKER_LEXICAL, LinkPlan, TermStats, anchor, apply_links, explain, plan_connect, plan_links,
 )
 from kbtools.linker.evidence import noisy_or
 from kbtools.linker.planning import _known_entities
@@ -190,7 +190,7 @@ def test_degree_cap_evicts_the_weakest_faded_link():
     assert (hub[0] in plan.add["dst"].to_list()) or (hub[0] in plan.add["src"].to_list())
     # the oldest (most faded) link of the hub gives way
     assert others[-1][0] in plan.remove["src"].to_list()
-    _, after = apply_plan(entries, _edges(old), plan)
+    _, after = apply_links(entries, _edges(old), plan)
     auto = after.filter(pl.col("source") == "auto")
     degree = pl.concat([auto["src"], auto["dst"]]).value_counts()
     assert degree["count"].max() <= LINKER_DEFAULTS.max_degree
@@ -244,7 +244,7 @@ def _one_by_one(entries, edges, triples, *, vectors, stats, settings):
     order = entries.filter(pl.col("linked_at").is_null()).sort("created_at", "id")["id"].to_list()
     for entry_id in order:
         plan = plan_links(entry_id, entries, edges, triples, vectors=vectors, stats=stats, settings=settings, now=NOW)
-        entries, edges = apply_plan(entries, edges, plan)
+        entries, edges = apply_links(entries, edges, plan)
     return entries, edges
 
 
@@ -262,7 +262,7 @@ def test_connect_equals_one_by_one(seed, use_vectors, max_degree):
     seen = []
     plan = plan_connect(entries, edges, triples, vectors=vectors, stats=stats, settings=settings, now=NOW,
                         chunk=23, progress=lambda done, total: seen.append((done, total)))
-    e2, g2 = apply_plan(entries, edges, plan)
+    e2, g2 = apply_links(entries, edges, plan)
     assert plan.report["links"] > 100 and plan.report["structural"] > 0
     assert _norm(g1).equals(_norm(g2))
     assert e1.select("id", "status", "linked_at").sort("id").equals(e2.select("id", "status", "linked_at").sort("id"))
@@ -274,7 +274,7 @@ def test_connect_equals_one_by_one(seed, use_vectors, max_degree):
 def test_connect_invariants(seed, n, max_degree):
     entries, edges, triples, vectors = synthetic_bank(n, seed=seed, linked_share=0.0, edges_share=0.0)
     plan = plan_connect(entries, edges, triples, vectors=vectors, settings=LINKER_DEFAULTS.with_(max_degree=max_degree), now=NOW)
-    _, after = apply_plan(entries, edges, plan)
+    _, after = apply_links(entries, edges, plan)
     pairs = after.select(pl.min_horizontal("src", "dst").alias("a"), pl.max_horizontal("src", "dst").alias("b"))
     assert pairs.is_duplicated().sum() == 0  # at most one link per pair
     auto = after.filter(pl.col("source") == "auto")
@@ -412,7 +412,7 @@ def test_flat_index_gives_the_links_of_the_exact_scan(seed, max_degree, ties):
     scan = plan_connect(entries, edges, triples, vectors=vectors, stats=stats, settings=settings, now=NOW, chunk=23)
     got = plan_connect(entries, edges, triples, vectors=vectors, neighbors=index, stats=stats, settings=settings,
                        now=NOW, chunk=23)
-    assert _norm(apply_plan(entries, edges, scan)[1]).equals(_norm(apply_plan(entries, edges, got)[1]))
+    assert _norm(apply_links(entries, edges, scan)[1]).equals(_norm(apply_links(entries, edges, got)[1]))
     assert 0 < got.report["nn_exact"] < got.report["entries"] and index.ntotal == len(vectors)
     for eid in entries.sort("created_at")["id"].tail(8).to_list():
         one = plan_links(eid, entries, edges, triples, vectors=vectors, neighbors=index, stats=stats, now=NOW)
@@ -430,10 +430,10 @@ def test_connect_equals_one_by_one_with_an_approximate_index(seed, max_degree, m
     e1, g1 = entries, edges
     for entry_id in order:
         plan = plan_links(entry_id, e1, g1, triples, vectors=vectors, neighbors=index, stats=stats, settings=settings, now=NOW)
-        e1, g1 = apply_plan(e1, g1, plan)
+        e1, g1 = apply_links(e1, g1, plan)
     plan = plan_connect(entries, edges, triples, vectors=vectors, neighbors=index, stats=stats, settings=settings,
                         now=NOW, chunk=23)
-    e2, g2 = apply_plan(entries, edges, plan)
+    e2, g2 = apply_links(entries, edges, plan)
     assert plan.report["links"] > 100 and plan.report["nn_exact"] > 0
     assert _norm(g1).equals(_norm(g2))
     assert e1.select("id", "status", "linked_at").sort("id").equals(e2.select("id", "status", "linked_at").sort("id"))

@@ -91,16 +91,16 @@ def test_tail_segments_merge_automatically(bank):
 
 def test_settings_and_vectors_roundtrip(bank):
     a = kb.report_learning(bank, content="Fact.", actor="a")
-    from kbtools.store.bank import Changes
+    from kbtools.model.plan import Plan
 
     vec = np.ones((1, 4, 8), dtype=np.float32)
-    bank.write(lambda b: Changes(vectors=(np.array([a]), vec, "test-embedder"), settings={"embedder": "test-embedder"}))
+    bank.apply(lambda b: Plan(vectors=(np.array([a]), vec, "test-embedder"), settings={"embedder": "test-embedder"}))
     again = kb.open_bank(bank.path)
     ids, data = again.vectors()
     assert ids.tolist() == [a] and data.shape == (1, 4, 8)
     assert again.embedder_name == "test-embedder" and again.settings["embedder"] == "test-embedder"
     with pytest.raises(kb.KbError, match="cannot join"):
-        bank.write(lambda b: Changes(vectors=(np.array([a]), vec, "other")))
+        bank.apply(lambda b: Plan(vectors=(np.array([a]), vec, "other")))
 
 
 def test_cache_is_refused_when_fingerprint_differs(bank):

@@ -39,4 +39,4 @@ def hold_lock(path: str, seconds: float, conn) -> None:
         time.sleep(seconds)
         return None
 
-    bank.write(plan, actor="slow-job")
+    bank.apply(plan, actor="slow-job")

@@ -37,7 +37,7 @@ def _demo_args(p):
 @command("stats", "what a bank holds: entries, edges by type and source, note coverage, storage")
 def _stats(args):
     """Print counts by kind, edge type and source, note coverage and storage of one or more banks."""
-    from kbtools.ops.bank_stats import bank_stats, format_stats
+    from kbtools.evaluate.bank_stats import bank_stats, format_stats
     from kbtools.store.bank import open_bank
 
     stats = [bank_stats(open_bank(p)) for p in args.path]

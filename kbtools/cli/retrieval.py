@@ -10,7 +10,7 @@ __all__: list[str] = []
 
 def _ensure_embedded(bank) -> None:
     """Embed entries that lack vectors first, with progress (the first query on a bank does this)."""
-    from kbtools.retrieval.search import embed_bank
+    from kbtools.ops.embedding import embed_bank
 
     if bank.entries.height and len(bank.vectors()[0]) < bank.entries.height:
         print(f"embedding {bank.entries.height - len(bank.vectors()[0])} entries of {bank.path} "
@@ -96,7 +96,7 @@ register_args("recall", lambda p: (
 def _embed(args):
     """Embed entries whose vectors are missing or stale; --rebuild embeds all again (needed to
     switch embedders). Embedders: minilm-int8 (default), minilm-static (fast mode), hashing-char."""
-    from kbtools.retrieval.search import embed_bank
+    from kbtools.ops.embedding import embed_bank
     from kbtools.store.bank import open_bank
 
     out = embed_bank(open_bank(args.path), embedder=args.embedder, rebuild=args.rebuild, progress=_progress("embed"))

@@ -22,6 +22,15 @@ from typing import Callable
 import numpy as np
 import polars as pl
 
+from kbtools.demo import synthetic_bank
+from kbtools.ops.embedding import embed_bank
+from kbtools.ops.interchange import import_frames
+from kbtools.ops.link_context import NEIGHBOURS_FLAT_BELOW, faiss_threads, new_neighbour_index
+from kbtools.ops.writes import report_learning
+from kbtools.retrieval.embedders import get_embedder
+from kbtools.retrieval.folding import fold
+from kbtools.store.bank import create_bank, open_bank
+
 __all__ = ["run_bench", "format_bench", "BUDGETS"]
 
 #: Budgets from DESIGN.md (milliseconds unless the unit says otherwise).
@@ -69,11 +78,10 @@ class _Rows:
 
 
 def _bench_fold(rows: _Rows, seed: int) -> None:
-    import kbtools as kb
     from kbtools.demo.banks import DEMO_DIR
     from kbtools.retrieval.pipeline import edge_lookup
 
-    bank = kb.open_bank(DEMO_DIR / "engineering")
+    bank = open_bank(DEMO_DIR / "engineering")
     rng = np.random.default_rng(seed)
     edges = bank.edges
     touched = pl.concat([edges["src"], edges["dst"]]).unique().to_list()
@@ -86,9 +94,9 @@ def _bench_fold(rows: _Rows, seed: int) -> None:
         pools.append(pl.DataFrame({"id": pick, "score": np.linspace(1, 0.5, len(pick))}).join(titles, on="id", how="left"))
     lookup = edge_lookup(bank)
     it = iter(range(10**9))
-    fast = _timeit(lambda: kb.fold(pools[next(it) % 200], lookup, k=8), 400)
+    fast = _timeit(lambda: fold(pools[next(it) % 200], lookup, k=8), 400)
     it2 = iter(range(10**9))
-    naive = _timeit(lambda: kb.fold(pools[next(it2) % 200], edges, k=8), 100)
+    naive = _timeit(lambda: fold(pools[next(it2) % 200], edges, k=8), 100)
     rows.add("fold", "fold + neighbours, pool 20, p50", np.median(fast), baseline="edge frame per call",
              baseline_value=np.median(naive), budget=BUDGETS["fold_p50_ms"],
              note="the seed's service spends 40-100 ms")
@@ -98,7 +106,6 @@ def _bench_fold(rows: _Rows, seed: int) -> None:
 def embedder_quality(*, log: Callable = print) -> list[dict]:
     """Retrieval quality of each embedder on the demo bank's sidecar queries: recall@8 of the gold
     relevant entries, and overlap@8 with the full MiniLM model's top-8 (the fast mode's fidelity)."""
-    import kbtools as kb
     from kbtools.demo.banks import DEMO_DIR, read_truth
     from kbtools.retrieval.search import ranked_pool
 
@@ -107,9 +114,9 @@ def embedder_quality(*, log: Callable = print) -> list[dict]:
     with tempfile.TemporaryDirectory(prefix="kb-emb-") as tmp:
         for name in ("minilm-int8", "minilm-static", "hashing-char"):
             shutil.copytree(DEMO_DIR / "engineering", Path(tmp) / name)
-            bank = kb.open_bank(Path(tmp) / name)
+            bank = open_bank(Path(tmp) / name)
             t = time.perf_counter()
-            kb.embed_bank(bank, embedder=name)
+            embed_bank(bank, embedder=name)
             embed_s = time.perf_counter() - t
             recall, top = [], []
             for q in truth["queries"]:
@@ -127,14 +134,13 @@ def embedder_quality(*, log: Callable = print) -> list[dict]:
 
 
 def _synthetic_store(n: int, root: Path, seed: int, log):
-    import kbtools as kb
 
     t = time.perf_counter()
-    demo = kb.synthetic_bank(entries=n, seed=seed)
+    demo = synthetic_bank(entries=n, seed=seed)
     gen = time.perf_counter() - t
-    bank = kb.create_bank(root / f"s{n}")
+    bank = create_bank(root / f"s{n}")
     t = time.perf_counter()
-    kb.import_frames(bank, entries=demo.entries, edges=demo.edges, guard=False)
+    import_frames(bank, entries=demo.entries, edges=demo.edges, guard=False)
     imp = time.perf_counter() - t
     bank.compact(sweep_age=0)
     log(f"  generated {n} entries in {gen:.1f} s, imported in {imp:.1f} s")
@@ -142,31 +148,29 @@ def _synthetic_store(n: int, root: Path, seed: int, log):
 
 
 def _bench_store(rows: _Rows, bank, n: int) -> None:
-    import kbtools as kb
 
     raw = bank.path / bank.segment_files()["entries"][0]
-    opened = _timeit(lambda: kb.open_bank(bank.path).entries.height, 3, warmup=1)
+    opened = _timeit(lambda: open_bank(bank.path).entries.height, 3, warmup=1)
     base = _timeit(lambda: pl.read_parquet(raw).height, 3, warmup=1)
     rows.add(f"store {n // 1000}k", "open bank (all tables merged)", np.median(opened) / 1000, "s",
              baseline="read_parquet of the entries file", baseline_value=np.median(base) / 1000,
              budget=BUDGETS["open_100k_s"] if n >= 100_000 else None)
     size = raw.stat().st_size
     before = {p for p in bank.path.rglob("*.parquet")}
-    kb.report_learning(bank, content="One more fact about the cache warmer.", actor="bench", link=False)
+    report_learning(bank, content="One more fact about the cache warmer.", actor="bench", link=False)
     written = sum(p.stat().st_size for p in bank.path.rglob("*.parquet") if p not in before)
     rows.add(f"store {n // 1000}k", "bytes written to add one entry", written, "bytes",
              baseline="entries table size", baseline_value=size)
 
 
 def _bench_query(rows: _Rows, bank, n: int, log) -> None:
-    import kbtools as kb
     from kbtools.retrieval.index import DEFAULT_WEIGHTS, DIMENSIONS, recall_at_k
     from kbtools.retrieval.search import bank_index, ranked_pool
 
     t = time.perf_counter()
-    kb.embed_bank(bank, embedder="minilm-static")
+    embed_bank(bank, embedder="minilm-static")
     rows.add(f"query {n // 1000}k", "embed entries (fast mode, 4 dims)", (time.perf_counter() - t) * 1000 / n, "ms/entry")
-    emb = kb.get_embedder("minilm-static")
+    emb = get_embedder("minilm-static")
     queries = bank.entries.sample(200, seed=1)["title"].to_list()
     qv = emb.encode(queries)
     ids, data = bank.vectors()
@@ -201,7 +205,7 @@ def _bench_query(rows: _Rows, bank, n: int, log) -> None:
     k = iter(range(10**9))
     full = _timeit(lambda: ranked_pool(bank, queries[next(k) % 200], index=kind), 100)
     rows.add(f"query {n // 1000}k", "query with embedding (fast mode), p50", np.median(full))
-    mini = kb.get_embedder("minilm-int8")
+    mini = get_embedder("minilm-int8")
     m = iter(range(10**9))
     enc = _timeit(lambda: mini.encode([queries[next(m) % 200]]), 30)
     rows.add(f"query {n // 1000}k", "MiniLM int8 embedding of one query, p50", np.median(enc))
@@ -236,10 +240,6 @@ def _bench_graph(rows: _Rows, bank, n: int) -> None:
 
 
 def _bench_linker(rows: _Rows, bank, n: int) -> None:
-    try:
-        from kbtools.ops.maintenance import bench_linking
-    except ImportError:
-        return
     for section, metric, value, unit, extra in bench_linking(bank, n):
         rows.add(section, metric, value, unit, **extra)
 
@@ -286,3 +286,56 @@ def format_bench(report: dict) -> str:
         lines.append(f"| {r['section']} | {r['metric']} | {r['value']:g} {r['unit']} | {base} | {r['ratio'] or ''} | {budget} |")
     lines.append(f"\npeak memory {report['peak_memory_mb']} MB; {report['machine']['cpus']} CPUs; took {report['duration_s']} s")
     return "\n".join(lines)
+
+
+def bench_linking(bank: Bank, n: int):
+    """Rows for ``kb bench``: write-time linking of one new entry and connect throughput on
+    synthetic banks of 2k and 20k entries (and the bank at hand)."""
+
+    rows = []
+    sizes = [2_000, 20_000] if n < 50_000 else [n]
+    for size in sizes:
+        demo = synthetic_bank(entries=size, seed=11)
+        ents = demo.entries.with_columns(pl.lit(None).cast(SCHEMAS["entries"]["linked_at"]).alias("linked_at"))
+        t = time.perf_counter()
+        stats = TermStats.build(ents)
+        build_ms = (time.perf_counter() - t) * 1000
+        tag = f"linker {size // 1000}k"
+        rows.append((tag, "term statistics build", build_ms, "ms", {}))
+        newest = ents.sort("created_at")["id"].tail(20).to_list()
+        lat = []
+        for eid in newest:
+            t = time.perf_counter()
+            plan_links(eid, ents, demo.edges, demo.triples, stats=stats)
+            lat.append((time.perf_counter() - t) * 1000)
+        rows.append((tag, "link one new entry, p50", float(np.median(lat)), "ms",
+                     {"budget": 5.0 if size >= 100_000 else None, "note": "the seed's linker: ~20 ms at 2k on SQLite"}))
+        rows.append(_bench_with_vectors(tag, ents, demo, stats, newest, size))
+        if size <= 20_000:
+            t = time.perf_counter()
+            plan = plan_connect(ents, demo.edges, demo.triples, stats=stats)
+            secs = time.perf_counter() - t
+            auto = plan.add.filter(pl.col("source") == "auto")
+            deg = pl.concat([auto["src"], auto["dst"]]).value_counts()["count"] if auto.height else pl.Series([0])
+            rows.append((tag, "connect throughput", size / secs, "entries/s",
+                         {"note": f"{auto.height} links in {secs:.1f} s; links per entry mean {2 * auto.height / size:.2f}, "
+                                  f"max {int(deg.max())}; the seed: 2,000 memories -> 10,000 links in 66 s"}))
+    return rows
+
+
+def _bench_with_vectors(tag, ents, demo, stats, newest, size):
+    """Linking one new entry with random unit 384-d vectors and the neighbour index (flat or HNSW)."""
+    vectors = np.random.default_rng(0).normal(size=(size, 384)).astype(np.float32)
+    vectors /= np.linalg.norm(vectors, axis=1, keepdims=True)
+    index = new_neighbour_index(vectors)
+    faiss_threads(max(1, min(8, os.cpu_count() or 1)))
+    index.add(vectors)
+    faiss_threads(1)
+    lat = []
+    for eid in newest:
+        t = time.perf_counter()
+        plan_links(eid, ents, demo.edges, demo.triples, vectors=vectors, neighbors=index, stats=stats)
+        lat.append((time.perf_counter() - t) * 1000)
+    kind = "flat" if size < NEIGHBOURS_FLAT_BELOW else "HNSW"
+    return (tag, "link one new entry with vectors, p50", float(np.median(lat)), "ms",
+            {"budget": 5.0 if size >= 100_000 else None, "note": f"384-d, {kind} neighbour index"})

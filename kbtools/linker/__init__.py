@@ -6,7 +6,7 @@ a ``LinkPlan`` of edges to add and remove; the store applies it. ``explain`` sco
 
 from kbtools.linker.anchors import Anchor, anchor
 from kbtools.linker.explanation import LinkScore, explain
-from kbtools.linker.planning import LinkPlan, apply_plan, plan_connect, plan_links
+from kbtools.linker.planning import LinkPlan, apply_links, plan_connect, plan_links
 from kbtools.linker.rules import LINKER_DEFAULTS, LINKER_LEXICAL, LinkerSettings
 from kbtools.linker.terms import TermStats
 
@@ -20,7 +20,7 @@ __all__ = [
     "LinkPlan",
     "plan_links",
     "plan_connect",
-    "apply_plan",
+    "apply_links",
     "LinkScore",
     "explain",
 ]

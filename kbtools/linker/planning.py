@@ -4,7 +4,7 @@ Semantics shared by both (so that they agree exactly): term statistics are those
 entries frame given; entries are linked in (created_at, id) order; an entry's candidates are the
 linkable entries that are not superseded or archived and were either linked already (``linked_at``
 set) or created earlier. ``plan_connect`` over ids gives the same links as calling ``plan_links``
-for each id in that order and applying each plan (``apply_plan``) before the next.
+for each id in that order and applying each plan (``apply_links``) before the next.
 
 >>> import polars as pl, datetime as dt
 >>> t = dt.datetime(2026, 11, 1, tzinfo=dt.timezone.utc)
@@ -32,7 +32,7 @@ from kbtools.linker.terms import TermStats, metadata_of
 from kbtools.model.schema import SCHEMAS, TIME, conform
 from kbtools.model.vocab import DOMINANCE_TYPES, normalize_type
 
-__all__ = ["LinkPlan", "plan_links", "plan_connect", "apply_plan", "why_text"]
+__all__ = ["LinkPlan", "plan_links", "plan_connect", "apply_links", "why_text"]
 
 _FADING = ("auto", "review", "feedback")
 _CAPPED = ("auto", "review")
@@ -153,7 +153,7 @@ def plan_connect(entries, edges, triples, *, ids=None, vectors=None, cosine=None
     return state.plan({"entries": total})
 
 
-def apply_plan(entries: pl.DataFrame, edges: pl.DataFrame, plan: LinkPlan) -> tuple[pl.DataFrame, pl.DataFrame]:
+def apply_links(entries: pl.DataFrame, edges: pl.DataFrame, plan: LinkPlan) -> tuple[pl.DataFrame, pl.DataFrame]:
     """The entries and edges after a plan (in memory; the store applies plans as one transaction).
 
     >>> import polars as pl, datetime as dt
@@ -162,7 +162,7 @@ def apply_plan(entries: pl.DataFrame, edges: pl.DataFrame, plan: LinkPlan) -> tu
     ...     "content": ["Line 3 keeps faulting with error E-217.", "Found it: the encoder cable on line 3 was loose."],
     ...     "created_at": [t, t + dt.timedelta(seconds=30)]})
     >>> plan = plan_connect(entries, None, None, now=t)
-    >>> new_entries, new_edges = apply_plan(entries, None, plan)
+    >>> new_entries, new_edges = apply_links(entries, None, plan)
     >>> new_edges.height, new_entries["linked_at"].null_count()
     (1, 0)
     """

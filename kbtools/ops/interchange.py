@@ -21,13 +21,14 @@ from pathlib import Path
 
 import polars as pl
 
+from kbtools.model.plan import Plan
 from kbtools.errors import EdgeRuleError, KbError, ValidationError
 from kbtools.model.guard import transient_reason
 from kbtools.model.rules import check_schema, problems_edges, problems_entries, problems_triples
 from kbtools.model.schema import SCHEMAS, conform
-from kbtools.store.bank import Bank, Changes, utcnow
+from kbtools.store.bank import Bank, utcnow
 from kbtools.model.vocab import TRUSTED_SOURCES
-from kbtools.ops.writes import _edge_events, event_rows
+from kbtools.model.events import edge_events, event_rows
 
 __all__ = ["read_rows", "plan_import", "import_frames", "import_files", "export_bank", "EDGE_COLUMN_ALIASES"]
 
@@ -137,8 +138,8 @@ def plan_import(
     actor: str,
     now: datetime,
     guard: bool = True,
-) -> Changes:
-    """Validated Changes for a bulk import (pure). Rows are numbered from 1 in errors.
+) -> Plan:
+    """Validated Plan for a bulk import (pure). Rows are numbered from 1 in errors.
 
     Missing entry fields get defaults (kind knowledge, status active, timestamps now); edge
     sources default to ``import`` and trusted edges to weight 1.0.
@@ -198,14 +199,14 @@ def plan_import(
             },
             schema=SCHEMAS["events"],
         ),
-        _edge_events(ed, "edge.create", actor=actor, at=now, reason="import"),
+        edge_events(ed, "edge.create", actor=actor, at=now, reason="import"),
     ]
     if tri is not None:
         events.append(event_rows([{"action": "triple.create", "payload": {"rows": tri.height}}], actor=actor, at=now, reason="import"))
     upserts = {"entries": ent, "edges": ed}
     if tri is not None:
         upserts["triples"] = tri
-    return Changes(upserts=upserts, appends={"events": pl.concat(events)})
+    return Plan(upserts=upserts, appends={"events": pl.concat(events)})
 
 
 def import_frames(
@@ -215,13 +216,13 @@ def import_frames(
     """Import frames into the bank in one transaction; returns row counts."""
     counts: dict = {}
 
-    def plan(b: Bank) -> Changes:
+    def plan(b: Bank) -> Plan:
         ch = plan_import(b.entries, b.edges, entries, edges, triples, actor=actor, now=utcnow(), guard=guard)
         counts.update({"entries": ch.upserts["entries"].height, "edges": ch.upserts["edges"].height,
                        "triples": ch.upserts["triples"].height if "triples" in ch.upserts else 0})
         return ch
 
-    bank.write(plan, actor=actor)
+    bank.apply(plan, actor=actor)
     return counts
 
 

@@ -25,7 +25,7 @@ from typing import Callable, Sequence
 from kbtools.linker.citations import plan_backfill
 from kbtools.errors import BankLocked, KbError
 from kbtools.store.bank import Bank, flock_file, open_bank
-from kbtools.ops.writes import apply_plan
+from kbtools.ops.writes import edit_edges
 
 __all__ = ["JOB_HELP", "JobRunning", "progress_reporter", "job_lock", "backfill", "connect", "decay", "run_job", "main", "JOBS"]
 
@@ -50,7 +50,7 @@ def backfill(bank: Bank, *, dry_run: bool = False, actor: str = "backfill", prog
     plan = plan_backfill(bank.entries, bank.edges)
     report = dict(plan.report)
     if plan.add.height and not dry_run:
-        apply_plan(bank, add=plan.add, actor=actor, reason="backfill: citations and dedup metadata as edges")
+        edit_edges(bank, add=plan.add, actor=actor, reason="backfill: citations and dedup metadata as edges")
     report["written"] = 0 if dry_run else plan.add.height
     report["dry_run"] = dry_run
     if dry_run:

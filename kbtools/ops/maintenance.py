@@ -23,130 +23,24 @@ from kbtools.linker import LINKER_DEFAULTS, LINKER_LEXICAL, LinkerSettings, Link
 from kbtools.linker import explain as _explain
 from kbtools.model.schema import SCHEMAS
 from kbtools.store.bank import Bank, utcnow
-from kbtools.ops.writes import apply_plan
+from kbtools.ops.link_context import linker_settings, linker_vectors, neighbour_index, term_stats
+from kbtools.ops.writes import edit_edges
 
 __all__ = [
     "linker_settings",
     "connect_bank",
-    "link_new_entries",
     "explain",
     "decay_bank",
     "reinforce",
     "feedback",
-    "bench_linking",
 ]
-
-
-def linker_settings(bank: Bank) -> LinkerSettings:
-    """The linker's settings for this bank: the lexical weight of meaning (omega 0.25) when its
-    vectors come from a lexical embedder, the defaults otherwise; ``linker`` settings in the bank
-    override both."""
-    base = LINKER_LEXICAL if (bank.embedder_name or "").startswith("hashing") else LINKER_DEFAULTS
-    over = bank.settings.get("linker") or {}
-    return base.with_(**over) if over else base
-
-
-def _stats(bank: Bank, settings: LinkerSettings) -> TermStats:
-    """The linker's term statistics for the bank, cached; when entries were only appended since
-    (same triples, no text or kind changed), the previous statistics are extended, not rebuilt."""
-    name = f"termstats:{hash(settings)}"
-    known = tuple(sorted(set(bank.triples["subject"].to_list()) | set(bank.triples["object"].to_list())))
-    entries = bank.entries
-    content = entries.select(pl.struct("id", "kind", "title", "summary", "content").hash()).to_series()
-
-    def build() -> tuple:
-        hit = bank._derived.get(name)
-        if hit is not None:
-            old_stats, old_known, old_content = hit[1]
-            n = len(old_content)
-            if old_known == known and n <= len(content) and content.head(n).equals(old_content):
-                try:
-                    return old_stats.extend(entries), known, content
-                except ValidationError:
-                    pass
-        return TermStats.build(entries, known_entities=known, settings=settings), known, content
-
-    return bank.derived(name, build, on=("entries", "triples"))[0]
-
-
-def _vectors(bank: Bank) -> np.ndarray | None:
-    """Content-dimension vectors aligned with the entries' rows (zero rows where missing)."""
-    ids, data = bank.vectors()
-    if len(ids) == 0:
-        return None
-
-    def build() -> np.ndarray:
-        pos = pl.DataFrame({"id": ids.tolist(), "_pos": np.arange(len(ids))})
-        order = bank.entries.select("id").join(pos, on="id", how="left")["_pos"].to_numpy()
-        out = np.zeros((bank.entries.height, data.shape[2]), dtype=np.float32)
-        have = ~np.isnan(order.astype(float))
-        out[have] = np.asarray(data)[order[have].astype(np.int64), 0, :]
-        return out
-
-    return bank.derived("linker-vectors", build, on=("entries", "vectors"))
-
-
-#: Below this many entries the linker's neighbour index is exact (flat); above it, HNSW.
-NEIGHBOURS_FLAT_BELOW = 20_000
-_HNSW_M, _HNSW_EF_CONSTRUCTION, _HNSW_EF_SEARCH = 32, 80, 64
-
-
-def _faiss(threads: int = 1):
-    import faiss
-
-    faiss.omp_set_num_threads(threads)
-    return faiss
-
-
-def _new_neighbour_index(vectors: np.ndarray):
-    """A flat inner-product index (exact) for a small bank, HNSW (M 32, efSearch 64) for a large one."""
-    faiss = _faiss(1)
-    d = vectors.shape[1]
-    if len(vectors) < NEIGHBOURS_FLAT_BELOW:
-        return faiss.IndexFlatIP(d)
-    index = faiss.IndexHNSWFlat(d, _HNSW_M, faiss.METRIC_INNER_PRODUCT)
-    index.hnsw.efConstruction = _HNSW_EF_CONSTRUCTION
-    index.hnsw.efSearch = _HNSW_EF_SEARCH
-    return index
-
-
-def _neighbours(bank: Bank, vectors: np.ndarray | None):
-    """The faiss index over the linker's content vectors in row order (what ``plan_links`` and
-    ``plan_connect`` take as ``neighbors``), cached per bank; when entries were only appended since
-    (earlier rows and their vectors unchanged), the previous index grows by the new rows. A flat
-    index that grows past ``NEIGHBOURS_FLAT_BELOW`` entries is rebuilt as HNSW."""
-    if vectors is None or len(vectors) == 0:
-        return None
-    name = "linker-neighbours"
-
-    def build():
-        hit = bank._derived.get(name)
-        vecs = np.ascontiguousarray(vectors, dtype=np.float32)
-        if hit is not None:
-            index, old = hit[1]
-            n = len(old)
-            outgrown = isinstance(index, _faiss(1).IndexFlatIP) and len(vecs) >= NEIGHBOURS_FLAT_BELOW
-            if not outgrown and n <= len(vecs) and np.array_equal(vecs[:n], old):
-                if len(vecs) > n:
-                    index.add(vecs[n:])
-                return index, vecs
-        index = _new_neighbour_index(vecs)
-        threads = 1 if len(vecs) < NEIGHBOURS_FLAT_BELOW else max(1, min(8, os.cpu_count() or 1))
-        _faiss(threads)
-        try:
-            index.add(vecs)
-        finally:
-            _faiss(1)
-        return index, vecs
-
-    return bank.derived(name, build, on=("entries", "vectors"))[0]
 
 
 def _apply(bank: Bank, plan, *, actor: str, reason: str) -> dict:
     if plan.add.height == 0 and plan.remove.height == 0 and plan.entry_updates.height == 0:
         return {"added": 0, "removed": 0}
     updates = plan.entry_updates
-    return apply_plan(bank, add=plan.add, remove=plan.remove.select("src", "dst", "type"), entry_updates=updates,
+    return edit_edges(bank, add=plan.add, remove=plan.remove.select("src", "dst", "type"), entry_updates=updates,
                       actor=actor, reason=reason, action="edge.link")
 
 
@@ -168,9 +62,9 @@ def connect_bank(bank: Bank, *, rebuild: bool = False, limit: int | None = None,
     for start in range(0, len(ids), chunk):
         part = ids[start : start + chunk]
         for attempt in range(2):  # a concurrent writer can invalidate a plan: plan again once
-            vectors = _vectors(bank)
+            vectors = linker_vectors(bank)
             plan = plan_connect(bank.entries, bank.edges, bank.triples, ids=part, vectors=vectors,
-                                neighbors=_neighbours(bank, vectors), stats=_stats(bank, settings), settings=settings,
+                                neighbors=neighbour_index(bank, vectors), stats=term_stats(bank, settings), settings=settings,
                                 now=utcnow())
             if dry_run:
                 break
@@ -201,26 +95,6 @@ def connect_bank(bank: Bank, *, rebuild: bool = False, limit: int | None = None,
     return report
 
 
-def link_new_entries(bank: Bank, ids: Sequence[str], *, actor: str) -> dict:
-    """Run the linker on entries just written (report_learning calls this when auto-linking is on).
-    Entries are embedded first when the bank has vectors, so meaning counts too."""
-    if bank.embedder_name:
-        from kbtools.retrieval.search import embed_bank
-
-        embed_bank(bank)
-    settings = linker_settings(bank)
-    made = 0
-    for eid in ids:
-        vectors = _vectors(bank)
-        neighbors = _neighbours(bank, vectors)
-        _faiss(1)  # one entry: a single-threaded search (threads wake up slower than it runs)
-        plan = plan_links(eid, bank.entries, bank.edges, bank.triples, vectors=vectors, neighbors=neighbors,
-                          stats=_stats(bank, settings), settings=settings, now=utcnow())
-        _apply(bank, plan, actor="linker", reason=f"linked at write by {actor}")
-        made += plan.add.height
-    return {"links_made": made}
-
-
 def explain(bank: Bank, a: str, b: str, *, cosine: float | None = None,
             settings: LinkerSettings | None = None) -> LinkScore:
     """Why two entries are (or are not) linked: score, linked, type, why, and the signals share,
@@ -242,9 +116,9 @@ def explain(bank: Bank, a: str, b: str, *, cosine: float | None = None,
     if cosine is not None:
         value = float(cosine)
         return _explain(a, b, bank.entries, bank.edges, bank.triples, cosine=lambda ms, cs: np.full(len(ms), value),
-                        stats=_stats(bank, settings), settings=settings)
-    return _explain(a, b, bank.entries, bank.edges, bank.triples, vectors=_vectors(bank),
-                    stats=_stats(bank, settings), settings=settings)
+                        stats=term_stats(bank, settings), settings=settings)
+    return _explain(a, b, bank.entries, bank.edges, bank.triples, vectors=linker_vectors(bank),
+                    stats=term_stats(bank, settings), settings=settings)
 
 
 def decay_bank(bank: Bank, *, dry_run: bool = False, now=None, actor: str = "decay") -> dict:
@@ -257,7 +131,7 @@ def decay_bank(bank: Bank, *, dry_run: bool = False, now=None, actor: str = "dec
     report = dict(plan.report)
     report.update({"pruned": 0 if dry_run else plan.remove.height, "dry_run": dry_run})
     if plan.remove.height and not dry_run:
-        apply_plan(bank, remove=plan.remove.select("src", "dst", "type"), actor=actor,
+        edit_edges(bank, remove=plan.remove.select("src", "dst", "type"), actor=actor,
                    reason="decay: faded under the minimum weight or pointing at a deleted entry")
     if dry_run:
         report["plan"] = plan.remove.head(50).to_dicts()
@@ -273,7 +147,7 @@ def reinforce(bank: Bank, ids: Sequence[str], *, actor: str = "feedback") -> dic
             raise EntryNotFound(i, "reinforce")
     updated = plan_reinforce(bank.edges, ids, now=utcnow())
     if updated.height:
-        apply_plan(bank, add=updated, actor=actor, reason="reinforced: used together successfully", replace=True,
+        edit_edges(bank, add=updated, actor=actor, reason="reinforced: used together successfully", replace=True,
                    action="edge.reinforce")
     return {"reinforced": updated.height}
 
@@ -297,59 +171,5 @@ def feedback(bank: Bank, fix_id: str, problem_ids: Sequence[str], *, actor: str 
         add.append({"src": fix_id, "dst": p, "type": "resolves", "source": "feedback", "weight": 0.8, "note": None,
                     "evidence": {"why": "a fix that worked"}})
     if add:
-        apply_plan(bank, add=add, remove=remove, actor=actor, reason="feedback: the fix worked")
+        edit_edges(bank, add=add, remove=remove, actor=actor, reason="feedback: the fix worked")
     return {"links": len(add), "replaced": len(remove)}
-
-
-def bench_linking(bank: Bank, n: int):
-    """Rows for ``kb bench``: write-time linking of one new entry and connect throughput on
-    synthetic banks of 2k and 20k entries (and the bank at hand)."""
-    from kbtools.demo import synthetic_bank
-
-    rows = []
-    sizes = [2_000, 20_000] if n < 50_000 else [n]
-    for size in sizes:
-        demo = synthetic_bank(entries=size, seed=11)
-        ents = demo.entries.with_columns(pl.lit(None).cast(SCHEMAS["entries"]["linked_at"]).alias("linked_at"))
-        t = time.perf_counter()
-        stats = TermStats.build(ents)
-        build_ms = (time.perf_counter() - t) * 1000
-        tag = f"linker {size // 1000}k"
-        rows.append((tag, "term statistics build", build_ms, "ms", {}))
-        newest = ents.sort("created_at")["id"].tail(20).to_list()
-        lat = []
-        for eid in newest:
-            t = time.perf_counter()
-            plan_links(eid, ents, demo.edges, demo.triples, stats=stats)
-            lat.append((time.perf_counter() - t) * 1000)
-        rows.append((tag, "link one new entry, p50", float(np.median(lat)), "ms",
-                     {"budget": 5.0 if size >= 100_000 else None, "note": "the seed's linker: ~20 ms at 2k on SQLite"}))
-        rows.append(_bench_with_vectors(tag, ents, demo, stats, newest, size))
-        if size <= 20_000:
-            t = time.perf_counter()
-            plan = plan_connect(ents, demo.edges, demo.triples, stats=stats)
-            secs = time.perf_counter() - t
-            auto = plan.add.filter(pl.col("source") == "auto")
-            deg = pl.concat([auto["src"], auto["dst"]]).value_counts()["count"] if auto.height else pl.Series([0])
-            rows.append((tag, "connect throughput", size / secs, "entries/s",
-                         {"note": f"{auto.height} links in {secs:.1f} s; links per entry mean {2 * auto.height / size:.2f}, "
-                                  f"max {int(deg.max())}; the seed: 2,000 memories -> 10,000 links in 66 s"}))
-    return rows
-
-
-def _bench_with_vectors(tag, ents, demo, stats, newest, size):
-    """Linking one new entry with random unit 384-d vectors and the neighbour index (flat or HNSW)."""
-    vectors = np.random.default_rng(0).normal(size=(size, 384)).astype(np.float32)
-    vectors /= np.linalg.norm(vectors, axis=1, keepdims=True)
-    index = _new_neighbour_index(vectors)
-    _faiss(max(1, min(8, os.cpu_count() or 1)))
-    index.add(vectors)
-    _faiss(1)
-    lat = []
-    for eid in newest:
-        t = time.perf_counter()
-        plan_links(eid, ents, demo.edges, demo.triples, vectors=vectors, neighbors=index, stats=stats)
-        lat.append((time.perf_counter() - t) * 1000)
-    kind = "flat" if size < NEIGHBOURS_FLAT_BELOW else "HNSW"
-    return (tag, "link one new entry with vectors, p50", float(np.median(lat)), "ms",
-            {"budget": 5.0 if size >= 100_000 else None, "note": f"384-d, {kind} neighbour index"})

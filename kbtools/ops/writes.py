@@ -22,11 +22,13 @@ from typing import Any, Iterable, Sequence
 
 import polars as pl
 
+from kbtools.model.events import edge_events, event_rows
+from kbtools.model.plan import Plan
 from kbtools.errors import EdgeNotFound, EdgeRuleError, EntryNotFound, GuardRejected, KbError, ValidationError
 from kbtools.model.guard import transient_reason
 from kbtools.model.rules import check_edges, check_entries
 from kbtools.model.schema import SCHEMAS, conform
-from kbtools.store.bank import Bank, Changes, utcnow
+from kbtools.store.bank import Bank, utcnow
 from kbtools.model.vocab import (
     ENTRY_KINDS,
     TRANSITIVE_TYPES,
@@ -43,7 +45,7 @@ __all__ = [
     "merge_entries",
     "split_entry",
     "add_triple",
-    "apply_plan",
+    "edit_edges",
     "plan_entry",
     "plan_bridges",
     "plan_merge",
@@ -72,50 +74,6 @@ def new_id(taken: Iterable[str] | pl.Series, *, rng=None) -> str:
         if cand not in taken_set:
             return cand
     raise KbError("could not find a free entry id after 1000 tries")
-
-
-def event_rows(rows: Sequence[dict], *, actor: str, at: datetime, reason: str | None = None) -> pl.DataFrame:
-    """Event rows (the events table's schema) from dicts with action, src, dst, type, payload.
-
-    >>> event_rows([{"action": "edge.create", "src": "a1b2c3d4"}], actor="x", at=utcnow()).columns[:3]
-    ['at', 'actor', 'action']
-    """
-    data = {
-        "at": [at] * len(rows),
-        "actor": [actor] * len(rows),
-        "action": [r["action"] for r in rows],
-        "src": [r.get("src") for r in rows],
-        "dst": [r.get("dst") for r in rows],
-        "type": [r.get("type") for r in rows],
-        "reason": [r.get("reason", reason) for r in rows],
-        "payload": [json.dumps(r.get("payload", {}), default=str, sort_keys=True) for r in rows],
-    }
-    return pl.DataFrame(data, schema=SCHEMAS["events"])
-
-
-def _edge_events(edges: pl.DataFrame, action: str, *, actor: str, at: datetime, reason: str | None, payload_cols=("source", "note", "weight")) -> pl.DataFrame:
-    """One event per edge row, vectorised."""
-    if edges.height == 0:
-        return pl.DataFrame(schema=SCHEMAS["events"])
-    cols = [c for c in payload_cols if c in edges.columns]
-    payload = (
-        edges.select(pl.struct(cols).struct.json_encode().alias("payload"))["payload"]
-        if cols
-        else pl.Series("payload", ["{}"] * edges.height)
-    )
-    return pl.DataFrame(
-        {
-            "at": pl.Series([at] * edges.height, dtype=SCHEMAS["events"]["at"]),
-            "actor": [actor] * edges.height,
-            "action": [action] * edges.height,
-            "src": edges["src"],
-            "dst": edges["dst"],
-            "type": edges["type"],
-            "reason": [reason] * edges.height,
-            "payload": payload,
-        },
-        schema=SCHEMAS["events"],
-    )
 
 
 def _as_time(value, column: str) -> datetime:
@@ -385,17 +343,6 @@ def _require_ids(bank: Bank, ids: Iterable[str], where: str) -> None:
             raise EntryNotFound(eid, where)
 
 
-def _after_write_hooks(bank: Bank, new_ids: list[str], *, actor: str) -> None:
-    """Run the write-time linker on new entries when the bank's auto-linking is on."""
-    if not new_ids or not bank.settings.get("auto_link", True):
-        return
-    try:
-        from kbtools.ops.maintenance import link_new_entries
-    except ImportError:  # pragma: no cover - the linker ships with kbtools
-        return
-    link_new_entries(bank, new_ids, actor=actor)
-
-
 def report_learning(
     bank: Bank,
     *,
@@ -413,11 +360,18 @@ def report_learning(
     created_at: datetime | str | None = None,
     connections: Sequence[dict] = (),
     link: bool | None = None,
+    embed: bool = True,
+    key: str | None = None,
 ) -> str:
     """Store one learning and its connections in one transaction; returns the new entry's id.
 
     Each connection is ``{"id": other, "relation": type, "note": "how it pertains"}`` and reads
     ``new <relation> other``. The guard rejects session logs and transient state.
+
+    One transaction holds the entry, its connections, its vectors (when the bank has an embedder
+    and ``embed``) and the write-time linker's links (when auto-linking is on and ``link`` is not
+    False): the call either raises and wrote nothing, or returns. ``key`` makes a retry safe: a
+    report whose key was already written returns the id written then, and writes nothing.
 
     >>> import tempfile, pathlib
     >>> from kbtools.store.bank import create_bank
@@ -439,8 +393,17 @@ def report_learning(
         raise ValidationError("connections", connections, "connections is a list of {id, relation, note} dicts")
     box: dict[str, str] = {}
 
-    def plan(b: Bank) -> Changes:
+    if key is not None and (not isinstance(key, str) or not key.strip()):
+        raise ValidationError("key", key, "an idempotency key is a non-empty string")
+
+    def plan(b: Bank) -> Plan:
         now = utcnow()
+        if key is not None:
+            done = b.events.filter((pl.col("action") == "entry.create")
+                                   & (pl.col("payload").str.json_path_match("$.key") == key))
+            if done.height:
+                box["id"] = done["src"][-1]
+                return Plan()
         entries = b.entries
         taken = set(entries["id"].to_list())
         row = plan_entry(fields, taken=taken, now=now)
@@ -458,16 +421,51 @@ def report_learning(
         entry = pl.DataFrame([row], schema=SCHEMAS["entries"])
         events = pl.concat(
             [
-                event_rows([{"action": "entry.create", "src": row["id"], "payload": {"kind": row["kind"], "title": row["title"]}}], actor=actor, at=now),
-                _edge_events(edges, "edge.create", actor=actor, at=now, reason=None),
+                event_rows([{"action": "entry.create", "src": row["id"],
+                             "payload": {"kind": row["kind"], "title": row["title"], **({"key": key} if key else {})}}],
+                           actor=actor, at=now),
+                edge_events(edges, "edge.create", actor=actor, at=now, reason=None),
             ]
         )
-        return Changes(upserts={"entries": entry, "edges": edges}, appends={"events": events})
+        written = Plan(upserts={"entries": entry, "edges": edges}, appends={"events": events})
+        vectors = _new_vectors(b, entry) if embed else None
+        if (link is None or link) and b.settings.get("auto_link", True):
+            return _with_links(b, written, entry, edges, vectors, actor=actor, now=now)
+        return written + Plan(vectors=vectors)
 
-    bank.write(plan, actor=actor)
-    if link is None or link:
-        _after_write_hooks(bank, [box["id"]], actor=actor)
+    bank.apply(plan, actor=actor, reason="report_learning")
     return box["id"]
+
+
+def _new_vectors(bank: Bank, entry: pl.DataFrame):
+    """The new entry's vectors when the bank has an embedder (embedded in the write, never by a read)."""
+    if not bank.embedder_name:
+        return None
+    from kbtools.ops.embedding import embed_new_rows  # the embedder loads only when a bank has one
+    from kbtools.retrieval.search import bank_embedder
+
+    return embed_new_rows(entry, bank_embedder(bank))
+
+
+def _with_links(bank: Bank, written: Plan, entry: pl.DataFrame, edges: pl.DataFrame, vectors, *, actor: str, now) -> Plan:
+    """``written`` plus the new entry's vectors and the write-time linker's links: one
+    transaction, so an entry never exists without the links its write promised."""
+    from kbtools.ops.link_context import plan_new_entry_links
+
+    links = plan_new_entry_links(bank, entry, edges, None if vectors is None else vectors.data[:, 0, :], now=now)
+    entries = pl.concat([bank.entries, entry], how="vertical_relaxed")
+    all_edges = pl.concat([bank.edges, edges], how="vertical_relaxed") if edges.height else bank.edges
+    linked, _ = plan_edge_changes(entries, all_edges, add=links.add, remove=links.remove.select("src", "dst", "type"),
+                                  entry_updates=links.entry_updates, actor="linker",
+                                  reason=f"linked at write by {actor}", now=now, action="edge.link")
+    new_rows = linked.upserts.get("entries")
+    entry_rows = entry if new_rows is None else pl.concat([entry, new_rows]).unique("id", keep="last", maintain_order=True)
+    return Plan(
+        upserts={"entries": entry_rows, "edges": pl.concat([edges, linked.upserts["edges"]], how="vertical_relaxed")},
+        deletes=linked.deletes,
+        appends={"events": pl.concat([written.appends["events"], linked.appends["events"]])},
+        vectors=vectors,
+    )
 
 
 def update_entry(bank: Bank, entry_id: str, *, actor: str, reason: str | None = None, **fields) -> None:
@@ -487,7 +485,7 @@ def update_entry(bank: Bank, entry_id: str, *, actor: str, reason: str | None = 
         if name not in allowed:
             raise ValidationError(name, fields[name], f"not an updatable entry field; allowed: {', '.join(sorted(allowed))}")
 
-    def plan(b: Bank) -> Changes:
+    def plan(b: Bank) -> Plan:
         now = utcnow()
         cur = b.entries.filter(pl.col("id") == entry_id)
         if cur.height == 0:
@@ -512,9 +510,9 @@ def update_entry(bank: Bank, entry_id: str, *, actor: str, reason: str | None = 
         check_entries(row)
         changed = {k: [str(old[k]), str(new[k])] for k in fields if old[k] != new[k]}
         ev = event_rows([{"action": "entry.update", "src": entry_id, "payload": {"changed": changed}}], actor=actor, at=now, reason=reason)
-        return Changes(upserts={"entries": row}, appends={"events": ev})
+        return Plan(upserts={"entries": row}, appends={"events": ev})
 
-    bank.write(plan, actor=actor)
+    bank.apply(plan, actor=actor, reason=reason)
 
 
 def link(
@@ -534,7 +532,7 @@ def link(
     """
     _check_actor(actor)
     rows = [{"src": src, "dst": dst, "type": type, "note": note, "source": source, "weight": weight, "evidence": evidence}]
-    apply_plan(bank, add=rows, actor=actor, reason=None)
+    edit_edges(bank, add=rows, actor=actor, reason=None)
 
 
 def unlink(bank: Bank, src: str, dst: str, type: str, *, reason: str, actor: str) -> None:
@@ -551,10 +549,10 @@ def unlink(bank: Bank, src: str, dst: str, type: str, *, reason: str, actor: str
     _check_actor(actor)
     _check_reason(reason, "unlink")
     t = normalize_type(type)
-    apply_plan(bank, remove=[{"src": src, "dst": dst, "type": t}], actor=actor, reason=reason)
+    edit_edges(bank, remove=[{"src": src, "dst": dst, "type": t}], actor=actor, reason=reason)
 
 
-def apply_plan(
+def edit_edges(
     bank: Bank,
     *,
     add: Sequence[dict] | pl.DataFrame = (),
@@ -564,10 +562,9 @@ def apply_plan(
     reason: str | None,
     replace: bool = False,
     action: str = "edge.create",
-    report: dict | None = None,
     dry_run: bool = False,
 ) -> dict:
-    """Commit a plan of edges to add and remove (and entry column updates) as one transaction.
+    """Commit edges to add and remove (and entry column updates) as one transaction.
 
     Every added edge is validated against the newest version of the bank (vocabulary, ids,
     self-loops, duplicates, weights); every removal must name an existing edge. With
@@ -577,71 +574,81 @@ def apply_plan(
     _check_actor(actor)
     out: dict = {}
 
-    def plan(b: Bank) -> Changes:
-        now = utcnow()
-        adds = add if isinstance(add, pl.DataFrame) else _edge_frame(list(add), now=now, actor=actor)
-        if isinstance(add, pl.DataFrame):
-            adds = conform(add, "edges").with_columns(pl.col("type").replace({"related_to": "see_also"}))
-            adds = adds.with_columns(
-                pl.col("created_at").fill_null(now), pl.col("seen_at").fill_null(now),
-                pl.col("created_by").fill_null(actor), pl.col("evidence").fill_null("{}"),
-                pl.col("weight").fill_null(1.0),
-            )
-        rem = remove if isinstance(remove, pl.DataFrame) else (
-            pl.DataFrame(list(remove), schema={"src": pl.String, "dst": pl.String, "type": pl.String}) if remove else pl.DataFrame(schema={"src": pl.String, "dst": pl.String, "type": pl.String})
-        )
-        rem = rem.select("src", "dst", "type")
-        cur = b.edges
-        ids = b.entries["id"]
-        if rem.height:
-            found = rem.join(cur, on=["src", "dst", "type"], how="inner")
-            if found.height < rem.unique().height:
-                missing = rem.join(cur.select("src", "dst", "type"), on=["src", "dst", "type"], how="anti").row(0)
-                raise EdgeNotFound(*missing)
-            removed_rows = found
-        else:
-            removed_rows = cur.head(0)
-        remaining = cur.join(rem, on=["src", "dst", "type"], how="anti") if rem.height else cur
-        if replace and adds.height:
-            remaining = remaining.join(adds.select("src", "dst", "type"), on=["src", "dst", "type"], how="anti")
-        check_edges(adds, ids, existing=remaining)
-        upd = None
-        events = [
-            _edge_events(removed_rows, "edge.delete", actor=actor, at=now, reason=reason),
-            _edge_events(adds, action, actor=actor, at=now, reason=reason, payload_cols=("source", "note", "weight", "evidence")),
-        ]
-        if entry_updates is not None and entry_updates.height:
-            missing = entry_updates.join(b.entries.select("id"), on="id", how="anti")
-            if missing.height:
-                raise EntryNotFound(missing["id"][0], "entry update")
-            cols = [c for c in entry_updates.columns if c != "id"]
-            upd = b.entries.join(entry_updates, on="id", how="inner", suffix="_new").with_columns(
-                [pl.coalesce(pl.col(f"{c}_new").cast(SCHEMAS["entries"][c]), pl.col(c)).alias(c) for c in cols]
-            ).select(list(SCHEMAS["entries"]))
-            quiet = set(cols) <= {"linked_at"}
-            if not quiet:
-                events.append(
-                    pl.DataFrame(
-                        {
-                            "at": pl.Series([now] * upd.height, dtype=SCHEMAS["events"]["at"]),
-                            "actor": [actor] * upd.height, "action": ["entry.update"] * upd.height,
-                            "src": entry_updates["id"], "dst": [None] * upd.height, "type": [None] * upd.height,
-                            "reason": [reason] * upd.height,
-                            "payload": entry_updates.select(pl.struct(cols).struct.json_encode())[:, 0],
-                        },
-                        schema=SCHEMAS["events"],
-                    )
-                )
-        out.update({"added": adds.height, "removed": removed_rows.height, "entries_updated": 0 if upd is None else upd.height})
-        if dry_run:
-            return Changes()
-        upserts = {"edges": adds}
-        if upd is not None:
-            upserts["entries"] = upd
-        return Changes(upserts=upserts, deletes={"edges": rem}, appends={"events": pl.concat(events)})
+    def plan(b: Bank) -> Plan:
+        changes, counts = plan_edge_changes(b.entries, b.edges, add=add, remove=remove, entry_updates=entry_updates,
+                                            actor=actor, reason=reason, now=utcnow(), replace=replace, action=action)
+        out.update(counts)
+        return Plan() if dry_run else changes
 
-    bank.write(plan, actor=actor)
+    bank.apply(plan, actor=actor, reason=reason)
     return out
+
+
+def plan_edge_changes(
+    entries: pl.DataFrame,
+    edges: pl.DataFrame,
+    *,
+    add: Sequence[dict] | pl.DataFrame = (),
+    remove: Sequence[dict] | pl.DataFrame = (),
+    entry_updates: pl.DataFrame | None = None,
+    actor: str,
+    reason: str | None,
+    now,
+    replace: bool = False,
+    action: str = "edge.create",
+) -> tuple[Plan, dict]:
+    """The plan (and its counts) that adds and removes edges and updates entry columns over the
+    given ``entries`` and ``edges``, checked against them: pure, what :func:`edit_edges` applies."""
+    adds = add if isinstance(add, pl.DataFrame) else _edge_frame(list(add), now=now, actor=actor)
+    if isinstance(add, pl.DataFrame):
+        adds = conform(add, "edges").with_columns(pl.col("type").replace({"related_to": "see_also"}))
+        adds = adds.with_columns(
+            pl.col("created_at").fill_null(now), pl.col("seen_at").fill_null(now),
+            pl.col("created_by").fill_null(actor), pl.col("evidence").fill_null("{}"),
+            pl.col("weight").fill_null(1.0),
+        )
+    rem = remove if isinstance(remove, pl.DataFrame) else (
+        pl.DataFrame(list(remove), schema={"src": pl.String, "dst": pl.String, "type": pl.String}) if remove
+        else pl.DataFrame(schema={"src": pl.String, "dst": pl.String, "type": pl.String})
+    )
+    rem = rem.select("src", "dst", "type")
+    if rem.height:
+        found = rem.join(edges, on=["src", "dst", "type"], how="inner")
+        if found.height < rem.unique().height:
+            missing = rem.join(edges.select("src", "dst", "type"), on=["src", "dst", "type"], how="anti").row(0)
+            raise EdgeNotFound(*missing)
+        removed_rows = found
+    else:
+        removed_rows = edges.head(0)
+    remaining = edges.join(rem, on=["src", "dst", "type"], how="anti") if rem.height else edges
+    if replace and adds.height:
+        remaining = remaining.join(adds.select("src", "dst", "type"), on=["src", "dst", "type"], how="anti")
+    check_edges(adds, entries["id"], existing=remaining)
+    upd = None
+    events = [
+        edge_events(removed_rows, "edge.delete", actor=actor, at=now, reason=reason),
+        edge_events(adds, action, actor=actor, at=now, reason=reason, payload_cols=("source", "note", "weight", "evidence")),
+    ]
+    if entry_updates is not None and entry_updates.height:
+        missing = entry_updates.join(entries.select("id"), on="id", how="anti")
+        if missing.height:
+            raise EntryNotFound(missing["id"][0], "entry update")
+        cols = [c for c in entry_updates.columns if c != "id"]
+        upd = entries.join(entry_updates, on="id", how="inner", suffix="_new").with_columns(
+            [pl.coalesce(pl.col(f"{c}_new").cast(SCHEMAS["entries"][c]), pl.col(c)).alias(c) for c in cols]
+        ).select(list(SCHEMAS["entries"]))
+        if not set(cols) <= {"linked_at"}:
+            events.append(event_rows(
+                [{"action": "entry.update", "src": eid, "payload": payload}
+                 for eid, payload in zip(entry_updates["id"].to_list(),
+                                         entry_updates.select(pl.struct(cols).struct.json_encode())[:, 0].to_list())],
+                actor=actor, at=now, reason=reason, payload_is_json=True,
+            ))
+    counts = {"added": adds.height, "removed": removed_rows.height, "entries_updated": 0 if upd is None else upd.height}
+    upserts = {"edges": adds}
+    if upd is not None:
+        upserts["entries"] = upd
+    return Plan(upserts=upserts, deletes={"edges": rem}, appends={"events": pl.concat(events)}), counts
 
 
 def delete_entry(bank: Bank, entry_id: str, *, reason: str, actor: str) -> dict:
@@ -653,7 +660,7 @@ def delete_entry(bank: Bank, entry_id: str, *, reason: str, actor: str) -> dict:
     _check_reason(reason, "delete_entry")
     out: dict = {}
 
-    def plan(b: Bank) -> Changes:
+    def plan(b: Bank) -> Plan:
         now = utcnow()
         if b.entries.filter(pl.col("id") == entry_id).height == 0:
             raise EntryNotFound(entry_id, "delete_entry")
@@ -662,19 +669,19 @@ def delete_entry(bank: Bank, entry_id: str, *, reason: str, actor: str) -> dict:
         gone = edges.filter((pl.col("src") == entry_id) | (pl.col("dst") == entry_id))
         events = pl.concat(
             [
-                _edge_events(bridges, "edge.bridge", actor=actor, at=now, reason=reason, payload_cols=("source", "evidence")),
-                _edge_events(gone, "edge.delete", actor=actor, at=now, reason=reason),
+                edge_events(bridges, "edge.bridge", actor=actor, at=now, reason=reason, payload_cols=("source", "evidence")),
+                edge_events(gone, "edge.delete", actor=actor, at=now, reason=reason),
                 event_rows([{"action": "entry.delete", "src": entry_id, "payload": {"bridged": bridges.height, "edges_removed": gone.height}}], actor=actor, at=now, reason=reason),
             ]
         )
         out.update({"bridged": bridges.select("src", "dst", "type"), "removed": gone.select("src", "dst", "type")})
-        return Changes(
+        return Plan(
             upserts={"edges": bridges},
             deletes={"entries": pl.DataFrame({"id": [entry_id]}), "edges": gone.select("src", "dst", "type")},
             appends={"events": events},
         )
 
-    bank.write(plan, actor=actor)
+    bank.apply(plan, actor=actor, reason=reason)
     return out
 
 
@@ -692,14 +699,14 @@ def merge_entries(bank: Bank, *, keep: str, remove: Sequence[str], reason: str, 
         raise ValidationError("remove", remove, "name at least one entry to merge into the survivor")
     out: dict = {}
 
-    def plan(b: Bank) -> Changes:
+    def plan(b: Bank) -> Plan:
         now = utcnow()
         _require_ids(b, [keep, *remove], "merge_entries")
         moved, touching, dropped = plan_merge(keep, remove, b.edges)
         moved = moved.with_columns(pl.lit(now).cast(SCHEMAS["edges"]["created_at"]).alias("seen_at"))
         events = [
-            _edge_events(touching, "edge.delete", actor=actor, at=now, reason=reason),
-            _edge_events(moved, "edge.move", actor=actor, at=now, reason=reason),
+            edge_events(touching, "edge.delete", actor=actor, at=now, reason=reason),
+            edge_events(moved, "edge.move", actor=actor, at=now, reason=reason),
         ]
         for rid in remove:
             payload = {
@@ -712,13 +719,13 @@ def merge_entries(bank: Bank, *, keep: str, remove: Sequence[str], reason: str, 
             }
             events.append(event_rows([{"action": "entry.merge", "src": rid, "dst": keep, "payload": payload}], actor=actor, at=now, reason=reason))
         out.update({"moved": moved.height, "dropped": dropped.height, "removed": len(remove)})
-        return Changes(
+        return Plan(
             upserts={"edges": moved},
             deletes={"entries": pl.DataFrame({"id": remove}), "edges": touching.select("src", "dst", "type")},
             appends={"events": pl.concat(events)},
         )
 
-    bank.write(plan, actor=actor)
+    bank.apply(plan, actor=actor, reason=reason)
     return out
 
 
@@ -730,7 +737,7 @@ def split_entry(bank: Bank, entry_id: str, *, parts: Sequence[dict], reason: str
         raise ValidationError("parts", parts, "a split needs a non-empty list of entry dicts")
     ids: list[str] = []
 
-    def plan(b: Bank) -> Changes:
+    def plan(b: Bank) -> Plan:
         now = utcnow()
         _require_ids(b, [entry_id], "split_entry")
         taken = set(b.entries["id"].to_list())
@@ -750,12 +757,12 @@ def split_entry(bank: Bank, entry_id: str, *, parts: Sequence[dict], reason: str
         events = pl.concat(
             [
                 event_rows([{"action": "entry.split", "src": r["id"], "dst": entry_id, "payload": {"title": r["title"]}} for r in rows], actor=actor, at=now, reason=reason),
-                _edge_events(edges, "edge.create", actor=actor, at=now, reason=reason),
+                edge_events(edges, "edge.create", actor=actor, at=now, reason=reason),
             ]
         )
-        return Changes(upserts={"entries": pl.DataFrame(rows, schema=SCHEMAS["entries"]), "edges": edges}, appends={"events": events})
+        return Plan(upserts={"entries": pl.DataFrame(rows, schema=SCHEMAS["entries"]), "edges": edges}, appends={"events": events})
 
-    bank.write(plan, actor=actor)
+    bank.apply(plan, actor=actor, reason=reason)
     return ids
 
 
@@ -774,7 +781,7 @@ def add_triple(bank: Bank, subject: str, relation: str, object: str, *, actor: s
         if not isinstance(value, str) or not value.strip():
             raise ValidationError(name, value, f"a triple's {name} is a non-empty string")
 
-    def plan(b: Bank) -> Changes:
+    def plan(b: Bank) -> Plan:
         now = utcnow()
         existing = b.triples.filter(
             (pl.col("subject") == subject) & (pl.col("relation") == relation) & (pl.col("object") == object)
@@ -783,14 +790,15 @@ def add_triple(bank: Bank, subject: str, relation: str, object: str, *, actor: s
             raise ValidationError("triple", (subject, relation, object), "a triple is unique; this one is already recorded")
         row = pl.DataFrame([{"subject": subject, "relation": relation, "object": object, "created_by": actor, "created_at": now}], schema=SCHEMAS["triples"])
         ev = event_rows([{"action": "triple.create", "payload": {"subject": subject, "relation": relation, "object": object}}], actor=actor, at=now)
-        return Changes(upserts={"triples": row}, appends={"events": ev})
+        return Plan(upserts={"triples": row}, appends={"events": ev})
 
-    bank.write(plan, actor=actor)
+    bank.apply(plan, actor=actor, reason="add_triple")
 
 
 def record_usage(bank: Bank, ids: Sequence[str], *, query: str = "", actor: str = "query") -> int:
-    """Append one usage row per returned id to the usage log (never rewriting the entries table);
-    compaction folds the log into ``usage_count`` / ``last_used_at``. Returns the rows written.
+    """Count ``ids`` as returned for ``query``: appended to this process's usage log without the
+    writers' lock (see :meth:`Bank.log_usage`); the next write or compaction folds the log into
+    ``usage_count`` / ``last_used_at``. Returns the rows recorded.
 
     >>> import tempfile, pathlib
     >>> from kbtools.store.bank import create_bank
@@ -799,16 +807,4 @@ def record_usage(bank: Bank, ids: Sequence[str], *, query: str = "", actor: str 
     >>> record_usage(bank, [a], query="fact"), int(bank.entries["usage_count"][0])
     (1, 1)
     """
-    ids = [i for i in ids if isinstance(i, str)]
-    if not ids:
-        return 0
-    qhash = hashlib.sha256(query.encode()).hexdigest()[:16]
-
-    def plan(b: Bank) -> Changes:
-        now = utcnow()
-        live = pl.DataFrame({"id": ids}).join(b.entries.select("id"), on="id", how="semi")
-        rows = live.with_columns(pl.lit(now).cast(SCHEMAS["usage"]["at"]).alias("at"), pl.lit(qhash).alias("query_hash"))
-        return Changes(appends={"usage": rows})
-
-    bank.write(plan, actor=actor, durable=False)
-    return len(ids)
+    return bank.log_usage(ids, query=query)

@@ -22,7 +22,6 @@ from kbtools.retrieval.folding import fold as fold_pool
 from kbtools.retrieval.search import ranked_pool
 from kbtools.store.bank import Bank
 from kbtools.model.vocab import EDGE_SOURCES, TRUSTED_SOURCES
-from kbtools.ops.writes import record_usage as _record_usage
 
 __all__ = ["QUERY_DEFAULTS", "query", "edge_lookup"]
 
@@ -77,5 +76,5 @@ def query(
     else:
         answer = flat(pool_frame, lookup, k=k, neighbors=0, query=text)
     if record_usage:
-        _record_usage(bank, answer.ids(), query=text)
+        bank.log_usage(answer.ids(), query=text)
     return answer

@@ -21,19 +21,19 @@ from typing import Callable, Mapping
 import numpy as np
 import polars as pl
 
+from kbtools.model.plan import Plan
 from kbtools.retrieval.embedders import Embedder, get_embedder
 from kbtools.store.embed_cache import EmbeddingCache
-from kbtools.errors import EmbedderMismatch, ValidationError
+from kbtools.errors import EmbedderMismatch, NotEmbedded, ValidationError
 from kbtools.retrieval.index import DEFAULT_WEIGHTS, DIMENSIONS, VectorIndex, combine
 from kbtools.retrieval.lexical import BM25Index, rrf
-from kbtools.store.bank import Bank, Changes
+from kbtools.store.bank import Bank
 
 __all__ = [
     "SEARCH_DEFAULTS",
     "entry_texts",
     "text_hashes",
     "bank_embedder",
-    "embed_bank",
     "bank_index",
     "bank_bm25",
     "ranked_pool",
@@ -71,7 +71,7 @@ def text_hashes(entries: pl.DataFrame) -> np.ndarray:
     )
 
 
-def _embed_rows(entries: pl.DataFrame, embedder: Embedder, *, batch: int = 256, progress: Callable | None = None) -> np.ndarray:
+def embed_rows(entries: pl.DataFrame, embedder: Embedder, *, batch: int = 256, progress: Callable | None = None) -> np.ndarray:
     texts = entry_texts(entries)
     n, d = entries.height, embedder.dim
     out = np.zeros((n, len(DIMENSIONS), d), dtype=np.float32)
@@ -105,48 +105,6 @@ def bank_embedder(bank: Bank, embedder: Embedder | str | None = None) -> Embedde
             f"(or kb.embed_bank(bank, embedder={embedder.name!r}, rebuild=True))"
         )
     return embedder
-
-
-def embed_bank(bank: Bank, *, embedder: Embedder | str | None = None, rebuild: bool = False,
-               progress: Callable | None = None, actor: str = "kb embed") -> dict:
-    """Embed every entry whose vectors are missing or stale (its texts changed); with ``rebuild``
-    embed all of them again, possibly with another embedder. Returns counts."""
-    if rebuild:
-        emb = get_embedder(embedder) if isinstance(embedder, str) else (embedder or bank_embedder(bank))
-    else:
-        emb = bank_embedder(bank, embedder)
-    entries = bank.entries
-    hashes = text_hashes(entries)
-    if rebuild:
-        todo = np.arange(entries.height)
-    else:
-        ids, _, old = bank.vectors(with_hashes=True)
-        known = dict(zip(ids.tolist(), old.tolist()))
-        cur = entries["id"].to_list()
-        todo = np.array([i for i, (eid, h) in enumerate(zip(cur, hashes.tolist())) if known.get(eid) != h], dtype=np.int64)
-    if len(todo) == 0:
-        return {"embedded": 0, "entries": entries.height, "embedder": emb.name}
-    rows = entries[todo]
-    cache = EmbeddingCache(emb.name)
-    found, cached = cache.get(hashes[todo])
-    data = np.zeros((len(todo), len(DIMENSIONS), emb.dim), dtype=np.float32)
-    if cached is not None:
-        data[found] = cached
-    if (~found).any():
-        fresh = _embed_rows(rows.filter(pl.Series(~found)), emb, progress=progress)
-        data[~found] = fresh
-        cache.put(hashes[todo][~found], fresh)
-
-    def plan(b: Bank) -> Changes:
-        live = b.entries.join(rows.select("id"), on="id", how="semi")
-        keep = rows["id"].is_in(live["id"].implode()).to_numpy()
-        return Changes(
-            vectors=(rows["id"].to_numpy()[keep], data[keep], emb.name, hashes[todo][keep]),
-            replace_vectors=rebuild, settings={"embedder": emb.name},
-        )
-
-    bank.write(plan, actor=actor)
-    return {"embedded": int(len(todo)), "from_cache": int(found.sum()), "entries": entries.height, "embedder": emb.name}
 
 
 def _weights_key(weights: Mapping[str, float]) -> str:
@@ -249,7 +207,7 @@ def ranked_pool(
         raise ValidationError("pool", pool, "the pool holds at least one candidate")
     emb = bank_embedder(bank, embedder)
     if bank.entries.height and len(bank.vectors()[0]) < bank.entries.height:
-        embed_bank(bank, embedder=emb)
+        raise NotEmbedded(bank.path, bank.entries.height - len(bank.vectors()[0]), bank.entries.height)
     q = query_vector if query_vector is not None else emb.encode([text])[0]
     idx = bank_index(bank, kind=index, weights=weights)
     depth = pool if not lexical else max(pool, int(SEARCH_DEFAULTS["lexical_depth"]))

@@ -39,6 +39,7 @@ import socket
 import sys
 import time
 import uuid
+import warnings
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
@@ -47,12 +48,12 @@ from typing import Callable, Iterator
 import numpy as np
 import polars as pl
 
-from kbtools.errors import BankExists, BankLocked, EmbedderMismatch, KbError, NotABank
+from kbtools.errors import BankExists, BankLocked, EmbedderMismatch, KbError, NotABank, ReadOnlyBank
+from kbtools.model.plan import Plan, VectorRows
 from kbtools.model.schema import APPEND_ONLY, KEYS, SCHEMAS, TABLES, conform, empty
 
 __all__ = [
     "Bank",
-    "Changes",
     "create_bank",
     "open_bank",
     "utcnow",
@@ -81,27 +82,6 @@ def utcnow() -> datetime:
     True
     """
     return datetime.now(timezone.utc)
-
-
-@dataclass
-class Changes:
-    """What one transaction writes: rows to upsert or delete per keyed table, rows to append,
-    and optionally entry vectors.
-
-    >>> Changes().is_empty()
-    True
-    """
-
-    upserts: dict[str, pl.DataFrame] = field(default_factory=dict)
-    deletes: dict[str, pl.DataFrame] = field(default_factory=dict)
-    appends: dict[str, pl.DataFrame] = field(default_factory=dict)
-    vectors: tuple | None = None  # (ids, array (n, dims, d), embedder[, text hashes uint64])
-    replace_vectors: bool = False  # start the vectors over (a re-embed with another embedder)
-    settings: dict | None = None
-
-    def is_empty(self) -> bool:
-        frames = [*self.upserts.values(), *self.deletes.values(), *self.appends.values()]
-        return all(f.height == 0 for f in frames) and self.vectors is None and not self.settings
 
 
 # ---------------------------------------------------------------------------------------------
@@ -241,6 +221,25 @@ def _merge_keyed(current: pl.DataFrame | None, new: pl.DataFrame, keys: tuple[st
     return merged.filter(~pl.col(_DELETED))
 
 
+def _empty_usage() -> pl.DataFrame:
+    return empty("usage")
+
+
+def _read_usage_log(path: Path) -> pl.DataFrame:
+    """The rows of one usage log (``at<TAB>id<TAB>query_hash`` lines; a torn last line is skipped)."""
+    try:
+        text = path.read_text(errors="replace")
+    except OSError:
+        return _empty_usage()
+    rows = [line.split("\t") for line in text.splitlines() if line.count("\t") == 2]
+    if not rows:
+        return _empty_usage()
+    at, ids, qh = zip(*rows)
+    frame = pl.DataFrame({"at": list(at), "id": list(ids), "query_hash": list(qh)})
+    return frame.with_columns(pl.col("at").str.to_datetime(time_zone="UTC", strict=False)
+                              .cast(SCHEMAS["usage"]["at"])).drop_nulls("at").select(list(SCHEMAS["usage"]))
+
+
 class _TableCache:
     """The merged rows of one table and the segment list they were built from."""
 
@@ -268,9 +267,12 @@ class Bank:
     ['edges', 'entries', 'events', 'triples', 'usage']
     """
 
-    def __init__(self, path: str | os.PathLike, *, lock_timeout: float = DEFAULT_LOCK_TIMEOUT):
+    def __init__(self, path: str | os.PathLike, *, lock_timeout: float = DEFAULT_LOCK_TIMEOUT, readonly: bool = False):
         self.path = Path(path)
         self.lock_timeout = lock_timeout
+        self.readonly = bool(readonly)
+        self._usage_log: tuple[tuple, pl.DataFrame] = ((), _empty_usage())
+        self._usage_warned = False
         read_manifest(self.path)
         self._caches: dict[str, _TableCache] = {t: _TableCache() for t in TABLES}
         self._vector_cache: tuple[tuple[str, ...], np.ndarray, np.ndarray] | None = None
@@ -291,6 +293,7 @@ class Bank:
             try:
                 manifest = _read_json(self.path / "manifest.json")
                 self._load(manifest)
+                self._read_usage_logs()
                 return self
             except FileNotFoundError:
                 if attempt == 4:
@@ -353,12 +356,14 @@ class Bank:
             return empty(name)
         if name == "entries":
             return self._entries_with_usage(frame)
+        if name == "usage":
+            return self._all_usage(frame)
         return frame.select(list(SCHEMAS[name]))
 
     def _entries_with_usage(self, frame: pl.DataFrame) -> pl.DataFrame:
         def build() -> pl.DataFrame:
             base = frame.select(list(SCHEMAS["entries"]))
-            usage = self._caches["usage"].frame
+            usage = self._all_usage(self._caches["usage"].frame)
             if usage is None or usage.height == 0:
                 return base
             counts = usage.group_by("id").agg(pl.len().alias("_n"), pl.col("at").max().alias("_last"))
@@ -371,7 +376,7 @@ class Bank:
                 .select(list(SCHEMAS["entries"]))
             )
 
-        return self.derived("entries+usage", build, on=("entries", "usage"))
+        return self.derived("entries+usage", build, on=("entries", "usage", "usage-log"))
 
     def fingerprint(self, on: tuple[str, ...] = TABLES) -> str:
         """A short fingerprint of the segments of the named tables (and ``"vectors"``): it changes
@@ -385,20 +390,39 @@ class Bank:
         for name in on:
             if name == "vectors":
                 parts.append([s["data"] for s in (self._manifest.get("vectors") or {}).get("segments", [])])
+            elif name == "usage-log":
+                parts.append(list(self._usage_log[0]))
             else:
                 parts.append(self._manifest["tables"].get(name, []))
         return hashlib.sha256(json.dumps(parts).encode()).hexdigest()[:16]
 
-    def derived(self, name: str, build: Callable[[], object], *, on: tuple[str, ...] = TABLES) -> object:
+    def derived(self, name: str, build: Callable[..., object], *, on: tuple[str, ...] = TABLES,
+                grow: bool = False) -> object:
         """A value computed from this snapshot, cached in memory until one of the tables it is
-        built ``on`` changes (graph views, lookups and indexes built by other modules)."""
+        built ``on`` changes (graph views, lookups, indexes and term statistics built by other
+        modules). With ``grow=True`` the builder is called with the previous value (``None`` the
+        first time), so a cache can be grown on append instead of rebuilt: the public door for
+        incremental caches.
+
+        >>> import tempfile, pathlib
+        >>> bank = create_bank(pathlib.Path(tempfile.mkdtemp()) / "b")
+        >>> bank.derived("n", lambda: bank.entries.height, on=("entries",))
+        0
+        >>> bank.derived("grown", lambda prev: (prev or 0) + 1, grow=True)
+        1
+        """
         key = self.fingerprint(on)
         hit = self._derived.get(name)
         if hit is not None and hit[0] == key:
             return hit[1]
-        value = build()
+        value = build(hit[1] if hit is not None else None) if grow else build()
         self._derived[name] = (key, value)
         return value
+
+    def vector_segments(self) -> list[dict]:
+        """The vector segments of this snapshot, oldest first: ``{"data", "ids", "rows"[, "hashes"]}``
+        with paths relative to the bank folder."""
+        return [dict(s) for s in (self._manifest.get("vectors") or {}).get("segments", [])]
 
     @property
     def entries(self) -> pl.DataFrame:
@@ -432,6 +456,103 @@ class Bank:
     def __repr__(self) -> str:
         n = self._caches["entries"].frame
         return f"<Bank {self.path} v{self.version}: {0 if n is None else n.height} entries>"
+
+    # -- usage (append-only logs, one per process; no lock) ----------------------------------
+
+    def log_usage(self, ids, *, query: str = "") -> int:
+        """Count ``ids`` as returned by a query: one line each in this process's usage log under
+        ``usage/`` (an append, never the writers' lock, never a table rewrite). The next write or
+        compaction merges the logs into the usage table. On a read-only bank (or file system)
+        nothing is recorded and a warning says so once. Returns the rows recorded.
+
+        >>> import tempfile, pathlib
+        >>> bank = create_bank(pathlib.Path(tempfile.mkdtemp()) / "b")
+        >>> bank.log_usage([], query="nothing")
+        0
+        """
+        ids = [i for i in ids if isinstance(i, str)]
+        if not ids:
+            return 0
+        if self.readonly:
+            return self._usage_skipped("the bank is open read-only")
+        qhash = hashlib.sha256(query.encode()).hexdigest()[:16]
+        at = utcnow().isoformat()
+        lines = "".join(f"{at}\t{i}\t{qhash}\n" for i in ids)
+        try:
+            (self.path / "usage").mkdir(exist_ok=True)
+            fd = os.open(self.path / "usage" / f"{socket.gethostname()}-{os.getpid()}.log",
+                         os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+            try:
+                os.write(fd, lines.encode())
+            finally:
+                os.close(fd)
+        except OSError as err:
+            return self._usage_skipped(f"{err.strerror or err}")
+        self._read_usage_logs()
+        return len(ids)
+
+    def _usage_skipped(self, why: str) -> int:
+        if not self._usage_warned:
+            warnings.warn(f"{self.path}: usage not recorded ({why}); queries still answer", stacklevel=3)
+            self._usage_warned = True
+        return 0
+
+    def _log_files(self) -> list[Path]:
+        folder = self.path / "usage"
+        if not folder.is_dir() or folder.is_symlink():
+            return []
+        merged = set(self._manifest.get("usage_merged", []))
+        return sorted(p for p in folder.iterdir()
+                      if (p.suffix == ".log" or ".merging-" in p.name) and p.name not in merged and not p.is_symlink())
+
+    def _read_usage_logs(self) -> None:
+        files = self._log_files()
+        try:
+            sig = tuple((p.name, p.stat().st_size) for p in files)
+        except OSError:
+            sig = ()
+        if sig == self._usage_log[0]:
+            return
+        frames = [_read_usage_log(p) for p in files]
+        frame = pl.concat(frames) if frames else _empty_usage()
+        self._usage_log = (sig, frame)
+
+    def _all_usage(self, committed: pl.DataFrame | None) -> pl.DataFrame:
+        base = empty("usage") if committed is None else committed.select(list(SCHEMAS["usage"]))
+        pending = self._usage_log[1]
+        if pending.height == 0:
+            return base
+        live = pending.join(self._caches["entries"].frame.select("id"), on="id", how="semi") \
+            if self._caches["entries"].frame is not None else pending.head(0)
+        return pl.concat([base, live.select(list(SCHEMAS["usage"]))], how="vertical_relaxed")
+
+    def _with_usage_logs(self, plan: Plan) -> Plan:
+        """``plan`` plus the rows of every pending usage log, claimed (renamed) for this commit."""
+        claimed = []
+        for p in self._log_files():
+            if ".merging-" in p.name:
+                claimed.append(p)
+                continue
+            target = p.with_name(f"{p.stem}.merging-{uuid.uuid4().hex[:8]}")
+            try:
+                os.rename(p, target)
+            except OSError:
+                continue
+            claimed.append(target)
+        self._claimed = claimed
+        if not claimed:
+            return plan
+        rows = pl.concat([_read_usage_log(p) for p in claimed])
+        return plan + Plan(appends={"usage": rows.select(list(SCHEMAS["usage"]))})
+
+    def _drop_merged_logs(self) -> None:
+        for p in getattr(self, "_claimed", []):
+            try:
+                p.unlink()
+            except OSError:
+                pass
+        self._claimed = []
+        self._read_usage_logs()
 
     # -- vectors ----------------------------------------------------------------------------
 
@@ -497,7 +618,10 @@ class Bank:
             return None
 
     def write_cache(self, name: str, fingerprint: str, data: bytes) -> None:
-        """Store a derived artefact with the fingerprint of what it was built from (atomic)."""
+        """Store a derived artefact with the fingerprint of what it was built from (atomic); a
+        read-only bank keeps it in memory only (nothing is written)."""
+        if self.readonly:
+            return
         folder = self.path / "cache"
         folder.mkdir(exist_ok=True)
         _atomic_write_bytes(folder / name, data)
@@ -505,22 +629,37 @@ class Bank:
 
     # -- writing ----------------------------------------------------------------------------
 
-    def write(self, plan: Callable[["Bank"], Changes], *, actor: str | None = None, timeout: float | None = None,
-              durable: bool = True):
-        """Run ``plan`` on the newest version under the writers' lock and commit what it returns
-        as one transaction. ``plan`` raises to abort (nothing is written). Returns plan's Changes.
+    def apply(self, plan: "Plan | Callable[[Bank], Plan | None]", *, actor: str | None = None, reason: str | None = None,
+              timeout: float | None = None, durable: bool = True) -> "Plan | None":
+        """Commit ``plan`` as one transaction (one manifest swap) under the writers' lock.
+
+        ``plan`` is a :class:`~kbtools.model.plan.Plan`, or a planner ``fn(bank) -> Plan`` that is
+        run on the newest version under the lock (read, then plan, then apply: what every write
+        function does, so that its checks see what it commits over). A planner raises to abort:
+        nothing is written. ``actor`` and ``reason`` are kept in the manifest's commit record.
+        Returns the plan applied.
 
         Every commit is atomic (a rename); ``durable=False`` skips the fsyncs, for writes whose loss
-        in a power cut is harmless (usage counts): the bank is then as before or after, never between.
+        in a power cut is harmless: the bank is then as before or after, never between.
+
+        >>> import tempfile, pathlib
+        >>> bank = create_bank(pathlib.Path(tempfile.mkdtemp()) / "b")
+        >>> bank.apply(Plan(settings={"auto_link": False}), actor="me", reason="quiet").settings
+        {'auto_link': False}
+        >>> bank.version
+        1
         """
+        if self.readonly:
+            raise ReadOnlyBank(self.path, reason or "write")
         with _locked(self.path, self.lock_timeout if timeout is None else timeout, actor):
             self.reload()
-            changes = plan(self)
+            changes = plan(self) if callable(plan) else plan
             if changes is not None and not changes.is_empty():
-                self._commit(changes, durable=durable)
+                self._commit(self._with_usage_logs(changes), durable=durable, actor=actor, reason=reason)
+                self._drop_merged_logs()
             return changes
 
-    def _commit(self, changes: Changes, *, durable: bool = True) -> None:
+    def _commit(self, changes: Plan, *, durable: bool = True, actor: str | None = None, reason: str | None = None) -> None:
         manifest = json.loads(json.dumps(self._manifest))
         seq = int(manifest.get("version", 0)) + 1
         tag = f"{seq:08d}-{uuid.uuid4().hex[:6]}"
@@ -533,8 +672,7 @@ class Bank:
             _write_parquet(frame, self.path / rel, durable=durable)
             manifest["tables"].setdefault(table, []).append(rel)
         if changes.vectors is not None:
-            ids, data, embedder = changes.vectors[:3]
-            hashes = changes.vectors[3] if len(changes.vectors) > 3 else None
+            ids, data, embedder, hashes = VectorRows(*changes.vectors)
             info = {} if changes.replace_vectors else (manifest.get("vectors") or {})
             info.setdefault("embedder", None)
             info.setdefault("segments", [])
@@ -550,6 +688,8 @@ class Bank:
             manifest.setdefault("settings", {}).update(changes.settings)
         manifest["version"] = seq
         manifest["committed_at"] = utcnow().isoformat()
+        manifest["commit"] = {"actor": actor, "reason": reason}
+        manifest["usage_merged"] = [p.name for p in getattr(self, "_claimed", [])]
         self._swap_manifest(manifest, durable=durable)
         self._maybe_merge_tail()
 
@@ -563,7 +703,7 @@ class Bank:
             _write_npy(np.asarray(hashes, dtype=np.uint64), self.path / seg["hashes"])
         return seg
 
-    def _segment_frame(self, table: str, changes: Changes, seq: int) -> pl.DataFrame | None:
+    def _segment_frame(self, table: str, changes: Plan, seq: int) -> pl.DataFrame | None:
         if table in APPEND_ONLY:
             frame = changes.appends.get(table)
             return None if frame is None else conform(frame, table)
@@ -638,6 +778,7 @@ class Bank:
             report["vectors"] = self._compact_vectors(manifest, tag)
         manifest["version"] = seq
         manifest["committed_at"] = utcnow().isoformat()
+        manifest["commit"] = {"actor": "compact", "reason": "full compaction" if full else "tail merge"}
         # a rewrite cannot be applied incrementally: drop the merged frames. Derived values stay: the
         # content is unchanged, and each one is rebuilt (or grown from its predecessor) when next asked
         for table in tables:
@@ -732,8 +873,10 @@ def create_bank(path: str | os.PathLike, *, settings: dict | None = None) -> Ban
     return Bank(root)
 
 
-def open_bank(path: str | os.PathLike, *, lock_timeout: float = DEFAULT_LOCK_TIMEOUT) -> Bank:
-    """Open an existing bank; an error naming the path when it is not one.
+def open_bank(path: str | os.PathLike, *, lock_timeout: float = DEFAULT_LOCK_TIMEOUT, readonly: bool = False) -> Bank:
+    """Open an existing bank; an error naming the path when it is not one. With ``readonly=True``
+    nothing is ever written: writes raise ``ReadOnlyBank``, usage is not recorded, caches are
+    built in memory only.
 
     >>> open_bank("/nonexistent/bank")
     Traceback (most recent call last):
@@ -742,4 +885,4 @@ def open_bank(path: str | os.PathLike, *, lock_timeout: float = DEFAULT_LOCK_TIM
     """
     if isinstance(path, Bank):
         return path
-    return Bank(path, lock_timeout=lock_timeout)
+    return Bank(path, lock_timeout=lock_timeout, readonly=readonly)

@@ -33,7 +33,7 @@ def bank_stats(bank: Bank) -> dict:
     degree = pl.concat([edges["src"], edges["dst"]]).value_counts() if edges.height else None
     linked = 0 if degree is None else degree.height
     size = sum(f.stat().st_size for f in bank.path.rglob("*") if f.is_file())
-    from kbtools.evaluate import leaky_notes
+    from kbtools.evaluate.leak import leaky_notes
 
     leaky = leaky_notes(bank)
     segments = bank.segment_files()
