@@ -8,25 +8,34 @@ from kbtools.cli.base import command, progress as _progress, register_args
 
 __all__: list[str] = []
 
-def _ensure_embedded(bank) -> None:
-    """Embed entries that lack vectors first, with progress (the first query on a bank does this)."""
+def _open(args):
+    """The bank of a reading command: read-only with ``--readonly``; with ``--embed`` entries
+    without vectors are embedded first (an explicit write; a read never embeds by itself)."""
     from kbtools.ops.embedding import embed_bank
+    from kbtools.store.bank import open_bank
 
-    if bank.entries.height and len(bank.vectors()[0]) < bank.entries.height:
+    bank = open_bank(args.path, readonly=args.readonly)
+    if args.embed and bank.entries.height and len(bank.vectors()[0]) < bank.entries.height:
         print(f"embedding {bank.entries.height - len(bank.vectors()[0])} entries of {bank.path} "
               "(once; cached by text hash)", file=sys.stderr, flush=True)
         embed_bank(bank, progress=_progress("embed"))
+    return bank
+
+
+def _reading_args(p) -> None:
+    p.add_argument("--readonly", action="store_true", help="open the bank read-only: nothing is written, usage included")
+    p.add_argument("--embed", action="store_true",
+                   help="embed entries without vectors first (a write; without it such a bank is an error)")
 
 
 @command("query", "answer a question from a bank, folded (default) or flat")
 def _query(args):
     """Answer a question the way an agent reads it: results with their folded pointers and the
-    neighbours one hop away. The first query on a bank embeds its entries (cached afterwards)."""
+    neighbours one hop away. A query never writes the bank: it takes no lock (usage goes to an
+    append-only log) and never embeds; run `kb embed PATH` first, or pass --embed."""
     from kbtools.retrieval.pipeline import query
-    from kbtools.store.bank import open_bank
 
-    bank = open_bank(args.path)
-    _ensure_embedded(bank)
+    bank = _open(args)
     if args.compare:
         flat = query(bank, args.text, k=args.k, fold=False, lexical=args.lexical, record_usage=False, index=args.index)
         folded = query(bank, args.text, k=args.k, fold=True, lexical=args.lexical, record_usage=not args.no_usage, index=args.index)
@@ -67,6 +76,7 @@ register_args("query", lambda p: (
     p.add_argument("--lexical", action="store_true", help="add the BM25 arm (rare tokens, error strings, flags)"),
     p.add_argument("--index", default="flat", help="faiss index kind: flat (exact), hnsw, hnsw_sq8, ivf, sq8"),
     p.add_argument("--no-usage", action="store_true", help="do not count usage for the returned results"),
+    _reading_args(p),
 ))
 
 
@@ -75,10 +85,8 @@ def _recall(args):
     """Like query, then personalized PageRank from the results brings in linked entries, and a
     "How these entries connect" section explains the links."""
     from kbtools.ops.analytics import recall
-    from kbtools.store.bank import open_bank
 
-    bank = open_bank(args.path)
-    _ensure_embedded(bank)
+    bank = _open(args)
     ans = recall(bank, args.text, links=args.links, k=args.k, record_usage=not args.no_usage)
     return ans.to_dict(), ans.text()
 
@@ -88,7 +96,8 @@ register_args("recall", lambda p: (
     p.add_argument("text", help="the question"),
     p.add_argument("--k", type=int, default=8),
     p.add_argument("--links", type=int, default=3, help="linked entries to bring in (default 3)"),
-    p.add_argument("--no-usage", action="store_true"),
+    p.add_argument("--no-usage", action="store_true", help="do not count usage for the returned results"),
+    _reading_args(p),
 ))
 
 

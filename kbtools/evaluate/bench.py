@@ -23,13 +23,15 @@ import numpy as np
 import polars as pl
 
 from kbtools.demo import synthetic_bank
+from kbtools.linker import TermStats, plan_connect, plan_links
+from kbtools.model.schema import SCHEMAS
 from kbtools.ops.embedding import embed_bank
 from kbtools.ops.interchange import import_frames
 from kbtools.ops.link_context import NEIGHBOURS_FLAT_BELOW, faiss_threads, new_neighbour_index
 from kbtools.ops.writes import report_learning
 from kbtools.retrieval.embedders import get_embedder
 from kbtools.retrieval.folding import fold
-from kbtools.store.bank import create_bank, open_bank
+from kbtools.store.bank import Bank, create_bank, open_bank
 
 __all__ = ["run_bench", "format_bench", "BUDGETS"]
 

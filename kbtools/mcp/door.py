@@ -64,7 +64,7 @@ class Door:
         self.path = Path(path)
         self.actor = actor
         self.readonly = readonly
-        self._reader = kb.open_bank(self.path)
+        self._reader = kb.open_bank(self.path, readonly=readonly)
         self._writer = None if readonly else kb.open_bank(self.path)
         self._read_lock = threading.Lock()
         self._write_lock = threading.Lock()

@@ -10,7 +10,6 @@ transactions.
 
 from __future__ import annotations
 
-import os
 import time
 from typing import Callable, Sequence
 
@@ -19,9 +18,8 @@ import polars as pl
 
 from kbtools.linker.fading import plan_decay, plan_reinforce
 from kbtools.errors import EdgeRuleError, EntryNotFound, ValidationError
-from kbtools.linker import LINKER_DEFAULTS, LINKER_LEXICAL, LinkerSettings, LinkScore, TermStats, plan_connect, plan_links
+from kbtools.linker import LinkerSettings, LinkScore, plan_connect
 from kbtools.linker import explain as _explain
-from kbtools.model.schema import SCHEMAS
 from kbtools.store.bank import Bank, utcnow
 from kbtools.ops.link_context import linker_settings, linker_vectors, neighbour_index, term_stats
 from kbtools.ops.writes import edit_edges

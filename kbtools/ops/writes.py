@@ -13,7 +13,6 @@ True
 
 from __future__ import annotations
 
-import hashlib
 import json
 import re
 import secrets

@@ -21,9 +21,7 @@ from typing import Callable, Mapping
 import numpy as np
 import polars as pl
 
-from kbtools.model.plan import Plan
 from kbtools.retrieval.embedders import Embedder, get_embedder
-from kbtools.store.embed_cache import EmbeddingCache
 from kbtools.errors import EmbedderMismatch, NotEmbedded, ValidationError
 from kbtools.retrieval.index import DEFAULT_WEIGHTS, DIMENSIONS, VectorIndex, combine
 from kbtools.retrieval.lexical import BM25Index, rrf

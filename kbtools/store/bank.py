@@ -40,7 +40,6 @@ import sys
 import time
 import uuid
 import warnings
-from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Callable, Iterator
