@@ -36,6 +36,7 @@ def _ingest(args):
         max_level=args.level, title_field=args.title_field, title_format=args.title_format,
         created_field=args.created_field, systems_field=args.systems_field, tasks_field=args.tasks_field,
         edges=args.edge or (), cite=args.cite, meta_fields=_split(args.meta), skip_sections=args.skip_section or (),
+        head_section=args.head_section,
         guard=args.guard, dry_run=args.dry_run, actor=args.actor, progress=_progress("ingest"),
     )
     return report, format_ingest(report) + flagged_text(report.get("flagged") or [])
@@ -87,6 +88,8 @@ register_args("ingest", lambda p: (
     p.add_argument("--systems-field", help="a comma-separated field for systems"),
     p.add_argument("--tasks-field", help="a comma-separated field for tasks"),
     p.add_argument("--meta", help="comma-separated fields kept in each entry's metadata"),
+    p.add_argument("--head-section", help="the section that heads a document (others are part_of it), e.g. "
+                                          "Abstract (default: the first)"),
     p.add_argument("--skip-section", action="append", help="leave out sections with this heading (repeatable)"),
     p.add_argument("--edge", action="append", metavar="COLUMN=TYPE",
                    help="map a field to typed edges: COLUMN=TYPE (record TYPE value) or "

@@ -2,7 +2,7 @@
 ``data/peps/peps.jsonl.gz``, ingested as a real bank nobody here wrote.
 
 One entry per top-level section (``PEP N: title — section``; sections over 4,000 characters cut at
-paragraphs, each piece ``part_of`` its PEP's first entry; the ``Copyright`` boilerplate left out),
+paragraphs, each ``part_of`` its PEP's Abstract, or first section when it has none; the ``Copyright`` boilerplate left out),
 ``systems`` from ``Topic``, ``tasks`` from ``Type``, ``created_at`` from ``Created``; the header
 relations as trusted typed edges (``Superseded-By`` and ``Replaces`` as ``supersedes`` from the
 successor, ``Requires`` as ``requires``); references in prose (``PEP 8``, ``:pep:`484```) as a
@@ -33,7 +33,7 @@ PEPS_MAPPING: dict = {
     "text_field": "body", "key_field": "pep", "fmt": "rst", "title_field": "Title",
     "title_format": "PEP {key}: {title}", "created_field": "Created", "systems_field": "Topic",
     "tasks_field": "Type", "meta_fields": ("Status", "Type", "Author", "Python-Version"),
-    "skip_sections": ("Copyright",),
+    "skip_sections": ("Copyright",), "head_section": "Abstract",
     "edges": ("Superseded-By=value supersedes record", "Replaces=record supersedes value", "Requires=requires"),
     "cite": r"(?:PEP\s*|:pep:`)0*(\d+)",
 }
@@ -41,7 +41,7 @@ PEPS_MAPPING: dict = {
 PEPS_COMMAND = (
     "kb ingest banks/peps --create --from data/peps/peps.jsonl.gz --text-field body --key pep --format rst "
     "--title-field Title --title-format 'PEP {key}: {title}' --created-field Created --systems-field Topic "
-    "--tasks-field Type --meta Status,Type,Author,Python-Version --skip-section Copyright "
+    "--tasks-field Type --meta Status,Type,Author,Python-Version --skip-section Copyright --head-section Abstract "
     "--edge 'Superseded-By=value supersedes record' --edge 'Replaces=record supersedes value' "
     "--edge Requires=requires --cite '(?:PEP\\s*|:pep:`)0*(\\d+)'"
 )

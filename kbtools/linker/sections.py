@@ -152,7 +152,7 @@ def split_at_paragraphs(text: str, cap: int = SECTION_CAP) -> list[str]:
 
 
 def sentences(text: str) -> list[str]:
-    """The sentences of ``text``: paragraphs split at blank lines, hard-wrapped lines joined by one
+    """The sentences of ``text``: paragraphs split at blank lines and list items, hard-wrapped lines joined by one
     space, then cut after ``.``, ``!`` or ``?`` followed by a capital, a digit or an opening mark
     (not after ``e.g.``, ``i.e.``, ``etc.``, ``cf.`` or an initial).
 
@@ -160,7 +160,7 @@ def sentences(text: str) -> list[str]:
     ['Use PEP 8.', 'It is the style guide.', 'A new paragraph']
     """
     out: list[str] = []
-    for para in re.split(r"\n\s*\n", text):
+    for para in re.split(r"\n\s*\n|\n(?=\s*(?:[-*+•]|\d+[.)])\s)", text):
         flat = " ".join(line.strip() for line in para.split("\n") if line.strip())
         if not flat:
             continue

@@ -209,7 +209,7 @@ def plan_ingest(documents: Sequence[Document], *, cap: int = SECTION_CAP, max_le
                 title_field: str | None = None, title_format: str = "{title}", created_field: str | None = None,
                 systems_field: str | None = None, tasks_field: str | None = None,
                 edges: Sequence[EdgeMap] = (), meta_fields: Sequence[str] = (), skip_sections: Sequence[str] = (),
-                known_keys: dict[str, str] | None = None, kind: str = "knowledge",
+                known_keys: dict[str, str] | None = None, kind: str = "knowledge", head_section: str | None = None,
                 progress: Callable[[int, int], None] | None = None) -> IngestPlan:
     """Entries and edges for ``documents`` (pure).
 
@@ -219,7 +219,8 @@ def plan_ingest(documents: Sequence[Document], *, cap: int = SECTION_CAP, max_le
     and any field, then `` — section`` for named sections; summary: the section's first sentence.
     ``systems`` / ``tasks`` from comma-separated fields, ``created_at`` from a date field.
     Metadata: ``doc``, ``key``, ``section``, ``part``, ``head`` (the document's first entry) and
-    ``meta_fields``. Sections whose heading is in ``skip_sections`` are left out. ``edges``:
+    ``meta_fields``. The document's first entry is its first section, or the one headed
+    ``head_section`` (``"Abstract"``) when it has one. Sections whose heading is in ``skip_sections`` are left out. ``edges``:
     header/column mappings resolved through the keys of these documents and ``known_keys`` (the
     bank's); values that resolve to nothing are listed in the report, never guessed.
     """
@@ -243,24 +244,25 @@ def plan_ingest(documents: Sequence[Document], *, cap: int = SECTION_CAP, max_le
         systems = [v.lower() for v in _values(doc.fields.get(systems_field))] if systems_field else []
         tasks = [v.lower() for v in _values(doc.fields.get(tasks_field))] if tasks_field else []
         extra = {f: doc.fields[f] for f in meta_fields if f in doc.fields}
-        head = None
+        wanted = [i for i, s in enumerate(sections) if head_section and s.heading.strip().lower() == head_section.lower()]
+        head_id = _entry_id(doc.name, wanted[0] if wanted else 0, 0)
         for si, section in enumerate(sections):
             pieces = split_at_paragraphs(section.text, cap)
             split_count += len(pieces) > 1
             for pi, piece in enumerate(pieces):
                 eid = _entry_id(doc.name, si, pi)
                 title = base + (f" — {section.heading}" if section.heading else "") + (f" (part {pi + 1})" if pi else "")
+                is_head = eid == head_id
                 meta = {"doc": doc.name, "key": doc.key, "section": section.heading, "part": pi,
-                        "head": head is None, **extra}
+                        "head": is_head, **extra}
                 rows.append({"id": eid, "kind": kind, "title": title[:300], "summary": first_sentence(piece),
                              "content": piece, "systems": systems, "tasks": tasks,
                              "metadata": json.dumps(meta, sort_keys=True, default=str), "created_at": created})
-                if head is None:
-                    head = eid
+                if is_head:
                     if doc.key is not None:
                         heads[normalize_key(doc.key)] = (eid, doc)
                 else:
-                    part_of.append((eid, head))
+                    part_of.append((eid, head_id))
         if progress:
             progress(done, len(documents))
     entries = pl.DataFrame(rows, schema={"id": pl.String, "kind": pl.String, "title": pl.String,
@@ -307,7 +309,8 @@ def ingest(bank: Bank, source: str | os.PathLike, *, text_field: str = "text", k
            fmt: str | None = None, cap: int = SECTION_CAP, max_level: int = 1, title_field: str | None = None,
            title_format: str = "{title}", created_field: str | None = None, systems_field: str | None = None,
            tasks_field: str | None = None, edges: Sequence[EdgeMap | str] = (), cite: str | None = None,
-           meta_fields: Sequence[str] = (), skip_sections: Sequence[str] = (), guard: str = "report",
+           meta_fields: Sequence[str] = (), skip_sections: Sequence[str] = (), head_section: str | None = None,
+           guard: str = "report",
            dry_run: bool = False, actor: str = "ingest",
            progress: Callable[[int, int], None] | None = None) -> dict:
     """Ingest ``source`` into ``bank`` in one transaction and return the report: documents,
@@ -340,7 +343,8 @@ def ingest(bank: Bank, source: str | os.PathLike, *, text_field: str = "text", k
     known = document_keys(bank.entries)
     plan = plan_ingest(docs, cap=cap, max_level=max_level, title_field=title_field, title_format=title_format,
                        created_field=created_field, systems_field=systems_field, tasks_field=tasks_field, edges=maps,
-                       meta_fields=meta_fields, skip_sections=skip_sections, known_keys=known, progress=progress)
+                       meta_fields=meta_fields, skip_sections=skip_sections, known_keys=known,
+                       head_section=head_section, progress=progress)
     existing = bank.entries.select("id")
     new_entries = plan.entries.join(existing, on="id", how="anti")
     new_edges = plan.edges.join(bank.edges.select("src", "dst", "type"), on=["src", "dst", "type"], how="anti")
