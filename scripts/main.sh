@@ -31,4 +31,4 @@ time $kb embed $peps --embedder minilm-static
 time $kb connect $peps
 time $kb decay $peps
 $kb stats $peps
-$kb query $peps "PEPQUERY" --compare --no-usage
+$kb query $peps "deferred evaluation of annotations" --compare --no-usage
