@@ -20,3 +20,15 @@ $kb check $eng $biz
 $kb stats $eng $biz
 $kb holes $biz --flows
 $kb query $eng "how do I log in to production with playwright" --compare --no-usage
+
+# The real bank: Python's PEPs (data/peps, public domain / CC0), one entry per section, header
+# relations as typed edges, prose citations written by backfill. Embedded in the fast mode
+# (minilm-static): MiniLM on these ~8,000 long sections is a ten-minute batch job on two cores.
+peps=banks/peps
+time $kb demo --peps --out $peps --force
+time $kb backfill $peps
+time $kb embed $peps --embedder minilm-static
+time $kb connect $peps
+time $kb decay $peps
+$kb stats $peps
+$kb query $peps "deferred evaluation of annotations" --compare --no-usage

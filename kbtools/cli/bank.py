@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from kbtools.cli.base import EXIT_OK, EXIT_PROBLEMS, bank_arg as _bank_arg, command, register_args
+from kbtools.cli.base import EXIT_OK, EXIT_PROBLEMS, bank_arg as _bank_arg, command, progress as _progress, register_args
 
 __all__: list[str] = []
 
@@ -15,8 +15,16 @@ def _demo(args):
     kb demo                          # data/demo/engineering and data/demo/business (refuses to overwrite)
     kb demo --out banks/demo --force # fresh working copies
     kb demo --entries 100000 --out bench-banks/100k   # a synthetic bank for benchmarks
+    kb demo --peps --out banks/peps   # the real PEP bank from data/peps (kb ingest with PEPS_MAPPING)
     """
     from kbtools.demo.banks import DEMO_DIR, build_demo
+
+    if args.peps:
+        from kbtools.cli.reports import format_ingest
+        from kbtools.demo.peps import build_peps_bank
+
+        bank, report = build_peps_bank(args.out or "banks/peps", force=args.force, progress=_progress("ingest"))
+        return report, format_ingest(report)
 
     out = Path(args.out) if args.out else DEMO_DIR
     which = tuple(args.only.split(",")) if args.only else ("engineering", "business")
@@ -32,6 +40,8 @@ def _demo_args(p):
     p.add_argument("--entries", type=int, help="write one synthetic bank of this many entries at --out")
     p.add_argument("--only", help="comma-separated subset: engineering,business")
     p.add_argument("--force", action="store_true", help="replace banks already there")
+    p.add_argument("--peps", action="store_true", help="build the PEP bank (Python's PEPs, data/peps) at --out "
+                                                       "(default banks/peps)")
 
 
 @command("stats", "what a bank holds: entries, edges by type and source, note coverage, storage")
@@ -65,13 +75,21 @@ def _import(args):
     """Import rows; every row is validated first and a bad one is reported with its line number.
 
     Edge files may name the endpoints from/to (pgvector's entry_edges) or src/dst.
+    Columns are cast where nothing is lost (empty lists, int to float, naive datetimes as UTC).
+    The report_learning guard reports by default: rows it flags (a pasted transcript, a session
+    log, a temporary path) are imported and listed; --guard reject refuses the whole import on
+    one, --guard off does not look.
     """
     from kbtools.ops.interchange import import_files
     from kbtools.store.bank import create_bank, open_bank
 
     bank = create_bank(args.path) if args.create else open_bank(args.path)
-    counts = import_files(bank, entries=args.entries, edges=args.edges, triples=args.triples, actor=args.actor)
-    return counts, f"imported {counts['entries']} entries, {counts['edges']} edges, {counts['triples']} triples into {args.path}"
+    counts = import_files(bank, entries=args.entries, edges=args.edges, triples=args.triples, actor=args.actor,
+                          guard=args.guard)
+    text = f"imported {counts['entries']} entries, {counts['edges']} edges, {counts['triples']} triples into {args.path}"
+    from kbtools.cli.reports import flagged_text
+
+    return counts, text + flagged_text(counts.get("flagged") or [])
 
 
 def _import_args(p):
@@ -80,6 +98,13 @@ def _import_args(p):
     p.add_argument("--triples", help="entity triples file")
     p.add_argument("--actor", default="import", help="who the events name (default: import)")
     p.add_argument("--create", action="store_true", help="create the bank first")
+    guard_arg(p)
+
+
+def guard_arg(p):
+    p.add_argument("--guard", choices=("report", "reject", "off"), default="report",
+                   help="rows the guard flags: import and list them (report, default), refuse the import (reject), "
+                        "or do not look (off)")
 
 
 @command("export", "export a bank's tables to JSONL or Parquet files (pgvector shape: entry_edges from/to)")

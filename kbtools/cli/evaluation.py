@@ -39,7 +39,10 @@ register_args("bench", lambda p: (
 @command("eval", "evaluation that cannot fool itself: the hop lab (with its leak check) and the folding replay")
 def _eval(args):
     """kb eval hoplab PATH [--tasks sidecar|mined] [--n 30] [--seed 0] [--min-shared 1] [--json-out FILE]
-    kb eval replay PATH [--queries FILE] [--seed 0] [--json-out FILE]
+    kb eval replay PATH [--queries FILE|mined] [--n 60] [--seed 0] [--json-out FILE]
+
+    A bank without a ground-truth sidecar (a real one: kb demo --peps) gets tasks and queries
+    mined from its own citations and supersessions (A cites B; A's title finds A, not B).
 
     Prints a markdown report; --json prints the full JSON report (every task's raw outcome, the seed
     and the parameters); --json-out also writes it to a file. The built-in agent of the hop lab is a
@@ -55,7 +58,7 @@ def _eval(args):
                             progress=_progress("hop lab"))
         status = 0
     else:
-        report = run_replay(bank, queries=args.queries, seed=args.seed, k=args.k, progress=_progress("replay"))
+        report = run_replay(bank, queries=args.queries, seed=args.seed, k=args.k, n=args.n, progress=_progress("replay"))
         status = 5 if getattr(report, "lost", 0) else 0
     if args.json_out:
         Path(args.json_out).write_text(report.to_json())
@@ -66,8 +69,9 @@ register_args("eval", lambda p: (
     p.add_argument("which", choices=("hoplab", "replay"), help="which evaluation"),
     p.add_argument("path", help="the bank folder"),
     p.add_argument("--tasks", choices=("sidecar", "mined"), help="hop tasks from the sidecar or mined from the bank"),
-    p.add_argument("--n", type=int, default=30, help="tasks to mine (default 30)"),
-    p.add_argument("--queries", help="query log: one query per line, or JSONL with query and relevant ids"),
+    p.add_argument("--n", type=int, default=30, help="tasks (default 30) or replay queries (pass e.g. 60) to mine"),
+    p.add_argument("--queries", help="query log: one query per line, or JSONL with query and relevant ids; 'mined' mines them "
+                                     "from the bank's citations and supersessions"),
     p.add_argument("--seed", type=int, default=0),
     p.add_argument("--k", type=int, default=8),
     p.add_argument("--min-shared", type=int, default=0, help="terms a note must share with the task for the reader to follow it"),

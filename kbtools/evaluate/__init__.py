@@ -14,11 +14,11 @@ from kbtools.evaluate.render import POINTER_TEXTS, render_answer
 from kbtools.evaluate.replay import REPLAY_ARMS, REPLAY_DEFAULTS, query_outcome, run_replay, summarize_replay
 from kbtools.evaluate.report import HopLabReport, ReplayReport, lost_warning
 from kbtools.evaluate.intervals import bootstrap_mean_interval, mean_summary, proportion, wilson_interval
-from kbtools.evaluate.tasks import HopTask, as_queries, hop_tasks, proof_candidates, queries_from_truth, read_queries, tasks_from_truth
+from kbtools.evaluate.tasks import HopTask, as_queries, hop_tasks, mined_queries, proof_candidates, queries_from_truth, read_queries, tasks_from_truth
 
 __all__ = [
     "run_hoplab", "run_replay", "HopLabReport", "ReplayReport", "hoplab_figure", "replay_figure",
-    "HopTask", "hop_tasks", "tasks_from_truth", "proof_candidates", "read_queries", "queries_from_truth", "as_queries",
+    "HopTask", "hop_tasks", "mined_queries", "tasks_from_truth", "proof_candidates", "read_queries", "queries_from_truth", "as_queries",
     "check_leaks", "answer_leaks", "leaky_notes", "contains_token",
     "Agent", "ReaderAgent", "SIMULATED_AGENT", "agent_name", "is_simulated", "pointer_lines", "terms",
     "Judge", "GoldJudge", "verdict",

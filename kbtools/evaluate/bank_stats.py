@@ -36,6 +36,9 @@ def bank_stats(bank: Bank) -> dict:
     from kbtools.evaluate.leak import leaky_notes
 
     leaky = leaky_notes(bank)
+    from kbtools.ops.interchange import guard_flags
+
+    flagged = guard_flags(entries.filter(pl.col("status") == "active") if "status" in entries.columns else entries)
     segments = bank.segment_files()
     return {
         "path": str(bank.path),
@@ -49,6 +52,7 @@ def bank_stats(bank: Bank) -> dict:
         "edges_by_source": _counts(edges, "source"),
         "note_coverage": round(with_note.height / edges.height, 4) if edges.height else 0.0,
         "notes_restating_their_target": leaky.select("src", "type", "dst", "reason").to_dicts(),
+        "flagged_by_guard": flagged.select("id", "reason").to_dicts(),
         "connected_entries": linked,
         "isolated_entries": entries.height - linked,
         "triples": bank.triples.height,
@@ -74,6 +78,9 @@ def format_stats(stats: dict) -> str:
            "(a note says how, never what): " + "; ".join(f"{r['src']} {r['type']} {r['dst']} ({r['reason']})"
                                                         for r in stats['notes_restating_their_target'][:5])]
           if stats["notes_restating_their_target"] else []),
+        *([f"  GUARD: {len(stats['flagged_by_guard'])} entr(y/ies) read as transient (imported under --guard report): "
+           + "; ".join(f"{r['id']} ({r['reason']})" for r in stats['flagged_by_guard'][:3])]
+          if stats.get("flagged_by_guard") else []),
         f"  triples  {stats['triples']:>7}  events {stats['events']}  usage pending {stats['usage_pending']}",
         f"  vectors  {stats['vectors']:>7}  embedder {stats['embedder'] or '-'}",
     ]

@@ -10,6 +10,7 @@ by id and excluded.
 :func:`leaky_notes` is the bank-side view: notes that restate an end's fact, either by sharing one
 of its rare tokens (a token of that entry's content found in no other entry) or by covering a large
 share of its distinctive terms. Each is a data problem for the bank owner, whatever the lab does.
+A note that names an end's own id or key ("the fixes in 6c915c3f") cites it; that is not flagged.
 
 >>> contains_token("Tracked as ZX-4471-Q; quote it.", "zx-4471-q")
 True
@@ -140,6 +141,7 @@ def leaky_notes(entries, edges: pl.DataFrame | None = None, *, share: float = 0.
     if noted.height == 0:
         return pl.DataFrame(schema=LEAKY_NOTE_SCHEMA)
     rare = dict(_rare_tokens(entries).iter_rows())
+    keys = _keys(entries)
     ids_needed = set(noted["src"].to_list()) | set(noted["dst"].to_list())
     texts = {r[0]: r[1] for r in _entry_text(entries).filter(pl.col("id").is_in(list(ids_needed))).iter_rows()}
     df = _document_frequency(entries)
@@ -147,16 +149,28 @@ def leaky_notes(entries, edges: pl.DataFrame | None = None, *, share: float = 0.
     out = []
     source_col = pl.col("source") if "source" in noted.columns else pl.lit(None, pl.String).alias("source")
     for src, dst, type_, source, note in noted.select("src", "dst", "type", source_col, "note").iter_rows():
-        flagged = _restated_token(note, (dst, src), rare) or _restated_terms(
+        own = {src, dst, src[:7], dst[:7], *keys.get(src, ()), *keys.get(dst, ())}
+        flagged = _restated_token(note, (dst, src), rare, own) or _restated_terms(
             terms(note), ((dst, src), (src, dst)), texts, df, total, share, top)
         if flagged:
             out.append((src, dst, type_, source, note, *flagged))
     return pl.DataFrame(out, schema=LEAKY_NOTE_SCHEMA, orient="row")
 
 
-def _restated_token(note: str, ends, rare) -> tuple | None:
+def _keys(entries: pl.DataFrame) -> dict[str, tuple[str, ...]]:
+    """Each entry's own reference key (metadata ``key``, as ingest records it), when it has one."""
+    if "metadata" not in entries.columns:
+        return {}
+    keyed = entries.select("id", pl.col("metadata").str.json_path_match("$.key").alias("key")).drop_nulls("key")
+    return {i: (k, k.lower()) for i, k in keyed.iter_rows()}
+
+
+def _restated_token(note: str, ends, rare, own=frozenset()) -> tuple | None:
+    """The first rare token of an end that the note holds; an end's own id (or its 7-character
+    prefix) or key is a citation, not a restatement, and does not count."""
     for end in ends:
-        token = next((t for t in rare.get(end, ()) if contains_token(note, t)), None)
+        token = next((t for t in rare.get(end, ()) if t.lower() not in own and t not in own and contains_token(note, t)),
+                     None)
         if token is not None:
             return (end, f"rare token {token}", 1.0)
     return None

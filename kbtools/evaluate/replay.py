@@ -44,10 +44,12 @@ REPLAY_DEFAULTS = {"k": 8, "pool": 20, "protect": 2, "neighbors": 3, "lam": 0.5,
 
 
 def run_replay(bank, *, queries=None, judge=None, seed: int = 0, k: int = 8, pool: int = 20, lam: float = 0.5,
-               threshold: float = 0.5, progress: Callable[[int, int], None] | None = None) -> ReplayReport:
+               threshold: float = 0.5, n: int = 60, progress: Callable[[int, int], None] | None = None) -> ReplayReport:
     """Replay ``queries`` on ``bank`` with folding on and off (and MMR, collapse); judge; report.
 
-    ``queries``: ``None`` for the bank's ground-truth sidecar, a path (:func:`read_queries`: one
+    ``queries``: ``None`` for the bank's ground-truth sidecar (or, without one, ``n`` queries mined
+    from the bank's citations and supersessions: :func:`~kbtools.evaluate.tasks.mined_queries`),
+    ``"mined"``, a path (:func:`read_queries`: one
     query per line, JSON lines, or a sidecar), or a list of strings / dicts with ``query`` and
     optionally ``relevant``. ``judge``: any ``judge(query, entry_id, entry_text) -> bool | float``
     (numbers count as relevant at ``threshold`` or above); default the gold labels the queries
@@ -63,7 +65,7 @@ def run_replay(bank, *, queries=None, judge=None, seed: int = 0, k: int = 8, poo
 
     if not isinstance(k, int) or k < 1:
         raise ValidationError("k", k, "k is a positive integer")
-    qs = _resolve_queries(bank, queries)
+    qs = _resolve_queries(bank, queries, n=n, seed=seed, k=k)
     judge = GoldJudge.from_queries(qs) if judge is None else judge
     if not callable(judge):
         raise ValidationError("judge", type(judge).__name__, "a judge is a callable (query, entry_id, entry_text)")
@@ -221,10 +223,15 @@ def _pool_edges(lookup, ids: list[str]) -> int:
                if direction == "out" and other in members)
 
 
-def _resolve_queries(bank, queries) -> list[dict]:
-    from kbtools.demo.banks import read_truth
+def _resolve_queries(bank, queries, *, n: int = 60, seed: int = 0, k: int = 8) -> list[dict]:
+    from kbtools.demo.banks import read_truth, truth_path
+    from kbtools.evaluate.tasks import mined_queries
 
     if queries is None:
+        queries = "sidecar" if truth_path(bank.path).exists() else "mined"
+    if queries == "mined":
+        qs = mined_queries(bank, n=n, seed=seed, k=k)
+    elif queries == "sidecar":
         qs = queries_from_truth(read_truth(bank))
     elif isinstance(queries, (str, os.PathLike)):
         qs = read_queries(queries)
@@ -236,8 +243,8 @@ def _resolve_queries(bank, queries) -> list[dict]:
 
 
 def _origin(queries) -> str:
-    if queries is None:
-        return "sidecar"
+    if queries is None or queries in ("sidecar", "mined"):
+        return queries or "sidecar/mined"
     if isinstance(queries, (str, os.PathLike)):
         return str(queries)
     return "given"

@@ -34,8 +34,13 @@ from kbtools.errors import KbError, ValidationError
 
 __all__ = [
     "HopTask", "tasks_from_truth", "as_tasks", "hop_tasks", "proof_candidates", "read_queries", "queries_from_truth",
-    "as_queries", "TOKEN_PATTERN",
+    "as_queries", "TOKEN_PATTERN", "mined_queries", "MINED_SOURCES",
 ]
+
+#: Edge sources hop tasks and replay queries are mined from by default: the trusted ones an author,
+#: a citation or a header declared, not the document structure ingest writes (``part_of`` between
+#: sections of one document is not a hop anybody chose).
+MINED_SOURCES = tuple(sorted(vocab.TRUSTED_SOURCES - {"structure"}))
 
 #: What counts as a token for proof tokens: word characters joined by - . _ (``ZX-4471-Q``, ``v1.2``).
 TOKEN_PATTERN = r"[A-Za-z0-9]+(?:[-._][A-Za-z0-9]+)*"
@@ -162,7 +167,7 @@ def hop_tasks(bank, *, n: int = 30, seed: int = 0, k: int = 8, sources: Iterable
               max_tries: int | None = None) -> list[HopTask]:
     """Mine up to ``n`` hop tasks from ``bank`` (nothing is planted); deterministic for a ``seed``.
 
-    Pairs ``(a, b)`` joined by one trusted edge (``sources``, default trusted) are tried in a seeded
+    Pairs ``(a, b)`` joined by one trusted edge (``sources``, default :data:`MINED_SOURCES`) are tried in a seeded
     order, each ``b`` and each ``a`` at most once; the query is ``a``'s title (else its useful-for
     line); a pair is kept when ``a`` is in the flat top-``k`` and ``b`` is not, and ``b`` has a
     proof token (:func:`proof_candidates`). At most ``max_tries`` queries are run (default ``50 * n``).
@@ -203,7 +208,7 @@ def hop_tasks(bank, *, n: int = 30, seed: int = 0, k: int = 8, sources: Iterable
 def _candidate_pairs(entries: pl.DataFrame, edges: pl.DataFrame, sources) -> pl.DataFrame:
     """(a, b, relation, query, proof) for both orientations of every trusted edge between active
     entries where ``b`` has a proof token and ``a`` a query; sorted for a stable seeded order."""
-    allowed = sorted(vocab.TRUSTED_SOURCES if sources is None else set(sources))
+    allowed = sorted(MINED_SOURCES if sources is None else set(sources))
     active = entries.filter(pl.col("status") == "active") if "status" in entries.columns else entries
     proofs = proof_candidates(active, notes=edges["note"].to_list() if "note" in edges.columns else [])
     query = pl.coalesce(
@@ -222,6 +227,48 @@ def _candidate_pairs(entries: pl.DataFrame, edges: pl.DataFrame, sources) -> pl.
         .sort("a", "b", "relation")
         .select("a", "b", "relation", "query", "proof")
     )
+
+
+def mined_queries(bank, *, n: int = 60, seed: int = 0, k: int = 8, types: Iterable[str] = ("cites", "supersedes"),
+                  sources: Iterable[str] | None = None, max_tries: int | None = None) -> list[dict]:
+    """A labelled query log mined from the bank's own citations and supersessions, for the replay.
+
+    For an edge ``a <type> b`` (``types``; trusted ``sources``, default :data:`MINED_SOURCES`),
+    the query is ``a``'s title; it is kept when ``a`` is in the flat top-``k`` and ``b`` is not,
+    and ``relevant`` is ``[a, b]`` (the cited or superseded entry is what the reader of ``a`` needs
+    next). Each ``a`` and ``b`` is used once; seeded order; at most ``max_tries`` queries run
+    (default ``20 * n``).
+
+    >>> import kbtools as kb  # doctest: +SKIP
+    >>> kb.mined_queries(kb.open_bank("banks/peps"), n=2)[0]["relevant"]  # doctest: +SKIP
+    ['3c0f1a2b', '9d8e7f60']
+    """
+    from kbtools.retrieval.search import ranked_pool
+
+    allowed = sorted(MINED_SOURCES if sources is None else set(sources))
+    edges = bank.edges.filter(pl.col("source").is_in(allowed) & pl.col("type").is_in(list(types))
+                              & (pl.col("src") != pl.col("dst")))
+    titles = bank.entries.select("id", pl.col("title").str.strip_chars().alias("query")).drop_nulls("query")
+    pairs = (edges.select(pl.col("src").alias("a"), pl.col("dst").alias("b"), "type")
+             .join(titles.rename({"id": "a"}), on="a", how="inner").sort("a", "b", "type"))
+    if n <= 0 or pairs.height == 0:
+        return []
+    order = np.random.default_rng(seed).permutation(pairs.height)
+    tries = 20 * n if max_tries is None else max_tries
+    used: set[str] = set()
+    out: list[dict] = []
+    for row in order.tolist():
+        if len(out) == n or tries <= 0:
+            break
+        a, b, type_, query = pairs.row(row)
+        if a in used or b in used:
+            continue
+        tries -= 1
+        top = ranked_pool(bank, query, pool=k)["id"].to_list()
+        if a in top and b not in top:
+            used.update((a, b))
+            out.append({"id": f"mined-{len(out) + 1:03d}", "query": query, "relevant": [a, b], "relation": type_})
+    return out
 
 
 def read_queries(path: str | os.PathLike) -> list[dict]:

@@ -28,11 +28,11 @@ import polars as pl
 
 from kbtools.model.schema import SCHEMAS
 from kbtools.model.vocab import METADATA_LINK_TYPES
+from kbtools.linker.sections import sentences
 
-__all__ = ["BackfillPlan", "plan_backfill", "citing_sentence"]
+__all__ = ["BackfillPlan", "plan_backfill", "citing_sentence", "plan_pattern_citations", "document_keys", "normalize_key", "NOTE_LIMIT"]
 
 _TOKEN = r"\b[0-9a-f]{7,8}\b"
-_SENTENCE_END = re.compile(r"(?<=[.!?])\s+|\n+")
 
 
 @dataclass(frozen=True)
@@ -43,17 +43,44 @@ class BackfillPlan:
     report: dict = field(default_factory=dict)
 
 
-def citing_sentence(text: str, token: str) -> str:
-    """The sentence of ``text`` that holds ``token`` (trimmed to 300 characters).
+#: The longest note backfill writes, in characters (a longer citing sentence is trimmed around the reference).
+NOTE_LIMIT = 300
+
+
+def citing_sentence(text: str, token: str, *, limit: int = NOTE_LIMIT) -> str:
+    """The whole sentence of ``text`` that holds ``token``: hard-wrapped lines joined, cut at
+    sentence boundaries (:func:`~kbtools.linker.sections.sentences`); a sentence over ``limit``
+    characters is trimmed at word boundaries around the reference, which is always kept.
 
     >>> citing_sentence("First. The cookie jar in a1b2c3d4 is the pattern! Last.", "a1b2c3d4")
     'The cookie jar in a1b2c3d4 is the pattern!'
+    >>> citing_sentence("Intro.\\nE.g., the fixes in 6c915c3f (fetch: do not ask for\\ntags) matter.", "6c915c3f")
+    'E.g., the fixes in 6c915c3f (fetch: do not ask for tags) matter.'
     """
-    for sentence in _SENTENCE_END.split(text):
+    for sentence in sentences(text):
         if token in sentence:
-            s = sentence.strip()
-            return s if len(s) <= 300 else s[:299] + "…"
-    return text.strip()[:300]
+            return _around(sentence, token, limit)
+    flat = " ".join(text.split())
+    return _around(flat, token, limit) if token in flat else flat[:limit]
+
+
+def _around(sentence: str, token: str, limit: int) -> str:
+    """``sentence`` if it fits in ``limit``, else a window of whole words around ``token`` marked
+    with an ellipsis where cut."""
+    if len(sentence) <= limit:
+        return sentence
+    at = sentence.index(token)
+    budget = max(limit - len(token) - 2, 0)
+    start = max(0, at - budget // 2)
+    end = min(len(sentence), start + len(token) + budget)
+    start = max(0, end - len(token) - budget)
+    if start > 0:
+        nxt = sentence.find(" ", start)
+        start = nxt + 1 if 0 <= nxt < at else start
+    if end < len(sentence):
+        prev = sentence.rfind(" ", at + len(token), end)
+        end = prev if prev > 0 else end
+    return ("…" if start > 0 else "") + sentence[start:end].strip() + ("…" if end < len(sentence) else "")
 
 
 def _citations(entries: pl.DataFrame) -> tuple[pl.DataFrame, dict]:
@@ -111,12 +138,90 @@ def _metadata_links(entries: pl.DataFrame) -> tuple[pl.DataFrame, dict]:
                    "metadata_bad_json": bad_json}
 
 
-def plan_backfill(entries: pl.DataFrame, edges: pl.DataFrame) -> BackfillPlan:
-    """The ``cites`` and metadata edges the bank's prose and dedup metadata imply and it lacks."""
+def normalize_key(value) -> str:
+    """A reference key as compared: stripped, lower case, leading zeros dropped from a number.
+
+    >>> normalize_key(" 0484 "), normalize_key("RFC-822")
+    ('484', 'rfc-822')
+    """
+    text = str(value).strip().lower()
+    return str(int(text)) if text.isdigit() else text
+
+
+def document_keys(entries: pl.DataFrame) -> dict[str, str]:
+    """Reference key -> the id of its document's first entry, from the metadata ingest writes
+    (``"key"`` on every entry of a document, ``"head": true`` on its first)."""
+    if entries.height == 0 or "metadata" not in entries.columns:
+        return {}
+    meta = entries.select("id", pl.col("metadata").str.json_path_match("$.key").alias("key"),
+                          pl.col("metadata").str.json_path_match("$.head").alias("head"))
+    heads = meta.filter((pl.col("head") == "true") & pl.col("key").is_not_null())
+    return {normalize_key(k): i for i, k in heads.select("id", "key").iter_rows()}
+
+
+def plan_pattern_citations(entries: pl.DataFrame, pattern: str, keys: dict[str, str], *,
+                           limit: int = NOTE_LIMIT) -> tuple[pl.DataFrame, dict]:
+    """``cites`` edges for references matched by ``pattern`` (its first group is the key),
+    resolved through ``keys`` (key -> entry id, see :func:`document_keys`); the note is the whole
+    citing sentence. A reference to the citing entry's own document is skipped; unresolved keys
+    are counted and listed.
+
+    >>> e = pl.DataFrame({"id": ["a1", "b2"], "content": ["As PEP 8\\nsays, indent. See PEP 999.", "x"],
+    ...                   "metadata": ['{"key": "1"}', '{"key": "8", "head": true}']})
+    >>> edges, rep = plan_pattern_citations(e, r"PEP\\s*(\\d+)", {"8": "b2"})
+    >>> edges.select("src", "dst", "note").rows(), rep["unresolved_keys"]
+    ([('a1', 'b2', 'As PEP 8 says, indent.')], ['999'])
+    """
+    try:
+        rx = re.compile(pattern)
+    except re.error as err:
+        raise ValueError(f"citation pattern {pattern!r}: not a regular expression ({err})") from None
+    if rx.groups < 1:
+        raise ValueError(f"citation pattern {pattern!r}: needs one group, the key (e.g. 'PEP\\s*(\\d+)')")
+    own = {}
+    if "metadata" in entries.columns:
+        own = dict(entries.select("id", pl.col("metadata").str.json_path_match("$.key")).drop_nulls().iter_rows())
+    rows, unresolved, self_cites, found = [], {}, 0, 0
+    for eid, content in entries.select("id", "content").iter_rows():
+        seen: set[str] = set()
+        for m in rx.finditer(content or ""):
+            key = normalize_key(m.group(1))
+            found += 1
+            dst = keys.get(key)
+            if dst is None:
+                unresolved[key] = unresolved.get(key, 0) + 1
+                continue
+            if dst == eid or (eid in own and normalize_key(own[eid]) == key):
+                self_cites += 1
+                continue
+            if dst in seen:
+                continue
+            seen.add(dst)
+            rows.append((eid, dst, citing_sentence(content, m.group(0), limit=limit)))
+    edges = pl.DataFrame(rows, schema={"src": pl.String, "dst": pl.String, "note": pl.String}, orient="row")
+    edges = edges.select("src", "dst", pl.lit("cites").alias("type"), pl.lit("citation_backfill").alias("source"), "note")
+    report = {"pattern": pattern, "references_found": found, "resolved": edges.height, "own_document": self_cites,
+              "unresolved_keys": sorted(unresolved, key=lambda k: (-unresolved[k], k))}
+    return edges, report
+
+
+def plan_backfill(entries: pl.DataFrame, edges: pl.DataFrame, *, patterns=()) -> BackfillPlan:
+    """The ``cites`` and metadata edges the bank's prose and dedup metadata imply and it lacks.
+
+    ``patterns``: citation patterns recorded by ingest (``{"pattern": regex}``, group 1 the key),
+    resolved through the documents' keys (:func:`plan_pattern_citations`).
+    """
     if entries.height == 0:
         return BackfillPlan(pl.DataFrame(schema=SCHEMAS["edges"]), {"edges_planned": 0})
     cites, rep1 = _citations(entries)
     meta, rep2 = _metadata_links(entries)
+    parts = [cites]
+    keys = document_keys(entries) if patterns else {}
+    for spec in patterns:
+        found, rep = plan_pattern_citations(entries, spec["pattern"], keys)
+        parts.append(found)
+        rep1 = {**rep1, "patterns": [*rep1.get("patterns", []), {**rep, "unresolved_keys": rep["unresolved_keys"][:20]}]}
+    cites = pl.concat(parts, how="diagonal_relaxed")
     add = pl.concat([cites.with_columns(pl.lit("{}").alias("evidence")), meta], how="diagonal_relaxed")
     add = add.unique(subset=["src", "dst", "type"], keep="first", maintain_order=True)
     existing = edges.select("src", "dst", "type") if edges.height else pl.DataFrame(schema={"src": pl.String, "dst": pl.String, "type": pl.String})

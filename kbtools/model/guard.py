@@ -3,14 +3,27 @@
 >>> transient_reason("The session-create POST needs --http1.1 from curl.") is None
 True
 >>> transient_reason("$ kubectl get pods\\nNAME READY STATUS\\n$ kubectl logs web-1")
-'reads like a pasted command transcript (2 shell prompt lines)'
+'reads like a pasted command transcript (2 shell prompt lines, their output and no prose)'
+
+A recipe is not a transcript: commands shown to be run, with prose around them, are knowledge
+(:func:`is_transcript` counts the words of prose outside the prompt lines and their output).
+
+>>> transient_reason("To see why a pod restarts, list the pods and read the logs of the one that\\n"
+...                  "keeps restarting; the last lines name the failing probe.\\n\\n"
+...                  "    $ kubectl get pods\\n    NAME READY STATUS\\n    $ kubectl logs web-1\\n\\n"
+...                  "Look for the probe's path in the output and compare it with the service's health route.") is None
+True
 """
 
 from __future__ import annotations
 
 import re
 
-__all__ = ["transient_reason", "GUARD_RULES"]
+__all__ = ["transient_reason", "is_transcript", "GUARD_RULES", "GUARD_MODES"]
+
+#: What import and ingest do with rows the guard flags: import and list them, refuse the whole
+#: write, or not look.
+GUARD_MODES = ("report", "reject", "off")
 
 _PROMPT = re.compile(r"^\s*(?:\$|#|>>>|PS [A-Z]:\\[^>]*>|[\w.-]+@[\w.-]+:[^$#]*[$#])\s+\S", re.M)
 _STAMP = re.compile(
@@ -34,6 +47,36 @@ GUARD_RULES = (
 )
 
 
+_WORD = re.compile(r"[A-Za-z][a-z'’]+")
+
+
+def is_transcript(text: str) -> tuple[int, int]:
+    """(prompt lines, words of prose) of ``text``. A prompt line's output runs to the next blank
+    line; prose is every other line with at least four words (a heading or a lone path is not).
+
+    >>> is_transcript("$ ls\\nREADME\\n$ cd /")
+    (2, 0)
+    >>> is_transcript("Install it first, then check the version it reports:\\n\\n$ pip install x\\n$ x --version")
+    (2, 9)
+    """
+    prompts = prose = 0
+    in_output = False
+    for line in text.split("\n"):
+        if not line.strip():
+            in_output = False
+            continue
+        if _PROMPT.match(line):
+            prompts += 1
+            in_output = True
+            continue
+        if in_output:
+            continue
+        words = _WORD.findall(line)
+        if len(words) >= 4:
+            prose += len(words)
+    return prompts, prose
+
+
 def transient_reason(content: str | None) -> str | None:
     """Why ``content`` is not durable knowledge, or None when it may be stored.
 
@@ -47,9 +90,9 @@ def transient_reason(content: str | None) -> str | None:
     if content is None or not str(content).strip():
         return "content is empty"
     text = str(content)
-    prompts = _PROMPT.findall(text)
-    if len(prompts) >= 2:
-        return f"reads like a pasted command transcript ({len(prompts)} shell prompt lines)"
+    prompts, prose = is_transcript(text)
+    if prompts >= 2 and prose < max(8, 0.15 * len(text.split())):
+        return f"reads like a pasted command transcript ({prompts} shell prompt lines, their output and no prose)"
     stamps = _STAMP.findall(text)
     if len(stamps) >= 2 or (len(stamps) == 1 and text.count("\n") == 0 and len(text) < 200 and _STAMP.match(text)):
         return f"reads like a session log ({len(stamps)} line(s) start with a timestamp)"

@@ -28,6 +28,7 @@ __all__ = [
     "problems_edges",
     "problems_triples",
     "check_entries",
+    "cast_to_schema",
     "check_edges",
     "check_schema",
 ]
@@ -154,6 +155,83 @@ def problems_triples(triples: pl.DataFrame) -> list[Problem]:
             Problem("triples", row["_row"], "subject,relation,object", (row["subject"], row["relation"], row["object"]), "a triple is unique")
         )
     return out
+
+
+def cast_to_schema(frame: pl.DataFrame, table: str) -> pl.DataFrame:
+    """``frame`` with its columns cast to the table's dtypes where that loses nothing; a column that
+    cannot be cast is a ValidationError naming it, its dtype and the dtype wanted.
+
+    Cast: an all-null column or list (``List(Null)``, what ``pl.read_ndjson`` gives for empty lists)
+    to the table's type; integers to a float column; integral floats to an integer column; naive
+    datetimes read as UTC, other zones converted to UTC, dates at midnight UTC, ISO 8601 strings
+    parsed; a struct or list in ``metadata`` / ``evidence`` encoded as JSON text. Unknown columns
+    are left alone.
+
+    >>> f = cast_to_schema(pl.DataFrame({"id": ["a1b2c3d4"], "systems": [[]], "usage_count": [2.0]}), "entries")
+    >>> f.schema["systems"], f.schema["usage_count"]
+    (List(String), Int64)
+    >>> cast_to_schema(pl.DataFrame({"weight": ["high"]}), "edges")
+    Traceback (most recent call last):
+    ...
+    kbtools.errors.ValidationError: weight='String': column weight is String and cannot be cast to Float64 (allowed: numbers)
+    """
+    schema = SCHEMAS[table]
+    out = []
+    for name, dtype in frame.schema.items():
+        want = schema.get(name)
+        col = pl.col(name)
+        if want is None or dtype == want:
+            out.append(col)
+        else:
+            out.append(_cast_column(frame, name, dtype, want).alias(name))
+    return frame.select(out)
+
+
+def _cast_column(frame: pl.DataFrame, name: str, dtype, want) -> pl.Expr:
+    col = pl.col(name)
+    series = frame[name]
+
+    def cannot(allowed: str):
+        return ValidationError(name, str(dtype), f"column {name} is {dtype} and cannot be cast to {want} (allowed: {allowed})")
+
+    if dtype == pl.Null or series.null_count() == frame.height:
+        return col.cast(want, strict=False)
+    if isinstance(want, pl.List):
+        if isinstance(dtype, pl.List) and (dtype.inner == pl.Null or dtype.inner == pl.String):
+            return col.cast(want)
+        if isinstance(dtype, pl.List) and dtype.inner in (pl.Categorical, pl.Enum):
+            return col.cast(want)
+        raise cannot("lists of strings")
+    if isinstance(want, pl.Datetime):
+        if isinstance(dtype, pl.Datetime):
+            moved = col.dt.replace_time_zone("UTC") if dtype.time_zone is None else col.dt.convert_time_zone("UTC")
+            return moved.cast(want)
+        if dtype == pl.Date:
+            return col.cast(pl.Datetime("us")).dt.replace_time_zone("UTC")
+        if dtype == pl.String:
+            parsed = series.str.to_datetime(strict=False, time_zone="UTC")
+            if parsed.null_count() > series.null_count():
+                bad = series.filter(parsed.is_null() & series.is_not_null())[0]
+                raise ValidationError(name, bad, f"column {name}: not an ISO 8601 timestamp")
+            return col.str.to_datetime(strict=False, time_zone="UTC").cast(want)
+        raise cannot("datetimes, dates, ISO 8601 strings")
+    if want == pl.Float64:
+        if dtype.is_numeric():
+            return col.cast(want)
+        raise cannot("numbers")
+    if want == pl.Int64:
+        if dtype.is_integer():
+            return col.cast(want)
+        if dtype.is_float() and bool((series.drop_nulls() == series.drop_nulls().round(0)).all()):
+            return col.cast(want)
+        raise cannot("integers, or floats with no fraction")
+    if want == pl.String:
+        if name in ("metadata", "evidence") and isinstance(dtype, pl.Struct):
+            return col.struct.json_encode()
+        if dtype in (pl.Categorical,) or isinstance(dtype, pl.Enum):
+            return col.cast(want)
+        raise cannot("strings")
+    raise cannot(str(want))
 
 
 def check_schema(frame: pl.DataFrame, table: str, *, required: tuple[str, ...] = ()) -> None:

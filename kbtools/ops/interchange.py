@@ -23,14 +23,14 @@ import polars as pl
 
 from kbtools.model.plan import Plan
 from kbtools.errors import EdgeRuleError, KbError, ValidationError
-from kbtools.model.guard import transient_reason
-from kbtools.model.rules import check_schema, problems_edges, problems_entries, problems_triples
+from kbtools.model.guard import GUARD_MODES, transient_reason
+from kbtools.model.rules import cast_to_schema, check_schema, problems_edges, problems_entries, problems_triples
 from kbtools.model.schema import SCHEMAS, conform
 from kbtools.store.bank import Bank, utcnow
 from kbtools.model.vocab import TRUSTED_SOURCES
 from kbtools.model.events import edge_events, event_rows
 
-__all__ = ["read_rows", "plan_import", "import_frames", "import_files", "export_bank", "EDGE_COLUMN_ALIASES"]
+__all__ = ["read_rows", "plan_import", "guard_flags", "guard_mode", "import_frames", "import_files", "export_bank", "EDGE_COLUMN_ALIASES"]
 
 #: pgvector banks call the endpoints ``from`` and ``to``.
 EDGE_COLUMN_ALIASES = {"from": "src", "to": "dst", "from_id": "src", "to_id": "dst", "edge_type": "type"}
@@ -128,6 +128,39 @@ def _first(problems, offset: int = 1):
         raise ValidationError(p.column, p.value, f"{p.table}: {p.rule}", row=row)
 
 
+def guard_mode(guard) -> str:
+    """The guard mode named by ``guard``: one of :data:`~kbtools.model.guard.GUARD_MODES`
+    (``True`` is the old ``reject``, ``False`` is ``off``).
+
+    >>> guard_mode(True), guard_mode("report")
+    ('reject', 'report')
+    """
+    if guard is True:
+        return "reject"
+    if guard is False or guard is None:
+        return "off"
+    if guard not in GUARD_MODES:
+        raise ValidationError("guard", guard, f"the guard mode is one of {', '.join(GUARD_MODES)}")
+    return guard
+
+
+def guard_flags(entries: pl.DataFrame) -> pl.DataFrame:
+    """Entries the report_learning guard would refuse: ``(row, id, title, reason)``, ``row``
+    counted from 1 (pure).
+
+    >>> guard_flags(pl.DataFrame({"id": ["a1b2c3d4"], "title": ["t"], "content": ["$ ls\\nx\\n$ pwd"]})).row(0)[:2]
+    (1, 'a1b2c3d4')
+    """
+    rows = []
+    titles = entries["title"].to_list() if "title" in entries.columns else [None] * entries.height
+    for i, (eid, title, text) in enumerate(zip(entries["id"].to_list(), titles, entries["content"].to_list())):
+        why = transient_reason(text)
+        if why:
+            rows.append((i + 1, eid, title, why))
+    return pl.DataFrame(rows, schema={"row": pl.Int64, "id": pl.String, "title": pl.String, "reason": pl.String},
+                        orient="row")
+
+
 def plan_import(
     bank_entries: pl.DataFrame,
     bank_edges: pl.DataFrame,
@@ -137,15 +170,21 @@ def plan_import(
     *,
     actor: str,
     now: datetime,
-    guard: bool = True,
+    guard: str | bool = "reject",
 ) -> Plan:
     """Validated Plan for a bulk import (pure). Rows are numbered from 1 in errors.
 
-    Missing entry fields get defaults (kind knowledge, status active, timestamps now); edge
-    sources default to ``import`` and trusted edges to weight 1.0.
+    Columns are first cast to the bank's types where that loses nothing
+    (:func:`~kbtools.model.rules.cast_to_schema`: ``List(Null)``, int to float, naive datetimes);
+    what cannot be cast is named. Missing entry fields get defaults (kind knowledge, status
+    active, timestamps now); edge sources default to ``import`` and trusted edges to weight 1.0.
+    ``guard="reject"`` refuses the whole import on the first row the guard flags; ``"report"`` and
+    ``"off"`` import them (:func:`guard_flags` lists them).
     """
     entries = entries if entries is not None else pl.DataFrame(schema=SCHEMAS["entries"])
     edges = edges if edges is not None else pl.DataFrame(schema=SCHEMAS["edges"])
+    entries = cast_to_schema(entries, "entries")
+    edges = cast_to_schema(edges, "edges")
     check_schema(entries, "entries", required=("id", "content") if entries.height else ())
     check_schema(edges, "edges", required=("src", "dst", "type") if edges.height else ())
     ent = conform(entries, "entries").with_columns(
@@ -162,11 +201,12 @@ def plan_import(
         pl.col("usage_count").fill_null(0),
     ).with_columns(pl.col("updated_at").fill_null(pl.col("created_at")))
     _first(problems_entries(pl.concat([ent, bank_entries.select(ent.columns)], how="vertical_relaxed")))
-    if guard:
-        for i, text in enumerate(ent["content"].to_list()):
-            why = transient_reason(text)
-            if why:
-                raise ValidationError("content", text, f"rejected by the guard: {why}", row=i + 1)
+    if guard_mode(guard) == "reject":
+        flagged = guard_flags(ent)
+        if flagged.height:
+            row, _, _, why = flagged.row(0)
+            raise ValidationError("content", ent["content"][row - 1],
+                                  f"rejected by the guard: {why} (--guard report imports it and lists it)", row=row)
     ed = conform(edges, "edges").with_columns(
         pl.col("source").fill_null("import"),
         pl.col("evidence").fill_null("{}"),
@@ -211,27 +251,41 @@ def plan_import(
 
 def import_frames(
     bank: Bank, *, entries: pl.DataFrame | None = None, edges: pl.DataFrame | None = None,
-    triples: pl.DataFrame | None = None, actor: str = "import", guard: bool = True,
+    triples: pl.DataFrame | None = None, actor: str = "import", guard: str | bool = "report",
+    settings: dict | None = None,
 ) -> dict:
-    """Import frames into the bank in one transaction; returns row counts."""
+    """Import frames into the bank in one transaction; returns row counts and, with
+    ``guard="report"`` (the default), the rows the guard flags (imported all the same).
+
+    ``guard``: ``"report"``, ``"reject"`` (one flagged row refuses the import) or ``"off"``.
+    ``settings``: bank settings recorded in the same transaction (ingest records its citation
+    pattern there for backfill).
+    """
+    mode = guard_mode(guard)
     counts: dict = {}
 
     def plan(b: Bank) -> Plan:
-        ch = plan_import(b.entries, b.edges, entries, edges, triples, actor=actor, now=utcnow(), guard=guard)
+        ch = plan_import(b.entries, b.edges, entries, edges, triples, actor=actor, now=utcnow(), guard=mode)
         counts.update({"entries": ch.upserts["entries"].height, "edges": ch.upserts["edges"].height,
                        "triples": ch.upserts["triples"].height if "triples" in ch.upserts else 0})
+        if mode == "report":
+            counts["flagged"] = guard_flags(ch.upserts["entries"]).to_dicts()
+        if settings:
+            ch = Plan(upserts=ch.upserts, appends=ch.appends, settings=dict(settings))
         return ch
 
     bank.apply(plan, actor=actor)
     return counts
 
 
-def import_files(bank: Bank, *, entries=None, edges=None, triples=None, actor: str = "import") -> dict:
-    """Import JSONL or Parquet files (pgvector export shape) in one transaction."""
+def import_files(bank: Bank, *, entries=None, edges=None, triples=None, actor: str = "import",
+                 guard: str | bool = "report") -> dict:
+    """Import JSONL or Parquet files (pgvector export shape) in one transaction (``guard`` as in
+    :func:`import_frames`)."""
     ent = read_rows(entries, "entries") if entries else None
     ed = read_rows(edges, "edges") if edges else None
     tri = read_rows(triples, "triples") if triples else None
-    return import_frames(bank, entries=ent, edges=ed, triples=tri, actor=actor)
+    return import_frames(bank, entries=ent, edges=ed, triples=tri, actor=actor, guard=guard)
 
 
 def export_bank(bank: Bank, to: str | os.PathLike, *, format: str = "jsonl") -> dict:

@@ -47,7 +47,7 @@ def job_lock(bank: Bank, job: str):
 
 def backfill(bank: Bank, *, dry_run: bool = False, actor: str = "backfill", progress: Callable | None = None) -> dict:
     """Write the citation and metadata edges the bank lacks (none on a second run)."""
-    plan = plan_backfill(bank.entries, bank.edges)
+    plan = plan_backfill(bank.entries, bank.edges, patterns=bank.settings.get("citations") or ())
     report = dict(plan.report)
     if plan.add.height and not dry_run:
         edit_edges(bank, add=plan.add, actor=actor, reason="backfill: citations and dedup metadata as edges")

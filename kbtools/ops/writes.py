@@ -378,7 +378,7 @@ def report_learning(
     >>> report_learning(bank, content="$ ls\\n$ cd /", actor="a")
     Traceback (most recent call last):
     ...
-    kbtools.errors.GuardRejected: content='$ ls\\n$ cd /': rejected by the guard: reads like a pasted command transcript (2 shell prompt lines)
+    kbtools.errors.GuardRejected: content='$ ls\\n$ cd /': rejected by the guard: reads like a pasted command transcript (2 shell prompt lines, their output and no prose)
     """
     _check_actor(actor)
     fields = {

@@ -125,16 +125,15 @@ def bank_index(bank: Bank, *, kind: str = "flat", weights: Mapping[str, float] |
     weights = _check_weights(weights)
     name = f"index:{kind}:{_weights_key(weights)}"
 
-    def build() -> VectorIndex:
+    def build(prior: VectorIndex | None) -> VectorIndex:
         ids, data = bank.vectors()
-        segs = [s["data"] for s in (bank._manifest.get("vectors") or {}).get("segments", [])]
+        segs = [s["data"] for s in bank.vector_segments()]
         active = bank.entries.filter(pl.col("status") == "active")["id"]
         mask = pl.Series(ids, dtype=pl.String).is_in(active.implode()).to_numpy()
         fp = hashlib.sha256(
             json.dumps([bank.embedder_name, segs, _weights_key(weights), kind, bank.fingerprint(("entries", "vectors"))]).encode()
         ).hexdigest()[:24]
-        hit = bank._derived.get(name)
-        idx = _grown(hit[1] if hit else None, segs, ids[mask], np.asarray(data)[mask], weights)
+        idx = _grown(prior, segs, ids[mask], np.asarray(data)[mask], weights)
         if idx is None:
             cached = bank.read_cache(f"index-{kind}.faiss", fp)
             if cached is not None:
@@ -147,7 +146,7 @@ def bank_index(bank: Bank, *, kind: str = "flat", weights: Mapping[str, float] |
         idx.segments = segs
         return idx
 
-    return bank.derived(name, build, on=("entries", "vectors"))
+    return bank.derived(name, build, on=("entries", "vectors"), grow=True)
 
 
 def _grown(prior: VectorIndex | None, segs: list, live: np.ndarray, live_data: np.ndarray, weights) -> VectorIndex | None:

@@ -1,0 +1,77 @@
+"""``kb ingest``: a document corpus into a bank, one entry per section."""
+
+from __future__ import annotations
+
+from kbtools.cli.base import bank_arg as _bank_arg, command, progress as _progress, register_args
+
+__all__: list[str] = []
+
+
+@command("ingest", "ingest documents (Markdown / reST / text folders, JSONL records, BPMN) one entry per section")
+def _ingest(args):
+    """Ingest a corpus into a bank in one transaction: one entry per section (headings up to
+    --level), sections over --cap characters cut at paragraphs, each later piece part_of its
+    document's first entry; header or column values mapped to typed edges; references in prose
+    (--cite, a regex whose first group is a document key) recorded for `kb backfill`, which writes
+    them as cites edges with the citing sentence as the note. A .bpmn file, or a folder of them,
+    goes to the BPMN importer.
+
+      kb ingest banks/notes --create --from docs/                      # .md / .rst / .txt, recursively
+      kb ingest banks/peps --create --from data/peps/peps.jsonl.gz --text-field body --key pep \\
+          --format rst --title-field Title --title-format 'PEP {key}: {title}' \\
+          --edge 'Superseded-By=value supersedes record' --edge Requires=requires \\
+          --cite '(?:PEP\\s*|:pep:`)0*(\\d+)' --dry-run
+
+    --edge COLUMN=TYPE makes "record TYPE value"; state the direction in words when it is the
+    other way: --edge 'Superseded-By=value supersedes record'. Values are split at commas and
+    resolved through the documents' keys (--key); unresolved ones are listed, never guessed.
+    The guard reports by default (flagged rows are imported and listed); --guard reject / off."""
+    from kbtools.cli.reports import flagged_text, format_ingest
+    from kbtools.ops.ingest import ingest
+    from kbtools.store.bank import create_bank, open_bank
+
+    bank = create_bank(args.path) if args.create else open_bank(args.path)
+    report = ingest(
+        bank, args.source, text_field=args.text_field, key_field=args.key, fmt=args.format, cap=args.cap,
+        max_level=args.level, title_field=args.title_field, title_format=args.title_format,
+        created_field=args.created_field, systems_field=args.systems_field, tasks_field=args.tasks_field,
+        edges=args.edge or (), cite=args.cite, meta_fields=_split(args.meta), skip_sections=args.skip_section or (),
+        head_section=args.head_section,
+        guard=args.guard, dry_run=args.dry_run, actor=args.actor, progress=_progress("ingest"),
+    )
+    return report, format_ingest(report) + flagged_text(report.get("flagged") or [])
+
+
+def _split(text):
+    return tuple(t.strip() for t in (text or "").split(",") if t.strip())
+
+
+register_args("ingest", lambda p: (
+    _bank_arg(p),
+    p.add_argument("--from", dest="source", required=True,
+                   help="a folder, a .md / .rst / .txt file, a .jsonl(.gz) file, or a .bpmn file / folder"),
+    p.add_argument("--create", action="store_true", help="create the bank first"),
+    p.add_argument("--text-field", default="text", help="JSONL: the field holding the text (default text)"),
+    p.add_argument("--key", help="JSONL: the field holding the document key other documents cite (default: line number)"),
+    p.add_argument("--format", choices=("markdown", "rst", "text"), help="the documents' format (default: by file suffix)"),
+    p.add_argument("--cap", type=int, default=4000, help="size cap of one entry in characters (default 4000)"),
+    p.add_argument("--level", type=int, default=1, help="split at headings of this level and above (default 1)"),
+    p.add_argument("--title-field", help="the field holding the document title (default: first heading or file name)"),
+    p.add_argument("--title-format", default="{title}", help="the title, with {title}, {key} and any field "
+                                                             "(default '{title}'); ' — section' is appended"),
+    p.add_argument("--created-field", help="a date field for created_at (ISO or 13-Jun-2000)"),
+    p.add_argument("--systems-field", help="a comma-separated field for systems"),
+    p.add_argument("--tasks-field", help="a comma-separated field for tasks"),
+    p.add_argument("--meta", help="comma-separated fields kept in each entry's metadata"),
+    p.add_argument("--head-section", help="the section that heads a document (others are part_of it), e.g. "
+                                          "Abstract (default: the first)"),
+    p.add_argument("--skip-section", action="append", help="leave out sections with this heading (repeatable)"),
+    p.add_argument("--edge", action="append", metavar="COLUMN=TYPE",
+                   help="map a field to typed edges: COLUMN=TYPE (record TYPE value) or "
+                        "'COLUMN=value TYPE record' (repeatable)"),
+    p.add_argument("--cite", help="citation pattern, group 1 a document key, e.g. 'PEP\\s*(\\d+)'"),
+    p.add_argument("--guard", choices=("report", "reject", "off"), default="report",
+                   help="rows the guard flags: import and list (report, default), refuse all (reject), do not look (off)"),
+    p.add_argument("--dry-run", action="store_true", help="plan and report, write nothing"),
+    p.add_argument("--actor", default="ingest", help="who the events name (default: ingest)"),
+))

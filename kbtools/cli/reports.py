@@ -1,0 +1,41 @@
+"""Text renderings of import and ingest reports, shared by ``kb import``, ``kb ingest`` and ``kb demo --peps``."""
+
+from __future__ import annotations
+
+__all__ = ["flagged_text", "format_ingest"]
+
+
+def flagged_text(flagged: list[dict], show: int = 10) -> str:
+    """Lines listing the rows the guard flagged (imported all the same)."""
+    if not flagged:
+        return ""
+    lines = [f"\nthe guard flagged {len(flagged)} row(s) (imported; --guard reject refuses them):"]
+    lines += [f"  row {r['row']} {r['id']}: {r['reason']}" for r in flagged[:show]]
+    if len(flagged) > show:
+        lines.append(f"  ... and {len(flagged) - show} more (--json lists all)")
+    return "\n".join(lines)
+
+
+def format_ingest(r: dict) -> str:
+    """The ingest report as text."""
+    if "documents" not in r:  # another importer's report (BPMN)
+        return "\n".join(f"{k}: {v}" for k, v in r.items())
+    verb = "would write" if r.get("dry_run") else "wrote"
+    lines = [f"{r['source']}: {r['documents']} documents -> {verb} {r['entries']} entries "
+             f"({r['already_present']} already present, {r['sections_split']} sections split at the size cap), "
+             f"{r['edges_written']} edges",
+             "  edges by type: " + (", ".join(f"{k} {v}" for k, v in r["edges"].items()) or "none")]
+    for m in r.get("mappings", []):
+        lines.append(f"  mapping {m}")
+    unresolved = r.get("unresolved") or []
+    if unresolved:
+        lines.append(f"  unresolved references: {len(unresolved)}: "
+                     + "; ".join(f"{u['doc']} {u['field']}={u['value']}" for u in unresolved[:8])
+                     + (" ..." if len(unresolved) > 8 else ""))
+    c = r.get("citations")
+    if c:
+        lines.append(f"  citations ({c['pattern']}): {c['references_found']} references, {c['resolved']} cites edges "
+                     f"for kb backfill, {c['own_document']} to their own document, unresolved keys: "
+                     + (", ".join(c["unresolved_keys"][:12]) or "none")
+                     + (" ..." if len(c["unresolved_keys"]) > 12 else ""))
+    return "\n".join(lines)

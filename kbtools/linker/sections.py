@@ -1,0 +1,211 @@
+"""Pure text splitting for ingest: documents into sections, sections into pieces under a size cap,
+text into sentences (hard-wrapped lines joined), and a section's first sentence.
+
+Markdown headings are ATX lines (``## Title``) outside code fences; reStructuredText headings are
+a title line with an underline (and optionally an overline) of one repeated punctuation character,
+their levels in order of first appearance, as docutils assigns them. Plain text has no headings.
+
+>>> [s.heading for s in split_sections("Intro.\\n\\nUsage\\n=====\\n\\nRun it.\\n", fmt="rst")]
+['', 'Usage']
+>>> sentences("E.g., the fixes in 6c915c3f (fetch: do not ask for\\ntags) landed. Next one.")
+['E.g., the fixes in 6c915c3f (fetch: do not ask for tags) landed.', 'Next one.']
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+__all__ = ["Section", "split_sections", "split_at_paragraphs", "sentences", "first_sentence", "FORMATS",
+           "format_of", "SECTION_CAP"]
+
+#: Document formats :func:`split_sections` knows, by file suffix.
+FORMATS = {".md": "markdown", ".markdown": "markdown", ".rst": "rst", ".txt": "text", ".text": "text"}
+#: Default size cap of one entry's content, in characters (sections above it split at paragraphs).
+SECTION_CAP = 4000
+
+_ADORN = re.compile(r"^([=\-~^\"'`#*+_:.])\1{2,}\s*$")
+_ATX = re.compile(r"^(#{1,6})\s+(.+?)\s*#*\s*$")
+_FENCE = re.compile(r"^\s*(```|~~~)")
+_ABBREV = re.compile(r"(?:\b(?:e\.g|i\.e|etc|cf|vs|viz|al|approx|Mr|Mrs|Ms|Dr|No|Fig|Sec|resp)\.|\b[A-Z]\.)$")
+_BOUNDARY = re.compile(r"(?<=[.!?])[\"')\]]*\s+(?=[\"'(\[`*]?[A-Z0-9:])")
+
+
+@dataclass(frozen=True)
+class Section:
+    """One section: its heading ('' before the first heading), level (0 for that preamble) and text."""
+
+    heading: str
+    level: int
+    text: str
+
+
+def format_of(name: str) -> str:
+    """The format of a file name by its suffix ('text' when unknown).
+
+    >>> format_of("notes/intro.md"), format_of("pep-0008.rst"), format_of("README")
+    ('markdown', 'rst', 'text')
+    """
+    for suffix, fmt in FORMATS.items():
+        if name.lower().endswith(suffix):
+            return fmt
+    return "text"
+
+
+def split_sections(text: str, *, fmt: str = "text", max_level: int = 1) -> list[Section]:
+    """Sections of ``text`` at headings of level ``max_level`` or above (deeper headings stay
+    inside their section's text). Empty sections are dropped.
+
+    >>> [(s.heading, s.level) for s in split_sections("# A\\nx\\n## B\\ny\\n# C\\nz", fmt="markdown")]
+    [('A', 1), ('C', 1)]
+    >>> split_sections("just text", fmt="text")[0].text
+    'just text'
+    """
+    lines = text.replace("\r\n", "\n").split("\n")
+    if fmt == "markdown":
+        heads = _markdown_heads(lines)
+    elif fmt == "rst":
+        heads = _rst_heads(lines)
+    else:
+        heads = []
+    heads = [h for h in heads if h[2] <= max_level]
+    out: list[Section] = []
+    starts = [(0, 0, "", 0)] + [(start, body, title, level) for start, body, title, level in
+                                ((h[0], h[1], h[3], h[2]) for h in heads)]
+    for i, (start, body, title, level) in enumerate(starts):
+        end = starts[i + 1][0] if i + 1 < len(starts) else len(lines)
+        chunk = "\n".join(lines[body:end]).strip()
+        if chunk or (title and i > 0):
+            if chunk:
+                out.append(Section(title, level, chunk))
+    return out
+
+
+def _markdown_heads(lines: list[str]) -> list[tuple[int, int, int, str]]:
+    """(first line, first body line, level, title) of each ATX heading outside code fences."""
+    heads, fenced = [], False
+    for i, line in enumerate(lines):
+        if _FENCE.match(line):
+            fenced = not fenced
+            continue
+        m = None if fenced else _ATX.match(line)
+        if m:
+            heads.append((i, i + 1, len(m.group(1)), m.group(2)))
+    return heads
+
+
+def _rst_heads(lines: list[str]) -> list[tuple[int, int, int, str]]:
+    """(first line, first body line, level, title) of each reST section title."""
+    heads, styles = [], []
+    i = 0
+    while i < len(lines) - 1:
+        over = _ADORN.match(lines[i])
+        if over and i + 2 < len(lines) and lines[i + 1].strip() and _ADORN.match(lines[i + 2]) \
+                and lines[i + 2].strip()[0] == over.group(1):
+            style, title, start, body = (over.group(1), True), lines[i + 1].strip(), i, i + 3
+        else:
+            under = _ADORN.match(lines[i + 1])
+            title = lines[i].strip()
+            if not (under and title and not _ADORN.match(lines[i]) and not lines[i].startswith((" ", "\t"))
+                    and len(lines[i + 1].strip()) >= min(len(title), 3) and (i == 0 or not lines[i - 1].strip())):
+                i += 1
+                continue
+            style, start, body = (under.group(1), False), i, i + 2
+        if style not in styles:
+            styles.append(style)
+        heads.append((start, body, styles.index(style) + 1, title))
+        i = body
+    return heads
+
+
+def split_at_paragraphs(text: str, cap: int = SECTION_CAP) -> list[str]:
+    """``text`` in pieces of at most ``cap`` characters, cut at blank lines (a paragraph over the
+    cap is cut at line ends, a line over it at the cap). Nothing is lost but blank lines.
+
+    >>> split_at_paragraphs("aaaa\\n\\nbbbb\\n\\ncccc", cap=10)
+    ['aaaa\\n\\nbbbb', 'cccc']
+    """
+    if cap < 1:
+        raise ValueError(f"cap {cap!r}: the size cap is a positive number of characters")
+    if len(text) <= cap:
+        return [text] if text.strip() else []
+    units: list[str] = []
+    for para in re.split(r"\n\s*\n", text):
+        if len(para) <= cap:
+            units.append(para)
+            continue
+        for line in para.split("\n"):
+            units.extend(line[i:i + cap] for i in range(0, max(len(line), 1), cap))
+    pieces, current = [], ""
+    for unit in units:
+        if not unit.strip():
+            continue
+        joined = f"{current}\n\n{unit}" if current else unit
+        if len(joined) <= cap:
+            current = joined
+        else:
+            pieces.append(current)
+            current = unit
+    if current:
+        pieces.append(current)
+    return pieces
+
+
+def sentences(text: str) -> list[str]:
+    """The sentences of ``text``: paragraphs split at blank lines and list items, hard-wrapped lines joined by one
+    space, then cut after ``.``, ``!`` or ``?`` followed by a capital, a digit or an opening mark
+    (not after ``e.g.``, ``i.e.``, ``etc.``, ``cf.`` or an initial).
+
+    >>> sentences("Use PEP 8.\\nIt is the style\\nguide.\\n\\nA new paragraph")
+    ['Use PEP 8.', 'It is the style guide.', 'A new paragraph']
+    """
+    out: list[str] = []
+    for para in re.split(r"\n\s*\n|\n(?=\s*(?:[-*+•]|\d+[.)])\s)", text):
+        flat = " ".join(line.strip() for line in para.split("\n") if line.strip())
+        if not flat:
+            continue
+        start = 0
+        for m in _BOUNDARY.finditer(flat):
+            head = flat[start:m.start()].rstrip("\"')]")
+            if _ABBREV.search(head):
+                continue
+            piece = flat[start:m.start()].strip()
+            if piece:
+                out.append(piece)
+            start = m.end()
+        tail = flat[start:].strip()
+        if tail:
+            out.append(tail)
+    return out
+
+
+def first_sentence(text: str, *, limit: int = 300) -> str:
+    """The first sentence of ``text`` that reads as prose (reST directives, literal-block markers,
+    headings and bullets' markers skipped), trimmed to ``limit`` characters at a word boundary.
+
+    >>> first_sentence(".. note::\\n\\nThis PEP describes a\\nstyle. More.")
+    'This PEP describes a style.'
+    """
+    for s in sentences(_prose_only(text)):
+        s = s.strip()
+        if len(s) >= 3 and re.search(r"[A-Za-z]{2}", s):
+            return _trim(s, limit)
+    return _trim(" ".join(text.split()), limit)
+
+
+def _prose_only(text: str) -> str:
+    keep = []
+    for line in text.split("\n"):
+        stripped = line.strip()
+        if stripped.startswith(".. ") or _ADORN.match(stripped or "x") or stripped == "::":
+            keep.append("")
+            continue
+        keep.append(re.sub(r"^[-*+]\s+|^\d+[.)]\s+", "", stripped))
+    return "\n".join(keep)
+
+
+def _trim(s: str, limit: int) -> str:
+    if len(s) <= limit:
+        return s
+    cut = s[: limit - 1].rsplit(" ", 1)[0]
+    return cut + "…"

@@ -1,0 +1,381 @@
+"""Ingest a document corpus as a user would: folders of Markdown / reST / plain text, single files,
+or JSONL records with a text field, one entry per section.
+
+Read -> plan -> apply. :func:`read_documents` reads the source; :func:`plan_ingest` (pure) turns
+documents into sections (:mod:`kbtools.linker.sections`), sections over the size cap into pieces
+cut at paragraphs, and those into an entries frame and an edges frame: each later section or piece
+``part_of`` its document's first entry (``source = structure``), and the user's header / column
+mapping (``EdgeMap``) into typed ``import`` edges resolved through the documents' keys.
+:func:`ingest` commits the plan with :func:`~kbtools.ops.interchange.import_frames` (the guard
+reports, it does not refuse, unless asked) and records the citation pattern in the bank's
+settings, so that ``backfill`` turns references in prose into ``cites`` edges with the citing
+sentence as the note. A ``.bpmn`` file, or a folder of them, goes to the BPMN importer.
+
+>>> docs = [Document("a", "a.md", "# Intro\\nAlpha is first.\\n# Usage\\nRun alpha.", "markdown", {"Title": "Alpha"})]
+>>> plan = plan_ingest(docs, title_field="Title")
+>>> plan.entries["title"].to_list(), plan.edges["type"].to_list()
+(['Alpha — Intro', 'Alpha — Usage'], ['part_of'])
+"""
+
+from __future__ import annotations
+
+import gzip
+import hashlib
+import json
+import os
+import re
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Callable, Iterable, Sequence
+
+import polars as pl
+
+from kbtools.errors import KbError, ValidationError
+from kbtools.linker.citations import document_keys, normalize_key, plan_pattern_citations
+from kbtools.linker.sections import SECTION_CAP, first_sentence, format_of, split_at_paragraphs, split_sections
+from kbtools.model.vocab import EDGE_TYPES
+from kbtools.store.bank import Bank
+
+__all__ = ["Document", "EdgeMap", "IngestPlan", "parse_edge_map", "read_documents", "plan_ingest", "ingest",
+           "DOCUMENT_SUFFIXES"]
+
+#: File suffixes a folder ingest reads.
+DOCUMENT_SUFFIXES = (".md", ".markdown", ".rst", ".txt", ".text")
+_DATE_FORMATS = ("%d-%b-%Y", "%Y-%m-%d", "%d %b %Y", "%d %B %Y", "%Y/%m/%d", "%b %d, %Y")
+
+
+@dataclass(frozen=True)
+class Document:
+    """One document: its key (how others refer to it; may be None), name (path or record), text,
+    format (markdown, rst, text) and fields (headers or JSON columns)."""
+
+    key: str | None
+    name: str
+    text: str
+    fmt: str = "text"
+    fields: dict = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class EdgeMap:
+    """A header or column whose values name other documents by key, and the edge it makes:
+    ``record TYPE value`` (``forward``) or ``value TYPE record``.
+
+    >>> parse_edge_map("Superseded-By=value supersedes record")
+    EdgeMap(column='Superseded-By', type='supersedes', forward=False)
+    """
+
+    column: str
+    type: str
+    forward: bool = True
+
+    def describe(self) -> str:
+        return f"{self.column}: " + ("record {t} value" if self.forward else "value {t} record").format(t=self.type)
+
+
+def parse_edge_map(spec: str) -> EdgeMap:
+    """``COLUMN=TYPE`` (the record TYPE the value), or with the direction stated in words,
+    ``COLUMN=record TYPE value`` / ``COLUMN=value TYPE record``.
+
+    >>> parse_edge_map("Requires=requires")
+    EdgeMap(column='Requires', type='requires', forward=True)
+    """
+    column, sep, rhs = spec.partition("=")
+    words = rhs.split()
+    if not sep or not column.strip() or len(words) not in (1, 3):
+        raise ValidationError("edge", spec, "an edge mapping reads COLUMN=TYPE, COLUMN='record TYPE value' or "
+                                            "COLUMN='value TYPE record'")
+    if len(words) == 3 and sorted((words[0], words[2])) != ["record", "value"]:
+        raise ValidationError("edge", spec, "the direction names 'record' and 'value', one on each side of the type")
+    type_ = words[0] if len(words) == 1 else words[1]
+    if type_ not in EDGE_TYPES:
+        raise ValidationError("edge", spec, f"edge type {type_!r} is not one of {', '.join(sorted(EDGE_TYPES))}")
+    return EdgeMap(column.strip(), type_, len(words) == 1 or words[0] == "record")
+
+
+@dataclass(frozen=True)
+class IngestPlan:
+    """Entries and edges to import, and a report (documents, sections, pieces, unresolved keys)."""
+
+    entries: pl.DataFrame
+    edges: pl.DataFrame
+    report: dict
+
+
+# ------------------------------------------------------------------------------------------ read
+
+
+def _open_text(path: Path):
+    return gzip.open(path, "rt", encoding="utf-8") if path.suffix == ".gz" else open(path, encoding="utf-8")
+
+
+def _is_jsonl(path: Path) -> bool:
+    name = path.name.lower().removesuffix(".gz")
+    return name.endswith((".jsonl", ".ndjson"))
+
+
+def read_documents(source: str | os.PathLike, *, text_field: str = "text", key_field: str | None = None,
+                   fmt: str | None = None) -> list[Document]:
+    """The documents of ``source``: a folder (its Markdown / reST / text files, recursively, in
+    path order; key = the path without suffix), one such file, or a ``.jsonl`` / ``.jsonl.gz`` file
+    (one record a line; ``text_field`` holds the text; nested objects such as a ``headers`` dict
+    are flattened into the record's fields, the record's own fields first; ``key_field`` names
+    the key, else the line number). ``fmt`` overrides the format (default: by the file or by the
+    record's ``path`` suffix).
+
+    >>> import tempfile, pathlib
+    >>> d = pathlib.Path(tempfile.mkdtemp()); _ = (d / "x.md").write_text("# T\\nbody")
+    >>> [(doc.key, doc.fmt) for doc in read_documents(d)]
+    [('x', 'markdown')]
+    """
+    path = Path(source)
+    if not path.exists():
+        raise KbError(f"{path}: no such file or folder to ingest")
+    if path.is_dir():
+        files = sorted(p for p in path.rglob("*") if p.is_file() and p.suffix.lower() in DOCUMENT_SUFFIXES)
+        if not files:
+            raise KbError(f"{path}: no {', '.join(DOCUMENT_SUFFIXES)} files in this folder")
+        return [Document(str(p.relative_to(path).with_suffix("")), str(p.relative_to(path)),
+                         p.read_text(encoding="utf-8"), fmt or format_of(p.name)) for p in files]
+    if _is_jsonl(path):
+        return list(_records(path, text_field, key_field, fmt))
+    if path.suffix.lower() in DOCUMENT_SUFFIXES:
+        return [Document(path.stem, path.name, path.read_text(encoding="utf-8"), fmt or format_of(path.name))]
+    raise KbError(f"{path}: ingest reads a folder, .md / .rst / .txt files or .jsonl(.gz) records, "
+                  f"not {path.suffix!r}")
+
+
+def _records(path: Path, text_field: str, key_field: str | None, fmt: str | None) -> Iterable[Document]:
+    with _open_text(path) as fh:
+        for line_no, line in enumerate(fh, 1):
+            if not line.strip():
+                continue
+            try:
+                obj = json.loads(line)
+            except ValueError as err:
+                raise ValidationError("line", line.strip()[:60], f"{path.name}: not valid JSON ({err.msg})",
+                                      row=line_no) from None
+            if not isinstance(obj, dict):
+                raise ValidationError("line", obj, f"{path.name}: each line is a JSON object", row=line_no)
+            fields = {k: v for k, v in obj.items() if not isinstance(v, dict)}
+            for v in obj.values():
+                if isinstance(v, dict):
+                    for k2, v2 in v.items():
+                        fields.setdefault(k2, v2)
+            text = fields.get(text_field)
+            if not isinstance(text, str):
+                raise ValidationError(text_field, text, f"{path.name}: each record needs a text field "
+                                                        f"{text_field!r} holding a string (--text-field)", row=line_no)
+            key = fields.get(key_field) if key_field else line_no
+            if key is None:
+                raise ValidationError(key_field, None, f"{path.name}: the record has no key field {key_field!r}",
+                                      row=line_no)
+            name = str(fields.get("path") or f"{path.name}:{line_no}")
+            yield Document(str(key), name, text, fmt or format_of(name), fields)
+
+
+# ------------------------------------------------------------------------------------------ plan
+
+
+def _entry_id(name: str, section: int, piece: int) -> str:
+    return hashlib.sha1(f"{name}#{section}.{piece}".encode()).hexdigest()[:8]
+
+
+def _values(value) -> list[str]:
+    if value is None:
+        return []
+    items = value if isinstance(value, list) else re.split(r"[,;]", str(value))
+    return [str(v).strip() for v in items if str(v).strip()]
+
+
+def _created(value) -> datetime | None:
+    if value is None or value == "":
+        return None
+    text = str(value).strip()
+    for fmt in _DATE_FORMATS:
+        try:
+            return datetime.strptime(text, fmt).replace(tzinfo=timezone.utc)
+        except ValueError:
+            continue
+    try:
+        dt = datetime.fromisoformat(text.replace("Z", "+00:00"))
+    except ValueError:
+        return None
+    return dt if dt.tzinfo else dt.replace(tzinfo=timezone.utc)
+
+
+def plan_ingest(documents: Sequence[Document], *, cap: int = SECTION_CAP, max_level: int = 1,
+                title_field: str | None = None, title_format: str = "{title}", created_field: str | None = None,
+                systems_field: str | None = None, tasks_field: str | None = None,
+                edges: Sequence[EdgeMap] = (), meta_fields: Sequence[str] = (), skip_sections: Sequence[str] = (),
+                known_keys: dict[str, str] | None = None, kind: str = "knowledge", head_section: str | None = None,
+                progress: Callable[[int, int], None] | None = None) -> IngestPlan:
+    """Entries and edges for ``documents`` (pure).
+
+    One entry per section (headings at ``max_level`` or above); a section over ``cap`` characters
+    is cut at paragraphs, each later piece titled ``(part n)``. Title: ``title_format`` filled
+    with ``{title}`` (``title_field``, else the document's first heading, else its name), ``{key}``
+    and any field, then `` — section`` for named sections; summary: the section's first sentence.
+    ``systems`` / ``tasks`` from comma-separated fields, ``created_at`` from a date field.
+    Metadata: ``doc``, ``key``, ``section``, ``part``, ``head`` (the document's first entry) and
+    ``meta_fields``. The document's first entry is its first section, or the one headed
+    ``head_section`` (``"Abstract"``) when it has one. Sections whose heading is in ``skip_sections`` are left out. ``edges``:
+    header/column mappings resolved through the keys of these documents and ``known_keys`` (the
+    bank's); values that resolve to nothing are listed in the report, never guessed.
+    """
+    if not isinstance(cap, int) or cap < 200:
+        raise ValidationError("cap", cap, "the size cap is an integer of at least 200 characters")
+    skip = {s.strip().lower() for s in skip_sections}
+    rows, part_of, heads = [], [], {}
+    split_count = 0
+    for done, doc in enumerate(documents, 1):
+        sections = [s for s in split_sections(doc.text, fmt=doc.fmt, max_level=max_level)
+                    if s.heading.strip().lower() not in skip]
+        doc_title = str(doc.fields.get(title_field) or "") if title_field else ""
+        if not doc_title:
+            doc_title = next((s.heading for s in sections if s.heading), "") or Path(doc.name).stem
+        fields = {k: v for k, v in doc.fields.items() if isinstance(v, (str, int, float))}
+        try:
+            base = title_format.format_map({**fields, "title": doc_title, "key": doc.key})
+        except (KeyError, ValueError) as err:
+            raise ValidationError("title_format", title_format, f"names a field this document lacks ({err})") from None
+        created = _created(doc.fields.get(created_field)) if created_field else None
+        systems = [v.lower() for v in _values(doc.fields.get(systems_field))] if systems_field else []
+        tasks = [v.lower() for v in _values(doc.fields.get(tasks_field))] if tasks_field else []
+        extra = {f: doc.fields[f] for f in meta_fields if f in doc.fields}
+        wanted = [i for i, s in enumerate(sections) if head_section and s.heading.strip().lower() == head_section.lower()]
+        head_id = _entry_id(doc.name, wanted[0] if wanted else 0, 0)
+        for si, section in enumerate(sections):
+            pieces = split_at_paragraphs(section.text, cap)
+            split_count += len(pieces) > 1
+            for pi, piece in enumerate(pieces):
+                eid = _entry_id(doc.name, si, pi)
+                title = base + (f" — {section.heading}" if section.heading else "") + (f" (part {pi + 1})" if pi else "")
+                is_head = eid == head_id
+                meta = {"doc": doc.name, "key": doc.key, "section": section.heading, "part": pi,
+                        "head": is_head, **extra}
+                rows.append({"id": eid, "kind": kind, "title": title[:300], "summary": first_sentence(piece),
+                             "content": piece, "systems": systems, "tasks": tasks,
+                             "metadata": json.dumps(meta, sort_keys=True, default=str), "created_at": created})
+                if is_head:
+                    if doc.key is not None:
+                        heads[normalize_key(doc.key)] = (eid, doc)
+                else:
+                    part_of.append((eid, head_id))
+        if progress:
+            progress(done, len(documents))
+    entries = pl.DataFrame(rows, schema={"id": pl.String, "kind": pl.String, "title": pl.String,
+                                         "summary": pl.String, "content": pl.String, "systems": pl.List(pl.String),
+                                         "tasks": pl.List(pl.String), "metadata": pl.String,
+                                         "created_at": pl.Datetime("us", "UTC")})
+    typed, unresolved = _mapped_edges(heads, edges, known_keys or {})
+    structure = pl.DataFrame(part_of, schema={"src": pl.String, "dst": pl.String}, orient="row").with_columns(
+        pl.lit("part_of").alias("type"), pl.lit("structure").alias("source"))
+    all_edges = pl.concat([structure, typed], how="vertical_relaxed").unique(["src", "dst", "type"], keep="first",
+                                                                             maintain_order=True)
+    report = {"documents": len(documents), "entries": entries.height, "sections_split": split_count,
+              "edges": dict(all_edges.group_by("type").len().sort("type").iter_rows()) if all_edges.height else {},
+              "mappings": [m.describe() for m in edges], "unresolved": unresolved}
+    return IngestPlan(entries, all_edges, report)
+
+
+def _mapped_edges(heads: dict, maps: Sequence[EdgeMap], known: dict[str, str]) -> tuple[pl.DataFrame, list[dict]]:
+    """Typed edges between documents' first entries from the mapped fields, and what did not resolve."""
+    resolve = {**known, **{k: eid for k, (eid, _) in heads.items()}}
+    rows, unresolved = [], []
+    for key, (eid, doc) in heads.items():
+        for m in maps:
+            for value in _values(doc.fields.get(m.column)):
+                target = resolve.get(normalize_key(value))
+                if target is None:
+                    unresolved.append({"doc": doc.name, "field": m.column, "value": value})
+                elif target != eid:
+                    rows.append((eid, target, m.type) if m.forward else (target, eid, m.type))
+    frame = pl.DataFrame(rows, schema={"src": pl.String, "dst": pl.String, "type": pl.String}, orient="row")
+    return frame.with_columns(pl.lit("import").alias("source")), unresolved
+
+
+# ------------------------------------------------------------------------------------------ apply
+
+
+def _bpmn_source(path: Path) -> bool:
+    if path.is_file():
+        return path.suffix.lower() == ".bpmn"
+    return path.is_dir() and any(path.rglob("*.bpmn"))
+
+
+def ingest(bank: Bank, source: str | os.PathLike, *, text_field: str = "text", key_field: str | None = None,
+           fmt: str | None = None, cap: int = SECTION_CAP, max_level: int = 1, title_field: str | None = None,
+           title_format: str = "{title}", created_field: str | None = None, systems_field: str | None = None,
+           tasks_field: str | None = None, edges: Sequence[EdgeMap | str] = (), cite: str | None = None,
+           meta_fields: Sequence[str] = (), skip_sections: Sequence[str] = (), head_section: str | None = None,
+           guard: str = "report",
+           dry_run: bool = False, actor: str = "ingest",
+           progress: Callable[[int, int], None] | None = None) -> dict:
+    """Ingest ``source`` into ``bank`` in one transaction and return the report: documents,
+    entries, edges by type, sections split, unresolved references, the references the citation
+    pattern finds (written as ``cites`` edges by ``backfill``, which reads the pattern from the
+    bank's settings), and the rows the guard flagged. Entries already in the bank (same document
+    and section) are skipped, so a second run adds nothing. ``dry_run`` plans and reports only.
+
+    ``edges``: :class:`EdgeMap` or specs for :func:`parse_edge_map`. ``cite``: a regular
+    expression whose first group is a document key (``r"PEP\\s*(\\d+)"``). A ``.bpmn`` file or a
+    folder holding ``.bpmn`` files is handed to the BPMN importer.
+
+    >>> import tempfile, pathlib
+    >>> from kbtools.store.bank import create_bank
+    >>> d = pathlib.Path(tempfile.mkdtemp()); _ = (d / "a.md").write_text("# A\\nAlpha. See doc b.\\n# More\\nText.")
+    >>> ingest(create_bank(d / "bank"), d / "a.md")["entries"]
+    2
+    """
+    path = Path(source)
+    if _bpmn_source(path):
+        return _ingest_bpmn(bank, path, actor=actor, dry_run=dry_run, progress=progress)
+    maps = [m if isinstance(m, EdgeMap) else parse_edge_map(m) for m in edges]
+    if cite is not None:
+        try:
+            if re.compile(cite).groups < 1:
+                raise ValidationError("cite", cite, "the citation pattern needs one group, the key (e.g. 'PEP\\s*(\\d+)')")
+        except re.error as err:
+            raise ValidationError("cite", cite, f"not a regular expression ({err})") from None
+    docs = read_documents(path, text_field=text_field, key_field=key_field, fmt=fmt)
+    known = document_keys(bank.entries)
+    plan = plan_ingest(docs, cap=cap, max_level=max_level, title_field=title_field, title_format=title_format,
+                       created_field=created_field, systems_field=systems_field, tasks_field=tasks_field, edges=maps,
+                       meta_fields=meta_fields, skip_sections=skip_sections, known_keys=known,
+                       head_section=head_section, progress=progress)
+    existing = bank.entries.select("id")
+    new_entries = plan.entries.join(existing, on="id", how="anti")
+    new_edges = plan.edges.join(bank.edges.select("src", "dst", "type"), on=["src", "dst", "type"], how="anti")
+    report = {**plan.report, "source": str(path), "already_present": plan.entries.height - new_entries.height,
+              "entries": new_entries.height, "edges_written": new_edges.height, "dry_run": dry_run}
+    if cite is not None:
+        keys = {**known, **document_keys(plan.entries)}
+        _, cites = plan_pattern_citations(plan.entries, cite, keys)
+        report["citations"] = {**cites, "written_by": "kb backfill"}
+    settings = None
+    if cite is not None:
+        patterns = [p for p in bank.settings.get("citations") or [] if p.get("pattern") != cite]
+        settings = {"citations": [*patterns, {"pattern": cite}]}
+    if dry_run:
+        from kbtools.ops.interchange import guard_flags
+
+        report["flagged"] = guard_flags(new_entries).to_dicts() if guard == "report" else []
+        return report
+    from kbtools.ops.interchange import import_frames
+
+    counts = import_frames(bank, entries=new_entries, edges=new_edges, actor=actor, guard=guard, settings=settings)
+    report["flagged"] = counts.get("flagged", [])
+    return report
+
+
+def _ingest_bpmn(bank: Bank, path: Path, *, actor: str, dry_run: bool, progress) -> dict:
+    try:
+        from kbtools.ops.bpmn import ingest_bpmn
+    except ImportError as err:
+        if "kbtools.ops.bpmn" not in str(err) and getattr(err, "name", "") != "kbtools.ops.bpmn":
+            raise
+        raise KbError(f"{path}: BPMN ingest is not available in this installation (kbtools.ops.bpmn is missing); "
+                      "ingest reads Markdown, reST, text and JSONL") from None
+    return ingest_bpmn(bank, path, actor=actor, dry_run=dry_run, progress=progress)

@@ -1,0 +1,285 @@
+"""kb ingest on real files: folders of Markdown / reST / text, JSONL records, mapped edges with a
+stated direction, citation patterns resolved through a key column (written by backfill), dry run,
+the report with unresolved references, the guard modes, and the first-contact failures of issue 12."""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import subprocess
+import sys
+
+import polars as pl
+import pytest
+
+import kbtools as kb
+from kbtools.errors import KbError, ValidationError
+from kbtools.linker.citations import citing_sentence, plan_backfill
+from kbtools.linker.sections import sentences, split_at_paragraphs, split_sections
+from kbtools.model.guard import transient_reason
+from kbtools.ops.ingest import ingest, parse_edge_map, plan_ingest, read_documents
+from kbtools.ops.jobs import backfill
+
+KB = [sys.executable, "-m", "kbtools"]
+
+LONG_PARA = ("The cache key includes the locale because two users with different languages must not share a "
+             "rendered page. ") * 8
+
+
+@pytest.fixture
+def corpus(tmp_path):
+    d = tmp_path / "docs"
+    (d / "guides").mkdir(parents=True)
+    (d / "guides" / "cache.md").write_text(
+        "# Caching\n\nPages are cached per user.\n\n## Keys\n\nDeeper heading stays inside.\n\n"
+        "# Invalidation\n\n" + "\n\n".join([LONG_PARA] * 6) + "\n", encoding="utf-8")
+    (d / "deploy.rst").write_text(
+        "Deploying\n=========\n\nShip with the script.\n\nRollback\n========\n\nRun it backwards.\n\n"
+        "Details\n-------\n\nA subsection.\n", encoding="utf-8")
+    (d / "notes.txt").write_text("Plain notes without any heading. Second sentence.", encoding="utf-8")
+    (d / "image.png").write_bytes(b"\x89PNG")
+    return d
+
+
+def test_folder_sections_cap_and_part_of(corpus, bank):
+    report = ingest(bank, corpus, cap=1200)
+    bank.reload()
+    ents = bank.entries
+    titles = sorted(ents["title"].to_list())
+    assert report["documents"] == 3
+    assert "Caching — Caching" in titles and "Caching — Invalidation" in titles
+    assert "Deploying — Rollback" in titles and "notes" in titles
+    assert not any("Keys" in t or "Details" in t for t in titles)  # deeper headings stay inside
+    pieces = ents.filter(pl.col("title").str.starts_with("Caching — Invalidation"))
+    assert pieces.height >= 3 and report["sections_split"] == 1
+    assert pieces["content"].str.len_chars().max() <= 1200
+    first = ents.filter(pl.col("title") == "Caching — Caching")["id"][0]
+    part_of = bank.edges.filter(pl.col("type") == "part_of")
+    cache_ids = set(ents.filter(pl.col("title").str.starts_with("Caching"))["id"].to_list()) - {first}
+    assert set(part_of.filter(pl.col("src").is_in(sorted(cache_ids)))["dst"].to_list()) == {first}
+    assert set(part_of["source"].to_list()) == {"structure"}
+    summary = ents.filter(pl.col("title") == "Deploying — Deploying")["summary"][0]
+    assert summary == "Ship with the script."
+    # a second run adds nothing
+    again = ingest(bank, corpus, cap=1200)
+    assert again["entries"] == 0 and again["already_present"] == ents.height
+
+
+def test_split_helpers():
+    assert [s.heading for s in split_sections("Title\n=====\n\nx\n\nSub\n---\n\ny", fmt="rst", max_level=2)] == ["Title", "Sub"]
+    pieces = split_at_paragraphs("\n\n".join(["a" * 90] * 5), cap=200)
+    assert all(len(p) <= 200 for p in pieces) and "".join(pieces).count("a") == 450
+    assert sentences("It is\nwrapped, e.g. here. Next.") == ["It is wrapped, e.g. here.", "Next."]
+
+
+def _jsonl(tmp_path, rows):
+    path = tmp_path / "docs.jsonl"
+    path.write_text("\n".join(json.dumps(r) for r in rows) + "\n", encoding="utf-8")
+    return path
+
+
+RECORDS = [
+    {"n": 1, "body": "Old way\n=======\n\nUse the old loader. It reads INI files.\n", "meta": {"Title": "Old loader",
+     "Superseded-By": "2", "Created": "13-Jun-2000", "Topic": "Packaging"}},
+    {"n": 2, "body": "New way\n=======\n\nUse the new loader, which replaces\nDOC 1 and its INI parsing. "
+                     "It reads TOML.\n\nMore\n====\n\nSee DOC 3 and DOC 77 too.\n",
+     "meta": {"Title": "New loader", "Requires": "3, 99", "Created": "2001-02-03"}},
+    {"n": 3, "body": "Base\n====\n\nThe base format.\n", "meta": {"Title": "Base format"}},
+]
+
+
+def test_jsonl_edges_direction_cite_and_unresolved(tmp_path, bank):
+    path = _jsonl(tmp_path, RECORDS)
+    report = ingest(bank, path, text_field="body", key_field="n", fmt="rst", title_field="Title",
+                    title_format="DOC {key}: {title}", created_field="Created", systems_field="Topic",
+                    edges=["Superseded-By=value supersedes record", "Requires=requires"], cite=r"DOC\s+(\d+)")
+    bank.reload()
+    ents = bank.entries
+    head = {t.split(":")[0]: i for i, t in ents.select("id", "title").iter_rows() if "More" not in t}
+    e = bank.edges
+    sup = e.filter(pl.col("type") == "supersedes")
+    assert sup.select("src", "dst").rows() == [(head["DOC 2"], head["DOC 1"])]  # the successor is the source
+    assert e.filter(pl.col("type") == "requires").select("src", "dst").rows() == [(head["DOC 2"], head["DOC 3"])]
+    assert set(e.filter(pl.col("type") != "part_of")["source"].to_list()) == {"import"}
+    assert report["unresolved"] == [{"doc": "docs.jsonl:2", "field": "Requires", "value": "99"}]
+    assert report["citations"]["unresolved_keys"] == ["77"]
+    old = ents.filter(pl.col("id") == head["DOC 1"]).row(0, named=True)
+    assert old["systems"] == ["packaging"] and old["created_at"].year == 2000
+    assert json.loads(old["metadata"])["key"] == "1"
+    # the citation pattern is recorded; backfill writes the cites edges with whole sentences as notes
+    assert e.filter(pl.col("type") == "cites").height == 0
+    out = backfill(bank)
+    bank.reload()
+    cites = bank.edges.filter(pl.col("type") == "cites").sort("dst")
+    assert out["written"] == cites.height == 2
+    note = cites.filter(pl.col("dst") == head["DOC 1"])["note"][0]
+    assert note == "Use the new loader, which replaces DOC 1 and its INI parsing."
+    assert backfill(bank)["written"] == 0
+
+
+def test_dry_run_writes_nothing_and_cli_reports(tmp_path):
+    path = _jsonl(tmp_path, RECORDS)
+    bank_dir = tmp_path / "b"
+    kb.create_bank(bank_dir)
+    cmd = [*KB, "ingest", str(bank_dir), "--from", str(path), "--text-field", "body", "--key", "n",
+           "--format", "rst", "--title-field", "Title", "--edge", "Requires=requires", "--cite", r"DOC\s+(\d+)"]
+    dry = subprocess.run([*cmd, "--dry-run", "--json"], capture_output=True, text=True, timeout=120)
+    assert dry.returncode == 0, dry.stderr
+    report = json.loads(dry.stdout)
+    assert report["dry_run"] and report["entries"] == 4 and report["unresolved"][0]["value"] == "99"
+    assert kb.open_bank(bank_dir).entries.height == 0 and not kb.open_bank(bank_dir).settings.get("citations")
+    run = subprocess.run(cmd, capture_output=True, text=True, timeout=120)
+    assert run.returncode == 0, run.stderr
+    assert "wrote 4 entries" in run.stdout and "unresolved references: 1" in run.stdout
+    assert kb.open_bank(bank_dir).entries.height == 4
+    bad = subprocess.run([*cmd, "--edge", "Requires=needs"], capture_output=True, text=True, timeout=120)
+    assert bad.returncode == 1 and "edge type 'needs'" in bad.stderr
+
+
+def test_edge_map_parsing():
+    assert parse_edge_map("Replaces=record supersedes value").forward
+    with pytest.raises(ValidationError, match="direction"):
+        parse_edge_map("Replaces=value supersedes other")
+
+
+def test_jsonl_needs_the_text_field(tmp_path, bank):
+    path = _jsonl(tmp_path, RECORDS)
+    with pytest.raises(ValidationError, match="--text-field"):
+        read_documents(path, text_field="text")
+    assert bank.entries.height == 0
+
+
+def test_bpmn_source_goes_to_the_bpmn_importer(tmp_path, bank):
+    (tmp_path / "p.bpmn").write_text("<definitions/>")
+    if importlib.util.find_spec("kbtools.ops.bpmn") is not None:
+        pytest.skip("kbtools.ops.bpmn is installed: its own tests cover it")
+    with pytest.raises(KbError, match="BPMN ingest is not available"):
+        ingest(bank, tmp_path / "p.bpmn")
+
+
+# ------------------------------------------------------------------- the guard: recipe vs transcript
+
+RECIPE = """To find why the session-create POST is refused, compare the two protocol versions; the
+refusal only shows over HTTP/2, so force HTTP/1.1 when you script it.
+
+    $ curl -sS -X POST https://api.example.com/session --http2 -o /dev/null -w '%{http_code}'
+    421
+    $ curl -sS -X POST https://api.example.com/session --http1.1 -o /dev/null -w '%{http_code}'
+    201
+
+The 421 (misdirected request) comes from the CDN's HTTP/2 coalescing; keep --http1.1 in the script."""
+
+TRANSCRIPT = """$ kubectl get pods -n web
+NAME                   READY   STATUS             RESTARTS   AGE
+web-7c9d8f6b5-x2k4p    0/1     CrashLoopBackOff   12         37m
+$ kubectl logs web-7c9d8f6b5-x2k4p -n web --tail 3
+Error: listen EADDRINUSE: address already in use :::8080
+$ kubectl describe pod web-7c9d8f6b5-x2k4p -n web | tail -2
+  Warning  BackOff  2m (x160 over 37m)  kubelet  Back-off restarting failed container"""
+
+
+def test_guard_tells_a_recipe_from_a_transcript():
+    assert transient_reason(RECIPE) is None
+    assert "transcript" in transient_reason(TRANSCRIPT)
+    doctest = ("The result is a list:\n\n    >>> sorted({3, 1})\n    [1, 3]\n    >>> len([])\n    0\n\n"
+               "Sets are unordered, so sort them before comparing.")
+    assert transient_reason(doctest) is None
+
+
+def _guard_rows():
+    return pl.DataFrame({"id": ["a1b2c3d4", "b2c3d4e5"], "content": [RECIPE, TRANSCRIPT],
+                         "title": ["Force HTTP/1.1 for session-create", "pods"]})
+
+
+def test_import_guard_report_is_the_default(bank):
+    out = kb.import_frames(bank, entries=_guard_rows())  # before issue 12: refused the whole import
+    assert out["entries"] == 2
+    assert [r["id"] for r in out["flagged"]] == ["b2c3d4e5"]
+    stats = kb.bank_stats(bank.reload())
+    assert [r["id"] for r in stats["flagged_by_guard"]] == ["b2c3d4e5"]
+    from kbtools.evaluate.bank_stats import format_stats
+
+    assert "GUARD: 1 entr" in format_stats(stats)
+
+
+def test_import_guard_reject_and_off(tmp_path):
+    b1 = kb.create_bank(tmp_path / "r")
+    with pytest.raises(ValidationError, match="row 2.*transcript"):
+        kb.import_frames(b1, entries=_guard_rows(), guard="reject")
+    assert b1.reload().entries.height == 0
+    b2 = kb.create_bank(tmp_path / "o")
+    assert "flagged" not in kb.import_frames(b2, entries=_guard_rows(), guard="off")
+
+
+def test_cli_import_guard_flags(tmp_path):
+    path = tmp_path / "e.jsonl"
+    path.write_text("\n".join(json.dumps(r) for r in _guard_rows().to_dicts()) + "\n")
+    run = subprocess.run([*KB, "import", str(tmp_path / "b"), "--create", "--entries", str(path)],
+                         capture_output=True, text=True, timeout=120)
+    assert run.returncode == 0, run.stderr
+    assert "the guard flagged 1 row(s)" in run.stdout and "b2c3d4e5" in run.stdout
+    rej = subprocess.run([*KB, "import", str(tmp_path / "c"), "--create", "--entries", str(path), "--guard", "reject"],
+                         capture_output=True, text=True, timeout=120)
+    assert rej.returncode == 1 and "rejected by the guard" in rej.stderr
+
+
+# ------------------------------------------------------------------- casts on import
+
+
+def test_import_frames_casts_read_ndjson_frames(tmp_path, bank):
+    path = tmp_path / "e.jsonl"
+    rows = [{"id": "a1b2c3d4", "content": "Cache keys include the locale.", "systems": [], "tasks": [],
+             "usage_count": 2, "created_at": "2024-05-01T10:00:00"},
+            {"id": "b2c3d4e5", "content": "Locale comes from the header.", "systems": [], "tasks": [],
+             "usage_count": 0, "created_at": "2024-05-02T10:00:00"}]
+    path.write_text("\n".join(json.dumps(r) for r in rows) + "\n")
+    frame = pl.read_ndjson(path)
+    assert frame.schema["systems"] == pl.List(pl.Null)  # what a user gets
+    edges = pl.DataFrame({"src": ["a1b2c3d4"], "dst": ["b2c3d4e5"], "type": ["cites"], "weight": [1]})
+    naive = frame.with_columns(pl.col("created_at").str.to_datetime())
+    out = kb.import_frames(bank, entries=naive, edges=edges)  # before issue 12: refused List(Null)
+    assert out["entries"] == 2
+    got = bank.reload().entries.sort("id")
+    assert got["systems"].to_list() == [[], []] and got["created_at"][0].hour == 10
+    assert str(got["created_at"].dtype.time_zone) == "UTC"
+    with pytest.raises(ValidationError, match="weight.*cannot be cast to Float64"):
+        kb.import_frames(bank, edges=edges.with_columns(pl.lit("high").alias("weight"), pl.lit("see_also").alias("type")))
+
+
+# ------------------------------------------------------------------- the leak lint and notes
+
+
+def test_leak_lint_ignores_the_targets_own_id():
+    from kbtools.evaluate.leak import leaky_notes
+
+    entries = pl.DataFrame({"id": ["5361983c", "a1b2c3d4"], "title": ["Fetch fix", "Release notes"],
+                            "summary": ["x", "y"], "useful_for": [None, None],
+                            "content": ["Fetch no longer asks for tags it has.",
+                                        "The fixes in 5361983c made fetch faster."]})
+    edges = pl.DataFrame({"src": ["a1b2c3d4"], "dst": ["5361983c"], "type": ["cites"], "source": ["citation_backfill"],
+                          "note": ["The fixes in 5361983c made fetch faster."]})
+    assert leaky_notes(entries, edges).height == 0  # before issue 12: "rare token 5361983c"
+    leaking = edges.with_columns(pl.lit("Fixed in 5361983c, tracked as ZX-4471-Q.").alias("note"))
+    ents = entries.with_columns(pl.Series("content", ["Tracked as ZX-4471-Q.", "The fixes in 5361983c."]))
+    assert leaky_notes(ents, leaking)["reason"].to_list() == ["rare token ZX-4471-Q"]
+
+
+WRAPPED = """fetch: speed up the tag walk
+
+This follows up on the earlier work. E.g., the fixes in 6c915c3f (fetch: do not ask for
+tags we already have) made the second fetch cheap, but the first one still walks every
+ref. Walk only the new ones.
+"""
+
+
+def test_backfill_note_is_the_whole_wrapped_sentence():
+    ents = pl.DataFrame({"id": ["a1b2c3d4", "6c915c3f"], "content": [WRAPPED, "fetch: do not ask for tags"],
+                         "metadata": ["{}", "{}"]})
+    plan = plan_backfill(ents, pl.DataFrame(schema={"src": pl.String, "dst": pl.String, "type": pl.String}))
+    note = plan.add["note"][0]
+    # before issue 12: "E.g., the fixes in 6c915c3f (fetch: do not ask for"
+    assert note == ("E.g., the fixes in 6c915c3f (fetch: do not ask for tags we already have) made the second "
+                    "fetch cheap, but the first one still walks every ref.")
+    long = "Intro. " + "word " * 80 + "then 6c915c3f and " + "more " * 80 + "end. Last."
+    trimmed = citing_sentence(long, "6c915c3f", limit=120)
+    assert len(trimmed) <= 120 and "6c915c3f" in trimmed and trimmed.startswith("…") and trimmed.endswith("…")
