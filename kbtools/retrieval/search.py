@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import sys
 from typing import Callable, Mapping
 
 import numpy as np
@@ -24,6 +25,7 @@ import polars as pl
 from kbtools.retrieval.embedders import Embedder, get_embedder
 from kbtools.store.embed_cache import EmbeddingCache
 from kbtools.errors import EmbedderMismatch, ValidationError
+from kbtools.progress import Progress, progress_callback
 from kbtools.retrieval.index import DEFAULT_WEIGHTS, DIMENSIONS, VectorIndex, combine
 from kbtools.retrieval.lexical import BM25Index, rrf
 from kbtools.store.bank import Bank, Changes
@@ -108,9 +110,11 @@ def bank_embedder(bank: Bank, embedder: Embedder | str | None = None) -> Embedde
 
 
 def embed_bank(bank: Bank, *, embedder: Embedder | str | None = None, rebuild: bool = False,
-               progress: Callable | None = None, actor: str = "kb embed") -> dict:
+               progress: Progress = False, actor: str = "kb embed") -> dict:
     """Embed every entry whose vectors are missing or stale (its texts changed); with ``rebuild``
-    embed all of them again, possibly with another embedder. Returns counts."""
+    embed all of them again, possibly with another embedder. Returns counts. ``progress=True``
+    shows a ``tqdm.auto`` bar (a callback ``progress(done, total)`` also works; silent by default)."""
+    progress = progress_callback(progress, "embed")
     if rebuild:
         emb = get_embedder(embedder) if isinstance(embedder, str) else (embedder or bank_embedder(bank))
     else:
@@ -249,6 +253,9 @@ def ranked_pool(
         raise ValidationError("pool", pool, "the pool holds at least one candidate")
     emb = bank_embedder(bank, embedder)
     if bank.entries.height and len(bank.vectors()[0]) < bank.entries.height:
+        print(f"kbtools: embedding {bank.entries.height - len(bank.vectors()[0])} entries of {bank.path} before the "
+              "first query (once; kb.embed_bank(bank, progress=True) does it ahead, with a bar)",
+              file=sys.stderr, flush=True)
         embed_bank(bank, embedder=emb)
     q = query_vector if query_vector is not None else emb.encode([text])[0]
     idx = bank_index(bank, kind=index, weights=weights)

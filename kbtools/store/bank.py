@@ -433,6 +433,13 @@ class Bank:
         n = self._caches["entries"].frame
         return f"<Bank {self.path} v{self.version}: {0 if n is None else n.height} entries>"
 
+    def _repr_html_(self) -> str:
+        """A notebook's summary table: path, version, embedder, rows per table (the tables are read)."""
+        from kbtools.model.reprs import bank_summary_html
+
+        return bank_summary_html(str(self.path), self.version, {t: self.table(t).height for t in TABLES},
+                                 embedder=self.embedder_name)
+
     # -- vectors ----------------------------------------------------------------------------
 
     @property
