@@ -136,10 +136,14 @@ def embed_bank(bank: Bank, *, embedder: Embedder | str | None = None, rebuild: b
     data = np.zeros((len(todo), len(DIMENSIONS), emb.dim), dtype=np.float32)
     if cached is not None:
         data[found] = cached
+    hits = int(found.sum())
     if (~found).any():
-        fresh = _embed_rows(rows.filter(pl.Series(~found)), emb, progress=progress)
+        step = None if progress is None else (lambda done, total: progress(hits + done, len(todo)))
+        fresh = _embed_rows(rows.filter(pl.Series(~found)), emb, progress=step)
         data[~found] = fresh
         cache.put(hashes[todo][~found], fresh)
+    elif progress is not None:
+        progress(len(todo), len(todo))  # every vector came from the text-hash cache
 
     def plan(b: Bank) -> Changes:
         live = b.entries.join(rows.select("id"), on="id", how="semi")
