@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import re
 
 import polars as pl
 import pytest
@@ -74,7 +75,12 @@ def test_html_is_escaped_and_carries_the_pointers():
     page = sample()._repr_html_()
     assert "Dated dispatch &lt;label&gt;" in page and "<label>" not in page
     assert "dated label &amp; wait" in page
-    assert "↳ folded: b0000002 corrects (out)" in page and "open /login" in page
+    plain = re.sub(r"<[^>]+>", "", page)  # the pointer reads as Pointer.line() once tags are stripped
+    assert "↳ folded: b0000002 corrects (out)" in plain and "open /login" in page
+    assert "<details" in page and "var(--jp-ui-font-color1" in page  # expandable, themed for dark modes
+    from kbtools.views.answer_html import answer_html
+
+    assert answer_html(sample()) == page  # one renderer: the explorer shows the same HTML
     hostile = Answer("<script>alert(1)</script>", [])._repr_html_()
     assert "<script>" not in hostile and "&lt;script&gt;" in hostile
 

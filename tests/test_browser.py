@@ -1,6 +1,7 @@
 """A real browser: the standalone HTML of the graph view (an answer lit) and of the holes view open in
 headless Chromium from file://, render without console errors, and are screenshotted (tests/artifacts/, or docs/img with KB_UPDATE_SCREENSHOTS=1)
-(the README shows those screenshots).
+(the README shows those screenshots); and a notebook with the explorer, the holes view and views
+composed in a VBox, run in a real kernel and exported by nbconvert, shows the views' static copies.
 
 Chromium is Debian's package (``apt-get install -y chromium``), driven by Playwright's Python
 package with ``executable_path``; no browser is ever downloaded by a test tool. WebGL runs on
@@ -122,3 +123,59 @@ def kb_kinds():
     import polars as pl
 
     return pl.col("kind").is_in(["step", "decision", "artifact"])
+
+
+NOTEBOOK_CELLS = [
+    "import ipywidgets as widgets\nimport kbtools as kb\nbank = kb.open_bank({eng!r})\nbiz = kb.open_bank({biz!r})",
+    "ex = kb.explorer(bank)\nex.ask({query!r})\nex",
+    "kb.holes_view(biz)",
+    "page = widgets.VBox([widgets.HTML('<b>dashboard</b>'), kb.explorer(bank), widgets.Tab([kb.community_view(bank)])])\n"
+    "assert page.children[1].children  # a view composes like any widget\npage",
+    "kb.check_bank(biz)",
+    "kb.bank_stats(biz)",
+]
+
+
+def test_a_saved_notebook_with_views_renders_its_static_copy(browser, demo_dir, tmp_path):
+    """A notebook with the explorer, the holes view and views composed in a VBox runs in a real kernel;
+    saved without widget state (JupyterLab's default) and exported by nbconvert (what nbviewer does),
+    it shows each view's static text/html copy in Chromium with no console error."""
+    nbformat = pytest.importorskip("nbformat")
+    nbclient = pytest.importorskip("nbclient")
+    nbconvert = pytest.importorskip("nbconvert")
+    shutil.copytree(demo_dir / "engineering", tmp_path / "eng")
+    shutil.copytree(demo_dir / "business", tmp_path / "biz")
+    kb.embed_bank(kb.open_bank(tmp_path / "eng"), embedder="hashing")
+    values = {"eng": str(tmp_path / "eng"), "biz": str(tmp_path / "biz"), "query": QUERY}
+    nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(c.format(**values)) for c in NOTEBOOK_CELLS])
+    nbclient.NotebookClient(nb, timeout=300, kernel_name="python3",
+                            resources={"metadata": {"path": str(tmp_path)}}).execute()
+    bundles = [o.get("data", {}) for cell in nb.cells for o in cell.get("outputs", [])]
+    views = [b for b in bundles if "application/vnd.jupyter.widget-view+json" in b]
+    assert len(views) == 3 and all("text/html" in b for b in views[:2])  # the views carry a static copy
+    nb.metadata.pop("widgets", None)  # saved without widget state, as JupyterLab does by default
+    (tmp_path / "stub.js").write_text("")  # nbconvert's own CDN scripts (MathJax, require.js), offline here
+    stub = (tmp_path / "stub.js").as_uri()
+    body, _ = nbconvert.HTMLExporter(mathjax_url=stub, require_js_url=stub).from_notebook_node(nb)
+    assert "unpkg.com" not in body  # no widget manager fetched from a CDN
+    page_path = tmp_path / "notebook.html"
+    page_path.write_text(body, encoding="utf-8")
+
+    page = browser.new_page(viewport={"width": 1200, "height": 900})
+    errors: list[str] = []
+    page.on("console", lambda message: errors.append(message.text) if message.type == "error" else None)
+    page.on("pageerror", lambda error: errors.append(str(error)))
+    fetched: list[str] = []
+    page.on("request", lambda request: fetched.append(request.url))
+    page.goto(page_path.resolve().as_uri())
+    page.wait_for_selector(".kb-static", timeout=30_000)
+    assert page.locator(".kb-static").count() == 2  # explorer and holes view
+    assert page.locator(".kb-static .kb-answer li").count() >= 8  # the answer, as the agent reads it
+    assert page.locator("text=question to ask").count() == 1
+    assert page.locator("text=The bank is sound").count() == 1  # check_bank's repr
+    assert page.locator(".kb-stats table").count() >= 3  # bank_stats' tables
+    page.locator(".kb-static details summary").first.click()  # pointers expand
+    page.wait_for_timeout(300)
+    assert not errors, errors
+    assert all(url.startswith(("file:", "data:")) for url in fetched), fetched  # nothing from the network
+    page.close()

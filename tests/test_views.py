@@ -18,6 +18,7 @@ import kbtools as kb
 from kbtools.errors import ValidationError
 from kbtools.views import (bank_layout, community_figure, graph_figure, holes_figure, layout_3d, save_html)
 from kbtools.views.figures import answer_roles
+from kbtools.views.labels import LABEL_LIMIT, label_box, place_labels, project
 from kbtools.views.flows import flow_positions
 
 
@@ -223,6 +224,44 @@ def test_graph_figure_contract_empty_and_unchanged(eng, eng_layout, truth_answer
     assert_frame_equal(entries, eng.entries) and assert_frame_equal(layout, eng_layout)
     empty = graph_figure(eng.entries.clear(), eng.edges.clear(), eng_layout.clear())
     assert len(_trace(empty, "entries").x) == 0
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.lists(st.tuples(st.floats(-200, 200), st.floats(-200, 200)), max_size=14),
+       st.integers(20, 160), st.integers(1, 12))
+def test_place_labels_property_no_two_labels_overlap(points, width, limit):
+    xy = np.array(points, dtype=float).reshape(-1, 2)
+    widths = [width + 7 * (n % 3) for n in range(len(xy))]
+    places = place_labels(xy, widths, limit=limit)
+    assert len(places) == len(xy)
+    assert all(p is None for p in places[limit:])  # past the limit: hover only
+    boxes = [label_box(x, y, w, p) for (x, y), w, p in zip(xy, widths, places) if p]
+    for i, a in enumerate(boxes):
+        for b in boxes[i + 1:]:
+            assert not (a[0] < b[2] and b[0] < a[2] and a[1] < b[3] and b[1] < a[3]), (a, b)
+        for x, y in xy:  # and no label covers a lit point (its own included)
+            assert not (a[0] < x + 8 and x - 8 < a[2] and a[1] < y + 8 and y - 8 < a[3])
+
+
+def test_result_labels_do_not_overlap_on_the_opening_view(eng, eng_layout, demo_dir):
+    for index in range(4):
+        answer = _answer(eng, demo_dir, index)
+        fig = graph_figure(eng.entries, eng.edges, eng_layout, answer=answer)
+        result = _trace(fig, "result")
+        shown = [t for t in result.text if t]
+        assert shown and result.text[0]  # the top result always keeps its label
+        assert len(shown) <= LABEL_LIMIT
+        ids = list(result.customdata)
+        xyz = eng_layout.filter(pl.col("id").is_in(ids)).sort(pl.col("id").replace_strict(
+            {i: n for n, i in enumerate(ids)}, return_dtype=pl.Int64)).select("x", "y", "z").to_numpy()
+        eye = fig.layout.scene.camera.eye
+        xy = project(xyz, {"x": eye.x, "y": eye.y, "z": eye.z}, bounds=eng_layout.select("x", "y", "z").to_numpy())
+        boxes = [label_box(x, y, 6.4 * len(t), p) for (x, y), t, p in zip(xy, result.text, result.textposition) if t]
+        for i, a in enumerate(boxes):
+            for b in boxes[i + 1:]:
+                assert not (a[0] < b[2] and b[0] < a[2] and a[1] < b[3] and b[1] < a[3])
+        hidden = [h for t, h in zip(result.text, result.hovertext) if not t]
+        assert all("<b>" in h for h in hidden)  # a label left out still reads on hover
 
 
 def test_answer_roles_prefers_the_strongest_role():

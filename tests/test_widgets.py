@@ -140,21 +140,22 @@ def test_explorer_default_query_with_a_fast_embedder(tmp_path, demo_dir, truth):
 
 def test_graph_view_colour_dropdown_and_answer(eng, truth, query_fn, tmp_path):
     view = graph_view(eng)
-    assert isinstance(view.figure, go.Figure)
+    shown = view.figure
+    assert isinstance(shown, go.FigureWidget) and shown is view.box.widget  # the figure on screen
     assert [t.name for t in view.figure.data] == ["links", "entries"]
     view.color_dropdown.value = "kind"
+    assert view.figure is shown  # updated in place: the object a user holds is the one on screen
     assert all(t.name.startswith("entries: ") for t in view.figure.data[1:])
-    if view.box.figure_widget is not None:
-        assert len(view.box.figure_widget.data) == len(view.figure.data)
     answer = query_fn(truth[0]["query"], k=8, fold=True, lexical=False)
     view.set_answer(answer)
     result = [t for t in view.figure.data if t.name == "result"][0]
     assert list(result.customdata) == answer.ids()
-    assert view.figure.frames  # particles in the shared figure...
-    if view.box.figure_widget is not None:  # ...but not in the widget, which cannot animate
-        assert not view.box.figure_widget.frames
+    assert not view.figure.frames  # the widget cannot animate...
+    assert view.build_figure().frames and view.static_figure().frames  # ...the saved page has the particles
+    view.figure.update_layout(title_text="my title")  # an edit on the displayed figure...
     path = view.save_html(tmp_path / "graph.html")
-    assert path.exists() and "<script src=" not in path.read_text()
+    text = path.read_text()
+    assert "<script src=" not in text and "my title" in text  # ...is what gets saved
 
 
 def test_holes_view_sort_and_flow(biz, tmp_path):
@@ -180,10 +181,70 @@ def test_community_view_top_slider(eng, tmp_path):
     assert len(view.figure.data[0].y) == 10
     view.top_slider.value = 20
     assert len(view.figure.data[0].y) == 20
+    assert "the 20 largest communities" in view._repr_mimebundle_()["text/html"]
     assert view.save_html(tmp_path / "communities.html").exists()
 
 
-def test_views_display_in_a_notebook(eng, biz, query_fn):
-    for view in (explorer(eng, query_fn=query_fn), holes_view(biz), community_view(eng)):
+def test_views_display_in_a_notebook_with_a_static_copy(eng, biz, truth, query_fn):
+    ex = explorer(eng, query_fn=query_fn)
+    for view in (ex, holes_view(biz), community_view(eng), graph_view(eng)):
         bundle = view._repr_mimebundle_()
         assert "application/vnd.jupyter.widget-view+json" in bundle
+        assert bundle["application/vnd.jupyter.widget-view+json"]["model_id"] == view.model_id
+        static = bundle["text/html"]  # what nbviewer and GitHub show: HTML, no script
+        assert "kbtools" in static and "<script" not in static
+        assert bundle["text/plain"].startswith("<kbtools ")
+    ex.ask(truth[0]["query"])
+    assert ex.answer.results[0].title in ex._repr_mimebundle_()["text/html"].replace("&#x27;", "'")
+    holes = holes_view(biz)._repr_mimebundle_()["text/html"]
+    assert "question to ask" in holes and "16 holes" in holes
+
+
+def test_views_compose_inside_other_widgets(eng, biz, query_fn):
+    import ipywidgets as widgets
+
+    ex, holes = explorer(eng, query_fn=query_fn), holes_view(biz)
+    page = widgets.VBox([widgets.HTML("<h3>my dashboard</h3>"), ex, widgets.Tab([holes])])
+    assert page.children[1] is ex and ex.widget is ex
+    assert isinstance(ex, widgets.VBox) and isinstance(holes, widgets.Box)
+    state = widgets.Widget.get_manager_state(drop_defaults=True)["state"]
+    assert ex.model_id in state and holes.figure.model_id in state  # the displayed figure is a live widget
+
+
+def test_a_failing_query_shows_its_kb_error_inside_the_explorer(eng, truth, query_fn):
+    from kbtools.errors import BankLocked, ValidationError
+
+    def locked(text, *, k, fold, lexical):
+        if text == "locked":
+            raise BankLocked(eng.path, 2.0, "pid 4242 (kb connect)")
+        raise ValidationError("text", text, "a query is a non-empty string")
+
+    ex = explorer(eng, query_fn=locked)
+    assert ex.error_html.layout.display == "none"
+    ex.query_box.value = "locked"  # what pressing Enter does: the callback must not raise into the log
+    assert isinstance(ex.error, BankLocked)
+    assert "BankLocked: " in ex.error_html.value and str(ex.error)[:40] in ex.error_html.value
+    assert ex.error_html.layout.display is None  # visible
+    ex.ask_button.click()
+    assert isinstance(ex.error, BankLocked)
+    with pytest.raises(ValidationError):  # a call from code raises, and the view shows it too
+        ex.ask("   x")
+    assert "a query is a non-empty string" in ex.error_html.value
+    ok = explorer(eng, query_fn=query_fn)
+    ok.query_box.value = "locked"  # unknown text: an empty answer, no error
+    assert ok.error is None and ok.error_html.value == ""
+    ok.query_fn = locked
+    ok.ask_button.click()
+    assert ok.error is not None
+    ok.query_fn = query_fn
+    ok.ask(truth[0]["query"])  # a good query clears the error
+    assert ok.error is None and ok.error_html.layout.display == "none"
+
+
+def test_an_unexpected_error_in_a_callback_is_shown_as_a_bug(eng):
+    def broken(text, *, k, fold, lexical):
+        raise RuntimeError("boom")
+
+    ex = explorer(eng, query_fn=broken)
+    ex.query_box.value = "anything"
+    assert "RuntimeError: boom" in ex.error_html.value and "unexpected" in ex.error_html.value

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import polars as pl
 
+from kbtools.model.reprs import BankStats
 from kbtools.store.bank import Bank
 from kbtools.model.vocab import TRUSTED_SOURCES
 
@@ -22,10 +23,11 @@ def _counts(frame: pl.DataFrame, col: str) -> dict[str, int]:
     return dict(frame.group_by(col).len().sort(["len", col], descending=[True, False]).iter_rows())
 
 
-def bank_stats(bank: Bank) -> dict:
+def bank_stats(bank: Bank) -> BankStats:
     """Counts by kind, type and source, note coverage, citation and metadata shares, storage.
 
-    The result is JSON-ready (plain ints, floats, strings and dicts).
+    The result is a JSON-ready dict (plain ints, floats, strings and dicts; a
+    :class:`~kbtools.model.reprs.BankStats`, which a notebook shows as tables).
     """
     entries, edges = bank.entries, bank.edges
     trusted = edges.filter(pl.col("source").is_in(sorted(TRUSTED_SOURCES)))
@@ -40,7 +42,7 @@ def bank_stats(bank: Bank) -> dict:
 
     flagged = guard_flags(entries.filter(pl.col("status") == "active") if "status" in entries.columns else entries)
     segments = bank.segment_files()
-    return {
+    return BankStats({
         "path": str(bank.path),
         "version": bank.version,
         "entries": entries.height,
@@ -62,7 +64,7 @@ def bank_stats(bank: Bank) -> dict:
         "vectors": int(len(bank.vectors()[0])),
         "segments": {t: len(v) for t, v in segments.items()},
         "bytes_on_disk": size,
-    }
+    })
 
 
 def format_stats(stats: dict) -> str:

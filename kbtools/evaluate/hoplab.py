@@ -25,12 +25,13 @@ bootstrap.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Callable, Iterable, Sequence
+from typing import Iterable, Sequence
 
 import polars as pl
 
 from kbtools.model.answer import Answer
 from kbtools.errors import KbError, ValidationError
+from kbtools.progress import Progress, progress_callback
 from kbtools.evaluate.agents import ReaderAgent, agent_name, is_simulated
 from kbtools.evaluate.leak import LEAK_SCHEMA, answer_leaks, check_leaks, contains_token, leaky_notes
 from kbtools.evaluate.render import render_answer
@@ -72,14 +73,15 @@ HOP_ARMS: tuple[HopArm, ...] = (
 
 def run_hoplab(bank, *, tasks: Sequence[HopTask | dict] | str | None = None, agent=None, seed: int = 0,
                k: int = 8, pool: int = 20, n: int = 30, arms: Sequence[HopArm] = HOP_ARMS,
-               progress: Callable[[int, int], None] | None = None) -> HopLabReport:
+               progress: Progress = False) -> HopLabReport:
     """Run the hop lab on ``bank`` and return its report (JSON, markdown, figure).
 
     ``tasks``: ``None`` reads the bank's ground-truth sidecar when it has one and otherwise mines
     ``n`` tasks with ``seed`` (:func:`~kbtools.evaluate.tasks.hop_tasks`); ``"sidecar"`` or
     ``"mined"`` forces one; or a list of tasks (:class:`HopTask` or dicts). ``agent``: any
     ``agent(task_query, answer_text, fetch) -> str``; default the simulated :class:`ReaderAgent`.
-    ``progress(done, total)`` is called after each task.
+    ``progress``: ``True`` for a ``tqdm.auto`` bar, or a callback ``progress(done, total)`` called after
+    each task (silent by default).
 
     >>> import kbtools as kb  # doctest: +SKIP
     >>> print(kb.run_hoplab(kb.open_bank("data/demo/engineering")).to_markdown())  # doctest: +SKIP
@@ -89,6 +91,7 @@ def run_hoplab(bank, *, tasks: Sequence[HopTask | dict] | str | None = None, age
     from kbtools.retrieval.search import ranked_pool
 
     _check_params(k, pool, arms)
+    progress = progress_callback(progress, "hop lab", unit="task")
     agent = ReaderAgent() if agent is None else agent
     if not callable(agent):
         raise ValidationError("agent", type(agent).__name__, "an agent is a callable (task_query, answer_text, fetch)")

@@ -26,6 +26,7 @@ import numpy as np
 
 from kbtools.model.answer import Answer
 from kbtools.errors import KbError, ValidationError
+from kbtools.progress import Progress, progress_callback
 from kbtools.evaluate.agents import agent_name
 from kbtools.evaluate.hoplab import entry_text
 from kbtools.evaluate.judges import GoldJudge, verdict
@@ -44,7 +45,7 @@ REPLAY_DEFAULTS = {"k": 8, "pool": 20, "protect": 2, "neighbors": 3, "lam": 0.5,
 
 
 def run_replay(bank, *, queries=None, judge=None, seed: int = 0, k: int = 8, pool: int = 20, lam: float = 0.5,
-               threshold: float = 0.5, n: int = 60, progress: Callable[[int, int], None] | None = None) -> ReplayReport:
+               threshold: float = 0.5, n: int = 60, progress: Progress = False) -> ReplayReport:
     """Replay ``queries`` on ``bank`` with folding on and off (and MMR, collapse); judge; report.
 
     ``queries``: ``None`` for the bank's ground-truth sidecar (or, without one, ``n`` queries mined
@@ -53,12 +54,15 @@ def run_replay(bank, *, queries=None, judge=None, seed: int = 0, k: int = 8, poo
     query per line, JSON lines, or a sidecar), or a list of strings / dicts with ``query`` and
     optionally ``relevant``. ``judge``: any ``judge(query, entry_id, entry_text) -> bool | float``
     (numbers count as relevant at ``threshold`` or above); default the gold labels the queries
-    carry. ``seed`` drives the bootstrap intervals only.
+    carry. ``seed`` drives the bootstrap intervals only. ``progress``: ``True`` for a ``tqdm.auto``
+    bar, or a callback ``progress(done, total)`` (silent by default).
 
     >>> import kbtools as kb  # doctest: +SKIP
     >>> print(kb.run_replay(kb.open_bank("data/demo/engineering")).to_markdown())  # doctest: +SKIP
     """
     from kbtools.retrieval.folding import collapse, flat, fold, mmr
+
+    progress = progress_callback(progress, "replay", unit="query")
     from kbtools.retrieval.index import combine
     from kbtools.retrieval.pipeline import edge_lookup
     from kbtools.retrieval.search import ranked_pool

@@ -5,6 +5,8 @@ markdown (the tables a bank owner reads) and polars frames.
 ...                  arms=[], tasks=[], leaks=[], excluded=[], invalid=[], outcomes=[], summary=[], leaky_notes=[])
 >>> r.to_markdown().splitlines()[2]
 'Agent: **simulated reader agent, not a model** (a deterministic simulation, not a model).'
+>>> r._repr_markdown_() == r.to_markdown()  # a notebook renders the tables
+True
 """
 
 from __future__ import annotations
@@ -85,6 +87,10 @@ class HopLabReport:
         cols = {"task": pl.String, "arm": pl.String, "handed": pl.Boolean, "fetched_b": pl.Boolean,
                 "reached": pl.Boolean, "tangential": pl.Int64, "fetches": pl.Int64, "correct": pl.Boolean}
         return pl.DataFrame([{c: o[c] for c in cols} for o in self.outcomes], schema=cols)
+
+    def _repr_markdown_(self) -> str:
+        """A notebook shows the report as its markdown tables."""
+        return self.to_markdown()
 
     def to_markdown(self) -> str:
         """The lab's tables: per-arm metrics, the leak check, the notes that leak."""
@@ -186,6 +192,10 @@ class ReplayReport:
                  "gained": len(q["arms"]["fold"]["gained"]), "lost": len(q["arms"]["fold"]["lost"])}
                 for q in self.queries]
         return pl.DataFrame(rows, schema=cols)
+
+    def _repr_markdown_(self) -> str:
+        """A notebook shows the report as its markdown tables."""
+        return self.to_markdown()
 
     def to_markdown(self) -> str:
         """Headline table, arms, breakdowns; the lost-entries line first, loud when not zero."""

@@ -25,7 +25,6 @@ Answer for: dispatch label
 from __future__ import annotations
 
 import dataclasses
-import html
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -219,23 +218,11 @@ class Answer:
         }
 
     def _repr_html_(self) -> str:
-        esc = html.escape
-        out = ['<div class="kb-answer">']
-        if self.query:
-            out.append(f"<p><b>Answer for:</b> {esc(self.query)}</p>")
-        if not self.results:
-            out.append("<p><i>No results.</i></p>")
-        else:
-            out.append("<ol>")
-            for r in self.results:
-                out.append(_result_html(r))
-            out.append("</ol>")
-        if self.links:
-            out.append("<p><b>How these entries connect</b></p><ul>")
-            out.extend(f"<li>{esc(line)}</li>" for line in self.links)
-            out.append("</ul>")
-        out.append("</div>")
-        return "".join(out)
+        """The notebook view: results with their pointers in expandable ``<details>`` (the explorer
+        widget shows the same HTML, :func:`kbtools.model.answer_html.answer_html`)."""
+        from kbtools.model.answer_html import answer_html
+
+        return answer_html(self)
 
 
 def _fast(cls, values: dict[str, Any]):
@@ -270,25 +257,6 @@ def result_head_lines(r: Result) -> list[str]:
 
 def _result_lines(r: Result) -> list[str]:
     return [*result_head_lines(r), *(f"  {p.line()}" for p in r.pointers())]
-
-
-def _result_html(r: Result) -> str:
-    esc = html.escape
-    parts = [f"<li><b>{esc(r.title or r.id)}</b> <code>{esc(r.id)}</code>"]
-    if r.entry_kind:
-        parts.append(f" <small>{esc(r.entry_kind)}</small>")
-    if r.score is not None:
-        parts.append(f" <small>score {float(r.score):.3f}</small>")
-    if r.summary:
-        parts.append(f"<br>{esc(r.summary)}")
-    if r.steps:
-        parts.append("<ol>" + "".join(f"<li>{esc(s)}</li>" for s in r.steps) + "</ol>")
-    if r.pointers():
-        parts.append('<ul style="list-style:none">')
-        parts.extend(f"<li>{esc(p.line())}</li>" for p in r.pointers())
-        parts.append("</ul>")
-    parts.append("</li>")
-    return "".join(parts)
 
 
 def _linked_text(item) -> str:

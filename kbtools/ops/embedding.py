@@ -12,12 +12,12 @@ never a side effect of a read.
 
 from __future__ import annotations
 
-from typing import Callable
 
 import numpy as np
 import polars as pl
 
 from kbtools.model.plan import Plan, VectorRows
+from kbtools.progress import Progress, progress_callback
 from kbtools.retrieval.embedders import Embedder, get_embedder
 from kbtools.retrieval.index import DIMENSIONS
 from kbtools.retrieval.search import bank_embedder, embed_rows, text_hashes
@@ -43,9 +43,11 @@ def embed_new_rows(rows: pl.DataFrame, embedder: Embedder) -> VectorRows:
 
 
 def embed_bank(bank: Bank, *, embedder: Embedder | str | None = None, rebuild: bool = False,
-               progress: Callable | None = None, actor: str = "kb embed") -> dict:
+               progress: Progress = False, actor: str = "kb embed") -> dict:
     """Embed every entry whose vectors are missing or stale (its texts changed); with ``rebuild``
-    embed all of them again, possibly with another embedder. Returns counts."""
+    embed all of them again, possibly with another embedder. Returns counts. ``progress=True``
+    shows a ``tqdm.auto`` bar (a callback ``progress(done, total)`` also works; silent by default)."""
+    progress = progress_callback(progress, "embed")
     if rebuild:
         emb = get_embedder(embedder) if isinstance(embedder, str) else (embedder or bank_embedder(bank))
     else:
@@ -67,10 +69,14 @@ def embed_bank(bank: Bank, *, embedder: Embedder | str | None = None, rebuild: b
     data = np.zeros((len(todo), len(DIMENSIONS), emb.dim), dtype=np.float32)
     if cached is not None:
         data[found] = cached
+    hits = int(found.sum())
     if (~found).any():
-        fresh = embed_rows(rows.filter(pl.Series(~found)), emb, progress=progress)
+        step = None if progress is None else (lambda done, total: progress(hits + done, len(todo)))
+        fresh = embed_rows(rows.filter(pl.Series(~found)), emb, progress=step)
         data[~found] = fresh
         cache.put(hashes[todo][~found], fresh)
+    elif progress is not None:
+        progress(len(todo), len(todo))  # every vector came from the text-hash cache
 
     def plan(b: Bank) -> Plan:
         live = b.entries.join(rows.select("id"), on="id", how="semi")

@@ -26,6 +26,7 @@ from kbtools.linker.citations import plan_backfill
 from kbtools.errors import BankLocked, KbError
 from kbtools.store.bank import Bank, flock_file, open_bank
 from kbtools.ops.writes import edit_edges
+from kbtools.progress import Progress
 
 __all__ = ["JOB_HELP", "JobRunning", "progress_reporter", "job_lock", "backfill", "connect", "decay", "run_job", "main", "JOBS"]
 
@@ -59,9 +60,9 @@ def backfill(bank: Bank, *, dry_run: bool = False, actor: str = "backfill", prog
 
 
 def connect(bank: Bank, *, rebuild: bool = False, limit: int | None = None, dry_run: bool = False,
-            chunk: int = 500, actor: str = "connect", progress: Callable | None = None) -> dict:
+            chunk: int = 500, actor: str = "connect", progress: Progress = False) -> dict:
     """Link every entry the linker has not seen (``linked_at`` empty), or all with ``rebuild``,
-    at most ``limit``; see :mod:`kbtools.ops.maintenance`."""
+    at most ``limit``; see :mod:`kbtools.ops.maintenance`. ``progress=True``: a ``tqdm.auto`` bar."""
     from kbtools.ops.maintenance import connect_bank
 
     return connect_bank(bank, rebuild=rebuild, limit=limit, dry_run=dry_run, chunk=chunk, actor=actor, progress=progress)

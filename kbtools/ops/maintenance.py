@@ -11,7 +11,7 @@ transactions.
 from __future__ import annotations
 
 import time
-from typing import Callable, Sequence
+from typing import Sequence
 
 import numpy as np
 import polars as pl
@@ -23,6 +23,7 @@ from kbtools.linker import explain as _explain
 from kbtools.store.bank import Bank, utcnow
 from kbtools.ops.link_context import linker_settings, linker_vectors, neighbour_index, term_stats
 from kbtools.ops.writes import edit_edges
+from kbtools.progress import Progress, progress_callback
 
 __all__ = [
     "linker_settings",
@@ -43,11 +44,12 @@ def _apply(bank: Bank, plan, *, actor: str, reason: str) -> dict:
 
 
 def connect_bank(bank: Bank, *, rebuild: bool = False, limit: int | None = None, dry_run: bool = False,
-                 chunk: int = 500, actor: str = "connect", progress: Callable | None = None) -> dict:
+                 chunk: int = 500, actor: str = "connect", progress: Progress = False) -> dict:
     """Link every entry the linker has not seen (or all with ``rebuild``), at most ``limit``, in
     created_at order; each chunk is one transaction that also sets its entries' ``linked_at``, so
     a killed run loses nothing and a rerun continues. Returns entries, links made, links dropped,
-    links per entry and duration."""
+    links per entry and duration. ``progress=True`` shows a ``tqdm.auto`` bar per chunk."""
+    progress = progress_callback(progress, "connect")
     started = time.perf_counter()
     settings = linker_settings(bank)
     entries = bank.entries

@@ -553,6 +553,13 @@ class Bank:
         self._claimed = []
         self._read_usage_logs()
 
+    def _repr_html_(self) -> str:
+        """A notebook's summary table: path, version, embedder, rows per table (the tables are read)."""
+        from kbtools.model.reprs import bank_summary_html
+
+        return bank_summary_html(str(self.path), self.version, {t: self.table(t).height for t in TABLES},
+                                 embedder=self.embedder_name)
+
     # -- vectors ----------------------------------------------------------------------------
 
     @property

@@ -13,6 +13,7 @@ import os
 import numpy as np
 import polars as pl
 
+from kbtools.model.reprs import Problems
 from kbtools.model.rules import Problem, problems_edges, problems_entries, problems_triples
 from kbtools.model.schema import SCHEMAS
 from pathlib import Path
@@ -69,15 +70,17 @@ def _vector_problems(bank: Bank, ids: pl.Series) -> list[Problem]:
     return out
 
 
-def check_bank(bank_or_path: Bank | str | os.PathLike) -> list[Problem]:
+def check_bank(bank_or_path: Bank | str | os.PathLike) -> Problems:
     """Every broken invariant of the bank at its newest version: segments present and readable
     with the right columns; entry ids, kinds, statuses and content; edge vocabulary, endpoints,
     self-loops, uniqueness and weights; triples; events naming actor and action; vectors.
 
-    Raises :class:`~kbtools.errors.NotABank` when the path is not a bank.
+    Returns a list of :class:`Problem` (:class:`~kbtools.model.reprs.Problems`, equal to ``[]`` when the
+    bank is sound; a notebook shows it as a table). Raises :class:`~kbtools.errors.NotABank` when the
+    path is not a bank.
     """
     root = bank_or_path.path if isinstance(bank_or_path, Bank) else Path(bank_or_path)
-    out = _segment_problems(root, read_manifest(root))
+    out = Problems(_segment_problems(root, read_manifest(root)))
     if out:
         return out
     bank = open_bank(root)

@@ -30,6 +30,7 @@ import polars as pl
 from plotly.subplots import make_subplots
 
 from kbtools.errors import ValidationError
+from kbtools.views.labels import place_labels, project
 from kbtools.views.theme import (BACKGROUND, FOREGROUND, MUTED, ROLE_STYLES, community_color, hover_text, kind_color,
                     short)
 
@@ -37,7 +38,6 @@ __all__ = ["graph_figure", "community_figure", "answer_roles", "COLOR_BY", "PART
 
 #: What the constellation view can colour entries by.
 COLOR_BY = ("community", "kind")
-_TEXT_POSITIONS = ("top center", "bottom center", "middle right", "middle left")
 #: Animation frames of the particles moving along lit links (few: each one redraws the 3D scene).
 PARTICLE_FRAMES = 8
 
@@ -95,7 +95,7 @@ def graph_figure(entries: pl.DataFrame, edges: pl.DataFrame, layout: pl.DataFram
     if roles is not None and roles.height:
         segments = _lit_segments(lit_links, roles, nodes)
         fig.add_trace(_line_trace(segments, "answer links", "#ffe08a", 6))
-        for trace in _role_traces(nodes, roles):
+        for trace in _role_traces(nodes, roles, eye=_eye(nodes, roles)):
             fig.add_trace(trace)
         if particles and segments.height:
             _add_particles(fig, segments)
@@ -272,19 +272,27 @@ def _lit_segments(lit_links: pl.DataFrame, roles: pl.DataFrame, nodes: pl.DataFr
     return both.with_columns(key.alias("_pair")).unique("_pair", keep="first", maintain_order=True).drop("_pair")
 
 
-def _role_traces(nodes: pl.DataFrame, roles: pl.DataFrame) -> list[go.Scatter3d]:
+def _result_labels(part: pl.DataFrame, nodes: pl.DataFrame, eye: dict) -> tuple[list[str], list[str]]:
+    """Label texts and places of the lit results: no two overlap on the opening view; past
+    :data:`LABEL_LIMIT`, or where no place is free, the label is left to the hover."""
+    texts = [f"{r}. {short(t or i, 28)}" for r, t, i in zip(part["rank"], part["title"], part["id"])]
+    xy = project(part.select("x", "y", "z").to_numpy(), eye, bounds=nodes.select("x", "y", "z").to_numpy())
+    places = place_labels(xy, [6.4 * len(t) for t in texts])
+    return ([t if p else "" for t, p in zip(texts, places)], [p or "top center" for p in places])
+
+
+def _role_traces(nodes: pl.DataFrame, roles: pl.DataFrame, *, eye: dict) -> list[go.Scatter3d]:
     lit = roles.join(nodes, on="id", how="inner", maintain_order="left")
     traces = []
     for role, style in ROLE_STYLES.items():
         part = lit.filter(pl.col("role") == role)
         if part.height == 0:
             continue
-        text = ([f"{r}. {short(t or i, 28)}" for r, t, i in zip(part["rank"], part["title"], part["id"])]
-                if role == "result" else None)
+        text, places = _result_labels(part, nodes, eye) if role == "result" else (None, None)
         traces.append(go.Scatter3d(
             x=part["x"].to_numpy(), y=part["y"].to_numpy(), z=part["z"].to_numpy(),
             mode="markers+text" if text else "markers", name=style["label"], text=text,
-            textposition=[_TEXT_POSITIONS[n % len(_TEXT_POSITIONS)] for n in range(part.height)], textfont={"color": FOREGROUND, "size": 11},
+            textposition=places, textfont={"color": FOREGROUND, "size": 11},
             customdata=part["id"].to_list(), hovertext=_hovers(part), hovertemplate="%{hovertext}<extra></extra>",
             marker={"size": style["size"], "color": style["color"], "symbol": style["symbol"], "opacity": 1.0,
                     "line": {"color": "#ffffff", "width": 1}}))

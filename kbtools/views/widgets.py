@@ -1,10 +1,19 @@
 """Thin JupyterLab widgets over the pure figure builders: explorer, graph, holes and communities views.
 
-Each view keeps its state in plain attributes (the controls, ``.figure`` as a ``go.Figure``, the
-current ``.answer``), so tests drive it by setting widget values and reading them back. A view
-displays itself in a notebook (``_repr_mimebundle_``), and ``.save_html(path)`` writes a standalone
-offline page. Plotly's ``FigureWidget`` (which needs the ``anywidget`` package) is used when it is
-installed and updated under ``batch_update()``; otherwise the figure is shown in an ``Output``.
+Each view **is** an ipywidgets container (a ``VBox``), so it displays on its own and composes with other
+widgets: ``widgets.VBox([kb.explorer(bank), kb.graph_view(bank)])``. Its state lives in plain
+attributes (the controls, ``.figure``, the current ``.answer``), so tests drive a view by setting
+widget values and reading them back.
+
+- ``view.figure`` is the figure on screen: a plotly ``FigureWidget`` (updated in place under
+  ``batch_update()``), so ``view.figure.update_layout(title="…")`` changes what the notebook shows.
+  Without the ``anywidget`` package it is a ``go.Figure`` drawn into an ``Output``: edit it, then
+  call ``view.redraw()``.
+- An error inside a callback (a bad query, a locked bank) shows inside the view, in the
+  ``KbError``'s own words (``view.error`` holds the exception); a call from code still raises.
+- The display bundle carries ``text/html`` too (the answer, the holes table, the communities), so a
+  saved notebook shows something on nbviewer and GitHub, where no kernel runs the widgets.
+- ``view.save_html(path)`` writes the figure as a standalone offline page.
 
 >>> import kbtools as kb  # doctest: +SKIP
 >>> kb.explorer(kb.open_bank("data/demo/engineering"))  # doctest: +SKIP
@@ -12,6 +21,7 @@ installed and updated under ``batch_update()``; otherwise the figure is shown in
 
 from __future__ import annotations
 
+import html
 import os
 from typing import Callable
 
@@ -20,6 +30,8 @@ import plotly.graph_objects as go
 import polars as pl
 from IPython.display import display
 
+from kbtools.errors import KbError
+from kbtools.model.answer_html import MUTED_TEXT, html_table, jp
 from kbtools.ops import analytics
 from kbtools.model.vocab import TRUSTED_SOURCES
 from kbtools.views.answer_html import answer_html, compare_html, entry_detail_html, holes_table_html
@@ -29,57 +41,140 @@ from kbtools.views.flows import holes_figure
 from kbtools.views.layout import bank_layout
 
 __all__ = ["explorer", "graph_view", "holes_view", "community_view", "Explorer", "GraphView", "HolesView",
-           "CommunityView", "HOLE_SORT_KEYS", "sort_holes"]
+           "CommunityView", "HOLE_SORT_KEYS", "sort_holes", "error_html"]
 
 #: Sort keys of the holes table (severity sorts high, medium, low).
 HOLE_SORT_KEYS = ("severity", "flow", "hole", "title")
 
+_HINT = ("<p style='color:{muted}'><small>kbtools {name}: interactive in a notebook with a running kernel "
+         "(JupyterLab, VS Code, Colab); this is its static copy. <code>view.save_html(path)</code> writes "
+         "the figure as an offline page.</small></p>")
 
-class _View:
-    """Common plumbing: ``.widget`` (what a notebook shows), ``.figure``, ``.save_html(path)``."""
 
-    widget: widgets.Widget
-    figure: go.Figure | None = None
+def error_html(error: BaseException) -> str:
+    """An error as a view shows it: a kbtools error in its own words (it names the value and the rule);
+    anything else with its type, as a bug to report.
+
+    >>> from kbtools.errors import ValidationError
+    >>> "a query is a non-empty string" in error_html(ValidationError("text", "", "a query is a non-empty string"))
+    True
+    """
+    if isinstance(error, KbError):
+        text = f"{type(error).__name__}: {error}"
+    else:
+        text = f"{type(error).__name__}: {error} (unexpected: a bug in kbtools or in your callback)"
+    return (f"<div class='kb-error' style='color:{jp('error-color1', '#d32f2f')};"
+            f"border-left:3px solid {jp('error-color1', '#d32f2f')};padding:2px 8px;margin:4px 0'>"
+            f"{html.escape(text)}</div>")
+
+
+class _View(widgets.VBox):
+    """Common plumbing: an error line on top, ``.figure`` (the one displayed), ``.save_html(path)``,
+    ``redraw()`` and the static ``text/html`` copy in the display bundle."""
+
+    _kind = "view"
+
+    def __init__(self, **kwargs):
+        super().__init__(**kwargs)
+        self.error: BaseException | None = None
+        self.error_html = widgets.HTML("", layout=widgets.Layout(display="none"))
+        self.box: _FigureBox | None = None
+
+    @property
+    def widget(self) -> widgets.Widget:
+        """The view itself (it is a widget; kept for code written when views wrapped one)."""
+        return self
+
+    @property
+    def figure(self):
+        """The figure on screen (a ``FigureWidget``; a ``go.Figure`` without anywidget: call ``redraw()``)."""
+        return None if self.box is None else self.box.figure
+
+    def redraw(self) -> None:
+        """Show ``view.figure`` again after editing it (needed only without a ``FigureWidget``)."""
+        if self.box is not None:
+            self.box.redraw()
+
+    def static_figure(self) -> go.Figure:
+        """The figure as a plain ``go.Figure`` (edits made to ``view.figure`` included)."""
+        return go.Figure(self.figure)
 
     def save_html(self, path: str | os.PathLike):
         """Write the current figure as a standalone offline HTML page; returns the path."""
-        return save_html(self.figure, path)
+        return save_html(self.static_figure(), path)
+
+    def static_html(self) -> str:
+        """What a page without a kernel shows (nbviewer, GitHub): plain HTML, no script."""
+        return _HINT.format(muted=MUTED_TEXT, name=self._kind)
 
     def _repr_mimebundle_(self, **kwargs):
-        return self.widget._repr_mimebundle_(**kwargs)
+        bundle = super()._repr_mimebundle_(**kwargs)
+        bundle["text/html"] = f"<div class='kb-static'>{self.static_html()}</div>"
+        return bundle
+
+    def __repr__(self) -> str:
+        return f"<kbtools {self._kind} of {getattr(self.bank, 'path', self.bank)}>"
+
+    def _compose(self, *children: widgets.Widget) -> None:
+        self.children = (self.error_html, *children)
+
+    def _run(self, fn: Callable, *args, reraise: bool = False):
+        """Run ``fn``; an error shows in the view (and is raised again when code, not a click, called)."""
+        try:
+            result = fn(*args)
+        except Exception as error:  # shown in the view: a callback's exception is otherwise invisible
+            self.error = error
+            self.error_html.value = error_html(error)
+            self.error_html.layout.display = None
+            if reraise:
+                raise
+            return None
+        self.error = None
+        self.error_html.value = ""
+        self.error_html.layout.display = "none"
+        return result
+
+    def _on(self, fn: Callable) -> Callable:
+        """A callback for ``observe``/``on_click`` that shows its errors in the view."""
+        return lambda *_: self._run(fn)
 
 
 class _FigureBox:
-    """A FigureWidget when anywidget is installed, else an Output that re-displays the figure."""
+    """One figure object for the life of a view: a FigureWidget updated in place when anywidget is
+    installed, else a ``go.Figure`` re-displayed in an Output."""
 
     def __init__(self, figure: go.Figure):
         try:
-            self.figure_widget = go.FigureWidget(data=figure.data, layout=figure.layout)
-            self.widget = self.figure_widget
+            self.figure = go.FigureWidget(data=figure.data, layout=figure.layout)
+            self.widget = self.figure
+            self.live = True
         except ImportError:
-            self.figure_widget = None
+            self.figure = go.Figure(figure)
             self.widget = widgets.Output()
-            self._display(figure)
+            self.live = False
+            self.redraw()
 
     def show(self, figure: go.Figure) -> None:
-        if self.figure_widget is None:
-            self._display(figure)
-            return
-        fw = self.figure_widget
-        with fw.batch_update():
-            same = len(fw.data) == len(figure.data) and all(a.type == b.type for a, b in zip(fw.data, figure.data))
+        """Put ``figure``'s traces and layout into the displayed figure (the same object stays)."""
+        fig = self.figure
+        with fig.batch_update():
+            same = len(fig.data) == len(figure.data) and all(a.type == b.type for a, b in zip(fig.data, figure.data))
             if same:
-                for old, new in zip(fw.data, figure.data):
+                for old, new in zip(fig.data, figure.data):
                     old.update(new.to_plotly_json(), overwrite=True)
             else:
-                fw.data = []
-                fw.add_traces(list(figure.data))
-            fw.layout = figure.layout
+                fig.data = []
+                fig.add_traces(list(figure.data))
+            fig.layout = figure.layout
+        if not self.live:
+            self.redraw()
 
-    def _display(self, figure: go.Figure) -> None:
+    def redraw(self) -> None:
+        if self.live:
+            return
         self.widget.clear_output(wait=True)
         with self.widget:
-            display(figure)
+            display(self.figure)
 
 
 # -- explorer ------------------------------------------------------------------------------------
@@ -89,15 +184,20 @@ class Explorer(_View):
 
     Controls: ``query_box``, ``ask_button``, ``fold_toggle``, ``k_slider``, ``lexical_toggle``,
     ``compare_toggle`` (flat beside folded), ``result_select``. Output: ``output_html`` (the answer),
-    ``detail_html`` (the selected entry's edges and events). State: ``answer`` (and ``flat_answer``
-    in compare mode).
+    ``detail_html`` (the selected entry's edges and events), ``error_html`` (a failed query, in the
+    KbError's words). State: ``answer`` (and ``flat_answer`` in compare mode), ``error``. The explorer
+    has no figure of its own: ``explorer.graph()`` is the 3D view with the current answer lit.
     """
 
+    _kind = "explorer"
+
     def __init__(self, bank, *, query_fn: Callable | None = None, k: int = 8):
+        super().__init__()
         self.bank = bank
         self.query_fn = query_fn or _default_query(bank)
         self.answer = None
         self.flat_answer = None
+        self._asking = False
         self.query_box = widgets.Text(placeholder="Ask the bank…", description="query", continuous_update=False,
                                       layout=widgets.Layout(width="60%"))
         self.ask_button = widgets.Button(description="Ask", button_style="primary", icon="search")
@@ -108,32 +208,40 @@ class Explorer(_View):
         self.output_html = widgets.HTML("<i>Type a question and press Enter.</i>")
         self.result_select = widgets.Dropdown(options=[], description="entry", layout=widgets.Layout(width="70%"))
         self.detail_html = widgets.HTML()
-        self.query_box.observe(lambda change: self.ask(), names="value")
-        self.ask_button.on_click(lambda _: self.ask())
+        self.query_box.observe(lambda change: None if self._asking else self._run(self._ask), names="value")
+        self.ask_button.on_click(self._on(self._ask))
         for control in (self.fold_toggle, self.k_slider, self.lexical_toggle, self.compare_toggle):
-            control.observe(lambda change: self.ask() if self.query_box.value.strip() else None, names="value")
-        self.result_select.observe(lambda change: self.show_entry(change["new"]), names="value")
+            control.observe(self._on(lambda: self._ask() if self.query_box.value.strip() else None), names="value")
+        self.result_select.observe(lambda change: self._run(self.show_entry, change["new"]), names="value")
         controls = widgets.HBox([self.fold_toggle, self.k_slider, self.lexical_toggle, self.compare_toggle])
-        self.widget = widgets.VBox([widgets.HBox([self.query_box, self.ask_button]), controls, self.output_html,
-                                    self.result_select, self.detail_html])
+        self._compose(widgets.HBox([self.query_box, self.ask_button]), controls, self.output_html,
+                      self.result_select, self.detail_html)
 
     def ask(self, text: str | None = None):
-        """Run the query in the box (or ``text``, which is put in the box) with the current settings."""
+        """Run the query in the box (or ``text``, which is put in the box) with the current settings.
+        An error shows in the view and is raised."""
         if text is not None and text != self.query_box.value:
-            self.query_box.value = text  # the observer asks
-            return self.answer
+            self._asking = True
+            try:
+                self.query_box.value = text
+            finally:
+                self._asking = False
+        return self._run(self._ask, reraise=True)
+
+    def _ask(self):
         text = self.query_box.value.strip()
         if not text:
             return None
         options = {"k": self.k_slider.value, "lexical": self.lexical_toggle.value}
         if self.compare_toggle.value:
-            self.flat_answer = self.query_fn(text, fold=False, **options)
-            self.answer = self.query_fn(text, fold=True, **options)
-            self.output_html.value = compare_html(self.flat_answer, self.answer)
+            flat = self.query_fn(text, fold=False, **options)
+            folded = self.query_fn(text, fold=True, **options)
+            self.flat_answer, self.answer = flat, folded
+            self.output_html.value = compare_html(flat, folded)
         else:
-            self.flat_answer = None
-            self.answer = self.query_fn(text, fold=self.fold_toggle.value, **options)
-            self.output_html.value = answer_html(self.answer)
+            answer = self.query_fn(text, fold=self.fold_toggle.value, **options)
+            self.flat_answer, self.answer = None, answer
+            self.output_html.value = answer_html(answer)
         self._fill_select()
         return self.answer
 
@@ -149,8 +257,19 @@ class Explorer(_View):
         return GraphView(self.bank, answer=self.answer, **options)
 
     @property
-    def figure(self):  # the explorer has no figure of its own: its graph view's
-        return self.graph().figure
+    def figure(self):
+        """None: the explorer shows HTML; ``explorer.graph().figure`` is its answer in 3D."""
+        return None
+
+    def save_html(self, path: str | os.PathLike):
+        """The 3D view with the current answer lit, and the answer below it, as one offline page."""
+        view = self.graph()
+        return save_html(view.static_figure(), path, extra_html=answer_html(self.answer) if self.answer else None)
+
+    def static_html(self) -> str:
+        body = answer_html(self.answer) if self.answer is not None else "<p><i>No question asked yet.</i></p>"
+        return (f"<p><b>kbtools explorer</b> <code>{html.escape(str(self.bank.path))}</code></p>" + body
+                + super().static_html())
 
     def _fill_select(self) -> None:
         options = [("(pick an entry to see its links and events)", None)]
@@ -189,20 +308,25 @@ def _default_query(bank) -> Callable:
 # -- graph -----------------------------------------------------------------------------------------
 
 class GraphView(_View):
-    """The 3D constellation view: ``color_dropdown`` (community or kind), ``answer``, ``figure``."""
+    """The 3D constellation view: ``color_dropdown`` (community or kind), ``answer``, ``figure`` (the
+    displayed figure, without the particles: a FigureWidget cannot animate). ``build_figure()`` is the
+    full figure with the particle frames, which ``save_html`` writes; ``positions`` the cached layout.
+    """
+
+    _kind = "graph view"
 
     def __init__(self, bank, *, answer=None, color_by: str = "community", max_nodes: int = 10000, seed: int = 0):
+        super().__init__()
         self.bank = bank
         self.answer = answer
         self.max_nodes = max_nodes
         self.seed = seed
-        self.layout = bank_layout(bank, seed=seed)
+        self.positions = bank_layout(bank, seed=seed)
         self.communities = analytics.communities(bank)
         self.color_dropdown = widgets.Dropdown(options=list(COLOR_BY), value=color_by, description="colour by")
-        self.figure = self._build()
-        self.box = _FigureBox(_without_frames(self.figure))
-        self.color_dropdown.observe(lambda change: self.refresh(), names="value")
-        self.widget = widgets.VBox([self.color_dropdown, self.box.widget])
+        self.box = _FigureBox(_without_frames(self.build_figure()))
+        self.color_dropdown.observe(self._on(self.refresh), names="value")
+        self._compose(self.color_dropdown, self.box.widget)
 
     def set_answer(self, answer) -> None:
         """Light another answer (None: the whole bank, unlit)."""
@@ -211,8 +335,22 @@ class GraphView(_View):
 
     def refresh(self) -> None:
         """Rebuild the figure from the current settings and show it."""
-        self.figure = self._build()
-        self.box.show(_without_frames(self.figure))
+        self.box.show(_without_frames(self.build_figure()))
+
+    def static_figure(self) -> go.Figure:
+        """The displayed figure (edits included) with the particle frames and their play button."""
+        full = self.build_figure()
+        fig = go.Figure(self.figure)
+        fig.frames = full.frames
+        fig.layout.updatemenus = full.layout.updatemenus
+        return fig
+
+    def static_html(self) -> str:
+        lit = answer_html(self.answer) if self.answer is not None else ""
+        head = (f"<p><b>kbtools graph view</b> <code>{html.escape(str(self.bank.path))}</code>: "
+                f"{self.bank.entries.height:,} entries, {self.bank.edges.height:,} links, "
+                f"coloured by {html.escape(self.color_dropdown.value)}</p>")
+        return head + lit + super().static_html()
 
     def _edges(self) -> pl.DataFrame:
         """The links drawn: trusted ones (agent-declared, citations, structure), as in the seed's view;
@@ -227,8 +365,9 @@ class GraphView(_View):
         between = pl.col("src").is_in(sorted(lit)) & pl.col("dst").is_in(sorted(lit))
         return edges.filter(trusted | between)
 
-    def _build(self) -> go.Figure:
-        return graph_figure(self.bank.entries, self._edges(), self.layout, answer=self.answer,
+    def build_figure(self) -> go.Figure:
+        """The full figure for the current settings (a new ``go.Figure``, particle frames included)."""
+        return graph_figure(self.bank.entries, self._edges(), self.positions, answer=self.answer,
                             color_by=self.color_dropdown.value, communities=self.communities,
                             max_nodes=self.max_nodes, seed=self.seed)
 
@@ -259,22 +398,24 @@ class HolesView(_View):
     State: ``holes`` (the table's rows in display order), ``table_html``, ``figure``.
     """
 
+    _kind = "holes view"
+
     def __init__(self, bank, *, flow: str | None = None):
+        super().__init__()
         self.bank = bank
         self.all_holes = analytics.workflow_holes(bank)
         flows = sorted(analytics.process_flows(bank)["flow"].to_list())
         self.flow_dropdown = widgets.Dropdown(options=["all", *flows], value=flow or "all", description="flow")
         self.sort_dropdown = widgets.Dropdown(options=list(HOLE_SORT_KEYS), value="severity", description="sort by")
         self.table_html = widgets.HTML()
-        self.figure = self._build_figure()
-        self.box = _FigureBox(self.figure)
+        self.box = _FigureBox(self.build_figure())
         self._fill_table()
-        self.flow_dropdown.observe(lambda change: self.refresh(), names="value")
-        self.sort_dropdown.observe(lambda change: self._fill_table(), names="value")
+        self.flow_dropdown.observe(self._on(self.refresh), names="value")
+        self.sort_dropdown.observe(self._on(self._fill_table), names="value")
         table = widgets.VBox([self.sort_dropdown, self.table_html],
                              layout=widgets.Layout(width="40%", max_height="900px", overflow="auto"))
         diagram = widgets.Box([self.box.widget], layout=widgets.Layout(width="60%"))
-        self.widget = widgets.VBox([self.flow_dropdown, widgets.HBox([diagram, table])])
+        self._compose(self.flow_dropdown, widgets.HBox([diagram, table]))
 
     @property
     def flow(self) -> str | None:
@@ -282,15 +423,20 @@ class HolesView(_View):
 
     def refresh(self) -> None:
         """Redraw the diagram and the table for the chosen flow."""
-        self.figure = self._build_figure()
-        self.box.show(self.figure)
+        self.box.show(self.build_figure())
         self._fill_table()
 
     def save_html(self, path: str | os.PathLike):
         """The diagram and the holes table as one standalone offline HTML page."""
-        return save_html(self.figure, path, extra_html=holes_table_html(self.holes))
+        return save_html(self.static_figure(), path, extra_html=holes_table_html(self.holes))
 
-    def _build_figure(self) -> go.Figure:
+    def static_html(self) -> str:
+        head = (f"<p><b>kbtools holes view</b> <code>{html.escape(str(self.bank.path))}</code>, flow "
+                f"{html.escape(self.flow_dropdown.value)}</p>")
+        return head + holes_table_html(self.holes) + super().static_html()
+
+    def build_figure(self) -> go.Figure:
+        """The diagram for the chosen flow (a new ``go.Figure``)."""
         return holes_figure(self.bank.entries, self.bank.edges, self.all_holes, flow=self.flow)
 
     def _fill_table(self) -> None:
@@ -327,22 +473,33 @@ def holes_view(bank, *, flow: str | None = None) -> HolesView:
 class CommunityView(_View):
     """Community sizes with labels and the hubs; ``top_slider`` picks how many communities show."""
 
+    _kind = "community view"
+
     def __init__(self, bank, *, top: int = 20):
+        super().__init__()
         self.bank = bank
         self.communities = analytics.communities(bank)
         self.centrality = analytics.centrality(bank)
         self.top_slider = widgets.IntSlider(value=top, min=5, max=60, step=5, description="top")
-        self.figure = self._build()
-        self.box = _FigureBox(self.figure)
-        self.top_slider.observe(lambda change: self.refresh(), names="value")
-        self.widget = widgets.VBox([self.top_slider, self.box.widget])
+        self.box = _FigureBox(self.build_figure())
+        self.top_slider.observe(self._on(self.refresh), names="value")
+        self._compose(self.top_slider, self.box.widget)
 
     def refresh(self) -> None:
         """Redraw with the current number of communities."""
-        self.figure = self._build()
-        self.box.show(self.figure)
+        self.box.show(self.build_figure())
 
-    def _build(self) -> go.Figure:
+    def static_html(self) -> str:
+        sizes = (self.communities.filter(pl.col("community") >= 0).group_by("community")
+                 .agg(pl.len().alias("size"), pl.col("label").first())
+                 .sort(["size", "community"], descending=[True, False]).head(self.top_slider.value))
+        table = html_table(["community", "entries", "label"], sizes.select("community", "size", "label").rows(),
+                           caption=f"the {sizes.height} largest communities")
+        return (f"<p><b>kbtools community view</b> <code>{html.escape(str(self.bank.path))}</code></p>" + table
+                + super().static_html())
+
+    def build_figure(self) -> go.Figure:
+        """The community figure for the current slider (a new ``go.Figure``)."""
         return community_figure(self.communities, self.centrality, entries=self.bank.entries, top=self.top_slider.value)
 
 
