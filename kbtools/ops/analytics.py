@@ -4,7 +4,7 @@ graph views per bank version.
 
 >>> import kbtools as kb  # doctest: +SKIP
 >>> kb.workflow_holes(kb.open_bank("data/demo/business")).height  # doctest: +SKIP
-16
+18
 """
 
 from __future__ import annotations
