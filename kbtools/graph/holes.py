@@ -147,9 +147,9 @@ def _step_holes(flows: ProcessGraph) -> list[dict]:
             else:
                 why = (f"{_noun(flows, sid)} {t} in flow '{f}' has no next step (no outgoing precedes) and is "
                        f"not declared an end step: work stops there.")
-            rows.append(_row(flows, sid, "dead_end", why,
-                             f"what happens after {t}? If the flow really ends there, mark it as an end step.",
-                             flows.role_for(sid, f)))
+            question = (f"what happens after {t} when it finishes normally? Only the exception path leads on."
+                        if exits else f"what happens after {t}? If the flow really ends there, mark it as an end step.")
+            rows.append(_row(flows, sid, "dead_end", why, question, flows.role_for(sid, f)))
         if kind == "decision" and not join and out_all.get(sid, 0) < 2:
             rows.append(_one_branch(flows, sid))
     return rows
