@@ -14,6 +14,7 @@ _os.environ.setdefault("ORT_DISABLE_TELEMETRY", "1")
 from kbtools.store.check import check_bank
 from kbtools.errors import (
     BankExists,
+    BpmnError,
     BankLocked,
     EdgeNotFound,
     EdgeRuleError,
@@ -48,6 +49,7 @@ from kbtools.ops.interchange import export_bank, import_files, import_frames
 from kbtools.retrieval.pipeline import QUERY_DEFAULTS, query
 from kbtools.retrieval.search import embed_bank, ranked_pool
 from kbtools.ops.bank_stats import bank_stats
+from kbtools.ops.bpmn import export_bpmn_holes, ingest_bpmn
 from kbtools.evaluate import (
     GoldJudge,
     HopLabReport,
@@ -147,6 +149,8 @@ __all__ = [
     "communities",
     "centrality",
     "workflow_holes",
+    "ingest_bpmn",
+    "export_bpmn_holes",
     "process_flows",
     "run_hoplab",
     "run_replay",
@@ -172,6 +176,7 @@ __all__ = [
     "holes_view",
     "community_view",
     "KbError",
+    "BpmnError",
     "NotABank",
     "BankExists",
     "BankLocked",

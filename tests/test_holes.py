@@ -222,3 +222,56 @@ def test_holes_follow_their_definitions_and_ignore_row_order(prec, art, owned, d
     assert len(set(lost["id"])) == lost.height  # each first unreachable step is listed once
     firsts = {i for i in set(steps) - reached if not (preds[i] - reached)}
     assert firsts <= set(lost["id"])  # every unreachable step that no unreachable step leads to has its row
+
+
+# --------------------------------------------------------------------------- inferred flows (issue 12, section 3)
+
+
+def _strip_flows(entries: pl.DataFrame) -> pl.DataFrame:
+    """The same entries with every "flow" declaration removed from their metadata."""
+    def strip(text):
+        meta = json.loads(text)
+        meta.pop("flow", None)
+        return json.dumps(meta)
+    return entries.with_columns(pl.col("metadata").map_elements(strip, return_dtype=pl.String))
+
+
+def test_edges_alone_give_the_same_holes_as_declarations():
+    demo = pytest.importorskip("kbtools.demo")
+    made = demo.business_bank()
+    declared = workflow_holes(made.entries, made.edges)
+    inferred = workflow_holes(_strip_flows(made.entries), made.edges)
+    assert set(inferred.select("id", "hole").iter_rows()) == set(declared.select("id", "hole").iter_rows())
+    assert not inferred["declared"].any() and declared["declared"].all()
+    flows = process_flows(_strip_flows(made.entries), made.edges)
+    assert flows.height == 8 and not flows["declared"].any()
+    # an inferred flow is named after its start step
+    assert "Receive customer purchase order" in flows["flow"].to_list()
+    assert flows.filter(pl.col("flow") == "Receive customer purchase order")["artifacts"][0] == 6
+
+
+def test_undeclared_steps_are_never_silent_and_declarations_keep_priority():
+    entries = {"a": ("step", "Take call", {}), "b": ("decision", "Known caller?", {}),
+               "c": ("step", "Log call", {}), "x": ("artifact", "Call log", {}),
+               "d": ("step", "Open ticket", {"flow": "support", "start": True}),
+               "e": ("step", "Close ticket", {"flow": "support", "end": True}),
+               "k": ("decision", "Use Postgres", {}),  # an architecture decision: no process edge, no flow
+               "r": ("role", "Agent", {})}
+    edges = [("a", "precedes", "b", None), ("b", "precedes", "c", "yes"), ("c", "produces", "x", None),
+             ("c", "precedes", "d", None), ("d", "precedes", "e", None),
+             *[(s, "owned_by", "r", None) for s in "abcde"]]
+    holes = workflow_holes(*_frames(entries, edges))
+    assert holes.select("id", "flow", "hole", "declared").rows() == [
+        ("b", "Take call", "one_branch", False), ("x", "Take call", "unused_output", False)]
+    flows = process_flows(*_frames(entries, edges))
+    assert flows.select("flow", "declared", "steps", "artifacts").rows() == [
+        ("Take call", False, 3, 1), ("support", True, 2, 0)]
+    assert "k" not in set(holes["id"])  # a decision with no precedes is not a process step
+
+
+def test_inferred_flow_names_do_not_clash_with_declared_ones():
+    entries = {"a": ("step", "Pack", {}), "b": ("step", "Ship", {"end": True}),
+               "c": ("step", "Pack", {"flow": "Pack", "start": True, "end": True})}
+    edges = [("a", "precedes", "b", None)]
+    flows = process_flows(*_frames(entries, edges))
+    assert flows.select("flow", "declared").rows() == [("Pack", True), ("Pack (a)", False)]
