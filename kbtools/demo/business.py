@@ -22,7 +22,7 @@ def business_bank(*, seed: int = 7) -> DemoBank:
 
     >>> bank = business_bank(seed=1)
     >>> sorted({h["hole"] for h in bank.truth["holes"]})[:3]
-    ['closed_loop', 'dead_end', 'no_owner']
+    ['closed_loop', 'dead_end', 'deadlock']
     """
     rng = np.random.default_rng(seed)
     role_flows: dict[str, list[str]] = {}

@@ -17,7 +17,7 @@ such as a BPMN boundary event: the edge into it is not its predecessor's normal 
 >>> entries = pl.DataFrame({"id": ["a", "b"], "kind": ["step", "step"], "title": ["Pick", "Pack"],
 ...                         "metadata": ["{}", "{}"]})
 >>> edges = pl.DataFrame({"src": ["a"], "dst": ["b"], "type": ["precedes"], "source": ["author"]})
->>> flow_nodes(entries, edges).select("id", "flow", "declared").rows()
+>>> flow_nodes(entries, edges).select("id", "flow", "declared").sort("id").rows()
 [('a', 'Pick', False), ('b', 'Pick', False)]
 """
 

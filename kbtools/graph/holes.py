@@ -364,7 +364,7 @@ def process_flows(entries: pl.DataFrame, edges: pl.DataFrame) -> pl.DataFrame:
     ...                   "metadata": ['{"flow": "ship"}', '{"flow": "ship", "end": true}']})
     >>> ed = pl.DataFrame({"src": ["a"], "dst": ["b"], "type": ["precedes"], "source": ["author"]})
     >>> process_flows(e, ed).select("flow", "declared", "start_steps", "end_steps", "holes").rows()
-    [('ship', True, ['Pick'], ['Pack'], 2)]
+    [('ship', True, ['Pick'], ['Pack'], 1)]
     """
     flows = ProcessGraph(entries, edges)
     if flows.steps.height + flows.artifacts.height == 0:
