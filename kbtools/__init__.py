@@ -14,6 +14,7 @@ _os.environ.setdefault("ORT_DISABLE_TELEMETRY", "1")
 from kbtools.store.check import check_bank
 from kbtools.errors import (
     BankExists,
+    BpmnError,
     BankLocked,
     EdgeNotFound,
     EdgeRuleError,
@@ -49,6 +50,7 @@ from kbtools.retrieval.pipeline import QUERY_DEFAULTS, query
 from kbtools.ops.embedding import embed_bank
 from kbtools.retrieval.search import ranked_pool
 from kbtools.evaluate.bank_stats import bank_stats
+from kbtools.ops.bpmn import export_bpmn_holes, ingest_bpmn
 from kbtools.evaluate import (
     GoldJudge,
     HopLabReport,
@@ -148,6 +150,8 @@ __all__ = [
     "communities",
     "centrality",
     "workflow_holes",
+    "ingest_bpmn",
+    "export_bpmn_holes",
     "process_flows",
     "run_hoplab",
     "run_replay",
@@ -173,6 +177,7 @@ __all__ = [
     "holes_view",
     "community_view",
     "KbError",
+    "BpmnError",
     "NotABank",
     "BankExists",
     "BankLocked",

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 __all__ = [
     "KbError",
+    "BpmnError",
     "NotABank",
     "BankExists",
     "BankLocked",
@@ -139,3 +140,16 @@ class NotEmbedded(KbError):
     def __init__(self, path, missing: int, total: int):
         super().__init__(f"{path}: {missing} of {total} entries have no vectors; embed them first with "
                          f"`kb embed {path}` or kb.embed_bank(bank) (reads never embed or write)")
+
+
+class BpmnError(KbError, ValueError):
+    """A BPMN file that cannot be read as a process model; names the file, the element id and the rule.
+
+    >>> str(BpmnError("order.bpmn", "Flow_1", "sourceRef 'Task_9' is not a flow node of process 'P'"))
+    "order.bpmn: element 'Flow_1': sourceRef 'Task_9' is not a flow node of process 'P'"
+    """
+
+    def __init__(self, file: str, element: str | None, rule: str):
+        self.file, self.element, self.rule = file, element, rule
+        where = f"element {element!r}: " if element else ""
+        super().__init__(f"{file}: {where}{rule}")

@@ -178,4 +178,24 @@ def test_a_saved_notebook_with_views_renders_its_static_copy(browser, demo_dir, 
     page.wait_for_timeout(300)
     assert not errors, errors
     assert all(url.startswith(("file:", "data:")) for url in fetched), fetched  # nothing from the network
+
+
+def test_ingested_bpmn_holes_render_in_chromium(browser, tmp_path):
+    """bpmn-js (the modeler that reads the coloured export) is not available offline, so the browser
+    opens the holes view of the ingested BPMN process instead, and the export is checked as XML."""
+    bank = kb.create_bank(tmp_path / "bpmn")
+    data = Path(__file__).resolve().parent / "data" / "bpmn"
+    kb.ingest_bpmn(bank, data / "order_to_cash.bpmn")
+    exported = kb.export_bpmn_holes(bank, tmp_path / "order_to_cash.holes.bpmn")[0]
+    assert exported.read_text().count('bioc:stroke="#c62828"') == 2
+    html = holes_view(bank, flow="Order to cash").save_html(tmp_path / "bpmn-holes.html")
+    page, errors = _open(browser, html, height=900)
+    assert page.locator("text=question to ask").count() == 1
+    assert page.locator(".main-svg .textpoint", has_text="×").count() >= 3  # exclusive gateways marked
+    assert page.locator("text=Hand over to collections").count() >= 1
+    shot = DOCS_IMG / "bpmn_holes_view.png"
+    shot.parent.mkdir(parents=True, exist_ok=True)
+    page.locator(".plotly-graph-div").screenshot(path=str(shot))
+    assert not errors, errors
+    assert 0 < shot.stat().st_size < MAX_PNG_BYTES
     page.close()

@@ -272,7 +272,8 @@ def test_smaller_engineering_bank(tmp_path):
 
 
 def walk_holes(entries: pl.DataFrame, edges: pl.DataFrame) -> set[tuple[str, str, str]]:
-    """An independent walk of BUSINESS.md's hole rules: {(id, flow, hole)}."""
+    """An independent walk of BUSINESS.md's hole rules: {(id, flow, hole)} (grouped kinds: the first
+    unreachable step only, one no_owner row per flow that nobody owns, first step that runs twice)."""
     rows = {r["id"]: r for r in entries.iter_rows(named=True)}
     meta = {i: json.loads(r["metadata"]) for i, r in rows.items()}
     owned = set(edges.filter(pl.col("type") == "owned_by")["src"])
@@ -292,14 +293,18 @@ def walk_holes(entries: pl.DataFrame, edges: pl.DataFrame) -> set[tuple[str, str
         reached = set(starts).union(*(nx.descendants(graph, s) for s in starts)) if starts else set()
         for i in steps:
             out = graph.out_degree(i)
-            if rows[i]["kind"] == "decision" and out < 2:
+            normal = [d for d in graph.successors(i) if not meta[d].get("exception")]
+            join = rows[i]["kind"] == "decision" and graph.in_degree(i) >= 2 and out <= 1
+            if rows[i]["kind"] == "decision" and not join and out < 2:
                 holes.add((i, flow, "one_branch"))
-            elif out == 0 and not meta[i].get("end"):
+            elif not normal and not meta[i].get("end") and (rows[i]["kind"] == "step" or join):
                 holes.add((i, flow, "dead_end"))
-            if i not in owned:
+            if i not in owned and owned & set(steps):
                 holes.add((i, flow, "no_owner"))
-            if i not in reached:
-                holes.add((i, flow, "unreachable"))
+        lost = graph.subgraph(set(steps) - reached)
+        for comp in nx.strongly_connected_components(lost):
+            if not any(p not in comp for n in comp for p in lost.predecessors(n)):
+                holes.add((min(comp, key=lambda n: rows[n]["title"]), flow, "unreachable"))
         flow_edges = edges.filter(pl.col("src").is_in(steps) & pl.col("dst").is_in(arts))
         produced = set(flow_edges.filter(pl.col("type") == "produces")["dst"])
         required = set(flow_edges.filter(pl.col("type") == "requires")["dst"])
@@ -310,7 +315,32 @@ def walk_holes(entries: pl.DataFrame, edges: pl.DataFrame) -> set[tuple[str, str
             if len(comp) > 1 and not leaves and not any(meta[n].get("end") for n in comp):
                 first = min(comp, key=lambda n: rows[n]["title"])
                 holes.add((first, flow, "closed_loop"))
+        holes |= {(i, flow, h) for i, h in _parallel_holes(graph, meta)}
     return holes
+
+
+def _parallel_holes(graph: nx.DiGraph, meta: dict) -> set[tuple[str, str]]:
+    """runs_twice and deadlock by brute force over the gateway declarations."""
+    gate = {n: meta[n].get("gateway") for n in graph}
+    joins = {n for n in graph if gate[n] == "parallel" and graph.in_degree(n) >= 2}
+    found = set()
+    for split in (n for n in graph if gate[n] == "parallel" and graph.out_degree(n) >= 2):
+        cut = graph.copy()
+        cut.remove_edges_from([(j, d) for j in joins for d in graph.successors(j)])
+        cut.remove_node(split)
+        seen = [({b} | nx.descendants(cut, b)) - joins for b in graph.successors(split)]
+        twice = {n for n in graph if sum(n in s for s in seen) >= 2}
+        found |= {(n, "runs_twice") for n in twice if not any(p in twice for p in graph.predecessors(n))}
+    for join in joins:
+        for split in (n for n in graph if gate[n] in (None, "exclusive") and graph.out_degree(n) >= 2):
+            cut = graph.copy()
+            cut.remove_edges_from([(join, d) for d in graph.successors(join)])
+            cut.remove_node(split)
+            arrive = [set(graph.predecessors(join)) & ({b} | nx.descendants(cut, b)) for b in graph.successors(split)]
+            union = set().union(*arrive)
+            if len(union) >= 2 and any(a and a < union for a in arrive):
+                found.add((join, "deadlock"))
+    return found
 
 
 def test_business_holes_are_exactly_the_planted_ones(biz):
@@ -320,6 +350,7 @@ def test_business_holes_are_exactly_the_planted_ones(biz):
     for hole in ("dead_end", "one_branch", "unproduced_input", "unused_output", "no_owner", "unreachable",
                  "closed_loop"):
         assert kinds.count(hole) >= 2, hole
+    assert {"runs_twice", "deadlock"} <= set(kinds)  # every hole kind is shown on the business bank
 
 
 def test_business_flows_follow_the_conventions(biz):
@@ -338,9 +369,10 @@ def test_business_flows_follow_the_conventions(biz):
             assert kind[src] in ("step", "decision") and kind[dst] == "artifact"
         elif type_ == "owned_by":
             assert kind[dst] == "role"
-    branches = g.filter((pl.col("type") == "precedes") & pl.col("src").is_in(
-        [i for i, k in kind.items() if k == "decision"]))
-    assert branches["note"].is_not_null().all()
+    choices = [i for i, k in kind.items() if k == "decision" and meta[i].get("gateway") in (None, "exclusive")]
+    branches = g.filter((pl.col("type") == "precedes") & pl.col("src").is_in(choices))
+    branches = branches.filter(pl.col("src").is_in(branches.group_by("src").len().filter(pl.col("len") >= 2)["src"].implode()))
+    assert branches["note"].is_not_null().all()  # a choice labels its branches (a parallel split or a join need not)
     process = g.filter(pl.col("type").is_in(["precedes", "produces", "requires", "owned_by"]))
     assert set(process["source"]) <= {"author", "import"}
     policies = e.filter(pl.col("kind") == "knowledge")["id"]

@@ -31,7 +31,7 @@ EXPECTED = {
                       "application/vnd.jupyter.widget-view+json"],
     "02_graph_explorer.ipynb": ["backfill wrote", "communities;", "How these entries connect", "trusted edges",
                                 "application/vnd.jupyter.widget-view+json"],
-    "03_workflow_holes.ipynb": ["Ask the AR clerk", "workflow-holes.html", "opens offline", "holes: 16 before, 15 after"],
+    "03_workflow_holes.ipynb": ["Ask the AR clerk", "workflow-holes.html", "opens offline", "holes: 18 before, 17 after"],
     "04_evaluation.ipynb": ["simulated reader agent, not a model", "Leak check", "relevant flat entries lost",
                             "application/vnd.plotly.v1+json"],
     "05_maintenance.ipynb": ["a second run writes 0", "would be pruned", "'reinforced': 1", "'links': 1",

@@ -291,6 +291,30 @@ def test_holes_figure_marks_every_hole(biz):
         holes_figure(biz.entries, biz.edges, holes, flow="nope")
 
 
+def test_holes_figure_draws_an_ingested_bpmn_flow_with_gateway_marks(tmp_path):
+    from kbtools.views.flows import GATEWAY_MARKS
+
+    bank = kb.create_bank(tmp_path / "bpmn")
+    kb.ingest_bpmn(bank, "tests/data/bpmn/order_to_cash.bpmn")
+    holes = kb.workflow_holes(bank)
+    fig = holes_figure(bank.entries, bank.edges, holes, flow="Order to cash")
+    marks = next(t for t in fig.data if t.name == "Order to cash: gateway marks")
+    assert set(zip(marks.customdata, marks.text)) == {("exclusive", "×"), ("event_based", GATEWAY_MARKS["event_based"])}
+    sub = holes_figure(bank.entries, bank.edges, holes, flow="Order to cash / Ship order")
+    assert list(next(t for t in sub.data if t.name.endswith("gateway marks")).text) == ["+", "+"]
+    ringed = next(t for t in fig.data if t.name == "Order to cash: holes")
+    assert sorted(ringed.customdata) == sorted(holes["id"].to_list())
+    hover = " ".join(next(t for t in fig.data if t.name == "Order to cash: decisions").hovertext)
+    assert "(exclusive gateway)" in hover
+
+
+def test_holes_figure_draws_inferred_flows(biz):
+    bare = biz.entries.with_columns(pl.col("metadata").str.replace(r'"flow": "[^"]*",? ?', ""))
+    fig = holes_figure(bare, biz.edges, kb.workflow_holes(biz))
+    names = {t.name.split(":")[0] for t in fig.data}
+    assert "Receive customer purchase order" in names and "order-to-cash" not in names
+
+
 def test_flow_positions_left_to_right(biz):
     pos = flow_positions(biz.entries, biz.edges)
     steps = pos.filter(pl.col("kind").is_in(["step", "decision"]))

@@ -89,13 +89,28 @@ register_args("hubs", lambda p: (
 
 @command("holes", "holes in the bank's process flows, each with the question to ask its owner")
 def _holes(args):
-    """Walk precedes / produces / requires / owned_by and list every hole: dead ends, one-branch
-    decisions, unproduced inputs, unused outputs, steps with no owner, unreachable steps, loops
-    with no exit. Declarations (metadata start/end/output/input) are honoured."""
+    """Walk precedes / produces / requires / owned_by and list every hole: dead ends (also a step
+    whose only way out is an exception path), one-branch splits (joins never are), closed loops,
+    deadlocks (a parallel join waiting for a path an exclusive split skips), steps that run twice
+    after a parallel split, unproduced inputs, unused outputs, unreachable steps (one row for the
+    first, with what it cuts off), steps or whole flows with no owner. Declared flows (metadata
+    "flow") and flows inferred from precedes edges alone are both walked. --format bpmn writes each
+    ingested BPMN diagram back with its holes coloured (bpmn.io colours) to --out."""
     from kbtools.ops.analytics import process_flows, workflow_holes
     from kbtools.store.bank import open_bank
 
     bank = open_bank(args.path)
+    if args.format == "bpmn":
+        from kbtools.errors import KbError
+        from kbtools.ops.bpmn import export_bpmn_holes
+
+        if not args.out:
+            raise KbError("--format bpmn needs --out FILE (or a folder when the bank holds several diagrams)")
+        holes = workflow_holes(bank)
+        written = export_bpmn_holes(bank, args.out, source=args.source)
+        text = "\n".join([f"{holes.height} hole(s) in {holes['flow'].n_unique()} flow(s) of {args.path}; coloured in:",
+                          *[f"  {p}" for p in written]])
+        return {"holes": holes.height, "written": [str(p) for p in written]}, text
     if args.flows:
         return _frame_out(process_flows(bank), args)
     holes = workflow_holes(bank)
@@ -107,7 +122,8 @@ def _holes(args):
         ordered = holes.with_columns(pl.col("severity").replace_strict(rank, default=3).alias("_r")).sort("_r", "flow", "title")
         blocks = [f"{holes.height} hole(s) in {holes['flow'].n_unique()} flow(s) of {args.path}"]
         for r in ordered.iter_rows(named=True):
-            blocks.append(f"\n[{r['severity']}] {r['hole']} · {r['flow']} · {r['title']} ({r['id']})\n"
+            origin = "" if r["declared"] else " (inferred flow)"
+            blocks.append(f"\n[{r['severity']}] {r['hole']} · {r['flow']}{origin} · {r['title']} ({r['id']})\n"
                           f"  {r['explanation']}\n  {r['question']}")
         text = "\n".join(blocks)
     return payload, text
@@ -116,4 +132,8 @@ def _holes(args):
 register_args("holes", lambda p: (
     p.add_argument("path"), p.add_argument("--flows", action="store_true", help="one row per flow instead"),
     p.add_argument("--csv", action="store_true"),
+    p.add_argument("--format", choices=("text", "bpmn"), default="text",
+                   help="bpmn: write the ingested BPMN diagrams back with their holes coloured (needs --out)"),
+    p.add_argument("--out", help="with --format bpmn: the .bpmn file to write (a folder when the bank holds several diagrams)"),
+    p.add_argument("--source", help="with --format bpmn: the .bpmn file or folder, when it moved since the ingest"),
 ))

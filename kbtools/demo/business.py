@@ -14,7 +14,7 @@ __all__ = ["business_bank"]
 
 
 def business_bank(*, seed: int = 7) -> DemoBank:
-    """Seven business process flows with planted holes, roles, artifacts and linked policies.
+    """Eight business process flows with planted holes, roles, artifacts and linked policies.
 
     The flows follow the process-flow conventions (``step``/``decision``/``artifact``/``role``
     kinds, ``precedes``/``produces``/``requires``/``owned_by`` edges, start/end/input/output
@@ -22,7 +22,7 @@ def business_bank(*, seed: int = 7) -> DemoBank:
 
     >>> bank = business_bank(seed=1)
     >>> sorted({h["hole"] for h in bank.truth["holes"]})[:3]
-    ['closed_loop', 'dead_end', 'no_owner']
+    ['closed_loop', 'dead_end', 'deadlock']
     """
     rng = np.random.default_rng(seed)
     role_flows: dict[str, list[str]] = {}
@@ -68,6 +68,13 @@ def _query_topic(refs) -> str:
     return flows[0] if flows else "policies"
 
 
+def _flag(flag: str) -> tuple[str, object]:
+    """A step flag as a metadata item: ``"end"`` is ``("end", True)``, ``"gateway=parallel"`` is
+    ``("gateway", "parallel")``."""
+    key, _, value = flag.partition("=")
+    return key, value or True
+
+
 def _flow_rows(rows: _Rows, flow: str, spec: dict, roles: dict, importer: dict) -> dict[tuple[str, str], str]:
     """One flow's step, decision and artifact entries and its process edges."""
     ids: dict[tuple[str, str], str] = {}
@@ -76,7 +83,7 @@ def _flow_rows(rows: _Rows, flow: str, spec: dict, roles: dict, importer: dict) 
         if label is not None:
             labels.setdefault(src, []).append(label)
     for key, kind, title, summary, role, flags in spec["steps"]:
-        meta = {"flow": flow, **{flag: True for flag in sorted(flags)}}
+        meta = {"flow": flow, **dict(_flag(f) for f in sorted(flags))}
         owner = f" Owned by the {role}." if role else ""
         branches = f" Branches: {', '.join(labels.get(key, []))}." if kind == "decision" else ""
         ids[(flow, key)] = rows.entry(kind=kind, title=title, summary=summary,

@@ -1,4 +1,4 @@
-"""Specifications of the business bank: seven process flows, their policies and queries.
+"""Specifications of the business bank: eight process flows, their policies and queries.
 
 Pure data, read by :func:`kbtools.demo.business.business_bank`. Each flow lists the holes
 planted in it; everything else in a flow is complete.
@@ -169,7 +169,7 @@ _FLOWS: dict[str, dict] = {
                    ("oplan", "Onboarding plan", "Goals and timeline agreed at kickoff.", set())],
         produces=[("c1", "contract"), ("c2", "oplan")],
         requires=[("c2", "contract"), ("c3", "oplan")],
-        holes=[("c4", "no_owner"), ("c7", "closed_loop"), ("c10", "unreachable"), ("c11", "unreachable")],
+        holes=[("c4", "no_owner"), ("c7", "closed_loop"), ("c10", "unreachable")],  # c10 cuts off c11: one row
     ),
     "expense-reimbursement": dict(  # complete: no holes; no declared start
         systems=["expense-app", "erp"],
@@ -189,6 +189,32 @@ _FLOWS: dict[str, dict] = {
         produces=[("e1", "claim"), ("e3", "appr"), ("e6", "pay")],
         requires=[("e2", "claim"), ("e6", "appr")],
         holes=[],
+    ),
+    "warehouse-fulfilment": dict(  # gateways declared: a parallel split, an exclusive split, a parallel join
+        systems=["wms", "carrier-portal"],
+        steps=[
+            ("w1", "step", "Receive pick list", "The warehouse lead takes the next pick list from the queue.", "Warehouse lead", {"start"}),
+            ("w2", "decision", "Start picking and labelling", "Picking and label printing start at the same time.", "Warehouse lead", {"gateway=parallel"}),
+            ("w3", "step", "Pick items", "The picker collects the ordered items from their bins.", "Picker", set()),
+            ("w4", "step", "Print shipping label", "The warehouse lead prints the carrier's shipping label.", "Warehouse lead", set()),
+            ("w6", "step", "Pack parcel", "The packer packs the picked items and sticks on the label.", "Packer", set()),
+            ("w7", "decision", "Express delivery?", "Express orders go by courier, the others with the daily carrier pickup.", "Warehouse lead", {"gateway=exclusive"}),
+            ("w8", "step", "Book courier", "The warehouse lead books a same-day courier.", "Warehouse lead", set()),
+            ("w9", "step", "Add to carrier pickup", "The parcel is added to the carrier's next pickup slot.", "Warehouse lead", set()),
+            ("w15", "step", "Pickup slot full", "Timer: the carrier confirms no slot within two hours.", "Warehouse lead", {"exception"}),
+            ("w16", "step", "Ask carrier for next slot", "The warehouse lead asks the carrier for the next free slot.", "Warehouse lead", set()),
+            ("w10", "decision", "Courier and pickup booked", "Waits until the parcel's transport is booked.", "Warehouse lead", {"gateway=parallel"}),
+            ("w11", "step", "Hand parcel to carrier", "The parcel leaves the dock with its transport.", "Packer", {"end"}),
+        ],
+        precedes=[("w1", "w2", None), ("w2", "w3", None), ("w2", "w4", None), ("w3", "w6", None), ("w4", "w6", None),
+                  ("w6", "w7", None), ("w7", "w8", "yes"), ("w7", "w9", "no"), ("w9", "w15", "timer: no slot in 2 h"),
+                  ("w15", "w16", None), ("w8", "w10", None), ("w16", "w10", None), ("w10", "w11", None)],
+        artifacts=[("pick", "Pick list", "The items and bins of one order.", {"input"}),
+                   ("label", "Shipping label", "The carrier's label with the tracking number.", set()),
+                   ("manifest", "Parcel manifest", "What is in the parcel, for the carrier.", {"output"})],
+        produces=[("w4", "label"), ("w6", "manifest")],
+        requires=[("w1", "pick"), ("w3", "pick"), ("w6", "label")],
+        holes=[("w6", "runs_twice"), ("w10", "deadlock"), ("w9", "dead_end")],
     ),
 }
 

@@ -1,24 +1,38 @@
 """Workflow holes: walks over the process edges of a business bank (seed 000, "What Is Next").
 
-Implements the conventions of ``.notes/BUSINESS.md``. Entries of kind ``step``, ``decision`` and
-``artifact`` take part when their metadata names a ``"flow"``; ``role`` entries own steps. Only
-trusted process edges (``precedes``, ``produces``, ``requires``, ``owned_by``) are walked: an
-``auto`` link is a proposal, not a declared flow. Declarations (metadata booleans): ``start``,
-``end`` on steps/decisions, ``input``, ``output`` on artifacts.
+Implements the conventions of ``.notes/BUSINESS.md``. Steps, decisions and artifacts take part in
+the flows of :mod:`kbtools.graph.flows` (declared by a ``"flow"`` in their metadata, or inferred
+from ``precedes`` edges alone); ``role`` entries own steps. Only trusted process edges
+(``precedes``, ``produces``, ``requires``, ``owned_by``) are walked: an ``auto`` link is a
+proposal, not a declared flow. Declarations (metadata): ``start``, ``end`` on steps/decisions,
+``input``, ``output`` on artifacts, ``gateway`` on decisions, ``exception`` on exception exits.
 
 Hole kinds and their severity:
 
 ============================  ========  ==========================================================
 hole                          severity  why
 ============================  ========  ==========================================================
-``dead_end``                  high      work stops at a step that is not an end
-``one_branch``                high      an outcome of a decision has nowhere to go
+``dead_end``                  high      work stops at a step that is not an end (also: its only
+                                        way out is an exception path)
+``one_branch``                high      a split has one outgoing path: its other outcome leads nowhere
 ``closed_loop``               high      work that enters the loop never finishes
+``deadlock``                  high      a parallel join waits for a path that an exclusive split skips
+``runs_twice``                high      a step after a parallel split is reached by two paths with
+                                        no join in between: it runs once per path
 ``unproduced_input``          high      a step waits for something nobody makes
-``unreachable``               medium    a documented step never runs as drawn (dead documentation)
-``no_owner``                  medium    nobody is accountable for the step (it may still run)
+``unreachable``               medium    a documented step never runs as drawn (one row for the first
+                                        unreachable step, listing what it cuts off)
+``no_owner``                  medium    nobody is accountable for the step (one row for a flow
+                                        with no owner at all)
 ``unused_output``             low       effort spent on something nobody uses (waste, or a missing consumer)
 ============================  ========  ==========================================================
+
+A decision with two or more incoming paths and at most one outgoing path is a **join** (a merging
+gateway): never a ``one_branch``. An edge into an ``exception`` step (a boundary event) is an
+exception exit, not the normal way out. Parallel semantics follow BPMN: a ``parallel`` gateway
+splits into paths that all run; a ``parallel`` (or ``inclusive``/``complex``) join waits for its
+incoming paths; an ``exclusive``, ``event_based`` or ``inclusive`` split (or a plain decision)
+sends work down one (or some) of its paths.
 
 Where a flow declares no start, its steps with no incoming ``precedes`` from the same flow are its
 starts; reachability follows ``precedes`` within the flow. A successor in another flow (a hand-off)
@@ -40,28 +54,27 @@ without an owner the role that owns most of the flow.
 
 from __future__ import annotations
 
-import igraph as ig
-import numpy as np
 import polars as pl
 
-from kbtools.errors import ValidationError
-from kbtools.model.vocab import TRUSTED_SOURCES
+from kbtools.graph.flows import ProcessGraph
 
 __all__ = ["HOLE_KINDS", "HOLE_SEVERITY", "workflow_holes", "process_flows"]
 
 #: Hole kinds in report order.
-HOLE_KINDS: tuple[str, ...] = ("dead_end", "one_branch", "closed_loop", "unproduced_input",
-                               "unreachable", "no_owner", "unused_output")
+HOLE_KINDS: tuple[str, ...] = ("dead_end", "one_branch", "closed_loop", "deadlock", "runs_twice",
+                               "unproduced_input", "unreachable", "no_owner", "unused_output")
 #: Severity of each hole kind (see the module doc for the reasons).
 HOLE_SEVERITY: dict[str, str] = {
-    "dead_end": "high", "one_branch": "high", "closed_loop": "high", "unproduced_input": "high",
-    "unreachable": "medium", "no_owner": "medium", "unused_output": "low",
+    "dead_end": "high", "one_branch": "high", "closed_loop": "high", "deadlock": "high", "runs_twice": "high",
+    "unproduced_input": "high", "unreachable": "medium", "no_owner": "medium", "unused_output": "low",
 }
 _SEVERITY_RANK = {"high": 0, "medium": 1, "low": 2}
 _HOLE_SCHEMA = {"id": pl.String, "title": pl.String, "flow": pl.String, "hole": pl.String,
-                "severity": pl.String, "explanation": pl.String, "question": pl.String}
-_FLOW_SCHEMA = {"flow": pl.String, "start_steps": pl.List(pl.String), "end_steps": pl.List(pl.String),
-                "steps": pl.Int64, "artifacts": pl.Int64, "owners": pl.List(pl.String), "holes": pl.Int64}
+                "severity": pl.String, "explanation": pl.String, "question": pl.String,
+                "affects": pl.List(pl.String), "declared": pl.Boolean}
+_FLOW_SCHEMA = {"flow": pl.String, "declared": pl.Boolean, "start_steps": pl.List(pl.String),
+                "end_steps": pl.List(pl.String), "steps": pl.Int64, "artifacts": pl.Int64,
+                "owners": pl.List(pl.String), "holes": pl.Int64}
 #: The other outcome of common branch labels, for the one_branch question.
 _OPPOSITE = {
     "yes": "no", "no": "yes", "true": "false", "false": "true", "approved": "refused",
@@ -70,166 +83,102 @@ _OPPOSITE = {
     "invalid": "valid", "ok": "not ok", "in stock": "out of stock", "out of stock": "in stock",
     "found": "not found", "complete": "incomplete", "paid": "unpaid", "available": "unavailable",
 }
+_SPAWNS = {"parallel"}  # splits whose paths all run
+_WAITS = {"parallel", "inclusive", "complex"}  # joins that wait for their incoming paths
+_CHOOSES = {None, "exclusive", "event_based", "inclusive"}  # splits that may skip paths
+_GATEWAY_NOUN = {"exclusive": "Exclusive gateway", "parallel": "Parallel gateway", "inclusive": "Inclusive gateway",
+                 "event_based": "Event-based gateway", "complex": "Complex gateway"}
 
 
-# --------------------------------------------------------------------------- the process frames
-
-
-def _declared(key: str) -> pl.Expr:
-    return (pl.col("metadata").str.json_path_match(f"$.{key}") == "true").fill_null(False).alias(key)
-
-
-def _nodes(entries: pl.DataFrame) -> pl.DataFrame:
-    """Steps, decisions and artifacts with a flow: id, kind, title, flow, start, end, input, output."""
-    for col in ("id", "kind"):
-        if col not in entries.columns:
-            raise ValidationError(col, None, "entries need id and kind columns")
-    if "metadata" not in entries.columns:
-        entries = entries.with_columns(metadata=pl.lit(None, dtype=pl.String))
-    title = pl.col("title") if "title" in entries.columns else pl.lit(None, dtype=pl.String)
-    return (
-        entries.filter(pl.col("kind").is_in(["step", "decision", "artifact"]))
-        .select("id", "kind", pl.coalesce(title.cast(pl.String), pl.col("id")).alias("title"),
-                pl.col("metadata").str.json_path_match("$.flow").alias("flow"),
-                *[_declared(k) for k in ("start", "end", "input", "output")])
-        .filter(pl.col("flow").is_not_null() & (pl.col("flow") != ""))
-    )
-
-
-def _owners(entries: pl.DataFrame) -> pl.DataFrame:
-    """id and title of every entry an owned_by edge may point at (normally a role)."""
-    title = pl.col("title") if "title" in entries.columns else pl.col("id")
-    return entries.select("id", pl.coalesce(title, pl.col("id")).alias("title"))
-
-
-def _process_edges(edges: pl.DataFrame, type_: str) -> pl.DataFrame:
-    for col in ("src", "dst", "type", "source"):
-        if col not in edges.columns:
-            raise ValidationError(col, None, "edges need src, dst, type and source columns")
-    note = pl.col("note") if "note" in edges.columns else pl.lit(None, dtype=pl.String)
-    return (
-        edges.filter((pl.col("type") == type_) & pl.col("source").is_in(sorted(TRUSTED_SOURCES))
-                     & (pl.col("src") != pl.col("dst")))
-        .select("src", "dst", note.cast(pl.String).alias("note"))
-        .unique(["src", "dst"], keep="first", maintain_order=True)
-    )
-
-
-class _Flows:
-    """The process graph of a bank, computed once: nodes, edges, owners and the walks over them."""
-
-    def __init__(self, entries: pl.DataFrame, edges: pl.DataFrame):
-        nodes = _nodes(entries)
-        self.steps = nodes.filter(pl.col("kind") != "artifact")
-        self.artifacts = nodes.filter(pl.col("kind") == "artifact")
-        step_ids = self.steps["id"].implode()
-        self.prec = _process_edges(edges, "precedes").filter(
-            pl.col("src").is_in(step_ids) & pl.col("dst").is_in(step_ids))
-        self.produces = _process_edges(edges, "produces").filter(pl.col("src").is_in(step_ids))
-        self.requires = _process_edges(edges, "requires").filter(pl.col("src").is_in(step_ids))
-        owners = _owners(entries)
-        self.owned = (_process_edges(edges, "owned_by").filter(pl.col("src").is_in(step_ids))
-                      .join(owners.rename({"id": "dst", "title": "role"}), on="dst", how="inner"))
-        self.title = dict(nodes.select("id", "title").iter_rows())
-        self.flow = dict(nodes.select("id", "flow").iter_rows())
-        self.owner = dict(self.owned.sort("role").unique("src", keep="first").select("src", "role").iter_rows())
-        flow_roles = (self.owned.join(self.steps.select(pl.col("id").alias("src"), "flow"), on="src")
-                      .group_by("flow", "role").len().sort(["flow", "len", "role"], descending=[False, True, False])
-                      .unique("flow", keep="first"))
-        self.flow_owner = dict(flow_roles.select("flow", "role").iter_rows())
-
-    def role_for(self, step_id: str | None, flow: str) -> str:
-        role = self.owner.get(step_id) if step_id else None
-        return role or self.flow_owner.get(flow) or "flow owner"
-
-    def starts(self) -> pl.DataFrame:
-        """Start steps per flow: declared ones, else those with no incoming precedes from their flow."""
-        inner = (self.prec.join(self.steps.select(pl.col("id").alias("src"), pl.col("flow").alias("f1")), on="src")
-                 .join(self.steps.select(pl.col("id").alias("dst"), pl.col("flow").alias("f2")), on="dst")
-                 .filter(pl.col("f1") == pl.col("f2")))
-        has_in = inner["dst"].implode()
-        declares = self.steps.group_by("flow").agg(pl.col("start").any().alias("declares"))
-        return (self.steps.join(declares, on="flow")
-                .filter(pl.when(pl.col("declares")).then(pl.col("start")).otherwise(~pl.col("id").is_in(has_in)))
-                .select("id", "flow", "title"))
-
-    def reachable(self) -> set[str]:
-        """Steps some start of their own flow reaches along precedes within the flow."""
-        ids = self.steps["id"].to_list()
-        index = {v: i for i, v in enumerate(ids)}
-        flow = self.steps["flow"].to_list()
-        pairs = [(index[a], index[b]) for a, b in self.prec.select("src", "dst").iter_rows()
-                 if flow[index[a]] == flow[index[b]]]
-        root = len(ids)
-        pairs += [(root, index[s]) for s in self.starts()["id"].to_list()]
-        g = ig.Graph(n=root + 1, edges=pairs, directed=True)
-        return {ids[i] for i in g.subcomponent(root, mode="out") if i != root}
-
-    def loops(self) -> list[list[str]]:
-        """Strongly connected sets of steps (2 or more) with no precedes leaving them and no end step."""
-        ids = self.steps["id"].to_list()
-        index = {v: i for i, v in enumerate(ids)}
-        src = np.asarray([index[a] for a in self.prec["src"].to_list()], dtype=np.int64)
-        dst = np.asarray([index[b] for b in self.prec["dst"].to_list()], dtype=np.int64)
-        g = ig.Graph(n=len(ids), edges=np.column_stack([src, dst]).tolist(), directed=True)
-        comp = np.asarray(g.connected_components(mode="strong").membership, dtype=np.int64)
-        sizes = np.bincount(comp, minlength=comp.max(initial=-1) + 1)
-        leaving = np.zeros(len(sizes), dtype=bool)
-        leaving[comp[src][comp[src] != comp[dst]]] = True
-        ends = self.steps["end"].to_numpy()
-        has_end = np.zeros(len(sizes), dtype=bool)
-        has_end[comp[ends]] = True
-        closed = np.flatnonzero((sizes >= 2) & ~leaving & ~has_end)
-        return [[ids[i] for i in np.flatnonzero(comp == c)] for c in closed.tolist()]
-
-
-# --------------------------------------------------------------------------- hole finders
+# --------------------------------------------------------------------------- helpers
 
 
 def _q(title: str) -> str:
     return "'" + title.replace("'", "’") + "'"
 
 
-def _row(flows: _Flows, entry_id: str, hole: str, explanation: str, question: str, role: str) -> dict:
-    return {"id": entry_id, "title": flows.title[entry_id], "flow": flows.flow[entry_id], "hole": hole,
-            "severity": HOLE_SEVERITY[hole], "explanation": explanation, "question": f"Ask the {role}: {question}"}
+def _listed(flows: ProcessGraph, ids, limit: int = 6) -> str:
+    names = [f"{_q(flows.title[i])} ({i})" for i in sorted(ids, key=lambda i: (flows.title[i], i))]
+    return ", ".join(names[:limit]) + (f" and {len(names) - limit} more" if len(names) > limit else "")
 
 
-def _step_holes(flows: _Flows) -> list[dict]:
+def _noun(flows: ProcessGraph, node: str) -> str:
+    return _GATEWAY_NOUN.get(flows.gateway.get(node) or "", flows.kind[node].capitalize())
+
+
+def _row(flows: ProcessGraph, entry_id: str, hole: str, explanation: str, question: str, role: str,
+         affects=()) -> dict:
+    flow = flows.flow[entry_id]
+    return {"id": entry_id, "title": flows.title[entry_id], "flow": flow, "hole": hole,
+            "severity": HOLE_SEVERITY[hole], "explanation": explanation, "question": f"Ask the {role}: {question}",
+            "affects": sorted(affects), "declared": flows.declared[flow]}
+
+
+def _first_of(flows: ProcessGraph, candidates: set[str]) -> list[str]:
+    """The entry points of a set of steps: members with no predecessor inside the set; where a
+    cycle has none, its first member by title. Each root comes with what it leads to in the set."""
+    roots = sorted((n for n in candidates if not any(p in candidates for p in flows.pred.get(n, ()))),
+                   key=lambda n: (flows.title[n], n))
+    covered = flows.walk(roots, avoid=frozenset(flows.steps["id"].to_list()) - candidates) if roots else set()
+    for n in sorted(candidates - covered, key=lambda n: (flows.title[n], n)):
+        if n not in covered:
+            roots.append(n)
+            covered |= flows.walk([n], avoid=frozenset(flows.steps["id"].to_list()) - candidates)
+    return roots
+
+
+# --------------------------------------------------------------------------- hole finders
+
+
+def _step_holes(flows: ProcessGraph) -> list[dict]:
     rows = []
-    out_n = dict(flows.prec.group_by("src").len().iter_rows())
+    out_all = dict(flows.prec.group_by("src").len().iter_rows())
+    out_normal = dict(flows.prec.filter(~pl.col("exception")).group_by("src").len().iter_rows())
+    in_n = dict(flows.prec.group_by("dst").len().iter_rows())
     for sid, kind, end in flows.steps.select("id", "kind", "end").iter_rows():
         t, f = _q(flows.title[sid]), flows.flow[sid]
-        if kind == "step" and out_n.get(sid, 0) == 0 and not end:
-            rows.append(_row(flows, sid, "dead_end",
-                             f"Step {t} in flow '{f}' has no next step (no outgoing precedes) and is not "
-                             f"declared an end step: work stops there.",
-                             f"what happens after {t}? If the flow really ends there, mark it as an end step.",
-                             flows.role_for(sid, f)))
-        if kind == "decision" and out_n.get(sid, 0) < 2:
+        join = kind == "decision" and in_n.get(sid, 0) >= 2 and out_all.get(sid, 0) <= 1
+        if (kind == "step" or join) and out_normal.get(sid, 0) == 0 and not end:
+            exits = [flows.title[d] for d, ex, _ in flows.succ.get(sid, ()) if ex]
+            if exits:
+                why = (f"{_noun(flows, sid)} {t} in flow '{f}' has no normal way out: its only outgoing paths "
+                       f"are exception exits ({', '.join(_q(e) for e in exits)}), so work that finishes it "
+                       f"normally stops there.")
+            else:
+                why = (f"{_noun(flows, sid)} {t} in flow '{f}' has no next step (no outgoing precedes) and is "
+                       f"not declared an end step: work stops there.")
+            question = (f"what happens after {t} when it finishes normally? Only the exception path leads on."
+                        if exits else f"what happens after {t}? If the flow really ends there, mark it as an end step.")
+            rows.append(_row(flows, sid, "dead_end", why, question, flows.role_for(sid, f)))
+        if kind == "decision" and not join and out_all.get(sid, 0) < 2:
             rows.append(_one_branch(flows, sid))
     return rows
 
 
-def _one_branch(flows: _Flows, sid: str) -> dict:
-    t, f = _q(flows.title[sid]), flows.flow[sid]
+def _one_branch(flows: ProcessGraph, sid: str) -> dict:
+    t, f, noun = _q(flows.title[sid]), flows.flow[sid], _noun(flows, sid)
     branches = flows.prec.filter(pl.col("src") == sid)
     if branches.height == 0:
-        explanation = f"Decision {t} in flow '{f}' has no branches at all: no step follows any of its outcomes."
-        question = f"Decision {t} has no branches: which step follows each outcome?"
+        explanation = f"{noun} {t} in flow '{f}' has no branches at all: no step follows any of its outcomes."
+        question = f"{noun} {t} has no branches: which step follows each outcome?"
+    elif flows.gateway.get(sid) in _SPAWNS:
+        dst = _q(flows.title[branches.row(0)[1]])
+        explanation = f"{noun} {t} in flow '{f}' splits into only one path (to {dst}): nothing runs beside it."
+        question = f"{noun} {t} splits into one path (to {dst}): which work should run in parallel with it?"
     else:
         dst, note = branches.row(0)[1], branches.row(0)[2]
         label = (note or "").strip()
-        shown = f"a '{label}' branch" if label else f"one branch (to {_q(flows.title[dst])})"
+        shown = f"a '{label}' branch" if label else "one branch"
         other = _OPPOSITE.get(label.lower())
         otherwise = f"when the answer is '{other}'" if other else "in the other case"
-        explanation = (f"Decision {t} in flow '{f}' has only {shown} (to {_q(flows.title[dst])}); the other "
+        explanation = (f"{noun} {t} in flow '{f}' has only {shown} (to {_q(flows.title[dst])}); the other "
                        f"outcome leads nowhere.")
-        question = f"Decision {t} has only {shown}: what happens {otherwise}?"
-    return _row(flows, sid, "one_branch", explanation, question, flows.role_for(sid, flows.flow[sid]))
+        target = "" if label else f" (to {_q(flows.title[dst])})"
+        question = f"{noun} {t} has only {shown}{target}: what happens {otherwise}?"
+    return _row(flows, sid, "one_branch", explanation, question, flows.role_for(sid, f))
 
 
-def _artifact_holes(flows: _Flows) -> list[dict]:
+def _artifact_holes(flows: ProcessGraph) -> list[dict]:
     rows = []
     made = flows.produces.group_by("dst").agg(pl.col("src").sort().first())
     needed = flows.requires.group_by("dst").agg(pl.col("src").sort().first())
@@ -253,25 +202,51 @@ def _artifact_holes(flows: _Flows) -> list[dict]:
     return rows
 
 
-def _walk_holes(flows: _Flows) -> list[dict]:
+def _unreachable_holes(flows: ProcessGraph) -> list[dict]:
     rows = []
     reached = flows.reachable()
-    starts = flows.starts().group_by("flow").agg(pl.col("title").sort())
-    start_titles = dict(starts.iter_rows())
+    start_titles = dict(flows.starts().group_by("flow").agg(pl.col("title").sort()).iter_rows())
+    lost = set(flows.steps["id"].to_list()) - reached
+    others = frozenset(flows.steps["id"].to_list()) - lost
+    for root in _first_of(flows, lost):
+        t, f = _q(flows.title[root]), flows.flow[root]
+        cut = flows.walk([root], avoid=others) - {root}
+        named = ", ".join(_q(s) for s in start_titles.get(f, [])) or "none"
+        also = (f" It cuts off {len(cut)} more step{'s' if len(cut) != 1 else ''} that only it leads to: "
+                f"{_listed(flows, cut)}." if cut else "")
+        rows.append(_row(flows, root, "unreachable",
+                         f"{_noun(flows, root)} {t} in flow '{f}' cannot be reached from any start step of the "
+                         f"flow (starts: {named}): as drawn, it never runs.{also}",
+                         f"which step leads to {t}? Or is it a start step of its own?",
+                         flows.role_for(root, f), affects=cut))
+    return rows
+
+
+def _owner_holes(flows: ProcessGraph) -> list[dict]:
+    rows = []
     owned = set(flows.owned["src"].to_list())
-    for sid, kind in flows.steps.select("id", "kind").iter_rows():
-        t, f, noun = _q(flows.title[sid]), flows.flow[sid], kind.capitalize()
-        if sid not in reached:
-            named = ", ".join(_q(s) for s in start_titles.get(f, [])) or "none"
-            rows.append(_row(flows, sid, "unreachable",
-                             f"{noun} {t} in flow '{f}' cannot be reached from any start step of the flow "
-                             f"(starts: {named}): as drawn, it never runs.",
-                             f"which step leads to {t}? Or is it a start step of its own?",
-                             flows.role_for(sid, f)))
-        if sid not in owned:
-            rows.append(_row(flows, sid, "no_owner",
-                             f"{noun} {t} in flow '{f}' has no owner (no owned_by link to a role): nobody is "
-                             f"accountable for it.", f"who owns {t}?", flows.role_for(None, f)))
+    starts = dict(flows.starts().sort("title", "id").group_by("flow", maintain_order=True).agg(pl.col("id").first()).iter_rows())
+    for flow, members in flows.steps.sort("title", "id").group_by("flow", maintain_order=True).agg("id").iter_rows():
+        if not owned.intersection(members):
+            first = starts.get(flow, members[0])
+            rows.append(_row(flows, first, "no_owner",
+                             f"Flow '{flow}' has no owner at all: none of its {len(members)} steps and decisions "
+                             f"is owned by a role (no owned_by links, no lanes), so nobody is accountable for it.",
+                             f"who owns the flow '{flow}'? Name the role responsible for each of its steps.",
+                             flows.role_for(None, flow), affects=set(members) - {first}))
+            continue
+        for sid in members:
+            if sid not in owned:
+                t = _q(flows.title[sid])
+                rows.append(_row(flows, sid, "no_owner",
+                                 f"{_noun(flows, sid)} {t} in flow '{flow}' has no owner (no owned_by link to a "
+                                 f"role): nobody is accountable for it.", f"who owns {t}?",
+                                 flows.role_for(None, flow)))
+    return rows
+
+
+def _loop_holes(flows: ProcessGraph) -> list[dict]:
+    rows = []
     for members in flows.loops():
         names = sorted((flows.title[m], m) for m in members)
         first = names[0][1]
@@ -280,15 +255,84 @@ def _walk_holes(flows: _Flows) -> list[dict]:
                          f"Steps {listed} in flow '{flows.flow[first]}' form a loop with no way out and no end "
                          f"step: work that enters it never finishes.",
                          f"how does work leave the loop of {listed}? Which condition ends it, and where does "
-                         f"it go next?", flows.role_for(first, flows.flow[first])))
+                         f"it go next?", flows.role_for(first, flows.flow[first]), affects=set(members) - {first}))
+    return rows
+
+
+def _waiting_joins(flows: ProcessGraph) -> frozenset[str]:
+    return frozenset(n for n, g in flows.gateway.items() if g in _WAITS and len(flows.pred.get(n, ())) >= 2)
+
+
+def _twice_holes(flows: ProcessGraph) -> list[dict]:
+    """After a parallel split, the first steps that two of its paths reach with no waiting join between."""
+    rows, seen = [], set()
+    joins = _waiting_joins(flows)
+    for split, gateway in sorted(flows.gateway.items()):
+        paths = flows.succ.get(split, ())
+        if gateway not in _SPAWNS or len(paths) < 2:
+            continue
+        count: dict[str, int] = {}
+        for start, _, _ in paths:
+            for node in flows.walk([start], stop=joins, avoid={split}) - joins:
+                count[node] = count.get(node, 0) + 1
+        twice = {n for n, c in count.items() if c >= 2}
+        for root in _first_of(flows, twice):
+            if root in seen:
+                continue
+            seen.add(root)
+            t, f = _q(flows.title[root]), flows.flow[root]
+            after = flows.walk([root], avoid=frozenset(flows.steps["id"].to_list()) - twice) - {root}
+            also = f" So do the {len(after)} step(s) after it: {_listed(flows, after)}." if after else ""
+            rows.append(_row(flows, root, "runs_twice",
+                             f"{_noun(flows, root)} {t} in flow '{f}' is reached by {count[root]} paths of the "
+                             f"parallel split {_q(flows.title[split])} with no joining parallel gateway in "
+                             f"between: it runs once per path.{also}",
+                             f"should {t} run once per parallel path of {_q(flows.title[split])}? If not, join "
+                             f"the paths with a parallel gateway before it.", flows.role_for(root, f), affects=after))
+    return rows
+
+
+def _deadlock_holes(flows: ProcessGraph) -> list[dict]:
+    """Parallel joins that wait for a path which an exclusive (or inclusive) split may not take."""
+    rows = []
+    for join in sorted(_waiting_joins(flows)):
+        if flows.gateway.get(join) != "parallel":
+            continue
+        inputs = set(flows.pred[join])
+        for split in sorted((n for n in flows.steps.filter(pl.col("kind") == "decision")["id"].to_list()
+                             if flows.gateway.get(n) in _CHOOSES and len(flows.succ.get(n, ())) >= 2),
+                            key=lambda n: (flows.title[n], n)):
+            arrive = []
+            for start, _, note in flows.succ[split]:
+                reach = flows.walk([start], stop={join}, avoid={split})
+                arrive.append((note, (reach & inputs) | ({split} if start == join else set())))
+            union = set().union(*(a for _, a in arrive))
+            short = [(note, a) for note, a in arrive if a and a < union]
+            if len(union) < 2 or not short:
+                continue
+            note, got = short[0]
+            t, f = _q(flows.title[join]), flows.flow[join]
+            branch = f"the '{note}' branch" if note else "one of its branches"
+            rows.append(_row(flows, join, "deadlock",
+                             f"Parallel join {t} in flow '{f}' waits for all {len(inputs)} of its incoming paths, "
+                             f"but the split {_q(flows.title[split])} sends work down only some of them "
+                             f"({branch} arrives only from {_listed(flows, got)}): the join waits forever.",
+                             f"should {t} wait for every path after {_q(flows.title[split])}? If only one of them "
+                             f"runs, merge them with an exclusive gateway instead.", flows.role_for(join, f),
+                             affects=union - got))
+            break
     return rows
 
 
 def workflow_holes(entries: pl.DataFrame, edges: pl.DataFrame) -> pl.DataFrame:
-    """The holes of every process flow: frame (id, title, flow, hole, severity, explanation, question).
+    """The holes of every process flow, declared or inferred: frame (id, title, flow, hole, severity,
+    explanation, question, affects, declared).
 
     One row per hole (an entry may have several kinds of hole), sorted by flow, severity, hole kind
-    and title. See the module doc for the kinds, their severity and the rules.
+    and title. ``affects`` lists the ids a grouped row stands for (what an unreachable step cuts
+    off, the steps of a flow with no owner, what runs twice after the first such step);
+    ``declared`` says whether the flow was declared in metadata or inferred from the edges. See the
+    module doc for the kinds, their severity and the rules.
 
     >>> import polars as pl
     >>> e = pl.DataFrame({"id": ["s"], "kind": ["step"], "title": ["Pack"], "metadata": ['{"flow": "ship"}']})
@@ -296,8 +340,9 @@ def workflow_holes(entries: pl.DataFrame, edges: pl.DataFrame) -> pl.DataFrame:
     ...                                        "source": pl.String}))["hole"].to_list()
     ['dead_end', 'no_owner']
     """
-    flows = _Flows(entries, edges)
-    rows = _step_holes(flows) + _artifact_holes(flows) + _walk_holes(flows)
+    flows = ProcessGraph(entries, edges)
+    rows = (_step_holes(flows) + _artifact_holes(flows) + _unreachable_holes(flows) + _owner_holes(flows)
+            + _loop_holes(flows) + _twice_holes(flows) + _deadlock_holes(flows))
     if not rows:
         return pl.DataFrame(schema=_HOLE_SCHEMA)
     order = {h: i for i, h in enumerate(HOLE_KINDS)}
@@ -306,8 +351,9 @@ def workflow_holes(entries: pl.DataFrame, edges: pl.DataFrame) -> pl.DataFrame:
 
 
 def process_flows(entries: pl.DataFrame, edges: pl.DataFrame) -> pl.DataFrame:
-    """One row per flow: frame (flow, start_steps, end_steps, steps, artifacts, owners, holes).
+    """One row per flow: frame (flow, declared, start_steps, end_steps, steps, artifacts, owners, holes).
 
+    ``declared``: whether the flow is named in metadata (else inferred from ``precedes``);
     ``start_steps`` / ``end_steps``: titles of the starts (declared, else no incoming precedes) and
     of the steps where the flow stops (declared ends and steps with no successor); ``steps``:
     steps and decisions; ``owners``: role titles that own steps of the flow; ``holes``: the number of
@@ -317,10 +363,10 @@ def process_flows(entries: pl.DataFrame, edges: pl.DataFrame) -> pl.DataFrame:
     >>> e = pl.DataFrame({"id": ["a", "b"], "kind": ["step", "step"], "title": ["Pick", "Pack"],
     ...                   "metadata": ['{"flow": "ship"}', '{"flow": "ship", "end": true}']})
     >>> ed = pl.DataFrame({"src": ["a"], "dst": ["b"], "type": ["precedes"], "source": ["author"]})
-    >>> process_flows(e, ed).select("flow", "start_steps", "end_steps", "holes").rows()
-    [('ship', ['Pick'], ['Pack'], 2)]
+    >>> process_flows(e, ed).select("flow", "declared", "start_steps", "end_steps", "holes").rows()
+    [('ship', True, ['Pick'], ['Pack'], 1)]
     """
-    flows = _Flows(entries, edges)
+    flows = ProcessGraph(entries, edges)
     if flows.steps.height + flows.artifacts.height == 0:
         return pl.DataFrame(schema=_FLOW_SCHEMA)
     has_out = flows.prec["src"].implode()
@@ -328,7 +374,7 @@ def process_flows(entries: pl.DataFrame, edges: pl.DataFrame) -> pl.DataFrame:
     holes = workflow_holes(entries, edges).group_by("flow").len(name="holes")
     owners = (flows.owned.join(flows.steps.select(pl.col("id").alias("src"), "flow"), on="src")
               .group_by("flow").agg(pl.col("role").unique().sort().alias("owners")))
-    all_flows = pl.concat([flows.steps.select("flow"), flows.artifacts.select("flow")]).unique().sort("flow")
+    all_flows = flows.nodes.select("flow", "declared").unique("flow").sort("flow")
     return (
         all_flows
         .join(flows.starts().group_by("flow").agg(pl.col("title").sort().alias("start_steps")), on="flow", how="left")

@@ -4,7 +4,7 @@ graph views per bank version.
 
 >>> import kbtools as kb  # doctest: +SKIP
 >>> kb.workflow_holes(kb.open_bank("data/demo/business")).height  # doctest: +SKIP
-16
+18
 """
 
 from __future__ import annotations
@@ -108,10 +108,11 @@ def centrality(bank: Bank, *, betweenness_sample: int | None = None, trusted_onl
 
 
 def workflow_holes(bank: Bank) -> pl.DataFrame:
-    """The holes in the bank's process flows: id, title, flow, hole, severity, explanation, question."""
+    """The holes in the bank's process flows, declared or inferred from ``precedes`` edges alone: id,
+    title, flow, hole, severity, explanation, question, affects, declared."""
     return _holes.workflow_holes(bank.entries, bank.edges)
 
 
 def process_flows(bank: Bank) -> pl.DataFrame:
-    """One row per process flow: its start steps, end steps, steps, owners and holes."""
+    """One row per process flow (declared or inferred): its start steps, end steps, steps, owners and holes."""
     return _holes.process_flows(bank.entries, bank.edges)

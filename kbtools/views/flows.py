@@ -7,7 +7,9 @@ circles, artifacts squares in a band below the steps (placed after the step that
 else before the step that requires them). ``precedes`` edges are arrows (a decision's branch label
 on the arrow), ``produces`` and ``requires`` dotted lines; owners appear in the hover. Every hole
 gets a red ring with the hole, its explanation and the question to ask on hover. One subplot row
-per flow (or just ``flow``).
+per flow (or just ``flow``). Flows inferred from ``precedes`` edges alone are drawn too. A
+gateway's diamond carries its BPMN mark (:data:`GATEWAY_MARKS`: exclusive ×, parallel +), in a
+``<flow>: gateway marks`` trace.
 
 Traces are named ``<flow>: steps`` and so on; the red rings are ``<flow>: holes`` with the hole
 ids in ``customdata``.
@@ -36,18 +38,23 @@ import polars as pl
 from plotly.subplots import make_subplots
 
 from kbtools.errors import ValidationError
+from kbtools.graph.flows import flow_nodes
 from kbtools.views.theme import BACKGROUND, FOREGROUND, HOLE_COLOR, hover_text
 
-__all__ = ["holes_figure", "flow_positions"]
+__all__ = ["holes_figure", "flow_positions", "GATEWAY_MARKS"]
 
 _STEP_KINDS = ("step", "decision")
 _SHAPES = {"step": ("circle", "#4cc9f0", 18), "decision": ("diamond", "#ffb703", 22),
            "artifact": ("square", "#e9c46a", 14)}
+#: The mark drawn inside a gateway's diamond, as in BPMN (exclusive ×, parallel +, inclusive ○,
+#: event-based ⬠, complex ✱).
+GATEWAY_MARKS: dict[str, str] = {"exclusive": "×", "parallel": "+", "inclusive": "○", "event_based": "⬠",
+                                 "complex": "✱"}
 
 
 def flow_positions(entries: pl.DataFrame, edges: pl.DataFrame) -> pl.DataFrame:
     """Diagram positions of every step, decision and artifact of every flow:
-    id, kind, title, flow, owner, x (depth), y.
+    id, kind, title, flow (declared or inferred), owner, gateway, x (depth), y.
 
     >>> import polars as pl, json
     >>> m = json.dumps({"flow": "f"})
@@ -59,7 +66,7 @@ def flow_positions(entries: pl.DataFrame, edges: pl.DataFrame) -> pl.DataFrame:
     nodes = _flow_nodes(entries, edges)
     parts = [_place_flow(nodes.filter(pl.col("flow") == flow), edges) for flow in sorted(nodes["flow"].unique())]
     schema = {"id": pl.String, "kind": pl.String, "title": pl.String, "flow": pl.String, "owner": pl.String,
-              "x": pl.Float64, "y": pl.Float64}
+              "gateway": pl.String, "x": pl.Float64, "y": pl.Float64}
     return pl.concat(parts).select(list(schema)) if parts else pl.DataFrame(schema=schema)
 
 
@@ -100,9 +107,9 @@ def holes_figure(entries: pl.DataFrame, edges: pl.DataFrame, holes: pl.DataFrame
 # -- positions -----------------------------------------------------------------------------------
 
 def _flow_nodes(entries: pl.DataFrame, edges: pl.DataFrame) -> pl.DataFrame:
-    nodes = (entries.filter(pl.col("kind").is_in([*_STEP_KINDS, "artifact"]))
-             .select("id", "kind", "title", pl.col("metadata").str.json_path_match("$.flow").alias("flow"))
-             .filter(pl.col("flow").is_not_null()))
+    source = "source" in edges.columns
+    nodes = flow_nodes(entries, edges if source else edges.with_columns(source=pl.lit("author"))).select(
+        "id", "kind", "title", "flow", "gateway")
     roles = entries.filter(pl.col("kind") == "role").select(pl.col("id").alias("dst"), pl.col("title").alias("owner"))
     owners = (edges.filter(pl.col("type") == "owned_by").select(pl.col("src").alias("id"), "dst")
               .join(roles, on="dst", how="inner").group_by("id").agg(pl.col("owner").sort().str.join(", ")))
@@ -219,11 +226,17 @@ def _draw_flow(fig, row: int, name: str, pos: pl.DataFrame, edges: pl.DataFrame,
             x=part["x"].to_list(), y=part["y"].to_list(), mode="markers+text", name=f"{name}: {kind}s",
             text=["<br>".join(textwrap.wrap(t or "", 16)) for t in part["title"]], textposition="bottom center",
             textfont={"size": 10, "color": FOREGROUND}, customdata=part["id"].to_list(),
-            hovertext=[hover_text(t, None, f"{k} · {i}", f"owner: {o}" if o else "no owner")
-                       for t, k, i, o in zip(part["title"], part["kind"], part["id"], part["owner"])],
+            hovertext=[hover_text(t, None, f"{k}{f' ({g} gateway)' if g else ''} · {i}", f"owner: {o}" if o else "no owner")
+                       for t, k, i, o, g in zip(part["title"], part["kind"], part["id"], part["owner"], part["gateway"])],
             hovertemplate="%{hovertext}<extra></extra>",
             marker={"symbol": symbol, "color": color, "size": size, "line": {"color": BACKGROUND, "width": 1}}),
             row=row, col=1)
+    gates = pos.filter(pl.col("gateway").is_not_null())
+    if gates.height:
+        fig.add_trace(go.Scatter(
+            x=gates["x"].to_list(), y=gates["y"].to_list(), mode="text", name=f"{name}: gateway marks",
+            text=[GATEWAY_MARKS.get(g, "") for g in gates["gateway"]], customdata=gates["gateway"].to_list(),
+            textfont={"size": 13, "color": BACKGROUND}, hoverinfo="skip"), row=row, col=1)
     marked = holes.join(pos.select("id", "x", "y", "title"), on="id", how="inner")
     if marked.height:
         fig.add_trace(go.Scatter(

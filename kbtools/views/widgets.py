@@ -463,7 +463,7 @@ def holes_view(bank, *, flow: str | None = None) -> HolesView:
 
     >>> import kbtools as kb  # doctest: +SKIP
     >>> kb.holes_view(kb.open_bank("data/demo/business")).holes.height  # doctest: +SKIP
-    16
+    18
     """
     return HolesView(bank, flow=flow)
 
