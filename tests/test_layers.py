@@ -13,7 +13,7 @@ PACKAGE = Path(__file__).resolve().parents[1] / "kbtools"
 
 #: layer of each folder (and top-level module); a module may import its own folder and lower layers.
 LAYERS = {
-    "errors": 0, "progress": 0,
+    "errors": 0, "progress": 1,
     "model": 1,
     "store": 2,
     "retrieval": 3, "linker": 3, "graph": 3,

@@ -197,7 +197,7 @@ def test_views_display_in_a_notebook_with_a_static_copy(eng, biz, truth, query_f
     ex.ask(truth[0]["query"])
     assert ex.answer.results[0].title in ex._repr_mimebundle_()["text/html"].replace("&#x27;", "'")
     holes = holes_view(biz)._repr_mimebundle_()["text/html"]
-    assert "question to ask" in holes and "16 holes" in holes
+    assert "question to ask" in holes and "18 holes" in holes
 
 
 def test_views_compose_inside_other_widgets(eng, biz, query_fn):

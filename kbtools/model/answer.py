@@ -25,6 +25,8 @@ Answer for: dispatch label
 from __future__ import annotations
 
 import dataclasses
+
+from kbtools.model.answer_html import _linked_text, answer_html
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -220,7 +222,6 @@ class Answer:
     def _repr_html_(self) -> str:
         """The notebook view: results with their pointers in expandable ``<details>`` (the explorer
         widget shows the same HTML, :func:`kbtools.model.answer_html.answer_html`)."""
-        from kbtools.model.answer_html import answer_html
 
         return answer_html(self)
 
@@ -257,18 +258,6 @@ def result_head_lines(r: Result) -> list[str]:
 
 def _result_lines(r: Result) -> list[str]:
     return [*result_head_lines(r), *(f"  {p.line()}" for p in r.pointers())]
-
-
-def _linked_text(item) -> str:
-    if dataclasses.is_dataclass(item):
-        item = dataclasses.asdict(item)
-    if isinstance(item, dict):
-        bits = [str(item.get("id", "")), item.get("title") or "", item.get("summary") or ""]
-        text = " — ".join(b for b in bits if b)
-        if item.get("activation") is not None:
-            text += f" (linked {float(item['activation']):.2f})"
-        return text
-    return str(item)
 
 
 def _linked_dict(item):

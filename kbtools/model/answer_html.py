@@ -12,6 +12,7 @@ True
 
 from __future__ import annotations
 
+import dataclasses
 import html
 
 __all__ = ["answer_html", "compare_html", "html_table", "jp", "MUTED_TEXT"]
@@ -124,6 +125,12 @@ def _pointer_html(p) -> str:
 
 
 def _linked_text(item) -> str:
-    from kbtools.model.answer import _linked_text as text
-
-    return text(item)
+    if dataclasses.is_dataclass(item):
+        item = dataclasses.asdict(item)
+    if isinstance(item, dict):
+        bits = [str(item.get("id", "")), item.get("title") or "", item.get("summary") or ""]
+        text = " — ".join(b for b in bits if b)
+        if item.get("activation") is not None:
+            text += f" (linked {float(item['activation']):.2f})"
+        return text
+    return str(item)

@@ -40,7 +40,7 @@ class Problems(list):
 
 
 class BankStats(dict):
-    """What :func:`~kbtools.ops.bank_stats.bank_stats` returns: a plain JSON-ready dict that a
+    """What :func:`~kbtools.evaluate.bank_stats.bank_stats` returns: a plain JSON-ready dict that a
     notebook shows as tables (totals, entries by kind, edges by source and type).
 
     >>> "entries by kind" in BankStats({"entries": 1, "entries_by_kind": {"fact": 1}})._repr_html_()
