@@ -11,7 +11,7 @@ import os as _os
 
 _os.environ.setdefault("ORT_DISABLE_TELEMETRY", "1")
 
-from kbtools.store.check import check_bank
+from kbtools.store.check import check_bank, repair_bank
 from kbtools.errors import (
     BankExists,
     BpmnError,
@@ -23,9 +23,13 @@ from kbtools.errors import (
     GuardRejected,
     KbError,
     NotABank,
+    NotEmbedded,
+    ReadOnlyBank,
     StaleCache,
+    UnsafePath,
     ValidationError,
 )
+from kbtools.model.plan import Plan
 from kbtools.ops.analytics import (
     adjacency,
     centrality,
@@ -185,6 +189,11 @@ __all__ = [
     "EdgeNotFound",
     "EdgeRuleError",
     "ValidationError",
+    "NotEmbedded",
+    "ReadOnlyBank",
+    "UnsafePath",
+    "Plan",
+    "repair_bank",
     "GuardRejected",
     "EmbedderMismatch",
     "StaleCache",

@@ -153,3 +153,11 @@ class BpmnError(KbError, ValueError):
         self.file, self.element, self.rule = file, element, rule
         where = f"element {element!r}: " if element else ""
         super().__init__(f"{file}: {where}{rule}")
+
+
+class UnsafePath(KbError, ValueError):
+    """A path in a bank's manifest (or a file in its folders) that would lead outside the bank."""
+
+    def __init__(self, rel):
+        super().__init__(f"{rel}: a bank file must be a relative path inside the bank folder "
+                         "(no '..', no absolute path, no symlink)")

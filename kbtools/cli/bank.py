@@ -56,18 +56,41 @@ def _stats(args):
 
 @command("check", "check every invariant of a bank; exit status 4 when problems are found")
 def _check(args):
-    """Check every invariant (segments, ids, vocabularies, endpoints, uniqueness, weights, events, vectors)."""
-    from kbtools.store.check import check_bank
+    """Check every invariant: files inside the bank and unchanged since their commit (checksums),
+    no symlinks or leftover temp files, segments with the right columns, ids, vocabularies,
+    endpoints, uniqueness, weights, events, vectors.
 
-    results = {p: [str(x) for x in check_bank(p)] for p in args.path}
+    --repair rolls a damaged bank back to the newest kept version whose files are all intact
+    (naming every commit that drops), removes caches and temp files, then checks again.
+    """
+    from kbtools.store.check import check_bank, repair_bank
+
     lines = []
+    repairs = {}
+    if args.repair or args.dry_run:
+        for p in args.path:
+            r = repairs[p] = repair_bank(p, dry_run=args.dry_run)
+            verb = "would roll" if args.dry_run else "rolled"
+            if r["rolled_back_to"] is not None:
+                lines.append(f"{p}: {verb} back to version {r['rolled_back_to']}, dropping "
+                             f"{len(r['dropped_commits'])} commit(s):")
+                lines += [f"  - v{d['version']} {d.get('committed_at') or ''} by {d.get('actor')}: {d.get('reason')}"
+                          for d in r["dropped_commits"]]
+            else:
+                lines.append(f"{p}: the newest version is intact (nothing rolled back)")
+            lines.append(f"  removed {r['temp_files_removed']} temp file(s) and {r['caches_removed']} cache file(s)"
+                         + (" (dry run: nothing written)" if args.dry_run else ""))
+    results = {p: [str(x) for x in check_bank(p)] for p in args.path}
     for p, probs in results.items():
         lines.append(f"{p}: {'ok' if not probs else f'{len(probs)} problem(s)'}")
         lines += [f"  - {x}" for x in probs[:50]]
         if len(probs) > 50:
             lines.append(f"  ... and {len(probs) - 50} more (use --json for all)")
     status = EXIT_PROBLEMS if any(results.values()) else EXIT_OK
-    return {"banks": results, "ok": status == EXIT_OK}, "\n".join(lines), status
+    payload = {"banks": results, "ok": status == EXIT_OK}
+    if repairs:
+        payload["repairs"] = repairs
+    return payload, "\n".join(lines), status
 
 
 @command("import", "import entries and edges (JSONL or Parquet, pgvector export shape) in one transaction")
@@ -134,7 +157,10 @@ def _compact(args):
 for _name, _fn in {
     "demo": _demo_args,
     "stats": lambda p: p.add_argument("path", nargs="+", help="bank folder(s)"),
-    "check": lambda p: p.add_argument("path", nargs="+", help="bank folder(s)"),
+    "check": lambda p: (p.add_argument("path", nargs="+", help="bank folder(s)"),
+                        p.add_argument("--repair", action="store_true",
+                                       help="roll back to the newest intact version, remove caches and temp files"),
+                        p.add_argument("--dry-run", action="store_true", help="with --repair: report only")),
     "import": lambda p: (_bank_arg(p), _import_args(p)),
     "export": lambda p: (_bank_arg(p), _export_args(p)),
     "compact": _bank_arg,

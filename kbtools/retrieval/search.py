@@ -133,12 +133,19 @@ def bank_index(bank: Bank, *, kind: str = "flat", weights: Mapping[str, float] |
         fp = hashlib.sha256(
             json.dumps([bank.embedder_name, segs, _weights_key(weights), kind, bank.fingerprint(("entries", "vectors"))]).encode()
         ).hexdigest()[:24]
-        idx = _grown(prior, segs, ids[mask], np.asarray(data)[mask], weights)
+        old_segs = getattr(prior, "segments", None) or []
+        fresh = [sg for sg in bank.vector_segments() if sg["data"] not in set(old_segs)]
+        rewritten = np.concatenate([bank.vector_segment_ids(sg) for sg in fresh]) if fresh and prior is not None else ()
+        idx = _grown(prior, segs, ids[mask], np.asarray(data)[mask], weights, rewritten)
         if idx is None:
             cached = bank.read_cache(f"index-{kind}.faiss", fp)
+            idx = None
             if cached is not None:
-                idx = VectorIndex.from_bytes(cached)
-            else:
+                try:
+                    idx = VectorIndex.from_bytes(cached)
+                except Exception:  # noqa: BLE001 - a cache that does not load is rebuilt, never trusted
+                    idx = None
+            if idx is None:
                 idx = VectorIndex.build(ids[mask].tolist(), combine(np.asarray(data)[mask], weights), kind=kind)
                 if len(ids) >= 5000:  # small indexes build faster than they load
                     bank.write_cache(f"index-{kind}.faiss", fp, idx.to_bytes())
@@ -149,14 +156,17 @@ def bank_index(bank: Bank, *, kind: str = "flat", weights: Mapping[str, float] |
     return bank.derived(name, build, on=("entries", "vectors"), grow=True)
 
 
-def _grown(prior: VectorIndex | None, segs: list, live: np.ndarray, live_data: np.ndarray, weights) -> VectorIndex | None:
+def _grown(prior: VectorIndex | None, segs: list, live: np.ndarray, live_data: np.ndarray, weights,
+           rewritten=()) -> VectorIndex | None:
     """The previous index with only the new entries added, when nothing else changed (else None)."""
     old_segs = getattr(prior, "segments", None)
     if prior is None or old_segs is None or segs[: len(old_segs)] != old_segs:
         return None
     known = pl.Series(live, dtype=pl.String).is_in(pl.Series(prior.ids, dtype=pl.String).implode()).to_numpy()
-    if known.sum() != prior.size:  # an entry left (deleted, superseded) or was re-embedded
+    if known.sum() != prior.size:  # an entry left (deleted, superseded)
         return None
+    if len(rewritten) and pl.Series(rewritten, dtype=pl.String).is_in(pl.Series(prior.ids, dtype=pl.String).implode()).any():
+        return None  # an entry already in the index was re-embedded: its old vector must go
     if (~known).any():
         prior.add(live[~known].tolist(), combine(live_data[~known], weights))
     return prior

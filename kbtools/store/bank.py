@@ -47,9 +47,10 @@ from typing import Callable, Iterator
 import numpy as np
 import polars as pl
 
-from kbtools.errors import BankExists, BankLocked, EmbedderMismatch, KbError, NotABank, ReadOnlyBank
+from kbtools.errors import BankExists, BankLocked, EmbedderMismatch, KbError, NotABank, ReadOnlyBank, UnsafePath
 from kbtools.model.plan import Plan, VectorRows
 from kbtools.model.schema import APPEND_ONLY, KEYS, SCHEMAS, TABLES, conform, empty
+from kbtools.store.files import digest, inside, manifest_files, temp_files, write_history
 
 __all__ = [
     "Bank",
@@ -277,6 +278,7 @@ class Bank:
         self._vector_cache: tuple[tuple[str, ...], np.ndarray, np.ndarray] | None = None
         self._derived: dict[str, tuple[int, object]] = {}
         self._manifest: dict = {}
+        self._changed_outside: dict = {}
         self.reload()
 
     # -- snapshot ---------------------------------------------------------------------------
@@ -298,11 +300,15 @@ class Bank:
                 if attempt == 4:
                     raise
                 time.sleep(0.01 * (attempt + 1))  # a compaction swept a file between our reads
+            except UnsafePath:
+                raise
             except ValueError as err:
                 raise NotABank(self.path, f"manifest.json is unreadable ({err})") from None
         return self
 
     def _load(self, manifest: dict) -> None:
+        if not isinstance(manifest.get("tables"), dict):
+            raise NotABank(self.path, "manifest.json names no tables (damaged): run `kb check --repair`")
         for table in TABLES:
             segs = list(manifest["tables"].get(table, []))
             cache = self._caches[table]
@@ -315,6 +321,7 @@ class Bank:
             frame = self._read_segments(table, todo, frame)
             cache.segments, cache.frame = segs, frame
         self._manifest = manifest
+        self._changed_outside = self._files_changed_outside(manifest)
 
     def _read_segments(self, table: str, names: list[str], frame: pl.DataFrame | None) -> pl.DataFrame:
         keyed = table in KEYS
@@ -325,11 +332,24 @@ class Bank:
             if keyed:
                 base = base.with_columns(pl.lit(0, pl.Int64).alias(_SEQ), pl.lit(False).alias(_DELETED))
             return base
-        parts = [pl.read_parquet(self.path / n) for n in names]
+        parts = [pl.read_parquet(inside(self.path, n)) for n in names]
         new = pl.concat(parts, how="diagonal_relaxed") if len(parts) > 1 else parts[0]
         if keyed:
             return _merge_keyed(frame, new, KEYS[table])
         return pl.concat([frame, new], how="diagonal_relaxed") if frame is not None else new
+
+    def _files_changed_outside(self, manifest: dict) -> dict:
+        """Files whose size or mtime differ from what their commit recorded: rewritten by another
+        tool. Their stat goes into every fingerprint, so no cache built before is used again."""
+        out = {}
+        for rel, (size, mtime_ns, _) in (manifest.get("files") or {}).items():
+            try:
+                st = os.stat(self.path / rel)
+            except OSError:
+                continue
+            if st.st_size != size or st.st_mtime_ns != mtime_ns:
+                out[rel] = [st.st_size, st.st_mtime_ns]
+        return out
 
     @property
     def version(self) -> int:
@@ -393,6 +413,7 @@ class Bank:
                 parts.append(list(self._usage_log[0]))
             else:
                 parts.append(self._manifest["tables"].get(name, []))
+        parts.append(sorted(self._changed_outside.items()))
         return hashlib.sha256(json.dumps(parts).encode()).hexdigest()[:16]
 
     def derived(self, name: str, build: Callable[..., object], *, on: tuple[str, ...] = TABLES,
@@ -417,6 +438,10 @@ class Bank:
         value = build(hit[1] if hit is not None else None) if grow else build()
         self._derived[name] = (key, value)
         return value
+
+    def vector_segment_ids(self, segment: dict) -> np.ndarray:
+        """The entry ids of one vector segment (as listed by :meth:`vector_segments`)."""
+        return np.load(inside(self.path, segment["ids"]), allow_pickle=False).astype(str)
 
     def vector_segments(self) -> list[dict]:
         """The vector segments of this snapshot, oldest first: ``{"data", "ids", "rows"[, "hashes"]}``
@@ -571,16 +596,25 @@ class Bank:
         """(ids as an array of str, vectors (n, dims, d) float32) for every entry that has them,
         latest segment winning per id; entries deleted since are left out. With ``with_hashes``
         also the hash of the texts each vector was built from (0 where unknown)."""
+        try:
+            return self._vectors(with_hashes)
+        except FileNotFoundError:
+            warnings.warn(f"{self.path}: a vector segment of version {self.version} was swept by a compaction; "
+                          "this snapshot moved to the newest version", stacklevel=2)
+            self.reload()
+            return self._vectors(with_hashes)
+
+    def _vectors(self, with_hashes: bool):
         info = self._manifest.get("vectors") or {}
         segs = tuple(s["data"] for s in info.get("segments", []))
         if self._vector_cache is None or self._vector_cache[0] != segs:
             ids_parts, data_parts, hash_parts = [], [], []
             for seg in info.get("segments", []):
-                seg_ids = np.load(self.path / seg["ids"], allow_pickle=False).astype(str)
+                seg_ids = np.load(inside(self.path, seg["ids"]), allow_pickle=False).astype(str)
                 ids_parts.append(seg_ids)
-                data_parts.append(np.load(self.path / seg["data"], mmap_mode="r", allow_pickle=False))
+                data_parts.append(np.load(inside(self.path, seg["data"]), mmap_mode="r", allow_pickle=False))
                 hash_parts.append(
-                    np.load(self.path / seg["hashes"], allow_pickle=False) if seg.get("hashes")
+                    np.load(inside(self.path, seg["hashes"]), allow_pickle=False) if seg.get("hashes")
                     else np.zeros(len(seg_ids), dtype=np.uint64)
                 )
             if not ids_parts:
@@ -617,11 +651,15 @@ class Bank:
         path = self.path / "cache" / name
         meta = path.with_name(path.name + ".json")
         try:
-            if _read_json(meta).get("fingerprint") != fingerprint:
+            info = _read_json(meta)
+            if info.get("fingerprint") != fingerprint:
                 return None
-            return path.read_bytes()
+            data = path.read_bytes()
         except (OSError, ValueError):
             return None
+        if info.get("blake2b") != hashlib.blake2b(data, digest_size=16).hexdigest():
+            return None  # truncated, flipped or foreign bytes: rebuilt, never used
+        return data
 
     def write_cache(self, name: str, fingerprint: str, data: bytes) -> None:
         """Store a derived artefact with the fingerprint of what it was built from (atomic); a
@@ -631,7 +669,8 @@ class Bank:
         folder = self.path / "cache"
         folder.mkdir(exist_ok=True)
         _atomic_write_bytes(folder / name, data)
-        _atomic_write_bytes(folder / f"{name}.json", json.dumps({"fingerprint": fingerprint}).encode())
+        meta = {"fingerprint": fingerprint, "blake2b": hashlib.blake2b(data, digest_size=16).hexdigest()}
+        _atomic_write_bytes(folder / f"{name}.json", json.dumps(meta).encode())
 
     # -- writing ----------------------------------------------------------------------------
 
@@ -725,7 +764,26 @@ class Bank:
         return pl.concat(parts, how="diagonal_relaxed").with_columns(pl.lit(seq, pl.Int64).alias(_SEQ))
 
     def _swap_manifest(self, manifest: dict, *, durable: bool = True) -> None:
-        _atomic_write_bytes(self.path / "manifest.json", json.dumps(manifest, indent=1).encode(), durable=durable)
+        """Commit ``manifest``: record the digest of every file it newly names, the files it retires
+        (kept for a grace period so open snapshots stay readable), write it atomically (the commit
+        point) and keep a copy in the manifest history."""
+        old = self._manifest or {}
+        names = set(manifest_files(manifest))
+        known = {k: v for k, v in (old.get("files") or {}).items() if k in names}
+        for rel in names - set(known):
+            known[rel] = digest(inside(self.path, rel))
+        manifest["files"] = known
+        now = time.time()
+        retired = {k: v for k, v in (old.get("retired") or {}).items()
+                   if k not in names and (self.path / k).exists()}
+        retired.update({k: now for k in set(manifest_files(old)) - names})
+        manifest["retired"] = retired
+        data = json.dumps(manifest, indent=1).encode()
+        _atomic_write_bytes(self.path / "manifest.json", data, durable=durable)
+        try:
+            write_history(self.path, manifest, data)
+        except OSError:
+            pass  # the history helps repair; a commit never fails for it
         self._load(manifest)
 
     # -- compaction -------------------------------------------------------------------------
@@ -768,7 +826,7 @@ class Bank:
                 keep: list[str] = []
             else:
                 keep, tail = segs[:1], segs[1:]
-                parts = [pl.read_parquet(self.path / n) for n in tail]
+                parts = [pl.read_parquet(inside(self.path, n)) for n in tail]
                 frame = pl.concat(parts, how="diagonal_relaxed") if parts else None
                 if frame is not None and table in KEYS:
                     frame = _latest_in_first_order(frame, list(KEYS[table]))
@@ -803,25 +861,36 @@ class Bank:
         return {"segments": 1, "rows": int(len(ids))}
 
     def _sweep(self, age: float = SWEEP_AGE_S) -> int:
-        """Remove segment files no manifest names any more (old enough that no reader holds them)."""
-        referenced = {p for segs in self._manifest["tables"].values() for p in segs}
-        for seg in (self._manifest.get("vectors") or {}).get("segments", []):
-            referenced.update(seg[k] for k in ("data", "ids", "hashes") if seg.get(k))
+        """Remove files no manifest names any more: retired segments once they have been out of the
+        manifest for ``age`` seconds (a reader's snapshot stays readable that long), files a crashed
+        write left behind once they are ``age`` seconds old. Never follows a symlink: a symlinked
+        folder or file inside the bank is left alone (``kb check`` reports it)."""
+        referenced = set(manifest_files(self._manifest))
+        retired = self._manifest.get("retired") or {}
         removed = 0
         now = time.time()
-        for folder in [*(self.path / "tables").glob("*"), self.path / "vectors"]:
-            if not folder.is_dir():
+        folders = [self.path / "vectors", *(self.path / "tables").glob("*")]
+        for folder in folders:
+            if folder.is_symlink() or not folder.is_dir() or folder.parent.is_symlink():
                 continue
             for f in folder.iterdir():
                 rel = f"{folder.relative_to(self.path).as_posix()}/{f.name}"
-                if rel in referenced:
+                if rel in referenced or f.is_symlink() or not f.is_file():
                     continue
                 try:
-                    if now - f.stat().st_mtime >= age:
+                    since = retired.get(rel, f.stat().st_mtime)
+                    if now - float(since) >= age:
                         f.unlink()
                         removed += 1
                 except FileNotFoundError:
                     pass
+        for tmp in temp_files(self.path):
+            try:
+                if now - tmp.stat().st_mtime >= age:
+                    tmp.unlink()
+                    removed += 1
+            except FileNotFoundError:
+                pass
         return removed
 
 

@@ -8,6 +8,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 
 import numpy as np
@@ -18,9 +19,112 @@ from kbtools.model.rules import Problem, problems_edges, problems_entries, probl
 from kbtools.model.schema import SCHEMAS
 from pathlib import Path
 
-from kbtools.store.bank import Bank, open_bank, read_manifest
+from kbtools.errors import KbError, UnsafePath
+from kbtools.store.bank import Bank, _atomic_write_bytes, _locked, open_bank, read_manifest, DEFAULT_LOCK_TIMEOUT
+from kbtools.store.files import digest, history, inside, manifest_files, symlinks, temp_files, write_history
 
-__all__ = ["check_bank"]
+__all__ = ["check_bank", "repair_bank"]
+
+
+def _file_problems(root: Path, manifest: dict) -> list[Problem]:
+    """Paths that lead outside the bank, missing files, files changed since their commit, vector
+    segments that do not load, symlinks and temp files a crashed write left behind."""
+    out: list[Problem] = []
+    if not isinstance(manifest.get("tables"), dict):
+        out.append(Problem("manifest", None, "tables", None, "manifest.json names no tables"))
+    recorded = manifest.get("files") or {}
+    for rel in manifest_files(manifest):
+        try:
+            path = inside(root, rel)
+        except UnsafePath:
+            out.append(Problem("manifest", None, "path", rel, "a file outside the bank folder (never read)"))
+            continue
+        if not path.exists():
+            out.append(Problem("files", None, "file", rel, "a file the manifest names is missing"))
+        elif rel in recorded and digest(path)[2] != recorded[rel][2]:
+            out.append(Problem("files", None, "file", rel, "changed since it was committed (checksum differs)"))
+    for seg in (manifest.get("vectors") or {}).get("segments", []):
+        for key in ("data", "ids", "hashes"):
+            rel = seg.get(key)
+            if not rel:
+                if key == "hashes":
+                    continue
+                out.append(Problem("vectors", None, key, None, "a vector segment names its data and ids"))
+                continue
+            try:
+                arr = np.load(inside(root, rel), mmap_mode="r", allow_pickle=False)
+            except UnsafePath:
+                continue
+            except (OSError, ValueError) as err:
+                if (root / rel).exists():
+                    out.append(Problem("vectors", None, key, rel, f"does not load ({err})"))
+                continue
+            if seg.get("rows") is not None and arr.shape[0] != seg["rows"]:
+                out.append(Problem("vectors", None, key, rel, f"{arr.shape[0]} rows, the manifest says {seg['rows']}"))
+    for rel in symlinks(root):
+        out.append(Problem("files", None, "symlink", rel, "a bank holds no symlinks (kbtools never follows one)"))
+    for tmp in temp_files(root):
+        out.append(Problem("files", None, "temp", tmp.relative_to(root).as_posix(),
+                           "a temp file a crashed write left behind (`kb check --repair` removes it)"))
+    return out
+
+
+def _intact(root: Path, manifest: dict) -> bool:
+    """Every file of ``manifest`` is inside the bank, present, unchanged and loadable."""
+    if not isinstance(manifest.get("tables"), dict):
+        return False
+    problems = [p for p in _file_problems(root, manifest) if p.column not in ("symlink", "temp")]
+    return not problems and not _segment_problems(root, manifest)
+
+
+def repair_bank(path: str | os.PathLike, *, dry_run: bool = False, timeout: float = DEFAULT_LOCK_TIMEOUT) -> dict:
+    """Bring a damaged bank back to the newest committed version whose files are all intact.
+
+    Reads the current manifest and the kept history (``manifests/``), picks the newest intact one,
+    and when that is not the current one writes it back as a new version; names exactly the
+    commits that this drops (version, actor, reason, time). Also removes the derived caches (they
+    are rebuilt on use) and the temp files of crashed writes. With ``dry_run`` only reports.
+    Raises :class:`~kbtools.errors.KbError` when no intact version is left.
+    """
+    root = Path(path)
+    read_manifest_ok = True
+    try:
+        current = read_manifest(root)
+    except KbError:
+        current, read_manifest_ok = {}, False
+    candidates = ([current] if read_manifest_ok else []) + history(root)
+    chosen = next((m for m in candidates if _intact(root, m)), None)
+    if chosen is None:
+        raise KbError(f"{root}: no committed version whose files are all intact was found "
+                      f"({len(candidates)} manifest(s) tried); restore the bank from a copy")
+    latest = max([int(m.get("version", 0)) for m in candidates] or [0])
+    rolled_back = chosen is not current
+    dropped = [
+        {"version": int(m.get("version", 0)), "committed_at": m.get("committed_at"),
+         **(m.get("commit") or {"actor": None, "reason": None})}
+        for m in candidates if int(m.get("version", 0)) > int(chosen.get("version", 0))
+    ]
+    dropped = sorted({d["version"]: d for d in dropped}.values(), key=lambda d: d["version"])
+    temps = temp_files(root)
+    caches = sorted(p for p in (root / "cache").glob("*") if p.is_file() and not p.is_symlink()) \
+        if (root / "cache").is_dir() and not (root / "cache").is_symlink() else []
+    report = {"bank": str(root), "rolled_back_to": int(chosen.get("version", 0)) if rolled_back else None,
+              "dropped_commits": dropped if rolled_back else [], "temp_files_removed": len(temps),
+              "caches_removed": len(caches), "dry_run": dry_run}
+    if dry_run:
+        return report
+    with _locked(root, timeout, "repair"):
+        if rolled_back:
+            manifest = json.loads(json.dumps(chosen))
+            manifest["version"] = latest + 1
+            manifest["commit"] = {"actor": "repair", "reason": f"rolled back to version {chosen.get('version', 0)}"}
+            data = json.dumps(manifest, indent=1).encode()
+            _atomic_write_bytes(root / "manifest.json", data)
+            write_history(root, manifest, data)
+            report["version"] = manifest["version"]
+        for f in temps + caches:
+            f.unlink(missing_ok=True)
+    return report
 
 
 def _segment_problems(root: Path, manifest: dict) -> list[Problem]:
@@ -30,7 +134,10 @@ def _segment_problems(root: Path, manifest: dict) -> list[Problem]:
             out.append(Problem("manifest", None, "tables", table, "not a table of a bank"))
             continue
         for rel in files:
-            path = root / rel
+            try:
+                path = inside(root, rel)
+            except UnsafePath:
+                continue  # reported by _file_problems
             if not path.exists():
                 out.append(Problem(table, None, "segment", rel, "a segment the manifest names is missing"))
                 continue
@@ -80,8 +187,11 @@ def check_bank(bank_or_path: Bank | str | os.PathLike) -> Problems:
     path is not a bank.
     """
     root = bank_or_path.path if isinstance(bank_or_path, Bank) else Path(bank_or_path)
-    out = Problems(_segment_problems(root, read_manifest(root)))
-    if out:
+    manifest = read_manifest(root)
+    out = Problems(_file_problems(root, manifest))
+    if isinstance(manifest.get("tables"), dict):
+        out += _segment_problems(root, manifest)
+    if any(p.column not in ("symlink", "temp") for p in out):
         return out
     bank = open_bank(root)
     entries = bank.entries

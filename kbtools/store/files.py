@@ -1,0 +1,112 @@
+"""The files of a bank folder: every path a manifest names resolves inside the bank (no symlink
+followed out of it), every committed file carries its size, mtime and a content hash, and the last
+manifests are kept so that a damaged bank can be rolled back.
+
+>>> import tempfile, pathlib
+>>> root = pathlib.Path(tempfile.mkdtemp())
+>>> (root / "tables").mkdir()
+>>> inside(root, "tables/x.parquet").name
+'x.parquet'
+>>> inside(root, "../../etc/hostname")
+Traceback (most recent call last):
+...
+kbtools.errors.UnsafePath: ../../etc/hostname: a bank file must be a relative path inside the bank folder (no '..', no absolute path, no symlink)
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+from pathlib import Path
+
+from kbtools.errors import UnsafePath
+
+__all__ = ["inside", "digest", "HISTORY", "KEEP_MANIFESTS", "history", "write_history", "manifest_files",
+           "temp_files", "symlinks"]
+
+#: the folder of the bank that keeps the last manifests, one file per version
+HISTORY = "manifests"
+#: how many committed manifests are kept for ``kb check --repair``
+KEEP_MANIFESTS = 20
+
+
+def inside(root: Path, rel: str) -> Path:
+    """``root / rel`` after checking that ``rel`` stays inside the bank: relative, without ``..``,
+    and crossing no symlink (a symlinked folder or file could lead anywhere)."""
+    if not isinstance(rel, str) or not rel or os.path.isabs(rel) or "\\" in rel:
+        raise UnsafePath(rel)
+    parts = Path(rel).parts
+    if any(p in ("..", ".", "") for p in parts):
+        raise UnsafePath(rel)
+    path = root
+    for part in parts:
+        path = path / part
+        if path.is_symlink():
+            raise UnsafePath(rel)
+    return path
+
+
+def digest(path: Path) -> list:
+    """``[size, mtime_ns, blake2b-128 hex]`` of a file: what a manifest records of each file it names."""
+    h = hashlib.blake2b(digest_size=16)
+    with open(path, "rb") as fh:
+        for block in iter(lambda: fh.read(1 << 20), b""):
+            h.update(block)
+    st = os.stat(path)
+    return [st.st_size, st.st_mtime_ns, h.hexdigest()]
+
+
+def manifest_files(manifest: dict) -> list[str]:
+    """Every file a manifest names (table segments and vector segments), relative to the bank."""
+    files = [p for segs in (manifest.get("tables") or {}).values() for p in segs]
+    for seg in (manifest.get("vectors") or {}).get("segments", []):
+        files += [seg[k] for k in ("data", "ids", "hashes") if seg.get(k)]
+    return files
+
+
+def history(root: Path) -> list[dict]:
+    """The kept manifests, newest first (unreadable ones left out)."""
+    folder = root / HISTORY
+    if not folder.is_dir() or folder.is_symlink():
+        return []
+    out = []
+    for path in sorted(folder.glob("*.json"), reverse=True):
+        try:
+            out.append(json.loads(path.read_text()))
+        except (OSError, ValueError):
+            continue
+    return out
+
+
+def write_history(root: Path, manifest: dict, data: bytes) -> None:
+    """Keep ``manifest`` (already serialised as ``data``) as ``manifests/<version>.json`` and drop
+    all but the newest ``KEEP_MANIFESTS``."""
+    folder = root / HISTORY
+    if folder.is_symlink():
+        return
+    folder.mkdir(exist_ok=True)
+    (folder / f"{int(manifest.get('version', 0)):010d}.json").write_bytes(data)
+    kept = sorted(folder.glob("*.json"))
+    for old in kept[:-KEEP_MANIFESTS]:
+        old.unlink(missing_ok=True)
+
+
+def temp_files(root: Path) -> list[Path]:
+    """Temporary files a crashed write left behind (``.name.*.tmp``) in the bank's own folders."""
+    out = []
+    for folder in [root, root / "cache", root / "vectors", root / HISTORY, *(root / "tables").glob("*")]:
+        if folder.is_dir() and not folder.is_symlink():
+            out += [p for p in folder.iterdir() if p.name.startswith(".") and p.name.endswith(".tmp")]
+    return sorted(out)
+
+
+def symlinks(root: Path) -> list[str]:
+    """Every symlink inside the bank folder (relative paths); a bank holds none."""
+    found = []
+    for dirpath, dirnames, filenames in os.walk(root, followlinks=False):
+        for name in dirnames + filenames:
+            path = Path(dirpath) / name
+            if path.is_symlink():
+                found.append(path.relative_to(root).as_posix())
+    return sorted(found)
