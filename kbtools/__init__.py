@@ -47,10 +47,11 @@ from kbtools.ops.maintenance import explain, feedback, reinforce
 from kbtools.demo.banks import build_demo, read_truth, truth_path
 from kbtools.demo import DemoBank, business_bank, engineering_bank, synthetic_bank
 from kbtools.retrieval.embedders import Embedder, HashingEmbedder, MiniLMEmbedder, StaticEmbedder, default_embedder, get_embedder
-from kbtools.retrieval.folding import FOLD_DEFAULTS, EdgeLookup, collapse, flat, fold, mmr
+from kbtools.model.config import FOLD_DEFAULTS, QUERY_DEFAULTS, FoldConfig, QueryConfig
+from kbtools.retrieval.folding import EdgeLookup, collapse, flat, fold, mmr
 from kbtools.retrieval.index import DEFAULT_WEIGHTS, DIMENSIONS, VectorIndex
 from kbtools.ops.interchange import export_bank, import_files, import_frames
-from kbtools.retrieval.pipeline import QUERY_DEFAULTS, query
+from kbtools.retrieval.pipeline import query
 from kbtools.ops.embedding import embed_bank
 from kbtools.retrieval.search import ranked_pool
 from kbtools.evaluate.bank_stats import bank_stats
@@ -134,6 +135,8 @@ __all__ = [
     "mmr",
     "EdgeLookup",
     "FOLD_DEFAULTS",
+    "FoldConfig",
+    "QueryConfig",
     "Answer",
     "Result",
     "Pointer",

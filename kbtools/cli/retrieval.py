@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import sys
 
+from kbtools.model.config import QUERY_DEFAULTS
 from kbtools.cli.base import command, progress as _progress, register_args
 
 __all__: list[str] = []
@@ -70,11 +71,11 @@ def side_by_side(flat, folded, width: int = 78) -> str:
 register_args("query", lambda p: (
     p.add_argument("path", help="the bank folder"),
     p.add_argument("text", help="the question"),
-    p.add_argument("--k", type=int, default=8, help="results to return (default 8)"),
+    p.add_argument("--k", type=int, default=QUERY_DEFAULTS.k, help=f"results to return (default {QUERY_DEFAULTS.k})"),
     p.add_argument("--no-fold", action="store_true", help="a flat top-k, without folding"),
     p.add_argument("--compare", action="store_true", help="print the flat top-k beside the folded answer"),
     p.add_argument("--lexical", action="store_true", help="add the BM25 arm (rare tokens, error strings, flags)"),
-    p.add_argument("--index", default="flat", help="faiss index kind: flat (exact), hnsw, hnsw_sq8, ivf, sq8"),
+    p.add_argument("--index", default=QUERY_DEFAULTS.index, help="faiss index kind: flat (exact), hnsw, hnsw_sq8, ivf, sq8"),
     p.add_argument("--no-usage", action="store_true", help="do not count usage for the returned results"),
     _reading_args(p),
 ))
@@ -94,7 +95,7 @@ def _recall(args):
 register_args("recall", lambda p: (
     p.add_argument("path", help="the bank folder"),
     p.add_argument("text", help="the question"),
-    p.add_argument("--k", type=int, default=8),
+    p.add_argument("--k", type=int, default=QUERY_DEFAULTS.k, help=f"results to return (default {QUERY_DEFAULTS.k})"),
     p.add_argument("--links", type=int, default=3, help="linked entries to bring in (default 3)"),
     p.add_argument("--no-usage", action="store_true", help="do not count usage for the returned results"),
     _reading_args(p),

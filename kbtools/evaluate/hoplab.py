@@ -29,6 +29,7 @@ from typing import Iterable, Sequence
 
 import polars as pl
 
+from kbtools.model.config import QUERY_DEFAULTS
 from kbtools.model.answer import Answer
 from kbtools.errors import KbError, ValidationError
 from kbtools.progress import Progress, progress_callback
@@ -42,7 +43,8 @@ from kbtools.evaluate.tasks import HopTask, as_tasks, hop_tasks, tasks_from_trut
 __all__ = ["HopArm", "HOP_ARMS", "HOPLAB_DEFAULTS", "run_hoplab", "hop_outcome", "summarize_hop", "entry_text"]
 
 #: Defaults of :func:`run_hoplab`.
-HOPLAB_DEFAULTS = {"k": 8, "pool": 20, "protect": 2, "neighbors": 3, "n": 30, "max_fetch_calls": 50}
+HOPLAB_DEFAULTS = {"k": QUERY_DEFAULTS.k, "pool": QUERY_DEFAULTS.pool, "protect": QUERY_DEFAULTS.protect,
+                   "neighbors": QUERY_DEFAULTS.neighbors, "n": 30, "max_fetch_calls": 50}
 
 
 @dataclass(frozen=True)

@@ -24,6 +24,7 @@ from typing import Callable, Sequence
 
 import numpy as np
 
+from kbtools.model.config import QUERY_DEFAULTS
 from kbtools.model.answer import Answer
 from kbtools.errors import KbError, ValidationError
 from kbtools.progress import Progress, progress_callback
@@ -41,7 +42,8 @@ REPLAY_ARMS: tuple[str, ...] = ("flat", "fold", "mmr", "collapse")
 REPLAY_LABELS = {"flat": "flat top-k (folding off)", "fold": "folded (results + pointers + neighbours)",
                  "mmr": "MMR diversification (λ = 0.5)", "collapse": "plain collapse by connected component"}
 #: Defaults of :func:`run_replay`.
-REPLAY_DEFAULTS = {"k": 8, "pool": 20, "protect": 2, "neighbors": 3, "lam": 0.5, "threshold": 0.5}
+REPLAY_DEFAULTS = {"k": QUERY_DEFAULTS.k, "pool": QUERY_DEFAULTS.pool, "protect": QUERY_DEFAULTS.protect,
+                   "neighbors": QUERY_DEFAULTS.neighbors, "lam": 0.5, "threshold": 0.5}
 
 
 def run_replay(bank, *, queries=None, judge=None, seed: int = 0, k: int = 8, pool: int = 20, lam: float = 0.5,

@@ -35,12 +35,13 @@ import numpy as np
 import polars as pl
 
 from kbtools.errors import EntryNotFound, ValidationError
-from kbtools.model.vocab import FADING_SOURCES, TRUSTED_SOURCES
+from kbtools.model.fading import HALF_LIFE_DAYS, faded_weight_expr
+from kbtools.model.vocab import TRUSTED_SOURCES
 
 __all__ = ["DEFAULT_HALF_LIFE_DAYS", "edge_weights", "to_igraph", "Adjacency"]
 
-#: Fading links lose half their weight after this many days without being seen (seed 001, section 7).
-DEFAULT_HALF_LIFE_DAYS: float = 180.0
+#: The bank's one half-life (:data:`kbtools.model.fading.HALF_LIFE_DAYS`).
+DEFAULT_HALF_LIFE_DAYS: float = HALF_LIFE_DAYS
 
 _LINK_COLUMNS = ("src", "dst", "type", "source", "note", "weight")
 
@@ -66,18 +67,14 @@ def edge_weights(edges: pl.DataFrame, *, now: dt.datetime | None = None,
     if now.tzinfo is None:
         now = now.replace(tzinfo=dt.timezone.utc)
     cols = edges.columns
-    weight = pl.col("weight").cast(pl.Float64).fill_null(1.0) if "weight" in cols else pl.lit(1.0)
+    if "weight" not in cols:
+        edges = edges.with_columns(pl.lit(1.0).alias("weight"))
     stamps = [pl.col(c).cast(pl.Datetime("us", "UTC")) for c in ("seen_at", "created_at") if c in cols]
     if stamps:
-        seen = pl.coalesce(stamps)
-        age_days = (pl.lit(now).cast(pl.Datetime("us", "UTC")) - seen).dt.total_microseconds() / 86_400e6
-        factor = (pl.lit(0.5) ** (age_days.clip(lower_bound=0.0) / half_life_days)).fill_null(1.0)
+        age_days = (pl.lit(now).cast(pl.Datetime("us", "UTC")) - pl.coalesce(stamps)).dt.total_microseconds() / 86_400e6
     else:
-        factor = pl.lit(1.0)
-    fading = pl.col("source").is_in(sorted(FADING_SOURCES))
-    return edges.select(
-        pl.when(fading).then(weight * factor).otherwise(1.0).cast(pl.Float64).alias("weight")
-    ).to_series()
+        age_days = pl.lit(0.0)
+    return edges.select(faded_weight_expr(age_days, half_life_days=half_life_days).alias("weight")).to_series()
 
 
 def _vertex_frame(entries: pl.DataFrame) -> pl.DataFrame:

@@ -27,8 +27,8 @@ import igraph as ig
 import numpy as np
 import polars as pl
 
-from kbtools.graph.community import undirected_simple
 from kbtools.errors import ValidationError
+from kbtools.graph.community import undirected_simple
 
 __all__ = ["centrality", "hub_threshold", "EXACT_BETWEENNESS_MAX", "BETWEENNESS_SOURCES"]
 

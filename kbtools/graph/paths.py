@@ -23,8 +23,13 @@ import igraph as ig
 import numpy as np
 import polars as pl
 
-from kbtools.graph.activation import SPREAD_DEFAULTS, _check_spread_options, _rows, _spread_arrays
 from kbtools.errors import EntryNotFound, ValidationError
+from kbtools.graph.activation import (
+    SPREAD_DEFAULTS,
+    _check_spread_options,
+    _rows,
+    _spread_arrays,
+)
 from kbtools.graph.build import Adjacency
 
 __all__ = ["related", "trace", "TRACE_SCHEMA"]

@@ -26,9 +26,9 @@ from dataclasses import dataclass, field
 
 import polars as pl
 
+from kbtools.linker.sections import sentences
 from kbtools.model.schema import SCHEMAS
 from kbtools.model.vocab import METADATA_LINK_TYPES
-from kbtools.linker.sections import sentences
 
 __all__ = ["BackfillPlan", "plan_backfill", "citing_sentence", "plan_pattern_citations", "document_keys", "normalize_key", "NOTE_LIMIT"]
 

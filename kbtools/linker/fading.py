@@ -20,13 +20,13 @@ import numpy as np
 import polars as pl
 
 from kbtools.errors import ValidationError
+from kbtools.model.fading import HALF_LIFE_DAYS, fade, faded_weight_expr
 from kbtools.model.schema import SCHEMAS, conform
 from kbtools.model.vocab import FADING_SOURCES
 
 __all__ = ["HALF_LIFE_DAYS", "MIN_WEIGHT", "faded_weight", "faded_expr", "reinforce", "DecayPlan", "plan_decay",
            "plan_reinforce"]
 
-HALF_LIFE_DAYS = 180.0
 MIN_WEIGHT = 0.1
 _DAY_US = 86_400_000_000
 
@@ -61,8 +61,7 @@ def faded_weight(weights, seen_at, now, *, half_life_days: float = HALF_LIFE_DAY
     if half_life_days <= 0:
         raise ValidationError("half_life_days", half_life_days, "must be positive")
     w = np.asarray(weights, dtype=np.float64)
-    days = np.maximum(_days(seen_at, now), 0.0)
-    out = w * np.power(0.5, days / half_life_days)
+    out = fade(w, _days(seen_at, now), half_life_days=half_life_days)
     if sources is not None:
         fading = np.isin(np.asarray(list(sources), dtype=object), list(FADING_SOURCES))
         out = np.where(fading, out, w)
@@ -78,9 +77,8 @@ def faded_expr(now: dt.datetime, *, half_life_days: float = HALF_LIFE_DAYS) -> p
     >>> e.select(faded_expr(t + dt.timedelta(days=180)))["faded"].round(3).to_list()
     [0.4]
     """
-    days = ((pl.lit(now) - pl.col("seen_at")).dt.total_microseconds() / _DAY_US).clip(lower_bound=0).fill_null(0)
-    faded = pl.col("weight") * pl.lit(0.5).pow(days / half_life_days)
-    return pl.when(pl.col("source").is_in(list(FADING_SOURCES))).then(faded).otherwise(pl.col("weight")).alias("faded")
+    days = (pl.lit(now) - pl.col("seen_at")).dt.total_microseconds() / _DAY_US
+    return faded_weight_expr(days, half_life_days=half_life_days).alias("faded")
 
 
 def reinforce(weights, *, rate: float = 0.2):

@@ -26,9 +26,16 @@ import numpy as np
 import polars as pl
 
 from kbtools.errors import EntryNotFound, ValidationError
-from kbtools.linker.evidence import _SENTINEL, candidate_pairs, pair_evidence, relations, use_exact_neighbours
+from kbtools.linker.evidence import (
+    _SENTINEL,
+    candidate_pairs,
+    pair_evidence,
+    relations,
+    use_exact_neighbours,
+)
 from kbtools.linker.rules import KINDS, LINKER_DEFAULTS, LinkerSettings, link_type
 from kbtools.linker.terms import TermStats, metadata_of
+from kbtools.model.fading import fade
 from kbtools.model.schema import SCHEMAS, TIME, conform
 from kbtools.model.vocab import DOMINANCE_TYPES, normalize_type
 
@@ -458,7 +465,7 @@ class _State:
         if rec["source"] not in _FADING:
             return rec["weight"]
         days = max(0.0, (self.ctx.now_us - (rec["seen_us"] or self.ctx.now_us)) / 86_400e6)
-        return rec["weight"] * 0.5 ** (days / self.s.half_life_days)
+        return fade(rec["weight"], days, half_life_days=self.s.half_life_days)
 
     def _weakest(self, row):
         return min(self.capped[row], key=lambda k: (self.faded(self.edges[k]), k))

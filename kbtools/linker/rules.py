@@ -15,6 +15,8 @@ from dataclasses import dataclass, replace
 
 import numpy as np
 
+from kbtools.model.fading import HALF_LIFE_DAYS
+
 __all__ = [
     "LinkerSettings",
     "LINKER_DEFAULTS",
@@ -50,7 +52,7 @@ class LinkerSettings:
     h: float = 0.3  #: similarity scale: sem = clamp((cos - h/2) / (h/2))
     omega: float = 0.5  #: weight of sem in the noisy-OR (0.25 with a lexical embedder)
     virtual: int = 20  #: virtual memories smoothing the IDF
-    half_life_days: float = 180.0  #: fading of automatic and feedback links
+    half_life_days: float = HALF_LIFE_DAYS  #: fading of automatic and feedback links (the bank's one half-life)
     min_weight: float = 0.1  #: below this faded weight a link is pruned
     session_window_s: float = 7200.0  #: "written within 2 hours"
     takeover: float = 0.9  #: share of weight a replacing decision takes over

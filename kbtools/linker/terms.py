@@ -26,7 +26,14 @@ import scipy.sparse as sp
 
 from kbtools.errors import ValidationError
 from kbtools.linker.anchors import ASSET_NOUNS, Anchor, anchor
-from kbtools.linker.rules import FIX_RE, LINKER_DEFAULTS, PROBLEM_RE, PROGRESS_RE, LinkerSettings, kind_code
+from kbtools.linker.rules import (
+    FIX_RE,
+    LINKER_DEFAULTS,
+    PROBLEM_RE,
+    PROGRESS_RE,
+    LinkerSettings,
+    kind_code,
+)
 from kbtools.linker.text import stem
 
 __all__ = ["TermStats", "entry_text", "idf"]

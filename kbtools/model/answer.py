@@ -25,12 +25,12 @@ Answer for: dispatch label
 from __future__ import annotations
 
 import dataclasses
-
-from kbtools.model.answer_html import _linked_text, answer_html
 from dataclasses import dataclass, field
 from typing import Any
 
 import polars as pl
+
+from kbtools.model.answer_html import _linked_text, answer_html
 
 __all__ = ["Pointer", "Result", "Answer", "ANSWER_FRAME_SCHEMA"]
 

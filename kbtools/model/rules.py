@@ -19,7 +19,13 @@ import polars as pl
 
 from kbtools.errors import EdgeRuleError, ValidationError
 from kbtools.model.schema import SCHEMAS
-from kbtools.model.vocab import EDGE_SOURCES, EDGE_TYPES, ENTRY_KINDS, ENTRY_STATUSES, TRUSTED_SOURCES
+from kbtools.model.vocab import (
+    EDGE_SOURCES,
+    EDGE_TYPES,
+    ENTRY_KINDS,
+    ENTRY_STATUSES,
+    TRUSTED_SOURCES,
+)
 
 __all__ = [
     "Problem",

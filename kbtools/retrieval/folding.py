@@ -51,7 +51,7 @@ The query path, step by step (steps 1 and 8 belong to the caller, the bank's que
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any, NamedTuple
 
@@ -59,13 +59,13 @@ import numpy as np
 import polars as pl
 
 from kbtools.model import vocab
+from kbtools.model.config import FOLD_DEFAULTS
 from kbtools.model.answer import Answer, Pointer, Result, _fast
 from kbtools.errors import ValidationError
 
 __all__ = ["FOLD_DEFAULTS", "EdgeLookup", "fold", "flat", "collapse", "mmr"]
 
 #: Defaults of :func:`fold` (the seed's numbers: pool of 20, 8 results, top 2 protected, 3 neighbours).
-FOLD_DEFAULTS: Mapping[str, int] = {"k": 8, "protect": 2, "neighbors": 3}
 
 _EDGE_COLUMNS = ("src", "dst", "type", "source")
 _INFO_COLUMNS = ("title", "summary", "kind", "steps")
@@ -125,8 +125,8 @@ class EdgeLookup:
         return [edge for edge in self.rows if edge in found] if found else []
 
 
-def fold(pool: pl.DataFrame, edges: pl.DataFrame | EdgeLookup, *, k: int = 8, protect: int = 2,
-         neighbors: int = 3, entries: pl.DataFrame | None = None, sources: Iterable[str] | None = None,
+def fold(pool: pl.DataFrame, edges: pl.DataFrame | EdgeLookup, *, k: int = FOLD_DEFAULTS.k,
+         protect: int = FOLD_DEFAULTS.protect, neighbors: int = FOLD_DEFAULTS.neighbors, entries: pl.DataFrame | None = None, sources: Iterable[str] | None = None,
          query: str | None = None) -> Answer:
     """Fold a ranked pool along trusted edges into ``k`` results with pointers and neighbours.
 

@@ -15,6 +15,7 @@ from typing import Iterable, Mapping
 import polars as pl
 
 from kbtools.model.answer import Answer
+from kbtools.model.config import QUERY_DEFAULTS
 from kbtools.retrieval.embedders import Embedder
 from kbtools.errors import ValidationError
 from kbtools.retrieval.folding import EdgeLookup, flat
@@ -26,7 +27,6 @@ from kbtools.model.vocab import EDGE_SOURCES, TRUSTED_SOURCES
 __all__ = ["QUERY_DEFAULTS", "query", "edge_lookup"]
 
 #: Defaults of :func:`query`.
-QUERY_DEFAULTS: Mapping[str, object] = {"k": 8, "pool": 20, "protect": 2, "neighbors": 3, "lexical": False}
 
 
 def edge_lookup(bank: Bank, *, sources: Iterable[str] | None = None) -> EdgeLookup:
@@ -49,17 +49,17 @@ def query(
     bank: Bank,
     text: str,
     *,
-    k: int = 8,
+    k: int = QUERY_DEFAULTS.k,
     fold: bool = True,
-    protect: int = 2,
-    neighbors: int = 3,
-    pool: int = 20,
-    lexical: bool = False,
+    protect: int = QUERY_DEFAULTS.protect,
+    neighbors: int = QUERY_DEFAULTS.neighbors,
+    pool: int = QUERY_DEFAULTS.pool,
+    lexical: bool = QUERY_DEFAULTS.lexical,
     weights: Mapping[str, float] | None = None,
     sources: Iterable[str] | None = None,
     record_usage: bool = True,
     embedder: Embedder | str | None = None,
-    index: str = "flat",
+    index: str = QUERY_DEFAULTS.index,
 ) -> Answer:
     """Answer ``text`` from the bank: folded (default) or flat, with neighbours handed over.
 

@@ -21,6 +21,7 @@ from typing import Callable, Mapping
 import numpy as np
 import polars as pl
 
+from kbtools.model.config import QUERY_DEFAULTS
 from kbtools.retrieval.embedders import Embedder, get_embedder
 from kbtools.errors import EmbedderMismatch, NotEmbedded, ValidationError
 from kbtools.retrieval.index import DEFAULT_WEIGHTS, DIMENSIONS, VectorIndex, combine
@@ -28,7 +29,6 @@ from kbtools.retrieval.lexical import BM25Index, rrf
 from kbtools.store.bank import Bank
 
 __all__ = [
-    "SEARCH_DEFAULTS",
     "entry_texts",
     "text_hashes",
     "bank_embedder",
@@ -38,7 +38,6 @@ __all__ = [
 ]
 
 #: Defaults of retrieval: the pool folding starts from, the index kind, RRF's k.
-SEARCH_DEFAULTS: Mapping[str, object] = {"pool": 20, "index": "flat", "rrf_k": 60, "lexical_depth": 100}
 
 
 def entry_texts(entries: pl.DataFrame) -> dict[str, list[str]]:
@@ -217,12 +216,12 @@ def ranked_pool(
         raise NotEmbedded(bank.path, bank.entries.height - len(bank.vectors()[0]), bank.entries.height)
     q = query_vector if query_vector is not None else emb.encode([text])[0]
     idx = bank_index(bank, kind=index, weights=weights)
-    depth = pool if not lexical else max(pool, int(SEARCH_DEFAULTS["lexical_depth"]))
+    depth = pool if not lexical else max(pool, QUERY_DEFAULTS.lexical_depth)
     scores, ids = idx.search(np.asarray(q, dtype=np.float32)[None, :], min(depth, max(idx.size, 1)))
     dense = [(i, float(s)) for i, s in zip(list(ids[0]), scores[0].tolist()) if i is not None and i != ""]
     if lexical:
         lex_ids, _ = bank_bm25(bank).search(text, depth)
-        fused = rrf([[i for i, _ in dense], list(lex_ids)], k=int(SEARCH_DEFAULTS["rrf_k"]))
+        fused = rrf([[i for i, _ in dense], list(lex_ids)], k=QUERY_DEFAULTS.rrf_k)
         ranked = fused[:pool]
     else:
         ranked = dense[:pool]

@@ -85,6 +85,15 @@ def repair_bank(path: str | os.PathLike, *, dry_run: bool = False, timeout: floa
     commits that this drops (version, actor, reason, time). Also removes the derived caches (they
     are rebuilt on use) and the temp files of crashed writes. With ``dry_run`` only reports.
     Raises :class:`~kbtools.errors.KbError` when no intact version is left.
+
+    >>> import tempfile, pathlib
+    >>> from kbtools.store.bank import create_bank
+    >>> bank = create_bank(pathlib.Path(tempfile.mkdtemp()) / "b")
+    >>> (bank.path / ".manifest.json.0badf00d.tmp").write_text("{")
+    1
+    >>> r = repair_bank(bank.path)
+    >>> r["rolled_back_to"], r["temp_files_removed"], check_bank(bank.path)
+    (None, 1, [])
     """
     root = Path(path)
     read_manifest_ok = True
