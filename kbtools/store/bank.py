@@ -29,20 +29,16 @@ any reader can open as is.
 
 from __future__ import annotations
 
-import contextlib
-import errno
 import hashlib
-import fcntl
 import json
 import os
 import socket
-import sys
 import time
 import uuid
 import warnings
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Callable, Iterator
+from typing import Callable
 
 import numpy as np
 import polars as pl
@@ -50,6 +46,7 @@ import polars as pl
 from kbtools.errors import BankExists, BankLocked, EmbedderMismatch, KbError, NotABank, ReadOnlyBank
 from kbtools.model.plan import Plan, VectorRows
 from kbtools.model.schema import APPEND_ONLY, KEYS, SCHEMAS, TABLES, conform, empty
+from kbtools.store.lock import flock_file, fsync_dir, storage_errors
 
 __all__ = [
     "Bank",
@@ -87,12 +84,7 @@ def utcnow() -> datetime:
 # low-level file helpers
 
 
-def _fsync_dir(path: Path) -> None:
-    fd = os.open(path, os.O_RDONLY)
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)
+_fsync_dir = fsync_dir  # a no-op on Windows, where a folder cannot be opened
 
 
 def _atomic_write_bytes(path: Path, data: bytes, *, durable: bool = True) -> None:
@@ -132,50 +124,6 @@ def _read_json(path: Path) -> dict:
 
 # ---------------------------------------------------------------------------------------------
 # the lock
-
-
-def _holder_text(actor: str | None) -> str:
-    cmd = " ".join(os.path.basename(a) if i == 0 else a for i, a in enumerate(sys.argv[:3]))
-    since = utcnow().strftime("%Y-%m-%dT%H:%M:%SZ")
-    who = f"pid {os.getpid()} on {socket.gethostname()} ({cmd or 'python'})"
-    if actor:
-        who += f" for {actor}"
-    return f"{who} since {since}"
-
-
-@contextlib.contextmanager
-def flock_file(path: Path, *, timeout: float, actor: str | None, busy: Callable[[str], Exception]) -> Iterator[None]:
-    """Hold an exclusive flock on ``path`` (its text names the holder while held), waiting up to
-    ``timeout`` seconds; past that, raise ``busy(holder)``. The kernel drops the lock when the
-    process dies, so a killed holder never leaves the bank locked."""
-    fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
-    deadline = time.monotonic() + max(timeout, 0.0)
-    delay = 0.002
-    try:
-        while True:
-            try:
-                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-                break
-            except OSError as err:
-                if err.errno not in (errno.EAGAIN, errno.EACCES):
-                    raise
-                if time.monotonic() >= deadline:
-                    try:
-                        holder = os.pread(fd, 4096, 0).decode("utf-8", "replace").strip() or "another process"
-                    except OSError:
-                        holder = "another process"
-                    raise busy(holder) from None
-                time.sleep(delay)
-                delay = min(delay * 2, 0.01)
-        os.ftruncate(fd, 0)
-        os.pwrite(fd, _holder_text(actor).encode(), 0)
-        try:
-            yield
-        finally:
-            os.ftruncate(fd, 0)
-            fcntl.flock(fd, fcntl.LOCK_UN)
-    finally:
-        os.close(fd)
 
 
 def _locked(root: Path, timeout: float, actor: str | None):
@@ -635,6 +583,7 @@ class Bank:
 
     # -- writing ----------------------------------------------------------------------------
 
+    @storage_errors  # an OSError (read-only, disk full, a folder as .lock) becomes a StorageError
     def apply(self, plan: "Plan | Callable[[Bank], Plan | None]", *, actor: str | None = None, reason: str | None = None,
               timeout: float | None = None, durable: bool = True) -> "Plan | None":
         """Commit ``plan`` as one transaction (one manifest swap) under the writers' lock.
