@@ -24,6 +24,7 @@ from kbtools.errors import (
     KbError,
     NotABank,
     StaleCache,
+    StorageError,
     ValidationError,
 )
 from kbtools.ops.analytics import (
@@ -46,6 +47,7 @@ from kbtools.retrieval.embedders import Embedder, HashingEmbedder, MiniLMEmbedde
 from kbtools.retrieval.folding import FOLD_DEFAULTS, EdgeLookup, collapse, flat, fold, mmr
 from kbtools.retrieval.index import DEFAULT_WEIGHTS, DIMENSIONS, VectorIndex
 from kbtools.ops.interchange import export_bank, import_files, import_frames
+from kbtools.ops.scan import duckdb, scan, sql
 from kbtools.retrieval.pipeline import QUERY_DEFAULTS, query
 from kbtools.ops.embedding import embed_bank
 from kbtools.retrieval.search import ranked_pool
@@ -103,6 +105,9 @@ __all__ = [
     "import_files",
     "import_frames",
     "export_bank",
+    "scan",
+    "duckdb",
+    "sql",
     "bank_stats",
     "build_demo",
     "read_truth",
@@ -188,6 +193,7 @@ __all__ = [
     "GuardRejected",
     "EmbedderMismatch",
     "StaleCache",
+    "StorageError",
 ]
 
 # bound last: importing the submodules kbtools.linker.fading and kbtools.ops.maintenance rebinds those attribute names

@@ -22,7 +22,7 @@ from pathlib import Path
 import polars as pl
 
 from kbtools.model.plan import Plan
-from kbtools.errors import EdgeRuleError, KbError, ValidationError
+from kbtools.errors import EdgeRuleError, KbError, StorageError, ValidationError
 from kbtools.model.guard import GUARD_MODES, transient_reason
 from kbtools.model.rules import (
     cast_to_schema, check_schema, check_text, json_object_text, problems_edges, problems_entries, problems_triples,
@@ -377,12 +377,16 @@ def import_files(bank: Bank, *, entries=None, edges=None, triples=None, actor: s
 def export_bank(bank: Bank, to: str | os.PathLike, *, format: str = "jsonl") -> dict:
     """Write entries.<ext>, entry_edges.<ext> (from/to naming), triples and events to a folder.
 
-    Returns the files written and their row counts.
+    Returns the files written and their row counts; a folder that cannot be written is a
+    StorageError naming it (reads never write the bank itself).
     """
     if format not in ("jsonl", "parquet"):
         raise KbError(f"export format {format!r}: use 'jsonl' or 'parquet'")
     out = Path(to)
-    out.mkdir(parents=True, exist_ok=True)
+    try:
+        out.mkdir(parents=True, exist_ok=True)
+    except OSError as err:
+        raise StorageError(err.filename or out, err.errno, f"cannot create the export folder ({err.strerror})") from None
     frames = {
         "entries": bank.entries,
         "entry_edges": bank.edges.rename({"src": "from", "dst": "to"}),
@@ -392,9 +396,12 @@ def export_bank(bank: Bank, to: str | os.PathLike, *, format: str = "jsonl") -> 
     written = {}
     for name, frame in frames.items():
         path = out / f"{name}.{format}"
-        if format == "jsonl":
-            frame.write_ndjson(path)
-        else:
-            frame.write_parquet(path)
+        try:
+            if format == "jsonl":
+                frame.write_ndjson(path)
+            else:
+                frame.write_parquet(path)
+        except (OSError, pl.exceptions.PolarsError) as err:
+            raise StorageError(path, getattr(err, "errno", None), f"cannot write the export ({err})") from None
         written[str(path)] = frame.height
     return written
