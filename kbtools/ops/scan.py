@@ -20,6 +20,7 @@ removes the key; ``usage`` is folded into ``entries.usage_count`` / ``last_used_
 from __future__ import annotations
 
 import polars as pl
+import polars.selectors as cs
 
 from kbtools.errors import KbError
 from kbtools.model.schema import KEYS, SCHEMAS, TABLES, empty
@@ -98,8 +99,8 @@ def table_sql(bank: Bank, table: str) -> str:
 
     >>> import tempfile, pathlib
     >>> from kbtools.store.bank import create_bank
-    >>> "_deleted" in table_sql(create_bank(pathlib.Path(tempfile.mkdtemp()) / "b"), "edges")
-    True
+    >>> table_sql(create_bank(pathlib.Path(tempfile.mkdtemp()) / "b"), "edges")[:25]
+    'SELECT "src", "dst", "typ'
     """
     _check_table(table)
     cols = ", ".join(f'"{c}"' for c in SCHEMAS[table])
@@ -170,7 +171,8 @@ def sql(bank: Bank, query: str) -> pl.DataFrame:
         rel = con.sql(query)
         if rel is None:
             raise KbError(f"SQL {query!r} returned no rows: kb sql runs a SELECT over the bank's tables")
-        return rel.pl()
+        # DuckDB names the zone of the bank's UTC timestamps Etc/UTC; give them back as the bank does
+        return rel.pl().with_columns(cs.datetime(time_zone="*").dt.convert_time_zone("UTC"))
     except _duckdb.Error as err:
         first = str(err).strip().splitlines()[0]
         raise KbError(f"SQL {query!r}: {first} (tables: {', '.join(TABLES)})") from None

@@ -122,7 +122,10 @@ def _portable(path: Path, *, timeout: float, actor: str | None, busy: Callable[[
 
     if path.is_dir():  # filelock would wait out the timeout on a folder; say what is wrong at once
         raise IsADirectoryError(errno.EISDIR, os.strerror(errno.EISDIR), str(path))
-    lock = filelock.FileLock(str(path), thread_local=False, preserve_lock_file=True)
+    # an OS lock (msvcrt on Windows, flock elsewhere) is kept as a file; the last resort, a soft lock
+    # (a marker file, where the platform has neither), releases by deleting it
+    keep = {} if filelock.FileLock is filelock.SoftFileLock else {"preserve_lock_file": True}
+    lock = filelock.FileLock(str(path), thread_local=False, **keep)
     try:
         lock.acquire(timeout=max(timeout, 0.0), poll_interval=0.005)
     except filelock.Timeout:
