@@ -27,6 +27,7 @@ from kbtools.errors import (
     ReadOnlyBank,
     StaleCache,
     UnsafePath,
+    StorageError,
     ValidationError,
 )
 from kbtools.model.plan import Plan
@@ -51,6 +52,7 @@ from kbtools.model.config import FOLD_DEFAULTS, QUERY_DEFAULTS, FoldConfig, Quer
 from kbtools.retrieval.folding import EdgeLookup, collapse, flat, fold, mmr
 from kbtools.retrieval.index import DEFAULT_WEIGHTS, DIMENSIONS, VectorIndex
 from kbtools.ops.interchange import export_bank, import_files, import_frames
+from kbtools.store.scan import duckdb, scan, sql
 from kbtools.retrieval.pipeline import query
 from kbtools.ops.embedding import embed_bank
 from kbtools.retrieval.search import ranked_pool
@@ -108,6 +110,9 @@ __all__ = [
     "import_files",
     "import_frames",
     "export_bank",
+    "scan",
+    "duckdb",
+    "sql",
     "bank_stats",
     "build_demo",
     "read_truth",
@@ -200,6 +205,7 @@ __all__ = [
     "GuardRejected",
     "EmbedderMismatch",
     "StaleCache",
+    "StorageError",
 ]
 
 # bound last: importing the submodules kbtools.linker.fading and kbtools.ops.maintenance rebinds those attribute names

@@ -25,6 +25,9 @@ __all__ = [
     "GuardRejected",
     "EmbedderMismatch",
     "StaleCache",
+    "ReadOnlyBank",
+    "NotEmbedded",
+    "StorageError",
 ]
 
 
@@ -34,6 +37,10 @@ class KbError(Exception):
     >>> issubclass(EntryNotFound, KbError)
     True
     """
+
+    def __str__(self) -> str:
+        # the message as given: KeyError's own __str__ would wrap it in quotes
+        return BaseException.__str__(self)
 
 
 class NotABank(KbError, FileNotFoundError):
@@ -73,7 +80,7 @@ class EntryNotFound(KbError, KeyError):
     """An entry id that is not in the bank.
 
     >>> str(EntryNotFound("deadbeef"))
-    "'entry deadbeef does not exist in this bank'"
+    'entry deadbeef does not exist in this bank'
     """
 
     def __init__(self, entry_id: str, where: str = ""):
@@ -161,3 +168,33 @@ class UnsafePath(KbError, ValueError):
     def __init__(self, rel):
         super().__init__(f"{rel}: a bank file must be a relative path inside the bank folder "
                          "(no '..', no absolute path, no symlink)")
+
+
+class StorageError(KbError, OSError):
+    """The file system refused a write (read-only, permission, disk full, a folder where a file
+    should be): names the path, the errno and what to do. The write did not happen.
+
+    >>> print(StorageError("banks/eng/.lock", 21, "Is a directory"))
+    banks/eng/.lock: Is a directory (errno EISDIR): a folder is where kbtools expects a file; remove or rename it
+    """
+
+    _HINTS = {
+        "ENOSPC": "the disk is full; free some space and write again",
+        "EFBIG": "the file system refused a file this large (disk quota or size limit); free space or raise the limit",
+        "EDQUOT": "the disk quota is exhausted; free some space and write again",
+        "EROFS": "the file system is read-only; open the bank with readonly=True / --readonly to read it",
+        "EACCES": "no permission to write here; open the bank with readonly=True / --readonly to read it",
+        "EPERM": "no permission to write here; open the bank with readonly=True / --readonly to read it",
+        "EISDIR": "a folder is where kbtools expects a file; remove or rename it",
+        "ENOTDIR": "a file is where kbtools expects a folder; remove or rename it",
+    }
+
+    def __init__(self, path, errno_: int | None, strerror: str):
+        import errno as _errno
+
+        self.path = str(path)
+        name = _errno.errorcode.get(errno_ or -1, "")
+        hint = self._HINTS.get(name, "")
+        super().__init__(f"{path}: {strerror}" + (f" (errno {name})" if name else "") + (f": {hint}" if hint else ""))
+        self.errno, self.strerror, self.filename = errno_, strerror, str(path)
+

@@ -41,6 +41,9 @@ def _folder(module: str) -> str:
 
 def _imports(path: Path, module: str) -> set[str]:
     tree = ast.parse(path.read_text(), filename=str(path))
+    for node in ast.walk(tree):  # imports for type checkers only are not imports at run time
+        if isinstance(node, ast.If) and getattr(node.test, "id", None) == "TYPE_CHECKING":
+            node.body = []
     found = set()
     package = module if path.name == "__init__.py" else module.rpartition(".")[0]
     for node in ast.walk(tree):

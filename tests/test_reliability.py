@@ -6,13 +6,11 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
 import subprocess
 import sys
 import warnings
 from pathlib import Path
 
-import numpy as np
 import polars as pl
 import pytest
 

@@ -8,6 +8,7 @@ True
 from __future__ import annotations
 
 import argparse
+import inspect
 import json
 import os
 from typing import Callable
@@ -30,7 +31,7 @@ def command(name: str, help: str):
 
     def deco(fn):
         def add(sub):
-            p = sub.add_parser(name, help=help, description=(fn.__doc__ or help).strip(),
+            p = sub.add_parser(name, help=help, description=inspect.cleandoc(fn.__doc__ or help),
                                formatter_class=argparse.RawDescriptionHelpFormatter)
             p.add_argument("--json", action="store_true", help="print a JSON report instead of text")
             return p

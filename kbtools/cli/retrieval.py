@@ -23,6 +23,18 @@ def _open(args):
     return bank
 
 
+def _index_kinds() -> tuple[str, ...]:
+    from kbtools.retrieval.index import INDEX_KINDS
+
+    return INDEX_KINDS
+
+
+def _embedder_names() -> tuple[str, ...]:
+    from kbtools.retrieval.embedders import _ALIASES, EMBEDDER_NAMES
+
+    return (*EMBEDDER_NAMES, *sorted(_ALIASES))
+
+
 def _reading_args(p) -> None:
     p.add_argument("--readonly", action="store_true", help="open the bank read-only: nothing is written, usage included")
     p.add_argument("--embed", action="store_true",
@@ -75,7 +87,8 @@ register_args("query", lambda p: (
     p.add_argument("--no-fold", action="store_true", help="a flat top-k, without folding"),
     p.add_argument("--compare", action="store_true", help="print the flat top-k beside the folded answer"),
     p.add_argument("--lexical", action="store_true", help="add the BM25 arm (rare tokens, error strings, flags)"),
-    p.add_argument("--index", default=QUERY_DEFAULTS.index, help="faiss index kind: flat (exact), hnsw, hnsw_sq8, ivf, sq8"),
+    p.add_argument("--index", default=QUERY_DEFAULTS.index, choices=_index_kinds(),
+                   help="faiss index kind: flat (exact, default), hnsw, hnsw_sq8, ivf, sq8"),
     p.add_argument("--no-usage", action="store_true", help="do not count usage for the returned results"),
     _reading_args(p),
 ))
@@ -115,6 +128,7 @@ def _embed(args):
 
 register_args("embed", lambda p: (
     p.add_argument("path", help="the bank folder"),
-    p.add_argument("--embedder", help="minilm-int8, minilm-static or hashing-char (default: the bank's, else minilm-int8)"),
+    p.add_argument("--embedder", choices=_embedder_names(),
+                   help="minilm-int8, minilm-static or hashing-char (default: the bank's, else minilm-int8)"),
     p.add_argument("--rebuild", action="store_true", help="embed every entry again"),
 ))

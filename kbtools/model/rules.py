@@ -12,6 +12,7 @@ must name the row, the value and the rule and write nothing).
 
 from __future__ import annotations
 
+import json
 import re
 from dataclasses import dataclass
 
@@ -37,6 +38,8 @@ __all__ = [
     "cast_to_schema",
     "check_edges",
     "check_schema",
+    "check_text",
+    "json_object_text",
 ]
 
 ID_PATTERN = re.compile(r"^[0-9a-f]{8}$")
@@ -63,6 +66,69 @@ class Problem:
         if len(shown) > 80:
             shown = shown[:77] + "..."
         return f"{where}: {self.column}={shown}: {self.rule}"
+
+
+def check_text(name: str, value: str, *, row=None) -> str:
+    """``value`` if it can be stored (UTF-8 text), else a ValidationError naming the character.
+
+    A Python string may hold a lone surrogate (from a bad decode or a JSON ``\\ud800`` escape)
+    that no Parquet file can store.
+
+    >>> check_text("content", "caf\u00e9")
+    'café'
+    >>> check_text("content", "bad " + chr(0xD800))
+    Traceback (most recent call last):
+    ...
+    kbtools.errors.ValidationError: content='bad \\ud800': text must be valid Unicode: a lone surrogate \\ud800 at position 4 cannot be stored as UTF-8
+    """
+    try:
+        value.encode("utf-8")
+    except UnicodeEncodeError as err:
+        bad = value[err.start]
+        raise ValidationError(name, value, f"text must be valid Unicode: a lone surrogate \\u{ord(bad):04x} at position "
+                                           f"{err.start} cannot be stored as UTF-8", row=row) from None
+    return value
+
+
+def _no_constant(name: str):
+    raise ValueError(f"{name} is not a JSON number")
+
+
+def json_object_text(name: str, value, *, row=None) -> str:
+    """The JSON text of ``value`` (a dict, or JSON text of an object) for a ``metadata`` or
+    ``evidence`` column; a ValidationError names what is not a JSON object: another JSON value,
+    invalid JSON, NaN or Infinity (JSON has neither), a value JSON cannot hold (a set, bytes).
+
+    >>> json_object_text("metadata", {"b": 1, "a": [2]})
+    '{"a": [2], "b": 1}'
+    >>> json_object_text("metadata", {"score": float("nan")})
+    Traceback (most recent call last):
+    ...
+    kbtools.errors.ValidationError: metadata={'score': nan}: metadata must be a JSON object: NaN and Infinity are not JSON
+    """
+    rule = f"{name} must be a JSON object"
+    if value is None:
+        return "{}"
+    if isinstance(value, str):
+        check_text(name, value, row=row)
+        try:
+            parsed = json.loads(value, parse_constant=_no_constant)
+        except ValueError as err:
+            why = "NaN and Infinity are not JSON" if "not a JSON number" in str(err) else f"invalid JSON ({err})"
+            raise ValidationError(name, value, f"{rule}: {why}", row=row) from None
+        if not isinstance(parsed, dict):
+            raise ValidationError(name, value, f"{rule} ({{...}}), not a JSON {type(parsed).__name__}", row=row)
+        return value
+    if not isinstance(value, dict):
+        raise ValidationError(name, value, f"{rule} (a dict or JSON text), not {type(value).__name__}", row=row)
+    try:
+        text = json.dumps(value, sort_keys=True, allow_nan=False)
+    except ValueError:
+        raise ValidationError(name, value, f"{rule}: NaN and Infinity are not JSON", row=row) from None
+    except TypeError as err:
+        raise ValidationError(name, value, f"{rule}: {err} (use lists, strings, numbers, booleans, null)",
+                              row=row) from None
+    return check_text(name, text, row=row)
 
 
 def _rows_where(frame: pl.DataFrame, mask: pl.Expr) -> pl.DataFrame:
@@ -97,6 +163,9 @@ def problems_entries(entries: pl.DataFrame) -> list[Problem]:
             out.append(
                 Problem("entries", row["_row"], "status", row["status"], f"status must be one of {_listed(ENTRY_STATUSES)}")
             )
+    if "usage_count" in entries.columns:
+        for row in _rows_where(entries, pl.col("usage_count") < 0).iter_rows(named=True):
+            out.append(Problem("entries", row["_row"], "usage_count", row["usage_count"], "usage_count is 0 or more"))
     if "content" in entries.columns:
         bad = _rows_where(entries, pl.col("content").fill_null("").str.strip_chars() == "")
         for row in bad.iter_rows(named=True):

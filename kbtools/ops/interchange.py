@@ -22,9 +22,11 @@ from pathlib import Path
 import polars as pl
 
 from kbtools.model.plan import Plan
-from kbtools.errors import EdgeRuleError, KbError, ValidationError
+from kbtools.errors import EdgeRuleError, KbError, StorageError, ValidationError
 from kbtools.model.guard import GUARD_MODES, transient_reason
-from kbtools.model.rules import cast_to_schema, check_schema, problems_edges, problems_entries, problems_triples
+from kbtools.model.rules import (
+    cast_to_schema, check_schema, check_text, json_object_text, problems_edges, problems_entries, problems_triples,
+)
 from kbtools.model.schema import SCHEMAS, conform
 from kbtools.store.bank import Bank, utcnow
 from kbtools.model.vocab import TRUSTED_SOURCES
@@ -37,29 +39,29 @@ EDGE_COLUMN_ALIASES = {"from": "src", "to": "dst", "from_id": "src", "to_id": "d
 
 
 def read_rows(path: str | os.PathLike, table: str) -> pl.DataFrame:
-    """Rows of one table from a .jsonl / .json / .parquet file, column aliases resolved.
+    """Rows of one table from a .jsonl / .json / .parquet file, column aliases resolved, with a
+    ``_line`` column: each row's line in the file (1 for the first line; blank lines count) or its
+    row number in a Parquet file, which import errors name.
 
-    A JSONL line that is not a JSON object is an error naming the line.
+    A file that cannot be read (a folder, not UTF-8, not Parquet), a JSONL line that is not a JSON
+    object, and a row naming a column twice (``from`` and ``src``) are errors naming the file and
+    the line.
     """
     path = Path(path)
     if not path.exists():
         raise KbError(f"{path}: no such file")
+    if path.is_dir():
+        raise ValidationError("file", str(path), "is a folder, not a file; give a .jsonl or .parquet file")
     if path.suffix == ".parquet":
-        frame = pl.read_parquet(path)
+        try:
+            frame = pl.read_parquet(path)
+        except (pl.exceptions.PolarsError, OSError) as err:
+            why = str(err).strip().splitlines()[0] if str(err).strip() else type(err).__name__
+            raise ValidationError("file", str(path), f"not a readable Parquet file ({why})") from None
+        _check_aliases(frame.columns, table, path.name, None)
+        frame = frame.with_columns(pl.int_range(1, frame.height + 1, dtype=pl.Int64).alias("_line"))
     elif path.suffix in (".jsonl", ".ndjson", ".json"):
-        rows = []
-        with open(path, encoding="utf-8") as fh:
-            for line_no, line in enumerate(fh, start=1):
-                if not line.strip():
-                    continue
-                try:
-                    obj = json.loads(line)
-                except ValueError as err:
-                    raise ValidationError("line", line.strip()[:60], f"{path.name}: not valid JSON ({err.msg})", row=line_no) from None
-                if not isinstance(obj, dict):
-                    raise ValidationError("line", obj, f"{path.name}: each line is a JSON object", row=line_no)
-                rows.append(obj)
-        frame = _frame_from_dicts(rows, table, path.name)
+        frame = _frame_from_dicts(list(_json_lines(path)), table, path.name)
     else:
         raise KbError(f"{path}: unsupported file type {path.suffix!r}; use .jsonl or .parquet")
     if table == "edges":
@@ -67,45 +69,84 @@ def read_rows(path: str | os.PathLike, table: str) -> pl.DataFrame:
     return frame
 
 
-def _frame_from_dicts(rows: list[dict], table: str, name: str) -> pl.DataFrame:
-    """A frame from dicts, with per-value type checks that name the line of a bad value."""
+def _json_lines(path: Path):
+    """``(line number, object)`` for each non-blank line of a JSONL file (blank lines counted)."""
+    with open(path, "rb") as fh:
+        for line_no, raw in enumerate(fh, start=1):
+            if line_no == 1 and raw.startswith(b"\xef\xbb\xbf"):
+                raw = raw[3:]  # a UTF-8 byte order mark
+            try:
+                line = raw.decode("utf-8")
+            except UnicodeDecodeError as err:
+                raise ValidationError("line", raw.strip()[:60], f"{path.name}: not UTF-8 text (byte 0x{raw[err.start]:02x} "
+                                      f"at column {err.start + 1}); save the file as UTF-8", row=line_no) from None
+            if not line.strip():
+                continue
+            try:
+                obj = json.loads(line)
+            except ValueError as err:
+                raise ValidationError("line", line.strip()[:60], f"{path.name}: not valid JSON ({getattr(err, 'msg', err)})",
+                                      row=line_no) from None
+            if not isinstance(obj, dict):
+                raise ValidationError("line", obj, f"{path.name}: each line is a JSON object", row=line_no)
+            yield line_no, obj
+
+
+def _check_aliases(columns, table: str, name: str, line_no: int | None) -> None:
+    """A row (or file) that names one column twice, by its alias and its name, is an error."""
+    if table != "edges":
+        return
+    for alias, col in EDGE_COLUMN_ALIASES.items():
+        if alias in columns and col in columns:
+            raise ValidationError(alias, col, f"{name}: both {alias!r} and {col!r} are given; they name the same column, "
+                                              "keep one", row=line_no)
+
+
+def _frame_from_dicts(rows: list[tuple[int, dict]], table: str, name: str) -> pl.DataFrame:
+    """A frame from ``(line, dict)`` pairs, with per-value type checks that name the line of a bad value."""
     schema = SCHEMAS[table]
     aliases = EDGE_COLUMN_ALIASES if table == "edges" else {}
     cols: dict[str, list] = {}
-    for line_no, obj in enumerate(rows, start=1):
+    for n, (line_no, obj) in enumerate(rows, start=1):
+        _check_aliases(obj, table, name, line_no)
         for key, value in obj.items():
             col = aliases.get(key, key)
             if col not in schema:
                 continue  # extra columns (an embedding, a tenant id) are not part of the bank
-            want = schema[col]
-            value = _coerce(value, want, col, line_no, name)
-            cols.setdefault(col, [None] * (line_no - 1)).append(value)
+            value = _coerce(value, schema[col], col, line_no, name)
+            cols.setdefault(col, [None] * (n - 1)).append(value)
         for col in cols:
-            if len(cols[col]) < line_no:
+            if len(cols[col]) < n:
                 cols[col].append(None)
-    return pl.DataFrame({c: pl.Series(c, v, dtype=schema[c]) for c, v in cols.items()}) if cols else pl.DataFrame()
+    frame = pl.DataFrame({c: pl.Series(c, v, dtype=schema[c]) for c, v in cols.items()}) if cols else pl.DataFrame()
+    return frame.with_columns(pl.Series("_line", [line for line, _ in rows], dtype=pl.Int64)) if rows else frame
 
 
 def _coerce(value, want, col: str, line_no: int, name: str):
     if value is None:
         return None
     if want == pl.String:
-        if col in ("metadata", "evidence") and isinstance(value, (dict, list)):
-            return json.dumps(value, sort_keys=True)
+        if col in ("metadata", "evidence"):
+            return json_object_text(col, value, row=line_no)
         if not isinstance(value, str):
             raise ValidationError(col, value, f"{name}: {col} must be a string", row=line_no)
-        return value
+        return check_text(col, value, row=line_no)
     if isinstance(want, pl.List):
         if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
             raise ValidationError(col, value, f"{name}: {col} must be a list of strings", row=line_no)
+        for v in value:
+            check_text(col, v, row=line_no)
         return value
     if isinstance(want, pl.Datetime):
-        if isinstance(value, (int, float)):
-            return datetime.fromtimestamp(value, tz=timezone.utc)
         try:
+            if isinstance(value, bool):
+                raise ValueError("a boolean")
+            if isinstance(value, (int, float)):
+                return datetime.fromtimestamp(value, tz=timezone.utc)
             dt = datetime.fromisoformat(str(value).replace("Z", "+00:00"))
-        except ValueError:
-            raise ValidationError(col, value, f"{name}: {col} must be an ISO 8601 timestamp", row=line_no) from None
+        except (ValueError, OverflowError, OSError):
+            raise ValidationError(col, value, f"{name}: {col} must be an ISO 8601 timestamp or Unix seconds "
+                                              "between the years 1 and 9999", row=line_no) from None
         return dt if dt.tzinfo else dt.replace(tzinfo=timezone.utc)
     if want == pl.Float64:
         if isinstance(value, bool) or not isinstance(value, (int, float)):
@@ -118,14 +159,50 @@ def _coerce(value, want, col: str, line_no: int, name: str):
     return value
 
 
-def _first(problems, offset: int = 1):
+def _first(problems, lines: list[int] | None = None):
+    """Raise the first problem, its row named by its line in the file (``lines``) or counted from 1."""
     if problems:
         p = problems[0]
-        row = None if p.row is None else p.row + offset
+        row = None if p.row is None else (lines[p.row] if lines is not None and p.row < len(lines) else p.row + 1)
         exc = EdgeRuleError if p.table == "edges" else ValidationError
         if exc is EdgeRuleError:
             raise EdgeRuleError(f"{p.table} line {row}: {p.column}={p.value!r}: {p.rule}")
         raise ValidationError(p.column, p.value, f"{p.table}: {p.rule}", row=row)
+
+
+def _lines(frame: pl.DataFrame) -> list[int]:
+    """Each row's line in its file (the ``_line`` column of :func:`read_rows`), else 1, 2, 3, ..."""
+    if "_line" in frame.columns:
+        return frame["_line"].to_list()
+    return list(range(1, frame.height + 1))
+
+
+def _check_unique_ids(ent: pl.DataFrame, bank_entries: pl.DataFrame, lines: list[int]) -> None:
+    """An imported id that repeats an earlier line, or an id the bank holds, names its line."""
+    if ent.height == 0:
+        return
+    rows = ent.select("id").with_row_index("_row")
+    again = rows.filter(~pl.col("id").is_first_distinct())
+    if again.height:
+        row, eid = again.row(0)
+        first = rows.filter(pl.col("id") == eid)["_row"][0]
+        raise ValidationError("id", eid, f"entries: ids are unique in a bank; line {lines[first]} has the same id",
+                              row=lines[row])
+    held = rows.join(bank_entries.select("id"), on="id", how="semi")
+    if held.height:
+        row, eid = held.row(0)
+        raise ValidationError("id", eid, "entries: ids are unique in a bank; the bank already holds this id",
+                              row=lines[row])
+
+
+def _check_json_columns(frame: pl.DataFrame, columns: tuple[str, ...], lines: list[int]) -> None:
+    """Every non-null value of the JSON text columns is a JSON object (frames from Parquet or polars)."""
+    for col in columns:
+        if col not in frame.columns:
+            continue
+        for i, value in enumerate(frame[col].to_list()):
+            if value is not None and value != "{}":
+                json_object_text(col, value, row=lines[i])
 
 
 def guard_mode(guard) -> str:
@@ -172,7 +249,8 @@ def plan_import(
     now: datetime,
     guard: str | bool = "reject",
 ) -> Plan:
-    """Validated Plan for a bulk import (pure). Rows are numbered from 1 in errors.
+    """Validated Plan for a bulk import (pure). Errors name a row by its ``_line`` (the line in
+    the file, see :func:`read_rows`) or, for a frame without one, its number counted from 1.
 
     Columns are first cast to the bank's types where that loses nothing
     (:func:`~kbtools.model.rules.cast_to_schema`: ``List(Null)``, int to float, naive datetimes);
@@ -183,6 +261,10 @@ def plan_import(
     """
     entries = entries if entries is not None else pl.DataFrame(schema=SCHEMAS["entries"])
     edges = edges if edges is not None else pl.DataFrame(schema=SCHEMAS["edges"])
+    ent_lines, edge_lines = _lines(entries), _lines(edges)
+    entries, edges = entries.drop("_line", strict=False), edges.drop("_line", strict=False)
+    if triples is not None:
+        triples = triples.drop("_line", strict=False)
     entries = cast_to_schema(entries, "entries")
     edges = cast_to_schema(edges, "edges")
     check_schema(entries, "entries", required=("id", "content") if entries.height else ())
@@ -200,13 +282,16 @@ def plan_import(
         pl.col("created_at").fill_null(now),
         pl.col("usage_count").fill_null(0),
     ).with_columns(pl.col("updated_at").fill_null(pl.col("created_at")))
-    _first(problems_entries(pl.concat([ent, bank_entries.select(ent.columns)], how="vertical_relaxed")))
+    _check_unique_ids(ent, bank_entries, ent_lines)
+    _check_json_columns(ent, ("metadata",), ent_lines)
+    _first(problems_entries(ent), ent_lines)
     if guard_mode(guard) == "reject":
         flagged = guard_flags(ent)
         if flagged.height:
             row, _, _, why = flagged.row(0)
             raise ValidationError("content", ent["content"][row - 1],
-                                  f"rejected by the guard: {why} (--guard report imports it and lists it)", row=row)
+                                  f"rejected by the guard: {why} (--guard report imports it and lists it)",
+                                  row=ent_lines[row - 1])
     ed = conform(edges, "edges").with_columns(
         pl.col("source").fill_null("import"),
         pl.col("evidence").fill_null("{}"),
@@ -219,11 +304,12 @@ def plan_import(
         pl.col("seen_at").fill_null(pl.col("created_at")),
     )
     ids = pl.concat([bank_entries["id"], ent["id"]])
-    _first(problems_edges(ed, ids))
+    _check_json_columns(ed, ("evidence",), edge_lines)
+    _first(problems_edges(ed, ids), edge_lines)
     clash = ed.with_row_index("_row").join(bank_edges.select("src", "dst", "type"), on=["src", "dst", "type"], how="semi")
     if clash.height:
         r = clash.row(0, named=True)
-        raise EdgeRuleError(f"edges line {r['_row'] + 1}: edge {r['src']} -> {r['dst']} ({r['type']}) already exists; (src, dst, type) is unique")
+        raise EdgeRuleError(f"edges line {edge_lines[r['_row']]}: edge {r['src']} -> {r['dst']} ({r['type']}) already exists; (src, dst, type) is unique")
     tri = None
     if triples is not None and triples.height:
         tri = conform(triples, "triples").with_columns(pl.col("created_by").fill_null(actor), pl.col("created_at").fill_null(now))
@@ -291,12 +377,16 @@ def import_files(bank: Bank, *, entries=None, edges=None, triples=None, actor: s
 def export_bank(bank: Bank, to: str | os.PathLike, *, format: str = "jsonl") -> dict:
     """Write entries.<ext>, entry_edges.<ext> (from/to naming), triples and events to a folder.
 
-    Returns the files written and their row counts.
+    Returns the files written and their row counts; a folder that cannot be written is a
+    StorageError naming it (reads never write the bank itself).
     """
     if format not in ("jsonl", "parquet"):
         raise KbError(f"export format {format!r}: use 'jsonl' or 'parquet'")
     out = Path(to)
-    out.mkdir(parents=True, exist_ok=True)
+    try:
+        out.mkdir(parents=True, exist_ok=True)
+    except OSError as err:
+        raise StorageError(err.filename or out, err.errno, f"cannot create the export folder ({err.strerror})") from None
     frames = {
         "entries": bank.entries,
         "entry_edges": bank.edges.rename({"src": "from", "dst": "to"}),
@@ -306,9 +396,12 @@ def export_bank(bank: Bank, to: str | os.PathLike, *, format: str = "jsonl") -> 
     written = {}
     for name, frame in frames.items():
         path = out / f"{name}.{format}"
-        if format == "jsonl":
-            frame.write_ndjson(path)
-        else:
-            frame.write_parquet(path)
+        try:
+            if format == "jsonl":
+                frame.write_ndjson(path)
+            else:
+                frame.write_parquet(path)
+        except (OSError, pl.exceptions.PolarsError) as err:
+            raise StorageError(path, getattr(err, "errno", None), f"cannot write the export ({err})") from None
         written[str(path)] = frame.height
     return written

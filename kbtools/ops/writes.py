@@ -25,7 +25,7 @@ from kbtools.model.events import edge_events, event_rows
 from kbtools.model.plan import Plan
 from kbtools.errors import EdgeNotFound, EdgeRuleError, EntryNotFound, GuardRejected, KbError, ValidationError
 from kbtools.model.guard import transient_reason
-from kbtools.model.rules import check_edges, check_entries
+from kbtools.model.rules import check_edges, check_entries, check_text, json_object_text
 from kbtools.model.schema import SCHEMAS, conform
 from kbtools.store.bank import Bank, utcnow
 from kbtools.model.vocab import (
@@ -105,13 +105,13 @@ def _first_sentence(text: str, limit: int) -> str:
 def _check_actor(actor) -> str:
     if not isinstance(actor, str) or not actor.strip():
         raise ValidationError("actor", actor, "every write names its actor (a non-empty string)")
-    return actor
+    return check_text("actor", actor)
 
 
 def _check_reason(reason, what: str) -> str:
     if not isinstance(reason, str) or not reason.strip():
         raise ValidationError("reason", reason, f"{what} requires a reason (a non-empty string)")
-    return reason
+    return check_text("reason", reason)
 
 
 def _check_text(name: str, value, *, row=None, required: bool = False) -> str | None:
@@ -121,7 +121,7 @@ def _check_text(name: str, value, *, row=None, required: bool = False) -> str | 
         return None
     if not isinstance(value, str):
         raise ValidationError(name, value, f"{name} must be a string, not {type(value).__name__}", row=row)
-    return value
+    return check_text(name, value, row=row)
 
 
 def _check_list(name: str, value, *, row=None) -> list[str]:
@@ -132,6 +132,7 @@ def _check_list(name: str, value, *, row=None) -> list[str]:
     for item in value:
         if not isinstance(item, str):
             raise ValidationError(name, value, f"{name} must be a list of strings (found {type(item).__name__})", row=row)
+        check_text(name, item, row=row)
     return list(value)
 
 
@@ -160,18 +161,7 @@ def plan_entry(
         raise ValidationError("kind", kind, f"kind must be one of {', '.join(sorted(ENTRY_KINDS))}", row=row)
     for name in _TEXT_FIELDS:
         _check_text(name, fields.get(name), row=row)
-    metadata = fields.get("metadata")
-    if isinstance(metadata, dict):
-        metadata = json.dumps(metadata, sort_keys=True)
-    elif metadata is None:
-        metadata = "{}"
-    elif isinstance(metadata, str):
-        try:
-            json.loads(metadata)
-        except ValueError:
-            raise ValidationError("metadata", metadata, "metadata is a JSON object (a dict or JSON text)", row=row) from None
-    else:
-        raise ValidationError("metadata", metadata, "metadata is a JSON object (a dict or JSON text)", row=row)
+    metadata = json_object_text("metadata", fields.get("metadata"), row=row)
     eid = entry_id or fields.get("id") or new_id(taken)
     if not re.fullmatch(r"[0-9a-f]{8}", str(eid)):
         raise ValidationError("id", eid, "an id is 8 lowercase hex characters", row=row)
@@ -213,12 +203,15 @@ def _edge_frame(rows: Sequence[dict], *, now: datetime, actor: str) -> pl.DataFr
         weight = r.get("weight")
         if weight is None:
             weight = 1.0
-        if not isinstance(weight, (int, float)):
-            raise ValidationError("weight", weight, "weight is a number", row=i)
+        if isinstance(weight, bool) or not isinstance(weight, (int, float)):
+            raise ValidationError("weight", weight, "weight is a number in (0, 1] (1.0 for trusted edges), not "
+                                                    f"{type(weight).__name__}", row=i)
         note = r.get("note")
         if note is not None and not isinstance(note, str):
             raise ValidationError("note", note, "a note is a string", row=i)
-        evidence = r.get("evidence") or {}
+        if note is not None:
+            check_text("note", note, row=i)
+        evidence = json_object_text("evidence", r.get("evidence") or {}, row=i)
         data.append(
             {
                 "src": r["src"],
@@ -226,7 +219,7 @@ def _edge_frame(rows: Sequence[dict], *, now: datetime, actor: str) -> pl.DataFr
                 "type": t,
                 "source": source,
                 "note": note,
-                "evidence": evidence if isinstance(evidence, str) else json.dumps(evidence, sort_keys=True),
+                "evidence": evidence,
                 "weight": float(weight),
                 "created_by": r.get("created_by", actor),
                 "created_at": now,
@@ -494,10 +487,12 @@ def update_entry(bank: Bank, entry_id: str, *, actor: str, reason: str | None = 
         for name, value in fields.items():
             if name in _LIST_FIELDS:
                 value = _check_list(name, value)
-            elif name == "metadata" and isinstance(value, dict):
-                value = json.dumps(value, sort_keys=True)
-            elif name in ("linked_at", "updated_at") and value is not None:
-                value = _as_time(value, name)
+            elif name == "metadata":
+                value = json_object_text("metadata", value)
+            elif name in ("linked_at", "updated_at"):
+                value = None if value is None else _as_time(value, name)
+            else:  # title, summary, content, useful_for, session_id, kind, status: text
+                value = _check_text(name, value)
             new[name] = value
         if "content" in fields:
             why = transient_reason(new["content"])

@@ -29,20 +29,16 @@ any reader can open as is.
 
 from __future__ import annotations
 
-import contextlib
-import errno
 import hashlib
-import fcntl
 import json
 import os
 import socket
-import sys
 import time
 import uuid
 import warnings
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Callable, Iterator
+from typing import Callable
 
 import numpy as np
 import polars as pl
@@ -51,6 +47,7 @@ from kbtools.errors import BankExists, BankLocked, EmbedderMismatch, KbError, No
 from kbtools.model.plan import Plan, VectorRows
 from kbtools.model.schema import APPEND_ONLY, KEYS, SCHEMAS, TABLES, conform, empty
 from kbtools.store.files import digest, inside, manifest_files, temp_files, write_history
+from kbtools.store.lock import flock_file, fsync_dir, storage_errors
 
 __all__ = [
     "Bank",
@@ -88,12 +85,7 @@ def utcnow() -> datetime:
 # low-level file helpers
 
 
-def _fsync_dir(path: Path) -> None:
-    fd = os.open(path, os.O_RDONLY)
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)
+_fsync_dir = fsync_dir  # a no-op on Windows, where a folder cannot be opened
 
 
 def _atomic_write_bytes(path: Path, data: bytes, *, durable: bool = True) -> None:
@@ -133,50 +125,6 @@ def _read_json(path: Path) -> dict:
 
 # ---------------------------------------------------------------------------------------------
 # the lock
-
-
-def _holder_text(actor: str | None) -> str:
-    cmd = " ".join(os.path.basename(a) if i == 0 else a for i, a in enumerate(sys.argv[:3]))
-    since = utcnow().strftime("%Y-%m-%dT%H:%M:%SZ")
-    who = f"pid {os.getpid()} on {socket.gethostname()} ({cmd or 'python'})"
-    if actor:
-        who += f" for {actor}"
-    return f"{who} since {since}"
-
-
-@contextlib.contextmanager
-def flock_file(path: Path, *, timeout: float, actor: str | None, busy: Callable[[str], Exception]) -> Iterator[None]:
-    """Hold an exclusive flock on ``path`` (its text names the holder while held), waiting up to
-    ``timeout`` seconds; past that, raise ``busy(holder)``. The kernel drops the lock when the
-    process dies, so a killed holder never leaves the bank locked."""
-    fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
-    deadline = time.monotonic() + max(timeout, 0.0)
-    delay = 0.002
-    try:
-        while True:
-            try:
-                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-                break
-            except OSError as err:
-                if err.errno not in (errno.EAGAIN, errno.EACCES):
-                    raise
-                if time.monotonic() >= deadline:
-                    try:
-                        holder = os.pread(fd, 4096, 0).decode("utf-8", "replace").strip() or "another process"
-                    except OSError:
-                        holder = "another process"
-                    raise busy(holder) from None
-                time.sleep(delay)
-                delay = min(delay * 2, 0.01)
-        os.ftruncate(fd, 0)
-        os.pwrite(fd, _holder_text(actor).encode(), 0)
-        try:
-            yield
-        finally:
-            os.ftruncate(fd, 0)
-            fcntl.flock(fd, fcntl.LOCK_UN)
-    finally:
-        os.close(fd)
 
 
 def _locked(root: Path, timeout: float, actor: str | None):
@@ -439,6 +387,14 @@ class Bank:
         self._derived[name] = (key, value)
         return value
 
+    def scan(self, table: str):
+        """A polars LazyFrame over exactly this snapshot's files of ``table``, with the latest-version
+        and tombstone rule applied and usage folded into entries: the right way for other tools to
+        read a bank (see :func:`kbtools.store.scan.scan`)."""
+        from kbtools.store.scan import scan  # the reader lives with the other doors (DuckDB, SQL)
+
+        return scan(self, table)
+
     def vector_segment_ids(self, segment: dict) -> np.ndarray:
         """The entry ids of one vector segment (as listed by :meth:`vector_segments`)."""
         return np.load(inside(self.path, segment["ids"]), allow_pickle=False).astype(str)
@@ -674,6 +630,7 @@ class Bank:
 
     # -- writing ----------------------------------------------------------------------------
 
+    @storage_errors  # an OSError (read-only, disk full, a folder as .lock) becomes a StorageError
     def apply(self, plan: "Plan | Callable[[Bank], Plan | None]", *, actor: str | None = None, reason: str | None = None,
               timeout: float | None = None, durable: bool = True) -> "Plan | None":
         """Commit ``plan`` as one transaction (one manifest swap) under the writers' lock.
