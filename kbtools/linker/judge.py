@@ -219,8 +219,19 @@ _MARKERS = re.compile(r"\b(correction|corrected|correcting|supersedes|replaces|n
                       r"was wrong|is wrong|turns out|actually|update:|updated:)\b", re.I)
 #: Words that change no fact: two reports of the same thing differ in these and nothing else.
 _FILLER = frozenset("""again also reported report restated restating duplicate same note noted as earlier
-    above before another agent confirmed confirm confirms seen once more the a an this that it is""".split())
+    above before another agent by confirmed confirm confirms seen once more the a an this that it is""".split())
 _SENTENCE = re.compile(r"(?<=[.!?])\s+")
+
+
+_MARKER_WORDS = frozenset("""correction corrected correcting supersedes replaces longer wrong turns out actually update
+    updated earlier entry had this not when was is""".split())
+
+
+def _sentences_inside(a: Mapping, b: Mapping) -> bool:
+    """Every sentence of ``b`` is (almost word for word) a sentence of ``a``, and ``a`` has more."""
+    sa = [set(_tokens(x)) for x in _SENTENCE.split(str(a.get("content") or "").strip()) if x]
+    sb = [set(_tokens(x)) for x in _SENTENCE.split(str(b.get("content") or "").strip()) if x]
+    return len(sa) > len(sb) >= 1 and all(any(_jaccard(x, y) >= 0.8 for y in sa) for x in sb)
 
 
 def _content_tokens(row: Mapping) -> list[str]:
@@ -267,10 +278,11 @@ def rule_judge(a: Mapping, b: Mapping) -> Verdict:
     contained = len(sa & sb) / len(sb) if sb else 0.0
     marked = bool(_MARKERS.search(f"{b.get('title') or ''} {b.get('content') or ''}")) and not _MARKERS.search(
         f"{a.get('title') or ''} {a.get('content') or ''}")
-    if (marked or _metadata_points_at(b, str(a.get("id")))) and overlap >= 0.25:
+    body = _jaccard(sa - _MARKER_WORDS, sb - _MARKER_WORDS)  # what the two say, the correction's framing aside
+    if (marked and body >= 0.6) or (_metadata_points_at(b, str(a.get("id"))) and body >= 0.25):
         return Verdict("supersede", "Newer correction of that entry on the same systems and tasks; read this one first.",
-                       round(min(1.0, 0.6 + overlap), 3))
-    if contained >= 0.9 and len(sb) <= 0.7 * len(sa) and len(_SENTENCE.split(str(a.get("content") or "").strip())) >= 2:
+                       round(min(1.0, 0.4 + body / 2), 3))
+    if contained >= 0.9 and len(sb) <= 0.7 * len(sa) and _sentences_inside(a, b):
         return Verdict("split", "One part of that entry, on its own.", round(contained, 3))
     differing = (sa ^ sb) - _FILLER
     if overlap >= 0.6 and not differing:
