@@ -13,14 +13,14 @@ from __future__ import annotations
 import argparse
 import sys
 
-from kbtools.cli import bank, evaluation, graph, ingest, jobs, mcp, retrieval  # noqa: F401  (each registers its subcommands)
+from kbtools.cli import bank, evaluation, graph, ingest, jobs, judging, mcp, retrieval  # noqa: F401  (each registers its subcommands)
 from kbtools.cli.base import ARGS, COMMANDS, EXIT_ERROR, EXIT_LOCKED, EXIT_OK, emit
 from kbtools.errors import BankLocked, KbError
 
 __all__ = ["main", "build_parser"]
 
 #: the topic modules, in the order their subcommands are listed
-TOPICS = (bank, ingest, retrieval, graph, jobs, evaluation, mcp)
+TOPICS = (bank, ingest, retrieval, graph, jobs, judging, evaluation, mcp)
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -286,7 +286,7 @@ def rule_judge(a: Mapping, b: Mapping) -> Verdict:
         return Verdict("split", "One part of that entry, on its own.", round(contained, 3))
     differing = (sa ^ sb) - _FILLER
     if overlap >= 0.6 and not differing:
-        return Verdict("merge", "Same knowledge reported twice; the older entry is kept.", round(overlap, 3))
+        return Verdict("merge", "The same knowledge reported twice.", round(overlap, 3))
     return Verdict("distinct", "Same topic, different fact.", round(1.0 - overlap / 2, 3))
 
 
