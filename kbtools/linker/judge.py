@@ -114,9 +114,11 @@ def _tfidf(texts: list[str]) -> sp.csr_matrix:
     return sp.csr_matrix(m.multiply(1.0 / norms[:, None]))
 
 
-def _top_pairs(scores_of_chunk, n: int, k: int, floor: float, chunk: int = 1024) -> dict[tuple[int, int], float]:
-    """{(i, j): score} for i < j, each row's ``k`` best partners at or above ``floor``."""
+def _top_pairs(scores_of_chunk, n: int, k: int, floor: float, chunk: int | None = None) -> dict[tuple[int, int], float]:
+    """{(i, j): score} for i < j, each row's ``k`` best partners at or above ``floor``; rows are
+    scored in blocks of about four million cells (memory stays bounded on a large bank)."""
     out: dict[tuple[int, int], float] = {}
+    chunk = chunk or max(16, min(1024, 4_000_000 // max(n, 1)))
     for start in range(0, n, chunk):
         block = scores_of_chunk(start, min(n, start + chunk))  # dense (rows, n)
         rows = np.arange(start, start + block.shape[0])
