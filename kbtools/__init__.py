@@ -57,6 +57,10 @@ from kbtools.retrieval.pipeline import query
 from kbtools.ops.embedding import embed_bank
 from kbtools.retrieval.search import ranked_pool
 from kbtools.evaluate.bank_stats import bank_stats
+from kbtools.evaluate.health import Health, health
+from kbtools.evaluate.judging import evaluate_judge
+from kbtools.linker.judge import JUDGE_PROMPT, Verdict, llm_judge, rule_judge
+from kbtools.ops.judging import judge_bank, propose_duplicates
 from kbtools.ops.bpmn import export_bpmn_holes, ingest_bpmn
 from kbtools.evaluate import (
     GoldJudge,
@@ -114,6 +118,15 @@ __all__ = [
     "duckdb",
     "sql",
     "bank_stats",
+    "health",
+    "Health",
+    "propose_duplicates",
+    "judge_bank",
+    "Verdict",
+    "rule_judge",
+    "llm_judge",
+    "JUDGE_PROMPT",
+    "evaluate_judge",
     "build_demo",
     "read_truth",
     "truth_path",

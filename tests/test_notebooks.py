@@ -36,6 +36,8 @@ EXPECTED = {
                             "application/vnd.plotly.v1+json"],
     "05_maintenance.ipynb": ["a second run writes 0", "would be pruned", "'reinforced': 1", "'links': 1",
                              "application/vnd.plotly.v1+json"],
+    "06_health.ipynb": ["duplicate candidates", "kb judge PATH --dry-run", "note coverage after", "judge 100%",
+                        "duplicate_candidates:", "hidden_hop:"],
 }
 NOTEBOOKS = [NOTEBOOK_DIR / name for name in EXPECTED]
 

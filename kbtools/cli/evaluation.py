@@ -36,10 +36,15 @@ register_args("bench", lambda p: (
 # ------------------------------------------------------------------------------------------ eval
 
 
-@command("eval", "evaluation that cannot fool itself: the hop lab (with its leak check) and the folding replay")
+@command("eval", "evaluation that cannot fool itself: the hop lab (with its leak check), the folding replay, the judge")
 def _eval(args):
     """kb eval hoplab PATH [--tasks sidecar|mined] [--n 30] [--seed 0] [--min-shared 1] [--json-out FILE]
     kb eval replay PATH [--queries FILE|mined] [--n 60] [--seed 0] [--json-out FILE]
+    kb eval judge PATH [--threshold 0.5] [--json-out FILE]
+
+    kb eval judge scores the duplicate judge on the pairs planted in the sidecar (duplicates,
+    corrections, splits, near-misses): precision and recall per verdict at the threshold and along
+    a sweep of similarity thresholds. It reads only.
 
     A bank without a ground-truth sidecar (a real one: kb demo --peps) gets tasks and queries
     mined from its own citations and supersessions (A cites B; A's title finds A, not B).
@@ -51,7 +56,16 @@ def _eval(args):
     from kbtools.evaluate import ReaderAgent, run_hoplab, run_replay
     from kbtools.store.bank import open_bank
 
-    bank = open_bank(args.path)
+    bank = open_bank(args.path, readonly=args.which == "judge")
+    if args.which == "judge":
+        from kbtools.evaluate.judging import evaluate_judge
+
+        report = evaluate_judge(bank, threshold=args.threshold)
+        if args.json_out:
+            import json as _json
+
+            Path(args.json_out).write_text(_json.dumps(report.to_dict(), indent=1))
+        return report.to_dict(), report.to_markdown(), 0
     if args.which == "hoplab":
         agent = ReaderAgent(min_shared=args.min_shared) if args.min_shared else None
         report = run_hoplab(bank, tasks=args.tasks, agent=agent, seed=args.seed, k=args.k, n=args.n,
@@ -66,7 +80,7 @@ def _eval(args):
 
 
 register_args("eval", lambda p: (
-    p.add_argument("which", choices=("hoplab", "replay"), help="which evaluation"),
+    p.add_argument("which", choices=("hoplab", "replay", "judge"), help="which evaluation"),
     p.add_argument("path", help="the bank folder"),
     p.add_argument("--tasks", choices=("sidecar", "mined"), help="hop tasks from the sidecar or mined from the bank"),
     p.add_argument("--n", type=int, default=30, help="tasks (default 30) or replay queries (pass e.g. 60) to mine"),
@@ -75,5 +89,6 @@ register_args("eval", lambda p: (
     p.add_argument("--seed", type=int, default=0),
     p.add_argument("--k", type=int, default=8),
     p.add_argument("--min-shared", type=int, default=0, help="terms a note must share with the task for the reader to follow it"),
+    p.add_argument("--threshold", type=float, default=0.5, help="kb eval judge: the similarity threshold of the operating point"),
     p.add_argument("--json-out", help="also write the JSON report to this file"),
 ))

@@ -19,14 +19,14 @@ import json
 import os
 import sys
 
-from kbtools.cli import bank, evaluation, graph, ingest, jobs, mcp, retrieval, sql  # noqa: F401  (each registers its subcommands)
+from kbtools.cli import bank, evaluation, graph, ingest, jobs, judging, mcp, retrieval, sql  # noqa: F401  (each registers its subcommands)
 from kbtools.cli.base import ARGS, COMMANDS, EXIT_ERROR, EXIT_LOCKED, EXIT_OK, EXIT_USAGE, emit
 from kbtools.errors import BankLocked, KbError
 
 __all__ = ["main", "build_parser"]
 
 #: the topic modules, in the order their subcommands are listed
-TOPICS = (bank, ingest, retrieval, sql, graph, jobs, evaluation, mcp)
+TOPICS = (bank, ingest, retrieval, sql, graph, jobs, judging, evaluation, mcp)
 
 
 def build_parser() -> argparse.ArgumentParser:

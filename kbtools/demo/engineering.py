@@ -18,6 +18,7 @@ from kbtools.demo.catalog import (
     _STEPS, _SUMMARIES, _SYMPTOMS, _TITLES, _TOPIC_LIST, _USEFUL, MAX_TOPICS,
 )
 from kbtools.demo.hoplab import _HOPS, _hop_lab
+from kbtools.demo.planted import plant_judge_pairs
 from kbtools.demo.rows import _GENERATOR, DemoBank, _cap, _hex_ids, _pick, _Rows, _times, _triples_frame
 from kbtools.demo.worked import _worked_examples
 
@@ -30,7 +31,8 @@ def engineering_bank(*, seed: int = 7, entries: int = 2000, topics: int = 60) ->
     ``truth`` holds a query log (``queries``: query, relevant ids, topic), the hop-lab tasks
     (``hop_tasks``: a strong match A, one trusted edge to a poor match B that alone holds the
     task's proof token; three are marked ``leaky``: their token also sits in the edge note) and
-    ``holes`` (empty for this bank).
+    ``holes`` (empty for this bank) and the judge's planted pairs (``judge_pairs``: duplicates,
+    corrections, splits and near-misses, see :mod:`.planted`).
 
     >>> bank = engineering_bank(seed=1, entries=500, topics=12)
     >>> bank.entries.height, len(bank.truth["hop_tasks"]) >= 30
@@ -54,6 +56,7 @@ def engineering_bank(*, seed: int = 7, entries: int = 2000, topics: int = 60) ->
     filler, topic_of = _filler(rows, rng, catalog, entries - len(rows.entries), sessions)
     _filler_edges(rows, rng, catalog, filler, topic_of, agents)
     _cite_and_tag(rows, rng, catalog, filler, topic_of, entries)
+    judge_pairs = plant_judge_pairs(rows, seed, filler)  # last, with its own generator: nothing else moves
 
     entries_frame, edges_frame = rows.frames()
     triples = _engineering_triples(rng, catalog, agents)
@@ -62,7 +65,7 @@ def engineering_bank(*, seed: int = 7, entries: int = 2000, topics: int = 60) ->
     truth = {"bank": "engineering", "seed": seed, "generator": _GENERATOR,
              "queries": [{"id": q["id"], "query": q["query"], "relevant": q["relevant"], "topic": q["topic"]}
                          for q in queries],
-             "hop_tasks": hop_tasks, "holes": []}
+             "hop_tasks": hop_tasks, "holes": [], "judge_pairs": judge_pairs}
     return DemoBank("engineering", entries_frame, edges_frame, triples, truth)
 
 

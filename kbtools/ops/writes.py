@@ -48,6 +48,8 @@ __all__ = [
     "plan_entry",
     "plan_bridges",
     "plan_merge",
+    "plan_merge_entries",
+    "plan_edge_changes",
     "new_id",
     "event_rows",
     "record_usage",
@@ -317,6 +319,43 @@ def plan_merge(keep: str, remove: Sequence[str], edges: pl.DataFrame) -> tuple[p
         how="vertical_relaxed",
     )
     return first.drop("_orig_src", "_orig_dst"), touching, dropped
+
+
+def plan_merge_entries(edges: pl.DataFrame, *, keep: str, remove: Sequence[str], actor: str, reason: str,
+                       now: datetime) -> tuple[Plan, dict]:
+    """The plan (and its counts) that merges ``remove`` into ``keep`` over ``edges``: the removed
+    entries' edges re-pointed at the survivor (see :func:`plan_merge`), the entries deleted, every
+    move and drop in the events. Pure: what :func:`merge_entries` applies (ids already checked).
+
+    >>> e = pl.DataFrame({"src": ["c0000000"], "dst": ["x0000000"], "type": ["cites"], "source": ["author"],
+    ...                   "note": [None], "evidence": ["{}"], "weight": [1.0], "created_by": ["a"],
+    ...                   "created_at": [utcnow()], "seen_at": [utcnow()]})
+    >>> plan, counts = plan_merge_entries(e, keep="a0000000", remove=["c0000000"], actor="judge", reason="same", now=utcnow())
+    >>> counts, plan.deletes["entries"]["id"].to_list()
+    ({'moved': 1, 'dropped': 0, 'removed': 1}, ['c0000000'])
+    """
+    moved, touching, dropped = plan_merge(keep, remove, edges)
+    moved = moved.with_columns(pl.lit(now).cast(SCHEMAS["edges"]["created_at"]).alias("seen_at"))
+    events = [
+        edge_events(touching, "edge.delete", actor=actor, at=now, reason=reason),
+        edge_events(moved, "edge.move", actor=actor, at=now, reason=reason),
+    ]
+    for rid in remove:
+        payload = {
+            "into": keep,
+            "dropped": [
+                {"src": s, "dst": d, "type": t, "why": w}
+                for s, d, t, w in dropped.filter((pl.col("_orig_src") == rid) | (pl.col("_orig_dst") == rid))
+                .select("_orig_src", "_orig_dst", "type", "why").iter_rows()
+            ],
+        }
+        events.append(event_rows([{"action": "entry.merge", "src": rid, "dst": keep, "payload": payload}], actor=actor, at=now, reason=reason))
+    counts = {"moved": moved.height, "dropped": dropped.height, "removed": len(remove)}
+    return Plan(
+        upserts={"edges": moved},
+        deletes={"entries": pl.DataFrame({"id": list(remove)}), "edges": touching.select("src", "dst", "type")},
+        appends={"events": pl.concat(events)},
+    ), counts
 
 
 # ---------------------------------------------------------------------------------------------
@@ -694,30 +733,10 @@ def merge_entries(bank: Bank, *, keep: str, remove: Sequence[str], reason: str, 
     out: dict = {}
 
     def plan(b: Bank) -> Plan:
-        now = utcnow()
         _require_ids(b, [keep, *remove], "merge_entries")
-        moved, touching, dropped = plan_merge(keep, remove, b.edges)
-        moved = moved.with_columns(pl.lit(now).cast(SCHEMAS["edges"]["created_at"]).alias("seen_at"))
-        events = [
-            edge_events(touching, "edge.delete", actor=actor, at=now, reason=reason),
-            edge_events(moved, "edge.move", actor=actor, at=now, reason=reason),
-        ]
-        for rid in remove:
-            payload = {
-                "into": keep,
-                "dropped": [
-                    {"src": s, "dst": d, "type": t, "why": w}
-                    for s, d, t, w in dropped.filter((pl.col("_orig_src") == rid) | (pl.col("_orig_dst") == rid))
-                    .select("_orig_src", "_orig_dst", "type", "why").iter_rows()
-                ],
-            }
-            events.append(event_rows([{"action": "entry.merge", "src": rid, "dst": keep, "payload": payload}], actor=actor, at=now, reason=reason))
-        out.update({"moved": moved.height, "dropped": dropped.height, "removed": len(remove)})
-        return Plan(
-            upserts={"edges": moved},
-            deletes={"entries": pl.DataFrame({"id": remove}), "edges": touching.select("src", "dst", "type")},
-            appends={"events": pl.concat(events)},
-        )
+        changes, counts = plan_merge_entries(b.edges, keep=keep, remove=remove, actor=actor, reason=reason, now=utcnow())
+        out.update(counts)
+        return changes
 
     bank.apply(plan, actor=actor, reason=reason)
     return out

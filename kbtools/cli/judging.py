@@ -1,0 +1,61 @@
+"""``kb judge|health``: the duplicate judge as an edge source, and the bank's health report."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from kbtools.cli.base import bank_arg, command, register_args
+
+__all__: list[str] = []
+
+
+@command("judge", "judge duplicate candidates: supersedes / split_from edges or merges, with the verdict as the note")
+def _judge(args):
+    """Propose duplicate pairs (lexical similarity, and vectors when the bank is embedded), let the
+    rule-based judge decide each (merge, supersede, split, distinct) and commit the verdicts as one
+    audited transaction, actor and source "judge": "B supersedes A" (newer over older), "B split_from
+    A", or a merge of the newer into the older (only at confidence >= --merge-confidence; below it
+    a supersedes edge, so nothing is deleted). Every edge carries the verdict as its note. Prints
+    the verdicts, what was written and note coverage by source before and after.
+
+    --dry-run judges and reports but writes nothing. --limit N judges the N most similar pairs."""
+    from kbtools.ops.judging import judge_bank
+    from kbtools.store.bank import open_bank
+
+    bank = open_bank(args.path, readonly=args.dry_run)
+    report = judge_bank(bank, threshold=args.threshold, limit=args.limit, dry_run=args.dry_run,
+                        merge_confidence=args.merge_confidence)
+    return report.to_dict(), report.to_text()
+
+
+register_args("judge", lambda p: (
+    bank_arg(p),
+    p.add_argument("--dry-run", action="store_true", help="judge and report; write nothing"),
+    p.add_argument("--limit", type=int, help="judge at most N pairs (the most similar first)"),
+    p.add_argument("--threshold", type=float, default=0.5, help="similarity from which a pair is a candidate (default 0.5)"),
+    p.add_argument("--merge-confidence", type=float, default=0.9,
+                   help="a merge verdict deletes the newer entry only at this confidence or above (default 0.9)"),
+))
+
+
+@command("health", "what is wrong with a bank: each finding with a count, examples and the command that fixes it")
+def _health(args):
+    """Note coverage by edge source, note-less sibling groups, notes that restate their target, hubs
+    and isolated entries, entries one hop from frequently returned ones that are never returned
+    (from the usage log), automatic links near the prune threshold, holes in declared or inferred
+    flows, duplicate candidates and storage (segments, dead rows, vectors, caches). Reads only.
+    --html FILE also writes the report as an HTML page."""
+    from kbtools.evaluate.health import health
+    from kbtools.store.bank import open_bank
+
+    report = health(open_bank(args.path, readonly=True))
+    if args.html:
+        Path(args.html).write_text("<!doctype html><meta charset='utf-8'><title>kb health</title>"
+                                   + report._repr_html_(), encoding="utf-8")
+    return report.to_dict(), report.to_text()
+
+
+register_args("health", lambda p: (
+    bank_arg(p),
+    p.add_argument("--html", help="also write the report to this HTML file"),
+))

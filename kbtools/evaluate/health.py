@@ -1,0 +1,235 @@
+"""A bank's health at a glance: what is wrong with it, each finding with a count, examples and the
+command that fixes it. Read-only (``kb health PATH``, ``kb.health(bank)``).
+
+>>> import tempfile, pathlib
+>>> from kbtools.store.bank import create_bank
+>>> report = health(create_bank(pathlib.Path(tempfile.mkdtemp()) / "b"))
+>>> report.finding("duplicate_candidates").count
+0
+"""
+
+from __future__ import annotations
+
+import html
+from dataclasses import dataclass, field
+
+import polars as pl
+
+from kbtools.linker.fading import MIN_WEIGHT, faded_expr
+from kbtools.linker.judge import DUPLICATE_THRESHOLD
+from kbtools.model.answer_html import MUTED_TEXT, html_table, jp
+from kbtools.model.vocab import FADING_SOURCES, TRUSTED_SOURCES
+from kbtools.ops.analytics import centrality, process_flows, workflow_holes
+from kbtools.ops.judging import note_coverage, propose_duplicates
+from kbtools.store.bank import Bank, utcnow
+from kbtools.store.storage import storage_report
+
+__all__ = ["health", "Health", "Finding", "SIBLING_TYPES"]
+
+#: Dedup types whose note-less siblings are the pointer noise of seed 000.
+SIBLING_TYPES = ("split_from", "supersedes", "derived_from", "part_of")
+_BAD = jp("error-color1", "#d32f2f")
+_WARN = jp("warn-color1", "#f57c00")
+_GOOD = jp("success-color1", "#388e3c")
+
+
+@dataclass(frozen=True)
+class Finding:
+    """One thing to look at: a ``name``, a one-line ``title``, how many (``count``), a few
+    ``examples`` (dicts), the command that fixes it (``fix``), ``severity`` (problem, warning,
+    info) and ``detail`` (numbers behind it)."""
+
+    name: str
+    title: str
+    count: int
+    examples: list = field(default_factory=list)
+    fix: str = ""
+    severity: str = "warning"
+    detail: dict = field(default_factory=dict)
+
+    def to_dict(self) -> dict:
+        """JSON-ready."""
+        return {"name": self.name, "title": self.title, "count": self.count, "severity": self.severity,
+                "fix": self.fix, "examples": self.examples, "detail": self.detail}
+
+
+@dataclass(frozen=True)
+class Health:
+    """The findings of :func:`health` for one bank; a notebook shows them as a table."""
+
+    path: str
+    version: int
+    entries: int
+    findings: tuple[Finding, ...]
+
+    def finding(self, name: str) -> Finding:
+        """The finding called ``name``."""
+        for f in self.findings:
+            if f.name == name:
+                return f
+        raise KeyError(f"{name!r}: findings are {', '.join(f.name for f in self.findings)}")
+
+    def to_dict(self) -> dict:
+        """JSON-ready: the bank and every finding."""
+        return {"path": self.path, "version": self.version, "entries": self.entries,
+                "findings": [f.to_dict() for f in self.findings]}
+
+    def to_text(self) -> str:
+        """A terminal report: one block per finding."""
+        lines = [f"health of {self.path} (version {self.version}, {self.entries} entries)"]
+        for f in self.findings:
+            mark = {"problem": "✗", "warning": "!", "info": "·"}.get(f.severity, "·") if f.count else "✓"
+            lines.append(f"{mark} {f.title}: {f.count}")
+            for ex in f.examples[:3]:
+                lines.append("    " + ", ".join(f"{k}={_short(v)}" for k, v in ex.items()))
+            if f.count and f.fix:
+                lines.append(f"    fix: {f.fix}")
+        return "\n".join(lines)
+
+    def _repr_html_(self) -> str:
+        esc = html.escape
+        head = (f"<p><b>Health</b> <code>{esc(self.path)}</code> <small style='color:{MUTED_TEXT}'>version "
+                f"{self.version} · {self.entries:,} entries</small></p>")
+        rows = []
+        for f in self.findings:
+            color = _GOOD if not f.count else (_BAD if f.severity == "problem" else _WARN if f.severity == "warning" else MUTED_TEXT)
+            ex = "; ".join(", ".join(f"{k}={_short(v, 30)}" for k, v in e.items()) for e in f.examples[:2])
+            rows.append([f.title, f"{f.count:,}", _short(ex, 160), f.fix if f.count else "", color])
+        body = html_table(["finding", "count", "examples", "fix"], [r[:4] for r in rows])
+        for r in rows:  # colour each count by its severity (cells are escaped, so colour after)
+            body = body.replace(f"<td>{html.escape(r[1])}</td>", f"<td style='color:{r[4]}'><b>{html.escape(r[1])}</b></td>", 1)
+        return "<div class='kb-health'>" + head + body + "</div>"
+
+
+def _short(value, limit: int = 60) -> str:
+    text = str(value)
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def health(bank: Bank, *, duplicate_threshold: float = DUPLICATE_THRESHOLD, examples: int = 5) -> Health:
+    """What is wrong with ``bank``: note coverage by edge source, note-less sibling groups, notes that
+    restate their target, hubs and isolated entries, the hidden-hop audit (entries one hop from
+    frequently returned ones that are never returned), automatic links near the prune threshold,
+    undeclared flows and their holes, duplicate candidates, and storage. Each finding has a count,
+    examples and the command that fixes it. Reads only.
+    """
+    entries, edges = bank.entries, bank.edges
+    n = examples
+    findings = [
+        _coverage(edges, n), _siblings(edges, n), _leaky(bank, n), *_structure(bank, entries, edges, n),
+        _hidden_hop(entries, edges, n), _near_prune(edges, n), _flows(bank, n),
+        _duplicates(bank, duplicate_threshold, n), _storage(bank),
+    ]
+    return Health(str(bank.path), bank.version, entries.height, tuple(findings))
+
+
+def _coverage(edges: pl.DataFrame, n: int) -> Finding:
+    cov = note_coverage(edges)
+    trusted = edges.filter(pl.col("source").is_in(sorted(TRUSTED_SOURCES)))
+    missing = int((trusted["note"].fill_null("").str.strip_chars() == "").sum()) if trusted.height else 0
+    ex = [{"source": s, "edges": c["edges"], "with_note": c["with_note"], "share": c["share"]} for s, c in cov.items()]
+    return Finding("note_coverage", "trusted edges without a note (note coverage by source in examples)", missing,
+                   sorted(ex, key=lambda r: r["share"])[:n] if missing else ex[:n],
+                   "kb judge PATH (its edges carry the verdict as note); kb.link(bank, src, dst, type, note=..., actor=...)",
+                   "warning", {"by_source": cov})
+
+
+def _siblings(edges: pl.DataFrame, n: int) -> Finding:
+    noteless = edges.filter(pl.col("type").is_in(SIBLING_TYPES) & (pl.col("note").fill_null("").str.strip_chars() == ""))
+    groups = (noteless.group_by("dst", "type").agg(pl.col("src").sort().alias("siblings"), pl.len().alias("size"))
+              .filter(pl.col("size") >= 2).sort(["size", "dst"], descending=[True, False])) if noteless.height else noteless
+    ex = [{"parent": d, "type": t, "siblings": s} for d, t, s, _ in groups.head(n).iter_rows()] if groups.height else []
+    return Finding("noteless_siblings", "note-less sibling groups (dedup edges to one parent, no note)", groups.height,
+                   ex, "kb judge PATH; give each sibling a note that says how it differs (kb.link ... note=)", "warning",
+                   {"noteless_dedup_edges": noteless.height})
+
+
+def _leaky(bank: Bank, n: int) -> Finding:
+    from kbtools.evaluate.leak import leaky_notes
+
+    leaky = leaky_notes(bank)
+    ex = leaky.select("src", "type", "dst", "reason").head(n).to_dicts()
+    return Finding("leaky_notes", "notes that restate their target (a note says how, never what)", leaky.height, ex,
+                   "rewrite the note: kb.unlink(bank, src, dst, type, reason=...) then kb.link(..., note='how it pertains')",
+                   "problem")
+
+
+def _structure(bank: Bank, entries: pl.DataFrame, edges: pl.DataFrame, n: int) -> list[Finding]:
+    if edges.height:
+        cent = centrality(bank).filter(pl.col("hub")).sort("degree", descending=True)
+    else:
+        cent = pl.DataFrame(schema={"id": pl.String, "degree": pl.Int64})
+    titles = dict(entries.select("id", "title").iter_rows())
+    hubs = Finding("hubs", "hubs (degree at or above max(4, mean + 2 sd))", cent.height,
+                   [{"id": i, "degree": d, "title": titles.get(i)} for i, d in cent.select("id", "degree").head(n).iter_rows()],
+                   "kb hubs PATH; kb communities PATH (check a hub is not a catch-all)", "info")
+    touched = pl.concat([edges["src"], edges["dst"]]).unique() if edges.height else pl.Series([], dtype=pl.String)
+    isolated = entries.filter(~pl.col("id").is_in(touched.implode()))
+    iso = Finding("isolated", "isolated entries (no edge at all)", isolated.height,
+                  isolated.select("id", "title").head(n).to_dicts(), "kb backfill PATH && kb connect PATH", "info",
+                  {"share": round(isolated.height / entries.height, 4) if entries.height else 0.0})
+    return [hubs, iso]
+
+
+def _hidden_hop(entries: pl.DataFrame, edges: pl.DataFrame, n: int) -> Finding:
+    used = entries.filter(pl.col("usage_count") > 0)
+    if used.height == 0 or edges.height == 0:
+        return Finding("hidden_hop", "never returned, one hop from frequently returned entries (usage log)", 0, [],
+                       "kb eval replay PATH; give the edge a note that says why to follow it", "info",
+                       {"returned_entries": used.height})
+    floor = max(2.0, float(used["usage_count"].quantile(0.9)))
+    hot = used.filter(pl.col("usage_count") >= floor).select("id", "usage_count")
+    trusted = edges.filter(pl.col("source").is_in(sorted(TRUSTED_SOURCES)))
+    pairs = pl.concat([trusted.select(pl.col("src").alias("hot"), pl.col("dst").alias("id"), "type", "note"),
+                       trusted.select(pl.col("dst").alias("hot"), pl.col("src").alias("id"), "type", "note")])
+    never = entries.filter(pl.col("usage_count") == 0).select("id", "title")
+    hidden = (pairs.join(hot.rename({"id": "hot"}), on="hot").join(never, on="id")
+              .sort(["usage_count", "id"], descending=[True, False]))
+    distinct = hidden.unique("id", keep="first", maintain_order=True)
+    ex = [{"id": r["id"], "title": r["title"], "next_to": r["hot"], "returned": r["usage_count"], "type": r["type"],
+           "has_note": bool((r["note"] or "").strip())} for r in distinct.head(n).iter_rows(named=True)]
+    return Finding("hidden_hop", "never returned, one hop from frequently returned entries (usage log)", distinct.height,
+                   ex, "kb eval replay PATH; give the edge a note that says why to follow it (kb.link ... note=)", "warning",
+                   {"frequent_floor": floor, "frequent_entries": hot.height})
+
+
+def _near_prune(edges: pl.DataFrame, n: int) -> Finding:
+    fading = edges.filter(pl.col("source").is_in(sorted(FADING_SOURCES)))
+    if fading.height == 0:
+        near = fading.with_columns(pl.lit(None, pl.Float64).alias("faded"))
+    else:
+        near = fading.with_columns(faded_expr(utcnow())).filter(
+            (pl.col("faded") >= MIN_WEIGHT) & (pl.col("faded") < 2 * MIN_WEIGHT)).sort("faded")
+    ex = [{"src": s, "dst": d, "type": t, "faded": round(w, 3)} for s, d, t, w in near.select("src", "dst", "type", "faded").head(n).iter_rows()]
+    return Finding("near_prune", f"automatic links near the prune threshold ({MIN_WEIGHT} to {2 * MIN_WEIGHT})", near.height, ex,
+                   "kb decay PATH --dry-run (what would go); kb.reinforce / kb.feedback to keep a useful one", "info",
+                   {"fading_links": fading.height})
+
+
+def _flows(bank: Bank, n: int) -> Finding:
+    flows = process_flows(bank)
+    holes = workflow_holes(bank)
+    inferred = flows.filter(~pl.col("declared")) if flows.height else flows
+    ex = holes.select("id", "flow", "hole", "severity", "declared").head(n).to_dicts() if holes.height else []
+    return Finding("flows", "holes in process flows (declared or inferred)", holes.height, ex,
+                   "kb holes PATH --flows (each hole with the question to ask its owner)", "warning",
+                   {"flows": flows.height, "inferred_flows": inferred.height,
+                    "inferred_flow_names": inferred["flow"].to_list()[:n] if inferred.height else []})
+
+
+def _duplicates(bank: Bank, threshold: float, n: int) -> Finding:
+    pairs = propose_duplicates(bank, threshold=max(threshold, 0.8))
+    ex = pairs.select("a", "b", pl.col("score").round(3), "title_a", "title_b").head(n).to_dicts()
+    return Finding("duplicate_candidates", "duplicate candidates (similarity >= 0.8, not linked)", pairs.height, ex,
+                   "kb judge PATH --dry-run, then kb judge PATH", "warning")
+
+
+def _storage(bank: Bank) -> Finding:
+    s = storage_report(bank)
+    extra = sum(max(0, t["segments"] - 1) for t in s["tables"].values()) + max(0, s["vector_segments"] - 1)
+    count = s["dead_rows"] + extra + s["entries_without_vectors"] * bool(s["embedder"])
+    ex = [{"table": t, **v} for t, v in s["tables"].items() if v["segments"] > 1 or v["dead_rows"]]
+    if s["embedder"] and s["entries_without_vectors"]:
+        ex.append({"table": "vectors", "entries_without_vectors": s["entries_without_vectors"]})
+    fix = "kb compact PATH" + ("; kb embed PATH" if s["embedder"] and s["entries_without_vectors"] else "")
+    return Finding("storage", "storage to tidy (dead rows + extra segments + unembedded entries)", count, ex, fix, "info", s)

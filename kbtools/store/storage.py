@@ -1,0 +1,51 @@
+"""How a bank lies on disk: segments per table, rows stored against rows live (the dead rows a
+compaction would drop), vector segments and the caches with whether each is fresh. Read-only.
+
+>>> import tempfile, pathlib
+>>> from kbtools.store.bank import create_bank
+>>> storage_report(create_bank(pathlib.Path(tempfile.mkdtemp()) / "b"))["dead_rows"]
+0
+"""
+
+from __future__ import annotations
+
+import json
+
+import polars as pl
+
+from kbtools.store.bank import Bank
+
+__all__ = ["storage_report"]
+
+
+def storage_report(bank: Bank) -> dict:
+    """Per table: segments, rows stored, rows live, dead rows (older versions and tombstones of
+    keyed tables); vector segments and rows; cache files with their size; bytes on disk."""
+    tables, dead = {}, 0
+    for table, segs in bank.segment_files().items():
+        stored = sum(int(pl.scan_parquet(bank.path / s).select(pl.len()).collect().item()) for s in segs)
+        live = bank.table(table).height if table != "usage" else stored
+        if table == "entries":
+            live = bank.entries.height
+        tables[table] = {"segments": len(segs), "rows_stored": stored, "rows_live": live,
+                         "dead_rows": max(0, stored - live)}
+        dead += max(0, stored - live)
+    vsegs = bank.vector_segments()
+    ids, _ = bank.vectors()
+    caches = []
+    folder = bank.path / "cache"
+    if folder.is_dir():
+        for f in sorted(folder.iterdir()):
+            if f.suffix == ".json" or not f.is_file():
+                continue
+            try:
+                fingerprint = json.loads(f.with_name(f.name + ".json").read_text()).get("fingerprint")
+            except (OSError, ValueError):
+                fingerprint = None
+            caches.append({"name": f.name, "bytes": f.stat().st_size, "fingerprint": fingerprint})
+    size = sum(f.stat().st_size for f in bank.path.rglob("*") if f.is_file())
+    return {"tables": tables, "dead_rows": dead, "segments": sum(t["segments"] for t in tables.values()),
+            "vector_segments": len(vsegs), "vector_rows_stored": sum(int(s.get("rows", 0)) for s in vsegs),
+            "vectors_live": int(len(ids)), "entries_without_vectors": max(0, bank.entries.height - int(len(ids))),
+            "embedder": bank.embedder_name, "caches": caches, "bytes_on_disk": size,
+            "usage_log_rows": bank.usage.height}

@@ -1,0 +1,81 @@
+"""The health report: on the demo bank, on an empty bank and on a bank with every kind of damage
+it is meant to find; ``kb health --json --html``."""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+import os
+import subprocess
+import sys
+
+import polars as pl
+
+import kbtools as kb
+from kbtools.demo.banks import DEMO_DIR
+
+NAMES = ["note_coverage", "noteless_siblings", "leaky_notes", "hubs", "isolated", "hidden_hop", "near_prune",
+         "flows", "duplicate_candidates", "storage"]
+
+
+def test_health_on_the_demo_bank():
+    path = DEMO_DIR / "engineering"
+    manifest = (path / "manifest.json").read_bytes()
+    report = kb.health(kb.open_bank(path, readonly=True))
+    assert [f.name for f in report.findings] == NAMES
+    assert report.finding("leaky_notes").count == 4  # the three leaky hop tasks and one more, as kb stats says
+    assert report.finding("duplicate_candidates").count > 0  # the planted pairs
+    assert report.finding("isolated").count > 0 and report.finding("storage").count == 0
+    for f in report.findings:
+        assert f.fix and isinstance(f.count, int) and len(f.examples) <= 5
+    json.dumps(report.to_dict())
+    html = report._repr_html_()
+    assert "kb judge PATH --dry-run" in html and "notes that restate their target" in html
+    assert (path / "manifest.json").read_bytes() == manifest  # reads never write
+
+
+def test_health_on_an_empty_bank(tmp_path):
+    report = kb.health(kb.create_bank(tmp_path / "b"))
+    assert all(f.count == 0 for f in report.findings)
+    assert "✓" in report.to_text()
+
+
+def test_health_finds_the_damage(tmp_path):
+    bank = kb.create_bank(tmp_path / "b", settings={"auto_link": False})
+    ids = [kb.report_learning(bank, content=f"Fact number {i} about the build cache and runner image {i}."
+                              + (" Tracked as QX-4471-Z." if i == 4 else ""), actor="a") for i in range(6)]
+    parent = ids[0]
+    kb.link(bank, ids[1], parent, "split_from", actor="a")  # two note-less siblings of one parent
+    kb.link(bank, ids[2], parent, "split_from", actor="a")
+    kb.link(bank, ids[3], ids[4], "see_also", actor="a", note="Its fix is QX-4471-Z.")  # restates the target
+    old = dt.datetime.now(dt.timezone.utc) - dt.timedelta(days=2 * 180 + 30)  # faded to ~0.45*0.3
+    kb.edit_edges(bank, add=[{"src": ids[4], "dst": ids[5], "type": "see_also", "source": "auto", "weight": 0.5}],
+                  actor="linker", reason="test")
+    edge = bank.edges.filter(pl.col("source") == "auto").with_columns(pl.lit(old).cast(pl.Datetime("us", "UTC")).alias("seen_at"))
+    kb.edit_edges(bank, add=edge, actor="linker", reason="age it", replace=True)
+    for _ in range(5):
+        kb.record_usage(bank, [ids[3]], query="build cache")  # ids[4] is one hop away, never returned
+    kb.update_entry(bank, ids[5], actor="a", content="Fact number 5, rewritten.")  # dead rows until compaction
+    report = kb.health(bank)
+    assert report.finding("noteless_siblings").examples[0] == {"parent": parent, "type": "split_from",
+                                                               "siblings": sorted(ids[1:3])}
+    assert report.finding("leaky_notes").count == 1
+    hidden = report.finding("hidden_hop")
+    assert hidden.count >= 1 and hidden.examples[0]["next_to"] == ids[3]
+    assert ids[4] in {e["id"] for e in hidden.examples}
+    assert report.finding("near_prune").count == 1
+    storage = report.finding("storage")
+    assert storage.count > 0 and storage.detail["dead_rows"] > 0 and "kb compact" in storage.fix
+    assert report.finding("note_coverage").count == 2
+
+
+def test_kb_health_cli(tmp_path):
+    env = dict(os.environ, ORT_DISABLE_TELEMETRY="1")
+    out = tmp_path / "health.html"
+    proc = subprocess.run([sys.executable, "-m", "kbtools", "health", str(DEMO_DIR / "business"), "--json",
+                           "--html", str(out)], capture_output=True, text=True, env=env, timeout=300)
+    assert proc.returncode == 0, proc.stderr
+    data = json.loads(proc.stdout)
+    assert [f["name"] for f in data["findings"]] == NAMES
+    assert data["findings"][NAMES.index("flows")]["count"] > 0  # the business bank's planted holes
+    assert "kb holes PATH --flows" in out.read_text()
