@@ -224,6 +224,7 @@ def _damage(bank: kb.Bank, kind: str) -> None:
         pl.DataFrame({"nonsense": [1, 2]}).write_parquet(seg)
     elif kind == "temp file":
         (root / ".manifest.json.deadbeef.tmp").write_text("{")
+        os.utime(root / ".manifest.json.deadbeef.tmp", (0, 0))  # left by a write that crashed long ago
 
 
 @pytest.mark.parametrize("kind", ["no tables key", "truncated vectors", "deleted hashes", "wrong schema", "temp file"])

@@ -15,8 +15,6 @@ older) or ``split_from`` edges, or a merge, each with the verdict as the note, s
 
 from __future__ import annotations
 
-import json
-from typing import Mapping
 
 import polars as pl
 

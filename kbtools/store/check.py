@@ -20,7 +20,7 @@ from kbtools.model.schema import SCHEMAS
 from pathlib import Path
 
 from kbtools.errors import KbError, UnsafePath
-from kbtools.store.bank import Bank, _atomic_write_bytes, _locked, open_bank, read_manifest, DEFAULT_LOCK_TIMEOUT
+from kbtools.store.bank import DEFAULT_LOCK_TIMEOUT, SWEEP_AGE_S, Bank, _atomic_write_bytes, _locked, open_bank, read_manifest
 from kbtools.store.files import digest, history, inside, manifest_files, symlinks, temp_files, write_history
 
 __all__ = ["check_bank", "repair_bank"]
@@ -63,7 +63,7 @@ def _file_problems(root: Path, manifest: dict) -> list[Problem]:
                 out.append(Problem("vectors", None, key, rel, f"{arr.shape[0]} rows, the manifest says {seg['rows']}"))
     for rel in symlinks(root):
         out.append(Problem("files", None, "symlink", rel, "a bank holds no symlinks (kbtools never follows one)"))
-    for tmp in temp_files(root):
+    for tmp in temp_files(root, older_than=SWEEP_AGE_S):  # younger ones may belong to a write in flight
         out.append(Problem("files", None, "temp", tmp.relative_to(root).as_posix(),
                            "a temp file a crashed write left behind (`kb check --repair` removes it)"))
     return out
@@ -91,6 +91,7 @@ def repair_bank(path: str | os.PathLike, *, dry_run: bool = False, timeout: floa
     >>> bank = create_bank(pathlib.Path(tempfile.mkdtemp()) / "b")
     >>> (bank.path / ".manifest.json.0badf00d.tmp").write_text("{")
     1
+    >>> import os; os.utime(bank.path / ".manifest.json.0badf00d.tmp", (0, 0))
     >>> r = repair_bank(bank.path)
     >>> r["rolled_back_to"], r["temp_files_removed"], check_bank(bank.path)
     (None, 1, [])

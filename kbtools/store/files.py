@@ -18,6 +18,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import time
 from pathlib import Path
 
 from kbtools.errors import UnsafePath
@@ -92,12 +93,20 @@ def write_history(root: Path, manifest: dict, data: bytes) -> None:
         old.unlink(missing_ok=True)
 
 
-def temp_files(root: Path) -> list[Path]:
-    """Temporary files a crashed write left behind (``.name.*.tmp``) in the bank's own folders."""
+def temp_files(root: Path, *, older_than: float = 0.0) -> list[Path]:
+    """Temporary files (``.name.*.tmp``) in the bank's own folders, at least ``older_than`` seconds
+    old: a write in flight has a fresh one, a crashed write leaves one behind."""
     out = []
+    now = time.time()
     for folder in [root, root / "cache", root / "vectors", root / HISTORY, *(root / "tables").glob("*")]:
         if folder.is_dir() and not folder.is_symlink():
-            out += [p for p in folder.iterdir() if p.name.startswith(".") and p.name.endswith(".tmp")]
+            for p in folder.iterdir():
+                if p.name.startswith(".") and p.name.endswith(".tmp"):
+                    try:
+                        if now - p.stat().st_mtime >= older_than:
+                            out.append(p)
+                    except FileNotFoundError:
+                        continue
     return sorted(out)
 
 
