@@ -44,7 +44,7 @@ from kbtools.ops.analytics import (
 )
 from kbtools.model.answer import Answer, Pointer, Result
 from kbtools.linker import LINKER_DEFAULTS, LINKER_LEXICAL, LinkerSettings
-from kbtools.ops.maintenance import explain, feedback, reinforce
+from kbtools.ops.maintenance import calibrate_bank, explain, feedback, reinforce
 from kbtools.demo.banks import build_demo, read_truth, truth_path
 from kbtools.demo import DemoBank, business_bank, engineering_bank, synthetic_bank
 from kbtools.retrieval.embedders import Embedder, HashingEmbedder, MiniLMEmbedder, StaticEmbedder, default_embedder, get_embedder
@@ -162,6 +162,7 @@ __all__ = [
     "connect",
     "decay",
     "explain",
+    "calibrate_bank",
     "LinkerSettings",
     "LINKER_DEFAULTS",
     "LINKER_LEXICAL",

@@ -41,10 +41,18 @@ def _eval(args):
     """kb eval hoplab PATH [--tasks sidecar|mined] [--n 30] [--seed 0] [--min-shared 1] [--json-out FILE]
     kb eval replay PATH [--queries FILE|mined] [--n 60] [--seed 0] [--json-out FILE]
     kb eval judge PATH [--threshold 0.5] [--json-out FILE]
+    kb eval links PATH [--calibrate] [--seed 0] [--json-out FILE]
 
     kb eval judge scores the duplicate judge on the pairs planted in the sidecar (duplicates,
     corrections, splits, near-misses): precision and recall per verdict at the threshold and along
     a sweep of similarity thresholds. It reads only.
+
+    links: the link-recovery report. The bank's trusted human edges (citations, supersessions,
+    requirements...; not part_of structure) are held out, the linker runs on a copy in memory (the
+    bank is never written), and its links are compared with them: recovered share, precision and
+    links per entry, beside cosine nearest neighbours at the same number of links and the lexical
+    arm alone; --calibrate adds an arm with evidence weights fitted on one half of the trusted
+    edges, scored on the other half.
 
     A bank without a ground-truth sidecar (a real one: kb demo --peps) gets tasks and queries
     mined from its own citations and supersessions (A cites B; A's title finds A, not B).
@@ -56,15 +64,20 @@ def _eval(args):
     from kbtools.evaluate import ReaderAgent, run_hoplab, run_replay
     from kbtools.store.bank import open_bank
 
-    bank = open_bank(args.path, readonly=args.which == "judge")
+    bank = open_bank(args.path, readonly=args.which in ("judge", "links"))
     if args.which == "judge":
         from kbtools.evaluate.judging import evaluate_judge
 
         report = evaluate_judge(bank, threshold=args.threshold)
         if args.json_out:
-            import json as _json
+            Path(args.json_out).write_text(_json_text(report.to_dict()))
+        return report.to_dict(), report.to_markdown(), 0
+    if args.which == "links":
+        from kbtools.evaluate.links import link_recovery
 
-            Path(args.json_out).write_text(_json.dumps(report.to_dict(), indent=1))
+        report = link_recovery(bank, calibrate=args.calibrate, seed=args.seed)
+        if args.json_out:
+            Path(args.json_out).write_text(_json_text(report.to_dict()))
         return report.to_dict(), report.to_markdown(), 0
     if args.which == "hoplab":
         agent = ReaderAgent(min_shared=args.min_shared) if args.min_shared else None
@@ -80,7 +93,7 @@ def _eval(args):
 
 
 register_args("eval", lambda p: (
-    p.add_argument("which", choices=("hoplab", "replay", "judge"), help="which evaluation"),
+    p.add_argument("which", choices=("hoplab", "replay", "judge", "links"), help="which evaluation"),
     p.add_argument("path", help="the bank folder"),
     p.add_argument("--tasks", choices=("sidecar", "mined"), help="hop tasks from the sidecar or mined from the bank"),
     p.add_argument("--n", type=int, default=30, help="tasks (default 30) or replay queries (pass e.g. 60) to mine"),
@@ -91,4 +104,39 @@ register_args("eval", lambda p: (
     p.add_argument("--min-shared", type=int, default=0, help="terms a note must share with the task for the reader to follow it"),
     p.add_argument("--threshold", type=float, default=0.5, help="kb eval judge: the similarity threshold of the operating point"),
     p.add_argument("--json-out", help="also write the JSON report to this file"),
+    p.add_argument("--calibrate", action="store_true",
+                   help="links: add an arm with weights fitted on half the trusted edges, scored on the other half"),
+))
+
+
+def _json_text(obj) -> str:
+    import json
+
+    return json.dumps(obj, indent=1)
+
+
+@command("calibrate", "fit the linker's evidence weights on the bank's own trusted edges and store them")
+def _calibrate(args):
+    """Fit a logistic regression over the linker's evidence (shared terms, cosine, shared rare
+    identifiers, time proximity, shared author, title overlap, the kinds' prior) on the trusted
+    human edges of one half of the entries, and store the weights in the bank's settings
+    (linker.weights, gate linker.threshold), where connect, the write-time linker and kb explain
+    read them. A bank with fewer than 30 trusted pairs among the candidates keeps the seed's
+    priors. --dry-run fits and reports without writing."""
+    from kbtools.ops.maintenance import calibrate_bank
+    from kbtools.store.bank import open_bank
+
+    report = calibrate_bank(open_bank(args.path), dry_run=args.dry_run, seed=args.seed, threshold=args.threshold)
+    text = (f"calibrated on {report['positives']} trusted pairs among {report['pairs']} candidates: "
+            + ", ".join(f"{k} {v:+.3f}" for k, v in report["weights"].items())
+            if report["calibrated"] else
+            f"kept the seed's priors: {report['positives']} trusted pairs among the candidates (need 30)")
+    return report, text
+
+
+register_args("calibrate", lambda p: (
+    p.add_argument("path", help="the bank folder"),
+    p.add_argument("--dry-run", action="store_true", help="fit and report, write nothing"),
+    p.add_argument("--seed", type=int, default=0, help="which half of the entries the weights are fitted on"),
+    p.add_argument("--threshold", type=float, default=0.5, help="the calibrated gate: link when the probability is at least this"),
 ))

@@ -19,7 +19,7 @@ from functools import lru_cache
 
 from kbtools.linker.text import FRAMING_WORDS, STOP_WORDS, content_words
 
-__all__ = ["Anchor", "anchor", "ASSET_NOUNS", "ACTION_VERBS", "FRAMING_NAMES"]
+__all__ = ["Anchor", "anchor", "identifiers", "ASSET_NOUNS", "ACTION_VERBS", "FRAMING_NAMES"]
 
 #: Nouns that name a place or machine when a number follows ("line 3", "cell 4B").
 ASSET_NOUNS: tuple[str, ...] = (
@@ -49,6 +49,14 @@ _IDENT_RE = re.compile(
     r"|\b[A-Z][A-Za-z]*(?:-[A-Za-z0-9]*\d[A-Za-z0-9]*)+\b"  # tickets, codes INC-4521, E-217
     r"|\b(?=[A-Za-z]*[A-Z])(?=[A-Za-z]*[a-zA-Z]\d)[A-Za-z]+\d+[A-Za-z0-9]*\b"  # X200, DB17
 )
+#: Identifiers kept whole (the rare-identifier lever): document references ("PEP 484", "RFC 2616",
+#: reST roles ":pep:`484`"), dotted code names and file names (``os.path.join``, ``setup.py``),
+#: dunder and snake_case names (``__init__``, ``max_new``). "PEP 484" and ":pep:`484`" read alike.
+_REF_RE = re.compile(r"\b([A-Z]{2,6})[ \u00a0]0*(\d{1,6})\b(?![.-]\d)")
+_ROLE_RE = re.compile(r":([a-z]{2,12}):`(?:[^`<]*<)?~?!?0*([\w.+/-]+?)>?`")
+_CODE_RE = re.compile(
+    r"(?<![\w.@/])(?:[A-Za-z_]\w+(?:\.[A-Za-z_]\w*)+|__\w+__|[a-z][a-z0-9]*(?:_[a-z0-9]+)+)(?![\w@/]|\.\w)"
+)
 _ASSET_RE = re.compile(
     r"\b(" + "|".join(ASSET_NOUNS) + r")\s+(?:no\.?\s*|#)?(\d+[A-Za-z]?|[A-Z])(?![\w)/.-]\w)(?!\))",
     re.IGNORECASE,
@@ -56,6 +64,7 @@ _ASSET_RE = re.compile(
 _BOUNDARY_RE = re.compile(r"(?:^|[.!?;:]\s+|\n\s*|\(\s*|(?:^|\s)(?:\d+[.)]|[-*\u2022])\s+)$")
 _CAP_SEQ_RE = re.compile(r"[A-Z][\w'&+.-]*[\w+](?:\s+(?:of\s+|de\s+|&\s+)?[A-Z][\w'&+.-]*[\w+])*|[A-Z]")
 _PREFIX_RE = re.compile(r"^\s*([A-Z][a-z]+)\s*:\s*$")
+_TAIL = 80  #: characters before a name that decide whether it opens a sentence
 
 
 @dataclass(frozen=True)
@@ -85,7 +94,10 @@ def _names(text: str) -> list[tuple[str, int, int]]:
     found = []
     for match in _CAP_SEQ_RE.finditer(text):
         words = match.group(0).split()
-        before = text[: match.start()]
+        # the boundary and the framing prefix are short: read the tail before the name, not the
+        # whole text before it (a search over every prefix is quadratic in a long entry)
+        start = match.start()
+        before = text[:start] if start <= _TAIL else "x" + text[start - _TAIL : start]  # x: not the text's start
         at_start = bool(_BOUNDARY_RE.search(before))
         after_prefix = at_start and bool(_PREFIX_RE.search(re.split(r"[.!?;\n]\s*", before)[-1]))
         while words and (words[0] in FRAMING_NAMES or words[0].lower() in STOP_WORDS):
@@ -132,7 +144,27 @@ def _known(text: str, known: tuple[str, ...]) -> list[str]:
     return hits
 
 
-def anchor(text: str, *, known_entities=()) -> Anchor:
+def identifiers(text: str) -> list[str]:
+    """The identifiers an entry names that are kept whole: references, roles, code and file names.
+
+    >>> identifiers("As :pep:`484` says (see PEP 484), call os.path.join in setup.py, not __init__.")
+    ['pep 484', 'os.path.join', 'setup.py', '__init__']
+    """
+    found: dict[str, None] = {}
+    for match in _ROLE_RE.finditer(text):
+        found[f"{match.group(1).lower()} {match.group(2).lower()}"] = None
+    for match in _REF_RE.finditer(text):
+        found[f"{match.group(1).lower()} {match.group(2)}"] = None
+    for match in _CODE_RE.finditer(_ROLE_RE.sub(" ", text)):
+        found[match.group(0).lower()] = None
+    return list(found)
+
+
+def _strip_identifiers(text: str) -> str:
+    return _CODE_RE.sub(" ", _REF_RE.sub(" ", _ROLE_RE.sub(" ", text)))
+
+
+def anchor(text: str, *, known_entities=(), keep_identifiers: bool = True) -> Anchor:
     """Entities and salient terms of a text (seed 001, step 1).
 
     >>> anchor("Decision: Vector database - chose pgvector because we already run Postgres.",
@@ -143,6 +175,10 @@ def anchor(text: str, *, known_entities=()) -> Anchor:
     """
     text = text or ""
     entities: dict[str, None] = {}
+    if keep_identifiers:
+        for key in identifiers(text):
+            entities[key] = None
+        text = _strip_identifiers(text)
     for match in _IDENT_RE.finditer(text):
         entities[match.group(0).lower()] = None
     for match in _ASSET_RE.finditer(text):

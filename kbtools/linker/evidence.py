@@ -118,7 +118,7 @@ def pair_evidence(stats: TermStats, ms, cs, *, rel: Relations, settings: LinkerS
     ``ms`` is the entry being linked, ``cs`` its candidates.
     """
     ms, cs = np.asarray(ms, np.int64), np.asarray(cs, np.int64)
-    shared_w, shared_n, strong_n = _shared(stats, ms, cs)
+    shared_w, shared_n, strong_n, entity_w = _shared(stats, ms, cs)
     denom = np.minimum(stats.total[ms], stats.total[cs])
     overlap = np.divide(shared_w, denom, out=np.zeros(len(ms)), where=denom > 0)
     halved = (shared_n > 0) & (strong_n == 0)
@@ -137,6 +137,13 @@ def pair_evidence(stats: TermStats, ms, cs, *, rel: Relations, settings: LinkerS
     )
     cue = (resolves & (time == 1.0) & (shared_n > 0)).astype(np.float64)
     raw = noisy_or(share, sem, bridge, time, cue, omega=settings.omega)
+    ident = np.divide(entity_w, denom, out=np.zeros(len(ms)), where=denom > 0)
+    days = np.abs(stats.time_us[ms] - stats.time_us[cs]) / 86_400e6
+    near = np.exp(-days / max(settings.near_days, 1e-9))
+    author, title = _bag_overlap(stats, "author", ms, cs), _bag_overlap(stats, "title", ms, cs)
+    if settings.w_near or settings.w_author or settings.w_title:
+        raw = 1.0 - (1.0 - raw) * (1.0 - settings.w_near * near) * (1.0 - settings.w_author * author) \
+            * (1.0 - settings.w_title * title)
     prior = _PRIORS[km, kc]
     score = prior * raw
     means_end = (np.isin(km, _MEANS) & (kc == GOAL)) | ((km == GOAL) & np.isin(kc, _MEANS))
@@ -146,13 +153,37 @@ def pair_evidence(stats: TermStats, ms, cs, *, rel: Relations, settings: LinkerS
         | ((bridge == 1.0) & means_end)
         | (cue == 1.0)
         | ((share >= 0.15) & ((sem >= 0.5) | (time == 1.0) | (bridge > 0)))
+        | ((share >= 0.15) & ((settings.w_author * author >= 0.15) | (settings.w_title * title >= 0.15)))
     )
-    return dict(
+    out = dict(
         m=ms, c=cs, share=share, overlap=overlap, halved=halved, shared_n=shared_n, cos=cos, sem=sem,
-        bridge=bridge, time=time, cue=cue, raw=raw, prior=prior, score=score, evidence=evidence,
+        bridge=bridge, time=time, cue=cue, ident=ident, near=near, author=author, title=title,
+        raw=raw, prior=prior, score=score, evidence=evidence,
         linked=evidence & (score >= settings.threshold), resolves=resolves, later=later,
         bridge_only=(bridge > 0) & (share < 0.15) & (time == 0.0),
     )
+    if settings.weights:
+        # calibrated on the bank's trusted edges: the logistic model's probability, gated by the threshold
+        weights = dict(settings.weights)
+        z = np.full(len(ms), float(weights.get("bias", 0.0)))
+        for name, value in weights.items():
+            if name != "bias":
+                z = z + float(value) * np.asarray(out[name], np.float64)
+        out["score"] = 1.0 / (1.0 + np.exp(-z))
+        out["evidence"] = np.ones(len(ms), bool)
+        out["linked"] = out["score"] >= settings.threshold
+    return out
+
+
+def _bag_overlap(stats: TermStats, name: str, ms, cs) -> np.ndarray:
+    """Jaccard overlap of the pair's title stems (``title``) or authors (``author``); 0 without them."""
+    bag = stats.bags.get(name) if stats.bags else None
+    if bag is None or bag.nnz == 0 or len(ms) == 0:
+        return np.zeros(len(ms))
+    a, b = bag[ms], bag[cs]
+    both = np.asarray(a.multiply(b).sum(axis=1)).ravel()
+    size = np.diff(a.indptr) + np.diff(b.indptr) - both
+    return np.divide(both, size, out=np.zeros(len(ms)), where=size > 0)
 
 
 def _shared(stats: TermStats, ms: np.ndarray, cs: np.ndarray):
@@ -162,7 +193,7 @@ def _shared(stats: TermStats, ms: np.ndarray, cs: np.ndarray):
     numpy's reductions over each pair's terms in column order, as a sparse row product's sum."""
     p = len(ms)
     if p == 0 or stats.keys is None or stats.keys.size == 0:
-        return np.zeros(p), np.zeros(p), np.zeros(p)
+        return np.zeros(p), np.zeros(p), np.zeros(p), np.zeros(p)
     indptr = stats.postings.indptr
     lo, hi = indptr[cs], indptr[cs + 1]
     lengths = hi - lo
@@ -178,7 +209,8 @@ def _shared(stats: TermStats, ms: np.ndarray, cs: np.ndarray):
     nonzero = weight != 0.0  # a sparse product holds no zeros, and they would change numpy's summation blocks
     shared_w = _segment_sums(weight[nonzero], np.bincount(pair[nonzero], minlength=p))
     strong_n = np.bincount(pair, weights=stats.strong_flag[at].astype(np.float64) + stats.strong_flag[pos], minlength=p)
-    return shared_w, shared_n, strong_n
+    entity_w = np.bincount(pair, weights=np.where(stats.is_entity[cols] & ~stats.hub[cols], weight, 0.0), minlength=p)
+    return shared_w, shared_n, strong_n, entity_w
 
 
 def _segment_sums(values: np.ndarray, lengths: np.ndarray) -> np.ndarray:
@@ -219,7 +251,8 @@ def _query_matrix(stats: TermStats, rows: np.ndarray, rel: Relations, settings: 
     triples relate to its entities, weighted w(t); capped terms (too many postings) dropped."""
     sub = stats.postings[rows].tocoo()
     r, t = sub.row.astype(np.int64), sub.col.astype(np.int64)
-    order = np.lexsort((t, -stats.w[t], -stats.idf[t], r))
+    # a term only this entry holds nominates nobody: the voting terms are the rarest shared ones
+    order = np.lexsort((t, -stats.w[t], -stats.idf[t], stats.df[t] <= 1, r))
     r, t = r[order], t[order]
     starts = np.searchsorted(r, np.arange(len(rows)))
     pos = np.arange(len(r)) - starts[r]

@@ -658,7 +658,8 @@ def why_text(stats: TermStats, rel, m: int, c: int, e: dict) -> str:
     if e["shared_n"] > 0:
         am, ac = stats.anchors[m], stats.anchors[c]
         labels = dict(zip(am.terms, am.labels))
-        shared = [t for t in am.terms if t in set(ac.terms)]
+        other = set(ac.terms)
+        shared = [t for t in am.terms if t in other]
         entity_words = {w for t in shared if t.startswith("e:") for w in t[2:].split()}
         shown = [t for t in shared if t.startswith("e:") or labels[t].lower() not in entity_words]
         shown.sort(key=lambda t: (-stats.w[stats.term_index[t]], labels[t].lower()))

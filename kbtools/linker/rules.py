@@ -56,6 +56,14 @@ class LinkerSettings:
     min_weight: float = 0.1  #: below this faded weight a link is pruned
     session_window_s: float = 7200.0  #: "written within 2 hours"
     takeover: float = 0.9  #: share of weight a replacing decision takes over
+    identifiers: bool = True  #: keep references, code and file names whole as entities
+    near_days: float = 365.0  #: time proximity: near = exp(-days apart / near_days)
+    w_near: float = 0.0  #: noisy-OR weight of time proximity (0: the seed's priors ignore it)
+    w_author: float = 0.0  #: noisy-OR weight of a shared author
+    w_title: float = 0.0  #: noisy-OR weight of title overlap
+    #: calibrated evidence weights, ``((feature, weight), ...)`` with a ``bias``: when set, the score is
+    #: the logistic model's probability and the gate is ``score >= threshold`` (see ``kbtools.linker.calibration``)
+    weights: tuple = ()
 
     def with_(self, **changes) -> "LinkerSettings":
         """A copy with some fields changed.

@@ -18,6 +18,7 @@ words), so that linking one entry costs no pass over the bank.
 from __future__ import annotations
 
 import json
+import re
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -26,17 +27,10 @@ import scipy.sparse as sp
 
 from kbtools.errors import ValidationError
 from kbtools.linker.anchors import ASSET_NOUNS, Anchor, anchor
-from kbtools.linker.rules import (
-    FIX_RE,
-    LINKER_DEFAULTS,
-    PROBLEM_RE,
-    PROGRESS_RE,
-    LinkerSettings,
-    kind_code,
-)
-from kbtools.linker.text import stem
+from kbtools.linker.rules import FIX_RE, LINKER_DEFAULTS, PROBLEM_RE, PROGRESS_RE, LinkerSettings, kind_code
+from kbtools.linker.text import content_words, stem
 
-__all__ = ["TermStats", "entry_text", "idf"]
+__all__ = ["TermStats", "entry_text", "idf", "authors_of"]
 
 _TEXT_COLUMNS = ("title", "summary", "content", "useful_for")
 _ASSET_STEMS = frozenset(f"t:{stem(noun)}" for noun in ASSET_NOUNS)
@@ -120,6 +114,10 @@ class TermStats:
     session_start: np.ndarray = field(default=None, repr=False)
     known_entities: tuple[str, ...] = ()
     settings: LinkerSettings = field(default=LINKER_DEFAULTS)
+    #: per entry, its title's content stems and its authors (``metadata`` Author/author/authors), as
+    #: CSR rows over ``bag_index[name]`` columns: the title-overlap and authorship levers
+    bags: dict = field(default_factory=dict, repr=False)
+    bag_index: dict = field(default_factory=dict, repr=False)
     _relations: list = field(default_factory=list, repr=False)  #: cache: [triples frame, Relations]
     _cache: dict = field(default_factory=dict, repr=False)  #: per-frame caches of the planners
 
@@ -135,7 +133,7 @@ class TermStats:
         """
         _check_entries(entries)
         known = tuple(sorted({str(k).strip().lower() for k in known_entities if k and str(k).strip()}))
-        rows, kinds, anchors, texts = _read_entries(entries, known)
+        rows, kinds, anchors, texts = _read_entries(entries, known, settings)
         return cls._from_anchors(entries, rows, kinds, anchors, texts, known, settings)
 
     @classmethod
@@ -145,11 +143,14 @@ class TermStats:
         ids = tuple(entries["id"].to_list())
         facts = _entry_facts(entries)
         cues = _cues(texts)
+        bag_index = {"title": {}, "author": {}}
+        bags = _bags(rows, kinds, bag_index, None)
         return cls._finish(ids, term_index, indptr, indices, strong_base, kinds, tuple(anchors), facts, cues,
-                           known, settings)
+                           known, settings, bags, bag_index)
 
     @classmethod
-    def _finish(cls, ids, term_index, indptr, indices, strong_base, kinds, anchors, facts, cues, known, settings):
+    def _finish(cls, ids, term_index, indptr, indices, strong_base, kinds, anchors, facts, cues, known, settings,
+                bags, bag_index):
         """The statistics from the postings (row-sorted CSR arrays) and the per-entry facts."""
         n_rows, n_terms = len(ids), len(term_index)
         indptr, indices = np.asarray(indptr, np.int64), np.asarray(indices, np.int64)
@@ -173,7 +174,7 @@ class TermStats:
             postings=postings, postings_t=postings.T.tocsr(), total=total, anchors=anchors, kind=kinds,
             keys=(row_of_posting << 32) | indices, strong_base=strong_base, strong_flag=strong_base & ~hub[indices],
             session_rows=order.astype(np.int64), session_start=session_start,
-            known_entities=known, settings=settings, **facts, **cues,
+            known_entities=known, settings=settings, bags=bags, bag_index=bag_index, **facts, **cues,
         )
 
     def extend(self, entries: pl.DataFrame) -> "TermStats":
@@ -199,7 +200,7 @@ class TermStats:
         if entries.height == old:
             return self
         new = entries.slice(old)
-        rows, kinds, anchors, texts = _read_entries(new, self.known_entities)
+        rows, kinds, anchors, texts = _read_entries(new, self.known_entities, self.settings)
         term_index = dict(self.term_index)
         indptr, indices, strong_base = _postings_of(
             anchors, term_index, [int(self.postings.indptr[-1])], [], [],
@@ -209,9 +210,11 @@ class TermStats:
         strong_base = np.concatenate([self.strong_base, strong_base])
         cues = {k: np.concatenate([getattr(self, k), v]) for k, v in _cues(texts).items()}
         ids = self.ids + tuple(new["id"].to_list())
+        bag_index = {k: dict(v) for k, v in self.bag_index.items()}
+        bags = _bags(rows, kinds, bag_index, self.bags)
         return type(self)._finish(ids, term_index, indptr, indices, strong_base, np.concatenate([self.kind, kinds]),
                                   self.anchors + tuple(anchors), _entry_facts(entries), cues,
-                                  self.known_entities, self.settings)
+                                  self.known_entities, self.settings, bags, bag_index)
 
     @property
     def weighted(self) -> sp.csr_matrix:
@@ -285,19 +288,63 @@ def _is_asset(key: str) -> bool:
     )
 
 
-def _read_entries(entries: pl.DataFrame, known: tuple[str, ...]):
+def _read_entries(entries: pl.DataFrame, known: tuple[str, ...], settings: LinkerSettings = LINKER_DEFAULTS):
     """Rows (dicts), linker kind codes, anchors and texts of an entries frame."""
     rows = entries.select(
-        [c for c in ("id", "kind", *_TEXT_COLUMNS, "steps", "systems", "session_id") if c in entries.columns]
+        [c for c in ("id", "kind", *_TEXT_COLUMNS, "steps", "systems", "session_id", "metadata") if c in entries.columns]
     ).to_dicts()
     kinds = np.array([kind_code(r.get("kind")) for r in rows], dtype=np.int64)
     anchors, texts = [], []
     for r, code in zip(rows, kinds):
         text = entry_text(r) if code >= 0 else ""
         systems = tuple(s for s in (r.get("systems") or ()) if s)
-        anchors.append(anchor(text, known_entities=known + tuple(s.lower() for s in systems)) if text else Anchor((), ()))
+        anchors.append(anchor(text, known_entities=known + tuple(s.lower() for s in systems),
+                              keep_identifiers=settings.identifiers) if text else Anchor((), ()))
         texts.append(text)
     return rows, kinds, anchors, texts
+
+
+_AUTHOR_SPLIT_RE = re.compile(r"\s*(?:,|;|\band\b)\s*")
+_EMAIL_RE = re.compile(r"<[^>]*>|\([^)]*\)")
+
+
+def authors_of(metadata) -> list[str]:
+    """The authors an entry's metadata names (``Author``, ``author`` or ``authors``), lower case.
+
+    >>> authors_of('{"Author": "Guido van Rossum <guido@python.org>, Barry Warsaw"}')
+    ['guido van rossum', 'barry warsaw']
+    """
+    meta = metadata_of(metadata)
+    value = meta.get("Author", meta.get("author", meta.get("authors")))
+    if not value:
+        return []
+    parts = value if isinstance(value, list) else _AUTHOR_SPLIT_RE.split(_EMAIL_RE.sub(" ", str(value)))
+    return [p for p in (" ".join(str(x).split()).lower() for x in parts) if p]
+
+
+def _bags(rows, kinds, bag_index: dict, old: dict | None) -> dict:
+    """CSR rows of title stems and authors for these rows (appended to ``old`` when given)."""
+    out = {}
+    for name in ("title", "author"):
+        index = bag_index[name]
+        indptr, indices = [0], []
+        for r, code in zip(rows, kinds):
+            if code < 0:
+                items = ()
+            elif name == "title":
+                items = {w for w, _ in content_words(r.get("title") or "")}
+            else:
+                items = set(authors_of(r.get("metadata")))
+            cols = sorted(index.setdefault(x, len(index)) for x in items)
+            indices.extend(cols)
+            indptr.append(len(indices))
+        if old is not None and name in old:
+            base = old[name]
+            indptr = np.concatenate([base.indptr, base.indptr[-1] + np.asarray(indptr[1:], np.int64)])
+            indices = np.concatenate([base.indices.astype(np.int64), np.asarray(indices, np.int64)])
+        indptr, indices = np.asarray(indptr, np.int64), np.asarray(indices, np.int64)
+        out[name] = sp.csr_matrix((np.ones(len(indices)), indices, indptr), shape=(len(indptr) - 1, max(len(index), 1)))
+    return out
 
 
 def _postings_of(anchors, term_index: dict, indptr: list, indices: list, strong: list):

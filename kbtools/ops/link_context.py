@@ -29,7 +29,9 @@ def linker_settings(bank: Bank) -> LinkerSettings:
     vectors come from a lexical embedder, the defaults otherwise; ``linker`` settings in the bank
     override both."""
     base = LINKER_LEXICAL if (bank.embedder_name or "").startswith("hashing") else LINKER_DEFAULTS
-    over = bank.settings.get("linker") or {}
+    over = dict(bank.settings.get("linker") or {})
+    if over.get("weights"):  # stored as JSON lists: the settings are hashable tuples
+        over["weights"] = tuple((str(k), float(v)) for k, v in over["weights"])
     return base.with_(**over) if over else base
 
 

@@ -32,6 +32,7 @@ __all__ = [
     "decay_bank",
     "reinforce",
     "feedback",
+    "calibrate_bank",
 ]
 
 
@@ -173,3 +174,33 @@ def feedback(bank: Bank, fix_id: str, problem_ids: Sequence[str], *, actor: str 
     if add:
         edit_edges(bank, add=add, remove=remove, actor=actor, reason="feedback: the fix worked")
     return {"links": len(add), "replaced": len(remove)}
+
+
+def calibrate_bank(bank: Bank, *, dry_run: bool = False, seed: int = 0, threshold: float = 0.5,
+                   actor: str = "calibrate") -> dict:
+    """Fit the linker's evidence weights on the bank's own trusted human edges (a logistic
+    regression over the candidates of one half of the entries, see
+    ``kbtools.evaluate.links.calibrate_weights``) and store them with the bank's settings
+    (``linker.weights``, gate ``linker.threshold``), where ``connect``, the write-time linker and
+    ``kb.explain`` read them. A bank with too few trusted edges keeps the seed's priors (nothing is
+    written; ``calibrated`` is False).
+
+    >>> import kbtools as kb  # doctest: +SKIP
+    >>> kb.calibrate_bank(bank)["calibrated"]  # doctest: +SKIP
+    True
+    """
+    from kbtools.linker.calibration import calibrate_weights, split_half
+    from kbtools.model.plan import Plan
+
+    settings = linker_settings(bank).with_(weights=())
+    ids = bank.entries["id"].to_list()
+    train = set(ids) - split_half(ids, seed=seed)
+    weights, report = calibrate_weights(bank.entries, bank.edges, bank.triples, vectors=linker_vectors(bank),
+                                        settings=settings, train_ids=train)
+    report.update({"dry_run": dry_run, "threshold": threshold if weights else settings.threshold})
+    if weights and not dry_run:
+        stored = dict(bank.settings.get("linker") or {})
+        stored.update({"weights": [list(p) for p in weights], "threshold": threshold})
+        bank.apply(Plan(settings={"linker": stored}), actor=actor,
+                   reason="calibrate: linker evidence weights fitted on the bank's trusted edges")
+    return report
