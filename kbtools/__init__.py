@@ -49,7 +49,9 @@ from kbtools.ops.interchange import export_bank, import_files, import_frames
 from kbtools.retrieval.pipeline import QUERY_DEFAULTS, query
 from kbtools.ops.embedding import embed_bank
 from kbtools.retrieval.search import ranked_pool
-from kbtools.evaluate.bank_stats import bank_stats
+from kbtools.evaluate.bank_stats import bank_stats, stats_many
+from kbtools.ops.fleet import communities_many, holes_many, map_banks, run_jobs
+from kbtools.demo.banks import build_fleet
 from kbtools.ops.bpmn import export_bpmn_holes, ingest_bpmn
 from kbtools.evaluate import (
     GoldJudge,
@@ -104,6 +106,12 @@ __all__ = [
     "import_frames",
     "export_bank",
     "bank_stats",
+    "run_jobs",
+    "map_banks",
+    "stats_many",
+    "holes_many",
+    "communities_many",
+    "build_fleet",
     "build_demo",
     "read_truth",
     "truth_path",
