@@ -59,7 +59,7 @@ def query(
     sources: Iterable[str] | None = None,
     record_usage: bool = True,
     embedder: Embedder | str | None = None,
-    index: str = "flat",
+    index: str = "auto",
 ) -> Answer:
     """Answer ``text`` from the bank: folded (default) or flat, with neighbours handed over.
 
