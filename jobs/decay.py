@@ -3,7 +3,7 @@
 
 import sys
 
-from kbtools.ops.jobs import main
+from kbtools.ops.fleet import main
 
 if __name__ == "__main__":
     sys.exit(main("decay"))

@@ -61,6 +61,9 @@ from kbtools.evaluate.health import Health, health
 from kbtools.evaluate.judging import evaluate_judge
 from kbtools.linker.judge import JUDGE_PROMPT, Verdict, llm_judge, rule_judge
 from kbtools.ops.judging import judge_bank, propose_duplicates
+from kbtools.evaluate.bank_stats import stats_many
+from kbtools.ops.fleet import communities_many, holes_many, map_banks, run_jobs
+from kbtools.demo.banks import build_fleet
 from kbtools.ops.bpmn import export_bpmn_holes, ingest_bpmn
 from kbtools.evaluate import (
     GoldJudge,
@@ -127,6 +130,12 @@ __all__ = [
     "llm_judge",
     "JUDGE_PROMPT",
     "evaluate_judge",
+    "run_jobs",
+    "map_banks",
+    "stats_many",
+    "holes_many",
+    "communities_many",
+    "build_fleet",
     "build_demo",
     "read_truth",
     "truth_path",

@@ -168,3 +168,28 @@ def test_compare_embedders_identity_and_fields(minilm):
     assert (same["k"], same["n_texts"], same["n_queries"]) == (3, 6, 2)
     versus = compare_embedders(minilm, HashingEmbedder(), texts, ["http hangs"], k=2)
     assert 0.0 <= versus["overlap_at_k"] <= 1.0
+
+
+def test_streamed_embedding_commits_one_segment_per_chunk_and_the_index_is_a_mapped_file(tmp_path, monkeypatch):
+    import kbtools as kb
+    from kbtools.ops import embedding
+    from kbtools.retrieval.index import VectorIndex
+    from kbtools.retrieval.search import bank_index, ranked_pool
+
+    monkeypatch.setenv("KBTOOLS_EMBED_CACHE", "0")
+    bank = kb.create_bank(tmp_path / "b")
+    kb.import_frames(bank, entries=kb.synthetic_bank(entries=6000, seed=2).entries, actor="t", guard=False)
+    monkeypatch.setattr(embedding, "FLOAT16_FROM", 5000)
+    out = kb.embed_bank(bank, embedder="hashing-char", chunk=2500)
+    assert (out["embedded"], out["segments"], out["dtype"]) == (6000, 3, "float16")
+    assert len(bank.vector_segments()) == 3 and len(bank.vector_ids()) == 6000
+    ids, data = bank.vectors()
+    assert data.dtype == np.float16 and len(np.unique(ids)) == 6000
+    title = bank.entries["title"][17]
+    first = ranked_pool(bank, title)
+    assert first["id"][0] == bank.entries["id"][17]
+    cached = bank.path / "cache" / "index-flat"
+    assert (cached / "index.faiss").exists()
+    again = VectorIndex.from_folder(cached)
+    assert again.size == 6000 and again.fingerprint == bank_index(bank).fingerprint
+    assert ranked_pool(kb.open_bank(bank.path, readonly=True), title)["id"].to_list() == first["id"].to_list()

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from kbtools.errors import KbError
 from kbtools.cli.base import EXIT_OK, EXIT_PROBLEMS, bank_arg as _bank_arg, command, progress as _progress, register_args
 
 __all__: list[str] = []
@@ -16,6 +17,7 @@ def _demo(args):
     kb demo --out banks/demo --force # fresh working copies
     kb demo --entries 100000 --out bench-banks/100k   # a synthetic bank for benchmarks
     kb demo --peps --out banks/peps   # the real PEP bank from data/peps (kb ingest with PEPS_MAPPING)
+    kb demo --banks 20 --out banks    # a fleet of 20 banks of 200-3,000 entries (kb connect --bank 'banks/*')
     """
     from kbtools.demo.banks import DEMO_DIR, build_demo
 
@@ -26,6 +28,15 @@ def _demo(args):
         bank, report = build_peps_bank(args.out or "banks/peps", force=args.force, progress=_progress("ingest"))
         return report, format_ingest(report)
 
+    if args.banks:
+        from kbtools.demo.banks import build_fleet
+
+        if not args.out:
+            raise KbError("kb demo --banks N writes a fleet: name its folder with --out DIR")
+        fleet = build_fleet(args.out, banks=args.banks, seed=args.seed, force=args.force)
+        payload = {name: {"path": str(b.path), "entries": b.entries.height, "edges": b.edges.height} for name, b in fleet.items()}
+        total = sum(p["entries"] for p in payload.values())
+        return payload, f"wrote {len(fleet)} banks under {args.out} ({total} entries in all)"
     out = Path(args.out) if args.out else DEMO_DIR
     which = tuple(args.only.split(",")) if args.only else ("engineering", "business")
     banks = build_demo(out, seed=args.seed, which=which, entries=args.entries, force=args.force)
@@ -38,6 +49,8 @@ def _demo_args(p):
     p.add_argument("--out", help="folder for the banks (default: data/demo of the repository)")
     p.add_argument("--seed", type=int, default=7, help="generator seed (default 7)")
     p.add_argument("--entries", type=int, help="write one synthetic bank of this many entries at --out")
+    p.add_argument("--banks", type=int, help="write a fleet of this many banks of varied sizes (200-3,000 entries, "
+                                              "synthetic and business-like) under --out")
     p.add_argument("--only", help="comma-separated subset: engineering,business")
     p.add_argument("--force", action="store_true", help="replace banks already there")
     p.add_argument("--peps", action="store_true", help="build the PEP bank (Python's PEPs, data/peps) at --out "

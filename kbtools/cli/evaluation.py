@@ -13,11 +13,31 @@ __all__: list[str] = []
 def _bench(args):
     """Measure fold, opening, writing, query latency (10k exact, 100k HNSW with recall), index
     build, graph analytics, write-time linking and connect, and peak memory. Takes a few minutes;
-    --quick runs the 10k bank only. --out FILE also writes the JSON report."""
+    --quick runs the 10k bank only. --out FILE also writes the JSON report.
+
+    kb bench --scale 1m --workdir /big/disk --out scale.json   # one bank of 1,000,000 entries, end to end"""
     import json as _json
 
     from kbtools.evaluate.bench import format_bench, run_bench
 
+    if args.scale:
+        import tempfile
+
+        from kbtools.evaluate.scale import SCALES, run_scale
+
+        if args.scale not in SCALES:
+            from kbtools.errors import KbError
+
+            raise KbError(f"--scale {args.scale!r}: choose one of {', '.join(SCALES)}")
+        workdir = Path(args.workdir or tempfile.mkdtemp(prefix="kb-scale-"))
+        rows_file = Path(args.out).with_suffix(".rows.jsonl") if args.out else None
+        report = run_scale(SCALES[args.scale], workdir, seed=args.seed, log=lambda m: print(m, file=sys.stderr, flush=True),
+                           connect_limit=args.connect_limit or None,
+                           on_row=(lambda r: rows_file.open("a").write(_json.dumps(r) + "\n")) if rows_file else None)
+        if args.out:
+            Path(args.out).write_text(_json.dumps(report, indent=1))
+        text = "\n".join(f"| {r['metric']} | {r['value']:g} {r['unit']} | {r['note']} |" for r in report["rows"])
+        return report, "| metric | value | note |\n|---|---|---|\n" + text
     sizes = (10_000,) if args.quick else tuple(args.sizes)
     report = run_bench(sizes=sizes, seed=args.seed, log=lambda m: print(m, file=sys.stderr, flush=True))
     if args.out:
@@ -30,7 +50,13 @@ register_args("bench", lambda p: (
     p.add_argument("--sizes", type=int, nargs="+", default=[10_000, 100_000], help="bank sizes (default 10000 100000)"),
     p.add_argument("--seed", type=int, default=7),
     p.add_argument("--out", help="also write the JSON report to this file"),
-))
+    p.add_argument("--scale", help="one big bank end to end instead: 20k, 100k, 300k or 1m entries (generate, embed with "
+                                   "minilm-static, open, first and steady queries with recall@8, memory, disk, connect, "
+                                   "PageRank, Leiden); not for CI"),
+    p.add_argument("--workdir", help="with --scale: where the bank is built (kept; default a new temporary folder)"),
+    p.add_argument("--connect-limit", type=int, default=50_000,
+                   help="with --scale: entries the connect measurement links (default 50,000; 0: the whole bank)"),
+), )
 
 
 # ------------------------------------------------------------------------------------------ eval

@@ -16,11 +16,12 @@ import shutil
 from pathlib import Path
 
 from kbtools.demo import DemoBank, business_bank, engineering_bank, synthetic_bank
+from kbtools.demo.fleet import FLEET_SIZES, fleet_banks
 from kbtools.errors import BankExists, KbError
 from kbtools.ops.interchange import import_frames
 from kbtools.store.bank import Bank, create_bank, read_manifest
 
-__all__ = ["write_demo_bank", "build_demo", "truth_path", "read_truth", "DEMO_SEED", "DEMO_DIR"]
+__all__ = ["write_demo_bank", "build_demo", "build_fleet", "truth_path", "read_truth", "DEMO_SEED", "DEMO_DIR"]
 
 DEMO_SEED = 7
 #: Where the committed demo banks live, relative to the repository root.
@@ -78,3 +79,17 @@ def build_demo(
     if unknown:
         raise KbError(f"unknown demo bank {sorted(unknown)[0]!r}: choose from {', '.join(makers)}")
     return {name: write_demo_bank(makers[name](), out / name, force=force) for name in which}
+
+
+def build_fleet(out: str | os.PathLike, *, banks: int = 20, seed: int = DEMO_SEED, sizes: tuple[int, int] = FLEET_SIZES,
+                force: bool = False) -> dict[str, Bank]:
+    """Write a fleet of ``banks`` demo banks of varied sizes under ``out`` (``out/bank-NN-<kind>``,
+    each with its sidecar): see :func:`kbtools.demo.fleet.fleet_banks`.
+
+    >>> import tempfile, pathlib
+    >>> fleet = build_fleet(pathlib.Path(tempfile.mkdtemp()), banks=2, sizes=(200, 300))
+    >>> sorted(fleet)
+    ['bank-00-synthetic', 'bank-01-synthetic']
+    """
+    out = Path(out)
+    return {name: write_demo_bank(demo, out / name, force=force) for name, demo in fleet_banks(banks, seed=seed, sizes=sizes)}

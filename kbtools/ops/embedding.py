@@ -16,6 +16,7 @@ from __future__ import annotations
 import numpy as np
 import polars as pl
 
+from kbtools.errors import ValidationError
 from kbtools.model.plan import Plan, VectorRows
 from kbtools.progress import Progress, progress_callback
 from kbtools.retrieval.embedders import Embedder, get_embedder
@@ -24,7 +25,7 @@ from kbtools.retrieval.search import bank_embedder, embed_rows, text_hashes
 from kbtools.store.bank import Bank
 from kbtools.store.embed_cache import EmbeddingCache
 
-__all__ = ["embed_bank", "embed_new_rows"]
+__all__ = ["embed_bank", "embed_new_rows", "EMBED_CHUNK", "FLOAT16_FROM"]
 
 
 def embed_new_rows(rows: pl.DataFrame, embedder: Embedder) -> VectorRows:
@@ -42,11 +43,23 @@ def embed_new_rows(rows: pl.DataFrame, embedder: Embedder) -> VectorRows:
     return VectorRows(rows["id"].to_numpy(), data, embedder.name, hashes)
 
 
+#: Entries embedded and committed per step: one vector segment each, so memory stays bounded.
+EMBED_CHUNK = 50_000
+#: From this many entries vectors are stored as float16 (half the bytes; cosines change by < 1e-3).
+FLOAT16_FROM = 100_000
+
+
 def embed_bank(bank: Bank, *, embedder: Embedder | str | None = None, rebuild: bool = False,
-               progress: Progress = False, actor: str = "kb embed") -> dict:
+               progress: Progress = False, actor: str = "kb embed", chunk: int = EMBED_CHUNK) -> dict:
     """Embed every entry whose vectors are missing or stale (its texts changed); with ``rebuild``
     embed all of them again, possibly with another embedder. Returns counts. ``progress=True``
-    shows a ``tqdm.auto`` bar (a callback ``progress(done, total)`` also works; silent by default)."""
+    shows a ``tqdm.auto`` bar (a callback ``progress(done, total)`` also works; silent by default).
+
+    Streamed: ``chunk`` entries at a time are embedded and committed as one vector segment, so a
+    million entries embed in bounded memory and a killed run keeps the chunks it committed. Banks of
+    :data:`FLOAT16_FROM` entries or more store float16 vectors."""
+    if chunk < 1:
+        raise ValidationError("chunk", chunk, "embed at least one entry per step")
     progress = progress_callback(progress, "embed")
     if rebuild:
         emb = get_embedder(embedder) if isinstance(embedder, str) else (embedder or bank_embedder(bank))
@@ -58,33 +71,45 @@ def embed_bank(bank: Bank, *, embedder: Embedder | str | None = None, rebuild: b
         todo = np.arange(entries.height)
     else:
         ids, _, old = bank.vectors(with_hashes=True)
-        known = dict(zip(ids.tolist(), old.tolist()))
-        cur = entries["id"].to_list()
-        todo = np.array([i for i, (eid, h) in enumerate(zip(cur, hashes.tolist())) if known.get(eid) != h], dtype=np.int64)
+        stale = pl.DataFrame({"id": entries["id"], "h": hashes}).join(
+            pl.DataFrame({"id": ids.astype(str).tolist(), "old": old}, schema={"id": pl.String, "old": pl.UInt64}),
+            on="id", how="left", maintain_order="left")
+        todo = np.flatnonzero((stale["old"].is_null() | (stale["old"] != stale["h"])).to_numpy())
     if len(todo) == 0:
         return {"embedded": 0, "entries": entries.height, "embedder": emb.name}
-    rows = entries[todo]
+    dtype = np.float16 if entries.height >= FLOAT16_FROM else np.float32
     cache = EmbeddingCache(emb.name)
-    found, cached = cache.get(hashes[todo])
-    data = np.zeros((len(todo), len(DIMENSIONS), emb.dim), dtype=np.float32)
+    hits = 0
+    for start in range(0, len(todo), chunk):
+        part = todo[start : start + chunk]
+        step = None if progress is None else (lambda done, total, s=start: progress(s + done, len(todo)))
+        hits += _embed_chunk(bank, entries[part], hashes[part], emb, cache, dtype, step,
+                             replace=rebuild and start == 0, actor=actor)
+    return {"embedded": int(len(todo)), "from_cache": hits, "entries": entries.height, "embedder": emb.name,
+            "segments": -(-len(todo) // chunk), "dtype": np.dtype(dtype).name}
+
+
+def _embed_chunk(bank: Bank, rows: pl.DataFrame, hashes: np.ndarray, emb: Embedder, cache: EmbeddingCache, dtype,
+                 progress, *, replace: bool, actor: str) -> int:
+    """Embed ``rows`` (text-hash cache first) and commit them as one vector segment; returns cache hits."""
+    found, cached = cache.get(hashes)
+    data = np.zeros((rows.height, len(DIMENSIONS), emb.dim), dtype=dtype)
     if cached is not None:
         data[found] = cached
-    hits = int(found.sum())
     if (~found).any():
-        step = None if progress is None else (lambda done, total: progress(hits + done, len(todo)))
+        hits = int(found.sum())
+        step = None if progress is None else (lambda done, total: progress(hits + done, rows.height))
         fresh = embed_rows(rows.filter(pl.Series(~found)), emb, progress=step)
         data[~found] = fresh
-        cache.put(hashes[todo][~found], fresh)
+        cache.put(hashes[~found], fresh)
+        del fresh
     elif progress is not None:
-        progress(len(todo), len(todo))  # every vector came from the text-hash cache
+        progress(rows.height, rows.height)  # every vector came from the text-hash cache
 
     def plan(b: Bank) -> Plan:
-        live = b.entries.join(rows.select("id"), on="id", how="semi")
-        keep = rows["id"].is_in(live["id"].implode()).to_numpy()
-        return Plan(
-            vectors=VectorRows(rows["id"].to_numpy()[keep], data[keep], emb.name, hashes[todo][keep]),
-            replace_vectors=rebuild, settings={"embedder": emb.name},
-        )
+        keep = rows["id"].is_in(b.entries["id"].implode()).to_numpy()
+        return Plan(vectors=VectorRows(rows["id"].to_numpy()[keep], data[keep], emb.name, hashes[keep]),
+                    replace_vectors=replace, settings={"embedder": emb.name})
 
     bank.apply(plan, actor=actor, reason="embed")
-    return {"embedded": int(len(todo)), "from_cache": int(found.sum()), "entries": entries.height, "embedder": emb.name}
+    return int(found.sum())

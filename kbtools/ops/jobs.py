@@ -8,6 +8,8 @@
 - ``decay(bank)``: automatic, feedback and review links fade (w * 0.5^(days since seen / 180));
   those under 0.1 and those pointing at entries that no longer exist are pruned.
 
+The entry point of ``jobs/*.py`` (``main``, which fans several banks out) is in :mod:`kbtools.ops.fleet`.
+
 One run per bank and job at a time: a second run gets :class:`JobRunning` (exit status 3).
 
 Exit status of the runner: 0 done (or nothing to do), 1 an error kbtools explains, 2 a usage error,
@@ -28,7 +30,7 @@ from kbtools.store.bank import Bank, flock_file, open_bank
 from kbtools.ops.writes import edit_edges
 from kbtools.progress import Progress
 
-__all__ = ["JOB_HELP", "JobRunning", "progress_reporter", "job_lock", "backfill", "connect", "decay", "run_job", "main", "JOBS"]
+__all__ = ["JOB_HELP", "JobRunning", "progress_reporter", "job_lock", "backfill", "connect", "decay", "run_job", "JOBS", "add_job_arguments", "job_options", "format_reports"]
 
 
 class JobRunning(BankLocked):
@@ -155,7 +157,14 @@ def add_job_arguments(p: argparse.ArgumentParser, job: str, *, positional: bool)
     """The flags every job takes (and the job's own)."""
     if positional:
         p.add_argument("path", nargs="*", help="bank folder(s)")
-    p.add_argument("--bank", action="append", default=[], help="a bank folder (repeatable)")
+    p.add_argument("--bank", action="append", default=[],
+                   help="a bank folder or a glob of them, quoted: --bank 'banks/*' (repeatable); several banks run "
+                        "in parallel on a local process pool, or on dask with --scheduler")
+    p.add_argument("--scheduler", help="run the banks on dask.distributed: local:N (a local cluster of N worker "
+                                       "processes on 127.0.0.1) or tcp://HOST:PORT (an existing scheduler); "
+                                       "needs the dask extra")
+    p.add_argument("--workers", type=int, help="processes of the local pool when several banks run without --scheduler "
+                                               "(default: up to 4, one per core)")
     p.add_argument("--dry-run", action="store_true", help="print the plan, write nothing")
     if job == "connect":
         p.add_argument("--rebuild", action="store_true", help="re-derive the automatic links of every entry")
@@ -168,26 +177,6 @@ def job_options(job: str, args) -> dict:
     if job == "connect":
         opts.update(rebuild=args.rebuild, limit=args.limit)
     return opts
-
-
-def main(job: str, argv: list[str] | None = None) -> int:
-    """Entry point of ``jobs/<job>.py``: parse flags, run the job on each bank, print the reports."""
-    parser = argparse.ArgumentParser(
-        prog=f"jobs/{job}.py", description=JOB_HELP[job], formatter_class=argparse.RawDescriptionHelpFormatter,
-        epilog="Exit status: 0 done, 1 error, 2 usage, 3 already running on a bank (another run holds it).",
-    )
-    add_job_arguments(parser, job, positional=False)
-    parser.add_argument("--json", action="store_true", help="print a JSON summary")
-    args = parser.parse_args(argv)
-    if not args.bank:
-        parser.error("name at least one bank with --bank PATH")
-    reports, status = run_job(job, args.bank, options=job_options(job, args))
-    if args.json:
-        print(json.dumps(reports, indent=1, default=str))
-    else:
-        for r in reports:
-            print(_text(r))
-    return status
 
 
 def format_reports(reports: list[dict]) -> str:

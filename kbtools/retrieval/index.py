@@ -33,6 +33,8 @@ __all__ = [
     "VectorIndex",
     "search_weighted",
     "recall_at_k",
+    "index_kind",
+    "APPROXIMATE_FROM",
     "check_fingerprint",
 ]
 
@@ -42,7 +44,11 @@ DIMENSIONS: Final[tuple[str, ...]] = ("content", "useful_for", "systems", "tasks
 DEFAULT_WEIGHTS: Final[Mapping[str, float]] = MappingProxyType(
     {"content": 0.5, "useful_for": 0.25, "systems": 0.125, "tasks": 0.125})
 #: faiss index kinds :meth:`VectorIndex.build` makes; "flat" is exact.
-INDEX_KINDS: Final[tuple[str, ...]] = ("flat", "hnsw", "ivf", "sq8", "hnsw_sq8")
+INDEX_KINDS: Final[tuple[str, ...]] = ("flat", "hnsw", "ivf", "sq8", "hnsw_sq8", "ivf_sq8")
+#: ``"auto"`` is exact (flat) below this many entries and ``ivf_sq8`` from it (1 byte per value).
+APPROXIMATE_FROM: Final[int] = 50_000
+#: Lists an ``ivf_sq8`` query visits.
+IVF_NPROBE: Final[int] = 24
 _MAGIC = b"KBVX1\n"
 _HNSW_M, _HNSW_EF_CONSTRUCTION, _HNSW_EF_SEARCH = 32, 80, 128
 
@@ -98,6 +104,12 @@ def _new_index(faiss, kind: str, dim: int, n: int, seed: int):
         index = faiss.IndexHNSWSQ(dim, faiss.ScalarQuantizer.QT_8bit, _HNSW_M, ip)
     elif kind == "sq8":
         return faiss.IndexScalarQuantizer(dim, faiss.ScalarQuantizer.QT_8bit, ip)
+    elif kind == "ivf_sq8":  # about sqrt(n) lists, codes of one byte per value
+        nlist = max(1, min(int(np.sqrt(n)), n // 39))
+        index = faiss.IndexIVFScalarQuantizer(faiss.IndexFlatIP(dim), dim, nlist, faiss.ScalarQuantizer.QT_8bit, ip)
+        index.cp.seed = seed
+        index.nprobe = min(nlist, IVF_NPROBE)
+        return index
     else:  # ivf: about sqrt(n) lists, at least 39 training points per list
         nlist = max(1, min(int(np.sqrt(n)), n // 39))
         index = faiss.IndexIVFFlat(faiss.IndexFlatIP(dim), dim, nlist, ip)
@@ -155,8 +167,10 @@ class VectorIndex:
             raise ValidationError("vectors", "0 rows", "an ivf index needs vectors to train on")
         faiss = _faiss(threads)
         index = _new_index(faiss, kind, vectors.shape[1], len(ids), seed)
-        if not index.is_trained:
-            index.train(vectors)
+        if not index.is_trained:  # train on at most 100 points per list (a seeded sample)
+            most = 100 * getattr(index, "nlist", len(ids))
+            sample = np.sort(np.random.default_rng(seed).choice(len(ids), most, replace=False)) if len(ids) > most else slice(None)
+            index.train(vectors[sample])
         index.add(vectors)
         return cls(index, ids, kind, fingerprint)
 
@@ -207,6 +221,43 @@ class VectorIndex:
         sizes = np.array([len(header), len(id_bytes)], dtype="<u8").tobytes()
         return _MAGIC + sizes + header + id_bytes + faiss.serialize_index(self.faiss_index).tobytes()
 
+    def to_folder(self, folder) -> None:
+        """Write the index where faiss reads it directly (:meth:`from_folder`): ``index.faiss``,
+        its ids (``ids.npy``) and ``meta.json`` (kind, fingerprint) in ``folder`` (created)."""
+        import faiss
+        from pathlib import Path
+
+        folder = Path(folder)
+        folder.mkdir(parents=True, exist_ok=True)
+        faiss.write_index(self.faiss_index, str(folder / "index.faiss"))
+        np.save(folder / "ids.npy", self.ids, allow_pickle=False)
+        (folder / "meta.json").write_text(json.dumps({"kind": self.kind, "fingerprint": self.fingerprint}))
+
+    @classmethod
+    def from_folder(cls, folder, *, mmap: bool = True) -> "VectorIndex":
+        """Read what :meth:`to_folder` wrote; with ``mmap`` faiss maps what it can of the file
+        (read-only: the inverted lists and flat codes) instead of copying it into memory.
+
+        >>> import tempfile
+        >>> index = VectorIndex.build(["x", "y"], np.eye(2, dtype=np.float32), fingerprint="v1")
+        >>> folder = tempfile.mkdtemp()
+        >>> index.to_folder(folder)
+        >>> VectorIndex.from_folder(folder).search(np.array([[0.0, 1.0]], np.float32), 1)[1].tolist()
+        [['y']]
+        """
+        import faiss
+        from pathlib import Path
+
+        folder = Path(folder)
+        flags = (getattr(faiss, "IO_FLAG_MMAP_IFC", 0) | faiss.IO_FLAG_MMAP | faiss.IO_FLAG_READ_ONLY) if mmap else 0
+        try:
+            index = faiss.read_index(str(folder / "index.faiss"), flags)
+        except RuntimeError:  # this index type cannot be mapped: read it
+            index = faiss.read_index(str(folder / "index.faiss"))
+        header = json.loads((folder / "meta.json").read_text())
+        ids = np.load(folder / "ids.npy", allow_pickle=False)
+        return cls(index, ids, header["kind"], header["fingerprint"])
+
     @classmethod
     def from_bytes(cls, data: bytes) -> "VectorIndex":
         """Read what :meth:`to_bytes` wrote."""
@@ -222,6 +273,18 @@ class VectorIndex:
         ids = np.load(io.BytesIO(data[start : start + ids_len]), allow_pickle=False)
         index = faiss.deserialize_index(np.frombuffer(data[start + ids_len :], dtype=np.uint8))
         return cls(index, ids, header["kind"], header["fingerprint"])
+
+
+def index_kind(kind: str, n: int) -> str:
+    """The index kind for ``n`` entries: ``"auto"`` is ``"flat"`` (exact) below
+    :data:`APPROXIMATE_FROM` entries and ``"ivf_sq8"`` from it; any other kind is itself.
+
+    >>> index_kind("auto", 10_000), index_kind("auto", 1_000_000), index_kind("hnsw", 10)
+    ('flat', 'ivf_sq8', 'hnsw')
+    """
+    if kind == "auto":
+        return "flat" if n < APPROXIMATE_FROM else "ivf_sq8"
+    return kind
 
 
 def search_weighted(per_dim: np.ndarray, ids: Sequence[str], query: np.ndarray,

@@ -24,7 +24,7 @@ import polars as pl
 from kbtools.model.config import QUERY_DEFAULTS
 from kbtools.retrieval.embedders import Embedder, get_embedder
 from kbtools.errors import EmbedderMismatch, NotEmbedded, ValidationError
-from kbtools.retrieval.index import DEFAULT_WEIGHTS, DIMENSIONS, VectorIndex, combine
+from kbtools.retrieval.index import DEFAULT_WEIGHTS, DIMENSIONS, VectorIndex, combine, index_kind
 from kbtools.retrieval.lexical import BM25Index, rrf
 from kbtools.store.bank import Bank
 
@@ -117,42 +117,66 @@ def _check_weights(weights: Mapping[str, float] | None) -> Mapping[str, float]:
     return {d: float(weights.get(d, 0.0)) for d in DIMENSIONS}
 
 
-def bank_index(bank: Bank, *, kind: str = "flat", weights: Mapping[str, float] | None = None) -> VectorIndex:
+def bank_index(bank: Bank, *, kind: str = "auto", weights: Mapping[str, float] | None = None) -> VectorIndex:
     """The faiss index over the bank's precombined vectors (active entries only), from memory, from
-    the on-disk cache when its fingerprint matches, or built (and cached). When entries were only
-    added since, the previous index grows by them instead of being rebuilt."""
+    the on-disk cache when its fingerprint matches (a file faiss reads itself, memory-mapped where
+    the index type allows), or built (and cached). When entries were only added since, the previous
+    index grows by them instead of being rebuilt. ``kind="auto"``: exact below
+    :data:`~kbtools.retrieval.index.APPROXIMATE_FROM` entries, ``ivf_sq8`` from it."""
     weights = _check_weights(weights)
+    kind = index_kind(kind, bank.entries.height)
     name = f"index:{kind}:{_weights_key(weights)}"
 
     def build(prior: VectorIndex | None) -> VectorIndex:
-        ids, data = bank.vectors()
         segs = [s["data"] for s in bank.vector_segments()]
-        active = bank.entries.filter(pl.col("status") == "active")["id"]
-        mask = pl.Series(ids, dtype=pl.String).is_in(active.implode()).to_numpy()
+        active = bank.entries.filter(pl.col("status") == "active")["id"].implode()
+
+        def live(ids):
+            return pl.Series(ids, dtype=pl.String).is_in(active).to_numpy()
+
         fp = hashlib.sha256(
             json.dumps([bank.embedder_name, segs, _weights_key(weights), kind, bank.fingerprint(("entries", "vectors"))]).encode()
         ).hexdigest()[:24]
-        old_segs = getattr(prior, "segments", None) or []
-        fresh = [sg for sg in bank.vector_segments() if sg["data"] not in set(old_segs)]
-        rewritten = np.concatenate([bank.vector_segment_ids(sg) for sg in fresh]) if fresh and prior is not None else ()
-        idx = _grown(prior, segs, ids[mask], np.asarray(data)[mask], weights, rewritten)
+        idx = None
+        if prior is not None:
+            ids, data = bank.vectors()
+            mask = live(ids)
+            old_segs = set(getattr(prior, "segments", None) or [])
+            fresh = [sg for sg in bank.vector_segments() if sg["data"] not in old_segs]
+            rewritten = np.concatenate([bank.vector_segment_ids(sg) for sg in fresh]) if fresh else ()
+            idx = _grown(prior, segs, ids[mask], np.asarray(data)[mask], weights, rewritten)
         if idx is None:
-            cached = bank.read_cache(f"index-{kind}.faiss", fp)
-            idx = None
-            if cached is not None:
-                try:
-                    idx = VectorIndex.from_bytes(cached)
-                except Exception:  # noqa: BLE001 - a cache that does not load is rebuilt, never trusted
-                    idx = None
+            idx = bank.cache_folder(f"index-{kind}", fp, VectorIndex.from_folder)
             if idx is None:
-                idx = VectorIndex.build(ids[mask].tolist(), combine(np.asarray(data)[mask], weights), kind=kind)
+                ids, data = bank.vectors()
+                mask = live(ids)
+                idx = VectorIndex.build(ids[mask].tolist(), _combined(data, mask, weights), kind=kind,
+                                        threads=_build_threads(len(ids)))
                 if len(ids) >= 5000:  # small indexes build faster than they load
-                    bank.write_cache(f"index-{kind}.faiss", fp, idx.to_bytes())
+                    idx.fingerprint = fp
+                    bank.write_cache_folder(f"index-{kind}", fp, idx.to_folder)
         idx.fingerprint = fp
         idx.segments = segs
         return idx
 
     return bank.derived(name, build, on=("entries", "vectors"), grow=True)
+
+
+def _build_threads(n: int) -> int:
+    import os
+
+    return 1 if n < 50_000 else max(1, min(8, os.cpu_count() or 1))
+
+
+def _combined(data: np.ndarray, mask: np.ndarray, weights, block: int = 50_000) -> np.ndarray:
+    """The precombined float32 vectors of the rows in ``mask``, block by block (the per-dimension
+    vectors, possibly float16 and memory-mapped, are never copied whole)."""
+    rows = np.flatnonzero(mask)
+    out = np.empty((len(rows), data.shape[2]), dtype=np.float32)
+    for start in range(0, len(rows), block):
+        part = rows[start : start + block]
+        out[start : start + len(part)] = combine(np.asarray(data[part], dtype=np.float32), weights)
+    return out
 
 
 def _grown(prior: VectorIndex | None, segs: list, live: np.ndarray, live_data: np.ndarray, weights,
@@ -200,7 +224,7 @@ def bank_bm25(bank: Bank) -> BM25Index:
 
 def ranked_pool(
     bank: Bank, text: str, *, pool: int = 20, lexical: bool = False, weights: Mapping[str, float] | None = None,
-    embedder: Embedder | str | None = None, index: str = "flat", query_vector: np.ndarray | None = None,
+    embedder: Embedder | str | None = None, index: str = QUERY_DEFAULTS.index, query_vector: np.ndarray | None = None,
 ) -> pl.DataFrame:
     """The ranked candidate pool for ``text``: id, score, title, summary, kind, steps (best first).
 
@@ -212,8 +236,8 @@ def ranked_pool(
     if pool < 1:
         raise ValidationError("pool", pool, "the pool holds at least one candidate")
     emb = bank_embedder(bank, embedder)
-    if bank.entries.height and len(bank.vectors()[0]) < bank.entries.height:
-        raise NotEmbedded(bank.path, bank.entries.height - len(bank.vectors()[0]), bank.entries.height)
+    if bank.entries.height and len(bank.vector_ids()) < bank.entries.height:
+        raise NotEmbedded(bank.path, bank.entries.height - len(bank.vector_ids()), bank.entries.height)
     q = query_vector if query_vector is not None else emb.encode([text])[0]
     idx = bank_index(bank, kind=index, weights=weights)
     depth = pool if not lexical else max(pool, QUERY_DEFAULTS.lexical_depth)

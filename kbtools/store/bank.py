@@ -32,6 +32,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import shutil
 import socket
 import time
 import uuid
@@ -599,7 +600,48 @@ class Bank:
         ids, data, hashes = self.derived("vectors", live, on=("entries", "vectors"))
         return (ids, data, hashes) if with_hashes else (ids, data)
 
+    def vector_ids(self) -> np.ndarray:
+        """The ids of the live entries that have vectors (as :meth:`vectors` gives them), without
+        reading the vectors themselves: cheap on a bank of many segments."""
+        segs = tuple(s["data"] for s in self.vector_segments())
+
+        def build() -> np.ndarray:
+            parts = [np.load(self.path / s["ids"], allow_pickle=False).astype(str) for s in self.vector_segments()]
+            ids = np.unique(np.concatenate(parts)) if len(parts) > 1 else (parts[0] if parts else np.array([], dtype=str))
+            live = self.entries["id"].implode()
+            return ids[pl.Series(ids, dtype=pl.String).is_in(live).to_numpy()] if len(ids) else ids
+
+        return self.derived(f"vector-ids:{hash(segs)}", build, on=("entries", "vectors"))
+
     # -- caches -----------------------------------------------------------------------------
+
+    def cache_folder(self, name: str, fingerprint: str, read: Callable[[Path], object]):
+        """``read(folder)`` of a derived artefact kept as a folder of files (an index that faiss
+        maps from disk) if it was built from ``fingerprint``; None otherwise."""
+        folder = self.path / "cache" / name
+        try:
+            if _read_json(folder.with_name(f"{name}.json")).get("fingerprint") != fingerprint:
+                return None
+            return read(folder)
+        except (OSError, ValueError, RuntimeError, KeyError):
+            return None
+
+    def write_cache_folder(self, name: str, fingerprint: str, write: Callable[[Path], None]) -> None:
+        """Store a derived artefact that ``write(folder)`` writes as files, swapped in whole, with
+        the fingerprint of what it was built from (nothing on a read-only bank)."""
+        if self.readonly:
+            return
+        root = self.path / "cache"
+        root.mkdir(exist_ok=True)
+        tmp, old = root / f".{name}.{os.getpid()}.tmp", root / f".{name}.{os.getpid()}.old"
+        shutil.rmtree(tmp, ignore_errors=True)
+        write(tmp)
+        _atomic_write_bytes(root / f"{name}.json", b"{}")  # stale while the folder is swapped
+        if (root / name).exists():
+            os.replace(root / name, old)
+        os.replace(tmp, root / name)
+        shutil.rmtree(old, ignore_errors=True)
+        _atomic_write_bytes(root / f"{name}.json", json.dumps({"fingerprint": fingerprint}).encode())
 
     def read_cache(self, name: str, fingerprint: str) -> bytes | None:
         """The bytes of a derived artefact if it was built from ``fingerprint``; None otherwise
@@ -698,7 +740,8 @@ class Bank:
     def _write_vector_segment(self, tag: str, ids, data, hashes) -> dict:
         (self.path / "vectors").mkdir(exist_ok=True)
         seg = {"data": f"vectors/{tag}.npy", "ids": f"vectors/{tag}.ids.npy", "rows": int(len(ids))}
-        _write_npy(np.ascontiguousarray(data, dtype=np.float32), self.path / seg["data"])
+        keep = np.float16 if np.asarray(data).dtype == np.float16 else np.float32  # float16 where the writer chose it
+        _write_npy(np.ascontiguousarray(data, dtype=keep), self.path / seg["data"])
         _write_npy(np.asarray(ids, dtype="U8"), self.path / seg["ids"])
         if hashes is not None:
             seg["hashes"] = f"vectors/{tag}.hashes.npy"
