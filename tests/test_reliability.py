@@ -146,15 +146,20 @@ def test_a_damaged_index_cache_is_rebuilt_never_used(tmp_path, damage):
     bank = _bank(tmp_path / "b")
     want = kb.query(bank, "nginx burst spike", record_usage=False, fold=False).ids()
     idx = bank_index(bank)
-    bank.write_cache("index-flat.faiss", idx.fingerprint, idx.to_bytes() if damage != "garbage" else b"not faiss")
-    cache = bank.path / "cache" / "index-flat.faiss"
+    bank.write_cache_folder("index-flat", idx.fingerprint, idx.to_folder)  # as a big bank caches it
+    assert kb.open_bank(bank.path).cache_folder("index-flat", idx.fingerprint, lambda f: "loaded") == "loaded"
+    cache = max((bank.path / "cache" / "index-flat").iterdir(), key=lambda f: f.stat().st_size)
     data = bytearray(cache.read_bytes())
     if damage == "flip":
         data[len(data) // 2] ^= 0xFF
     elif damage == "truncate":
         data = data[: len(data) // 3]
+    else:
+        data = bytearray(b"not faiss at all")
     cache.write_bytes(bytes(data))
-    assert kb.query(kb.open_bank(bank.path), "nginx burst spike", record_usage=False, fold=False).ids() == want
+    fresh = kb.open_bank(bank.path)
+    assert fresh.cache_folder("index-flat", idx.fingerprint, lambda f: "loaded") is None  # never used
+    assert kb.query(fresh, "nginx burst spike", record_usage=False, fold=False).ids() == want
 
 
 def test_a_segment_rewritten_by_another_tool_is_reported(tmp_path):

@@ -170,6 +170,12 @@ def _merge_keyed(current: pl.DataFrame | None, new: pl.DataFrame, keys: tuple[st
     return merged.filter(~pl.col(_DELETED))
 
 
+def _folder_digests(folder: Path) -> dict[str, str]:
+    """The blake2b of every file of a cache folder, by name."""
+    return {f.name: hashlib.blake2b(f.read_bytes(), digest_size=16).hexdigest()
+            for f in sorted(folder.iterdir()) if f.is_file()}
+
+
 def _empty_usage() -> pl.DataFrame:
     return empty("usage")
 
@@ -620,10 +626,13 @@ class Bank:
         maps from disk) if it was built from ``fingerprint``; None otherwise."""
         folder = self.path / "cache" / name
         try:
-            if _read_json(folder.with_name(f"{name}.json")).get("fingerprint") != fingerprint:
+            info = _read_json(folder.with_name(f"{name}.json"))
+            if info.get("fingerprint") != fingerprint or folder.is_symlink():
                 return None
+            if info.get("files") != _folder_digests(folder):
+                return None  # truncated, flipped or foreign bytes: rebuilt, never used
             return read(folder)
-        except (OSError, ValueError, RuntimeError, KeyError):
+        except Exception:  # noqa: BLE001 - a cache that does not load is rebuilt, never trusted
             return None
 
     def write_cache_folder(self, name: str, fingerprint: str, write: Callable[[Path], None]) -> None:
@@ -641,7 +650,8 @@ class Bank:
             os.replace(root / name, old)
         os.replace(tmp, root / name)
         shutil.rmtree(old, ignore_errors=True)
-        _atomic_write_bytes(root / f"{name}.json", json.dumps({"fingerprint": fingerprint}).encode())
+        meta = {"fingerprint": fingerprint, "files": _folder_digests(root / name)}
+        _atomic_write_bytes(root / f"{name}.json", json.dumps(meta).encode())
 
     def read_cache(self, name: str, fingerprint: str) -> bytes | None:
         """The bytes of a derived artefact if it was built from ``fingerprint``; None otherwise
