@@ -1,7 +1,13 @@
 """kbtools: understand and maintain an AI agents' knowledge bank.
 
+The face holds the verbs a user types daily; the rest lives in namespaces, as networkx groups
+``nx.community``: ``kb.evaluate`` (hop lab, replay, judge and link evaluations, baselines),
+``kb.views`` (JupyterLab views and figure builders), ``kb.demo`` (the seeded demo banks),
+``kb.graph`` (the pure, frame-first twins of the analytics), ``kb.linker`` (link planning and
+its settings) and ``kb.retrieval`` (embedders, indexes, the ranked pool).
+
 >>> import kbtools as kb
->>> "open_bank" in kb.__all__
+>>> "open_bank" in kb.__all__ and "run_hoplab" in kb.evaluate.__all__
 True
 """
 
@@ -11,11 +17,11 @@ import os as _os
 
 _os.environ.setdefault("ORT_DISABLE_TELEMETRY", "1")
 
-from kbtools.store.check import check_bank, repair_bank
-from kbtools.errors import (
+from kbtools import demo, evaluate, graph, linker, retrieval  # noqa: E402  (the namespaces)
+from kbtools.errors import (  # noqa: E402
     BankExists,
-    BpmnError,
     BankLocked,
+    BpmnError,
     EdgeNotFound,
     EdgeRuleError,
     EmbedderMismatch,
@@ -26,12 +32,18 @@ from kbtools.errors import (
     NotEmbedded,
     ReadOnlyBank,
     StaleCache,
-    UnsafePath,
     StorageError,
+    UnsafePath,
     ValidationError,
 )
-from kbtools.model.plan import Plan
-from kbtools.ops.analytics import (
+from kbtools.evaluate.bank_stats import bank_stats, stats_many  # noqa: E402
+from kbtools.evaluate.health import Health, health  # noqa: E402
+from kbtools.linker.judge import Verdict, llm_judge, rule_judge  # noqa: E402
+from kbtools.model.answer import Answer, Pointer, Result  # noqa: E402
+from kbtools.model.config import FOLD_DEFAULTS, QUERY_DEFAULTS, FoldConfig, QueryConfig  # noqa: E402
+from kbtools.model.plan import Plan  # noqa: E402
+from kbtools.model.rules import Problem  # noqa: E402
+from kbtools.ops.analytics import (  # noqa: E402
     adjacency,
     centrality,
     communities,
@@ -42,51 +54,17 @@ from kbtools.ops.analytics import (
     trace,
     workflow_holes,
 )
-from kbtools.model.answer import Answer, Pointer, Result
-from kbtools.linker import LINKER_DEFAULTS, LINKER_LEXICAL, LinkerSettings
-from kbtools.ops.maintenance import calibrate_bank, explain, feedback, reinforce
-from kbtools.demo.banks import build_demo, read_truth, truth_path
-from kbtools.demo import DemoBank, business_bank, engineering_bank, synthetic_bank
-from kbtools.retrieval.embedders import Embedder, HashingEmbedder, MiniLMEmbedder, StaticEmbedder, default_embedder, get_embedder
-from kbtools.model.config import FOLD_DEFAULTS, QUERY_DEFAULTS, FoldConfig, QueryConfig
-from kbtools.retrieval.folding import EdgeLookup, collapse, flat, fold, mmr
-from kbtools.retrieval.index import DEFAULT_WEIGHTS, DIMENSIONS, VectorIndex
-from kbtools.ops.interchange import export_bank, import_files, import_frames
-from kbtools.store.scan import duckdb, scan, sql
-from kbtools.retrieval.pipeline import query
-from kbtools.ops.embedding import embed_bank
-from kbtools.retrieval.search import ranked_pool
-from kbtools.evaluate.bank_stats import bank_stats
-from kbtools.evaluate.health import Health, health
-from kbtools.evaluate.judging import evaluate_judge
-from kbtools.linker.judge import JUDGE_PROMPT, Verdict, llm_judge, rule_judge
-from kbtools.ops.judging import judge_bank, propose_duplicates
-from kbtools.evaluate.bank_stats import stats_many
-from kbtools.ops.fleet import communities_many, holes_many, map_banks, run_jobs
-from kbtools.demo.banks import build_fleet
-from kbtools.ops.bpmn import export_bpmn_holes, ingest_bpmn
-from kbtools.evaluate import (
-    GoldJudge,
-    HopLabReport,
-    HopTask,
-    ReaderAgent,
-    ReplayReport,
-    check_leaks,
-    hop_tasks,
-    hoplab_figure,
-    leaky_notes,
-    read_queries,
-    replay_figure,
-    run_hoplab,
-    run_replay,
-)
-
-from kbtools.model.rules import Problem
-from kbtools.store.bank import Bank, create_bank, open_bank
-from kbtools.ops.writes import (
+from kbtools.ops.bpmn import export_bpmn_holes, ingest_bpmn  # noqa: E402
+from kbtools.ops.embedding import embed_bank  # noqa: E402
+from kbtools.ops.fleet import communities_many, holes_many, map_banks, run_jobs  # noqa: E402
+from kbtools.ops.ingest import ingest  # noqa: E402
+from kbtools.ops.interchange import export_bank, import_files, import_frames  # noqa: E402
+from kbtools.ops.judging import judge_bank, propose_duplicates  # noqa: E402
+from kbtools.ops.maintenance import calibrate_bank, explain, feedback, reinforce  # noqa: E402
+from kbtools.ops.writes import (  # noqa: E402
     add_triple,
-    edit_edges,
     delete_entry,
+    edit_edges,
     link,
     merge_entries,
     record_usage,
@@ -95,157 +73,58 @@ from kbtools.ops.writes import (
     unlink,
     update_entry,
 )
+from kbtools.retrieval.embedders import get_embedder  # noqa: E402
+from kbtools.retrieval.folding import fold  # noqa: E402
+from kbtools.retrieval.pipeline import query  # noqa: E402
+from kbtools.store.bank import Bank, create_bank, open_bank  # noqa: E402
+from kbtools.store.check import check_bank, repair_bank  # noqa: E402
+from kbtools.store.scan import duckdb, scan, sql  # noqa: E402
 
 __version__ = "0.1.0"
 
 __all__ = [
-    "Bank",
-    "create_bank",
-    "open_bank",
-    "check_bank",
-    "Problem",
-    "report_learning",
-    "update_entry",
-    "link",
-    "unlink",
-    "delete_entry",
-    "merge_entries",
-    "split_entry",
-    "add_triple",
-    "edit_edges",
-    "record_usage",
-    "import_files",
-    "import_frames",
-    "export_bank",
-    "scan",
-    "duckdb",
-    "sql",
-    "bank_stats",
-    "health",
-    "Health",
-    "propose_duplicates",
-    "judge_bank",
-    "Verdict",
-    "rule_judge",
-    "llm_judge",
-    "JUDGE_PROMPT",
-    "evaluate_judge",
-    "run_jobs",
-    "map_banks",
-    "stats_many",
-    "holes_many",
-    "communities_many",
-    "build_fleet",
-    "build_demo",
-    "read_truth",
-    "truth_path",
-    "DemoBank",
-    "engineering_bank",
-    "business_bank",
-    "synthetic_bank",
-    "Embedder",
-    "MiniLMEmbedder",
-    "StaticEmbedder",
-    "HashingEmbedder",
-    "get_embedder",
-    "default_embedder",
-    "embed_bank",
-    "ranked_pool",
-    "DIMENSIONS",
-    "DEFAULT_WEIGHTS",
-    "VectorIndex",
-    "query",
-    "QUERY_DEFAULTS",
-    "fold",
-    "flat",
-    "collapse",
-    "mmr",
-    "EdgeLookup",
-    "FOLD_DEFAULTS",
-    "FoldConfig",
-    "QueryConfig",
-    "Answer",
-    "Result",
-    "Pointer",
-    "backfill",
-    "connect",
-    "decay",
-    "explain",
-    "calibrate_bank",
-    "LinkerSettings",
-    "LINKER_DEFAULTS",
-    "LINKER_LEXICAL",
-    "reinforce",
-    "feedback",
-    "to_igraph",
-    "adjacency",
-    "recall",
-    "related",
-    "trace",
-    "communities",
-    "centrality",
-    "workflow_holes",
-    "ingest_bpmn",
-    "export_bpmn_holes",
-    "process_flows",
-    "run_hoplab",
-    "run_replay",
-    "hop_tasks",
-    "check_leaks",
-    "leaky_notes",
-    "hoplab_figure",
-    "replay_figure",
-    "HopLabReport",
-    "ReplayReport",
-    "HopTask",
-    "ReaderAgent",
-    "GoldJudge",
-    "read_queries",
-    "layout_3d",
-    "bank_layout",
-    "graph_figure",
-    "holes_figure",
-    "community_figure",
-    "save_html",
-    "explorer",
-    "graph_view",
-    "holes_view",
-    "community_view",
-    "KbError",
-    "BpmnError",
-    "NotABank",
-    "BankExists",
-    "BankLocked",
-    "EntryNotFound",
-    "EdgeNotFound",
-    "EdgeRuleError",
-    "ValidationError",
-    "NotEmbedded",
-    "ReadOnlyBank",
-    "UnsafePath",
-    "Plan",
-    "repair_bank",
-    "GuardRejected",
-    "EmbedderMismatch",
-    "StaleCache",
-    "StorageError",
+    # the bank
+    "Bank", "open_bank", "create_bank", "check_bank", "repair_bank", "Plan", "Problem", "scan", "duckdb", "sql",
+    # answers
+    "query", "recall", "fold", "Answer", "Result", "Pointer", "QUERY_DEFAULTS", "FOLD_DEFAULTS", "QueryConfig",
+    "FoldConfig", "get_embedder",
+    # writes
+    "report_learning", "update_entry", "link", "unlink", "edit_edges", "delete_entry", "merge_entries", "split_entry",
+    "add_triple", "record_usage",
+    # in and out
+    "import_frames", "import_files", "export_bank", "ingest", "ingest_bpmn", "export_bpmn_holes",
+    # jobs and maintenance
+    "embed_bank", "backfill", "connect", "decay", "reinforce", "feedback", "explain", "calibrate_bank",
+    "judge_bank", "propose_duplicates", "Verdict", "rule_judge", "llm_judge",
+    # many banks
+    "run_jobs", "map_banks", "stats_many", "holes_many", "communities_many",
+    # analytics
+    "related", "trace", "communities", "centrality", "workflow_holes", "process_flows", "to_igraph", "adjacency",
+    "bank_stats", "health", "Health",
+    # views (the notebook extra)
+    "explorer", "graph_view", "holes_view", "community_view",
+    # errors
+    "KbError", "BankExists", "BankLocked", "BpmnError", "EdgeNotFound", "EdgeRuleError", "EmbedderMismatch",
+    "EntryNotFound", "GuardRejected", "NotABank", "NotEmbedded", "ReadOnlyBank", "StaleCache", "StorageError",
+    "UnsafePath", "ValidationError",
+    # namespaces
+    "evaluate", "views", "demo", "graph", "linker", "retrieval",
 ]
 
-# bound last: importing the submodules kbtools.linker.fading and kbtools.ops.maintenance rebinds those attribute names
+# bound last: importing the submodule kbtools.ops.jobs would otherwise rebind these names
 from kbtools.ops.jobs import backfill, connect, decay  # noqa: E402
 
 #: The JupyterLab views load on first use: they need the notebook extra (ipywidgets, IPython).
-_VIEWS = frozenset({"layout_3d", "bank_layout", "graph_figure", "holes_figure", "community_figure", "save_html",
-                    "explorer", "graph_view", "holes_view", "community_view"})
+_VIEWS = frozenset({"explorer", "graph_view", "holes_view", "community_view"})
 
 
 def __getattr__(name: str):
-    if name in _VIEWS:
+    if name in _VIEWS or name == "views":
         try:
-            from kbtools import views
+            import kbtools.views as views
         except ImportError as err:  # pragma: no cover - depends on the install
             raise ImportError(
                 f"kb.{name} needs the notebook extra: pip install -e '.[notebook]' ({err})"
             ) from err
-        return getattr(views, name)
+        return views if name == "views" else getattr(views, name)
     raise AttributeError(f"module 'kbtools' has no attribute {name!r}")

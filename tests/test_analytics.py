@@ -78,7 +78,7 @@ def test_communities_and_hubs(linked):
 
 def test_holes_on_the_demo_business_bank_match_the_planted_ones(demo_dir):
     bank = kb.open_bank(demo_dir / "business")
-    truth = kb.read_truth(bank)
+    truth = kb.demo.read_truth(bank)
     found = set(kb.workflow_holes(bank).select("id", "hole").iter_rows())
     planted = {(h["id"], h["hole"]) for h in truth["holes"]}
     assert found == planted

@@ -32,7 +32,7 @@ def report(demo):
 
 
 def test_leak_check_catches_the_three_leaky_demo_tasks(demo):
-    truth = kb.read_truth(demo)
+    truth = kb.demo.read_truth(demo)
     tasks = tasks_from_truth(truth)
     leaks = check_leaks(tasks, demo.entries, demo.edges)
     marked = sorted(t.id for t in tasks if t.leaky)
@@ -95,7 +95,7 @@ def test_same_seed_same_numbers(demo, report):
 
 
 def test_a_user_agent_plugs_in(demo):
-    tasks = [t for t in tasks_from_truth(kb.read_truth(demo)) if not t.leaky][:4]
+    tasks = [t for t in tasks_from_truth(kb.demo.read_truth(demo)) if not t.leaky][:4]
     texts = dict(zip(demo.entries["id"].to_list(), entry_text(demo.entries)))
 
     def oracle(query, text, fetch):  # fetches every pointer target: reaches b whenever it is handed over
@@ -119,7 +119,7 @@ def test_mined_tasks_meet_the_condition_and_plant_nothing(demo):
     rows = {r["id"]: r for r in demo.entries.iter_rows(named=True)}
     notes = demo.edges["note"].drop_nulls().to_list()
     for t in mined:
-        top = kb.ranked_pool(demo, t.query, pool=8)["id"].to_list()
+        top = kb.retrieval.ranked_pool(demo, t.query, pool=8)["id"].to_list()
         assert t.a in top and t.b not in top
         assert contains_token(rows[t.b]["content"], t.proof)
         assert not any(contains_token(n, t.proof) for n in notes)

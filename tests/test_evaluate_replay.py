@@ -35,7 +35,7 @@ def test_folding_loses_no_relevant_flat_entry_on_the_demo(report):
 
 def test_the_headline_metrics_follow_from_the_raw_outcomes(report):
     h, qs = report.headline, report.queries
-    assert h["queries"] == len(qs) == len(kb.read_truth(report.params["bank"])["queries"])
+    assert h["queries"] == len(qs) == len(kb.demo.read_truth(report.params["bank"])["queries"])
     assert h["pointer_share"]["k"] == sum(bool(q["pointers"]) for q in qs)
     gains = [len(q["arms"]["fold"]["gained"]) for q in qs]
     assert h["gained_share"]["k"] == sum(g > 0 for g in gains)

@@ -41,7 +41,7 @@ def _damage(bank_path: Path) -> None:
 @pytest.fixture(scope="module")
 def fleet(tmp_path_factory):
     root = tmp_path_factory.mktemp("fleet")
-    kb.build_fleet(root, banks=20, seed=3, sizes=(200, 500))
+    kb.demo.build_fleet(root, banks=20, seed=3, sizes=(200, 500))
     _damage(root / DAMAGED)
     return root
 
@@ -130,7 +130,7 @@ def test_cross_bank_analytics_on_the_workers(fleet, client):
 
 
 def test_process_pool_and_cli(tmp_path):
-    kb.build_fleet(tmp_path, banks=3, seed=5, sizes=(200, 300))
+    kb.demo.build_fleet(tmp_path, banks=3, seed=5, sizes=(200, 300))
     _damage(tmp_path / "bank-01-synthetic")
     summary = kb.run_jobs([str(tmp_path / "*")], ["backfill", "decay"], workers=2)
     assert summary.select("job", "status").rows() == [("backfill", "ok"), ("decay", "ok"), ("backfill", "error"),

@@ -14,7 +14,8 @@ from polars.testing import assert_frame_equal
 
 from kbtools.model import vocab
 from kbtools.errors import KbError, ValidationError
-from kbtools.retrieval.folding import EdgeLookup, collapse, flat, fold, mmr
+from kbtools.evaluate.baselines import collapse, mmr
+from kbtools.retrieval.folding import EdgeLookup, flat, fold
 
 EDGE_SCHEMA = {"src": pl.String, "dst": pl.String, "type": pl.String, "note": pl.String, "source": pl.String}
 

@@ -260,7 +260,7 @@ def test_seed_section_4_numbers_through_the_public_bank_api(tmp_path):
     for name, kind, content, session, at in _ROWS:
         ids[name] = kb.report_learning(bank, content=content, kind=kind, session_id=session, created_at=at, actor="seed")
     kb.add_triple(bank, "Kioko", "uses", "pgvector", actor="seed")
-    lex = kb.LINKER_LEXICAL
+    lex = kb.linker.LINKER_LEXICAL
 
     fix = kb.explain(bank, ids["fix"], ids["fault"], cosine=COSINES[("fix", "fault")], settings=lex)
     assert fix.linked and fix.type == "resolves"

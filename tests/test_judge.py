@@ -174,7 +174,7 @@ def test_kb_judge_dry_run_writes_nothing_then_writes(tmp_path):
 
 
 def test_eval_judge_on_the_demo_sidecar():
-    report = kb.evaluate_judge(kb.open_bank(DEMO_DIR / "engineering", readonly=True))
+    report = kb.evaluate.evaluate_judge(kb.open_bank(DEMO_DIR / "engineering", readonly=True))
     at = report["at_default"]
     assert report["planted"] == 52
     assert at["merge"]["precision"] == 1.0 and at["merge"]["recall"] >= 0.7

@@ -74,18 +74,18 @@ def test_exact_search_agrees_with_numpy_brute_force(eng):
     combined = combine(np.asarray(data)[mask])
     q = kb.get_embedder("minilm-int8").encode([LOGIN])[0]
     brute = np.argsort(-(combined @ q), kind="stable")[:20]
-    pool = kb.ranked_pool(eng, LOGIN, pool=20, query_vector=q)
+    pool = kb.retrieval.ranked_pool(eng, LOGIN, pool=20, query_vector=q)
     assert pool["id"].to_list() == list(ids[mask][brute])
     assert np.allclose(pool["score"].to_numpy(), (combined @ q)[brute], atol=1e-5)
 
 
 def test_custom_weights_and_lexical_arm(eng):
-    pool = kb.ranked_pool(eng, "E-217 --http1.1", pool=20, lexical=True)
+    pool = kb.retrieval.ranked_pool(eng, "E-217 --http1.1", pool=20, lexical=True)
     assert _id(eng, "Session-create POST needs --http1.1") in pool["id"].to_list()[:3]
-    sys_only = kb.ranked_pool(eng, "kanban", pool=5, weights={"systems": 1.0})
+    sys_only = kb.retrieval.ranked_pool(eng, "kanban", pool=5, weights={"systems": 1.0})
     assert all("kanban" in s for s in eng.entries.filter(pl.col("id").is_in(sys_only["id"].implode()))["systems"].to_list())
     with pytest.raises(kb.ValidationError, match="search dimension"):
-        kb.ranked_pool(eng, "x", weights={"colour": 1.0})
+        kb.retrieval.ranked_pool(eng, "x", weights={"colour": 1.0})
 
 
 def test_another_embedder_is_refused_with_how_to_reembed(eng):

@@ -49,7 +49,7 @@ def test_check_bank_is_an_empty_list_when_sound_and_a_table_when_not(biz, tmp_pa
 
 def test_reports_render_as_markdown_in_a_notebook(biz):
     kb.embed_bank(biz, embedder="hashing")
-    report = kb.run_replay(kb.open_bank(biz.path))
+    report = kb.evaluate.run_replay(kb.open_bank(biz.path))
     assert report._repr_markdown_() == report.to_markdown()
     assert "# Folding replay" in report._repr_markdown_()
 
@@ -69,7 +69,7 @@ def test_progress_is_silent_by_default_and_a_bar_when_asked(tmp_path, demo_dir, 
     assert seen and seen[-1][0] == seen[-1][1] == bank.entries.height
     kb.connect(kb.open_bank(tmp_path / "eng"), rebuild=True, chunk=100, progress=True)
     assert "connect" in capsys.readouterr().err
-    kb.run_replay(kb.open_bank(tmp_path / "eng"), progress=True)
+    kb.evaluate.run_replay(kb.open_bank(tmp_path / "eng"), progress=True)
     assert "replay" in capsys.readouterr().err
     with pytest.raises(kb.ValidationError, match="progress is True, False, None or a callable"):
         kb.embed_bank(bank, embedder="hashing", rebuild=True, progress="yes")

@@ -53,7 +53,7 @@ def truth_answer(eng, demo_dir):
 
 
 def _answer(bank, demo_dir, index: int):
-    query = kb.read_truth(demo_dir / "engineering")["queries"][index]
+    query = kb.demo.read_truth(demo_dir / "engineering")["queries"][index]
     linked = pl.concat([bank.edges["src"], bank.edges["dst"]]).unique().sort().to_list()
     ids = list(dict.fromkeys(query["relevant"] + linked[:6]))
     pool = (bank.entries.filter(pl.col("id").is_in(ids)).select("id", "title", "summary")
@@ -356,7 +356,7 @@ def test_save_html_is_standalone(tmp_path, eng, eng_layout, truth_answer):
 
 @pytest.mark.parametrize("size", [2000, 10000])
 def test_measure_layout_and_figure_time(size, capsys):
-    demo = kb.synthetic_bank(entries=size)
+    demo = kb.demo.synthetic_bank(entries=size)
     start = time.perf_counter()
     layout = layout_3d(demo.entries, demo.edges)
     laid = time.perf_counter()

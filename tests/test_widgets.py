@@ -37,7 +37,7 @@ def biz(tmp_path_factory, demo_dir):
 
 @pytest.fixture(scope="module")
 def truth(demo_dir):
-    return kb.read_truth(demo_dir / "engineering")["queries"]
+    return kb.demo.read_truth(demo_dir / "engineering")["queries"]
 
 
 @pytest.fixture(scope="module")
@@ -55,7 +55,7 @@ def query_fn(eng, truth):
         pool = (eng.entries.filter(pl.col("id").is_in(ids)).select("id", "title", "summary", "kind")
                 .with_columns(pl.col("id").replace_strict(scores, return_dtype=pl.Float64, default=0.0).alias("score"))
                 .sort("score", descending=True))
-        make = kb.fold if fold else kb.flat
+        make = kb.fold if fold else kb.retrieval.flat
         return make(pool, eng.edges, k=k, entries=eng.entries, query=text)
 
     run.calls = calls

@@ -22,4 +22,7 @@ from kbtools.demo.engineering import engineering_bank
 from kbtools.demo.rows import REFERENCE_DATE, DemoBank
 from kbtools.demo.synthetic import synthetic_bank
 
-__all__ = ["DemoBank", "REFERENCE_DATE", "MAX_TOPICS", "engineering_bank", "business_bank", "synthetic_bank"]
+from kbtools.demo.banks import build_demo, build_fleet, read_truth, truth_path  # noqa: E402  (writes them as banks)
+
+__all__ = ["DemoBank", "REFERENCE_DATE", "MAX_TOPICS", "engineering_bank", "business_bank", "synthetic_bank",
+           "build_demo", "build_fleet", "read_truth", "truth_path"]

@@ -62,7 +62,8 @@ def run_replay(bank, *, queries=None, judge=None, seed: int = 0, k: int = 8, poo
     >>> import kbtools as kb  # doctest: +SKIP
     >>> print(kb.run_replay(kb.open_bank("data/demo/engineering")).to_markdown())  # doctest: +SKIP
     """
-    from kbtools.retrieval.folding import collapse, flat, fold, mmr
+    from kbtools.evaluate.baselines import collapse, mmr
+    from kbtools.retrieval.folding import flat, fold
 
     progress = progress_callback(progress, "replay", unit="query")
     from kbtools.retrieval.index import combine

@@ -63,7 +63,7 @@ from kbtools.model.config import FOLD_DEFAULTS
 from kbtools.model.answer import Answer, Pointer, Result, _fast
 from kbtools.errors import ValidationError
 
-__all__ = ["FOLD_DEFAULTS", "EdgeLookup", "fold", "flat", "collapse", "mmr"]
+__all__ = ["EdgeLookup", "fold", "flat", "pool_components"]
 
 #: Defaults of :func:`fold` (the seed's numbers: pool of 20, 8 results, top 2 protected, 3 neighbours).
 
@@ -169,47 +169,18 @@ def flat(pool: pl.DataFrame, edges: pl.DataFrame | EdgeLookup | None = None, *, 
     return Answer(query, results, folded=False, method="flat")
 
 
-def collapse(pool: pl.DataFrame, edges: pl.DataFrame | EdgeLookup, *, k: int = 8,
-             sources: Iterable[str] | None = None, query: str | None = None) -> Answer:
-    """Plain result collapsing (baseline): one result per connected component, best rank wins.
-
-    No dominance, no protection, no pointers: the rest of each group is dropped.
+def pool_components(pool: pl.DataFrame, edges: pl.DataFrame | EdgeLookup, *,
+                    sources: Iterable[str] | None = None) -> list[list[str]]:
+    """The groups folding starts from: connected components of the pool along the trusted edges
+    among its members, each best rank first, groups in the order of their best member.
 
     >>> pool = pl.DataFrame({"id": ["a", "b", "c"], "score": [3.0, 2.0, 1.0]})
-    >>> e = pl.DataFrame({"src": ["b"], "dst": ["a"], "type": ["corrects"], "source": ["author"]})
-    >>> collapse(pool, e).ids()
-    ['a', 'c']
+    >>> e = pl.DataFrame({"src": ["c"], "dst": ["a"], "type": ["corrects"], "source": ["author"]})
+    >>> pool_components(pool, e)
+    [['a', 'c'], ['b']]
     """
-    ids, internal, _, info = _prepare(pool, edges, k=k, protect=0, neighbors=0, entries=None, sources=sources)
-    groups = _components(_PoolGraph(ids, internal))[:k]
-    results = [_result(rank, g[0], ids, info) for rank, g in enumerate(groups, 1)]
-    return Answer(query, results, folded=False, method="collapse")
-
-
-def mmr(pool: pl.DataFrame, vectors: np.ndarray, *, k: int = 8, lam: float = 0.5,
-        query: str | None = None) -> Answer:
-    """Maximal marginal relevance (Carbonell & Goldstein 1998) over the pool, as a baseline.
-
-    ``vectors`` holds one row per pool row; relevance is the pool ``score``, redundancy the highest
-    cosine similarity to an already chosen result: pick ``argmax lam*score - (1-lam)*max_sim``.
-
-    >>> pool = pl.DataFrame({"id": ["a", "b", "c"], "score": [1.0, 0.99, 0.5]})
-    >>> v = np.array([[1.0, 0.0], [1.0, 0.01], [0.0, 1.0]])
-    >>> mmr(pool, v, k=2).ids()
-    ['a', 'c']
-    """
-    ids = _pool_ids(pool)
-    _check_count("k", k)
-    if not 0.0 <= float(lam) <= 1.0:
-        raise ValidationError("lam", lam, "must be between 0 and 1")
-    vecs = np.asarray(vectors, dtype=np.float64)
-    if vecs.ndim != 2 or vecs.shape[0] != pool.height:
-        raise ValidationError("vectors", getattr(vecs, "shape", vecs),
-                              f"must be a 2-D array with one row per pool row ({pool.height})")
-    order = _mmr_order(pool["score"].fill_null(0.0).to_numpy().astype(np.float64), vecs, k, float(lam))
-    info = _Info(pool, None)
-    results = [_result(rank, i, ids, info) for rank, i in enumerate(order, 1)]
-    return Answer(query, results, folded=False, method="mmr")
+    ids, internal, _, _ = _prepare(pool, edges, k=pool.height, protect=0, neighbors=0, entries=None, sources=sources)
+    return [[ids[i] for i in group] for group in _components(_PoolGraph(ids, internal))]
 
 
 # --------------------------------------------------------------------------------------------
@@ -553,21 +524,3 @@ def _pick_neighbors(shown: list[str], ids: list[str], around: _Around, info: _In
     return picked_for
 
 
-def _mmr_order(scores: np.ndarray, vecs: np.ndarray, k: int, lam: float) -> list[int]:
-    n = len(scores)
-    if n == 0 or k == 0:
-        return []
-    norms = np.linalg.norm(vecs, axis=1, keepdims=True)
-    unit = vecs / np.where(norms == 0, 1.0, norms)
-    sims = unit @ unit.T
-    chosen: list[int] = []
-    redundancy = np.full(n, -np.inf)
-    free = np.ones(n, dtype=bool)
-    for _ in range(min(k, n)):
-        gain = lam * scores - (1.0 - lam) * np.where(np.isfinite(redundancy), redundancy, 0.0)
-        gain = np.where(free, gain, -np.inf)
-        best = int(np.argmax(gain))
-        chosen.append(best)
-        free[best] = False
-        redundancy = np.maximum(redundancy, sims[best])
-    return chosen

@@ -105,7 +105,7 @@ def bank_layout(bank, *, seed: int = 0, refine: int = 30, use_vectors: bool = Tr
     this once to precompute the layout of a big bank for every later viewer.
 
     >>> import kbtools as kb  # doctest: +SKIP
-    >>> kb.bank_layout(kb.open_bank("data/demo/engineering")).height  # doctest: +SKIP
+    >>> kb.views.bank_layout(kb.open_bank("data/demo/engineering")).height  # doctest: +SKIP
     2000
     """
     fingerprint = (f"layout{LAYOUT_VERSION}:v{bank.version}:seed={seed}:refine={refine}:"
