@@ -1,0 +1,50 @@
+"""kbtools.retrieval.search: the ranked pool over a small embedded bank written here."""
+
+from __future__ import annotations
+
+import pytest
+
+import kbtools as kb
+from kbtools.retrieval.search import bank_index, ranked_pool
+
+TEXTS = ["Restart the payments worker after changing its config file.",
+         "The staging signing key rotates with vault rotate staging-sign.",
+         "Nginx burst limits drop requests under a traffic spike; error E-429.",
+         "Kafka consumer lag grows when max.poll.records is too high."]
+
+
+@pytest.fixture()
+def bank(tmp_path):
+    bank = kb.create_bank(tmp_path / "b", settings={"auto_link": False})
+    for t in TEXTS:
+        kb.report_learning(bank, content=t, actor="t")
+    kb.embed_bank(bank, embedder="hashing")
+    return bank
+
+
+def test_the_pool_is_ranked_best_first_with_display_columns(bank):
+    pool = ranked_pool(bank, "vault signing key rotation", pool=3)
+    assert pool.columns == ["id", "score", "title", "summary", "kind", "steps"]
+    assert pool.height == 3 and pool["score"].is_sorted(descending=True)
+    assert "signing key" in pool["summary"][0] or "signing key" in pool["title"][0]
+
+
+def test_the_lexical_arm_finds_a_rare_token(bank):
+    pool = ranked_pool(bank, "E-429", pool=2, lexical=True)
+    nginx = bank.entries.filter(bank.entries["content"].str.contains("E-429"))["id"][0]
+    assert pool["id"][0] == nginx
+
+
+def test_bad_queries_and_weights_are_named(bank):
+    with pytest.raises(kb.ValidationError, match="non-empty string"):
+        ranked_pool(bank, "   ")
+    with pytest.raises(kb.ValidationError, match="weights"):
+        ranked_pool(bank, "vault", weights={"colour": 1.0})
+
+
+def test_the_index_is_cached_per_version_and_grown_on_append(bank):
+    first = bank_index(bank)
+    assert bank_index(bank) is first
+    kb.report_learning(bank, content="A fifth entry about DNS caches.", actor="t")
+    grown = bank_index(bank)
+    assert grown is first and grown.size == 5
