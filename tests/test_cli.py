@@ -1,19 +1,35 @@
-"""The kb command line, run as a real subprocess."""
+"""The kb command line: in-process through ``main([...])`` (what a subprocess would run, minus
+the interpreter start), and as a real subprocess where the process matters (exit statuses)."""
 
 from __future__ import annotations
 
+import contextlib
+import io
 import json
 import os
 import subprocess
 import sys
+import types
 
 
 KB = [sys.executable, "-m", "kbtools"]
 
 
-def run(*args, check=True):
-    env = dict(os.environ, ORT_DISABLE_TELEMETRY="1")
-    proc = subprocess.run([*KB, *args], capture_output=True, text=True, env=env, timeout=600)
+def run(*args, check=True, process=False):
+    """``kb ARGS``: in-process by default, as a real subprocess with ``process=True``."""
+    if process:
+        env = dict(os.environ, ORT_DISABLE_TELEMETRY="1")
+        proc = subprocess.run([*KB, *args], capture_output=True, text=True, env=env, timeout=600)
+    else:
+        from kbtools.cli.main import main
+
+        out, err = io.StringIO(), io.StringIO()
+        with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+            try:
+                code = main(list(args))
+            except SystemExit as stop:  # --help and usage errors leave through argparse
+                code = stop.code if isinstance(stop.code, int) else (0 if stop.code is None else 2)
+        proc = types.SimpleNamespace(returncode=code, stdout=out.getvalue(), stderr=err.getvalue())
     if check and proc.returncode != 0:
         raise AssertionError(f"kb {' '.join(args)} -> {proc.returncode}\n{proc.stdout}\n{proc.stderr}")
     return proc
@@ -42,7 +58,7 @@ def test_demo_check_stats_json(tmp_path):
 
 
 def test_not_a_bank_is_exit_1_with_the_path(tmp_path):
-    proc = run("stats", str(tmp_path / "nope"), check=False)
+    proc = run("stats", str(tmp_path / "nope"), check=False, process=True)
     assert proc.returncode == 1 and str(tmp_path / "nope") in proc.stderr and "not a kbtools bank" in proc.stderr
 
 
@@ -52,7 +68,7 @@ def test_check_exit_4_on_problems(tmp_path):
     manifest = json.loads((bank / "manifest.json").read_text())
     manifest["tables"]["edges"].append("tables/edges/missing.parquet")
     (bank / "manifest.json").write_text(json.dumps(manifest))
-    proc = run("check", str(bank), check=False)
+    proc = run("check", str(bank), check=False, process=True)
     assert proc.returncode == 4 and "missing" in proc.stdout
 
 
