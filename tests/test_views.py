@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 import shutil
-import time
 
 import numpy as np
 import plotly.graph_objects as go
@@ -352,19 +351,11 @@ def test_save_html_is_standalone(tmp_path, eng, eng_layout, truth_answer):
     assert "<p>shared</p>" in text
 
 
-# -- measured, not asserted --------------------------------------------------------------------------
+def test_the_views_bench_section_adds_measured_rows():
+    from kbtools.evaluate.bench import BenchRows
+    from kbtools.views.measure import bench_views
 
-@pytest.mark.parametrize("size", [2000, 10000])
-def test_measure_layout_and_figure_time(size, capsys):
-    demo = kb.demo.synthetic_bank(entries=size)
-    start = time.perf_counter()
-    layout = layout_3d(demo.entries, demo.edges)
-    laid = time.perf_counter()
-    fig = graph_figure(demo.entries, demo.edges, layout)
-    built = time.perf_counter()
-    html = fig.to_json()
-    done = time.perf_counter()
-    with capsys.disabled():
-        print(f"\n[views] {size} entries, {demo.edges.height} edges: layout {laid - start:.2f} s, figure "
-              f"{built - laid:.2f} s, to_json {done - built:.2f} s ({len(html) / 1e6:.1f} MB)")
-    assert layout.height == size
+    rows = BenchRows(log=lambda m: None)
+    bench_views(rows, sizes=(300,))
+    assert [r["metric"] for r in rows.rows] == ["3D layout (cached per bank version afterwards)", "graph figure build", "figure to JSON"]
+    assert all(r["value"] >= 0 for r in rows.rows)

@@ -39,7 +39,14 @@ def _bench(args):
         text = "\n".join(f"| {r['metric']} | {r['value']:g} {r['unit']} | {r['note']} |" for r in report["rows"])
         return report, "| metric | value | note |\n|---|---|---|\n" + text
     sizes = (10_000,) if args.quick else tuple(args.sizes)
-    report = run_bench(sizes=sizes, seed=args.seed, log=lambda m: print(m, file=sys.stderr, flush=True))
+    extra = ()
+    try:  # the views' rows need the notebook extra
+        from kbtools.views.measure import bench_views
+
+        extra = (bench_views,)
+    except ImportError:
+        pass
+    report = run_bench(sizes=sizes, seed=args.seed, log=lambda m: print(m, file=sys.stderr, flush=True), extra=extra)
     if args.out:
         Path(args.out).write_text(_json.dumps(report, indent=1))
     return report, format_bench(report)

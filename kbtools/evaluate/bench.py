@@ -60,7 +60,9 @@ def _maxrss_mb() -> float:
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
 
 
-class _Rows:
+class BenchRows:
+    """The rows of one bench run; ``add`` logs each as it is measured."""
+
     def __init__(self, log):
         self.rows: list[dict] = []
         self.log = log
@@ -79,7 +81,7 @@ class _Rows:
         self.log(f"  {section:>10} | {metric}: {shown}")
 
 
-def _bench_fold(rows: _Rows, seed: int) -> None:
+def _bench_fold(rows: BenchRows, seed: int) -> None:
     from kbtools.demo.banks import DEMO_DIR
     from kbtools.retrieval.pipeline import edge_lookup
 
@@ -149,7 +151,7 @@ def _synthetic_store(n: int, root: Path, seed: int, log):
     return bank, imp
 
 
-def _bench_store(rows: _Rows, bank, n: int) -> None:
+def _bench_store(rows: BenchRows, bank, n: int) -> None:
 
     raw = bank.path / bank.segment_files()["entries"][0]
     opened = _timeit(lambda: open_bank(bank.path).entries.height, 3, warmup=1)
@@ -165,7 +167,7 @@ def _bench_store(rows: _Rows, bank, n: int) -> None:
              baseline="entries table size", baseline_value=size)
 
 
-def _bench_query(rows: _Rows, bank, n: int, log) -> None:
+def _bench_query(rows: BenchRows, bank, n: int, log) -> None:
     from kbtools.retrieval.index import DEFAULT_WEIGHTS, DIMENSIONS, recall_at_k
     from kbtools.retrieval.search import bank_index, ranked_pool
 
@@ -213,7 +215,7 @@ def _bench_query(rows: _Rows, bank, n: int, log) -> None:
     rows.add(f"query {n // 1000}k", "MiniLM int8 embedding of one query, p50", np.median(enc))
 
 
-def _bench_graph(rows: _Rows, bank, n: int) -> None:
+def _bench_graph(rows: BenchRows, bank, n: int) -> None:
     from kbtools.graph.activation import expand
     from kbtools.graph.community import communities
     from kbtools.graph.hubs import centrality
@@ -241,14 +243,16 @@ def _bench_graph(rows: _Rows, bank, n: int) -> None:
     rows.add(tag, "recall expansion (PPR over <= 40 entries), p50", np.median(lat))
 
 
-def _bench_linker(rows: _Rows, bank, n: int) -> None:
+def _bench_linker(rows: BenchRows, bank, n: int) -> None:
     for section, metric, value, unit, extra in bench_linking(bank, n):
         rows.add(section, metric, value, unit, **extra)
 
 
-def run_bench(*, sizes=(10_000, 100_000), seed: int = 7, log: Callable = print, workdir: str | None = None) -> dict:
-    """Measure every budget; returns {"rows": [...], "machine": {...}, "peak_memory_mb": ...}."""
-    rows = _Rows(log)
+def run_bench(*, sizes=(10_000, 100_000), seed: int = 7, log: Callable = print, workdir: str | None = None,
+              extra: tuple = ()) -> dict:
+    """Measure every budget; returns {"rows": [...], "machine": {...}, "peak_memory_mb": ...}.
+    ``extra``: more sections, each ``fn(rows: BenchRows)`` (the faces add their own, e.g. the views)."""
+    rows = BenchRows(log)
     started = time.perf_counter()
     log("fold")
     _bench_fold(rows, seed)
@@ -271,6 +275,8 @@ def run_bench(*, sizes=(10_000, 100_000), seed: int = 7, log: Callable = print, 
     finally:
         if workdir is None:
             shutil.rmtree(root, ignore_errors=True)
+    for section in extra:
+        section(rows)
     return {
         "rows": rows.rows,
         "machine": {"cpus": os.cpu_count(), "load_avg": os.getloadavg()},
