@@ -97,7 +97,7 @@ def _eval(args):
     from kbtools.evaluate import ReaderAgent, run_hoplab, run_replay
     from kbtools.store.bank import open_bank
 
-    bank = open_bank(args.path, readonly=args.which in ("judge", "links"))
+    bank = open_bank(args.path, readonly=True)  # an evaluation never writes the bank it reads
     if args.which == "judge":
         from kbtools.evaluate.judging import evaluate_judge
 
