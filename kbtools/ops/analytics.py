@@ -19,7 +19,6 @@ from kbtools.graph import community as _communities
 from kbtools.graph import holes as _holes
 from kbtools.graph import paths as _paths
 from kbtools.model.answer import Answer
-from kbtools.errors import EntryNotFound
 from kbtools.graph.build import Adjacency
 from kbtools.graph.build import to_igraph as _to_igraph
 from kbtools.retrieval.pipeline import query
@@ -53,10 +52,7 @@ def adjacency(bank: Bank, *, trusted_only: bool = False) -> Adjacency:
 
 
 def _require(bank: Bank, *ids: str) -> None:
-    known = bank.entries.filter(pl.col("id").is_in(list(ids)))["id"].to_list()
-    for i in ids:
-        if i not in known:
-            raise EntryNotFound(i)
+    bank.require_entries(ids)
 
 
 def recall(bank: Bank, text: str, *, links: int = 3, k: int = 8, fold: bool = True, record_usage: bool = True,

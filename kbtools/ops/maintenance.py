@@ -17,7 +17,7 @@ import numpy as np
 import polars as pl
 
 from kbtools.linker.fading import plan_decay, plan_reinforce
-from kbtools.errors import EdgeRuleError, EntryNotFound, ValidationError
+from kbtools.errors import EdgeRuleError, ValidationError
 from kbtools.linker import LinkerSettings, LinkScore, plan_connect
 from kbtools.linker import explain as _explain
 from kbtools.store.bank import Bank, utcnow
@@ -110,9 +110,7 @@ def explain(bank: Bank, a: str, b: str, *, cosine: float | None = None,
     >>> kb.explain(bank, f, p, cosine=0.301).type
     'resolves'
     """
-    for i in (a, b):
-        if bank.entries.filter(pl.col("id") == i).height == 0:
-            raise EntryNotFound(i, "explain")
+    bank.require_entries((a, b), where="explain")
     settings = settings or linker_settings(bank)
     if cosine is not None:
         value = float(cosine)
@@ -143,9 +141,7 @@ def reinforce(bank: Bank, ids: Sequence[str], *, actor: str = "feedback") -> dic
     """Hebbian reinforcement of the fading links among ``ids`` (entries used together successfully):
     w <- w + 0.2 (1 - w) from the faded weight, seen = now."""
     ids = list(ids)
-    for i in ids:
-        if bank.entries.filter(pl.col("id") == i).height == 0:
-            raise EntryNotFound(i, "reinforce")
+    bank.require_entries(ids, where="reinforce")
     updated = plan_reinforce(bank.edges, ids, now=utcnow())
     if updated.height:
         edit_edges(bank, add=updated, actor=actor, reason="reinforced: used together successfully", replace=True,
@@ -159,9 +155,7 @@ def feedback(bank: Bank, fix_id: str, problem_ids: Sequence[str], *, actor: str 
     problem_ids = [p for p in problem_ids if p != fix_id]
     if not problem_ids:
         raise ValidationError("problem_ids", problem_ids, "name at least one problem other than the fix")
-    for i in (fix_id, *problem_ids):
-        if bank.entries.filter(pl.col("id") == i).height == 0:
-            raise EntryNotFound(i, "feedback")
+    bank.require_entries((fix_id, *problem_ids), where="feedback")
     edges = bank.edges
     add, remove = [], []
     for p in problem_ids:

@@ -362,18 +362,6 @@ def plan_merge_entries(edges: pl.DataFrame, *, keep: str, remove: Sequence[str],
 # committing
 
 
-def _require_ids(bank: Bank, ids: Iterable[str], where: str) -> None:
-    present = set(bank.entries["id"].to_list()) if bank.entries.height < 64 else None
-    for eid in ids:
-        if not isinstance(eid, str):
-            raise ValidationError("id", eid, "an entry id is a string of 8 hex characters")
-        if present is not None:
-            if eid not in present:
-                raise EntryNotFound(eid, where)
-        elif bank.entries.filter(pl.col("id") == eid).height == 0:
-            raise EntryNotFound(eid, where)
-
-
 def report_learning(
     bank: Bank,
     *,
@@ -518,9 +506,8 @@ def update_entry(bank: Bank, entry_id: str, *, actor: str, reason: str | None = 
 
     def plan(b: Bank) -> Plan:
         now = utcnow()
+        b.require_entries([entry_id], where="update_entry")
         cur = b.entries.filter(pl.col("id") == entry_id)
-        if cur.height == 0:
-            raise EntryNotFound(entry_id, "update_entry")
         old = cur.row(0, named=True)
         new = dict(old)
         for name, value in fields.items():
@@ -695,8 +682,7 @@ def delete_entry(bank: Bank, entry_id: str, *, reason: str, actor: str) -> dict:
 
     def plan(b: Bank) -> Plan:
         now = utcnow()
-        if b.entries.filter(pl.col("id") == entry_id).height == 0:
-            raise EntryNotFound(entry_id, "delete_entry")
+        b.require_entries([entry_id], where="delete_entry")
         edges = b.edges
         bridges = plan_bridges(entry_id, edges, now=now, actor=actor)
         gone = edges.filter((pl.col("src") == entry_id) | (pl.col("dst") == entry_id))
@@ -733,7 +719,7 @@ def merge_entries(bank: Bank, *, keep: str, remove: Sequence[str], reason: str, 
     out: dict = {}
 
     def plan(b: Bank) -> Plan:
-        _require_ids(b, [keep, *remove], "merge_entries")
+        b.require_entries([keep, *remove], where="merge_entries")
         changes, counts = plan_merge_entries(b.edges, keep=keep, remove=remove, actor=actor, reason=reason, now=utcnow())
         out.update(counts)
         return changes
@@ -752,7 +738,7 @@ def split_entry(bank: Bank, entry_id: str, *, parts: Sequence[dict], reason: str
 
     def plan(b: Bank) -> Plan:
         now = utcnow()
-        _require_ids(b, [entry_id], "split_entry")
+        b.require_entries([entry_id], where="split_entry")
         taken = set(b.entries["id"].to_list())
         rows = []
         for i, part in enumerate(parts):

@@ -402,6 +402,25 @@ class Bank:
 
         return scan(self, table)
 
+    def require_entries(self, ids, *, where: str = "") -> None:
+        """The one existence check: raise :class:`~kbtools.errors.EntryNotFound` naming the first of
+        ``ids`` that is not an entry of this snapshot (a ValidationError for a non-string id).
+
+        >>> import tempfile, pathlib
+        >>> create_bank(pathlib.Path(tempfile.mkdtemp()) / "b").require_entries(["0badf00d"], where="link")
+        Traceback (most recent call last):
+        ...
+        kbtools.errors.EntryNotFound: link: entry 0badf00d does not exist in this bank
+        """
+        from kbtools.errors import EntryNotFound, ValidationError
+
+        known = self.derived("entry-ids", lambda: frozenset(self.entries["id"].to_list()), on=("entries",))
+        for eid in ids:
+            if not isinstance(eid, str):
+                raise ValidationError("id", eid, "an entry id is a string of 8 hex characters")
+            if eid not in known:
+                raise EntryNotFound(eid, where)
+
     def vector_segment_ids(self, segment: dict) -> np.ndarray:
         """The entry ids of one vector segment (as listed by :meth:`vector_segments`)."""
         return np.load(inside(self.path, segment["ids"]), allow_pickle=False).astype(str)
