@@ -359,3 +359,40 @@ def test_the_views_bench_section_adds_measured_rows():
     bench_views(rows, sizes=(300,))
     assert [r["metric"] for r in rows.rows] == ["3D layout (cached per bank version afterwards)", "graph figure build", "figure to JSON"]
     assert all(r["value"] >= 0 for r in rows.rows)
+
+
+def _crossings(positions: pl.DataFrame, edges: pl.DataFrame) -> int:
+    """Pairs of edges between the same two levels of one flow that cross."""
+    count = 0
+    for flow in positions["flow"].unique().to_list():
+        part = positions.filter(pl.col("flow") == flow)
+        at = {r["id"]: (r["x"], r["y"]) for r in part.iter_rows(named=True)}
+        links = [(at[s], at[d]) for s, d in zip(edges["src"], edges["dst"]) if s in at and d in at]
+        for i, (a0, a1) in enumerate(links):
+            for b0, b1 in links[i + 1:]:
+                if a0[0] == b0[0] and a1[0] == b1[0] and (a0[1] - b0[1]) * (a1[1] - b1[1]) < 0:
+                    count += 1
+    return count
+
+
+def test_flows_are_laid_out_without_needless_crossings():
+    """Two parallel lanes whose second level is listed crosswise: the Sugiyama layout uncrosses them."""
+    import json as _json
+
+    ids = ["s", "a", "b", "a2", "b2", "end"]
+    titles = ["start", "zeta first", "alpha second", "follows zeta", "follows alpha", "end"]
+    meta = _json.dumps({"flow": "f"})
+    entries = pl.DataFrame({"id": ids, "kind": ["step"] * 6, "title": titles, "metadata": [meta] * 6})
+    pairs = [("s", "a"), ("s", "b"), ("a", "b2"), ("b", "a2"), ("a2", "end"), ("b2", "end")]
+    edges = pl.DataFrame({"src": [p[0] for p in pairs], "dst": [p[1] for p in pairs], "type": ["precedes"] * 6,
+                          "note": [None] * 6})
+    positions = kb.views.flows.flow_positions(entries, edges)
+    assert _crossings(positions, edges) == 0
+    assert positions.group_by("x").agg(pl.col("y").n_unique() == pl.len())["y"].all()  # no two share a spot
+
+
+def test_the_demo_holes_view_has_few_crossings(biz):
+    positions = kb.views.flows.flow_positions(biz.entries, biz.edges)
+    precedes = biz.edges.filter(pl.col("type") == "precedes")
+    assert _crossings(positions, precedes) == 0
+    assert positions.group_by("flow", "x").agg(pl.col("y").n_unique() == pl.len())["y"].all()

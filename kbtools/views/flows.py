@@ -87,18 +87,21 @@ def holes_figure(entries: pl.DataFrame, edges: pl.DataFrame, holes: pl.DataFrame
         flows = [flow]
     hole_rows = _hole_text(holes)
     titles = [f"{f}  ·  {hole_rows.filter(pl.col('flow') == f).height} holes" for f in flows]
+    spans = [1.0 + float(np.ptp(positions.filter(pl.col("flow") == f)["y"].to_numpy())) for f in flows] or [1.0]
     fig = make_subplots(rows=max(1, len(flows)), cols=1, subplot_titles=titles or ["no process flows"],
-                        vertical_spacing=0.18 / max(1, len(flows)) ** 0.5)
+                        vertical_spacing=0.18 / max(1, len(flows)) ** 0.5, row_heights=spans)
     for row, name in enumerate(flows, 1):
-        _draw_flow(fig, row, name, positions.filter(pl.col("flow") == name), edges,
-                   hole_rows.filter(pl.col("flow") == name))
+        part = positions.filter(pl.col("flow") == name)
+        _draw_flow(fig, row, name, part, edges, hole_rows.filter(pl.col("flow") == name))
+        if part.height:  # room for the labels above the top row and below the artifacts
+            fig.update_yaxes(range=[float(part["y"].min()) - 0.8, float(part["y"].max()) + 0.9], row=row, col=1)
     fig.update_xaxes(visible=False)
     fig.update_yaxes(visible=False)
     fig.update_layout(
         title={"text": f"Workflow holes · {len(flows)} flow{'s' if len(flows) != 1 else ''} · "
                        f"{hole_rows.filter(pl.col('flow').is_in(flows)).height} holes (red rings)", "x": 0.01},
         paper_bgcolor=BACKGROUND, plot_bgcolor=BACKGROUND, font={"color": FOREGROUND}, showlegend=False,
-        height=110 + 330 * max(1, len(flows)), margin={"l": 20, "r": 20, "t": 80, "b": 20},
+        height=int(110 + sum(120 + 70 * span for span in spans)), margin={"l": 20, "r": 20, "t": 80, "b": 20},
         hoverlabel={"bgcolor": "#1c2541", "font": {"color": FOREGROUND}, "align": "left"})
     fig.update_annotations(font={"color": FOREGROUND})
     return fig
@@ -153,18 +156,29 @@ def _depths(count: int, order: np.ndarray) -> np.ndarray:
 
 
 def _spread(depth: np.ndarray, order: np.ndarray, titles: list[str]) -> np.ndarray:
-    """Vertical positions within each level, ordered by the mean height of each node's predecessors."""
-    y = np.zeros(len(depth))
-    for level in np.unique(depth):
-        members = np.flatnonzero(depth == level)
-        key = []
-        for m in members:
-            preds = order[order[:, 1] == m, 0]
-            preds = preds[depth[preds] < level]
-            key.append((float(y[preds].mean()) if len(preds) else 0.0, titles[m]))
-        ranked = members[sorted(range(len(members)), key=lambda i: key[i])]
-        y[ranked] = np.arange(len(ranked)) - (len(ranked) - 1) / 2
-    return y
+    """Vertical positions within each level: igraph's Sugiyama layout on the levels given (its
+    barycentre sweeps reduce edge crossings, long edges run through virtual nodes), centred on 0.
+    Back edges of cycles are left out of the layout (they are still drawn)."""
+    if len(depth) == 0:
+        return np.zeros(0)
+    levels = depth.astype(np.int64)
+    forward = [(int(a), int(b)) for a, b in order if levels[a] < levels[b]]
+    graph = ig.Graph(n=len(depth), edges=forward, directed=True)
+    graph.vs["title"] = titles
+    coords = np.asarray(graph.layout_sugiyama(layers=levels.tolist(), hgap=1, vgap=1).coords, dtype=float)
+    y = coords[: len(depth), 0]
+    return y - (y.min() + y.max()) / 2
+
+
+def _label_sides(part: pl.DataFrame, pos: pl.DataFrame) -> list[str]:
+    """Each label under its node unless another node sits just below it in the same column: then
+    above, so that two neighbours' labels never stack on each other."""
+    xs, ys = pos["x"].to_numpy(), pos["y"].to_numpy()
+    sides = []
+    for x, y in zip(part["x"].to_list(), part["y"].to_list()):
+        below = (np.abs(xs - x) < 0.35) & (ys < y) & (ys > y - 1.05)
+        sides.append("top center" if below.any() else "bottom center")
+    return sides
 
 
 def _place_artifacts(nodes: pl.DataFrame, edges: pl.DataFrame, placed: pl.DataFrame) -> pl.DataFrame:
@@ -224,8 +238,8 @@ def _draw_flow(fig, row: int, name: str, pos: pl.DataFrame, edges: pl.DataFrame,
             continue
         fig.add_trace(go.Scatter(
             x=part["x"].to_list(), y=part["y"].to_list(), mode="markers+text", name=f"{name}: {kind}s",
-            text=["<br>".join(textwrap.wrap(t or "", 16)) for t in part["title"]], textposition="bottom center",
-            textfont={"size": 10, "color": FOREGROUND}, customdata=part["id"].to_list(),
+            text=["<br>".join(textwrap.wrap(t or "", 16)) for t in part["title"]], textposition=_label_sides(part, pos),
+            textfont={"size": 10, "color": FOREGROUND}, customdata=part["id"].to_list(), cliponaxis=False,
             hovertext=[hover_text(t, None, f"{k}{f' ({g} gateway)' if g else ''} · {i}", f"owner: {o}" if o else "no owner")
                        for t, k, i, o, g in zip(part["title"], part["kind"], part["id"], part["owner"], part["gateway"])],
             hovertemplate="%{hovertext}<extra></extra>",
