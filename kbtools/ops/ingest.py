@@ -35,6 +35,7 @@ from kbtools.errors import KbError, ValidationError
 from kbtools.linker.citations import document_keys, normalize_key, plan_pattern_citations
 from kbtools.linker.sections import SECTION_CAP, first_sentence, format_of, split_at_paragraphs, split_sections
 from kbtools.model.vocab import EDGE_TYPES
+from kbtools.ops.interchange import json_lines
 from kbtools.store.bank import Bank
 
 __all__ = ["Document", "EdgeMap", "IngestPlan", "parse_edge_map", "read_documents", "plan_ingest", "ingest",
@@ -147,32 +148,24 @@ def read_documents(source: str | os.PathLike, *, text_field: str = "text", key_f
 
 
 def _records(path: Path, text_field: str, key_field: str | None, fmt: str | None) -> Iterable[Document]:
-    with _open_text(path) as fh:
-        for line_no, line in enumerate(fh, 1):
-            if not line.strip():
-                continue
-            try:
-                obj = json.loads(line)
-            except ValueError as err:
-                raise ValidationError("line", line.strip()[:60], f"{path.name}: not valid JSON ({err.msg})",
-                                      row=line_no) from None
-            if not isinstance(obj, dict):
-                raise ValidationError("line", obj, f"{path.name}: each line is a JSON object", row=line_no)
-            fields = {k: v for k, v in obj.items() if not isinstance(v, dict)}
-            for v in obj.values():
-                if isinstance(v, dict):
-                    for k2, v2 in v.items():
-                        fields.setdefault(k2, v2)
-            text = fields.get(text_field)
-            if not isinstance(text, str):
-                raise ValidationError(text_field, text, f"{path.name}: each record needs a text field "
-                                                        f"{text_field!r} holding a string (--text-field)", row=line_no)
-            key = fields.get(key_field) if key_field else line_no
-            if key is None:
-                raise ValidationError(key_field, None, f"{path.name}: the record has no key field {key_field!r}",
-                                      row=line_no)
-            name = str(fields.get("path") or f"{path.name}:{line_no}")
-            yield Document(str(key), name, text, fmt or format_of(name), fields)
+    """Documents from JSONL records (the reader ``kb import`` uses: line numbers, UTF-8, JSON checks);
+    nested objects (a ``headers`` block) are flattened into the record's fields."""
+    for line_no, obj in json_lines(path):
+        fields = {k: v for k, v in obj.items() if not isinstance(v, dict)}
+        for v in obj.values():
+            if isinstance(v, dict):
+                for k2, v2 in v.items():
+                    fields.setdefault(k2, v2)
+        text = fields.get(text_field)
+        if not isinstance(text, str):
+            raise ValidationError(text_field, text, f"{path.name}: each record needs a text field "
+                                                    f"{text_field!r} holding a string (--text-field)", row=line_no)
+        key = fields.get(key_field) if key_field else line_no
+        if key is None:
+            raise ValidationError(key_field, None, f"{path.name}: the record has no key field {key_field!r}",
+                                  row=line_no)
+        name = str(fields.get("path") or f"{path.name}:{line_no}")
+        yield Document(str(key), name, text, fmt or format_of(name), fields)
 
 
 # ------------------------------------------------------------------------------------------ plan

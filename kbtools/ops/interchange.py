@@ -14,6 +14,7 @@ for the first JSONL line / Parquet row) and the bank is left as it was.
 
 from __future__ import annotations
 
+import gzip
 import json
 import os
 from datetime import datetime, timezone
@@ -61,7 +62,7 @@ def read_rows(path: str | os.PathLike, table: str) -> pl.DataFrame:
         _check_aliases(frame.columns, table, path.name, None)
         frame = frame.with_columns(pl.int_range(1, frame.height + 1, dtype=pl.Int64).alias("_line"))
     elif path.suffix in (".jsonl", ".ndjson", ".json"):
-        frame = _frame_from_dicts(list(_json_lines(path)), table, path.name)
+        frame = _frame_from_dicts(list(json_lines(path)), table, path.name)
     else:
         raise KbError(f"{path}: unsupported file type {path.suffix!r}; use .jsonl or .parquet")
     if table == "edges":
@@ -69,9 +70,10 @@ def read_rows(path: str | os.PathLike, table: str) -> pl.DataFrame:
     return frame
 
 
-def _json_lines(path: Path):
-    """``(line number, object)`` for each non-blank line of a JSONL file (blank lines counted)."""
-    with open(path, "rb") as fh:
+def json_lines(path: Path):
+    """``(line number, object)`` for each non-blank line of a JSONL file, gzipped or not (blank lines
+    counted); a line that is not UTF-8, not JSON or not an object is a ValidationError naming it."""
+    with (gzip.open(path, "rb") if path.suffix == ".gz" else open(path, "rb")) as fh:
         for line_no, raw in enumerate(fh, start=1):
             if line_no == 1 and raw.startswith(b"\xef\xbb\xbf"):
                 raw = raw[3:]  # a UTF-8 byte order mark
