@@ -269,3 +269,13 @@ def test_cli_holes_format_bpmn(tmp_path):
     bad = subprocess.run([sys.executable, "-m", "kbtools", "holes", str(tmp_path / "bank"), "--format", "bpmn"],
                          capture_output=True, text=True, cwd=ROOT, timeout=120)
     assert bad.returncode != 0 and "--out" in bad.stderr + bad.stdout
+
+
+def test_kb_ingest_hands_a_bpmn_file_to_the_bpmn_importer(tmp_path, capsys):
+    from kbtools.cli.main import main
+
+    assert main(["ingest", str(tmp_path / "b"), "--create", "--from", str(DATA / "deadlock.bpmn"), "--json"]) == 0
+    report = json.loads(capsys.readouterr().out)
+    assert report["holes"] == 1 and report["dry_run"] is False
+    holes = kb.workflow_holes(kb.open_bank(tmp_path / "b"))
+    assert holes["hole"].to_list() == ["deadlock"]
