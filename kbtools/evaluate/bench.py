@@ -249,11 +249,22 @@ def _bench_linker(rows: BenchRows, bank, n: int) -> None:
 
 
 def run_bench(*, sizes=(10_000, 100_000), seed: int = 7, log: Callable = print, workdir: str | None = None,
-              extra: tuple = ()) -> dict:
+              extra: tuple = (), only: str | None = None) -> dict:
     """Measure every budget; returns {"rows": [...], "machine": {...}, "peak_memory_mb": ...}.
-    ``extra``: more sections, each ``fn(rows: BenchRows)`` (the faces add their own, e.g. the views)."""
+    ``extra``: more sections, each ``fn(rows: BenchRows)`` (the faces add their own, e.g. the views);
+    ``only="linker"`` runs the linker rows alone (synthetic banks of each size, no store)."""
     rows = BenchRows(log)
     started = time.perf_counter()
+    if only not in (None, "linker"):
+        from kbtools.errors import ValidationError
+
+        raise ValidationError("only", only, "must be 'linker' (or nothing: every section)")
+    if only == "linker":
+        for n in sizes:
+            log(f"linker rows at {n} entries")
+            _bench_linker(rows, None, n)
+        return {"rows": rows.rows, "machine": {"cpus": os.cpu_count(), "load_avg": os.getloadavg()},
+                "peak_memory_mb": round(_maxrss_mb(), 1), "duration_s": round(time.perf_counter() - started, 1)}
     log("fold")
     _bench_fold(rows, seed)
     log("embedders on the demo sidecar")
@@ -296,20 +307,33 @@ def format_bench(report: dict) -> str:
     return "\n".join(lines)
 
 
-def bench_linking(bank: Bank, n: int):
-    """Rows for ``kb bench``: write-time linking of one new entry and connect throughput on
-    synthetic banks of 2k and 20k entries (and the bank at hand)."""
+def bench_linking(bank: Bank | None, n: int):
+    """Rows for ``kb bench``: term statistics (build, extend on append), write-time linking of one
+    new entry (without and with 384-d vectors and the neighbour index), connect throughput (the
+    whole bank lexically at 2k and 20k; with vectors, the newest entries of the bank), and the
+    query index after a deletion; each speed row beside an exact numpy scan of the same bank's
+    vectors in the same run (``bank`` is unused: the banks are synthetic, seed 11)."""
 
     rows = []
     sizes = [2_000, 20_000] if n < 50_000 else [n]
     for size in sizes:
         demo = synthetic_bank(entries=size, seed=11)
         ents = demo.entries.with_columns(pl.lit(None).cast(SCHEMAS["entries"]["linked_at"]).alias("linked_at"))
-        t = time.perf_counter()
-        stats = TermStats.build(ents)
-        build_ms = (time.perf_counter() - t) * 1000
         tag = f"linker {size // 1000}k"
-        rows.append((tag, "term statistics build", build_ms, "ms", {}))
+        vectors = np.random.default_rng(0).normal(size=(size, 384)).astype(np.float32)
+        vectors /= np.linalg.norm(vectors, axis=1, keepdims=True)
+        k = iter(range(10**9))
+        scan = float(np.median(_timeit(lambda: _numpy_scan(vectors, next(k) % size, 20), 30)))
+        base = {"baseline": "exact numpy scan of one entry", "baseline_value": scan}
+        t = time.perf_counter()
+        stats = TermStats.build(ents.head(size - 100))
+        head_ms = (time.perf_counter() - t) * 1000
+        t = time.perf_counter()
+        stats = stats.extend(ents)
+        extend_ms = (time.perf_counter() - t) * 1000
+        rows.append((tag, "term statistics build", head_ms, "ms",
+                     {**base, "note": f"identifiers on; the first {size - 100:,} entries (target: under 5 s at 100k)"}))
+        rows.append((tag, "term statistics extended by 100 appended entries", extend_ms, "ms", base))
         newest = ents.sort("created_at")["id"].tail(20).to_list()
         lat = []
         for eid in newest:
@@ -318,7 +342,12 @@ def bench_linking(bank: Bank, n: int):
             lat.append((time.perf_counter() - t) * 1000)
         rows.append((tag, "link one new entry, p50", float(np.median(lat)), "ms",
                      {"budget": 5.0 if size >= 100_000 else None, "note": "the seed's linker: ~20 ms at 2k on SQLite"}))
-        rows.append(_bench_with_vectors(tag, ents, demo, stats, newest, size))
+        index = new_neighbour_index(vectors)
+        faiss_threads(max(1, min(8, os.cpu_count() or 1)))
+        index.add(vectors)
+        faiss_threads(1)
+        rows.append(_bench_with_vectors(tag, ents, demo, stats, newest, size, vectors, index, base))
+        rows.append(_bench_connect_vectors(tag, ents, demo, stats, vectors, index, scan))
         if size <= 20_000:
             t = time.perf_counter()
             plan = plan_connect(ents, demo.edges, demo.triples, stats=stats)
@@ -328,17 +357,17 @@ def bench_linking(bank: Bank, n: int):
             rows.append((tag, "connect throughput", size / secs, "entries/s",
                          {"note": f"{auto.height} links in {secs:.1f} s; links per entry mean {2 * auto.height / size:.2f}, "
                                   f"max {int(deg.max())}; the seed: 2,000 memories -> 10,000 links in 66 s"}))
+        rows.extend(_bench_deletion(tag, ents, vectors, size))
     return rows
 
 
-def _bench_with_vectors(tag, ents, demo, stats, newest, size):
+def _numpy_scan(vectors: np.ndarray, row: int, k: int) -> np.ndarray:
+    scores = vectors @ vectors[row]
+    return np.argpartition(-scores, k)[:k]
+
+
+def _bench_with_vectors(tag, ents, demo, stats, newest, size, vectors, index, base):
     """Linking one new entry with random unit 384-d vectors and the neighbour index (flat or HNSW)."""
-    vectors = np.random.default_rng(0).normal(size=(size, 384)).astype(np.float32)
-    vectors /= np.linalg.norm(vectors, axis=1, keepdims=True)
-    index = new_neighbour_index(vectors)
-    faiss_threads(max(1, min(8, os.cpu_count() or 1)))
-    index.add(vectors)
-    faiss_threads(1)
     lat = []
     for eid in newest:
         t = time.perf_counter()
@@ -346,4 +375,44 @@ def _bench_with_vectors(tag, ents, demo, stats, newest, size):
         lat.append((time.perf_counter() - t) * 1000)
     kind = "flat" if size < NEIGHBOURS_FLAT_BELOW else "HNSW"
     return (tag, "link one new entry with vectors, p50", float(np.median(lat)), "ms",
-            {"budget": 5.0 if size >= 100_000 else None, "note": f"384-d, {kind} neighbour index"})
+            {**base, "budget": 3.0 if size >= 100_000 else None, "note": f"384-d, {kind} neighbour index"})
+
+
+def _bench_connect_vectors(tag, ents, demo, stats, vectors, index, scan_ms, count: int = 2_000):
+    """connect with vectors and the neighbour index over the bank's newest ``count`` entries (the
+    others created earlier: each sees the whole bank), in entries per second, beside the rate of
+    a bare exact numpy scan per entry."""
+    ids = ents.sort("created_at")["id"].tail(count).to_list()
+    t = time.perf_counter()
+    plan = plan_connect(ents, demo.edges, demo.triples, ids=ids, vectors=vectors, neighbors=index, stats=stats)
+    secs = time.perf_counter() - t
+    return (tag, f"connect throughput with vectors (newest {len(ids):,})", len(ids) / secs, "entries/s",
+            {"baseline": "exact numpy scan, one entry at a time", "baseline_value": 1000.0 / scan_ms,
+             "note": f"{plan.report['links']} links in {secs:.1f} s; target 5,000/s at 100k"})
+
+
+def _bench_deletion(tag, ents, vectors, size):
+    """The query index after one entry is deleted: masked in place (``_grown``) against a full
+    rebuild of the same kind (HNSW from 50k entries, flat below), and a masked search's p50."""
+    from kbtools.retrieval.index import DEFAULT_WEIGHTS, VectorIndex
+    from kbtools.retrieval.search import _grown
+
+    kind = "hnsw" if size >= 50_000 else "flat"
+    ids = np.asarray(ents["id"].to_list())
+    threads = max(1, min(8, os.cpu_count() or 1))
+    t = time.perf_counter()
+    index = VectorIndex.build(ids.tolist(), vectors, kind=kind, threads=threads)
+    rebuild_ms = (time.perf_counter() - t) * 1000
+    index.segments = ["bench"]
+    live = np.ones(size, bool)
+    live[size // 2] = False
+    nothing_new = np.broadcast_to(vectors[:1, None, :], (size - 1, 4, vectors.shape[1]))  # no row is added
+    t = time.perf_counter()
+    grown = _grown(index, ["bench"], ids[live], nothing_new, DEFAULT_WEIGHTS)
+    masked_ms = (time.perf_counter() - t) * 1000
+    assert grown is index and index.n_dead == 1
+    q = iter(range(10**9))
+    lat = _timeit(lambda: index.search(vectors[next(q) % size][None], 8), 50)
+    return [(tag, f"query index after a deletion ({kind})", masked_ms, "ms",
+             {"baseline": "full rebuild", "baseline_value": rebuild_ms,
+              "note": f"masked in place, rebuilt past 20 % dead rows; masked search p50 {np.median(lat):.2f} ms"})]

@@ -345,6 +345,7 @@ class _EdgeIndex:
     def __init__(self, frame: pl.DataFrame, row_of: dict):
         frame = conform(frame, "edges").with_columns(frame["_orig"], pl.col("created_at", "seen_at").dt.epoch("us"))
         self.frame = frame.select(_EDGE_COLUMNS)
+        self._cols = None
         n = len(row_of)
         if frame.height <= 20_000:  # a few edges: the dictionary beats hashing every id of the bank
             src = np.array([row_of.get(x, -1) for x in frame["src"].to_list()], dtype=np.int64)
@@ -360,6 +361,15 @@ class _EdgeIndex:
         self.start = np.searchsorted(end_rows[order], np.arange(n + 1))
         sup = known[(frame["type"].to_numpy()[known] == "supersedes")] if known.size else known
         self.replaced_by = dict(zip(dst[sup].tolist(), src[sup].tolist()))
+
+    def rows(self, edges) -> list[tuple]:
+        """The rows of these edges (positions in ``frame``) as tuples of ``_EDGE_COLUMNS``; the
+        columns are read into Python once per index (a polars gather per entry costs a thread-pool
+        round trip, milliseconds on a busy machine)."""
+        if self._cols is None:
+            self._cols = [np.array(self.frame[c].to_list() + [None], dtype=object)[:-1] for c in _EDGE_COLUMNS]
+        edges = np.asarray(edges, np.int64)
+        return list(zip(*(col[edges].tolist() for col in self._cols)))
 
     def edges_near(self, rows) -> np.ndarray:
         rows = np.asarray(rows, np.int64)
@@ -421,7 +431,7 @@ class _State:
             return
         self.loaded_edges.update(near)
         row_of = self.st.row_of
-        for orig, src, dst, typ, source, note, evid, weight, by, created, seen in self.index.frame[near].iter_rows():
+        for orig, src, dst, typ, source, note, evid, weight, by, created, seen in self.index.rows(near):
             rec = dict(src=row_of[src], dst=row_of[dst], type=normalize_type(typ), source=source, note=note,
                        evidence=evid, weight=1.0 if weight is None else weight, created_by=by, created_us=created,
                        seen_us=seen if seen is not None else created, orig=orig,
@@ -624,12 +634,9 @@ class _State:
              "created_at": r["created_us"], "seen_at": r["seen_us"]}
             for r in self.added.values()
         ]
-        schema = dict(SCHEMAS["edges"]) | {"created_at": pl.Int64, "seen_at": pl.Int64}
-        add = pl.DataFrame(add_rows, schema=schema, orient="row").with_columns(
-            pl.col("created_at", "seen_at").cast(pl.Datetime("us")).dt.replace_time_zone("UTC")
-        )
+        add = _edge_frame(add_rows)
         orig = sorted(self.removed.values())
-        remove = conform(self.ctx.edges_input[orig] if orig else self.ctx.edges_input.clear(), "edges")
+        remove = conform(self.ctx.edges_input[orig], "edges") if orig else pl.DataFrame(schema=SCHEMAS["edges"])
         now = dt.datetime.fromtimestamp(self.ctx.now_us / 1e6, dt.timezone.utc)
         updates = pl.DataFrame(
             {"id": [self.st.ids[r] for r in self.updates],
@@ -646,6 +653,21 @@ class _State:
         if self.ctx.neighbors is not None:
             report["nn_exact"] = int(self.counts["nn_exact"])  # entries that fell back to the exact scan
         return LinkPlan(add=add, remove=remove, entry_updates=updates, report=report)
+
+
+def _edge_frame(rows: list[dict]) -> pl.DataFrame:
+    """Edges-schema frame of planned edges (times in epoch microseconds), built column by column
+    (no lazy query: one planned entry must not wait on polars' thread pool)."""
+    schema = SCHEMAS["edges"]
+    if not rows:
+        return pl.DataFrame(schema=schema)
+    cols = {}
+    for name, dtype in schema.items():
+        values = [r[name] for r in rows]
+        if name in ("created_at", "seen_at"):
+            values = np.array(values, dtype="datetime64[us]")
+        cols[name] = pl.Series(name, values, dtype=dtype)
+    return pl.DataFrame(cols)
 
 
 def _pair(a: int, b: int) -> tuple[int, int]:

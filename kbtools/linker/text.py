@@ -67,16 +67,22 @@ def content_words(text: str) -> list[tuple[str, str]]:
     [('plant', "plant's"), ('plc', 'PLC'), ('network', 'network'), ('subnet', 'subnet')]
     """
     out = []
-    for match in WORD_RE.finditer(text):
-        surface = match.group(0)
-        word = surface.lower().split("'")[0]
-        if len(word) < 2 or word in _DROP:
-            continue
-        stemmed = stem(word)
-        if stemmed in _DROP:
-            continue
-        out.append((stemmed, surface))
+    for surface in WORD_RE.findall(text):
+        stemmed = _content_stem(surface)
+        if stemmed is not None:
+            out.append((stemmed, surface))
     return out
+
+
+@lru_cache(maxsize=1 << 18)
+def _content_stem(surface: str) -> str | None:
+    """The stem of a word as written, or None when it is not a content word (memoised: a bank
+    repeats its words)."""
+    word = surface.lower().split("'")[0]
+    if len(word) < 2 or word in _DROP:
+        return None
+    stemmed = stem(word)
+    return None if stemmed in _DROP else stemmed
 
 
 # ---------------------------------------------------------------- Porter (1980), compact

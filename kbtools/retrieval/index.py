@@ -36,6 +36,7 @@ __all__ = [
     "index_kind",
     "APPROXIMATE_FROM",
     "check_fingerprint",
+    "MAX_DEAD_SHARE",
 ]
 
 #: The search dimensions of an entry, in the order of axis 1 of a (n, 4, d) vector array.
@@ -49,6 +50,8 @@ INDEX_KINDS: Final[tuple[str, ...]] = ("flat", "hnsw", "ivf", "sq8", "hnsw_sq8",
 APPROXIMATE_FROM: Final[int] = 50_000
 #: Lists an ``ivf_sq8`` query visits.
 IVF_NPROBE: Final[int] = 24
+#: Share of dead (removed) rows past which a grown index is rebuilt instead of masked further.
+MAX_DEAD_SHARE: Final[float] = 0.2
 _MAGIC = b"KBVX1\n"
 _HNSW_M, _HNSW_EF_CONSTRUCTION, _HNSW_EF_SEARCH = 32, 80, 128
 
@@ -140,19 +143,25 @@ class VectorIndex:
     """A faiss index over one vector per entry, with positions mapped back to string ids.
 
     ``fingerprint`` is set by the caller (e.g. table version + embedder name) and checked with
-    :func:`check_fingerprint`. ``add`` changes the index in place.
+    :func:`check_fingerprint`. ``add`` changes the index in place; ``remove`` marks rows dead in
+    place (a mask of live rows that every search filters through a faiss ``IDSelectorBitmap``: HNSW
+    cannot delete, and a mask never renumbers the rows). ``size`` counts live rows,
+    ``dead_share`` the share of dead ones (rebuild past :data:`MAX_DEAD_SHARE`).
 
     >>> index = VectorIndex.build(["x", "y"], np.eye(2, dtype=np.float32), fingerprint="v1")
     >>> index.search(np.array([[0.0, 1.0]], np.float32), 1)[1].tolist()
     [['y']]
     >>> VectorIndex.from_bytes(index.to_bytes()).fingerprint
     'v1'
+    >>> index.remove(["y"]); index.search(np.array([[0.0, 1.0]], np.float32), 1)[1].tolist(), index.size
+    ([['x']], 1)
     """
 
     faiss_index: object
     ids: np.ndarray
     kind: str = "flat"
     fingerprint: str = ""
+    dead: np.ndarray | None = None  #: per row, True when removed (None: none removed)
 
     @classmethod
     def build(cls, ids: Sequence[str], combined: np.ndarray, *, kind: str = "flat",
@@ -176,8 +185,72 @@ class VectorIndex:
 
     @property
     def size(self) -> int:
-        """How many vectors the index holds."""
-        return int(self.faiss_index.ntotal)
+        """How many live vectors the index holds (rows removed by :meth:`remove` do not count)."""
+        return int(self.faiss_index.ntotal) - self.n_dead
+
+    @property
+    def n_dead(self) -> int:
+        """Rows removed in place (still in faiss, filtered out of every search)."""
+        return 0 if self.dead is None else int(np.count_nonzero(self.dead))
+
+    @property
+    def dead_share(self) -> float:
+        """Share of the faiss rows that are dead (0.0 for an index nothing was removed from)."""
+        total = int(self.faiss_index.ntotal)
+        return self.n_dead / total if total else 0.0
+
+    def live_ids(self) -> np.ndarray:
+        """The ids of the live rows, in row order."""
+        return self.ids if self.dead is None else self.ids[~self.dead]
+
+    def remove(self, ids: Sequence[str]) -> None:
+        """Mark the rows of ``ids`` dead, in place: searches skip them from now on (the faiss index
+        itself is untouched, so this is cheap for every kind, HNSW included). An id that is not
+        live in the index is refused and nothing is marked.
+
+        >>> index = VectorIndex.build(["a", "b", "c"], np.eye(3, dtype=np.float32))
+        >>> index.remove(["b"]); index.size, round(index.dead_share, 2)
+        (2, 0.33)
+        """
+        ids = np.asarray(list(ids), dtype=str)
+        if ids.size == 0:
+            return
+        live = np.ones(len(self.ids), bool) if self.dead is None else ~self.dead
+        if len(ids) <= 16:  # a few: one vectorised comparison each (np.isin sorts every id)
+            hit = np.zeros(len(self.ids), bool)
+            for x in ids.tolist():
+                hit |= self.ids == x
+            hit &= live
+        else:
+            hit = np.isin(self.ids, ids) & live
+        missing = np.setdiff1d(ids, self.ids[hit])
+        if missing.size:
+            raise ValidationError("ids", missing[0].item(), "is not a live id of the index; nothing was removed")
+        dead = np.zeros(len(self.ids), bool) if self.dead is None else self.dead.copy()
+        dead[hit] = True
+        self.dead = dead
+        self._selector = None
+
+    def _search_params(self):
+        """faiss search parameters that filter out dead rows (None when none is dead)."""
+        if self.dead is None or not self.dead.any():
+            return None
+        held = getattr(self, "_selector", None)
+        if held is not None:
+            return held[0]
+        import faiss
+
+        bitmap = np.packbits(~self.dead, bitorder="little")
+        selector = faiss.IDSelectorBitmap(len(bitmap), faiss.swig_ptr(bitmap))
+        index = self.faiss_index
+        if hasattr(index, "hnsw"):
+            params = faiss.SearchParametersHNSW(sel=selector, efSearch=int(index.hnsw.efSearch))
+        elif hasattr(index, "nprobe"):
+            params = faiss.SearchParametersIVF(sel=selector, nprobe=int(index.nprobe))
+        else:
+            params = faiss.SearchParameters(sel=selector)
+        self._selector = (params, selector, bitmap)  # faiss reads the bitmap in place: keep it alive
+        return params
 
     @property
     def dim(self) -> int:
@@ -195,20 +268,28 @@ class VectorIndex:
         if k < 1:
             raise ValidationError("k", k, "must be at least 1")
         _faiss(threads)
-        scores, positions = self.faiss_index.search(queries, k)
+        params = self._search_params()
+        if params is None:
+            scores, positions = self.faiss_index.search(queries, k)
+        else:
+            scores, positions = self.faiss_index.search(queries, k, params=params)
         found = positions >= 0
-        ids = np.where(found, self.ids[np.where(found, positions, 0)] if self.size else "", "")
+        ids = np.where(found, self.ids[np.where(found, positions, 0)] if len(self.ids) else "", "")
         return np.where(found, scores, -np.inf).astype(np.float32), ids
 
     def add(self, ids: Sequence[str], vectors: np.ndarray, *, threads: int = 1) -> None:
-        """Append vectors under new ids, in place (ids already present are refused)."""
+        """Append vectors under new ids, in place (ids already live are refused; a removed id may
+        come back: its new row is live, its old one stays dead)."""
         ids, vectors = _check_ids_vectors(ids, vectors, self.dim)
-        clash = np.isin(ids, self.ids)
+        clash = np.isin(ids, self.live_ids())
         if clash.any():
             raise ValidationError("ids", ids[clash][0].item(), "is already in the index")
         _faiss(threads)
         self.faiss_index.add(vectors)
         self.ids = np.concatenate([self.ids, ids])
+        if self.dead is not None:
+            self.dead = np.concatenate([self.dead, np.zeros(len(ids), bool)])
+            self._selector = None
 
     def to_bytes(self) -> bytes:
         """The index, its ids, kind and fingerprint as one byte string (for the store to persist)."""

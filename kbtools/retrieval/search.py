@@ -24,7 +24,7 @@ import polars as pl
 from kbtools.model.config import QUERY_DEFAULTS
 from kbtools.retrieval.embedders import Embedder, get_embedder
 from kbtools.errors import EmbedderMismatch, NotEmbedded, ValidationError
-from kbtools.retrieval.index import DEFAULT_WEIGHTS, DIMENSIONS, VectorIndex, combine, index_kind
+from kbtools.retrieval.index import DEFAULT_WEIGHTS, DIMENSIONS, MAX_DEAD_SHARE, VectorIndex, combine, index_kind
 from kbtools.retrieval.lexical import BM25Index, rrf
 from kbtools.store.bank import Bank
 
@@ -121,7 +121,9 @@ def bank_index(bank: Bank, *, kind: str = "auto", weights: Mapping[str, float] |
     """The faiss index over the bank's precombined vectors (active entries only), from memory, from
     the on-disk cache when its fingerprint matches (a file faiss reads itself, memory-mapped where
     the index type allows), or built (and cached). When entries were only added since, the previous
-    index grows by them instead of being rebuilt. ``kind="auto"``: exact below
+    index grows by them instead of being rebuilt, and entries deleted or superseded since are
+    removed from it in place (masked) until dead rows pass ``MAX_DEAD_SHARE`` (20 %) of it, when it
+    is rebuilt. ``kind="auto"``: exact below
     :data:`~kbtools.retrieval.index.APPROXIMATE_FROM` entries, ``ivf_sq8`` from it."""
     weights = _check_weights(weights)
     kind = index_kind(kind, bank.entries.height)
@@ -181,15 +183,25 @@ def _combined(data: np.ndarray, mask: np.ndarray, weights, block: int = 50_000) 
 
 def _grown(prior: VectorIndex | None, segs: list, live: np.ndarray, live_data: np.ndarray, weights,
            rewritten=()) -> VectorIndex | None:
-    """The previous index with only the new entries added, when nothing else changed (else None)."""
+    """The previous index, changed in place, when only entries were added, deleted or superseded
+    since (else None: rebuild). New entries are added; entries that left (deleted, superseded,
+    archived) are removed in place (masked: every search skips them, see ``VectorIndex.remove``)
+    until dead rows would pass :data:`~kbtools.retrieval.index.MAX_DEAD_SHARE` of the index, when
+    it is rebuilt instead."""
     old_segs = getattr(prior, "segments", None)
     if prior is None or old_segs is None or segs[: len(old_segs)] != old_segs:
         return None
-    known = pl.Series(live, dtype=pl.String).is_in(pl.Series(prior.ids, dtype=pl.String).implode()).to_numpy()
-    if known.sum() != prior.size:  # an entry left (deleted, superseded)
-        return None
-    if len(rewritten) and pl.Series(rewritten, dtype=pl.String).is_in(pl.Series(prior.ids, dtype=pl.String).implode()).any():
+    before = prior.live_ids()
+    if len(rewritten) and pl.Series(rewritten, dtype=pl.String).is_in(pl.Series(before, dtype=pl.String).implode()).any():
         return None  # an entry already in the index was re-embedded: its old vector must go
+    live_series = pl.Series(live, dtype=pl.String)
+    gone = ~pl.Series(before, dtype=pl.String).is_in(live_series.implode()).to_numpy()
+    if gone.any():  # an entry left (deleted, superseded, archived)
+        total = len(prior.ids)
+        if (prior.n_dead + int(gone.sum())) > MAX_DEAD_SHARE * total:
+            return None
+        prior.remove(before[gone])
+    known = live_series.is_in(pl.Series(prior.live_ids(), dtype=pl.String).implode()).to_numpy()
     if (~known).any():
         prior.add(live[~known].tolist(), combine(live_data[~known], weights))
     return prior

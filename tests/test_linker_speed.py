@@ -1,0 +1,35 @@
+"""The linker's speed work keeps its answers: the cue flags read by polars over a whole column equal
+the rules' Python patterns per text, and ``kb bench --only`` names what it can run."""
+
+from __future__ import annotations
+
+import numpy as np
+import polars as pl
+import pytest
+
+from kbtools.errors import ValidationError
+from kbtools.evaluate.bench import run_bench
+from kbtools.linker.rules import FIX_RE, PROBLEM_RE, PROGRESS_RE
+from kbtools.linker.terms import _cues
+from kbtools.linker.text import content_words
+
+
+def test_cue_flags_over_a_column_equal_the_patterns_text_by_text(demo_dir):
+    entries = pl.read_parquet(sorted((demo_dir / "engineering" / "tables" / "entries").glob("*.parquet")))
+    texts = (entries["title"].fill_null("") + "\n" + entries["content"].fill_null("")).to_list()
+    texts += ["Found it: the encoder cable on line 3 was loose.", "it TIMED OUT again", "50 % done", "", "can't"]
+    flags = _cues(texts)
+    for name, pattern in (("fix", FIX_RE), ("problem", PROBLEM_RE), ("progress", PROGRESS_RE)):
+        want = np.array([bool(pattern.search(t)) for t in texts])
+        assert want.any() and (flags[name] == want).all(), name
+
+
+def test_memoised_content_words_read_alike_twice():
+    text = "The plant's PLC network keeps jamming; jammed again. THE Plant's plc"
+    assert content_words(text) == content_words(text)
+    assert [s for s, _ in content_words(text)] == ["plant", "plc", "network", "jam", "jam", "plant", "plc"]
+
+
+def test_bench_only_names_a_known_section():
+    with pytest.raises(ValidationError, match="only"):
+        run_bench(sizes=(1000,), only="everything", log=lambda m: None)
