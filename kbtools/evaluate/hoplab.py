@@ -86,7 +86,7 @@ def run_hoplab(bank, *, tasks: Sequence[HopTask | dict] | str | None = None, age
     each task (silent by default).
 
     >>> import kbtools as kb  # doctest: +SKIP
-    >>> print(kb.run_hoplab(kb.open_bank("data/demo/engineering")).to_markdown())  # doctest: +SKIP
+    >>> print(kb.evaluate.run_hoplab(kb.open_bank("data/demo/engineering")).to_markdown())  # doctest: +SKIP
     """
     from kbtools.retrieval.folding import flat, fold
     from kbtools.retrieval.pipeline import edge_lookup

@@ -60,7 +60,7 @@ def run_replay(bank, *, queries=None, judge=None, seed: int = 0, k: int = 8, poo
     bar, or a callback ``progress(done, total)`` (silent by default).
 
     >>> import kbtools as kb  # doctest: +SKIP
-    >>> print(kb.run_replay(kb.open_bank("data/demo/engineering")).to_markdown())  # doctest: +SKIP
+    >>> print(kb.evaluate.run_replay(kb.open_bank("data/demo/engineering")).to_markdown())  # doctest: +SKIP
     """
     from kbtools.evaluate.baselines import collapse, mmr
     from kbtools.retrieval.folding import flat, fold

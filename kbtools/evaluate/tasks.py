@@ -73,7 +73,7 @@ class HopTask:
 
 
 def tasks_from_truth(truth: dict) -> list[HopTask]:
-    """The ``hop_tasks`` of a ground-truth sidecar (as read by ``kb.read_truth``), checked.
+    """The ``hop_tasks`` of a ground-truth sidecar (as read by ``kb.demo.read_truth``), checked.
 
     >>> tasks_from_truth({"queries": []})
     []
