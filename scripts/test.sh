@@ -9,4 +9,4 @@ if ! command -v chromium >/dev/null 2>&1 && [ "$(id -u)" = "0" ] && command -v a
     || echo "could not install chromium: the browser tests will say why they skip"
 fi
 export ORT_DISABLE_TELEMETRY=1
-exec .venv/bin/python -m pytest -q "$@"
+exec .venv/bin/python -m pytest -q -n 2 "$@"
