@@ -1,11 +1,9 @@
 """Pure graph algorithms over frames and ``igraph.Graph`` objects: the frame-first twins of the
 bank-level analytics (``kb.workflow_holes(bank)`` beside ``kb.graph.workflow_holes(entries, edges)``).
 
->>> import polars as pl
 >>> from kbtools import graph
->>> graph.workflow_holes(pl.DataFrame({"id": [], "kind": [], "title": [], "metadata": [], "status": []},
-...     schema={"id": pl.String, "kind": pl.String, "title": pl.String, "metadata": pl.String, "status": pl.String}),
-...     pl.DataFrame(schema={"src": pl.String, "dst": pl.String, "type": pl.String, "note": pl.String})).height
+>>> from kbtools.model.schema import empty
+>>> graph.workflow_holes(empty("entries"), empty("edges")).height
 0
 """
 
