@@ -19,7 +19,7 @@ import io
 import json
 from dataclasses import dataclass
 from types import MappingProxyType
-from typing import Final, Mapping, Sequence
+from typing import ClassVar, Final, Mapping, Sequence
 
 import numpy as np
 
@@ -141,6 +141,12 @@ class VectorIndex:
     ids: np.ndarray
     kind: str = "flat"
     fingerprint: str = ""
+    #: vectors added to an index read memory-mapped (read-only): an exact side index searched with it
+    delta: object = None
+    #: read memory-mapped from a file (read-only: :meth:`add` grows :attr:`delta` instead)
+    mapped: bool = False
+    #: how many indexes this process built from scratch (the bench and tests count rebuilds)
+    builds: ClassVar[int] = 0
 
     @classmethod
     def build(cls, ids: Sequence[str], combined: np.ndarray, *, kind: str = "flat",
@@ -154,6 +160,7 @@ class VectorIndex:
         if kind == "ivf" and len(ids) == 0:
             raise ValidationError("vectors", "0 rows", "an ivf index needs vectors to train on")
         faiss = _faiss(threads)
+        VectorIndex.builds += 1
         index = _new_index(faiss, kind, vectors.shape[1], len(ids), seed)
         if not index.is_trained:
             index.train(vectors)
@@ -163,7 +170,7 @@ class VectorIndex:
     @property
     def size(self) -> int:
         """How many vectors the index holds."""
-        return int(self.faiss_index.ntotal)
+        return int(self.faiss_index.ntotal) + (0 if self.delta is None else int(self.delta.ntotal))
 
     @property
     def dim(self) -> int:
@@ -182,6 +189,9 @@ class VectorIndex:
             raise ValidationError("k", k, "must be at least 1")
         _faiss(threads)
         scores, positions = self.faiss_index.search(queries, k)
+        if self.delta is not None and self.delta.ntotal:
+            scores, positions = _merged(scores, positions, *self.delta.search(queries, k),
+                                        int(self.faiss_index.ntotal), k)
         found = positions >= 0
         ids = np.where(found, self.ids[np.where(found, positions, 0)] if self.size else "", "")
         return np.where(found, scores, -np.inf).astype(np.float32), ids
@@ -193,8 +203,56 @@ class VectorIndex:
         if clash.any():
             raise ValidationError("ids", ids[clash][0].item(), "is already in the index")
         _faiss(threads)
-        self.faiss_index.add(vectors)
+        if self.mapped:  # a memory-mapped index is read-only: grow the side index
+            if self.delta is None:
+                self.delta = _faiss(threads).IndexFlatIP(self.dim)
+            self.delta.add(vectors)
+        else:
+            self.faiss_index.add(vectors)
         self.ids = np.concatenate([self.ids, ids])
+
+    def write(self, path) -> None:
+        """Write the index to ``path`` (a faiss file) and its ids beside it (``path.ids.npy``);
+        :meth:`read` maps it back without copying. An index grown by :meth:`add` after a
+        memory-mapped read is written whole."""
+        import faiss
+        from pathlib import Path
+
+        path = Path(path)
+        index = self.faiss_index
+        if self.delta is not None and self.delta.ntotal:
+            raise KbError("a grown memory-mapped index is not written: build it again to cache it")
+        faiss.write_index(index, str(path))
+        with open(f"{path}.ids.npy", "wb") as fh:
+            np.save(fh, np.asarray(self.ids, dtype=str), allow_pickle=False)
+
+    @classmethod
+    def read(cls, path, *, kind: str, fingerprint: str = "", mmap: bool = True) -> "VectorIndex":
+        """The index :meth:`write` wrote, memory-mapped where faiss allows (flat and scalar-quantised
+        codes, HNSW's vectors): opening costs no copy of the vectors, and pages load as searched.
+
+        >>> import tempfile, pathlib
+        >>> f = pathlib.Path(tempfile.mkdtemp()) / "i.faiss"
+        >>> VectorIndex.build(["x", "y"], np.eye(2, dtype=np.float32)).write(f)
+        >>> VectorIndex.read(f, kind="flat").search(np.array([[0.0, 1.0]], np.float32), 1)[1].tolist()
+        [['y']]
+        """
+        import faiss
+
+        index, mapped = None, False
+        if mmap and hasattr(faiss, "IO_FLAG_MMAP_IFC"):
+            try:
+                index, mapped = faiss.read_index(str(path), faiss.IO_FLAG_MMAP_IFC), True
+            except RuntimeError:
+                index = None
+        if index is None:
+            index = faiss.read_index(str(path))
+        ids = np.load(f"{path}.ids.npy", allow_pickle=False)
+        if len(ids) != index.ntotal:
+            raise StaleCache(f"index file {path} holds {index.ntotal} vectors but {len(ids)} ids; rebuild it")
+        if kind in ("hnsw", "hnsw_sq8"):
+            index.hnsw.efSearch = _HNSW_EF_SEARCH
+        return cls(index, ids, kind, fingerprint, mapped=mapped)
 
     def to_bytes(self) -> bytes:
         """The index, its ids, kind and fingerprint as one byte string (for the store to persist)."""
@@ -222,6 +280,16 @@ class VectorIndex:
         ids = np.load(io.BytesIO(data[start : start + ids_len]), allow_pickle=False)
         index = faiss.deserialize_index(np.frombuffer(data[start + ids_len :], dtype=np.uint8))
         return cls(index, ids, header["kind"], header["fingerprint"])
+
+
+def _merged(s1, p1, s2, p2, offset: int, k: int) -> tuple[np.ndarray, np.ndarray]:
+    """The top ``k`` per row of two result lists (the second's positions shifted by ``offset``)."""
+    p2 = np.where(p2 >= 0, p2 + offset, -1)
+    s1 = np.where(p1 >= 0, s1, -np.inf)
+    s2 = np.where(p2 >= 0, s2, -np.inf)
+    scores, positions = np.concatenate([s1, s2], axis=1), np.concatenate([p1, p2], axis=1)
+    order = np.argsort(-scores, axis=1, kind="stable")[:, :k]
+    return np.take_along_axis(scores, order, 1), np.take_along_axis(positions, order, 1)
 
 
 def search_weighted(per_dim: np.ndarray, ids: Sequence[str], query: np.ndarray,

@@ -30,6 +30,7 @@ any reader can open as is.
 from __future__ import annotations
 
 import hashlib
+import itertools
 import json
 import os
 import socket
@@ -48,6 +49,7 @@ from kbtools.model.plan import Plan, VectorRows
 from kbtools.model.schema import APPEND_ONLY, KEYS, SCHEMAS, TABLES, conform, empty
 from kbtools.store.files import digest, inside, manifest_files, temp_files, write_history
 from kbtools.store.lock import flock_file, fsync_dir, storage_errors
+from kbtools.store.vectors import SegmentedVectors
 
 __all__ = [
     "Bank",
@@ -123,6 +125,24 @@ def _read_json(path: Path) -> dict:
         return json.load(fh)
 
 
+def _cache_group(path: Path) -> list[Path]:
+    """A cache file and its siblings (``name`` and ``name.*``), without the seal."""
+    return sorted(p for p in path.parent.glob(path.name + "*")
+                  if p.is_file() and not p.name.endswith(".json") and not p.name.endswith(".tmp"))
+
+
+def _file_seal(path: Path) -> list:
+    """``[size, mtime_ns, hash of the first and last MiB]``: enough to see a file was changed."""
+    st = path.stat()
+    h = hashlib.blake2b(digest_size=16)
+    with open(path, "rb") as fh:
+        h.update(fh.read(1 << 20))
+        if st.st_size > 1 << 20:
+            fh.seek(max(st.st_size - (1 << 20), 1 << 20))
+            h.update(fh.read(1 << 20))
+    return [st.st_size, st.st_mtime_ns, h.hexdigest()]
+
+
 # ---------------------------------------------------------------------------------------------
 # the lock
 
@@ -145,6 +165,22 @@ def _latest_in_first_order(rows: pl.DataFrame, keys: list[str]) -> pl.DataFrame:
     last = idx.sort(_SEQ, maintain_order=True).unique(subset=keys, keep="last").drop("_ord")
     first = idx.unique(subset=keys, keep="first", maintain_order=True).select(*keys, "_ord")
     return last.join(first, on=keys, how="left", nulls_equal=True).sort("_ord").drop("_ord")
+
+
+def _only_fresh_keys(current: pl.DataFrame | None, new: pl.DataFrame, keys: tuple[str, ...]) -> bool:
+    """True when ``new`` only adds rows: no tombstone, no key twice, no key already in ``current``
+    (the append of a write that adds entries or edges; checked without hashing the whole table)."""
+    if current is None or current.height == 0 or new.height > 64 or new[_DELETED].any():
+        return False
+    if new.select(pl.struct(list(keys)).is_duplicated().any()).item():
+        return False
+    hit = pl.lit(False)
+    for row in new.select(list(keys)).iter_rows():
+        cond = pl.lit(True)
+        for k, v in zip(keys, row):
+            cond = cond & (pl.col(k).is_null() if v is None else pl.col(k) == v)
+        hit = hit | cond
+    return not current.select(hit.any()).item()
 
 
 def _merge_keyed(current: pl.DataFrame | None, new: pl.DataFrame, keys: tuple[str, ...]) -> pl.DataFrame:
@@ -188,14 +224,101 @@ def _read_usage_log(path: Path) -> pl.DataFrame:
                               .cast(SCHEMAS["usage"]["at"])).drop_nulls("at").select(list(SCHEMAS["usage"]))
 
 
+_EPOCHS = itertools.count(1)
+
+
 class _TableCache:
     """The merged rows of one table and the segment list they were built from."""
 
-    __slots__ = ("segments", "frame")
+    __slots__ = ("segments", "frame", "epoch")
 
     def __init__(self) -> None:
         self.segments: list[str] = []
         self.frame: pl.DataFrame | None = None
+        self.epoch = next(_EPOCHS)  # a new number whenever rows changed other than at the end
+
+
+# ---------------------------------------------------------------------------------------------
+# vectors, read in place
+
+
+class _VectorState:
+    """The vector segments read so far: each memory-mapped, the latest row per id (``rows``,
+    positions in the segments' concatenation, ascending), its id and text hash."""
+
+    __slots__ = ("names", "parts", "ids", "hashes", "rows", "generation")
+
+    def __init__(self) -> None:
+        self.names: tuple[str, ...] = ()
+        self.parts: list[np.ndarray] = []
+        self.ids = np.array([], dtype="U8")
+        self.hashes = np.zeros(0, dtype=np.uint64)
+        self.rows = np.zeros(0, dtype=np.int64)
+        self.generation = next(_EPOCHS)  # a new number when a row was replaced, not appended
+
+    @property
+    def size(self) -> int:
+        return int(len(self.rows))
+
+    @property
+    def total(self) -> int:
+        return int(sum(len(p) for p in self.parts))
+
+    def appended(self, name: str, ids: np.ndarray, data: np.ndarray, hashes: np.ndarray) -> "_VectorState":
+        out = _VectorState()
+        out.generation = self.generation
+        start = self.total
+        if len(ids) > 1 and len(np.unique(ids)) != len(ids):  # the last row of an id wins
+            _, last = np.unique(ids[::-1], return_index=True)
+            local = np.sort(len(ids) - 1 - last)
+        else:
+            local = np.arange(len(ids))
+        ids, hashes = ids[local], hashes[local]
+        # few new ids: compare each against the known ones (no hashing of the whole column)
+        old = np.isin(self.ids, ids) if len(ids) <= 64 else pl.Series(self.ids, dtype=pl.String).is_in(
+            pl.Series(ids, dtype=pl.String).implode()).to_numpy()
+        keep = ~old
+        if old.any():
+            out.generation = next(_EPOCHS)
+        out.names = (*self.names, name)
+        out.parts = [*self.parts, data]
+        out.ids = np.concatenate([self.ids[keep], ids.astype(self.ids.dtype if len(self.ids) else ids.dtype)])
+        out.hashes = np.concatenate([self.hashes[keep], hashes.astype(np.uint64)])
+        out.rows = np.concatenate([self.rows[keep], start + local])
+        return out
+
+
+class _Live:
+    """The vector rows of live entries: what ``Bank.vectors`` returns, and the marks it was built on."""
+
+    __slots__ = ("state", "mark", "ids", "hashes", "rows")
+
+    def __init__(self, state, mark, ids, hashes, rows):
+        self.state, self.mark, self.ids, self.hashes, self.rows = state, mark, ids, hashes, rows
+
+
+def _empty_live(state: _VectorState) -> _Live:
+    return _Live(state, None, np.array([], dtype=str), np.zeros(0, np.uint64), np.zeros(0, np.int64))
+
+
+def _grow_live(prior: _Live | None, state: _VectorState, mark: tuple[int, int], entries: pl.DataFrame) -> _Live | None:
+    """``prior`` with the rows appended since, when entries and vectors only gained rows (else None)."""
+    if prior is None or prior.mark is None or prior.mark[0] != mark[0]:
+        return None
+    if prior.state.generation != state.generation or len(prior.state.names) > len(state.names) \
+            or state.names[: len(prior.state.names)] != prior.state.names:
+        return None
+    if len(prior.ids) != prior.state.size:  # an entry was missing before: it may exist now
+        return None
+    new = slice(prior.state.size, state.size)
+    ids = state.ids[new]
+    if len(ids) > 64:
+        return None
+    fresh = entries["id"].slice(prior.mark[1])  # entries added since: the vectors' ids are among them
+    present = np.isin(ids, fresh.to_numpy().astype(str)) if len(ids) else np.zeros(0, bool)
+    if not present.all():
+        return None
+    return _Live(state, mark, state.ids, state.hashes, state.rows)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -223,7 +346,7 @@ class Bank:
         self._usage_warned = False
         read_manifest(self.path)
         self._caches: dict[str, _TableCache] = {t: _TableCache() for t in TABLES}
-        self._vector_cache: tuple[tuple[str, ...], np.ndarray, np.ndarray] | None = None
+        self._vector_cache: _VectorState | None = None
         self._derived: dict[str, tuple[int, object]] = {}
         self._manifest: dict = {}
         self._changed_outside: dict = {}
@@ -266,25 +389,31 @@ class Bank:
                 todo, frame = segs[len(cache.segments) :], cache.frame
             else:
                 todo, frame = segs, None
-            frame = self._read_segments(table, todo, frame)
+            frame, appended = self._read_segments(table, todo, frame)
+            if not appended:
+                cache.epoch = next(_EPOCHS)
             cache.segments, cache.frame = segs, frame
         self._manifest = manifest
         self._changed_outside = self._files_changed_outside(manifest)
 
-    def _read_segments(self, table: str, names: list[str], frame: pl.DataFrame | None) -> pl.DataFrame:
+    def _read_segments(self, table: str, names: list[str], frame: pl.DataFrame | None) -> tuple[pl.DataFrame, bool]:
+        """The merged rows after reading ``names`` on top of ``frame``, and whether they are
+        ``frame`` with rows added at its end only (an append: nothing before changed)."""
         keyed = table in KEYS
         if not names:
             if frame is not None:
-                return frame
+                return frame, True
             base = empty(table)
             if keyed:
                 base = base.with_columns(pl.lit(0, pl.Int64).alias(_SEQ), pl.lit(False).alias(_DELETED))
-            return base
+            return base, False
         parts = [pl.read_parquet(inside(self.path, n)) for n in names]
         new = pl.concat(parts, how="diagonal_relaxed") if len(parts) > 1 else parts[0]
         if keyed:
-            return _merge_keyed(frame, new, KEYS[table])
-        return pl.concat([frame, new], how="diagonal_relaxed") if frame is not None else new
+            if frame is not None and _only_fresh_keys(frame, new, KEYS[table]):
+                return pl.concat([frame, new], how="diagonal_relaxed"), True
+            return _merge_keyed(frame, new, KEYS[table]), False
+        return (pl.concat([frame, new], how="diagonal_relaxed"), True) if frame is not None else (new, False)
 
     def _files_changed_outside(self, manifest: dict) -> dict:
         """Files whose size or mtime differ from what their commit recorded: rewritten by another
@@ -395,9 +524,52 @@ class Bank:
 
         return scan(self, table)
 
+    def table_mark(self, name: str) -> tuple[int, int]:
+        """``(epoch, rows)`` of a table in this snapshot: while a later mark has the same epoch,
+        the table only gained rows at its end since (rows ``rows:`` are the new ones), so a cache
+        built over the rows can be grown instead of rebuilt.
+
+        >>> import tempfile, pathlib
+        >>> bank = create_bank(pathlib.Path(tempfile.mkdtemp()) / "b")
+        >>> bank.table_mark("entries")[1]
+        0
+        """
+        cache = self._caches[name]
+        return cache.epoch, 0 if cache.frame is None else cache.frame.height
+
+    def appended_rows(self, name: str, mark: tuple[int, int]) -> pl.DataFrame | None:
+        """The rows of table ``name`` added since ``mark`` (a :meth:`table_mark` of an earlier
+        snapshot), when the table only gained rows at its end since; None when anything else
+        changed (then rebuild what was built over the rows). Usage is not counted in.
+
+        >>> import tempfile, pathlib
+        >>> bank = create_bank(pathlib.Path(tempfile.mkdtemp()) / "b")
+        >>> bank.appended_rows("entries", bank.table_mark("entries")).height
+        0
+        """
+        epoch, rows = self.table_mark(name)
+        if mark is None or mark[0] != epoch or mark[1] > rows:
+            return None
+        frame = self._caches[name].frame
+        return empty(name) if frame is None else frame.slice(mark[1]).select(list(SCHEMAS[name]))
+
+    def has_entry(self, entry_id: str) -> bool:
+        """Whether an entry with this id exists in this snapshot (one column scan, no id set built).
+
+        >>> import tempfile, pathlib
+        >>> create_bank(pathlib.Path(tempfile.mkdtemp()) / "b").has_entry("a1b2c3d4")
+        False
+        """
+        frame = self._caches["entries"].frame
+        return frame is not None and frame.height > 0 and bool((frame["id"] == entry_id).any())
+
     def vector_segment_ids(self, segment: dict) -> np.ndarray:
         """The entry ids of one vector segment (as listed by :meth:`vector_segments`)."""
         return np.load(inside(self.path, segment["ids"]), allow_pickle=False).astype(str)
+
+    def vector_segment_data(self, segment: dict) -> np.ndarray:
+        """The vectors of one vector segment, memory-mapped (read in place, never copied)."""
+        return np.load(inside(self.path, segment["data"]), mmap_mode="r", allow_pickle=False)
 
     def vector_segments(self) -> list[dict]:
         """The vector segments of this snapshot, oldest first: ``{"data", "ids", "rows"[, "hashes"]}``
@@ -561,43 +733,42 @@ class Bank:
             return self._vectors(with_hashes)
 
     def _vectors(self, with_hashes: bool):
+        state = self._vector_state()
+        entries = self._caches["entries"].frame
+        mark = self.table_mark("entries")
+
+        def live(prior) -> tuple:
+            if entries is None or entries.height == 0 or state.size == 0:
+                return _empty_live(state)
+            grown = _grow_live(prior, state, mark, entries)
+            if grown is not None:
+                return grown
+            keep = pl.Series(state.ids, dtype=pl.String).is_in(entries["id"].implode()).to_numpy()
+            return _Live(state, mark, state.ids[keep], state.hashes[keep], state.rows[keep])
+
+        got = self.derived("vectors", live, on=("entries", "vectors"), grow=True)
+        data = SegmentedVectors(state.parts, got.rows)
+        return (got.ids, data, got.hashes) if with_hashes else (got.ids, data)
+
+    def _vector_state(self) -> "_VectorState":
+        """The latest vector per id over this snapshot's segments, memory-mapped and never
+        concatenated; grown by the segments a write appended."""
         info = self._manifest.get("vectors") or {}
-        segs = tuple(s["data"] for s in info.get("segments", []))
-        if self._vector_cache is None or self._vector_cache[0] != segs:
-            ids_parts, data_parts, hash_parts = [], [], []
-            for seg in info.get("segments", []):
-                seg_ids = np.load(inside(self.path, seg["ids"]), allow_pickle=False).astype(str)
-                ids_parts.append(seg_ids)
-                data_parts.append(np.load(inside(self.path, seg["data"]), mmap_mode="r", allow_pickle=False))
-                hash_parts.append(
-                    np.load(inside(self.path, seg["hashes"]), allow_pickle=False) if seg.get("hashes")
-                    else np.zeros(len(seg_ids), dtype=np.uint64)
-                )
-            if not ids_parts:
-                ids, data, hashes = np.array([], dtype=str), np.zeros((0, 0, 0), dtype=np.float32), np.zeros(0, np.uint64)
-            elif len(ids_parts) == 1:
-                ids, data, hashes = ids_parts[0], data_parts[0], hash_parts[0]
-            else:
-                ids = np.concatenate(ids_parts)
-                data = np.concatenate([np.asarray(d) for d in data_parts])
-                hashes = np.concatenate(hash_parts)
-                _, last = np.unique(ids[::-1], return_index=True)
-                keep = np.sort(len(ids) - 1 - last)
-                ids, data, hashes = ids[keep], data[keep], hashes[keep]
-            self._vector_cache = (segs, ids, data, hashes)
-        _, all_ids, all_data, all_hashes = self._vector_cache
-
-        def live() -> tuple:
-            entry_ids = self._caches["entries"].frame
-            mask = pl.Series(all_ids, dtype=pl.String).is_in(
-                entry_ids["id"].implode() if entry_ids is not None else pl.Series([], dtype=pl.String).implode()
-            ).to_numpy()
-            if mask.all():
-                return all_ids, all_data, all_hashes
-            return all_ids[mask], np.asarray(all_data)[mask], all_hashes[mask]
-
-        ids, data, hashes = self.derived("vectors", live, on=("entries", "vectors"))
-        return (ids, data, hashes) if with_hashes else (ids, data)
+        segs = list(info.get("segments", []))
+        names = tuple(s["data"] for s in segs)
+        state = self._vector_cache
+        if state is not None and state.names == names:
+            return state
+        if state is None or names[: len(state.names)] != state.names:
+            state = _VectorState()
+        for seg in segs[len(state.names):]:
+            ids = np.load(inside(self.path, seg["ids"]), allow_pickle=False).astype(str)
+            data = np.load(inside(self.path, seg["data"]), mmap_mode="r", allow_pickle=False)
+            hashes = (np.load(inside(self.path, seg["hashes"]), allow_pickle=False) if seg.get("hashes")
+                      else np.zeros(len(ids), dtype=np.uint64))
+            state = state.appended(seg["data"], ids, data, hashes)
+        self._vector_cache = state
+        return state
 
     # -- caches -----------------------------------------------------------------------------
 
@@ -627,6 +798,49 @@ class Bank:
         _atomic_write_bytes(folder / name, data)
         meta = {"fingerprint": fingerprint, "blake2b": hashlib.blake2b(data, digest_size=16).hexdigest()}
         _atomic_write_bytes(folder / f"{name}.json", json.dumps(meta).encode())
+
+    def cache_file(self, name: str, fingerprint: str) -> Path | None:
+        """The path of a derived file written by :meth:`write_cache_file` if it was built from
+        ``fingerprint`` and is as it was written (size, mtime and a hash of its first and last MiB
+        recorded beside it: a file rewritten, truncated or replaced since is never returned, and
+        checking it reads 2 MiB, not the whole file); None otherwise.
+
+        >>> import tempfile, pathlib
+        >>> bank = create_bank(pathlib.Path(tempfile.mkdtemp()) / "b")
+        >>> bank.write_cache_file("x.bin", "fp1", lambda p: p.write_bytes(b"abc"))
+        >>> bank.cache_file("x.bin", "fp1").read_bytes(), bank.cache_file("x.bin", "other")
+        (b'abc', None)
+        """
+        path = self.path / "cache" / name
+        try:
+            info = _read_json(path.with_name(path.name + ".json"))
+            if info.get("fingerprint") != fingerprint or info.get("files") != {
+                    p.name: _file_seal(p) for p in _cache_group(path)}:
+                return None
+        except (OSError, ValueError):
+            return None
+        return path
+
+    def write_cache_file(self, name: str, fingerprint: str, write: Callable[[Path], None]) -> None:
+        """Write a derived file with ``write(path)`` (it may write siblings ``path.*`` too), sealed
+        with ``fingerprint``; what an older build left under the name is replaced. A read-only
+        bank writes nothing."""
+        if self.readonly:
+            return
+        folder = self.path / "cache"
+        folder.mkdir(exist_ok=True)
+        path = folder / name
+        meta = path.with_name(path.name + ".json")
+        try:
+            meta.unlink()  # first unseal: a crash while writing leaves no seal over half a file
+        except FileNotFoundError:
+            pass
+        tmp = folder / f".{name}.{uuid.uuid4().hex[:8]}"
+        write(tmp)  # written aside, then renamed: a reader that mapped the old file keeps it intact
+        for part in sorted(folder.glob(tmp.name + "*")):
+            os.replace(part, folder / (name + part.name[len(tmp.name):]))
+        seal = {"fingerprint": fingerprint, "files": {p.name: _file_seal(p) for p in _cache_group(path)}}
+        _atomic_write_bytes(meta, json.dumps(seal).encode())
 
     # -- writing ----------------------------------------------------------------------------
 
@@ -803,7 +1017,11 @@ class Bank:
         # a rewrite cannot be applied incrementally: drop the merged frames. Derived values stay: the
         # content is unchanged, and each one is rebuilt (or grown from its predecessor) when next asked
         for table in tables:
-            self._caches[table] = _TableCache()
+            if full:
+                self._caches[table] = _TableCache()
+            elif self._caches[table].frame is not None:
+                # a tail merge rewrites files, not rows: the merged frame stays as it is
+                self._caches[table].segments = list(manifest["tables"][table])
         self._swap_manifest(manifest)
         report["swept"] = self._sweep(sweep_age)
         return report
