@@ -19,7 +19,8 @@ def _bench(args):
     from kbtools.evaluate.bench import format_bench, run_bench
 
     sizes = (10_000,) if args.quick else tuple(args.sizes)
-    report = run_bench(sizes=sizes, seed=args.seed, log=lambda m: print(m, file=sys.stderr, flush=True))
+    report = run_bench(sizes=sizes, seed=args.seed, log=lambda m: print(m, file=sys.stderr, flush=True),
+                       only=args.only)
     if args.out:
         Path(args.out).write_text(_json.dumps(report, indent=1))
     return report, format_bench(report)
@@ -30,6 +31,8 @@ register_args("bench", lambda p: (
     p.add_argument("--sizes", type=int, nargs="+", default=[10_000, 100_000], help="bank sizes (default 10000 100000)"),
     p.add_argument("--seed", type=int, default=7),
     p.add_argument("--out", help="also write the JSON report to this file"),
+    p.add_argument("--only", choices=["serve"], help="run one section alone: serve (adds, first query after an "
+                   "add, cold open, memory, disk beside the peers' figures, PPR vs igraph, fold at 2k and 20k)"),
 ))
 
 

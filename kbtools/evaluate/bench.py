@@ -246,10 +246,26 @@ def _bench_linker(rows: _Rows, bank, n: int) -> None:
         rows.add(section, metric, value, unit, **extra)
 
 
-def run_bench(*, sizes=(10_000, 100_000), seed: int = 7, log: Callable = print, workdir: str | None = None) -> dict:
-    """Measure every budget; returns {"rows": [...], "machine": {...}, "peak_memory_mb": ...}."""
+def run_bench(*, sizes=(10_000, 100_000), seed: int = 7, log: Callable = print, workdir: str | None = None,
+              only: str | None = None) -> dict:
+    """Measure every budget; returns {"rows": [...], "machine": {...}, "peak_memory_mb": ...}.
+    ``only="serve"`` runs just the serving rows (:mod:`kbtools.evaluate.bench_serve`)."""
     rows = _Rows(log)
     started = time.perf_counter()
+    if only is not None:
+        if only != "serve":
+            raise ValueError(f"only={only!r}: the section that runs alone is 'serve'")
+        from kbtools.evaluate.bench_serve import bench_serve
+
+        root = Path(workdir or tempfile.mkdtemp(prefix="kb-bench-"))
+        try:
+            bench_serve(rows, root, sizes=(min(sizes), max(sizes)) if len(sizes) > 1 else (10_000, sizes[0]),
+                        seed=seed, log=log)
+        finally:
+            if workdir is None:
+                shutil.rmtree(root, ignore_errors=True)
+        return {"rows": rows.rows, "machine": {"cpus": os.cpu_count(), "load_avg": os.getloadavg()},
+                "peak_memory_mb": round(_maxrss_mb(), 1), "duration_s": round(time.perf_counter() - started, 1)}
     log("fold")
     _bench_fold(rows, seed)
     log("embedders on the demo sidecar")
