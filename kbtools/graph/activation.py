@@ -165,6 +165,15 @@ def personalized_pagerank(graph_or_adjacency, seeds, *, restart: float = 0.5, it
     """
     _check_range("restart", restart, 0.0, 1.0, lo_open=True)
     _check_range("iterations", iterations, 1)
+    if isinstance(graph_or_adjacency, ig.Graph) and graph_or_adjacency.vcount():
+        g = graph_or_adjacency
+        names = g.vs["name"] if "name" in g.vs.attributes() else [str(i) for i in range(g.vcount())]
+        s = _seed_vector(seeds, {v: i for i, v in enumerate(names)}, len(names))
+        # igraph's PRPACK solves the same system directly: faster than iterating (kb bench --only serve)
+        x = np.asarray(g.personalized_pagerank(
+            directed=True, damping=1.0 - restart, reset=s.tolist(), implementation="prpack",
+            weights="weight" if "weight" in g.es.attributes() else None))
+        return _ranked(names, x, s)
     a, names = _transition_matrix(graph_or_adjacency)
     n = len(names)
     if n == 0 and _is_empty_seeds(seeds):
@@ -182,6 +191,10 @@ def personalized_pagerank(graph_or_adjacency, seeds, *, restart: float = 0.5, it
         x = new
         if done:
             break
+    return _ranked(names, x, s)
+
+
+def _ranked(names: list[str], x: np.ndarray, s: np.ndarray) -> pl.DataFrame:
     return (
         pl.DataFrame({"id": names, "activation": x, "seed": s > 0},
                      schema={"id": pl.String, "activation": pl.Float64, "seed": pl.Boolean})

@@ -199,7 +199,9 @@ class VectorIndex:
     def add(self, ids: Sequence[str], vectors: np.ndarray, *, threads: int = 1) -> None:
         """Append vectors under new ids, in place (ids already present are refused)."""
         ids, vectors = _check_ids_vectors(ids, vectors, self.dim)
-        clash = np.isin(ids, self.ids)
+        # few new ids: one vectorised comparison each (isin would sort every id of the index)
+        clash = (np.array([(self.ids == i).any() for i in ids], dtype=bool) if len(ids) <= 64
+                 else np.isin(ids, self.ids))
         if clash.any():
             raise ValidationError("ids", ids[clash][0].item(), "is already in the index")
         _faiss(threads)

@@ -205,7 +205,7 @@ def _appended(prior: VectorIndex | None, bank: Bank, segs: list, weights) -> Vec
     ids = np.concatenate([bank.vector_segment_ids(sg) for sg in new_segs])
     if len(ids) > 4096 or len(np.unique(ids)) != len(ids) or len(ids) != added.height:
         return None
-    if set(ids.tolist()) != set(added["id"].to_list()) or np.isin(prior.ids, ids).any():
+    if set(ids.tolist()) != set(added["id"].to_list()) or any((prior.ids == i).any() for i in ids):
         return None
     data = np.concatenate([np.asarray(bank.vector_segment_data(sg), dtype=np.float32) for sg in new_segs])
     active = np.isin(ids, added.filter(pl.col("status") == "active")["id"].to_numpy().astype(str))

@@ -383,9 +383,13 @@ class Bank:
         for table in TABLES:
             segs = list(manifest["tables"].get(table, []))
             cache = self._caches[table]
-            if cache.frame is not None and segs == cache.segments:
+            if cache.frame is None:
+                for name in segs:
+                    inside(self.path, name)  # an unsafe path is refused at open, read or not
+                continue  # read when first asked for (:meth:`_frame`): a query never reads events
+            if segs == cache.segments:
                 continue
-            if cache.frame is not None and segs[: len(cache.segments)] == cache.segments:
+            if segs[: len(cache.segments)] == cache.segments:
                 todo, frame = segs[len(cache.segments) :], cache.frame
             else:
                 todo, frame = segs, None
@@ -395,6 +399,22 @@ class Bank:
             cache.segments, cache.frame = segs, frame
         self._manifest = manifest
         self._changed_outside = self._files_changed_outside(manifest)
+
+    def _frame(self, table: str) -> pl.DataFrame:
+        """The merged rows of ``table`` in this snapshot, read from its segments on first use."""
+        cache = self._caches[table]
+        if cache.frame is None:
+            try:
+                segs = list(self._manifest["tables"].get(table, []))
+                frame, _ = self._read_segments(table, segs, None)
+            except FileNotFoundError:  # swept by a compaction since this snapshot: move on once
+                warnings.warn(f"{self.path}: a segment of {table} in version {self.version} was swept by a "
+                              "compaction; this snapshot moved to the newest version", stacklevel=3)
+                self.reload()
+                segs = list(self._manifest["tables"].get(table, []))
+                frame, _ = self._read_segments(table, segs, None)
+            cache.segments, cache.frame, cache.epoch = segs, frame, next(_EPOCHS)
+        return cache.frame
 
     def _read_segments(self, table: str, names: list[str], frame: pl.DataFrame | None) -> tuple[pl.DataFrame, bool]:
         """The merged rows after reading ``names`` on top of ``frame``, and whether they are
@@ -447,9 +467,7 @@ class Bank:
         """One table of this snapshot, with exactly the columns of DESIGN.md."""
         if name not in SCHEMAS:
             raise KbError(f"unknown table {name!r}: the tables are {', '.join(TABLES)}")
-        frame = self._caches[name].frame
-        if frame is None:
-            return empty(name)
+        frame = self._frame(name)
         if name == "entries":
             return self._entries_with_usage(frame)
         if name == "usage":
@@ -459,7 +477,7 @@ class Bank:
     def _entries_with_usage(self, frame: pl.DataFrame) -> pl.DataFrame:
         def build() -> pl.DataFrame:
             base = frame.select(list(SCHEMAS["entries"]))
-            usage = self._all_usage(self._caches["usage"].frame)
+            usage = self._all_usage(self._frame("usage"))
             if usage is None or usage.height == 0:
                 return base
             counts = usage.group_by("id").agg(pl.len().alias("_n"), pl.col("at").max().alias("_last"))
@@ -534,8 +552,8 @@ class Bank:
         >>> bank.table_mark("entries")[1]
         0
         """
-        cache = self._caches[name]
-        return cache.epoch, 0 if cache.frame is None else cache.frame.height
+        frame = self._frame(name)
+        return self._caches[name].epoch, frame.height
 
     def appended_rows(self, name: str, mark: tuple[int, int]) -> pl.DataFrame | None:
         """The rows of table ``name`` added since ``mark`` (a :meth:`table_mark` of an earlier
@@ -550,8 +568,7 @@ class Bank:
         epoch, rows = self.table_mark(name)
         if mark is None or mark[0] != epoch or mark[1] > rows:
             return None
-        frame = self._caches[name].frame
-        return empty(name) if frame is None else frame.slice(mark[1]).select(list(SCHEMAS[name]))
+        return self._frame(name).slice(mark[1]).select(list(SCHEMAS[name]))
 
     def has_entry(self, entry_id: str) -> bool:
         """Whether an entry with this id exists in this snapshot (one column scan, no id set built).
@@ -560,8 +577,8 @@ class Bank:
         >>> create_bank(pathlib.Path(tempfile.mkdtemp()) / "b").has_entry("a1b2c3d4")
         False
         """
-        frame = self._caches["entries"].frame
-        return frame is not None and frame.height > 0 and bool((frame["id"] == entry_id).any())
+        frame = self._frame("entries")
+        return frame.height > 0 and bool((frame["id"] == entry_id).any())
 
     def vector_segment_ids(self, segment: dict) -> np.ndarray:
         """The entry ids of one vector segment (as listed by :meth:`vector_segments`)."""
@@ -674,8 +691,7 @@ class Bank:
         pending = self._usage_log[1]
         if pending.height == 0:
             return base
-        live = pending.join(self._caches["entries"].frame.select("id"), on="id", how="semi") \
-            if self._caches["entries"].frame is not None else pending.head(0)
+        live = pending.join(self._frame("entries").select("id"), on="id", how="semi")
         return pl.concat([base, live.select(list(SCHEMAS["usage"]))], how="vertical_relaxed")
 
     def _with_usage_logs(self, plan: Plan) -> Plan:
@@ -734,7 +750,7 @@ class Bank:
 
     def _vectors(self, with_hashes: bool):
         state = self._vector_state()
-        entries = self._caches["entries"].frame
+        entries = self._frame("entries")
         mark = self.table_mark("entries")
 
         def live(prior) -> tuple:
@@ -981,11 +997,11 @@ class Bank:
         seq = int(manifest.get("version", 0)) + 1
         tag = f"{seq:08d}-{uuid.uuid4().hex[:6]}"
         report = {"version": seq, "tables": {}}
-        usage_folded = full and self._caches["usage"].frame is not None and self._caches["usage"].frame.height > 0
+        usage_folded = full and self._frame("usage").height > 0
         for table in tables:
             segs = manifest["tables"].get(table, [])
             if full:
-                frame = self._caches[table].frame
+                frame = self._frame(table)
                 if table == "entries" and usage_folded:
                     frame = self._entries_with_usage(frame).with_columns(
                         pl.lit(seq, pl.Int64).alias(_SEQ), pl.lit(False).alias(_DELETED)
