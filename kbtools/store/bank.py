@@ -70,6 +70,12 @@ TAIL_SEGMENTS = 16
 #: Unreferenced files younger than this are left alone by the sweep (a reader may still open them).
 SWEEP_AGE_S = 120.0
 
+#: How vector segments store each number: float16 halves the disk and the pages a scan reads
+#: (cosines change by ~1e-4, far below what separates neighbours); the setting
+#: ``vector_dtype="float32"`` keeps full precision. Segments are read back as float32 either way.
+VECTOR_DTYPES = {"float16": np.float16, "float32": np.float32}
+DEFAULT_VECTOR_DTYPE = "float16"
+
 _SEQ = "_seq"
 _DELETED = "_deleted"
 
@@ -928,7 +934,8 @@ class Bank:
     def _write_vector_segment(self, tag: str, ids, data, hashes) -> dict:
         (self.path / "vectors").mkdir(exist_ok=True)
         seg = {"data": f"vectors/{tag}.npy", "ids": f"vectors/{tag}.ids.npy", "rows": int(len(ids))}
-        _write_npy(np.ascontiguousarray(data, dtype=np.float32), self.path / seg["data"])
+        dtype = VECTOR_DTYPES.get(str(self.settings.get("vector_dtype", DEFAULT_VECTOR_DTYPE)), np.float16)
+        _write_npy(np.ascontiguousarray(data, dtype=dtype), self.path / seg["data"])
         _write_npy(np.asarray(ids, dtype="U8"), self.path / seg["ids"])
         if hashes is not None:
             seg["hashes"] = f"vectors/{tag}.hashes.npy"
