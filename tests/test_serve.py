@@ -118,3 +118,14 @@ def test_segmented_vectors_on_empty_and_mixed_input():
     a, b = np.zeros((2, 4, 3), np.float32), np.ones((3, 4, 3), np.float32)
     view = SegmentedVectors([a, b], rows=np.array([1, 4]))
     assert view.shape == (2, 4, 3) and view[np.array([True, False])].sum() == 0 and view[1].sum() == 12
+
+
+def test_the_embedding_cache_keeps_few_shards_under_single_entry_writes(tmp_path):
+    from kbtools.store.embed_cache import MERGE_SMALL, EmbeddingCache
+
+    cache = EmbeddingCache("test-embedder", root=tmp_path)
+    for h in range(3 * MERGE_SMALL):  # one shard per write, as report_learning makes them
+        cache.put(np.array([h], dtype=np.uint64), np.full((1, 4, 2), h, np.float32))
+    assert len(list((tmp_path / "vectors" / "test-embedder").glob("*.hashes.npy"))) < MERGE_SMALL
+    found, vecs = cache.get(np.arange(3 * MERGE_SMALL, dtype=np.uint64))
+    assert found.all() and vecs[:, 0, 0].tolist() == list(range(3 * MERGE_SMALL))

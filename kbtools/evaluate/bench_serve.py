@@ -70,7 +70,10 @@ ranked_pool(bank, "q", query_vector=q, index=sys.argv[2])
 first = time.perf_counter() - t0
 for i in range(50):
     ranked_pool(bank, "q", query_vector=np.roll(q, i), index=sys.argv[2])
-print(json.dumps({"first_s": first, "rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024}))
+# VmHWM: the peak of this process alone (ru_maxrss would include the parent's peak before exec)
+hwm = [l for l in open("/proc/self/status") if l.startswith("VmHWM")]
+rss = int(hwm[0].split()[1]) / 1024 if hwm else resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+print(json.dumps({"first_s": first, "rss_mb": rss}))
 """
 
 
@@ -110,24 +113,32 @@ def _queries(bank, kind: str, rng) -> tuple[float, float]:
 
 
 def _ppr(rows, n: int, seed: int) -> None:
-    from kbtools.graph.activation import personalized_pagerank
+    from kbtools.graph.activation import _transition_matrix, personalized_pagerank, power_iteration
     from kbtools.graph.build import to_igraph
 
     demo = synthetic_bank(entries=n, seed=seed)
     g = to_igraph(demo.entries, demo.edges)
     rng = np.random.default_rng(seed)
     seeds = [list(rng.choice(g.vs["name"], 5, replace=False)) for _ in range(10)]
-    ours, theirs = [], []
+    a, _ = _transition_matrix(g)
+    ours, theirs, public = [], [], []
     for s in seeds:
+        reset = np.zeros(g.vcount())
+        reset[[g.vs.find(v).index for v in s]] = 1 / len(s)
         t = time.perf_counter()
-        personalized_pagerank(g, {v: 1.0 for v in s}, restart=0.15)
+        power_iteration(a, reset, restart=0.15)
         ours.append((time.perf_counter() - t) * 1000)
         t = time.perf_counter()
-        g.personalized_pagerank(damping=0.85, reset_vertices=[g.vs.find(name=v).index for v in s], directed=True,
-                                implementation="prpack")
+        g.personalized_pagerank(damping=0.85, reset=reset.tolist(), directed=True, implementation="prpack")
         theirs.append((time.perf_counter() - t) * 1000)
-    rows.add("serve", f"PPR whole graph {n // 1000}k, kbtools, p50", np.median(ours),
-             baseline="igraph PRPACK", baseline_value=np.median(theirs))
+        t = time.perf_counter()
+        personalized_pagerank(g, {v: 1.0 for v in s}, restart=0.15)
+        public.append((time.perf_counter() - t) * 1000)
+    rows.add("serve", f"PPR whole graph {n // 1000}k, kbtools' power iteration, p50", np.median(ours),
+             baseline="igraph PRPACK, same graph and seeds", baseline_value=np.median(theirs),
+             note="personalized_pagerank uses the faster of the two (PRPACK)")
+    rows.add("serve", f"PPR whole graph {n // 1000}k, personalized_pagerank (PRPACK + ranked frame), p50",
+             np.median(public))
 
 
 def _fold(rows, n: int, seed: int) -> None:

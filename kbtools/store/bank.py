@@ -288,9 +288,10 @@ class _VectorState:
             out.generation = next(_EPOCHS)
         out.names = (*self.names, name)
         out.parts = [*self.parts, data]
-        out.ids = np.concatenate([self.ids[keep], ids.astype(self.ids.dtype if len(self.ids) else ids.dtype)])
-        out.hashes = np.concatenate([self.hashes[keep], hashes.astype(np.uint64)])
-        out.rows = np.concatenate([self.rows[keep], start + local])
+        kept = (lambda a: a) if not old.any() else (lambda a: a[keep])
+        out.ids = np.concatenate([kept(self.ids), ids.astype(self.ids.dtype if len(self.ids) else ids.dtype)])
+        out.hashes = np.concatenate([kept(self.hashes), hashes.astype(np.uint64)])
+        out.rows = np.concatenate([kept(self.rows), start + local])
         return out
 
 
