@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import io
 import json
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import ClassVar, Final, Mapping, Sequence
 
@@ -147,6 +147,7 @@ class VectorIndex:
     mapped: bool = False
     #: how many indexes this process built from scratch (the bench and tests count rebuilds)
     builds: ClassVar[int] = 0
+    _idset: set | None = field(default=None, repr=False, compare=False)
 
     @classmethod
     def build(cls, ids: Sequence[str], combined: np.ndarray, *, kind: str = "flat",
@@ -199,9 +200,7 @@ class VectorIndex:
     def add(self, ids: Sequence[str], vectors: np.ndarray, *, threads: int = 1) -> None:
         """Append vectors under new ids, in place (ids already present are refused)."""
         ids, vectors = _check_ids_vectors(ids, vectors, self.dim)
-        # few new ids: one vectorised comparison each (isin would sort every id of the index)
-        clash = (np.array([(self.ids == i).any() for i in ids], dtype=bool) if len(ids) <= 64
-                 else np.isin(ids, self.ids))
+        clash = np.array([i in self._id_set() for i in ids.tolist()], dtype=bool)
         if clash.any():
             raise ValidationError("ids", ids[clash][0].item(), "is already in the index")
         _faiss(threads)
@@ -212,6 +211,22 @@ class VectorIndex:
         else:
             self.faiss_index.add(vectors)
         self.ids = np.concatenate([self.ids, ids])
+        self._idset.update(ids.tolist())
+
+    def _id_set(self) -> set:
+        """The ids as a set, built on the first :meth:`add` and kept up to date by the next ones."""
+        if self._idset is None or len(self._idset) != len(self.ids):
+            self._idset = set(self.ids.tolist())
+        return self._idset
+
+    def holds_any(self, ids: Sequence[str]) -> bool:
+        """Whether any of ``ids`` is in the index (a set lookup each, after the first call).
+
+        >>> VectorIndex.build(["a"], np.ones((1, 2), np.float32)).holds_any(["b", "a"])
+        True
+        """
+        known = self._id_set()
+        return any(str(i) in known for i in ids)
 
     def write(self, path) -> None:
         """Write the index to ``path`` (a faiss file) and its ids beside it (``path.ids.npy``);

@@ -205,7 +205,7 @@ def _appended(prior: VectorIndex | None, bank: Bank, segs: list, weights) -> Vec
     ids = np.concatenate([bank.vector_segment_ids(sg) for sg in new_segs])
     if len(ids) > 4096 or len(np.unique(ids)) != len(ids) or len(ids) != added.height:
         return None
-    if set(ids.tolist()) != set(added["id"].to_list()) or any((prior.ids == i).any() for i in ids):
+    if set(ids.tolist()) != set(added["id"].to_list()) or prior.holds_any(ids.tolist()):
         return None
     data = np.concatenate([np.asarray(bank.vector_segment_data(sg), dtype=np.float32) for sg in new_segs])
     active = np.isin(ids, added.filter(pl.col("status") == "active")["id"].to_numpy().astype(str))
@@ -280,8 +280,8 @@ def ranked_pool(
         raise ValidationError("pool", pool, "the pool holds at least one candidate")
     if query_vector is None or embedder is not None:  # the embedder loads only to embed text
         emb = bank_embedder(bank, embedder)
-    if bank.entries.height and len(bank.vectors()[0]) < bank.entries.height:
-        raise NotEmbedded(bank.path, bank.entries.height - len(bank.vectors()[0]), bank.entries.height)
+    if bank.entries.height and bank.vector_count() < bank.entries.height:
+        raise NotEmbedded(bank.path, bank.entries.height - bank.vector_count(), bank.entries.height)
     q = query_vector if query_vector is not None else emb.encode([text])[0]
     idx = bank_index(bank, kind=index, weights=weights)
     depth = pool if not lexical else max(pool, QUERY_DEFAULTS.lexical_depth)
