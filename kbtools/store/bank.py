@@ -400,6 +400,7 @@ class Bank:
         read_manifest(self.path)
         self._caches: dict[str, _TableCache] = {t: _TableCache() for t in TABLES}
         self._vector_cache: _VectorState | None = None
+        self._segment_files: dict[tuple[str, str], np.ndarray] = {}
         self._derived: dict[str, tuple[int, object]] = {}
         self._manifest: dict = {}
         self._changed_outside: dict = {}
@@ -634,12 +635,19 @@ class Bank:
         return frame.height > 0 and bool((frame["id"] == entry_id).any())
 
     def vector_segment_ids(self, segment: dict) -> np.ndarray:
-        """The entry ids of one vector segment (as listed by :meth:`vector_segments`)."""
-        return np.load(inside(self.path, segment["ids"]), allow_pickle=False).astype(str)
+        """The entry ids of one vector segment (as listed by :meth:`vector_segments`); segments
+        never change, so each is read once per open bank."""
+        key = ("ids", segment["ids"])
+        if key not in self._segment_files:
+            self._segment_files[key] = np.load(inside(self.path, segment["ids"]), allow_pickle=False).astype(str)
+        return self._segment_files[key]
 
     def vector_segment_data(self, segment: dict) -> np.ndarray:
         """The vectors of one vector segment, memory-mapped (read in place, never copied)."""
-        return np.load(inside(self.path, segment["data"]), mmap_mode="r", allow_pickle=False)
+        key = ("data", segment["data"])
+        if key not in self._segment_files:
+            self._segment_files[key] = np.load(inside(self.path, segment["data"]), mmap_mode="r", allow_pickle=False)
+        return self._segment_files[key]
 
     def vector_segments(self) -> list[dict]:
         """The vector segments of this snapshot, oldest first: ``{"data", "ids", "rows"[, "hashes"]}``
@@ -849,9 +857,10 @@ class Bank:
             return state
         if state is None or names[: len(state.names)] != state.names:
             state = _VectorState()
+            self._segment_files = {}  # a rewrite (compaction, re-embedding): forget the old segments
         for seg in segs[len(state.names):]:
-            ids = np.load(inside(self.path, seg["ids"]), allow_pickle=False).astype(str)
-            data = np.load(inside(self.path, seg["data"]), mmap_mode="r", allow_pickle=False)
+            ids = self.vector_segment_ids(seg)
+            data = self.vector_segment_data(seg)
             hashes = (np.load(inside(self.path, seg["hashes"]), allow_pickle=False) if seg.get("hashes")
                       else np.zeros(len(ids), dtype=np.uint64))
             state = state.appended(seg["data"], ids, data, hashes)
@@ -1122,6 +1131,7 @@ class Bank:
         ids, data, hashes = self.vectors(with_hashes=True)
         info["segments"] = [self._write_vector_segment(tag, ids, data, hashes)]
         self._vector_cache = None
+        self._segment_files = {}
         return {"segments": 1, "rows": int(len(ids))}
 
     def _sweep(self, age: float = SWEEP_AGE_S) -> int:
