@@ -311,3 +311,21 @@ def test_links_section_always_present_and_outside_context_and_weak_links():
                       ("r", "out", "see_also", "manual"), ("r", "g2", "serves", "auto", 0.05)])
     lines = links_section(["r", "g1", "g2"], None, edges, entries, always=["g1", "g2"])
     assert lines == ['decision "Use pgvector" serves goal "Ship"']
+
+
+def test_personalized_pagerank_with_dangling_vertex_parallel_edges_and_weights_matches_networkx():
+    import igraph as ig
+
+    import networkx as nx
+
+    g = ig.Graph([(0, 1), (0, 1), (1, 2), (2, 0), (2, 3), (4, 0)], directed=True)  # d dangles, a->b twice
+    g.vs["name"] = list("abcde")
+    g.es["weight"] = [1.0, 2.0, 1.0, 0.5, 1.0, 1.0]
+    ours = personalized_pagerank(g, {"a": 1.0, "e": 0.5}, restart=0.3)
+    ref = nx.MultiDiGraph()
+    ref.add_nodes_from("abcde")
+    for (u, v), w in zip(g.get_edgelist(), g.es["weight"]):
+        ref.add_edge("abcde"[u], "abcde"[v], weight=w)
+    want = nx.pagerank(ref, alpha=0.7, personalization={"a": 1.0, "e": 0.5}, weight="weight", tol=1e-14, max_iter=5000)
+    got = dict(zip(ours["id"].to_list(), ours["activation"].to_list()))
+    assert got == pytest.approx(want, abs=1e-6)

@@ -184,12 +184,13 @@ def test_streamed_embedding_commits_one_segment_per_chunk_and_the_index_is_a_map
     assert (out["embedded"], out["segments"], out["dtype"]) == (6000, 3, "float16")
     assert len(bank.vector_segments()) == 3 and len(bank.vector_ids()) == 6000
     ids, data = bank.vectors()
-    assert data.dtype == np.float16 and len(np.unique(ids)) == 6000
+    stored = np.load(bank.path / bank.vector_segments()[0]["data"], mmap_mode="r")
+    assert stored.dtype == np.float16 and data.dtype == np.float32 and len(np.unique(ids)) == 6000  # kept half, read whole
     title = bank.entries["title"][17]
     first = ranked_pool(bank, title)
     assert first["id"][0] == bank.entries["id"][17]
-    cached = bank.path / "cache" / "index-flat"
-    assert (cached / "index.faiss").exists()
-    again = VectorIndex.from_folder(cached)
-    assert again.size == 6000 and again.fingerprint == bank_index(bank).fingerprint
+    cached = bank.cache_file("index-flat.kbx", bank_index(bank).fingerprint)
+    assert cached is not None
+    again = VectorIndex.read(cached, kind="flat", fingerprint=bank_index(bank).fingerprint)
+    assert again.size == 6000 and again.mapped
     assert ranked_pool(kb.open_bank(bank.path, readonly=True), title)["id"].to_list() == first["id"].to_list()

@@ -125,7 +125,7 @@ def test_query_rejects_bad_input(eng):
         kb.query(eng, LOGIN, sources=["rumour"], record_usage=False)
 
 
-def test_index_grows_incrementally_and_rebuilds_when_an_entry_leaves(eng_copy):
+def test_index_grows_incrementally_and_masks_an_entry_that_leaves(eng_copy):
     from kbtools.retrieval.search import bank_index
 
     first = bank_index(eng_copy)
@@ -134,9 +134,11 @@ def test_index_grows_incrementally_and_rebuilds_when_an_entry_leaves(eng_copy):
     kb.embed_bank(eng_copy)
     grown = bank_index(eng_copy)
     assert grown is first and grown.size == size + 1  # added, not rebuilt
-    kb.delete_entry(eng_copy, eng_copy.entries["id"][0], reason="test", actor="judge")
-    rebuilt = bank_index(eng_copy)
-    assert rebuilt is not first and rebuilt.size == size
+    gone = eng_copy.entries["id"][0]
+    kb.delete_entry(eng_copy, gone, reason="test", actor="judge")
+    masked = bank_index(eng_copy)
+    assert masked is first and masked.size == size  # removed in place, not rebuilt
+    assert gone not in masked.search(np.ones((1, masked.dim), np.float32), masked.size)[1][0].tolist()
 
 
 def test_index_survives_the_automatic_merge_of_small_segments(eng_copy):

@@ -146,9 +146,9 @@ def test_a_damaged_index_cache_is_rebuilt_never_used(tmp_path, damage):
     bank = _bank(tmp_path / "b")
     want = kb.query(bank, "nginx burst spike", record_usage=False, fold=False).ids()
     idx = bank_index(bank)
-    bank.write_cache_folder("index-flat", idx.fingerprint, idx.to_folder)  # as a big bank caches it
-    assert kb.open_bank(bank.path).cache_folder("index-flat", idx.fingerprint, lambda f: "loaded") == "loaded"
-    cache = max((bank.path / "cache" / "index-flat").iterdir(), key=lambda f: f.stat().st_size)
+    bank.write_cache_file("index-flat.kbx", idx.fingerprint, idx.write)  # as a big bank caches it
+    assert kb.open_bank(bank.path).cache_file("index-flat.kbx", idx.fingerprint) is not None
+    cache = bank.path / "cache" / "index-flat.kbx"
     data = bytearray(cache.read_bytes())
     if damage == "flip":
         data[len(data) // 2] ^= 0xFF
@@ -158,7 +158,7 @@ def test_a_damaged_index_cache_is_rebuilt_never_used(tmp_path, damage):
         data = bytearray(b"not faiss at all")
     cache.write_bytes(bytes(data))
     fresh = kb.open_bank(bank.path)
-    assert fresh.cache_folder("index-flat", idx.fingerprint, lambda f: "loaded") is None  # never used
+    assert fresh.cache_file("index-flat.kbx", idx.fingerprint) is None  # never used
     assert kb.query(fresh, "nginx burst spike", record_usage=False, fold=False).ids() == want
 
 

@@ -56,9 +56,11 @@ register_args("bench", lambda p: (
     p.add_argument("--quick", action="store_true", help="only the 10k bank"),
     p.add_argument("--sizes", type=int, nargs="+", default=[10_000, 100_000], help="bank sizes (default 10000 100000)"),
     p.add_argument("--seed", type=int, default=7),
-    p.add_argument("--only", choices=["linker"], help="one section alone: 'linker' (term statistics build and extend, "
-                   "linking one entry with and without vectors, connect throughput, the query index after a deletion, "
-                   "each beside an exact numpy scan), e.g. kb bench --only linker --sizes 100000"),
+    p.add_argument("--only", choices=["linker", "serve"], help="one section alone: 'linker' (term statistics build and "
+                   "extend, linking one entry with and without vectors, connect throughput, the query index after a "
+                   "deletion, each beside an exact numpy scan), e.g. kb bench --only linker --sizes 100000; 'serve' "
+                   "(adds, first query after an add, cold open, memory, disk beside the peers' figures, PPR vs igraph, "
+                   "fold at 2k and 20k)"),
     p.add_argument("--out", help="also write the JSON report to this file"),
     p.add_argument("--scale", help="one big bank end to end instead: 20k, 100k, 300k or 1m entries (generate, embed with "
                                    "minilm-static, open, first and steady queries with recall@8, memory, disk, connect, "

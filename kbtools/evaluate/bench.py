@@ -252,13 +252,26 @@ def run_bench(*, sizes=(10_000, 100_000), seed: int = 7, log: Callable = print, 
               extra: tuple = (), only: str | None = None) -> dict:
     """Measure every budget; returns {"rows": [...], "machine": {...}, "peak_memory_mb": ...}.
     ``extra``: more sections, each ``fn(rows: BenchRows)`` (the faces add their own, e.g. the views);
-    ``only="linker"`` runs the linker rows alone (synthetic banks of each size, no store)."""
+    ``only`` runs one section alone: ``"linker"`` (synthetic banks of each size, no store) or
+    ``"serve"`` (:mod:`kbtools.evaluate.bench_serve`)."""
     rows = BenchRows(log)
     started = time.perf_counter()
-    if only not in (None, "linker"):
+    if only not in (None, "linker", "serve"):
         from kbtools.errors import ValidationError
 
-        raise ValidationError("only", only, "must be 'linker' (or nothing: every section)")
+        raise ValidationError("only", only, "must be 'linker' or 'serve' (or nothing: every section)")
+    if only == "serve":
+        from kbtools.evaluate.bench_serve import bench_serve
+
+        root = Path(workdir or tempfile.mkdtemp(prefix="kb-bench-"))
+        try:
+            bench_serve(rows, root, sizes=(min(sizes), max(sizes)) if len(sizes) > 1 else (10_000, sizes[0]),
+                        seed=seed, log=log)
+        finally:
+            if workdir is None:
+                shutil.rmtree(root, ignore_errors=True)
+        return {"rows": rows.rows, "machine": {"cpus": os.cpu_count(), "load_avg": os.getloadavg()},
+                "peak_memory_mb": round(_maxrss_mb(), 1), "duration_s": round(time.perf_counter() - started, 1)}
     if only == "linker":
         for n in sizes:
             log(f"linker rows at {n} entries")

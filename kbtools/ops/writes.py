@@ -17,7 +17,7 @@ import json
 import re
 import secrets
 from datetime import datetime, timezone
-from typing import Any, Iterable, Sequence
+from typing import Any, Container, Iterable, Sequence
 
 import polars as pl
 
@@ -69,12 +69,30 @@ def new_id(taken: Iterable[str] | pl.Series, *, rng=None) -> str:
     >>> len(new_id({"a1b2c3d4"}))
     8
     """
-    taken_set = set(taken) if not isinstance(taken, pl.Series) else set(taken.to_list())
+    if isinstance(taken, pl.Series):
+        taken_set = set(taken.to_list())
+    elif isinstance(taken, (set, frozenset, dict, _Taken)):
+        taken_set = taken  # membership only: never copied (a bank's ids can be many)
+    else:
+        taken_set = set(taken)
     for _ in range(1000):
         cand = secrets.token_hex(4) if rng is None else f"{int(rng.integers(0, 2**32)):08x}"
         if cand not in taken_set:
             return cand
     raise KbError("could not find a free entry id after 1000 tries")
+
+
+class _Taken:
+    """The ids of a bank's entries as a container: ``id in taken`` scans one column, so a write
+    never builds a set of every id."""
+
+    __slots__ = ("bank",)
+
+    def __init__(self, bank: Bank):
+        self.bank = bank
+
+    def __contains__(self, entry_id) -> bool:
+        return isinstance(entry_id, str) and self.bank.has_entry(entry_id)
 
 
 def _as_time(value, column: str) -> datetime:
@@ -143,7 +161,7 @@ def _check_list(name: str, value, *, row=None) -> list[str]:
 
 
 def plan_entry(
-    fields: dict[str, Any], *, taken: set[str], now: datetime, row=None, entry_id: str | None = None
+    fields: dict[str, Any], *, taken: "Container[str]", now: datetime, row=None, entry_id: str | None = None
 ) -> dict[str, Any]:
     """A validated entries row (a dict) from user fields; raises naming the field and the rule.
 
@@ -423,8 +441,7 @@ def report_learning(
             if done.height:
                 box["id"] = done["src"][-1]
                 return Plan()
-        entries = b.entries
-        taken = set(entries["id"].to_list())
+        taken = _Taken(b)
         row = plan_entry(fields, taken=taken, now=now)
         conn = []
         for i, c in enumerate(connections):
@@ -432,7 +449,9 @@ def report_learning(
                 raise ValidationError("connections", c, "each connection is a dict with id, relation and optional note", row=i)
             conn.append({"src": row["id"], "dst": c["id"], "type": c.get("relation") or c.get("type"), "note": c.get("note"), "source": c.get("source", "author")})
         edges = _edge_frame(conn, now=now, actor=actor)
-        check_edges(edges, taken | {row["id"]}, existing=b.edges)
+        ends = set(edges["src"].to_list()) | set(edges["dst"].to_list())
+        check_edges(edges, {i for i in ends if i in taken} | {row["id"]},
+                    existing=b.edges if edges.height else None)
         untrusted = edges.filter(~pl.col("source").is_in(sorted(TRUSTED_SOURCES)))
         if untrusted.height:
             raise EdgeRuleError(f"an agent's connection is trusted (source author); got source {untrusted['source'][0]!r}")

@@ -505,17 +505,21 @@ def _pick_neighbors(shown: list[str], ids: list[str], around: _Around, info: _In
         return {}
     used: set[str] = set(ids)
     keep = around.keep
+    rows = info.entries
     picked_for: dict[str, list[Pointer]] = {}
     for entry_id in shown:
         picked = []
         for other, direction, edge in around.incident.get(entry_id, ()):
-            if other in used or (keep is not None and edge[4] not in keep) or not info.known(other):
+            if other in used or (keep is not None and edge[4] not in keep):
+                continue
+            row = None if rows is None else rows.get(other)  # one probe of a bank-sized dict
+            if rows is not None and row is None:
                 continue
             used.add(other)
             picked.append(_fast(Pointer, dict(
                 id=other, relation=edge[2], direction=direction, note=edge[3],
-                summary=info.entry_field(other, "summary"), via=None, kind="neighbor", source=edge[4],
-                title=info.entry_field(other, "title"),
+                summary=None if row is None else row.get("summary"), via=None, kind="neighbor", source=edge[4],
+                title=None if row is None else row.get("title"),
             )))
             if len(picked) == limit:
                 break

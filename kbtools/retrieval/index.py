@@ -17,9 +17,9 @@ from __future__ import annotations
 
 import io
 import json
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from types import MappingProxyType
-from typing import Final, Mapping, Sequence
+from typing import ClassVar, Final, Mapping, Sequence
 
 import numpy as np
 
@@ -162,6 +162,13 @@ class VectorIndex:
     kind: str = "flat"
     fingerprint: str = ""
     dead: np.ndarray | None = None  #: per row, True when removed (None: none removed)
+    #: vectors added to an index read memory-mapped (read-only): an exact side index searched with it
+    delta: object = None
+    #: read memory-mapped from a file (read-only: :meth:`add` grows :attr:`delta` instead)
+    mapped: bool = False
+    #: how many indexes this process built from scratch (the bench and tests count rebuilds)
+    builds: ClassVar[int] = 0
+    _idset: set | None = field(default=None, repr=False, compare=False)
 
     @classmethod
     def build(cls, ids: Sequence[str], combined: np.ndarray, *, kind: str = "flat",
@@ -175,6 +182,7 @@ class VectorIndex:
         if kind == "ivf" and len(ids) == 0:
             raise ValidationError("vectors", "0 rows", "an ivf index needs vectors to train on")
         faiss = _faiss(threads)
+        VectorIndex.builds += 1
         index = _new_index(faiss, kind, vectors.shape[1], len(ids), seed)
         if not index.is_trained:  # train on at most 100 points per list (a seeded sample)
             most = 100 * getattr(index, "nlist", len(ids))
@@ -185,8 +193,9 @@ class VectorIndex:
 
     @property
     def size(self) -> int:
-        """How many live vectors the index holds (rows removed by :meth:`remove` do not count)."""
-        return int(self.faiss_index.ntotal) - self.n_dead
+        """How many live vectors the index holds (rows removed by :meth:`remove` do not count; rows
+        of the side index of a memory-mapped index do)."""
+        return int(self.faiss_index.ntotal) + (0 if self.delta is None else int(self.delta.ntotal)) - self.n_dead
 
     @property
     def n_dead(self) -> int:
@@ -196,7 +205,7 @@ class VectorIndex:
     @property
     def dead_share(self) -> float:
         """Share of the faiss rows that are dead (0.0 for an index nothing was removed from)."""
-        total = int(self.faiss_index.ntotal)
+        total = len(self.ids)
         return self.n_dead / total if total else 0.0
 
     def live_ids(self) -> np.ndarray:
@@ -273,6 +282,14 @@ class VectorIndex:
             scores, positions = self.faiss_index.search(queries, k)
         else:
             scores, positions = self.faiss_index.search(queries, k, params=params)
+        if self.delta is not None and self.delta.ntotal:
+            base = int(self.faiss_index.ntotal)
+            dead_here = 0 if self.dead is None else int(np.count_nonzero(self.dead[base:]))
+            d_scores, d_pos = self.delta.search(queries, min(k + dead_here, int(self.delta.ntotal)))
+            if dead_here:  # rows of the side index removed since: drop them before merging
+                gone = self.dead[base:][np.where(d_pos >= 0, d_pos, 0)] & (d_pos >= 0)
+                d_scores, d_pos = np.where(gone, -np.inf, d_scores), np.where(gone, -1, d_pos)
+            scores, positions = _merged(scores, positions, d_scores, d_pos, base, k)
         found = positions >= 0
         ids = np.where(found, self.ids[np.where(found, positions, 0)] if len(self.ids) else "", "")
         return np.where(found, scores, -np.inf).astype(np.float32), ids
@@ -281,15 +298,83 @@ class VectorIndex:
         """Append vectors under new ids, in place (ids already live are refused; a removed id may
         come back: its new row is live, its old one stays dead)."""
         ids, vectors = _check_ids_vectors(ids, vectors, self.dim)
-        clash = np.isin(ids, self.live_ids())
+        clash = (np.array([i in self._id_set() for i in ids.tolist()], dtype=bool) if self.dead is None
+                 else np.isin(ids, self.live_ids()))
         if clash.any():
             raise ValidationError("ids", ids[clash][0].item(), "is already in the index")
         _faiss(threads)
-        self.faiss_index.add(vectors)
+        if self.mapped:  # a memory-mapped index is read-only: grow the side index
+            if self.delta is None:
+                self.delta = _faiss(threads).IndexFlatIP(self.dim)
+            self.delta.add(vectors)
+        else:
+            self.faiss_index.add(vectors)
         self.ids = np.concatenate([self.ids, ids])
         if self.dead is not None:
             self.dead = np.concatenate([self.dead, np.zeros(len(ids), bool)])
             self._selector = None
+        if self._idset is not None:
+            self._idset.update(ids.tolist())
+
+    def _id_set(self) -> set:
+        """The ids as a set, built on the first :meth:`add` and kept up to date by the next ones."""
+        if self._idset is None or len(self._idset) != len(self.ids):
+            self._idset = set(self.ids.tolist())
+        return self._idset
+
+    def holds_any(self, ids: Sequence[str]) -> bool:
+        """Whether any of ``ids`` is in the index (a set lookup each, after the first call).
+
+        >>> VectorIndex.build(["a"], np.ones((1, 2), np.float32)).holds_any(["b", "a"])
+        True
+        """
+        known = self._id_set()
+        return any(str(i) in known for i in ids)
+
+    def write(self, path) -> None:
+        """Write the index to ``path`` (a faiss file) and its ids beside it (``path.ids.npy``);
+        :meth:`read` maps it back without copying. An index grown by :meth:`add` after a
+        memory-mapped read is written whole."""
+        import faiss
+        from pathlib import Path
+
+        path = Path(path)
+        index = self.faiss_index
+        if self.delta is not None and self.delta.ntotal:
+            raise KbError("a grown memory-mapped index is not written: build it again to cache it")
+        if self.n_dead:
+            raise KbError("an index with removed rows is not written (they would come back): build it again")
+        faiss.write_index(index, str(path))
+        with open(f"{path}.ids.npy", "wb") as fh:
+            np.save(fh, np.asarray(self.ids, dtype=str), allow_pickle=False)
+
+    @classmethod
+    def read(cls, path, *, kind: str, fingerprint: str = "", mmap: bool = True) -> "VectorIndex":
+        """The index :meth:`write` wrote, memory-mapped where faiss allows (flat and scalar-quantised
+        codes, HNSW's vectors): opening costs no copy of the vectors, and pages load as searched.
+
+        >>> import tempfile, pathlib
+        >>> f = pathlib.Path(tempfile.mkdtemp()) / "i.faiss"
+        >>> VectorIndex.build(["x", "y"], np.eye(2, dtype=np.float32)).write(f)
+        >>> VectorIndex.read(f, kind="flat").search(np.array([[0.0, 1.0]], np.float32), 1)[1].tolist()
+        [['y']]
+        """
+        import faiss
+
+        index, mapped = None, False
+        if mmap and hasattr(faiss, "IO_FLAG_MMAP_IFC"):
+            try:
+                index, mapped = faiss.read_index(str(path), faiss.IO_FLAG_MMAP_IFC), True
+            except RuntimeError:
+                index = None
+        if index is None:
+            index = faiss.read_index(str(path))
+        ids = np.load(f"{path}.ids.npy", allow_pickle=False)
+        if len(ids) != index.ntotal:
+            raise StaleCache(f"index file {path} holds {index.ntotal} vectors but {len(ids)} ids; rebuild it")
+        if kind in ("hnsw", "hnsw_sq8"):
+            index.hnsw.efSearch = _HNSW_EF_SEARCH
+        return cls(index, ids, kind, fingerprint, mapped=mapped)
 
     def to_bytes(self) -> bytes:
         """The index, its ids, kind and fingerprint as one byte string (for the store to persist)."""
@@ -366,6 +451,14 @@ def index_kind(kind: str, n: int) -> str:
     if kind == "auto":
         return "flat" if n < APPROXIMATE_FROM else "ivf_sq8"
     return kind
+def _merged(s1, p1, s2, p2, offset: int, k: int) -> tuple[np.ndarray, np.ndarray]:
+    """The top ``k`` per row of two result lists (the second's positions shifted by ``offset``)."""
+    p2 = np.where(p2 >= 0, p2 + offset, -1)
+    s1 = np.where(p1 >= 0, s1, -np.inf)
+    s2 = np.where(p2 >= 0, s2, -np.inf)
+    scores, positions = np.concatenate([s1, s2], axis=1), np.concatenate([p1, p2], axis=1)
+    order = np.argsort(-scores, axis=1, kind="stable")[:, :k]
+    return np.take_along_axis(scores, order, 1), np.take_along_axis(positions, order, 1)
 
 
 def search_weighted(per_dim: np.ndarray, ids: Sequence[str], query: np.ndarray,

@@ -60,16 +60,19 @@ def query(
     record_usage: bool = True,
     embedder: Embedder | str | None = None,
     index: str = QUERY_DEFAULTS.index,
+    query_vector=None,
 ) -> Answer:
     """Answer ``text`` from the bank: folded (default) or flat, with neighbours handed over.
 
     ``weights`` re-weights the four search dimensions (content, useful_for, systems, tasks);
     ``sources`` chooses which edge sources fold (trusted by default); ``lexical`` adds the BM25
-    arm; ``index`` picks the faiss index kind (flat is exact).
+    arm; ``index`` picks the faiss index kind (flat is exact). ``query_vector`` answers for a
+    vector embedded already (the embedder is then never loaded).
     """
     if not isinstance(k, int) or k < 1:
         raise ValidationError("k", k, "k is a positive integer")
-    pool_frame = ranked_pool(bank, text, pool=max(pool, k), lexical=lexical, weights=weights, embedder=embedder, index=index)
+    pool_frame = ranked_pool(bank, text, pool=max(pool, k), lexical=lexical, weights=weights, embedder=embedder, index=index,
+                              query_vector=query_vector)
     lookup = edge_lookup(bank, sources=sources)
     if fold:
         answer = fold_pool(pool_frame, lookup, k=k, protect=protect, neighbors=neighbors, query=text)

@@ -131,34 +131,29 @@ def bank_index(bank: Bank, *, kind: str = "auto", weights: Mapping[str, float] |
 
     def build(prior: VectorIndex | None) -> VectorIndex:
         segs = [s["data"] for s in bank.vector_segments()]
-        active = bank.entries.filter(pl.col("status") == "active")["id"].implode()
-
-        def live(ids):
-            return pl.Series(ids, dtype=pl.String).is_in(active).to_numpy()
-
+        mark = bank.table_mark("entries")
         fp = hashlib.sha256(
             json.dumps([bank.embedder_name, segs, _weights_key(weights), kind, bank.fingerprint(("entries", "vectors"))]).encode()
         ).hexdigest()[:24]
-        idx = None
-        if prior is not None:
-            ids, data = bank.vectors()
-            mask = live(ids)
-            old_segs = set(getattr(prior, "segments", None) or [])
-            fresh = [sg for sg in bank.vector_segments() if sg["data"] not in old_segs]
-            rewritten = np.concatenate([bank.vector_segment_ids(sg) for sg in fresh]) if fresh else ()
-            idx = _grown(prior, segs, ids[mask], np.asarray(data)[mask], weights, rewritten)
+        idx = _appended(prior, bank, segs, weights)
+        if idx is None and prior is None:
+            idx = _cached_index(bank, kind, fp)
         if idx is None:
-            idx = bank.cache_folder(f"index-{kind}", fp, VectorIndex.from_folder)
+            ids, data = bank.vectors()
+            active = bank.entries.filter(pl.col("status") == "active")["id"]
+            mask = pl.Series(ids, dtype=pl.String).is_in(active.implode()).to_numpy()
+            old_segs = getattr(prior, "segments", None) or []
+            fresh = [sg for sg in bank.vector_segments() if sg["data"] not in set(old_segs)]
+            rewritten = np.concatenate([bank.vector_segment_ids(sg) for sg in fresh]) if fresh and prior is not None else ()
+            idx = _grown(prior, segs, ids[mask], _Rows(data, np.flatnonzero(mask)), weights, rewritten)
             if idx is None:
-                ids, data = bank.vectors()
-                mask = live(ids)
-                idx = VectorIndex.build(ids[mask].tolist(), _combined(data, mask, weights), kind=kind,
+                idx = VectorIndex.build(ids[mask].tolist(), _combined(data, np.flatnonzero(mask), weights), kind=kind,
                                         threads=_build_threads(len(ids)))
                 if len(ids) >= 5000:  # small indexes build faster than they load
-                    idx.fingerprint = fp
-                    bank.write_cache_folder(f"index-{kind}", fp, idx.to_folder)
+                    bank.write_cache_file(f"index-{kind}.kbx", fp, idx.write)
         idx.fingerprint = fp
         idx.segments = segs
+        idx.mark = mark
         return idx
 
     return bank.derived(name, build, on=("entries", "vectors"), grow=True)
@@ -170,15 +165,65 @@ def _build_threads(n: int) -> int:
     return 1 if n < 50_000 else max(1, min(8, os.cpu_count() or 1))
 
 
-def _combined(data: np.ndarray, mask: np.ndarray, weights, block: int = 50_000) -> np.ndarray:
-    """The precombined float32 vectors of the rows in ``mask``, block by block (the per-dimension
-    vectors, possibly float16 and memory-mapped, are never copied whole)."""
-    rows = np.flatnonzero(mask)
-    out = np.empty((len(rows), data.shape[2]), dtype=np.float32)
-    for start in range(0, len(rows), block):
-        part = rows[start : start + block]
-        out[start : start + len(part)] = combine(np.asarray(data[part], dtype=np.float32), weights)
+class _Rows:
+    """Rows ``picked`` of a vector view, gathered only when indexed (``rows[mask]``)."""
+
+    def __init__(self, data, picked: np.ndarray):
+        self.data, self.picked = data, picked
+
+    def __len__(self) -> int:
+        return len(self.picked)
+
+    def __getitem__(self, key):
+        return self.data[self.picked[np.asarray(key)]]
+
+
+def _combined(data, picked: np.ndarray, weights, chunk: int = 8192) -> np.ndarray:
+    """The precombined vectors of rows ``picked``, gathered a chunk at a time (never the whole
+    (n, 4, d) array in memory at once)."""
+    if not len(picked):
+        return np.zeros((0, data.shape[2] if data.ndim == 3 else 0), dtype=np.float32)
+    out = np.empty((len(picked), data.shape[2]), dtype=np.float32)
+    for start in range(0, len(picked), chunk):
+        out[start : start + chunk] = combine(data[picked[start : start + chunk]], weights)
     return out
+
+
+def _cached_index(bank: Bank, kind: str, fp: str) -> VectorIndex | None:
+    """The index cached on disk for ``fp``, read by faiss from its file (memory-mapped); None when
+    there is none or it does not load (a damaged cache is rebuilt, never trusted)."""
+    path = bank.cache_file(f"index-{kind}.kbx", fp)
+    if path is None:
+        return None
+    try:
+        return VectorIndex.read(path, kind=kind, fingerprint=fp)
+    except Exception:  # noqa: BLE001 - a cache that does not load is rebuilt
+        return None
+
+
+def _appended(prior: VectorIndex | None, bank: Bank, segs: list, weights) -> VectorIndex | None:
+    """``prior`` grown by the vectors of the segments appended since it was built, when the
+    entries only gained rows since and every new vector belongs to a new entry (the write path of
+    agents adding entries); None otherwise. Reads only the new segments, never the whole array."""
+    old = getattr(prior, "segments", None)
+    if prior is None or old is None or segs[: len(old)] != old:
+        return None
+    added = bank.appended_rows("entries", getattr(prior, "mark", None))
+    if added is None:
+        return None
+    new_segs = [sg for sg in bank.vector_segments() if sg["data"] not in set(old)]
+    if not new_segs:
+        return prior if added.height == 0 else None  # entries without vectors: the full check
+    ids = np.concatenate([bank.vector_segment_ids(sg) for sg in new_segs])
+    if len(ids) > 4096 or len(np.unique(ids)) != len(ids) or len(ids) != added.height:
+        return None
+    if set(ids.tolist()) != set(added["id"].to_list()) or prior.holds_any(ids.tolist()):
+        return None
+    data = np.concatenate([np.asarray(bank.vector_segment_data(sg), dtype=np.float32) for sg in new_segs])
+    active = np.isin(ids, added.filter(pl.col("status") == "active")["id"].to_numpy().astype(str))
+    if active.any():
+        prior.add(ids[active].tolist(), combine(data[active], weights))
+    return prior
 
 
 def _grown(prior: VectorIndex | None, segs: list, live: np.ndarray, live_data: np.ndarray, weights,
@@ -210,11 +255,19 @@ def _grown(prior: VectorIndex | None, segs: list, live: np.ndarray, live_data: n
 def _display(bank: Bank) -> tuple[dict, pl.DataFrame]:
     """Each entry's row number and the columns a pool shows (cached until the entries change)."""
 
-    def build():
+    def build(prior):
+        mark = bank.table_mark("entries")
+        added = None if prior is None else bank.appended_rows("entries", prior[2])
+        if added is not None:  # entries were only added: extend, do not rebuild
+            rows, cols, _ = prior
+            start = cols.height
+            rows.update(zip(added["id"].to_list(), range(start, start + added.height)))
+            return rows, pl.concat([cols, added.select(cols.columns)]), mark
         cols = bank.entries.select("id", "title", "summary", "kind", "steps")
-        return dict(zip(cols["id"].to_list(), range(cols.height))), cols
+        return dict(zip(cols["id"].to_list(), range(cols.height))), cols, mark
 
-    return bank.derived("pool-display", build, on=("entries",))
+    rows, cols, _ = bank.derived("pool-display", build, on=("entries",), grow=True)
+    return rows, cols
 
 
 def _bm25_text(entries: pl.DataFrame) -> list[str]:
@@ -247,9 +300,10 @@ def ranked_pool(
         raise ValidationError("text", text, "a query is a non-empty string")
     if pool < 1:
         raise ValidationError("pool", pool, "the pool holds at least one candidate")
-    emb = bank_embedder(bank, embedder)
-    if bank.entries.height and len(bank.vector_ids()) < bank.entries.height:
-        raise NotEmbedded(bank.path, bank.entries.height - len(bank.vector_ids()), bank.entries.height)
+    if query_vector is None or embedder is not None:  # the embedder loads only to embed text
+        emb = bank_embedder(bank, embedder)
+    if bank.entries.height and bank.vector_count() < bank.entries.height:
+        raise NotEmbedded(bank.path, bank.entries.height - bank.vector_count(), bank.entries.height)
     q = query_vector if query_vector is not None else emb.encode([text])[0]
     idx = bank_index(bank, kind=index, weights=weights)
     depth = pool if not lexical else max(pool, QUERY_DEFAULTS.lexical_depth)

@@ -30,6 +30,7 @@ any reader can open as is.
 from __future__ import annotations
 
 import hashlib
+import itertools
 import json
 import os
 import shutil
@@ -49,6 +50,7 @@ from kbtools.model.plan import Plan, VectorRows
 from kbtools.model.schema import APPEND_ONLY, KEYS, SCHEMAS, TABLES, conform, empty
 from kbtools.store.files import digest, inside, manifest_files, temp_files, write_history
 from kbtools.store.lock import flock_file, fsync_dir, storage_errors
+from kbtools.store.vectors import SegmentedVectors
 
 __all__ = [
     "Bank",
@@ -68,6 +70,12 @@ DEFAULT_LOCK_TIMEOUT = 30.0
 TAIL_SEGMENTS = 16
 #: Unreferenced files younger than this are left alone by the sweep (a reader may still open them).
 SWEEP_AGE_S = 120.0
+
+#: How vector segments store each number: float16 halves the disk and the pages a scan reads
+#: (cosines change by ~1e-4, far below what separates neighbours); the setting
+#: ``vector_dtype="float32"`` keeps full precision. Segments are read back as float32 either way.
+VECTOR_DTYPES = {"float16": np.float16, "float32": np.float32}
+DEFAULT_VECTOR_DTYPE = "float16"
 
 _SEQ = "_seq"
 _DELETED = "_deleted"
@@ -124,6 +132,24 @@ def _read_json(path: Path) -> dict:
         return json.load(fh)
 
 
+def _cache_group(path: Path) -> list[Path]:
+    """A cache file and its siblings (``name`` and ``name.*``), without the seal."""
+    return sorted(p for p in path.parent.glob(path.name + "*")
+                  if p.is_file() and not p.name.endswith(".json") and not p.name.endswith(".tmp"))
+
+
+def _file_seal(path: Path) -> list:
+    """``[size, mtime_ns, hash of the first and last MiB]``: enough to see a file was changed."""
+    st = path.stat()
+    h = hashlib.blake2b(digest_size=16)
+    with open(path, "rb") as fh:
+        h.update(fh.read(1 << 20))
+        if st.st_size > 1 << 20:
+            fh.seek(max(st.st_size - (1 << 20), 1 << 20))
+            h.update(fh.read(1 << 20))
+    return [st.st_size, st.st_mtime_ns, h.hexdigest()]
+
+
 # ---------------------------------------------------------------------------------------------
 # the lock
 
@@ -146,6 +172,22 @@ def _latest_in_first_order(rows: pl.DataFrame, keys: list[str]) -> pl.DataFrame:
     last = idx.sort(_SEQ, maintain_order=True).unique(subset=keys, keep="last").drop("_ord")
     first = idx.unique(subset=keys, keep="first", maintain_order=True).select(*keys, "_ord")
     return last.join(first, on=keys, how="left", nulls_equal=True).sort("_ord").drop("_ord")
+
+
+def _only_fresh_keys(current: pl.DataFrame | None, new: pl.DataFrame, keys: tuple[str, ...]) -> bool:
+    """True when ``new`` only adds rows: no tombstone, no key twice, no key already in ``current``
+    (the append of a write that adds entries or edges; checked without hashing the whole table)."""
+    if current is None or current.height == 0 or new.height > 64 or new[_DELETED].any():
+        return False
+    if new.select(pl.struct(list(keys)).is_duplicated().any()).item():
+        return False
+    hit = pl.lit(False)
+    for row in new.select(list(keys)).iter_rows():
+        cond = pl.lit(True)
+        for k, v in zip(keys, row):
+            cond = cond & (pl.col(k).is_null() if v is None else pl.col(k) == v)
+        hit = hit | cond
+    return not current.select(hit.any()).item()
 
 
 def _merge_keyed(current: pl.DataFrame | None, new: pl.DataFrame, keys: tuple[str, ...]) -> pl.DataFrame:
@@ -176,6 +218,12 @@ def _folder_digests(folder: Path) -> dict[str, str]:
             for f in sorted(folder.iterdir()) if f.is_file()}
 
 
+def _project(frame: pl.DataFrame, columns) -> pl.DataFrame:
+    """``frame.select(columns)`` for plain column names, without a query plan (a tenth of the
+    cost on a large frame: this runs on every read of a table)."""
+    return pl.DataFrame([frame.get_column(c) for c in columns])
+
+
 def _empty_usage() -> pl.DataFrame:
     return empty("usage")
 
@@ -195,14 +243,142 @@ def _read_usage_log(path: Path) -> pl.DataFrame:
                               .cast(SCHEMAS["usage"]["at"])).drop_nulls("at").select(list(SCHEMAS["usage"]))
 
 
+_EPOCHS = itertools.count(1)
+
+
 class _TableCache:
     """The merged rows of one table and the segment list they were built from."""
 
-    __slots__ = ("segments", "frame")
+    __slots__ = ("segments", "frame", "epoch")
 
     def __init__(self) -> None:
         self.segments: list[str] = []
         self.frame: pl.DataFrame | None = None
+        self.epoch = next(_EPOCHS)  # a new number whenever rows changed other than at the end
+
+
+# ---------------------------------------------------------------------------------------------
+# vectors, read in place
+
+
+class _VectorState:
+    """The vector segments read so far: each memory-mapped, the latest row per id (``rows``,
+    positions in the segments' concatenation, ascending), its id and text hash. Appending a
+    segment costs what the segment holds: the arrays over all rows are put together only when
+    asked for."""
+
+    __slots__ = ("names", "parts", "id_parts", "hash_parts", "row_parts", "dead", "known", "total", "size",
+                 "generation", "_arrays")
+
+    def __init__(self) -> None:
+        self.names: tuple[str, ...] = ()
+        self.parts: list[np.ndarray] = []
+        self.id_parts: list[np.ndarray] = []
+        self.hash_parts: list[np.ndarray] = []
+        self.row_parts: list[np.ndarray] = []
+        self.dead: frozenset[int] = frozenset()  # rows replaced by a later segment
+        self.known: dict[str, int] | None = None  # id -> row, built on the first append
+        self.total = 0
+        self.size = 0
+        self.generation = next(_EPOCHS)  # a new number when a row was replaced, not appended
+        self._arrays: tuple | None = None
+
+    def _all(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        if self._arrays is None:
+            if not self.id_parts:
+                arrays = (np.array([], dtype="U8"), np.zeros(0, np.uint64), np.zeros(0, np.int64))
+            else:
+                arrays = tuple(p[0] if len(p) == 1 else np.concatenate(p)
+                               for p in (self.id_parts, self.hash_parts, self.row_parts))
+            if self.dead:
+                keep = ~np.isin(arrays[2], np.fromiter(self.dead, np.int64))
+                arrays = tuple(a[keep] for a in arrays)
+            self._arrays = arrays
+        return self._arrays
+
+    @property
+    def ids(self) -> np.ndarray:
+        return self._all()[0]
+
+    @property
+    def hashes(self) -> np.ndarray:
+        return self._all()[1]
+
+    @property
+    def rows(self) -> np.ndarray:
+        return self._all()[2]
+
+    def ids_after(self, segments: int) -> np.ndarray:
+        """The ids of the segments from number ``segments`` on."""
+        tail = self.id_parts[segments:]
+        return np.concatenate(tail) if tail else np.array([], dtype="U8")
+
+    def appended(self, name: str, ids: np.ndarray, data: np.ndarray, hashes: np.ndarray) -> "_VectorState":
+        start = self.total
+        if len(ids) > 1 and len(np.unique(ids)) != len(ids):  # the last row of an id wins
+            _, last = np.unique(ids[::-1], return_index=True)
+            local = np.sort(len(ids) - 1 - last)
+        else:
+            local = np.arange(len(ids))
+        ids, hashes = ids[local].astype(str), hashes[local].astype(np.uint64)
+        known = self.known
+        if known is None:  # once per process: later appends look ids up instead of scanning them
+            known = dict(zip(self.ids.tolist(), self.rows.tolist()))
+        listed = ids.tolist()
+        replaced = [known[i] for i in listed if i in known]
+        known.update(zip(listed, (start + local).tolist()))  # shared: only the newest state appends
+        out = _VectorState()
+        out.names, out.parts = (*self.names, name), [*self.parts, data]
+        out.id_parts, out.hash_parts = [*self.id_parts, ids], [*self.hash_parts, hashes]
+        out.row_parts = [*self.row_parts, start + local]
+        out.dead = self.dead | frozenset(replaced) if replaced else self.dead
+        out.known, out.total = known, start + len(data)
+        out.size = self.size + len(ids) - len(replaced)
+        out.generation = next(_EPOCHS) if replaced else self.generation
+        return out
+
+
+class _Live:
+    """The vector rows of live entries (what ``Bank.vectors`` returns) and the marks it was built
+    on; ``arrays`` None means every row of ``state``, put together only when read."""
+
+    __slots__ = ("state", "mark", "arrays", "count")
+
+    def __init__(self, state, mark, arrays=None):
+        self.state, self.mark, self.arrays = state, mark, arrays
+        self.count = state.size if arrays is None else len(arrays[0])
+
+    @property
+    def ids(self) -> np.ndarray:
+        return self.state.ids if self.arrays is None else self.arrays[0]
+
+    @property
+    def hashes(self) -> np.ndarray:
+        return self.state.hashes if self.arrays is None else self.arrays[1]
+
+    @property
+    def rows(self) -> np.ndarray:
+        return self.state.rows if self.arrays is None else self.arrays[2]
+
+
+def _empty_live(state: _VectorState) -> _Live:
+    return _Live(state, None, (np.array([], dtype=str), np.zeros(0, np.uint64), np.zeros(0, np.int64)))
+
+
+def _grow_live(prior: _Live | None, state: _VectorState, mark: tuple[int, int], entries: pl.DataFrame) -> _Live | None:
+    """``prior`` with the rows appended since, when entries and vectors only gained rows (else None)."""
+    if prior is None or prior.mark is None or prior.mark[0] != mark[0] or prior.arrays is not None:
+        return None  # prior.arrays: some vector had no entry before; it may have one now
+    if prior.state.generation != state.generation or len(prior.state.names) > len(state.names) \
+            or state.names[: len(prior.state.names)] != prior.state.names:
+        return None
+    ids = state.ids_after(len(prior.state.names))
+    if len(ids) > 64:
+        return None
+    fresh = entries["id"].slice(prior.mark[1])  # entries added since: the vectors' ids are among them
+    if len(ids) and not np.isin(ids, fresh.to_numpy().astype(str)).all():
+        return None
+    return _Live(state, mark)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -230,7 +406,8 @@ class Bank:
         self._usage_warned = False
         read_manifest(self.path)
         self._caches: dict[str, _TableCache] = {t: _TableCache() for t in TABLES}
-        self._vector_cache: tuple[tuple[str, ...], np.ndarray, np.ndarray] | None = None
+        self._vector_cache: _VectorState | None = None
+        self._segment_files: dict[tuple[str, str], np.ndarray] = {}
         self._derived: dict[str, tuple[int, object]] = {}
         self._manifest: dict = {}
         self._changed_outside: dict = {}
@@ -267,31 +444,57 @@ class Bank:
         for table in TABLES:
             segs = list(manifest["tables"].get(table, []))
             cache = self._caches[table]
-            if cache.frame is not None and segs == cache.segments:
+            if cache.frame is None:
+                for name in segs:
+                    inside(self.path, name)  # an unsafe path is refused at open, read or not
+                continue  # read when first asked for (:meth:`_frame`): a query never reads events
+            if segs == cache.segments:
                 continue
-            if cache.frame is not None and segs[: len(cache.segments)] == cache.segments:
+            if segs[: len(cache.segments)] == cache.segments:
                 todo, frame = segs[len(cache.segments) :], cache.frame
             else:
                 todo, frame = segs, None
-            frame = self._read_segments(table, todo, frame)
+            frame, appended = self._read_segments(table, todo, frame)
+            if not appended:
+                cache.epoch = next(_EPOCHS)
             cache.segments, cache.frame = segs, frame
         self._manifest = manifest
         self._changed_outside = self._files_changed_outside(manifest)
 
-    def _read_segments(self, table: str, names: list[str], frame: pl.DataFrame | None) -> pl.DataFrame:
+    def _frame(self, table: str) -> pl.DataFrame:
+        """The merged rows of ``table`` in this snapshot, read from its segments on first use."""
+        cache = self._caches[table]
+        if cache.frame is None:
+            try:
+                segs = list(self._manifest["tables"].get(table, []))
+                frame, _ = self._read_segments(table, segs, None)
+            except FileNotFoundError:  # swept by a compaction since this snapshot: move on once
+                warnings.warn(f"{self.path}: a segment of {table} in version {self.version} was swept by a "
+                              "compaction; this snapshot moved to the newest version", stacklevel=3)
+                self.reload()
+                segs = list(self._manifest["tables"].get(table, []))
+                frame, _ = self._read_segments(table, segs, None)
+            cache.segments, cache.frame, cache.epoch = segs, frame, next(_EPOCHS)
+        return cache.frame
+
+    def _read_segments(self, table: str, names: list[str], frame: pl.DataFrame | None) -> tuple[pl.DataFrame, bool]:
+        """The merged rows after reading ``names`` on top of ``frame``, and whether they are
+        ``frame`` with rows added at its end only (an append: nothing before changed)."""
         keyed = table in KEYS
         if not names:
             if frame is not None:
-                return frame
+                return frame, True
             base = empty(table)
             if keyed:
                 base = base.with_columns(pl.lit(0, pl.Int64).alias(_SEQ), pl.lit(False).alias(_DELETED))
-            return base
+            return base, False
         parts = [pl.read_parquet(inside(self.path, n)) for n in names]
         new = pl.concat(parts, how="diagonal_relaxed") if len(parts) > 1 else parts[0]
         if keyed:
-            return _merge_keyed(frame, new, KEYS[table])
-        return pl.concat([frame, new], how="diagonal_relaxed") if frame is not None else new
+            if frame is not None and _only_fresh_keys(frame, new, KEYS[table]):
+                return pl.concat([frame, new], how="diagonal_relaxed"), True
+            return _merge_keyed(frame, new, KEYS[table]), False
+        return (pl.concat([frame, new], how="diagonal_relaxed"), True) if frame is not None else (new, False)
 
     def _files_changed_outside(self, manifest: dict) -> dict:
         """Files whose size or mtime differ from what their commit recorded: rewritten by another
@@ -325,19 +528,17 @@ class Bank:
         """One table of this snapshot, with exactly the columns of DESIGN.md."""
         if name not in SCHEMAS:
             raise KbError(f"unknown table {name!r}: the tables are {', '.join(TABLES)}")
-        frame = self._caches[name].frame
-        if frame is None:
-            return empty(name)
+        frame = self._frame(name)
         if name == "entries":
             return self._entries_with_usage(frame)
         if name == "usage":
             return self._all_usage(frame)
-        return frame.select(list(SCHEMAS[name]))
+        return _project(frame, SCHEMAS[name])
 
     def _entries_with_usage(self, frame: pl.DataFrame) -> pl.DataFrame:
         def build() -> pl.DataFrame:
-            base = frame.select(list(SCHEMAS["entries"]))
-            usage = self._all_usage(self._caches["usage"].frame)
+            base = _project(frame, SCHEMAS["entries"])
+            usage = self._all_usage(self._frame("usage"))
             if usage is None or usage.height == 0:
                 return base
             counts = usage.group_by("id").agg(pl.len().alias("_n"), pl.col("at").max().alias("_last"))
@@ -421,9 +622,58 @@ class Bank:
             if eid not in known:
                 raise EntryNotFound(eid, where)
 
+    def table_mark(self, name: str) -> tuple[int, int]:
+        """``(epoch, rows)`` of a table in this snapshot: while a later mark has the same epoch,
+        the table only gained rows at its end since (rows ``rows:`` are the new ones), so a cache
+        built over the rows can be grown instead of rebuilt.
+
+        >>> import tempfile, pathlib
+        >>> bank = create_bank(pathlib.Path(tempfile.mkdtemp()) / "b")
+        >>> bank.table_mark("entries")[1]
+        0
+        """
+        frame = self._frame(name)
+        return self._caches[name].epoch, frame.height
+
+    def appended_rows(self, name: str, mark: tuple[int, int]) -> pl.DataFrame | None:
+        """The rows of table ``name`` added since ``mark`` (a :meth:`table_mark` of an earlier
+        snapshot), when the table only gained rows at its end since; None when anything else
+        changed (then rebuild what was built over the rows). Usage is not counted in.
+
+        >>> import tempfile, pathlib
+        >>> bank = create_bank(pathlib.Path(tempfile.mkdtemp()) / "b")
+        >>> bank.appended_rows("entries", bank.table_mark("entries")).height
+        0
+        """
+        epoch, rows = self.table_mark(name)
+        if mark is None or mark[0] != epoch or mark[1] > rows:
+            return None
+        return _project(self._frame(name).slice(mark[1]), SCHEMAS[name])
+
+    def has_entry(self, entry_id: str) -> bool:
+        """Whether an entry with this id exists in this snapshot (one column scan, no id set built).
+
+        >>> import tempfile, pathlib
+        >>> create_bank(pathlib.Path(tempfile.mkdtemp()) / "b").has_entry("a1b2c3d4")
+        False
+        """
+        frame = self._frame("entries")
+        return frame.height > 0 and bool((frame["id"] == entry_id).any())
+
     def vector_segment_ids(self, segment: dict) -> np.ndarray:
-        """The entry ids of one vector segment (as listed by :meth:`vector_segments`)."""
-        return np.load(inside(self.path, segment["ids"]), allow_pickle=False).astype(str)
+        """The entry ids of one vector segment (as listed by :meth:`vector_segments`); segments
+        never change, so each is read once per open bank."""
+        key = ("ids", segment["ids"])
+        if key not in self._segment_files:
+            self._segment_files[key] = np.load(inside(self.path, segment["ids"]), allow_pickle=False).astype(str)
+        return self._segment_files[key]
+
+    def vector_segment_data(self, segment: dict) -> np.ndarray:
+        """The vectors of one vector segment, memory-mapped (read in place, never copied)."""
+        key = ("data", segment["data"])
+        if key not in self._segment_files:
+            self._segment_files[key] = np.load(inside(self.path, segment["data"]), mmap_mode="r", allow_pickle=False)
+        return self._segment_files[key]
 
     def vector_segments(self) -> list[dict]:
         """The vector segments of this snapshot, oldest first: ``{"data", "ids", "rows"[, "hashes"]}``
@@ -524,12 +774,11 @@ class Bank:
         self._usage_log = (sig, frame)
 
     def _all_usage(self, committed: pl.DataFrame | None) -> pl.DataFrame:
-        base = empty("usage") if committed is None else committed.select(list(SCHEMAS["usage"]))
+        base = empty("usage") if committed is None else _project(committed, SCHEMAS["usage"])
         pending = self._usage_log[1]
         if pending.height == 0:
             return base
-        live = pending.join(self._caches["entries"].frame.select("id"), on="id", how="semi") \
-            if self._caches["entries"].frame is not None else pending.head(0)
+        live = pending.join(self._frame("entries").select("id"), on="id", how="semi")
         return pl.concat([base, live.select(list(SCHEMAS["usage"]))], how="vertical_relaxed")
 
     def _with_usage_logs(self, plan: Plan) -> Plan:
@@ -587,43 +836,62 @@ class Bank:
             return self._vectors(with_hashes)
 
     def _vectors(self, with_hashes: bool):
+        got = self._live_vectors()
+        data = SegmentedVectors(got.state.parts, got.rows)
+        return (got.ids, data, got.hashes) if with_hashes else (got.ids, data)
+
+    def _live_vectors(self) -> "_Live":
+        state = self._vector_state()
+        entries = self._frame("entries")
+        mark = self.table_mark("entries")
+
+        def live(prior) -> tuple:
+            if entries is None or entries.height == 0 or state.size == 0:
+                return _empty_live(state)
+            grown = _grow_live(prior, state, mark, entries)
+            if grown is not None:
+                return grown
+            keep = pl.Series(state.ids, dtype=pl.String).is_in(entries["id"].implode()).to_numpy()
+            if keep.all():
+                return _Live(state, mark)
+            return _Live(state, mark, (state.ids[keep], state.hashes[keep], state.rows[keep]))
+
+        return self.derived("vectors", live, on=("entries", "vectors"), grow=True)
+
+    def vector_count(self) -> int:
+        """How many live entries have vectors (what ``len(bank.vectors()[0])`` says, without
+        putting the id arrays together).
+
+        >>> import tempfile, pathlib
+        >>> create_bank(pathlib.Path(tempfile.mkdtemp()) / "b").vector_count()
+        0
+        """
+        try:
+            return self._live_vectors().count
+        except FileNotFoundError:
+            self.reload()
+            return self._live_vectors().count
+
+    def _vector_state(self) -> "_VectorState":
+        """The latest vector per id over this snapshot's segments, memory-mapped and never
+        concatenated; grown by the segments a write appended."""
         info = self._manifest.get("vectors") or {}
-        segs = tuple(s["data"] for s in info.get("segments", []))
-        if self._vector_cache is None or self._vector_cache[0] != segs:
-            ids_parts, data_parts, hash_parts = [], [], []
-            for seg in info.get("segments", []):
-                seg_ids = np.load(inside(self.path, seg["ids"]), allow_pickle=False).astype(str)
-                ids_parts.append(seg_ids)
-                data_parts.append(np.load(inside(self.path, seg["data"]), mmap_mode="r", allow_pickle=False))
-                hash_parts.append(
-                    np.load(inside(self.path, seg["hashes"]), allow_pickle=False) if seg.get("hashes")
-                    else np.zeros(len(seg_ids), dtype=np.uint64)
-                )
-            if not ids_parts:
-                ids, data, hashes = np.array([], dtype=str), np.zeros((0, 0, 0), dtype=np.float32), np.zeros(0, np.uint64)
-            elif len(ids_parts) == 1:
-                ids, data, hashes = ids_parts[0], data_parts[0], hash_parts[0]
-            else:
-                ids = np.concatenate(ids_parts)
-                data = np.concatenate([np.asarray(d) for d in data_parts])
-                hashes = np.concatenate(hash_parts)
-                _, last = np.unique(ids[::-1], return_index=True)
-                keep = np.sort(len(ids) - 1 - last)
-                ids, data, hashes = ids[keep], data[keep], hashes[keep]
-            self._vector_cache = (segs, ids, data, hashes)
-        _, all_ids, all_data, all_hashes = self._vector_cache
-
-        def live() -> tuple:
-            entry_ids = self._caches["entries"].frame
-            mask = pl.Series(all_ids, dtype=pl.String).is_in(
-                entry_ids["id"].implode() if entry_ids is not None else pl.Series([], dtype=pl.String).implode()
-            ).to_numpy()
-            if mask.all():
-                return all_ids, all_data, all_hashes
-            return all_ids[mask], np.asarray(all_data)[mask], all_hashes[mask]
-
-        ids, data, hashes = self.derived("vectors", live, on=("entries", "vectors"))
-        return (ids, data, hashes) if with_hashes else (ids, data)
+        segs = list(info.get("segments", []))
+        names = tuple(s["data"] for s in segs)
+        state = self._vector_cache
+        if state is not None and state.names == names:
+            return state
+        if state is None or names[: len(state.names)] != state.names:
+            state = _VectorState()
+            self._segment_files = {}  # a rewrite (compaction, re-embedding): forget the old segments
+        for seg in segs[len(state.names):]:
+            ids = self.vector_segment_ids(seg)
+            data = self.vector_segment_data(seg)
+            hashes = (np.load(inside(self.path, seg["hashes"]), allow_pickle=False) if seg.get("hashes")
+                      else np.zeros(len(ids), dtype=np.uint64))
+            state = state.appended(seg["data"], ids, data, hashes)
+        self._vector_cache = state
+        return state
 
     def vector_ids(self) -> np.ndarray:
         """The ids of the live entries that have vectors (as :meth:`vectors` gives them), without
@@ -699,6 +967,49 @@ class Bank:
         meta = {"fingerprint": fingerprint, "blake2b": hashlib.blake2b(data, digest_size=16).hexdigest()}
         _atomic_write_bytes(folder / f"{name}.json", json.dumps(meta).encode())
 
+    def cache_file(self, name: str, fingerprint: str) -> Path | None:
+        """The path of a derived file written by :meth:`write_cache_file` if it was built from
+        ``fingerprint`` and is as it was written (size, mtime and a hash of its first and last MiB
+        recorded beside it: a file rewritten, truncated or replaced since is never returned, and
+        checking it reads 2 MiB, not the whole file); None otherwise.
+
+        >>> import tempfile, pathlib
+        >>> bank = create_bank(pathlib.Path(tempfile.mkdtemp()) / "b")
+        >>> bank.write_cache_file("x.bin", "fp1", lambda p: p.write_bytes(b"abc"))
+        >>> bank.cache_file("x.bin", "fp1").read_bytes(), bank.cache_file("x.bin", "other")
+        (b'abc', None)
+        """
+        path = self.path / "cache" / name
+        try:
+            info = _read_json(path.with_name(path.name + ".json"))
+            if info.get("fingerprint") != fingerprint or info.get("files") != {
+                    p.name: _file_seal(p) for p in _cache_group(path)}:
+                return None
+        except (OSError, ValueError):
+            return None
+        return path
+
+    def write_cache_file(self, name: str, fingerprint: str, write: Callable[[Path], None]) -> None:
+        """Write a derived file with ``write(path)`` (it may write siblings ``path.*`` too), sealed
+        with ``fingerprint``; what an older build left under the name is replaced. A read-only
+        bank writes nothing."""
+        if self.readonly:
+            return
+        folder = self.path / "cache"
+        folder.mkdir(exist_ok=True)
+        path = folder / name
+        meta = path.with_name(path.name + ".json")
+        try:
+            meta.unlink()  # first unseal: a crash while writing leaves no seal over half a file
+        except FileNotFoundError:
+            pass
+        tmp = folder / f".{name}.{uuid.uuid4().hex[:8]}"
+        write(tmp)  # written aside, then renamed: a reader that mapped the old file keeps it intact
+        for part in sorted(folder.glob(tmp.name + "*")):
+            os.replace(part, folder / (name + part.name[len(tmp.name):]))
+        seal = {"fingerprint": fingerprint, "files": {p.name: _file_seal(p) for p in _cache_group(path)}}
+        _atomic_write_bytes(meta, json.dumps(seal).encode())
+
     # -- writing ----------------------------------------------------------------------------
 
     @storage_errors  # an OSError (read-only, disk full, a folder as .lock) becomes a StorageError
@@ -769,8 +1080,8 @@ class Bank:
     def _write_vector_segment(self, tag: str, ids, data, hashes) -> dict:
         (self.path / "vectors").mkdir(exist_ok=True)
         seg = {"data": f"vectors/{tag}.npy", "ids": f"vectors/{tag}.ids.npy", "rows": int(len(ids))}
-        keep = np.float16 if np.asarray(data).dtype == np.float16 else np.float32  # float16 where the writer chose it
-        _write_npy(np.ascontiguousarray(data, dtype=keep), self.path / seg["data"])
+        dtype = VECTOR_DTYPES.get(str(self.settings.get("vector_dtype", DEFAULT_VECTOR_DTYPE)), np.float16)
+        _write_npy(np.ascontiguousarray(data, dtype=dtype), self.path / seg["data"])
         _write_npy(np.asarray(ids, dtype="U8"), self.path / seg["ids"])
         if hashes is not None:
             seg["hashes"] = f"vectors/{tag}.hashes.npy"
@@ -839,11 +1150,11 @@ class Bank:
         seq = int(manifest.get("version", 0)) + 1
         tag = f"{seq:08d}-{uuid.uuid4().hex[:6]}"
         report = {"version": seq, "tables": {}}
-        usage_folded = full and self._caches["usage"].frame is not None and self._caches["usage"].frame.height > 0
+        usage_folded = full and self._frame("usage").height > 0
         for table in tables:
             segs = manifest["tables"].get(table, [])
             if full:
-                frame = self._caches[table].frame
+                frame = self._frame(table)
                 if table == "entries" and usage_folded:
                     frame = self._entries_with_usage(frame).with_columns(
                         pl.lit(seq, pl.Int64).alias(_SEQ), pl.lit(False).alias(_DELETED)
@@ -875,7 +1186,11 @@ class Bank:
         # a rewrite cannot be applied incrementally: drop the merged frames. Derived values stay: the
         # content is unchanged, and each one is rebuilt (or grown from its predecessor) when next asked
         for table in tables:
-            self._caches[table] = _TableCache()
+            if full:
+                self._caches[table] = _TableCache()
+            elif self._caches[table].frame is not None:
+                # a tail merge rewrites files, not rows: the merged frame stays as it is
+                self._caches[table].segments = list(manifest["tables"][table])
         self._swap_manifest(manifest)
         report["swept"] = self._sweep(sweep_age)
         return report
@@ -887,6 +1202,7 @@ class Bank:
         ids, data, hashes = self.vectors(with_hashes=True)
         info["segments"] = [self._write_vector_segment(tag, ids, data, hashes)]
         self._vector_cache = None
+        self._segment_files = {}
         return {"segments": 1, "rows": int(len(ids))}
 
     def _sweep(self, age: float = SWEEP_AGE_S) -> int:

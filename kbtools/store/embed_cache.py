@@ -22,6 +22,11 @@ import numpy as np
 __all__ = ["EmbeddingCache", "cache_root"]
 
 MAX_BYTES = 1 << 30
+#: Shards under this size (a few entries' vectors) are merged once there are MERGE_SMALL of them.
+SMALL_SHARD_BYTES = 1 << 20
+MERGE_SMALL = 32
+#: The hashes of each shard read by this process, with their sort order (shards are immutable).
+_KEYS: dict[Path, tuple[np.ndarray, np.ndarray]] = {}
 
 
 def cache_root() -> Path:
@@ -42,6 +47,14 @@ class EmbeddingCache:
             return []
         return sorted(self.folder.glob("*.hashes.npy"), key=lambda p: p.stat().st_mtime)
 
+    def _keys(self, shard: Path) -> tuple[np.ndarray, np.ndarray]:
+        """A shard's hashes and their sort order, read once per process (shards never change)."""
+        memo = _KEYS.get(shard)
+        if memo is None:
+            keys = np.load(shard)
+            memo = _KEYS[shard] = (keys, np.argsort(keys))
+        return memo
+
     def get(self, hashes: np.ndarray) -> tuple[np.ndarray, np.ndarray | None]:
         """(found mask, vectors for the found rows in order) for the given text hashes."""
         found = np.zeros(len(hashes), dtype=bool)
@@ -50,14 +63,16 @@ class EmbeddingCache:
         out = None
         for shard in reversed(self._shards()):
             try:
-                keys = np.load(shard)
+                keys, order = self._keys(shard)
+                if not len(keys):
+                    continue
+                pos = np.clip(np.searchsorted(keys, hashes, sorter=order), 0, len(keys) - 1)
+                hit = (keys[order[pos]] == hashes) & ~found
+                if not hit.any():
+                    continue  # nothing here: the vectors file is never opened
                 data = np.load(shard.with_name(shard.name.replace(".hashes.npy", ".vectors.npy")), mmap_mode="r")
             except (OSError, ValueError):
                 continue
-            order = np.argsort(keys)
-            pos = np.searchsorted(keys, hashes, sorter=order)
-            pos = np.clip(pos, 0, len(keys) - 1)
-            hit = (keys[order[pos]] == hashes) & ~found
             if hit.any():
                 if out is None:
                     out = np.zeros((len(hashes), *data.shape[1:]), dtype=np.float32)
@@ -81,9 +96,40 @@ class EmbeddingCache:
                 with open(tmp, "wb") as fh:
                     np.save(fh, arr)
                 os.replace(tmp, self.folder / f"{tag}{suffix}")
+            self._merge_small()
             self._trim()
         except OSError:
             pass  # a cache that cannot be written is only a slower path
+
+    def _merge_small(self) -> None:
+        """Fold the small shards (one per single-entry write) into one once there are
+        :data:`MERGE_SMALL` of them, so a lookup reads a bounded number of files."""
+        small = [sh for sh in self._shards() if sh.stat().st_size < SMALL_SHARD_BYTES]
+        if len(small) < MERGE_SMALL:
+            return
+        keys, vecs = [], []
+        for sh in small:
+            try:
+                k = np.load(sh)
+                v = np.load(sh.with_name(sh.name.replace(".hashes.npy", ".vectors.npy")))
+            except (OSError, ValueError):
+                continue
+            if vecs and v.shape[1:] != vecs[0].shape[1:]:
+                continue
+            keys.append(k)
+            vecs.append(v)
+        if not keys:
+            return
+        tag = uuid.uuid4().hex[:12]
+        for suffix, arr in ((".vectors.npy", np.concatenate(vecs)), (".hashes.npy", np.concatenate(keys))):
+            tmp = self.folder / f".{tag}{suffix}.tmp"
+            with open(tmp, "wb") as fh:
+                np.save(fh, arr)
+            os.replace(tmp, self.folder / f"{tag}{suffix}")
+        for sh in small:
+            _KEYS.pop(sh, None)
+            for p in (sh, sh.with_name(sh.name.replace(".hashes.npy", ".vectors.npy"))):
+                p.unlink(missing_ok=True)
 
     def _trim(self) -> None:
         shards = self._shards()

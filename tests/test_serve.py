@@ -1,0 +1,131 @@
+"""Serving like an embedded database: agents that add and query in a loop see every new entry at
+once, with no rebuild of the index and no copy of the whole vector array; a cold process reads the
+index file memory-mapped and never loads MiniLM for a query whose vector is given."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+import sys
+
+import numpy as np
+import polars as pl
+import pytest
+
+import kbtools as kb
+from kbtools.demo import synthetic_bank
+from kbtools.ops.interchange import import_frames
+from kbtools.retrieval.index import VectorIndex
+from kbtools.retrieval.search import bank_index
+from kbtools.store.vectors import SegmentedVectors
+
+
+@pytest.fixture(scope="module")
+def bank20k(tmp_path_factory):
+    demo = synthetic_bank(entries=20_000, seed=3)
+    bank = kb.create_bank(tmp_path_factory.mktemp("serve") / "b20k")
+    import_frames(bank, entries=demo.entries, edges=demo.edges, guard=False)
+    kb.embed_bank(bank, embedder="hashing")
+    bank.compact(sweep_age=0)
+    return bank
+
+
+@pytest.fixture
+def bank(bank20k, tmp_path):
+    shutil.copytree(bank20k.path, tmp_path / "b")
+    return kb.open_bank(tmp_path / "b")
+
+
+def test_agents_adding_and_querying_in_a_loop_see_no_stall(bank):
+    kb.query(bank, "warm the index", record_usage=False)  # the one build (or cache read) of this process
+    builds = VectorIndex.builds
+    for i in range(100):  # 200 alternating adds and queries
+        phrase = f"zyxel{i:03d} quokka{i:03d} retention window for shard {i:03d}"
+        new = kb.report_learning(bank, content=f"The {phrase} is seven days.", actor=f"agent-{i % 3}", link=False)
+        ans = kb.query(bank, phrase, k=8)
+        assert ans.ids(), f"query {i} answered nothing"
+        assert new in ans.ids(), f"query {i} did not see the entry added just before it"
+    assert VectorIndex.builds == builds, "an add rebuilt the whole index"
+    assert bank.entries.height == 20_100
+    assert len(bank.vectors()[0]) == 20_100
+    assert bank_index(bank).size == bank.entries.filter(pl.col("status") == "active").height
+
+
+def test_vectors_are_read_in_place_not_concatenated(bank):
+    for i in range(3):
+        kb.report_learning(bank, content=f"Fact {i} about the warm pool.", actor="a", link=False)
+    ids, data = bank.vectors()
+    assert isinstance(data, SegmentedVectors) and len(data.parts) == 4
+    assert all(isinstance(p, np.memmap) for p in data.parts)  # mapped, not read into memory
+    full = np.asarray(data)
+    assert full.shape == (bank.entries.height, 4, 384)
+    pick = np.array([len(ids) - 1, 0, 5])
+    assert np.array_equal(data[pick], full[pick]) and np.array_equal(data[pick, 0, :], full[pick, 0, :])
+
+
+def test_a_re_embedded_entry_replaces_its_vector(bank):
+    first = bank.entries["id"][0]
+    kb.update_entry(bank, first, actor="t", reason="rewritten", content="Zebra herds cross the llama farm.")
+    kb.embed_bank(bank)
+    ids, data = bank.vectors()
+    assert (ids == first).sum() == 1 and len(ids) == bank.entries.height
+    assert kb.query(bank, "zebra herds llama farm", record_usage=False, fold=False).ids()[0] == first
+
+
+def test_a_cold_process_maps_the_index_file_and_never_loads_minilm(bank):
+    kb.query(bank, "warm", record_usage=False)  # builds and writes the index file (20k >= 5000)
+    assert sorted(p.name for p in (bank.path / "cache").glob("index-flat.kbx*")) == [
+        "index-flat.kbx", "index-flat.kbx.ids.npy", "index-flat.kbx.json"]
+    q = kb.get_embedder("hashing").encode(["retention window shard"])[0].tolist()
+    script = f"""
+import json, sys, numpy as np, kbtools as kb
+from kbtools.retrieval.index import VectorIndex
+from kbtools.retrieval.search import bank_index
+bank = kb.open_bank({str(bank.path)!r})
+ans = kb.query(bank, "retention window shard", query_vector=np.array({q}, np.float32), record_usage=False)
+idx = bank_index(bank)
+new = kb.report_learning(bank, content="The quokka ledger closes at noon.", actor="a", link=False)
+after = kb.query(bank, "quokka ledger closes noon", record_usage=False, fold=False).ids()
+print(json.dumps({{"ids": ans.ids(), "builds": VectorIndex.builds, "mapped": idx.mapped,
+                  "onnx": "onnxruntime" in sys.modules, "new_first": after[0] == new,
+                  "grown": bank_index(bank) is idx}}))
+"""
+    out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=300)
+    assert out.returncode == 0, out.stderr
+    got = json.loads(out.stdout.strip().splitlines()[-1])
+    assert got["ids"] and got["builds"] == 0 and got["mapped"]
+    assert not got["onnx"], "a query with its vector given loaded MiniLM"
+    assert got["new_first"] and got["grown"]  # the mapped index grew by its side index
+
+
+def test_a_damaged_index_file_is_rebuilt_never_used(bank):
+    kb.query(bank, "warm", record_usage=False)
+    want = kb.query(bank, "retention window shard", record_usage=False, fold=False).ids()
+    path = bank.path / "cache" / "index-flat.kbx"
+    data = bytearray(path.read_bytes())
+    data[len(data) // 2] ^= 0xFF
+    path.write_bytes(bytes(data))
+    fresh = kb.open_bank(bank.path)
+    builds = VectorIndex.builds
+    assert kb.query(fresh, "retention window shard", record_usage=False, fold=False).ids() == want
+    assert VectorIndex.builds == builds + 1
+
+
+def test_segmented_vectors_on_empty_and_mixed_input():
+    empty = SegmentedVectors([])
+    assert len(empty) == 0 and np.asarray(empty).shape[0] == 0
+    a, b = np.zeros((2, 4, 3), np.float32), np.ones((3, 4, 3), np.float32)
+    view = SegmentedVectors([a, b], rows=np.array([1, 4]))
+    assert view.shape == (2, 4, 3) and view[np.array([True, False])].sum() == 0 and view[1].sum() == 12
+
+
+def test_the_embedding_cache_keeps_few_shards_under_single_entry_writes(tmp_path):
+    from kbtools.store.embed_cache import MERGE_SMALL, EmbeddingCache
+
+    cache = EmbeddingCache("test-embedder", root=tmp_path)
+    for h in range(3 * MERGE_SMALL):  # one shard per write, as report_learning makes them
+        cache.put(np.array([h], dtype=np.uint64), np.full((1, 4, 2), h, np.float32))
+    assert len(list((tmp_path / "vectors" / "test-embedder").glob("*.hashes.npy"))) < MERGE_SMALL
+    found, vecs = cache.get(np.arange(3 * MERGE_SMALL, dtype=np.uint64))
+    assert found.all() and vecs[:, 0, 0].tolist() == list(range(3 * MERGE_SMALL))
