@@ -71,7 +71,7 @@ def flow_positions(entries: pl.DataFrame, edges: pl.DataFrame) -> pl.DataFrame:
 
 
 def holes_figure(entries: pl.DataFrame, edges: pl.DataFrame, holes: pl.DataFrame, *, flow: str | None = None) -> go.Figure:
-    """The process flows as left-to-right diagrams with their holes marked (see the module docstring).
+    """The process flows as left-to-right diagrams (longest-path levels, barycentre sweeps against crossings) with their holes marked (see the module docstring).
 
     ``entries``: id, kind, title, metadata (JSON with ``flow``); ``edges``: src, dst, type, note;
     ``holes``: the frame of :func:`kbtools.workflow_holes`.
@@ -155,19 +155,37 @@ def _depths(count: int, order: np.ndarray) -> np.ndarray:
     return depth
 
 
-def _spread(depth: np.ndarray, order: np.ndarray, titles: list[str]) -> np.ndarray:
-    """Vertical positions within each level: igraph's Sugiyama layout on the levels given (its
-    barycentre sweeps reduce edge crossings, long edges run through virtual nodes), centred on 0.
-    Back edges of cycles are left out of the layout (they are still drawn)."""
+def _spread(depth: np.ndarray, order: np.ndarray, titles: list[str], sweeps: int = 8) -> np.ndarray:
+    """Vertical positions within each level, as Sugiyama's method orders them: barycentre sweeps
+    down and up the levels (each node placed at the mean position of its neighbours on the levels
+    before, then after) reduce edge crossings; ties keep the title order. Centred on 0.
+
+    igraph's ``layout_sugiyama`` does the same, but crashed the interpreter (a segmentation fault)
+    on one of the test models, so the sweeps are written here over the flow's small graph."""
     if len(depth) == 0:
         return np.zeros(0)
-    levels = depth.astype(np.int64)
-    forward = [(int(a), int(b)) for a, b in order if levels[a] < levels[b]]
-    graph = ig.Graph(n=len(depth), edges=forward, directed=True)
-    graph.vs["title"] = titles
-    coords = np.asarray(graph.layout_sugiyama(layers=levels.tolist(), hgap=1, vgap=1).coords, dtype=float)
-    y = coords[: len(depth), 0]
-    return y - (y.min() + y.max()) / 2
+    levels = sorted(np.unique(depth).tolist())
+    members = {lv: sorted(np.flatnonzero(depth == lv).tolist(), key=lambda m: (titles[m] or "", m)) for lv in levels}
+    preds: dict[int, list[int]] = {}
+    succs: dict[int, list[int]] = {}
+    for a, b in order.tolist():
+        if depth[a] < depth[b]:
+            succs.setdefault(a, []).append(b)
+            preds.setdefault(b, []).append(a)
+    pos = np.zeros(len(depth))
+    for lv in levels:
+        pos[members[lv]] = np.arange(len(members[lv]))
+    for sweep in range(sweeps):
+        down = sweep % 2 == 0
+        for lv in (levels[1:] if down else levels[-2::-1]):
+            near = preds if down else succs
+            key = {m: (float(np.mean(pos[near[m]])) if near.get(m) else pos[m], pos[m]) for m in members[lv]}
+            members[lv] = sorted(members[lv], key=key.__getitem__)
+            pos[members[lv]] = np.arange(len(members[lv]))
+    y = np.zeros(len(depth))
+    for lv in levels:
+        y[members[lv]] = pos[members[lv]] - (len(members[lv]) - 1) / 2
+    return y
 
 
 def _label_sides(part: pl.DataFrame, pos: pl.DataFrame) -> list[str]:
