@@ -19,7 +19,7 @@ import io
 import json
 from dataclasses import dataclass
 from types import MappingProxyType
-from typing import Final, Mapping, Sequence
+from typing import Callable, Final, Mapping, Sequence
 
 import numpy as np
 
@@ -35,6 +35,9 @@ __all__ = [
     "recall_at_k",
     "index_kind",
     "APPROXIMATE_FROM",
+    "IVF_NPROBE",
+    "IVF_LISTS",
+    "REFINE_FACTOR",
     "check_fingerprint",
 ]
 
@@ -47,8 +50,13 @@ DEFAULT_WEIGHTS: Final[Mapping[str, float]] = MappingProxyType(
 INDEX_KINDS: Final[tuple[str, ...]] = ("flat", "hnsw", "ivf", "sq8", "hnsw_sq8", "ivf_sq8")
 #: ``"auto"`` is exact (flat) below this many entries and ``ivf_sq8`` from it (1 byte per value).
 APPROXIMATE_FROM: Final[int] = 50_000
+#: Lists of an ``ivf_sq8`` index: this many times √n (at least 39 training points per list).
+IVF_LISTS: Final[float] = 1.0
 #: Lists an ``ivf_sq8`` query visits.
 IVF_NPROBE: Final[int] = 24
+#: Candidates per wanted result that an approximate kind re-scores exactly when the index has a
+#: refine source (the bank's stored vectors; see :meth:`VectorIndex.refine_with`).
+REFINE_FACTOR: Final[Mapping[str, int]] = MappingProxyType({"ivf_sq8": 4, "sq8": 4, "hnsw_sq8": 4, "ivf": 2, "hnsw": 2})
 _MAGIC = b"KBVX1\n"
 _HNSW_M, _HNSW_EF_CONSTRUCTION, _HNSW_EF_SEARCH = 32, 80, 128
 
@@ -104,8 +112,8 @@ def _new_index(faiss, kind: str, dim: int, n: int, seed: int):
         index = faiss.IndexHNSWSQ(dim, faiss.ScalarQuantizer.QT_8bit, _HNSW_M, ip)
     elif kind == "sq8":
         return faiss.IndexScalarQuantizer(dim, faiss.ScalarQuantizer.QT_8bit, ip)
-    elif kind == "ivf_sq8":  # about sqrt(n) lists, codes of one byte per value
-        nlist = max(1, min(int(np.sqrt(n)), n // 39))
+    elif kind == "ivf_sq8":  # IVF_LISTS × √n lists, codes of one byte per value
+        nlist = max(1, min(int(IVF_LISTS * np.sqrt(n)), n // 39))
         index = faiss.IndexIVFScalarQuantizer(faiss.IndexFlatIP(dim), dim, nlist, faiss.ScalarQuantizer.QT_8bit, ip)
         index.cp.seed = seed
         index.nprobe = min(nlist, IVF_NPROBE)
@@ -153,25 +161,75 @@ class VectorIndex:
     ids: np.ndarray
     kind: str = "flat"
     fingerprint: str = ""
+    #: ``refine(positions) -> (m, d) float32``: the exact vectors at index positions (e.g. read from
+    #: the bank's memory-mapped segments); when set, :meth:`search` asks the index for
+    #: ``refine_factor × k`` candidates and re-scores them exactly (see :meth:`refine_with`).
+    refine: Callable[[np.ndarray], np.ndarray] | None = None
+    refine_factor: int = 1
 
     @classmethod
     def build(cls, ids: Sequence[str], combined: np.ndarray, *, kind: str = "flat",
               threads: int = 1, seed: int = 0, fingerprint: str = "") -> "VectorIndex":
         """Index ``combined`` (n, d) under ``ids``; ``kind`` is one of :data:`INDEX_KINDS`."""
-        if kind not in INDEX_KINDS:
-            raise ValidationError("kind", kind, f"must be one of {', '.join(INDEX_KINDS)}")
         ids, vectors = _check_ids_vectors(ids, combined, None)
         if vectors.shape[1] == 0:
             raise ValidationError("vectors", f"shape {vectors.shape}", "need at least one column")
+        return cls.build_blocks(ids, lambda: iter((vectors,)), dim=vectors.shape[1], kind=kind, threads=threads,
+                                seed=seed, fingerprint=fingerprint)
+
+    @classmethod
+    def build_blocks(cls, ids: Sequence[str], blocks, *, dim: int, kind: str = "flat", threads: int = 1,
+                     seed: int = 0, fingerprint: str = "") -> "VectorIndex":
+        """Index vectors that arrive in blocks, without ever holding them all: ``blocks()`` returns
+        an iterator of float32 (m, ``dim``) arrays, one row per id in ``ids`` order. It is called
+        once to gather the training sample (trained kinds: at most 100 points per list, a seeded
+        choice of rows) and once to add the blocks one by one. The index is the one :meth:`build`
+        makes from the same rows joined.
+
+        >>> rows = np.eye(4, dtype=np.float32)
+        >>> index = VectorIndex.build_blocks(list("abcd"), lambda: iter((rows[:3], rows[3:])), dim=4)
+        >>> index.search(rows[3:], 1)[1].tolist()
+        [['d']]
+        """
+        if kind not in INDEX_KINDS:
+            raise ValidationError("kind", kind, f"must be one of {', '.join(INDEX_KINDS)}")
+        ids = np.asarray(list(ids), dtype=str)
+        if dim < 1:
+            raise ValidationError("dim", dim, "need at least one column")
+        if len(np.unique(ids)) != len(ids):
+            values, counts = np.unique(ids, return_counts=True)
+            raise ValidationError("ids", values[counts > 1][0].item(), "appears more than once")
         if kind == "ivf" and len(ids) == 0:
             raise ValidationError("vectors", "0 rows", "an ivf index needs vectors to train on")
         faiss = _faiss(threads)
-        index = _new_index(faiss, kind, vectors.shape[1], len(ids), seed)
+        index = _new_index(faiss, kind, dim, len(ids), seed)
+
+        def checked():
+            seen = 0
+            for block in blocks():
+                block = np.ascontiguousarray(block, dtype=np.float32)
+                if block.ndim != 2 or block.shape[1] != dim or seen + len(block) > len(ids):
+                    raise ValidationError("vectors", f"a block of shape {block.shape} after {seen} rows",
+                                          f"blocks must be (m, {dim}) and hold {len(ids)} rows in all, one per id")
+                if not np.all(np.isfinite(block)):
+                    raise ValidationError("vectors", "NaN or inf", "every value must be finite")
+                yield seen, block
+                seen += len(block)
+            if seen != len(ids):
+                raise ValidationError("vectors", f"{seen} rows", f"must be {len(ids)}, one row per id")
+
         if not index.is_trained:  # train on at most 100 points per list (a seeded sample)
             most = 100 * getattr(index, "nlist", len(ids))
-            sample = np.sort(np.random.default_rng(seed).choice(len(ids), most, replace=False)) if len(ids) > most else slice(None)
-            index.train(vectors[sample])
-        index.add(vectors)
+            pick = (np.sort(np.random.default_rng(seed).choice(len(ids), most, replace=False)) if len(ids) > most
+                    else np.arange(len(ids)))
+            sample = np.empty((len(pick), dim), dtype=np.float32)
+            for start, block in checked():
+                lo, hi = np.searchsorted(pick, [start, start + len(block)])
+                sample[lo:hi] = block[pick[lo:hi] - start]
+            index.train(sample)
+            del sample
+        for _, block in checked():
+            index.add(block)
         return cls(index, ids, kind, fingerprint)
 
     @property
@@ -195,10 +253,44 @@ class VectorIndex:
         if k < 1:
             raise ValidationError("k", k, "must be at least 1")
         _faiss(threads)
-        scores, positions = self.faiss_index.search(queries, k)
+        if self.refine is not None and self.refine_factor > 1 and self.size:
+            scores, positions = self._refined(queries, k)
+        else:
+            scores, positions = self.faiss_index.search(queries, k)
         found = positions >= 0
         ids = np.where(found, self.ids[np.where(found, positions, 0)] if self.size else "", "")
         return np.where(found, scores, -np.inf).astype(np.float32), ids
+
+    def refine_with(self, refine: Callable[[np.ndarray], np.ndarray] | None, factor: int = 0) -> "VectorIndex":
+        """Re-score ``factor × k`` approximate candidates exactly with ``refine(positions)``, the
+        exact vectors at those index positions (None: no refining). ``factor`` 0 takes the kind's
+        default from :data:`REFINE_FACTOR` (1, no refining, for exact kinds). Returns ``self``.
+
+        >>> rows = np.eye(3, dtype=np.float32)
+        >>> index = VectorIndex.build(list("abc"), rows, kind="sq8").refine_with(lambda pos: rows[pos], 4)
+        >>> index.search(rows[2:], 1)[1].tolist(), index.refine_factor
+        ([['c']], 4)
+        """
+        if factor < 0:
+            raise ValidationError("factor", factor, "must be 0 (the kind's default) or at least 1")
+        self.refine = refine
+        self.refine_factor = factor or REFINE_FACTOR.get(self.kind, 1)
+        return self
+
+    def _refined(self, queries: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
+        """Top ``k`` per query from ``refine_factor × k`` candidates re-scored with exact vectors."""
+        want = min(self.size, k * self.refine_factor)
+        _, cand = self.faiss_index.search(queries, want)
+        scores = np.full((len(queries), k), -np.inf, dtype=np.float32)
+        positions = np.full((len(queries), k), -1, dtype=np.int64)
+        for row, (query, found) in enumerate(zip(queries, cand)):
+            found = found[found >= 0]
+            if not len(found):
+                continue
+            exact = np.asarray(self.refine(found), dtype=np.float32) @ query
+            top = np.lexsort((found, -exact))[:k]  # best first, ties by position
+            scores[row, : len(top)], positions[row, : len(top)] = exact[top], found[top]
+        return scores, positions
 
     def add(self, ids: Sequence[str], vectors: np.ndarray, *, threads: int = 1) -> None:
         """Append vectors under new ids, in place (ids already present are refused)."""
@@ -209,6 +301,7 @@ class VectorIndex:
         _faiss(threads)
         self.faiss_index.add(vectors)
         self.ids = np.concatenate([self.ids, ids])
+        self.refine = None  # its source does not cover the new rows: attach a new one (bank_index does)
 
     def to_bytes(self) -> bytes:
         """The index, its ids, kind and fingerprint as one byte string (for the store to persist)."""

@@ -129,34 +129,31 @@ def bank_index(bank: Bank, *, kind: str = "auto", weights: Mapping[str, float] |
 
     def build(prior: VectorIndex | None) -> VectorIndex:
         segs = [s["data"] for s in bank.vector_segments()]
-        active = bank.entries.filter(pl.col("status") == "active")["id"].implode()
-
-        def live(ids):
-            return pl.Series(ids, dtype=pl.String).is_in(active).to_numpy()
-
         fp = hashlib.sha256(
             json.dumps([bank.embedder_name, segs, _weights_key(weights), kind, bank.fingerprint(("entries", "vectors"))]).encode()
         ).hexdigest()[:24]
         idx = None
+        # every read of the vectors streams blocks from the memory-mapped segments (never joined)
+        blocks = bank.vector_blocks(ids=bank.entries.filter(pl.col("status") == "active")["id"])
         if prior is not None:
-            ids, data = bank.vectors()
-            mask = live(ids)
             old_segs = set(getattr(prior, "segments", None) or [])
             fresh = [sg for sg in bank.vector_segments() if sg["data"] not in old_segs]
             rewritten = np.concatenate([bank.vector_segment_ids(sg) for sg in fresh]) if fresh else ()
-            idx = _grown(prior, segs, ids[mask], np.asarray(data)[mask], weights, rewritten)
+            idx = _grown(prior, segs, blocks.ids, lambda new: bank.vector_blocks(ids=new), weights, rewritten)
         if idx is None:
             idx = bank.cache_folder(f"index-{kind}", fp, VectorIndex.from_folder)
             if idx is None:
-                ids, data = bank.vectors()
-                mask = live(ids)
-                idx = VectorIndex.build(ids[mask].tolist(), _combined(data, mask, weights), kind=kind,
-                                        threads=_build_threads(len(ids)))
-                if len(ids) >= 5000:  # small indexes build faster than they load
+                idx = VectorIndex.build_blocks(blocks.ids, lambda: (combine(d, weights) for _, d in blocks),
+                                               dim=blocks.shape[2], kind=kind, threads=_build_threads(len(blocks.ids)))
+                if len(blocks.ids) >= 5000:  # small indexes build faster than they load
                     idx.fingerprint = fp
                     bank.write_cache_folder(f"index-{kind}", fp, idx.to_folder)
         idx.fingerprint = fp
         idx.segments = segs
+        if len(idx.ids) == len(blocks.ids) and np.array_equal(idx.ids, blocks.ids):
+            # approximate kinds re-score their candidates with the stored vectors (read from the
+            # mapped segments, only the candidates' rows): exact scores, recall of the candidates
+            idx.refine_with(lambda positions: combine(blocks.rows(positions), weights))
         return idx
 
     return bank.derived(name, build, on=("entries", "vectors"), grow=True)
@@ -168,18 +165,7 @@ def _build_threads(n: int) -> int:
     return 1 if n < 50_000 else max(1, min(8, os.cpu_count() or 1))
 
 
-def _combined(data: np.ndarray, mask: np.ndarray, weights, block: int = 50_000) -> np.ndarray:
-    """The precombined float32 vectors of the rows in ``mask``, block by block (the per-dimension
-    vectors, possibly float16 and memory-mapped, are never copied whole)."""
-    rows = np.flatnonzero(mask)
-    out = np.empty((len(rows), data.shape[2]), dtype=np.float32)
-    for start in range(0, len(rows), block):
-        part = rows[start : start + block]
-        out[start : start + len(part)] = combine(np.asarray(data[part], dtype=np.float32), weights)
-    return out
-
-
-def _grown(prior: VectorIndex | None, segs: list, live: np.ndarray, live_data: np.ndarray, weights,
+def _grown(prior: VectorIndex | None, segs: list, live: np.ndarray, read: Callable, weights,
            rewritten=()) -> VectorIndex | None:
     """The previous index with only the new entries added, when nothing else changed (else None)."""
     old_segs = getattr(prior, "segments", None)
@@ -190,8 +176,9 @@ def _grown(prior: VectorIndex | None, segs: list, live: np.ndarray, live_data: n
         return None
     if len(rewritten) and pl.Series(rewritten, dtype=pl.String).is_in(pl.Series(prior.ids, dtype=pl.String).implode()).any():
         return None  # an entry already in the index was re-embedded: its old vector must go
-    if (~known).any():
-        prior.add(live[~known].tolist(), combine(live_data[~known], weights))
+    if (~known).any():  # read only the new rows
+        for new_ids, data in read(live[~known]):
+            prior.add(new_ids.tolist(), combine(data, weights))
     return prior
 
 
