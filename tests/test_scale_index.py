@@ -12,7 +12,7 @@ import pytest
 import kbtools as kb
 from kbtools.errors import ValidationError
 from kbtools.retrieval import index as index_mod
-from kbtools.retrieval.index import IVF_LISTS, IVF_NPROBE, REFINE_FACTOR, VectorIndex, combine
+from kbtools.retrieval.index import IVF_LISTS, REFINE_FACTOR, VectorIndex, combine, ivf_nprobe
 from kbtools.retrieval.search import bank_index
 
 
@@ -97,7 +97,8 @@ def test_bank_index_is_built_from_blocks_as_from_all_vectors(bank):
 
 def test_recall_parameters_are_used(bank):
     index = faiss.downcast_index(index_mod._new_index(faiss, "ivf_sq8", 384, 1_000_000, 0))
-    assert (index.nlist, index.nprobe) == (int(IVF_LISTS * 1000), IVF_NPROBE)
+    assert (index.nlist, index.nprobe) == (int(IVF_LISTS * 1000), ivf_nprobe(int(IVF_LISTS * 1000)))
+    assert index.nprobe > 24  # a share of the lists, not the 24 of the first run
     idx = bank_index(bank, kind="ivf_sq8")
     assert idx.refine is not None and idx.refine_factor == REFINE_FACTOR["ivf_sq8"] > 1
     ids, data = bank.vectors()
@@ -122,3 +123,15 @@ def test_refined_search_pads_and_breaks_ties_by_position():
         idx.refine_with(None, -1)
     idx.add(["d"], np.array([[0.5, 0.5]], np.float32))
     assert idx.refine is None  # the source no longer covers every row
+
+
+def test_exact_top_streams_the_segments_and_agrees_with_search_weighted(bank):
+    from kbtools.evaluate.scale import exact_top
+    from kbtools.retrieval.index import search_weighted
+
+    ids, data = bank.vectors()
+    per_dim = np.asarray(data, dtype=np.float32)
+    queries = combine(per_dim[[3, 2700, 5500]]) * 2
+    got = exact_top(bank, queries, 8, block=1000)
+    want = [set(search_weighted(per_dim, ids, q, k=8)[1].tolist()) for q in queries]
+    assert [set(row.tolist()) for row in got] == want

@@ -173,8 +173,11 @@ def _merge_keyed(current: pl.DataFrame | None, new: pl.DataFrame, keys: tuple[st
 
 def _folder_digests(folder: Path) -> dict[str, str]:
     """The blake2b of every file of a cache folder, by name."""
-    return {f.name: hashlib.blake2b(f.read_bytes(), digest_size=16).hexdigest()
-            for f in sorted(folder.iterdir()) if f.is_file()}
+    def one(f: Path) -> str:  # read in chunks: an index file of a big bank is hundreds of MB
+        with f.open("rb") as fh:
+            return hashlib.file_digest(fh, lambda: hashlib.blake2b(digest_size=16)).hexdigest()
+
+    return {f.name: one(f) for f in sorted(folder.iterdir()) if f.is_file()}
 
 
 def _empty_usage() -> pl.DataFrame:
