@@ -57,12 +57,12 @@ IVF_LISTS: Final[float] = 1.0
 #: Share of an ``ivf_sq8`` index's lists a query visits (at least :data:`IVF_NPROBE` of them): recall
 #: follows the share of the vectors scanned, not the count of lists (tuned on title queries of a
 #: 1M-entry demo bank, held out from the queries it is measured on; README "A big bank").
-IVF_PROBE_SHARE: Final[float] = 0.12
+IVF_PROBE_SHARE: Final[float] = 0.1
 #: The fewest lists an ``ivf_sq8`` query visits.
 IVF_NPROBE: Final[int] = 24
 #: Candidates per wanted result that an approximate kind re-scores exactly when the index has a
 #: refine source (the bank's stored vectors; see :meth:`VectorIndex.refine_with`).
-REFINE_FACTOR: Final[Mapping[str, int]] = MappingProxyType({"ivf_sq8": 4, "sq8": 4, "hnsw_sq8": 4, "ivf": 2, "hnsw": 2})
+REFINE_FACTOR: Final[Mapping[str, int]] = MappingProxyType({"ivf_sq8": 2, "sq8": 4, "hnsw_sq8": 4, "ivf": 2, "hnsw": 2})
 _MAGIC = b"KBVX1\n"
 _HNSW_M, _HNSW_EF_CONSTRUCTION, _HNSW_EF_SEARCH = 32, 80, 128
 
@@ -379,7 +379,7 @@ def ivf_nprobe(nlist: int) -> int:
     :data:`IVF_NPROBE` (all of them when there are fewer).
 
     >>> ivf_nprobe(1000), ivf_nprobe(100), ivf_nprobe(10)
-    (120, 24, 10)
+    (100, 24, 10)
     """
     return min(nlist, max(IVF_NPROBE, int(np.ceil(IVF_PROBE_SHARE * nlist))))
 

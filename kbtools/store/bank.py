@@ -1010,7 +1010,8 @@ class VectorBlocks:
         segs = bank.vector_segments()
         parts = [np.load(inside(bank.path, s["ids"]), allow_pickle=False).astype(str) for s in segs]
         self.block = block
-        self._maps = [np.load(inside(bank.path, s["data"]), mmap_mode="r", allow_pickle=False) for s in segs]
+        self._paths = [inside(bank.path, s["data"]) for s in segs]
+        self._maps = [np.load(p, mmap_mode="r", allow_pickle=False) for p in self._paths]
         if not parts:
             self.ids, self._seg, self._row = np.array([], dtype=str), np.zeros(0, np.int64), np.zeros(0, np.int64)
             return
@@ -1054,7 +1055,11 @@ class VectorBlocks:
             for s in np.unique(seg):
                 here = seg == s
                 rows = row[here]
+                # mapped for this block only: the pages read leave this process's resident memory
+                # when the map is dropped (a pass over a million entries stays at one block)
+                mapped = np.load(self._paths[s], mmap_mode="r", allow_pickle=False)
                 # a contiguous run is read as one slice (sequential I/O), the rest by gather
-                run = rows[-1] - rows[0] + 1 == len(rows) and (np.diff(rows) == 1).all()
-                out[here] = self._maps[s][rows[0] : rows[-1] + 1] if run else self._maps[s][rows]
+                run = rows[-1] - rows[0] + 1 == len(rows)
+                out[here] = mapped[rows[0] : rows[-1] + 1] if run else mapped[rows]
+                del mapped
             yield self.ids[sl], out
