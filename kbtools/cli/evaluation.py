@@ -15,7 +15,8 @@ def _bench(args):
     build, graph analytics, write-time linking and connect, and peak memory. Takes a few minutes;
     --quick runs the 10k bank only. --out FILE also writes the JSON report.
 
-    kb bench --scale 1m --workdir /big/disk --out scale.json   # one bank of 1,000,000 entries, end to end"""
+    kb bench --scale 1m --workdir /big/disk --out scale.json   # one bank of 1,000,000 entries, end to end
+    kb bench --scale 1m --workdir /big/disk --reuse            # again on the bank built there (no generate/embed)"""
     import json as _json
 
     from kbtools.evaluate.bench import format_bench, run_bench
@@ -32,7 +33,8 @@ def _bench(args):
         workdir = Path(args.workdir or tempfile.mkdtemp(prefix="kb-scale-"))
         rows_file = Path(args.out).with_suffix(".rows.jsonl") if args.out else None
         report = run_scale(SCALES[args.scale], workdir, seed=args.seed, log=lambda m: print(m, file=sys.stderr, flush=True),
-                           connect_limit=args.connect_limit or None,
+                           connect_limit=args.connect_limit or None, reuse=args.reuse,
+                           connect_timeout=args.connect_timeout or None,
                            on_row=(lambda r: rows_file.open("a").write(_json.dumps(r) + "\n")) if rows_file else None)
         if args.out:
             Path(args.out).write_text(_json.dumps(report, indent=1))
@@ -68,6 +70,11 @@ register_args("bench", lambda p: (
     p.add_argument("--workdir", help="with --scale: where the bank is built (kept; default a new temporary folder)"),
     p.add_argument("--connect-limit", type=int, default=50_000,
                    help="with --scale: entries the connect measurement links (default 50,000; 0: the whole bank)"),
+    p.add_argument("--connect-timeout", type=float, default=1800,
+                   help="with --scale: stop the connect measurement after this many seconds (default 1800; 0: no limit)"),
+    p.add_argument("--reuse", action="store_true",
+                   help="with --scale: measure the bank already generated and embedded in --workdir as it is "
+                        "(skips generate and embed; the index is rebuilt)"),
 ), )
 
 

@@ -19,7 +19,7 @@ import io
 import json
 from dataclasses import dataclass, field
 from types import MappingProxyType
-from typing import ClassVar, Final, Mapping, Sequence
+from typing import Callable, ClassVar, Final, Mapping, Sequence
 
 import numpy as np
 
@@ -35,6 +35,11 @@ __all__ = [
     "recall_at_k",
     "index_kind",
     "APPROXIMATE_FROM",
+    "IVF_NPROBE",
+    "IVF_PROBE_SHARE",
+    "ivf_nprobe",
+    "IVF_LISTS",
+    "REFINE_FACTOR",
     "check_fingerprint",
     "MAX_DEAD_SHARE",
 ]
@@ -48,10 +53,19 @@ DEFAULT_WEIGHTS: Final[Mapping[str, float]] = MappingProxyType(
 INDEX_KINDS: Final[tuple[str, ...]] = ("flat", "hnsw", "ivf", "sq8", "hnsw_sq8", "ivf_sq8")
 #: ``"auto"`` is exact (flat) below this many entries and ``ivf_sq8`` from it (1 byte per value).
 APPROXIMATE_FROM: Final[int] = 50_000
-#: Lists an ``ivf_sq8`` query visits.
+#: Lists of an ``ivf_sq8`` index: this many times √n (at least 39 training points per list).
+IVF_LISTS: Final[float] = 1.0
+#: Share of an ``ivf_sq8`` index's lists a query visits (at least :data:`IVF_NPROBE` of them): recall
+#: follows the share of the vectors scanned, not the count of lists (tuned on title queries of a
+#: 1M-entry demo bank, held out from the queries it is measured on; README "A big bank").
+IVF_PROBE_SHARE: Final[float] = 0.1
+#: The fewest lists an ``ivf_sq8`` query visits.
 IVF_NPROBE: Final[int] = 24
 #: Share of dead (removed) rows past which a grown index is rebuilt instead of masked further.
 MAX_DEAD_SHARE: Final[float] = 0.2
+#: Candidates per wanted result that an approximate kind re-scores exactly when the index has a
+#: refine source (the bank's stored vectors; see :meth:`VectorIndex.refine_with`).
+REFINE_FACTOR: Final[Mapping[str, int]] = MappingProxyType({"ivf_sq8": 2, "sq8": 4, "hnsw_sq8": 4, "ivf": 2, "hnsw": 2})
 _MAGIC = b"KBVX1\n"
 _HNSW_M, _HNSW_EF_CONSTRUCTION, _HNSW_EF_SEARCH = 32, 80, 128
 
@@ -107,11 +121,11 @@ def _new_index(faiss, kind: str, dim: int, n: int, seed: int):
         index = faiss.IndexHNSWSQ(dim, faiss.ScalarQuantizer.QT_8bit, _HNSW_M, ip)
     elif kind == "sq8":
         return faiss.IndexScalarQuantizer(dim, faiss.ScalarQuantizer.QT_8bit, ip)
-    elif kind == "ivf_sq8":  # about sqrt(n) lists, codes of one byte per value
-        nlist = max(1, min(int(np.sqrt(n)), n // 39))
+    elif kind == "ivf_sq8":  # IVF_LISTS × √n lists, codes of one byte per value
+        nlist = max(1, min(int(IVF_LISTS * np.sqrt(n)), n // 39))
         index = faiss.IndexIVFScalarQuantizer(faiss.IndexFlatIP(dim), dim, nlist, faiss.ScalarQuantizer.QT_8bit, ip)
         index.cp.seed = seed
-        index.nprobe = min(nlist, IVF_NPROBE)
+        index.nprobe = ivf_nprobe(nlist)
         return index
     else:  # ivf: about sqrt(n) lists, at least 39 training points per list
         nlist = max(1, min(int(np.sqrt(n)), n // 39))
@@ -169,26 +183,76 @@ class VectorIndex:
     #: how many indexes this process built from scratch (the bench and tests count rebuilds)
     builds: ClassVar[int] = 0
     _idset: set | None = field(default=None, repr=False, compare=False)
+    #: ``refine(positions) -> (m, d) float32``: the exact vectors at index positions (e.g. read from
+    #: the bank's memory-mapped segments); when set, :meth:`search` asks the index for
+    #: ``refine_factor × k`` candidates and re-scores them exactly (see :meth:`refine_with`).
+    refine: Callable[[np.ndarray], np.ndarray] | None = None
+    refine_factor: int = 1
 
     @classmethod
     def build(cls, ids: Sequence[str], combined: np.ndarray, *, kind: str = "flat",
               threads: int = 1, seed: int = 0, fingerprint: str = "") -> "VectorIndex":
         """Index ``combined`` (n, d) under ``ids``; ``kind`` is one of :data:`INDEX_KINDS`."""
-        if kind not in INDEX_KINDS:
-            raise ValidationError("kind", kind, f"must be one of {', '.join(INDEX_KINDS)}")
         ids, vectors = _check_ids_vectors(ids, combined, None)
         if vectors.shape[1] == 0:
             raise ValidationError("vectors", f"shape {vectors.shape}", "need at least one column")
+        return cls.build_blocks(ids, lambda: iter((vectors,)), dim=vectors.shape[1], kind=kind, threads=threads,
+                                seed=seed, fingerprint=fingerprint)
+
+    @classmethod
+    def build_blocks(cls, ids: Sequence[str], blocks, *, dim: int, kind: str = "flat", threads: int = 1,
+                     seed: int = 0, fingerprint: str = "") -> "VectorIndex":
+        """Index vectors that arrive in blocks, without ever holding them all: ``blocks()`` returns
+        an iterator of float32 (m, ``dim``) arrays, one row per id in ``ids`` order. It is called
+        once to gather the training sample (trained kinds: at most 100 points per list, a seeded
+        choice of rows) and once to add the blocks one by one. The index is the one :meth:`build`
+        makes from the same rows joined.
+
+        >>> rows = np.eye(4, dtype=np.float32)
+        >>> index = VectorIndex.build_blocks(list("abcd"), lambda: iter((rows[:3], rows[3:])), dim=4)
+        >>> index.search(rows[3:], 1)[1].tolist()
+        [['d']]
+        """
+        if kind not in INDEX_KINDS:
+            raise ValidationError("kind", kind, f"must be one of {', '.join(INDEX_KINDS)}")
+        ids = np.asarray(list(ids), dtype=str)
+        if dim < 1:
+            raise ValidationError("dim", dim, "need at least one column")
+        if len(np.unique(ids)) != len(ids):
+            values, counts = np.unique(ids, return_counts=True)
+            raise ValidationError("ids", values[counts > 1][0].item(), "appears more than once")
         if kind == "ivf" and len(ids) == 0:
             raise ValidationError("vectors", "0 rows", "an ivf index needs vectors to train on")
         faiss = _faiss(threads)
         VectorIndex.builds += 1
-        index = _new_index(faiss, kind, vectors.shape[1], len(ids), seed)
+        index = _new_index(faiss, kind, dim, len(ids), seed)
+
+        def checked():
+            seen = 0
+            for block in blocks():
+                block = np.ascontiguousarray(block, dtype=np.float32)
+                if block.ndim != 2 or block.shape[1] != dim or seen + len(block) > len(ids):
+                    raise ValidationError("vectors", f"a block of shape {block.shape} after {seen} rows",
+                                          f"blocks must be (m, {dim}) and hold {len(ids)} rows in all, one per id")
+                if not np.all(np.isfinite(block)):
+                    raise ValidationError("vectors", "NaN or inf", "every value must be finite")
+                yield seen, block
+                seen += len(block)
+            if seen != len(ids):
+                raise ValidationError("vectors", f"{seen} rows", f"must be {len(ids)}, one row per id")
+
         if not index.is_trained:  # train on at most 100 points per list (a seeded sample)
             most = 100 * getattr(index, "nlist", len(ids))
-            sample = np.sort(np.random.default_rng(seed).choice(len(ids), most, replace=False)) if len(ids) > most else slice(None)
-            index.train(vectors[sample])
-        index.add(vectors)
+            pick = (np.sort(np.random.default_rng(seed).choice(len(ids), most, replace=False)) if len(ids) > most
+                    else np.arange(len(ids)))
+            sample = np.empty((len(pick), dim), dtype=np.float32)
+            for start, block in checked():
+                lo, hi = np.searchsorted(pick, [start, start + len(block)])
+                sample[lo:hi] = block[pick[lo:hi] - start]
+            index.train(sample)
+            del sample
+        for _, block in checked():
+            index.add(block)
         return cls(index, ids, kind, fingerprint)
 
     @property
@@ -278,7 +342,9 @@ class VectorIndex:
             raise ValidationError("k", k, "must be at least 1")
         _faiss(threads)
         params = self._search_params()
-        if params is None:
+        if self.refine is not None and self.refine_factor > 1 and self.size:
+            scores, positions = self._refined(queries, k, params)
+        elif params is None:
             scores, positions = self.faiss_index.search(queries, k)
         else:
             scores, positions = self.faiss_index.search(queries, k, params=params)
@@ -293,6 +359,39 @@ class VectorIndex:
         found = positions >= 0
         ids = np.where(found, self.ids[np.where(found, positions, 0)] if len(self.ids) else "", "")
         return np.where(found, scores, -np.inf).astype(np.float32), ids
+
+    def refine_with(self, refine: Callable[[np.ndarray], np.ndarray] | None, factor: int = 0) -> "VectorIndex":
+        """Re-score ``factor × k`` approximate candidates exactly with ``refine(positions)``, the
+        exact vectors at those index positions (None: no refining). ``factor`` 0 takes the kind's
+        default from :data:`REFINE_FACTOR` (1, no refining, for exact kinds). Returns ``self``.
+
+        >>> rows = np.eye(3, dtype=np.float32)
+        >>> index = VectorIndex.build(list("abc"), rows, kind="sq8").refine_with(lambda pos: rows[pos], 4)
+        >>> index.search(rows[2:], 1)[1].tolist(), index.refine_factor
+        ([['c']], 4)
+        """
+        if factor < 0:
+            raise ValidationError("factor", factor, "must be 0 (the kind's default) or at least 1")
+        self.refine = refine
+        self.refine_factor = factor or REFINE_FACTOR.get(self.kind, 1)
+        return self
+
+    def _refined(self, queries: np.ndarray, k: int, params=None) -> tuple[np.ndarray, np.ndarray]:
+        """Top ``k`` per query from ``refine_factor × k`` candidates re-scored with exact vectors
+        (dead rows filtered out by ``params``, as in :meth:`search`)."""
+        want = min(int(self.faiss_index.ntotal), k * self.refine_factor)
+        _, cand = (self.faiss_index.search(queries, want) if params is None
+                   else self.faiss_index.search(queries, want, params=params))
+        scores = np.full((len(queries), k), -np.inf, dtype=np.float32)
+        positions = np.full((len(queries), k), -1, dtype=np.int64)
+        for row, (query, found) in enumerate(zip(queries, cand)):
+            found = found[found >= 0]
+            if not len(found):
+                continue
+            exact = np.asarray(self.refine(found), dtype=np.float32) @ query
+            top = np.lexsort((found, -exact))[:k]  # best first, ties by position
+            scores[row, : len(top)], positions[row, : len(top)] = exact[top], found[top]
+        return scores, positions
 
     def add(self, ids: Sequence[str], vectors: np.ndarray, *, threads: int = 1) -> None:
         """Append vectors under new ids, in place (ids already live are refused; a removed id may
@@ -315,6 +414,7 @@ class VectorIndex:
             self._selector = None
         if self._idset is not None:
             self._idset.update(ids.tolist())
+        self.refine = None  # its source does not cover the new rows: attach a new one (bank_index does)
 
     def _id_set(self) -> set:
         """The ids as a set, built on the first :meth:`add` and kept up to date by the next ones."""
@@ -439,6 +539,16 @@ class VectorIndex:
         ids = np.load(io.BytesIO(data[start : start + ids_len]), allow_pickle=False)
         index = faiss.deserialize_index(np.frombuffer(data[start + ids_len :], dtype=np.uint8))
         return cls(index, ids, header["kind"], header["fingerprint"])
+
+
+def ivf_nprobe(nlist: int) -> int:
+    """Lists an ``ivf_sq8`` query visits out of ``nlist``: :data:`IVF_PROBE_SHARE` of them, at least
+    :data:`IVF_NPROBE` (all of them when there are fewer).
+
+    >>> ivf_nprobe(1000), ivf_nprobe(100), ivf_nprobe(10)
+    (100, 24, 10)
+    """
+    return min(nlist, max(IVF_NPROBE, int(np.ceil(IVF_PROBE_SHARE * nlist))))
 
 
 def index_kind(kind: str, n: int) -> str:

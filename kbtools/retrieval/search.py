@@ -135,25 +135,30 @@ def bank_index(bank: Bank, *, kind: str = "auto", weights: Mapping[str, float] |
         fp = hashlib.sha256(
             json.dumps([bank.embedder_name, segs, _weights_key(weights), kind, bank.fingerprint(("entries", "vectors"))]).encode()
         ).hexdigest()[:24]
+        # the write path of agents adding entries: only the new segments are read
         idx = _appended(prior, bank, segs, weights)
         if idx is None and prior is None:
             idx = _cached_index(bank, kind, fp)
+        # every other read of the vectors streams blocks from the memory-mapped segments (never joined)
+        blocks = bank.vector_blocks(ids=bank.entries.filter(pl.col("status") == "active")["id"])
+        if idx is None and prior is not None:
+            old_segs = set(getattr(prior, "segments", None) or [])
+            fresh = [sg for sg in bank.vector_segments() if sg["data"] not in old_segs]
+            rewritten = np.concatenate([bank.vector_segment_ids(sg) for sg in fresh]) if fresh else ()
+            idx = _grown(prior, segs, blocks.ids, lambda new: bank.vector_blocks(ids=new), weights, rewritten)
         if idx is None:
-            ids, data = bank.vectors()
-            active = bank.entries.filter(pl.col("status") == "active")["id"]
-            mask = pl.Series(ids, dtype=pl.String).is_in(active.implode()).to_numpy()
-            old_segs = getattr(prior, "segments", None) or []
-            fresh = [sg for sg in bank.vector_segments() if sg["data"] not in set(old_segs)]
-            rewritten = np.concatenate([bank.vector_segment_ids(sg) for sg in fresh]) if fresh and prior is not None else ()
-            idx = _grown(prior, segs, ids[mask], _Rows(data, np.flatnonzero(mask)), weights, rewritten)
-            if idx is None:
-                idx = VectorIndex.build(ids[mask].tolist(), _combined(data, np.flatnonzero(mask), weights), kind=kind,
-                                        threads=_build_threads(len(ids)))
-                if len(ids) >= 5000:  # small indexes build faster than they load
-                    bank.write_cache_file(f"index-{kind}.kbx", fp, idx.write)
+            idx = VectorIndex.build_blocks(blocks.ids, lambda: (combine(d, weights) for _, d in blocks),
+                                           dim=blocks.shape[2], kind=kind, threads=_build_threads(len(blocks.ids)))
+            if len(blocks.ids) >= 5000:  # small indexes build faster than they load
+                bank.write_cache_file(f"index-{kind}.kbx", fp, idx.write)
         idx.fingerprint = fp
         idx.segments = segs
         idx.mark = mark
+        if idx.refine is None and idx.delta is None and idx.n_dead == 0 and len(idx.ids) == len(blocks.ids) \
+                and np.array_equal(idx.ids, blocks.ids):
+            # approximate kinds re-score their candidates with the stored vectors (read from the
+            # mapped segments, only the candidates' rows): exact scores, recall of the candidates
+            idx.refine_with(lambda positions: combine(blocks.rows(positions), weights))
         return idx
 
     return bank.derived(name, build, on=("entries", "vectors"), grow=True)
@@ -226,7 +231,7 @@ def _appended(prior: VectorIndex | None, bank: Bank, segs: list, weights) -> Vec
     return prior
 
 
-def _grown(prior: VectorIndex | None, segs: list, live: np.ndarray, live_data: np.ndarray, weights,
+def _grown(prior: VectorIndex | None, segs: list, live: np.ndarray, read: Callable, weights,
            rewritten=()) -> VectorIndex | None:
     """The previous index, changed in place, when only entries were added, deleted or superseded
     since (else None: rebuild). New entries are added; entries that left (deleted, superseded,
@@ -247,8 +252,9 @@ def _grown(prior: VectorIndex | None, segs: list, live: np.ndarray, live_data: n
             return None
         prior.remove(before[gone])
     known = live_series.is_in(pl.Series(prior.live_ids(), dtype=pl.String).implode()).to_numpy()
-    if (~known).any():
-        prior.add(live[~known].tolist(), combine(live_data[~known], weights))
+    if (~known).any():  # read only the new rows
+        for new_ids, data in read(live[~known]):
+            prior.add(new_ids.tolist(), combine(data, weights))
     return prior
 
 

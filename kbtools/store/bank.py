@@ -56,6 +56,7 @@ __all__ = [
     "Bank",
     "create_bank",
     "open_bank",
+    "VectorBlocks",
     "utcnow",
     "read_manifest",
     "flock_file",
@@ -214,8 +215,11 @@ def _merge_keyed(current: pl.DataFrame | None, new: pl.DataFrame, keys: tuple[st
 
 def _folder_digests(folder: Path) -> dict[str, str]:
     """The blake2b of every file of a cache folder, by name."""
-    return {f.name: hashlib.blake2b(f.read_bytes(), digest_size=16).hexdigest()
-            for f in sorted(folder.iterdir()) if f.is_file()}
+    def one(f: Path) -> str:  # read in chunks: an index file of a big bank is hundreds of MB
+        with f.open("rb") as fh:
+            return hashlib.file_digest(fh, lambda: hashlib.blake2b(digest_size=16)).hexdigest()
+
+    return {f.name: one(f) for f in sorted(folder.iterdir()) if f.is_file()}
 
 
 def _project(frame: pl.DataFrame, columns) -> pl.DataFrame:
@@ -893,6 +897,30 @@ class Bank:
         self._vector_cache = state
         return state
 
+    def vector_blocks(self, block: int = 50_000, *, ids=None) -> "VectorBlocks":
+        """The rows :meth:`vectors` gives (same ids, same order, latest segment winning, deleted
+        entries left out) as a re-iterable of ``(ids, vectors)`` blocks of at most ``block`` rows,
+        each read from its memory-mapped segment: the segments are never joined in memory, so a
+        million entries stream through a few hundred MB (an index build reads them this way).
+        ``.ids`` holds every id in order without reading a vector. With ``ids`` (a subset of the
+        live ids, e.g. the active ones) only those rows come back, in this same order.
+
+        >>> import tempfile, pathlib
+        >>> bank = create_bank(pathlib.Path(tempfile.mkdtemp()) / "b")
+        >>> blocks = bank.vector_blocks()
+        >>> len(blocks.ids), list(blocks)
+        (0, [])
+        """
+        if block < 1:
+            raise KbError(f"block={block}: read at least one row per block")
+        try:
+            return VectorBlocks(self, block, ids)
+        except FileNotFoundError:
+            warnings.warn(f"{self.path}: a vector segment of version {self.version} was swept by a compaction; "
+                          "this snapshot moved to the newest version", stacklevel=2)
+            self.reload()
+            return VectorBlocks(self, block, ids)
+
     def vector_ids(self) -> np.ndarray:
         """The ids of the live entries that have vectors (as :meth:`vectors` gives them), without
         reading the vectors themselves: cheap on a bank of many segments."""
@@ -1306,3 +1334,67 @@ def open_bank(path: str | os.PathLike, *, lock_timeout: float = DEFAULT_LOCK_TIM
     if isinstance(path, Bank):
         return path
     return Bank(path, lock_timeout=lock_timeout, readonly=readonly)
+
+
+class VectorBlocks:
+    """A bank's vectors as blocks read from the memory-mapped segments (see
+    :meth:`Bank.vector_blocks`): ``.ids`` in order, iterate for ``(ids, vectors)`` blocks, as many
+    times as needed (each pass reads the files again; nothing is kept)."""
+
+    def __init__(self, bank: Bank, block: int, ids=None):
+        segs = bank.vector_segments()
+        parts = [np.load(inside(bank.path, s["ids"]), allow_pickle=False).astype(str) for s in segs]
+        self.block = block
+        self._paths = [inside(bank.path, s["data"]) for s in segs]
+        self._maps = [np.load(p, mmap_mode="r", allow_pickle=False) for p in self._paths]
+        if not parts:
+            self.ids, self._seg, self._row = np.array([], dtype=str), np.zeros(0, np.int64), np.zeros(0, np.int64)
+            return
+        all_ids = np.concatenate(parts)
+        seg_of = np.repeat(np.arange(len(parts)), [len(p) for p in parts])
+        row_of = np.concatenate([np.arange(len(p)) for p in parts])
+        if len(parts) > 1:  # the latest segment wins per id, in the order Bank.vectors gives
+            _, last = np.unique(all_ids[::-1], return_index=True)
+            keep = np.sort(len(all_ids) - 1 - last)
+            all_ids, seg_of, row_of = all_ids[keep], seg_of[keep], row_of[keep]
+        wanted = bank.entries["id"] if ids is None else ids
+        live = pl.Series(all_ids, dtype=pl.String).is_in(pl.Series(wanted, dtype=pl.String).implode()).to_numpy()
+        self.ids, self._seg, self._row = all_ids[live], seg_of[live], row_of[live]
+
+    @property
+    def shape(self) -> tuple[int, ...]:
+        """(rows, dimensions, vector length) of all the blocks together."""
+        return (len(self.ids), *(self._maps[0].shape[1:] if self._maps else (0, 0)))
+
+    def __len__(self) -> int:
+        return -(-len(self.ids) // self.block)
+
+    def rows(self, positions) -> np.ndarray:
+        """The vectors (m, dimensions, d) at ``positions`` of :attr:`ids`, gathered from the
+        mapped segments (only those rows are read)."""
+        positions = np.asarray(positions, dtype=np.int64)
+        dtype = np.result_type(*(m.dtype for m in self._maps)) if self._maps else np.float32
+        out = np.empty((len(positions), *(self._maps[0].shape[1:] if self._maps else (0, 0))), dtype=dtype)
+        seg, row = self._seg[positions], self._row[positions]
+        for s in np.unique(seg):
+            here = seg == s
+            out[here] = self._maps[s][row[here]]
+        return out
+
+    def __iter__(self):
+        dtype = np.result_type(*(m.dtype for m in self._maps)) if self._maps else np.float32
+        for start in range(0, len(self.ids), self.block):
+            sl = slice(start, start + self.block)
+            seg, row = self._seg[sl], self._row[sl]
+            out = np.empty((len(seg), *self._maps[0].shape[1:]), dtype=dtype)
+            for s in np.unique(seg):
+                here = seg == s
+                rows = row[here]
+                # mapped for this block only: the pages read leave this process's resident memory
+                # when the map is dropped (a pass over a million entries stays at one block)
+                mapped = np.load(self._paths[s], mmap_mode="r", allow_pickle=False)
+                # a contiguous run is read as one slice (sequential I/O), the rest by gather
+                run = rows[-1] - rows[0] + 1 == len(rows)
+                out[here] = mapped[rows[0] : rows[-1] + 1] if run else mapped[rows]
+                del mapped
+            yield self.ids[sl], out
