@@ -4,7 +4,6 @@ the report with unresolved references, the guard modes, and the first-contact fa
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import subprocess
 import sys
@@ -150,11 +149,11 @@ def test_jsonl_needs_the_text_field(tmp_path, bank):
 
 
 def test_bpmn_source_goes_to_the_bpmn_importer(tmp_path, bank):
-    (tmp_path / "p.bpmn").write_text("<definitions/>")
-    if importlib.util.find_spec("kbtools.ops.bpmn") is not None:
-        pytest.skip("kbtools.ops.bpmn is installed: its own tests cover it")
-    with pytest.raises(KbError, match="BPMN ingest is not available"):
+    (tmp_path / "p.bpmn").write_text("<definitions/>")  # not a BPMN model: the importer names it
+    version = bank.version
+    with pytest.raises(KbError, match="p.bpmn"):
         ingest(bank, tmp_path / "p.bpmn")
+    assert bank.version == version and bank.entries.height == 0
 
 
 # ------------------------------------------------------------------- the guard: recipe vs transcript

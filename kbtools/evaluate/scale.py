@@ -40,13 +40,6 @@ def _bytes_h(n: float) -> str:
     return f"{n / 1024**3:.1f} GB"
 
 
-def _rss_mb() -> float:
-    for line in Path("/proc/self/status").read_text().splitlines():
-        if line.startswith("VmRSS:"):
-            return int(line.split()[1]) / 1024
-    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
-
-
 def _child(args: list[str], env: dict, timeout: float | None = None) -> tuple[float, float, str]:
     """Run ``kb ARGS`` in a child process: (seconds, its peak resident MB, its stdout)."""
     t = time.perf_counter()

@@ -371,13 +371,6 @@ def _segment_sums(values: np.ndarray, lengths: np.ndarray) -> np.ndarray:
     return out
 
 
-def _csr(data, indices, indptr, shape) -> sp.csr_matrix:
-    m = sp.csr_matrix((np.asarray(data, float), np.asarray(indices, np.int64), np.asarray(indptr, np.int64)), shape=shape)
-    m.sum_duplicates()
-    m.sort_indices()
-    return m
-
-
 def _check_entries(entries: pl.DataFrame) -> None:
     for col in ("id", "kind", "created_at"):
         if col not in entries.columns:

@@ -19,7 +19,6 @@ sentence as the note. A ``.bpmn`` file, or a folder of them, goes to the BPMN im
 
 from __future__ import annotations
 
-import gzip
 import hashlib
 import json
 import os
@@ -35,6 +34,7 @@ from kbtools.errors import KbError, ValidationError
 from kbtools.linker.citations import document_keys, normalize_key, plan_pattern_citations
 from kbtools.linker.sections import SECTION_CAP, first_sentence, format_of, split_at_paragraphs, split_sections
 from kbtools.model.vocab import EDGE_TYPES
+from kbtools.ops.bpmn import ingest_bpmn
 from kbtools.ops.interchange import json_lines
 from kbtools.store.bank import Bank
 
@@ -105,10 +105,6 @@ class IngestPlan:
 
 
 # ------------------------------------------------------------------------------------------ read
-
-
-def _open_text(path: Path):
-    return gzip.open(path, "rt", encoding="utf-8") if path.suffix == ".gz" else open(path, encoding="utf-8")
 
 
 def _is_jsonl(path: Path) -> bool:
@@ -324,7 +320,7 @@ def ingest(bank: Bank, source: str | os.PathLike, *, text_field: str = "text", k
     """
     path = Path(source)
     if _bpmn_source(path):
-        return _ingest_bpmn(bank, path, actor=actor, dry_run=dry_run, progress=progress)
+        return ingest_bpmn(bank, path, actor=actor, dry_run=dry_run, progress=progress)
     maps = [m if isinstance(m, EdgeMap) else parse_edge_map(m) for m in edges]
     if cite is not None:
         try:
@@ -361,14 +357,3 @@ def ingest(bank: Bank, source: str | os.PathLike, *, text_field: str = "text", k
     counts = import_frames(bank, entries=new_entries, edges=new_edges, actor=actor, guard=guard, settings=settings)
     report["flagged"] = counts.get("flagged", [])
     return report
-
-
-def _ingest_bpmn(bank: Bank, path: Path, *, actor: str, dry_run: bool, progress) -> dict:
-    try:
-        from kbtools.ops.bpmn import ingest_bpmn
-    except ImportError as err:
-        if "kbtools.ops.bpmn" not in str(err) and getattr(err, "name", "") != "kbtools.ops.bpmn":
-            raise
-        raise KbError(f"{path}: BPMN ingest is not available in this installation (kbtools.ops.bpmn is missing); "
-                      "ingest reads Markdown, reST, text and JSONL") from None
-    return ingest_bpmn(bank, path, actor=actor, dry_run=dry_run, progress=progress)

@@ -487,43 +487,6 @@ class VectorIndex:
         sizes = np.array([len(header), len(id_bytes)], dtype="<u8").tobytes()
         return _MAGIC + sizes + header + id_bytes + faiss.serialize_index(self.faiss_index).tobytes()
 
-    def to_folder(self, folder) -> None:
-        """Write the index where faiss reads it directly (:meth:`from_folder`): ``index.faiss``,
-        its ids (``ids.npy``) and ``meta.json`` (kind, fingerprint) in ``folder`` (created)."""
-        import faiss
-        from pathlib import Path
-
-        folder = Path(folder)
-        folder.mkdir(parents=True, exist_ok=True)
-        faiss.write_index(self.faiss_index, str(folder / "index.faiss"))
-        np.save(folder / "ids.npy", self.ids, allow_pickle=False)
-        (folder / "meta.json").write_text(json.dumps({"kind": self.kind, "fingerprint": self.fingerprint}))
-
-    @classmethod
-    def from_folder(cls, folder, *, mmap: bool = True) -> "VectorIndex":
-        """Read what :meth:`to_folder` wrote; with ``mmap`` faiss maps what it can of the file
-        (read-only: the inverted lists and flat codes) instead of copying it into memory.
-
-        >>> import tempfile
-        >>> index = VectorIndex.build(["x", "y"], np.eye(2, dtype=np.float32), fingerprint="v1")
-        >>> folder = tempfile.mkdtemp()
-        >>> index.to_folder(folder)
-        >>> VectorIndex.from_folder(folder).search(np.array([[0.0, 1.0]], np.float32), 1)[1].tolist()
-        [['y']]
-        """
-        import faiss
-        from pathlib import Path
-
-        folder = Path(folder)
-        flags = (getattr(faiss, "IO_FLAG_MMAP_IFC", 0) | faiss.IO_FLAG_MMAP | faiss.IO_FLAG_READ_ONLY) if mmap else 0
-        try:
-            index = faiss.read_index(str(folder / "index.faiss"), flags)
-        except RuntimeError:  # this index type cannot be mapped: read it
-            index = faiss.read_index(str(folder / "index.faiss"))
-        header = json.loads((folder / "meta.json").read_text())
-        ids = np.load(folder / "ids.npy", allow_pickle=False)
-        return cls(index, ids, header["kind"], header["fingerprint"])
-
     @classmethod
     def from_bytes(cls, data: bytes) -> "VectorIndex":
         """Read what :meth:`to_bytes` wrote."""

@@ -183,17 +183,6 @@ class _Rows:
         return self.data[self.picked[np.asarray(key)]]
 
 
-def _combined(data, picked: np.ndarray, weights, chunk: int = 8192) -> np.ndarray:
-    """The precombined vectors of rows ``picked``, gathered a chunk at a time (never the whole
-    (n, 4, d) array in memory at once)."""
-    if not len(picked):
-        return np.zeros((0, data.shape[2] if data.ndim == 3 else 0), dtype=np.float32)
-    out = np.empty((len(picked), data.shape[2]), dtype=np.float32)
-    for start in range(0, len(picked), chunk):
-        out[start : start + chunk] = combine(data[picked[start : start + chunk]], weights)
-    return out
-
-
 def _cached_index(bank: Bank, kind: str, fp: str) -> VectorIndex | None:
     """The index cached on disk for ``fp``, read by faiss from its file (memory-mapped); None when
     there is none or it does not load (a damaged cache is rebuilt, never trusted)."""

@@ -33,7 +33,6 @@ import hashlib
 import itertools
 import json
 import os
-import shutil
 import socket
 import time
 import uuid
@@ -211,15 +210,6 @@ def _merge_keyed(current: pl.DataFrame | None, new: pl.DataFrame, keys: tuple[st
     kept = cur.join(new.select(keys), on=list(keys), how="anti", nulls_equal=True)
     merged = pl.concat([kept, new], how="diagonal_relaxed").sort("_pos").drop("_pos")
     return merged.filter(~pl.col(_DELETED))
-
-
-def _folder_digests(folder: Path) -> dict[str, str]:
-    """The blake2b of every file of a cache folder, by name."""
-    def one(f: Path) -> str:  # read in chunks: an index file of a big bank is hundreds of MB
-        with f.open("rb") as fh:
-            return hashlib.file_digest(fh, lambda: hashlib.blake2b(digest_size=16)).hexdigest()
-
-    return {f.name: one(f) for f in sorted(folder.iterdir()) if f.is_file()}
 
 
 def _project(frame: pl.DataFrame, columns) -> pl.DataFrame:
@@ -619,12 +609,22 @@ class Bank:
         """
         from kbtools.errors import EntryNotFound, ValidationError
 
-        known = self.derived("entry-ids", lambda: frozenset(self.entries["id"].to_list()), on=("entries",))
+        ids = list(ids)
         for eid in ids:
             if not isinstance(eid, str):
                 raise ValidationError("id", eid, "an entry id is a string of 8 hex characters")
-            if eid not in known:
-                raise EntryNotFound(eid, where)
+        missing = self._missing_entries(ids)
+        if missing:
+            raise EntryNotFound(missing[0], where)
+
+    def _missing_entries(self, ids: list[str]) -> list[str]:
+        """Those of ``ids`` that are not entries, in order: one vectorised pass over the id column
+        (no id set is built, so a write at 100k does not pay for one)."""
+        if not ids:
+            return []
+        frame = self._frame("entries")
+        found = pl.Series(ids, dtype=pl.String).is_in(frame["id"].implode()) if frame.height else None
+        return list(ids) if found is None else [i for i, ok in zip(ids, found.to_list()) if not ok]
 
     def table_mark(self, name: str) -> tuple[int, int]:
         """``(epoch, rows)`` of a table in this snapshot: while a later mark has the same epoch,
@@ -661,8 +661,7 @@ class Bank:
         >>> create_bank(pathlib.Path(tempfile.mkdtemp()) / "b").has_entry("a1b2c3d4")
         False
         """
-        frame = self._frame("entries")
-        return frame.height > 0 and bool((frame["id"] == entry_id).any())
+        return not self._missing_entries([entry_id])
 
     def vector_segment_ids(self, segment: dict) -> np.ndarray:
         """The entry ids of one vector segment (as listed by :meth:`vector_segments`); segments
@@ -935,38 +934,6 @@ class Bank:
         return self.derived(f"vector-ids:{hash(segs)}", build, on=("entries", "vectors"))
 
     # -- caches -----------------------------------------------------------------------------
-
-    def cache_folder(self, name: str, fingerprint: str, read: Callable[[Path], object]):
-        """``read(folder)`` of a derived artefact kept as a folder of files (an index that faiss
-        maps from disk) if it was built from ``fingerprint``; None otherwise."""
-        folder = self.path / "cache" / name
-        try:
-            info = _read_json(folder.with_name(f"{name}.json"))
-            if info.get("fingerprint") != fingerprint or folder.is_symlink():
-                return None
-            if info.get("files") != _folder_digests(folder):
-                return None  # truncated, flipped or foreign bytes: rebuilt, never used
-            return read(folder)
-        except Exception:  # noqa: BLE001 - a cache that does not load is rebuilt, never trusted
-            return None
-
-    def write_cache_folder(self, name: str, fingerprint: str, write: Callable[[Path], None]) -> None:
-        """Store a derived artefact that ``write(folder)`` writes as files, swapped in whole, with
-        the fingerprint of what it was built from (nothing on a read-only bank)."""
-        if self.readonly:
-            return
-        root = self.path / "cache"
-        root.mkdir(exist_ok=True)
-        tmp, old = root / f".{name}.{os.getpid()}.tmp", root / f".{name}.{os.getpid()}.old"
-        shutil.rmtree(tmp, ignore_errors=True)
-        write(tmp)
-        _atomic_write_bytes(root / f"{name}.json", b"{}")  # stale while the folder is swapped
-        if (root / name).exists():
-            os.replace(root / name, old)
-        os.replace(tmp, root / name)
-        shutil.rmtree(old, ignore_errors=True)
-        meta = {"fingerprint": fingerprint, "files": _folder_digests(root / name)}
-        _atomic_write_bytes(root / f"{name}.json", json.dumps(meta).encode())
 
     def read_cache(self, name: str, fingerprint: str) -> bytes | None:
         """The bytes of a derived artefact if it was built from ``fingerprint``; None otherwise

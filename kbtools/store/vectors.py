@@ -102,12 +102,5 @@ class SegmentedVectors:
                 out[where] = part[local]
         return out
 
-    def segment_rows(self, start: int) -> np.ndarray:
-        """The rows of the segments from number ``start`` on (those appended since a view with
-        ``start`` segments), in order, whether or not they are selected."""
-        if start >= len(self.parts):
-            return np.empty((0, *self._tail), dtype=np.float32)
-        return np.concatenate([np.asarray(p, dtype=np.float32) for p in self.parts[start:]])
-
     def __repr__(self) -> str:
         return f"<SegmentedVectors {self.shape} over {len(self.parts)} segments>"
