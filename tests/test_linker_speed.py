@@ -33,3 +33,27 @@ def test_memoised_content_words_read_alike_twice():
 def test_bench_only_names_a_known_section():
     with pytest.raises(ValidationError, match="only"):
         run_bench(sizes=(1000,), only="everything", log=lambda m: None)
+
+
+def test_best_drops_pairs_below_the_kth_without_changing_the_result():
+    import numpy as np
+
+    from kbtools.linker import evidence
+
+    rng = np.random.default_rng(3)
+    n_rows, n_cols, k = 40, 500, 7
+    r = np.sort(rng.integers(0, n_rows, 20_000))
+    c = rng.integers(0, n_cols, 20_000)
+    v = rng.integers(0, 12, 20_000) / 4.0  # many ties at the k-th value
+    rank = rng.permutation(n_cols)
+    order = np.lexsort((-rank[c], -v, r))  # the plain sort over every pair
+    rs, cs = r[order], c[order]
+    pos = np.arange(len(rs)) - np.searchsorted(rs, np.arange(n_rows))[rs]
+    want = (rs[pos < k], cs[pos < k], pos[pos < k])
+    got = evidence._best(r, c, v, k, rank, n_rows)
+    assert len(r) > 4 * k * n_rows  # the pre-filter runs
+    for a, b in zip(got, want):
+        assert np.array_equal(a, b)
+    shuffled = rng.permutation(len(r))  # rows out of order are sorted first
+    got = evidence._best(r[shuffled], c[shuffled], v[shuffled], k, rank, n_rows)
+    assert [len(x) for x in got] == [len(x) for x in want]

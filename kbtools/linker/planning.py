@@ -142,7 +142,8 @@ def plan_connect(entries, edges, triples, *, ids=None, vectors=None, cosine=None
     state = _State(ctx, ctx.edge_index())
     eligible = ctx.eligible() if neighbors is not None else None
     n = max(len(st.ids), 1)
-    size = chunk or max(1, min(512, 4_000_000 // n))
+    # without an index every entry of a chunk scans the bank densely: (chunk x bank) scores
+    size = chunk or (512 if neighbors is not None else max(1, min(512, 4_000_000 // n)))
     total = len(chosen)
     for start in range(0, total, size):
         rows = chosen[start : start + size]

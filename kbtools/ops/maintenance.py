@@ -10,6 +10,7 @@ transactions.
 
 from __future__ import annotations
 
+import os
 import time
 from typing import Sequence
 
@@ -21,7 +22,7 @@ from kbtools.errors import EdgeRuleError, ValidationError
 from kbtools.linker import LinkerSettings, LinkScore, plan_connect
 from kbtools.linker import explain as _explain
 from kbtools.store.bank import Bank, utcnow
-from kbtools.ops.link_context import linker_settings, linker_vectors, neighbour_index, term_stats
+from kbtools.ops.link_context import faiss_threads, linker_settings, linker_vectors, neighbour_index, term_stats
 from kbtools.ops.writes import edit_edges
 from kbtools.progress import Progress, progress_callback
 
@@ -60,6 +61,28 @@ def connect_bank(bank: Bank, *, rebuild: bool = False, limit: int | None = None,
     ids = todo["id"].to_list()[: limit if limit is not None else None]
     made = dropped = 0
     plans = []
+    faiss_threads(max(1, min(8, os.cpu_count() or 1)))  # a chunk's neighbour searches run in parallel
+    try:
+        made, dropped = _connect_chunks(bank, ids, chunk, settings, dry_run, actor, plans, progress)
+    finally:
+        faiss_threads(1)
+    auto = bank.edges.filter(pl.col("source") == "auto")
+    degree = pl.concat([auto["src"], auto["dst"]]).value_counts() if auto.height else None
+    report = {
+        "entries": len(ids), "links_made": made, "links_dropped": dropped, "dry_run": dry_run,
+        "auto_links_in_bank": auto.height,
+        "links_per_entry_mean": round(2 * auto.height / max(entries.height, 1), 3),
+        "links_per_entry_max": int(degree["count"].max()) if degree is not None else 0,
+        "seconds": round(time.perf_counter() - started, 3),
+    }
+    if dry_run and plans:
+        report["plan"] = pl.concat(plans).head(50).to_dicts()
+    return report
+
+
+def _connect_chunks(bank, ids, chunk, settings, dry_run, actor, plans, progress) -> tuple[int, int]:
+    """Plan and apply ``ids`` chunk by chunk (each chunk one transaction); (links made, dropped)."""
+    made = dropped = 0
     for start in range(0, len(ids), chunk):
         part = ids[start : start + chunk]
         for attempt in range(2):  # a concurrent writer can invalidate a plan: plan again once
@@ -82,18 +105,7 @@ def connect_bank(bank: Bank, *, rebuild: bool = False, limit: int | None = None,
             plans.append(plan.add.select("src", "type", "dst", "weight", "evidence").head(50))
         if progress:
             progress(min(start + chunk, len(ids)), len(ids))
-    auto = bank.edges.filter(pl.col("source") == "auto")
-    degree = pl.concat([auto["src"], auto["dst"]]).value_counts() if auto.height else None
-    report = {
-        "entries": len(ids), "links_made": made, "links_dropped": dropped, "dry_run": dry_run,
-        "auto_links_in_bank": auto.height,
-        "links_per_entry_mean": round(2 * auto.height / max(entries.height, 1), 3),
-        "links_per_entry_max": int(degree["count"].max()) if degree is not None else 0,
-        "seconds": round(time.perf_counter() - started, 3),
-    }
-    if dry_run and plans:
-        report["plan"] = pl.concat(plans).head(50).to_dicts()
-    return report
+    return made, dropped
 
 
 def explain(bank: Bank, a: str, b: str, *, cosine: float | None = None,
