@@ -168,3 +168,20 @@ def test_check_fingerprint():
     check_fingerprint(index, "entries@3|minilm-int8")
     with pytest.raises(StaleCache, match="rebuild"):
         check_fingerprint(index, "entries@4|minilm-int8")
+
+
+def test_one_query_of_a_large_inverted_file_index_scans_its_lists_in_parallel_with_the_same_hits():
+    from kbtools.retrieval.index import IVF_PARALLEL_FROM
+
+    n = IVF_PARALLEL_FROM
+    vectors = _clustered(n, 8, 50, seed=5)
+    index = VectorIndex.build([f"e{i}" for i in range(n)], vectors, kind="ivf_sq8", threads=2)
+    queries = _clustered(20, 8, 50, seed=6)
+    assert index._threads_for(1) >= 1 and index.faiss_index.parallel_mode == 1
+    assert index._threads_for(2) == 1  # a batch splits its queries, as before
+    for q in queries:
+        auto, one = index.search(q[None], 8), index.search(q[None], 8, threads=1)
+        assert auto[1].tolist() == one[1].tolist()
+        assert np.allclose(auto[0], one[0])
+    small = VectorIndex.build(["a", "b"], np.eye(2, dtype=np.float32))
+    assert small._threads_for(1) == 1

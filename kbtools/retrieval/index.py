@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import io
 import json
+import os
 from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Callable, ClassVar, Final, Mapping, Sequence
@@ -37,6 +38,7 @@ __all__ = [
     "APPROXIMATE_FROM",
     "IVF_NPROBE",
     "IVF_PROBE_SHARE",
+    "IVF_PARALLEL_FROM",
     "ivf_nprobe",
     "IVF_LISTS",
     "REFINE_FACTOR",
@@ -59,6 +61,8 @@ IVF_LISTS: Final[float] = 1.0
 #: follows the share of the vectors scanned, not the count of lists (tuned on title queries of a
 #: 1M-entry demo bank, held out from the queries it is measured on; README "A big bank").
 IVF_PROBE_SHARE: Final[float] = 0.1
+#: An inverted-file index of at least this many vectors scans one query's lists on several cores.
+IVF_PARALLEL_FROM: Final[int] = 200_000
 #: The fewest lists an ``ivf_sq8`` query visits.
 IVF_NPROBE: Final[int] = 24
 #: Share of dead (removed) rows past which a grown index is rebuilt instead of masked further.
@@ -330,17 +334,20 @@ class VectorIndex:
         """Vector length."""
         return int(self.faiss_index.d)
 
-    def search(self, queries: np.ndarray, k: int, *, threads: int = 1) -> tuple[np.ndarray, np.ndarray]:
+    def search(self, queries: np.ndarray, k: int, *, threads: int | None = None) -> tuple[np.ndarray, np.ndarray]:
         """Top ``k`` per query row: scores float32 (m, k) by inner product, ids str (m, k).
 
         When the index holds fewer than ``k`` vectors the tail is id ``""`` with score ``-inf``.
+        ``threads`` None: one, except a single query of an inverted-file index of at least
+        :data:`IVF_PARALLEL_FROM` vectors, whose lists are scanned on up to four cores (faiss
+        ``parallel_mode`` 1: the same hits, sooner).
         """
         queries = np.ascontiguousarray(np.atleast_2d(queries), dtype=np.float32)
         if queries.ndim != 2 or queries.shape[1] != self.dim:
             raise ValidationError("queries", f"shape {queries.shape}", f"must be (m, {self.dim})")
         if k < 1:
             raise ValidationError("k", k, "must be at least 1")
-        _faiss(threads)
+        _faiss(self._threads_for(len(queries)) if threads is None else threads)
         params = self._search_params()
         if self.refine is not None and self.refine_factor > 1 and self.size:
             scores, positions = self._refined(queries, k, params)
@@ -359,6 +366,15 @@ class VectorIndex:
         found = positions >= 0
         ids = np.where(found, self.ids[np.where(found, positions, 0)] if len(self.ids) else "", "")
         return np.where(found, scores, -np.inf).astype(np.float32), ids
+
+    def _threads_for(self, m: int) -> int:
+        """Threads for ``m`` queries: one query of a large inverted-file index scans its lists in
+        parallel (one thread costs a wake-up per query everywhere else)."""
+        index = self.faiss_index
+        if m != 1 or not hasattr(index, "parallel_mode") or int(index.ntotal) < IVF_PARALLEL_FROM:
+            return 1
+        index.parallel_mode = 1  # split the lists of one query over the threads, not the queries
+        return max(1, min(4, os.cpu_count() or 1))
 
     def refine_with(self, refine: Callable[[np.ndarray], np.ndarray] | None, factor: int = 0) -> "VectorIndex":
         """Re-score ``factor × k`` approximate candidates exactly with ``refine(positions)``, the
