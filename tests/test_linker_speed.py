@@ -57,3 +57,23 @@ def test_best_drops_pairs_below_the_kth_without_changing_the_result():
     shuffled = rng.permutation(len(r))  # rows out of order are sorted first
     got = evidence._best(r[shuffled], c[shuffled], v[shuffled], k, rank, n_rows)
     assert [len(x) for x in got] == [len(x) for x in want]
+
+
+def test_bag_overlap_by_sorted_keys_equals_the_sparse_row_product():
+    from kbtools.demo import synthetic_bank
+    from kbtools.linker import evidence
+    from kbtools.linker.terms import TermStats
+
+    demo = synthetic_bank(entries=600, seed=4)
+    stats = TermStats.build(demo.entries)
+    rng = np.random.default_rng(1)
+    ms, cs = rng.integers(0, 600, 3000), rng.integers(0, 600, 3000)
+    for name in ("title", "author"):
+        bag = stats.bags[name]
+        a, b = bag[ms], bag[cs]
+        both = np.asarray(a.multiply(b).sum(axis=1)).ravel()
+        size = np.diff(a.indptr) + np.diff(b.indptr) - both
+        want = np.divide(both, size, out=np.zeros(len(ms)), where=size > 0)
+        got = evidence._bag_overlap(stats, name, ms, cs)
+        assert np.array_equal(got, want)
+    assert (evidence._bag_overlap(stats, "title", ms, cs) > 0).any()

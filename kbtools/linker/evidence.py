@@ -180,10 +180,27 @@ def _bag_overlap(stats: TermStats, name: str, ms, cs) -> np.ndarray:
     bag = stats.bags.get(name) if stats.bags else None
     if bag is None or bag.nnz == 0 or len(ms) == 0:
         return np.zeros(len(ms))
-    a, b = bag[ms], bag[cs]
-    both = np.asarray(a.multiply(b).sum(axis=1)).ravel()
-    size = np.diff(a.indptr) + np.diff(b.indptr) - both
+    keys = stats._cache.get(("bag keys", name))
+    if keys is None or keys[0] is not bag:  # (row << 32 | column) per stored item: sorted, as the rows are
+        rows = np.repeat(np.arange(bag.shape[0], dtype=np.int64), np.diff(bag.indptr))
+        keys = stats._cache[("bag keys", name)] = (bag, (rows << 32) | bag.indices.astype(np.int64))
+    keys = keys[1]
+    ms, cs = np.asarray(ms, np.int64), np.asarray(cs, np.int64)
+    pair, pos = _rows_of(bag.indptr, cs)
+    wanted = (ms[pair] << 32) | bag.indices[pos].astype(np.int64)
+    at = np.minimum(np.searchsorted(keys, wanted), keys.size - 1)
+    both = np.bincount(pair[keys[at] == wanted], minlength=len(ms)).astype(np.float64)
+    size = (bag.indptr[ms + 1] - bag.indptr[ms]) + (bag.indptr[cs + 1] - bag.indptr[cs]) - both
     return np.divide(both, size, out=np.zeros(len(ms)), where=size > 0)
+
+
+def _rows_of(indptr: np.ndarray, rows: np.ndarray):
+    """The stored positions of these CSR rows, in order, and for each the index of its row in ``rows``."""
+    lo, hi = indptr[rows].astype(np.int64), indptr[rows + 1].astype(np.int64)
+    lengths = hi - lo
+    pair = np.repeat(np.arange(len(rows), dtype=np.int64), lengths)
+    pos = np.arange(int(lengths.sum()), dtype=np.int64) - np.repeat(np.cumsum(lengths) - lengths - lo, lengths)
+    return pair, pos
 
 
 def _shared(stats: TermStats, ms: np.ndarray, cs: np.ndarray):
@@ -249,8 +266,8 @@ def _bridge(stats, ms, cs, rel: Relations) -> np.ndarray:
 def _query_matrix(stats: TermStats, rows: np.ndarray, rel: Relations, settings: LinkerSettings) -> sp.csr_matrix:
     """The voting terms of each row: its ``query_terms`` highest-IDF terms plus the entities the
     triples relate to its entities, weighted w(t); capped terms (too many postings) dropped."""
-    sub = stats.postings[rows].tocoo()
-    r, t = sub.row.astype(np.int64), sub.col.astype(np.int64)
+    r, pos = _rows_of(stats.postings.indptr, rows)
+    t = stats.postings.indices[pos].astype(np.int64)
     # a term only this entry holds nominates nobody: the voting terms are the rarest shared ones
     order = np.lexsort((t, -stats.w[t], -stats.idf[t], stats.df[t] <= 1, r))
     r, t = r[order], t[order]

@@ -45,6 +45,7 @@ _FADING = ("auto", "review", "feedback")
 _CAPPED = ("auto", "review")
 _COPIED = ("feedback", "manual", "author")
 _UPDATES_SCHEMA = {"id": pl.String, "status": pl.String, "linked_at": TIME}
+_NO_EDGES = pl.DataFrame(schema=SCHEMAS["edges"])  #: frames are immutable: one empty plan frame serves all
 
 
 @dataclass(frozen=True)
@@ -637,14 +638,14 @@ class _State:
         ]
         add = _edge_frame(add_rows)
         orig = sorted(self.removed.values())
-        remove = conform(self.ctx.edges_input[orig], "edges") if orig else pl.DataFrame(schema=SCHEMAS["edges"])
-        now = dt.datetime.fromtimestamp(self.ctx.now_us / 1e6, dt.timezone.utc)
-        updates = pl.DataFrame(
-            {"id": [self.st.ids[r] for r in self.updates],
-             "status": list(self.updates.values()),
-             "linked_at": [now if r in self.linked_rows else None for r in self.updates]},
-            schema=_UPDATES_SCHEMA,
-        )
+        remove = conform(self.ctx.edges_input[orig], "edges") if orig else _NO_EDGES
+        linked = np.array([self.ctx.now_us if r in self.linked_rows else np.iinfo(np.int64).min for r in self.updates],
+                          dtype=np.int64).view("datetime64[us]")  # int64 min is numpy's NaT: null
+        updates = pl.DataFrame([
+            pl.Series("id", [self.st.ids[r] for r in self.updates], dtype=pl.String),
+            pl.Series("status", list(self.updates.values()), dtype=pl.String),
+            pl.Series("linked_at", linked, dtype=_UPDATES_SCHEMA["linked_at"]),
+        ])
         report = dict(report)
         report.update({"links": int(self.counts["links"]), "structural": int(self.counts["structural"]),
                        "taken_over": int(self.counts["taken_over"]), "evicted": int(self.counts["evicted"]),
@@ -661,7 +662,7 @@ def _edge_frame(rows: list[dict]) -> pl.DataFrame:
     (no lazy query: one planned entry must not wait on polars' thread pool)."""
     schema = SCHEMAS["edges"]
     if not rows:
-        return pl.DataFrame(schema=schema)
+        return _NO_EDGES
     cols = {}
     for name, dtype in schema.items():
         values = [r[name] for r in rows]
