@@ -420,7 +420,18 @@ def test_flat_index_gives_the_links_of_the_exact_scan(seed, max_degree, ties):
         assert one.add.drop("created_at", "seen_at").equals(want.add.drop("created_at", "seen_at"))
 
 
-@pytest.mark.parametrize("seed,max_degree,make", [(0, 12, _weak_hnsw), (2, 3, _weak_hnsw), (1, 6, _Scrambled)])
+def _ivf_sq8(vectors):
+    """The linker's index of a million-entry bank, small: 8-bit codes (approximate scores), 3 of 30 lists visited."""
+    from kbtools.ops.link_context import ivf_neighbour_index
+
+    index = ivf_neighbour_index(vectors, nlist=30)
+    index.nprobe = 3  # a poor list choice: many fallbacks to the exact scan
+    index.add(np.ascontiguousarray(vectors, dtype=np.float32))
+    return index
+
+
+@pytest.mark.parametrize("seed,max_degree,make", [(0, 12, _weak_hnsw), (2, 3, _weak_hnsw), (1, 6, _Scrambled),
+                                                  (4, 5, _ivf_sq8)])
 def test_connect_equals_one_by_one_with_an_approximate_index(seed, max_degree, make):
     entries, edges, triples, vectors = synthetic_bank(200, seed=seed)
     settings = LINKER_DEFAULTS.with_(max_degree=max_degree)

@@ -11,17 +11,20 @@ transaction).
 
 from __future__ import annotations
 
+import itertools
 import os
+import threading
 
 import numpy as np
 import polars as pl
 
 from kbtools.errors import ValidationError
 from kbtools.linker import LINKER_DEFAULTS, LINKER_LEXICAL, LinkerSettings, LinkPlan, TermStats, plan_links
+from kbtools.retrieval.index import ivf_nprobe
 from kbtools.store.bank import Bank
 
 __all__ = ["linker_settings", "term_stats", "linker_vectors", "neighbour_index", "plan_new_entry_links",
-           "NEIGHBOURS_FLAT_BELOW", "new_neighbour_index", "faiss_threads"]
+           "NEIGHBOURS_FLAT_BELOW", "NEIGHBOURS_IVF_FROM", "new_neighbour_index", "ivf_neighbour_index", "faiss_threads"]
 
 
 def linker_settings(bank: Bank) -> LinkerSettings:
@@ -58,24 +61,108 @@ def term_stats(bank: Bank, settings: LinkerSettings) -> TermStats:
 
 
 def linker_vectors(bank: Bank) -> np.ndarray | None:
-    """Content-dimension vectors aligned with the entries' rows (zero rows where missing)."""
+    """Content-dimension vectors aligned with the entries' rows (zero rows where missing), float32.
+
+    Cached on the bank; when entries were only appended since (and no earlier entry was
+    re-embedded), the cache grows by the new rows alone, read from the new vector segments: an add
+    at 100k entries never gathers the bank's vectors again. The array is read-only for callers."""
+    state = _linker_state(bank)
+    return None if state is None else state.view
+
+
+class _LinkerVectors:
+    """The linker's vectors: rows ``[:n]`` of a buffer with spare rows, grown in place on append.
+
+    ``lineage`` names the rows' history: a state grown from another keeps its lineage (its first
+    rows are the same), a rebuilt one gets a new one, so the neighbour index can grow by the new rows
+    without comparing the bank's vectors."""
+
+    _counter = itertools.count(1)
+
+    def __init__(self, buffer: np.ndarray, n: int, mark, segments: tuple, lineage: int | None = None):
+        self.buffer, self.n, self.mark, self.segments = buffer, n, mark, segments
+        self.lineage = next(self._counter) if lineage is None else lineage
+
+    @property
+    def view(self) -> np.ndarray:
+        out = self.buffer[: self.n]
+        out.flags.writeable = False
+        return out
+
+    def room(self, rows: int) -> np.ndarray:
+        """The buffer, with at least ``rows`` rows after ``n`` (reallocated with a quarter more when
+        short: views handed out before keep the old buffer, whose first ``n`` rows are the same)."""
+        if self.n + rows > len(self.buffer):
+            bigger = np.zeros((max(self.n + rows, int(1.25 * (self.n + rows)) + 1024), self.buffer.shape[1]), np.float32)
+            bigger[: self.n] = self.buffer[: self.n]
+            self.buffer = bigger
+        return self.buffer
+
+    def with_rows(self, extra: np.ndarray) -> np.ndarray:
+        """The bank's rows followed by ``extra`` rows, written into the spare rows (no copy of the
+        bank's rows; the next call may overwrite them): for planning the links of rows about to be
+        written, under ``_SCRATCH``."""
+        extra = np.asarray(extra, dtype=np.float32).reshape(-1, self.buffer.shape[1])
+        buf = self.room(len(extra))
+        buf[self.n : self.n + len(extra)] = extra
+        return buf[: self.n + len(extra)]
+
+
+_SCRATCH = threading.Lock()  #: one planner at a time writes the spare rows of a bank's linker vectors
+_BLOCK = 16_384  #: rows gathered at a time from the vector segments in a full build
+
+
+def _linker_state(bank: Bank) -> _LinkerVectors | None:
     ids, data = bank.vectors()
     if len(ids) == 0:
         return None
+    mark = bank.table_mark("entries")
+    segments = bank.vector_segments()
+    paths = tuple(s["data"] for s in segments)
 
-    def build() -> np.ndarray:
+    def build(prior):
+        if prior is not None:
+            grown = _grown(bank, prior, mark, segments, paths)
+            if grown is not None:
+                return grown
         pos = pl.DataFrame({"id": ids.tolist(), "_pos": np.arange(len(ids))})
         order = bank.entries.select("id").join(pos, on="id", how="left")["_pos"].to_numpy()
-        out = np.zeros((bank.entries.height, data.shape[2]), dtype=np.float32)
-        have = ~np.isnan(order.astype(float))
-        out[have] = np.asarray(data)[order[have].astype(np.int64), 0, :]
-        return out
+        n = bank.entries.height
+        out = np.zeros((n + max(1024, n // 4), data.shape[2]), dtype=np.float32)
+        have = np.flatnonzero(~np.isnan(order.astype(float)))
+        for lo in range(0, len(have), _BLOCK):  # the content dimension only, a block at a time
+            rows = have[lo : lo + _BLOCK]
+            out[rows] = data.take(order[rows].astype(np.int64))[:, 0, :]
+        return _LinkerVectors(out, n, mark, paths)
 
-    return bank.derived("linker-vectors", build, on=("entries", "vectors"))
+    return bank.derived("linker-vectors", build, on=("entries", "vectors"), grow=True)
+
+
+def _grown(bank: Bank, prior: _LinkerVectors, mark, segments: list[dict], paths: tuple) -> _LinkerVectors | None:
+    """``prior`` grown by the entries appended since it was built, or None when anything else
+    changed (an entry removed or rewritten in place, an earlier entry re-embedded, segments merged)."""
+    if paths[: len(prior.segments)] != prior.segments:
+        return None
+    new_rows = bank.appended_rows("entries", prior.mark)
+    if new_rows is None or prior.n + new_rows.height != bank.entries.height:
+        return None
+    where = {eid: k for k, eid in enumerate(new_rows["id"].to_list())}
+    fresh = segments[len(prior.segments) :]
+    seg_ids = [bank.vector_segment_ids(s) for s in fresh]
+    if any(eid not in where for part in seg_ids for eid in part.tolist()):
+        return None  # an earlier entry has a new vector: rebuild
+    buf = prior.room(len(where))
+    buf[prior.n : prior.n + len(where)] = 0.0
+    for seg, part in zip(fresh, seg_ids):  # oldest first: a later segment's vector wins
+        rows = prior.n + np.fromiter((where[e] for e in part.tolist()), np.int64, count=len(part))
+        buf[rows] = np.asarray(bank.vector_segment_data(seg)[:, 0, :], dtype=np.float32)
+    return _LinkerVectors(buf, prior.n + len(where), mark, paths, prior.lineage)
 
 
 #: Below this many entries the linker's neighbour index is exact (flat); above it, HNSW.
 NEIGHBOURS_FLAT_BELOW = 20_000
+#: From this many entries the linker's neighbour index is an inverted file with 8-bit codes.
+NEIGHBOURS_IVF_FROM = 300_000
 _HNSW_M, _HNSW_EF_CONSTRUCTION, _HNSW_EF_SEARCH = 32, 80, 64
 
 
@@ -88,36 +175,63 @@ def faiss_threads(threads: int = 1):
 
 
 def new_neighbour_index(vectors: np.ndarray):
-    """A flat inner-product index (exact) for a small bank, HNSW (M 32, efSearch 64) for a large one."""
+    """An empty neighbour index for these vectors (add them next): flat (exact) for a small bank,
+    HNSW (M 32, efSearch 64) for a large one, and from ``NEIGHBOURS_IVF_FROM`` entries an inverted
+    file with 8-bit codes (√n lists, a tenth visited; trained here on a seeded sample): an HNSW
+    graph over a million vectors takes longer to build than the bank takes to link."""
     faiss = faiss_threads(1)
     d = vectors.shape[1]
     if len(vectors) < NEIGHBOURS_FLAT_BELOW:
         return faiss.IndexFlatIP(d)
+    if len(vectors) >= NEIGHBOURS_IVF_FROM:
+        return ivf_neighbour_index(vectors)
     index = faiss.IndexHNSWFlat(d, _HNSW_M, faiss.METRIC_INNER_PRODUCT)
     index.hnsw.efConstruction = _HNSW_EF_CONSTRUCTION
     index.hnsw.efSearch = _HNSW_EF_SEARCH
     return index
 
 
+def ivf_neighbour_index(vectors: np.ndarray, nlist: int | None = None):
+    """An empty inverted-file index with 8-bit codes (``nlist`` lists, default √n; a tenth of them
+    visited, see ``ivf_nprobe``), trained on a seeded sample of ``vectors`` of 100 points a list."""
+    faiss = faiss_threads(1)
+    d = vectors.shape[1]
+    nlist = nlist or max(1, int(np.sqrt(len(vectors))))
+    index = faiss.IndexIVFScalarQuantizer(faiss.IndexFlatIP(d), d, nlist, faiss.ScalarQuantizer.QT_8bit,
+                                          faiss.METRIC_INNER_PRODUCT)
+    index.cp.seed = 0
+    sample = np.random.default_rng(0).choice(len(vectors), min(len(vectors), 100 * nlist), replace=False)
+    faiss_threads(max(1, min(8, os.cpu_count() or 1)))
+    try:
+        index.train(np.ascontiguousarray(vectors[np.sort(sample)], dtype=np.float32))
+    finally:
+        faiss_threads(1)
+    index.nprobe = ivf_nprobe(nlist)
+    return index
+
+
 def neighbour_index(bank: Bank, vectors: np.ndarray | None):
     """The faiss index over the linker's content vectors in row order (what ``plan_links`` and
-    ``plan_connect`` take as ``neighbors``), cached per bank; when entries were only appended since
-    (earlier rows and their vectors unchanged), the previous index grows by the new rows. A flat
-    index that grows past ``NEIGHBOURS_FLAT_BELOW`` entries is rebuilt as HNSW."""
+    ``plan_connect`` take as ``neighbors``); ``vectors`` is :func:`linker_vectors` of the bank.
+    Cached per bank; when those vectors grew since (entries appended, see ``linker_vectors``), the
+    index grows by the new rows alone. A flat index that grows past ``NEIGHBOURS_FLAT_BELOW``
+    entries is rebuilt as HNSW."""
     if vectors is None or len(vectors) == 0:
         return None
+    state = _linker_state(bank)
+    mine = state is not None and len(vectors) == state.n and np.may_share_memory(vectors, state.buffer)
+    lineage = state.lineage if mine else None  # vectors of another origin: the index is rebuilt
     name = "linker-neighbours"
 
     def build(prior):
         vecs = np.ascontiguousarray(vectors, dtype=np.float32)
         if prior is not None:
-            index, old = prior
-            n = len(old)
+            index, old_lineage, n = prior
             outgrown = isinstance(index, faiss_threads(1).IndexFlatIP) and len(vecs) >= NEIGHBOURS_FLAT_BELOW
-            if not outgrown and n <= len(vecs) and np.array_equal(vecs[:n], old):
+            if not outgrown and lineage is not None and old_lineage == lineage and n <= len(vecs):
                 if len(vecs) > n:
                     index.add(vecs[n:])
-                return index, vecs
+                return index, lineage, len(vecs)
         index = new_neighbour_index(vecs)
         threads = 1 if len(vecs) < NEIGHBOURS_FLAT_BELOW else max(1, min(8, os.cpu_count() or 1))
         faiss_threads(threads)
@@ -125,7 +239,7 @@ def neighbour_index(bank: Bank, vectors: np.ndarray | None):
             index.add(vecs)
         finally:
             faiss_threads(1)
-        return index, vecs
+        return index, lineage, len(vecs)
 
     return bank.derived(name, build, on=("entries", "vectors"), grow=True)[0]
 
@@ -171,18 +285,19 @@ def plan_new_entry_links(bank: Bank, new_entries: pl.DataFrame, new_edges: pl.Da
     settings = linker_settings(bank)
     entries = pl.concat([bank.entries, new_entries.select(bank.entries.columns)], how="vertical_relaxed")
     edges = pl.concat([bank.edges, new_edges.select(bank.edges.columns)], how="vertical_relaxed") if new_edges.height else bank.edges
-    old_vectors = linker_vectors(bank)
-    vectors = neighbors = None
-    if old_vectors is not None and content_vectors is not None:
-        vectors = np.vstack([old_vectors, np.asarray(content_vectors, dtype=np.float32)])
-        neighbors = _WithNewRows(neighbour_index(bank, old_vectors), content_vectors)
-        faiss_threads(1)
+    state = _linker_state(bank)
     try:
         stats = term_stats(bank, settings).extend(entries)
     except ValidationError:
         stats = None
-    plans = [plan_links(eid, entries, edges, bank.triples, vectors=vectors, neighbors=neighbors, stats=stats,
-                        settings=settings, now=now) for eid in new_entries["id"].to_list()]
+    with _SCRATCH:
+        vectors = neighbors = None
+        if state is not None and content_vectors is not None:
+            neighbors = _WithNewRows(neighbour_index(bank, state.view), content_vectors)
+            vectors = state.with_rows(content_vectors)  # the bank's rows are not copied
+            faiss_threads(1)
+        plans = [plan_links(eid, entries, edges, bank.triples, vectors=vectors, neighbors=neighbors, stats=stats,
+                            settings=settings, now=now) for eid in new_entries["id"].to_list()]
     if len(plans) == 1:
         return plans[0]
     return LinkPlan(add=pl.concat([p.add for p in plans], how="diagonal_relaxed"),

@@ -1,0 +1,57 @@
+"""What the linker reads from a bank grows on append: the content vectors and their neighbour index
+gain the new rows alone (no gather of the bank's vectors, no rebuild), and equal a fresh build."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import kbtools as kb
+from kbtools.demo import synthetic_bank
+from kbtools.ops import link_context
+from kbtools.ops.interchange import import_frames
+
+
+@pytest.fixture
+def bank(tmp_path):
+    demo = synthetic_bank(entries=600, seed=5)
+    bank = kb.create_bank(tmp_path / "b")
+    import_frames(bank, entries=demo.entries, edges=demo.edges, guard=False)
+    kb.embed_bank(bank, embedder="hashing")
+    return bank
+
+
+def _fresh(bank) -> np.ndarray:
+    return link_context.linker_vectors(kb.open_bank(bank.path, readonly=True))
+
+
+def test_linker_vectors_grow_by_the_new_rows_and_equal_a_fresh_build(bank):
+    first = link_context._linker_state(bank)
+    index = link_context.neighbour_index(bank, first.view)
+    for i in range(5):  # with linking: each add plans against the cached vectors and index
+        kb.report_learning(bank, content=f"Pump {i} on line 3 keeps faulting with error E-21{i}.", actor="a")
+    state = link_context._linker_state(bank)
+    assert state.lineage == first.lineage and state.n == first.n + 5  # grown, not rebuilt
+    assert link_context.neighbour_index(bank, state.view) is index and index.ntotal == state.n
+    assert np.array_equal(state.view, _fresh(bank))
+    assert np.abs(state.view[-5:]).sum() > 0  # the new entries' vectors, not zero rows
+    with pytest.raises(ValueError):
+        state.view[0, 0] = 1.0  # callers read it only
+
+
+def test_a_re_embedded_earlier_entry_rebuilds_the_linker_vectors(bank):
+    first = link_context._linker_state(bank)
+    eid = bank.entries["id"][3]
+    kb.update_entry(bank, eid, content="Something else entirely: the kiln on site 9 overheats.", actor="a")
+    kb.embed_bank(bank, embedder="hashing")
+    state = link_context._linker_state(bank)
+    assert state.lineage != first.lineage
+    assert np.array_equal(state.view, _fresh(bank))
+    assert not np.array_equal(state.view[3], first.view[3])
+
+
+def test_entries_added_without_vectors_get_zero_rows_until_embedded(bank):
+    link_context._linker_state(bank)
+    kb.report_learning(bank, content="No vector yet for this one.", actor="a", link=False, embed=False)
+    state = link_context._linker_state(bank)
+    assert np.array_equal(state.view, _fresh(bank)) and not state.view[-1].any()
