@@ -55,3 +55,16 @@ def test_entries_added_without_vectors_get_zero_rows_until_embedded(bank):
     kb.report_learning(bank, content="No vector yet for this one.", actor="a", link=False, embed=False)
     state = link_context._linker_state(bank)
     assert np.array_equal(state.view, _fresh(bank)) and not state.view[-1].any()
+
+
+def test_term_stats_grow_on_append_and_survive_a_status_change(bank):
+    settings = link_context.linker_settings(bank)
+    link_context.term_stats(bank, settings)
+    for i in range(3):
+        kb.report_learning(bank, content=f"Kiln {i} on site 4 overheats after error K-77{i}.", actor="a", link=False)
+    grown = link_context.term_stats(bank, settings)
+    fresh = link_context.term_stats(kb.open_bank(bank.path, readonly=True), settings)
+    assert grown.vocab == fresh.vocab and grown.ids == fresh.ids
+    assert (grown.postings != fresh.postings).nnz == 0 and np.array_equal(grown.w, fresh.w)
+    kb.update_entry(bank, bank.entries["id"][0], status="archived", actor="a")  # texts unchanged
+    assert link_context.term_stats(bank, settings) is grown

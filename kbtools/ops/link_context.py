@@ -40,22 +40,36 @@ def linker_settings(bank: Bank) -> LinkerSettings:
 
 def term_stats(bank: Bank, settings: LinkerSettings) -> TermStats:
     """The linker's term statistics for the bank, cached; when entries were only appended since
-    (same triples, no text or kind changed), the previous statistics are extended, not rebuilt."""
+    (same triples, no text or kind changed), the previous statistics are extended, not rebuilt.
+    An append is read from the store's table mark (the new rows alone are hashed); otherwise the
+    texts of every entry are hashed and compared, so that a change of status or ``linked_at``
+    alone keeps the statistics."""
     name = f"termstats:{hash(settings)}"
-    known = tuple(sorted(set(bank.triples["subject"].to_list()) | set(bank.triples["object"].to_list())))
+    triples = bank.triples
+    known = tuple(sorted(set(triples["subject"].to_list()) | set(triples["object"].to_list())))
     entries = bank.entries
-    content = entries.select(pl.struct("id", "kind", "title", "summary", "content").hash()).to_series()
+    mark = bank.table_mark("entries")
+
+    def texts(frame: pl.DataFrame) -> pl.Series:
+        return frame.select(pl.struct("id", "kind", "title", "summary", "content").hash()).to_series()
 
     def build(prior) -> tuple:
         if prior is not None:
-            old_stats, old_known, old_content = prior
+            old_stats, old_known, old_content, old_mark = prior
+            new = bank.appended_rows("entries", old_mark) if old_known == known else None
+            if new is not None and len(old_content) + new.height == entries.height:
+                content = pl.concat([old_content, texts(new)])
+            else:
+                content = texts(entries)
             n = len(old_content)
             if old_known == known and n <= len(content) and content.head(n).equals(old_content):
                 try:
-                    return old_stats.extend(entries), known, content
+                    return old_stats.extend(entries), known, content, mark
                 except ValidationError:
                     pass
-        return TermStats.build(entries, known_entities=known, settings=settings), known, content
+        else:
+            content = texts(entries)
+        return TermStats.build(entries, known_entities=known, settings=settings), known, content, mark
 
     return bank.derived(name, build, on=("entries", "triples"), grow=True)[0]
 
