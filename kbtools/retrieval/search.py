@@ -247,22 +247,48 @@ def _grown(prior: VectorIndex | None, segs: list, live: np.ndarray, read: Callab
     return prior
 
 
-def _display(bank: Bank) -> tuple[dict, pl.DataFrame]:
-    """Each entry's row number and the columns a pool shows (cached until the entries change)."""
+class _Display:
+    """Each entry's row number and the columns a pool shows: the rows read when the cache was built,
+    in one chunk, and the rows appended since, in another (polars gathers a list column of several
+    chunks by rejoining it: milliseconds per query at a million entries)."""
+
+    __slots__ = ("rows", "base", "tail", "mark")
+    _TAIL = 4096  #: appended rows kept apart before they are joined to the base
+
+    def __init__(self, rows: dict, base: pl.DataFrame, tail: pl.DataFrame, mark):
+        self.rows, self.base, self.tail, self.mark = rows, base, tail, mark
+
+    def grown(self, added: pl.DataFrame, mark) -> "_Display":
+        start = self.base.height + self.tail.height
+        self.rows.update(zip(added["id"].to_list(), range(start, start + added.height)))
+        tail = pl.concat([self.tail, added.select(self.base.columns)]).rechunk()
+        if tail.height > self._TAIL:
+            return _Display(self.rows, pl.concat([self.base, tail]).rechunk(), tail.clear(), mark)
+        return _Display(self.rows, self.base, tail, mark)
+
+    def take(self, positions: list[int]) -> pl.DataFrame:
+        """The display rows at these positions, in this order."""
+        pos = np.asarray(positions, dtype=np.int64)
+        nb = self.base.height
+        if not len(pos) or pos.max() < nb:
+            return self.base[pos]
+        head, rest = np.flatnonzero(pos < nb), np.flatnonzero(pos >= nb)
+        both = pl.concat([self.base[pos[head]], self.tail[pos[rest] - nb]])
+        return both[np.argsort(np.concatenate([head, rest]), kind="stable")]
+
+
+def _display(bank: Bank) -> _Display:
+    """The pool's display rows of the bank's entries (cached; grown when entries were only added)."""
 
     def build(prior):
         mark = bank.table_mark("entries")
-        added = None if prior is None else bank.appended_rows("entries", prior[2])
+        added = None if prior is None else bank.appended_rows("entries", prior.mark)
         if added is not None:  # entries were only added: extend, do not rebuild
-            rows, cols, _ = prior
-            start = cols.height
-            rows.update(zip(added["id"].to_list(), range(start, start + added.height)))
-            return rows, pl.concat([cols, added.select(cols.columns)]), mark
-        cols = bank.entries.select("id", "title", "summary", "kind", "steps")
-        return dict(zip(cols["id"].to_list(), range(cols.height))), cols, mark
+            return prior.grown(added, mark)
+        base = bank.entries.select("id", "title", "summary", "kind", "steps").rechunk()
+        return _Display(dict(zip(base["id"].to_list(), range(base.height))), base, base.clear(), mark)
 
-    rows, cols, _ = bank.derived("pool-display", build, on=("entries",), grow=True)
-    return rows, cols
+    return bank.derived("pool-display", build, on=("entries",), grow=True)
 
 
 def _bm25_text(entries: pl.DataFrame) -> list[str]:
@@ -313,7 +339,7 @@ def ranked_pool(
     if not ranked:
         return pl.DataFrame(schema={"id": pl.String, "score": pl.Float64, "title": pl.String, "summary": pl.String,
                                     "kind": pl.String, "steps": pl.List(pl.String)})
-    rows, cols = _display(bank)
-    keep = [(i, s) for i, s in ranked if i in rows]
-    picked = cols[[rows[i] for i, _ in keep]]
+    display = _display(bank)
+    keep = [(i, s) for i, s in ranked if i in display.rows]
+    picked = display.take([display.rows[i] for i, _ in keep])
     return picked.select("id", pl.Series("score", [float(s) for _, s in keep], dtype=pl.Float64), "title", "summary", "kind", "steps")
