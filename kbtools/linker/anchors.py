@@ -192,3 +192,198 @@ def anchor(text: str, *, known_entities=(), keep_identifiers: bool = True) -> An
     for stemmed, surface in content_words(stripped):
         terms.setdefault(f"t:{stemmed}", surface)
     return Anchor(entities=tuple(entities), terms=tuple(terms), labels=tuple(terms.values()))
+
+
+# ---------------------------------------------------------------- many texts at once
+# The same entities and terms as ``anchor``, text by text, for a whole column: each pattern runs only
+# where a cheap exact test says it can match (the test holds whenever the pattern matches), a name's
+# sentence boundary is read only when the rules need it, and the content words of every text are
+# read, stemmed (each distinct word once) and made unique per text by polars over the column.
+
+_DIGIT_RE = re.compile(r"\d")  #: every _IDENT_RE and _REF_RE match holds a digit
+_CODE_HINT_RE = re.compile(r"_|\w\.[A-Za-z_]")  #: every _CODE_RE match holds one of these
+_UPPER_RE = re.compile(r"[A-Z]")  #: every _CAP_SEQ_RE match starts with one
+_ASSET_HINT_RE = re.compile(r"(?:" + "|".join(ASSET_NOUNS) + r")\s")  #: on lower-cased ASCII text
+
+
+def _role_hint(text: str) -> bool:
+    return ":" in text and "`" in text
+
+
+def _identifiers_fast(text: str) -> list[str]:
+    """``identifiers(text)``, skipping the patterns that cannot match."""
+    found: dict[str, None] = {}
+    role = _role_hint(text)
+    if role:
+        for match in _ROLE_RE.finditer(text):
+            found[f"{match.group(1).lower()} {match.group(2).lower()}"] = None
+    if _DIGIT_RE.search(text):
+        for match in _REF_RE.finditer(text):
+            found[f"{match.group(1).lower()} {match.group(2)}"] = None
+    rest = _ROLE_RE.sub(" ", text) if role else text
+    if _CODE_HINT_RE.search(rest):
+        for match in _CODE_RE.finditer(rest):
+            found[match.group(0).lower()] = None
+    return list(found)
+
+
+def _strip_identifiers_fast(text: str) -> str:
+    if _role_hint(text):
+        text = _ROLE_RE.sub(" ", text)
+    if _DIGIT_RE.search(text):
+        text = _REF_RE.sub(" ", text)
+    if _CODE_HINT_RE.search(text):
+        text = _CODE_RE.sub(" ", text)
+    return text
+
+
+def _boundary(text: str, start: int) -> tuple[bool, bool]:
+    """Whether a name at ``start`` opens a sentence, and whether it follows a framing prefix."""
+    before = text[:start] if start <= _TAIL else "x" + text[start - _TAIL : start]
+    at = bool(_BOUNDARY_RE.search(before))
+    return at, at and bool(_PREFIX_RE.search(re.split(r"[.!?;\n]\s*", before)[-1]))
+
+
+def _names_fast(text: str) -> list[str]:
+    """The keys of ``_names(text)``: the boundary before a name is read only when a rule needs it."""
+    found = []
+    for match in _CAP_SEQ_RE.finditer(text):
+        words = match.group(0).split()
+        stripped = False
+        while words and (words[0] in FRAMING_NAMES or words[0].lower() in STOP_WORDS):
+            words, stripped = words[1:], True
+        if not words:
+            continue
+        boundary = None  # (at_start, after_prefix) before stripping, read on demand
+        at_start = True if stripped else None
+        if words[0].lower() in ACTION_VERBS:
+            boundary = _boundary(text, match.start())
+            if boundary[1]:
+                words, at_start = words[1:], False
+                if not words:
+                    continue
+        while words and words[-1] in FRAMING_NAMES:
+            words = words[:-1]
+        if not words:
+            continue
+        if len(words) == 1 and not _distinctive(words[0]):
+            if at_start is None:
+                at_start = (boundary or _boundary(text, match.start()))[0]
+            if at_start:
+                continue
+        if len(words) == 1 and len(words[0]) < 2:
+            continue
+        found.append(" ".join(w.strip(".'") for w in words).lower())
+    return found
+
+
+@lru_cache(maxsize=64)
+def _known_heads(known: tuple[str, ...]) -> tuple[frozenset[str], frozenset[str]]:
+    """The first words of the known keys, and those of the keys of two words or more."""
+    keys, _ = _known_index(known)
+    heads = frozenset(k.split(" ")[0] for k in keys)
+    return heads, frozenset(k.split(" ")[0] for k in keys if " " in k)
+
+
+def _known_fast(text: str, known: tuple[str, ...]) -> list[str]:
+    """``_known(text, known)``: on ASCII text, nothing when no key's first word is in the text."""
+    keys, longest = _known_index(known)
+    if not keys:
+        return []
+    heads, multi = _known_heads(known)
+    if text.isascii():
+        low = text.lower()  # an ASCII token's lower case is its part of the text's lower case
+        if len(heads) <= 16 and not any(h in low for h in heads):
+            return []
+        tokens = _KNOWN_TOKEN_RE.findall(low)
+    else:
+        tokens = [t.lower() for t in _KNOWN_TOKEN_RE.findall(text)]
+    hits = []
+    for size in range(longest, 1, -1):
+        for i in range(len(tokens) - size + 1):
+            if tokens[i] in multi:
+                gram = " ".join(tokens[i : i + size])
+                if gram in keys:
+                    hits.append(gram)
+    if longest >= 1:
+        hits.extend(t for t in tokens if t in keys)
+    return hits
+
+
+def _entities_fast(text: str, known: tuple[str, ...], keep_identifiers: bool) -> tuple[dict, str]:
+    """The entities of ``anchor(text)`` and the text its content words are read from."""
+    entities: dict[str, None] = {}
+    if keep_identifiers:
+        for key in _identifiers_fast(text):
+            entities[key] = None
+        text = _strip_identifiers_fast(text)
+    digits = bool(_DIGIT_RE.search(text))
+    if digits:
+        for match in _IDENT_RE.finditer(text):
+            entities[match.group(0).lower()] = None
+    if not text.isascii() or _ASSET_HINT_RE.search(text.lower()):
+        for match in _ASSET_RE.finditer(text):
+            entities[f"{match.group(1).lower()} {match.group(2).lower()}"] = None
+    stripped = _IDENT_RE.sub(" ", text) if digits else text
+    if _UPPER_RE.search(stripped):
+        for key in _names_fast(stripped):
+            entities[key] = None
+    for key in _known_fast(text, known):
+        entities[key] = None
+    return entities, stripped
+
+
+def _column_words(texts: list[str]):
+    """Per text, its content words' stems (each once, first surface kept) as flat lists with offsets."""
+    import numpy as np
+    import polars as pl
+
+    from kbtools.linker.text import WORD_RE, _content_stem
+
+    frame = (
+        pl.DataFrame({"text": pl.Series(texts, dtype=pl.String)})
+        .with_row_index("row")
+        .select("row", pl.col("text").str.extract_all(WORD_RE.pattern).alias("surface"))
+        .explode("surface")
+        .drop_nulls("surface")
+    )
+    unique = frame["surface"].unique()
+    stems = pl.Series([_content_stem(s) for s in unique.to_list()], dtype=pl.String)
+    frame = (
+        frame.with_columns(pl.col("surface").replace_strict(unique, stems, default=None, return_dtype=pl.String)
+                           .alias("stem"))
+        .drop_nulls("stem")
+        .unique(subset=["row", "stem"], keep="first", maintain_order=True)
+    )
+    counts = np.bincount(frame["row"].to_numpy(), minlength=len(texts))
+    offsets = np.concatenate([[0], np.cumsum(counts)]).tolist()
+    terms = frame.select(pl.lit("t:") + pl.col("stem")).to_series().to_list()
+    return terms, frame["surface"].to_list(), offsets
+
+
+def anchors_of(texts, knowns, *, keep_identifiers: bool = True) -> list[Anchor]:
+    """``[anchor(t, known_entities=k, keep_identifiers=...) for t, k in zip(texts, knowns)]``, with
+    the content words of all texts read at once (an empty text's anchor has no labels).
+
+    >>> anchors_of(["Line 3 keeps faulting with error E-217.", ""], [(), ()])[0].terms
+    ('e:e-217', 'e:line 3', 't:line', 't:fault', 't:error')
+    """
+    found, stripped = [], []
+    for text, known in zip(texts, knowns):
+        if text:
+            entities, rest = _entities_fast(text, tuple(known), keep_identifiers)
+        else:
+            entities, rest = None, ""
+        found.append(entities)
+        stripped.append(rest)
+    terms, surfaces, offsets = _column_words(stripped)
+    out = []
+    for k, entities in enumerate(found):
+        if entities is None:
+            out.append(Anchor((), ()))
+            continue
+        keys = tuple(entities)
+        lo, hi = offsets[k], offsets[k + 1]
+        out.append(Anchor(entities=keys, terms=tuple(f"e:{key}" for key in keys) + tuple(terms[lo:hi]),
+                          labels=keys + tuple(surfaces[lo:hi])))
+    return out

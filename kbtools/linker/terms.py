@@ -27,7 +27,7 @@ import polars as pl
 import scipy.sparse as sp
 
 from kbtools.errors import ValidationError
-from kbtools.linker.anchors import ASSET_NOUNS, Anchor, anchor
+from kbtools.linker.anchors import ASSET_NOUNS, Anchor, anchors_of
 from kbtools.linker.rules import FIX_RE, LINKER_DEFAULTS, PROBLEM_RE, PROGRESS_RE, LinkerSettings, kind_code
 from kbtools.linker.text import content_words, stem
 
@@ -296,14 +296,12 @@ def _read_entries(entries: pl.DataFrame, known: tuple[str, ...], settings: Linke
         [c for c in ("id", "kind", *_TEXT_COLUMNS, "steps", "systems", "session_id", "metadata") if c in entries.columns]
     ).to_dicts()
     kinds = np.array([kind_code(r.get("kind")) for r in rows], dtype=np.int64)
-    anchors, texts = [], []
+    texts, knowns = [], []
     for r, code in zip(rows, kinds):
-        text = entry_text(r) if code >= 0 else ""
-        systems = tuple(s for s in (r.get("systems") or ()) if s)
-        anchors.append(anchor(text, known_entities=known + tuple(s.lower() for s in systems),
-                              keep_identifiers=settings.identifiers) if text else Anchor((), ()))
-        texts.append(text)
-    return rows, kinds, anchors, texts
+        texts.append(entry_text(r) if code >= 0 else "")
+        systems = r.get("systems")
+        knowns.append(known + tuple(s.lower() for s in systems if s) if systems else known)
+    return rows, kinds, anchors_of(texts, knowns, keep_identifiers=settings.identifiers), texts
 
 
 _AUTHOR_SPLIT_RE = re.compile(r"\s*(?:,|;|\band\b)\s*")
