@@ -200,47 +200,67 @@ def anchor(text: str, *, known_entities=(), keep_identifiers: bool = True) -> An
 # sentence boundary is read only when the rules need it, and the content words of every text are
 # read, stemmed (each distinct word once) and made unique per text by polars over the column.
 
-_DIGIT_RE = re.compile(r"\d")  #: every _IDENT_RE and _REF_RE match holds a digit
-_CODE_HINT_RE = re.compile(r"_|\w\.[A-Za-z_]")  #: every _CODE_RE match holds one of these
 _UPPER_RE = re.compile(r"[A-Z]")  #: every _CAP_SEQ_RE match starts with one
-_ASSET_HINT_RE = re.compile(r"(?:" + "|".join(ASSET_NOUNS) + r")\s")  #: on lower-cased ASCII text
 
 
 def _role_hint(text: str) -> bool:
     return ":" in text and "`" in text
 
 
-def _identifiers_fast(text: str) -> list[str]:
-    """``identifiers(text)``, skipping the patterns that cannot match."""
+def _identifiers_fast(text: str, digit: bool, code: bool) -> list[str]:
+    """``identifiers(text)``, skipping the patterns that cannot match (``digit``, ``code``: whether
+    the text may hold a digit, a code name)."""
     found: dict[str, None] = {}
     role = _role_hint(text)
     if role:
         for match in _ROLE_RE.finditer(text):
             found[f"{match.group(1).lower()} {match.group(2).lower()}"] = None
-    if _DIGIT_RE.search(text):
+    if digit:
         for match in _REF_RE.finditer(text):
             found[f"{match.group(1).lower()} {match.group(2)}"] = None
-    rest = _ROLE_RE.sub(" ", text) if role else text
-    if _CODE_HINT_RE.search(rest):
-        for match in _CODE_RE.finditer(rest):
+    if code:
+        for match in _CODE_RE.finditer(_ROLE_RE.sub(" ", text) if role else text):
             found[match.group(0).lower()] = None
     return list(found)
 
 
-def _strip_identifiers_fast(text: str) -> str:
+def _strip_identifiers_fast(text: str, digit: bool, code: bool) -> str:
     if _role_hint(text):
         text = _ROLE_RE.sub(" ", text)
-    if _DIGIT_RE.search(text):
+    if digit:
         text = _REF_RE.sub(" ", text)
-    if _CODE_HINT_RE.search(text):
+    if code:
         text = _CODE_RE.sub(" ", text)
     return text
+
+
+_ASCII_DIGIT_RE = re.compile(r"[0-9]")
+
+
+def _distinctive_fast(word: str) -> bool:
+    """``_distinctive(word)``; an ASCII word is read with string methods instead of a loop."""
+    if not word.isascii():
+        return _distinctive(word)
+    rest = word[1:]
+    return (len(word) > 1 and word.isupper()) or _ASCII_DIGIT_RE.search(word) is not None or (
+        rest != rest.lower() and word != word.upper()
+    )
 
 
 def _boundary(text: str, start: int) -> tuple[bool, bool]:
     """Whether a name at ``start`` opens a sentence, and whether it follows a framing prefix."""
     before = text[:start] if start <= _TAIL else "x" + text[start - _TAIL : start]
-    at = bool(_BOUNDARY_RE.search(before))
+    # a boundary match ends the text: it starts at most three characters before the last one that
+    # is not a space, or before a run of digits there ("12. "); search from there (``^`` still
+    # matches only at the real start), not from every character
+    body = before.rstrip()
+    pos = len(body) - 3
+    if body and body[-1] in ".)":
+        k = len(body) - 1
+        while k > 0 and body[k - 1].isdecimal():
+            k -= 1
+        pos = min(pos, k - 2)
+    at = bool(_BOUNDARY_RE.search(before, max(pos, 0)))
     return at, at and bool(_PREFIX_RE.search(re.split(r"[.!?;\n]\s*", before)[-1]))
 
 
@@ -266,7 +286,7 @@ def _names_fast(text: str) -> list[str]:
             words = words[:-1]
         if not words:
             continue
-        if len(words) == 1 and not _distinctive(words[0]):
+        if len(words) == 1 and not _distinctive_fast(words[0]):
             if at_start is None:
                 at_start = (boundary or _boundary(text, match.start()))[0]
             if at_start:
@@ -285,6 +305,31 @@ def _known_heads(known: tuple[str, ...]) -> tuple[frozenset[str], frozenset[str]
     return heads, frozenset(k.split(" ")[0] for k in keys if " " in k)
 
 
+_TOKEN_CHARS = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_.+/-")
+
+
+def _known_words(low: str, keys: frozenset[str]) -> list[str]:
+    """The one-word ``keys`` that are tokens of ASCII lower-case text ``low``, by first position.
+
+    A token (``_KNOWN_TOKEN_RE``) never crosses a character outside ``[\\w.+/-]``, and in a run of
+    such characters it spans from the first word character to the last one that is a word
+    character or ``+``: so each occurrence of a key is checked against the token of its run."""
+    found = []
+    for key in keys:
+        at = low.find(key)
+        while at >= 0:
+            lo, hi = at, at + len(key)
+            while lo > 0 and low[lo - 1] in _TOKEN_CHARS:
+                lo -= 1
+            while hi < len(low) and low[hi] in _TOKEN_CHARS:
+                hi += 1
+            if low[lo:hi].lstrip(".+/-").rstrip("./-") == key:
+                found.append((at, key))
+                break
+            at = low.find(key, at + 1)
+    return [key for _, key in sorted(found)]
+
+
 def _known_fast(text: str, known: tuple[str, ...]) -> list[str]:
     """``_known(text, known)``: on ASCII text, nothing when no key's first word is in the text."""
     keys, longest = _known_index(known)
@@ -293,8 +338,11 @@ def _known_fast(text: str, known: tuple[str, ...]) -> list[str]:
     heads, multi = _known_heads(known)
     if text.isascii():
         low = text.lower()  # an ASCII token's lower case is its part of the text's lower case
-        if len(heads) <= 16 and not any(h in low for h in heads):
-            return []
+        if len(heads) <= 16:
+            if not multi:
+                return _known_words(low, heads)
+            if not any(h in low for h in heads):
+                return []
         tokens = _KNOWN_TOKEN_RE.findall(low)
     else:
         tokens = [t.lower() for t in _KNOWN_TOKEN_RE.findall(text)]
@@ -310,27 +358,47 @@ def _known_fast(text: str, known: tuple[str, ...]) -> list[str]:
     return hits
 
 
-def _entities_fast(text: str, known: tuple[str, ...], keep_identifiers: bool) -> tuple[dict, str]:
-    """The entities of ``anchor(text)`` and the text its content words are read from."""
+def _entities_fast(text: str, known: tuple[str, ...], keep_identifiers: bool,
+                   digit: bool = True, code: bool = True, asset: bool = True) -> tuple[dict, str]:
+    """The entities of ``anchor(text)`` and the text its content words are read from. ``digit``,
+    ``code``, ``asset``: False when the text holds no digit, no code name hint (``_`` or a dotted
+    name), no asset noun before a space (see ``_hints``); the patterns that need them are skipped.
+    Replacing a match by a space makes none of these, so the hints of the text hold after stripping."""
     entities: dict[str, None] = {}
     if keep_identifiers:
-        for key in _identifiers_fast(text):
+        for key in _identifiers_fast(text, digit, code):
             entities[key] = None
-        text = _strip_identifiers_fast(text)
-    digits = bool(_DIGIT_RE.search(text))
-    if digits:
+        text = _strip_identifiers_fast(text, digit, code)
+    if digit:
         for match in _IDENT_RE.finditer(text):
             entities[match.group(0).lower()] = None
-    if not text.isascii() or _ASSET_HINT_RE.search(text.lower()):
+    if asset:
         for match in _ASSET_RE.finditer(text):
             entities[f"{match.group(1).lower()} {match.group(2).lower()}"] = None
-    stripped = _IDENT_RE.sub(" ", text) if digits else text
+    stripped = _IDENT_RE.sub(" ", text) if digit else text
     if _UPPER_RE.search(stripped):
         for key in _names_fast(stripped):
             entities[key] = None
     for key in _known_fast(text, known):
         entities[key] = None
     return entities, stripped
+
+
+_PY_SPACE = r"[\t\n\x0b\x0c\r \x1c-\x1f]"  #: what Python's \s matches in ASCII text
+
+
+def _hints(column) -> tuple[list, list, list]:
+    """Per text, whether it may hold a digit, a code name hint, an asset noun then a space: read by
+    polars (Rust regex) over the column; a text with a non-ASCII character gets True for all three
+    (Python's \\d, \\w, \\s and case folding go beyond ASCII there), so each is True wherever
+    the Python pattern it guards can match."""
+    import polars as pl
+
+    wide = column.str.contains(r"[^\x00-\x7F]").fill_null(False)
+    digit = column.str.contains("[0-9]").fill_null(False) | wide
+    code = column.str.contains(r"_|[A-Za-z0-9]\.[A-Za-z_]").fill_null(False) | wide
+    asset = column.str.contains(r"(?i)(?:" + "|".join(ASSET_NOUNS) + ")" + _PY_SPACE).fill_null(False) | wide
+    return digit.to_list(), code.to_list(), asset.to_list()
 
 
 def _column_words(texts: list[str]):
@@ -368,10 +436,14 @@ def anchors_of(texts, knowns, *, keep_identifiers: bool = True) -> list[Anchor]:
     >>> anchors_of(["Line 3 keeps faulting with error E-217.", ""], [(), ()])[0].terms
     ('e:e-217', 'e:line 3', 't:line', 't:fault', 't:error')
     """
+    import polars as pl
+
+    texts = list(texts)
+    digits, codes, assets = _hints(pl.Series(texts, dtype=pl.String))
     found, stripped = [], []
-    for text, known in zip(texts, knowns):
+    for text, known, digit, code, asset in zip(texts, knowns, digits, codes, assets):
         if text:
-            entities, rest = _entities_fast(text, tuple(known), keep_identifiers)
+            entities, rest = _entities_fast(text, tuple(known), keep_identifiers, digit, code, asset)
         else:
             entities, rest = None, ""
         found.append(entities)

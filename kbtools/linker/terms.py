@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import json
 import re
+from itertools import chain
 from functools import lru_cache
 from dataclasses import dataclass, field
 
@@ -140,7 +141,7 @@ class TermStats:
     @classmethod
     def _from_anchors(cls, entries, rows, kinds, anchors, texts, known, settings):
         term_index: dict[str, int] = {}
-        indptr, indices, strong_base = _postings_of(anchors, term_index, [0], [], [])
+        indptr, indices, strong_base = _postings_of(anchors, term_index)
         ids = tuple(entries["id"].to_list())
         facts = _entry_facts(entries)
         cues = _cues(texts)
@@ -203,9 +204,7 @@ class TermStats:
         new = entries.slice(old)
         rows, kinds, anchors, texts = _read_entries(new, self.known_entities, self.settings)
         term_index = dict(self.term_index)
-        indptr, indices, strong_base = _postings_of(
-            anchors, term_index, [int(self.postings.indptr[-1])], [], [],
-        )
+        indptr, indices, strong_base = _postings_of(anchors, term_index, int(self.postings.indptr[-1]))
         indptr = np.concatenate([self.postings.indptr, np.asarray(indptr[1:], np.int64)])
         indices = np.concatenate([self.postings.indices.astype(np.int64), np.asarray(indices, np.int64)])
         strong_base = np.concatenate([self.strong_base, strong_base])
@@ -334,7 +333,10 @@ def _bags(rows, kinds, bag_index: dict, old: dict | None) -> dict:
             elif name == "title":
                 items = {w for w, _ in content_words(r.get("title") or "")}
             else:
-                items = set(authors_of(r.get("metadata")))
+                meta = r.get("metadata")
+                # no author key can be spelled in JSON text without "uthor" or an escape
+                skip = not meta or isinstance(meta, str) and "uthor" not in meta and "\\u" not in meta
+                items = () if skip else set(authors_of(meta))
             cols = sorted(index.setdefault(x, len(index)) for x in items)
             indices.extend(cols)
             indptr.append(len(indices))
@@ -347,18 +349,26 @@ def _bags(rows, kinds, bag_index: dict, old: dict | None) -> dict:
     return out
 
 
-def _postings_of(anchors, term_index: dict, indptr: list, indices: list, strong: list):
-    """Append the anchors' terms as CSR rows (columns sorted; new terms get the next columns) and
-    whether each term is strong for its entry (not one of its places/machines)."""
-    for a in anchors:
-        cols = [term_index.setdefault(t, len(term_index)) for t in a.terms]
-        place_words = {f"t:{stem(e.split()[0])}" for e in a.entities if _is_asset(e)}
-        flags = [not (_is_asset(t[2:]) and t.startswith("e:")) and t not in place_words for t in a.terms]
-        order = sorted(range(len(cols)), key=cols.__getitem__)
-        indices.extend(cols[i] for i in order)
-        strong.extend(flags[i] for i in order)
-        indptr.append(indptr[-1] + len(cols))
-    return indptr, indices, np.asarray(strong, dtype=bool)
+def _postings_of(anchors, term_index: dict, base: int = 0):
+    """The anchors' terms as CSR rows (``indptr`` from ``base``, columns sorted; new terms get the
+    next columns in order of first use) and whether each term is strong for its entry (not one of
+    its places/machines): one pass over all terms, then numpy sorts each row's columns."""
+    lengths = np.fromiter((len(a.terms) for a in anchors), dtype=np.int64, count=len(anchors))
+    setdefault = term_index.setdefault
+    cols = np.fromiter((setdefault(t, len(term_index)) for t in chain.from_iterable(a.terms for a in anchors)),
+                       dtype=np.int64, count=int(lengths.sum()))
+    rows = np.repeat(np.arange(len(anchors), dtype=np.int64), lengths)
+    strong = np.ones(len(cols), dtype=bool)
+    at = 0
+    for a, length in zip(anchors, lengths.tolist()):
+        if any(_is_asset(e) for e in a.entities):  # only an entry naming a place/machine has weak terms
+            place_words = {f"t:{stem(e.split()[0])}" for e in a.entities if _is_asset(e)}
+            strong[at : at + length] = [not (_is_asset(t[2:]) and t.startswith("e:")) and t not in place_words
+                                        for t in a.terms]
+        at += length
+    order = np.lexsort((cols, rows))
+    indptr = base + np.concatenate([[0], np.cumsum(lengths)])
+    return indptr, cols[order], strong[order]
 
 
 def _segment_sums(values: np.ndarray, lengths: np.ndarray) -> np.ndarray:
