@@ -247,8 +247,9 @@ def _distinctive_fast(word: str) -> bool:
     )
 
 
-def _boundary(text: str, start: int) -> tuple[bool, bool]:
-    """Whether a name at ``start`` opens a sentence, and whether it follows a framing prefix."""
+def _boundary(text: str, start: int, prefix: bool = True) -> tuple[bool, bool]:
+    """Whether a name at ``start`` opens a sentence, and (when ``prefix``) whether it follows a
+    framing prefix."""
     before = text[:start] if start <= _TAIL else "x" + text[start - _TAIL : start]
     # a boundary match ends the text: it starts at most three characters before the last one that
     # is not a space, or before a run of digits there ("12. "); search from there (``^`` still
@@ -261,39 +262,52 @@ def _boundary(text: str, start: int) -> tuple[bool, bool]:
             k -= 1
         pos = min(pos, k - 2)
     at = bool(_BOUNDARY_RE.search(before, max(pos, 0)))
-    return at, at and bool(_PREFIX_RE.search(re.split(r"[.!?;\n]\s*", before)[-1]))
+    return at, prefix and at and bool(_PREFIX_RE.search(re.split(r"[.!?;\n]\s*", before)[-1]))
+
+
+def _name_key(words: list[str], at_start: bool) -> str | None:
+    """The tail of ``_names``' rules: trailing framing words, lone ordinary words at a sentence's start."""
+    while words and words[-1] in FRAMING_NAMES:
+        words = words[:-1]
+    if not words:
+        return None
+    if at_start and len(words) == 1 and not _distinctive_fast(words[0]):
+        return None
+    if len(words) == 1 and len(words[0]) < 2:
+        return None
+    return " ".join(w.strip(".'") for w in words).lower()
+
+
+@lru_cache(maxsize=1 << 16)
+def _name_plan(seq: str) -> tuple[str | None, str | None, str | None, bool]:
+    """What ``_names`` makes of a capitalised sequence, by what comes before it: the key when it
+    does not open a sentence, when it opens one, when it follows a framing prefix ("Goal: Ship
+    Kioko"), and whether the prefix can change it (None: no name)."""
+    words = seq.split()
+    stripped = False
+    while words and (words[0] in FRAMING_NAMES or words[0].lower() in STOP_WORDS):
+        words, stripped = words[1:], True
+    if not words:
+        return None, None, None, False
+    inside, opening = _name_key(words, stripped), _name_key(words, True)
+    if words[0].lower() in ACTION_VERBS:
+        return inside, opening, _name_key(words[1:], False), True
+    return inside, opening, opening, False
 
 
 def _names_fast(text: str) -> list[str]:
-    """The keys of ``_names(text)``: the boundary before a name is read only when a rule needs it."""
+    """The keys of ``_names(text)``: each sequence's rules are read once per bank (memoised), and
+    the boundary before a name is read only when it changes the outcome."""
     found = []
     for match in _CAP_SEQ_RE.finditer(text):
-        words = match.group(0).split()
-        stripped = False
-        while words and (words[0] in FRAMING_NAMES or words[0].lower() in STOP_WORDS):
-            words, stripped = words[1:], True
-        if not words:
-            continue
-        boundary = None  # (at_start, after_prefix) before stripping, read on demand
-        at_start = True if stripped else None
-        if words[0].lower() in ACTION_VERBS:
-            boundary = _boundary(text, match.start())
-            if boundary[1]:
-                words, at_start = words[1:], False
-                if not words:
-                    continue
-        while words and words[-1] in FRAMING_NAMES:
-            words = words[:-1]
-        if not words:
-            continue
-        if len(words) == 1 and not _distinctive_fast(words[0]):
-            if at_start is None:
-                at_start = (boundary or _boundary(text, match.start()))[0]
-            if at_start:
-                continue
-        if len(words) == 1 and len(words[0]) < 2:
-            continue
-        found.append(" ".join(w.strip(".'") for w in words).lower())
+        inside, opening, prefixed, action = _name_plan(match.group(0))
+        if inside == opening == prefixed:
+            key = inside
+        else:
+            at, after_prefix = _boundary(text, match.start(), action and prefixed != opening)
+            key = prefixed if after_prefix else opening if at else inside
+        if key is not None:
+            found.append(key)
     return found
 
 
@@ -402,31 +416,40 @@ def _hints(column) -> tuple[list, list, list]:
 
 
 def _column_words(texts: list[str]):
-    """Per text, its content words' stems (each once, first surface kept) as flat lists with offsets."""
+    """Per text, its content words' stems (each once, first surface kept) as flat lists with offsets:
+    polars reads the words of the whole column, each distinct word is stemmed once, and numpy keeps
+    the first word of each (text, stem)."""
     import numpy as np
     import polars as pl
 
     from kbtools.linker.text import WORD_RE, _content_stem
 
-    frame = (
+    words = (
         pl.DataFrame({"text": pl.Series(texts, dtype=pl.String)})
         .with_row_index("row")
         .select("row", pl.col("text").str.extract_all(WORD_RE.pattern).alias("surface"))
         .explode("surface")
         .drop_nulls("surface")
     )
-    unique = frame["surface"].unique()
-    stems = pl.Series([_content_stem(s) for s in unique.to_list()], dtype=pl.String)
-    frame = (
-        frame.with_columns(pl.col("surface").replace_strict(unique, stems, default=None, return_dtype=pl.String)
-                           .alias("stem"))
-        .drop_nulls("stem")
-        .unique(subset=["row", "stem"], keep="first", maintain_order=True)
+    unique = words["surface"].unique()
+    surfaces = unique.to_list()
+    stem_of: dict[str, int] = {}
+    stem_code = np.fromiter(
+        (-1 if (st := _content_stem(w)) is None else stem_of.setdefault(st, len(stem_of)) for w in surfaces),
+        dtype=np.int64, count=len(surfaces),
     )
-    counts = np.bincount(frame["row"].to_numpy(), minlength=len(texts))
+    word = words["surface"].replace_strict(unique, np.arange(len(surfaces)), return_dtype=pl.Int64).to_numpy()
+    row = words["row"].to_numpy().astype(np.int64)
+    code = stem_code[word]
+    keep = np.flatnonzero(code >= 0)
+    key = row[keep] * max(len(stem_of), 1) + code[keep]
+    first = pl.Series(key).is_first_distinct().to_numpy()
+    keep = keep[first]
+    counts = np.bincount(row[keep], minlength=len(texts))
     offsets = np.concatenate([[0], np.cumsum(counts)]).tolist()
-    terms = frame.select(pl.lit("t:") + pl.col("stem")).to_series().to_list()
-    return terms, frame["surface"].to_list(), offsets
+    terms = np.array([f"t:{st}" for st in stem_of], dtype=object)
+    labels = np.array(surfaces, dtype=object)
+    return terms[code[keep]].tolist(), labels[word[keep]].tolist(), offsets
 
 
 def anchors_of(texts, knowns, *, keep_identifiers: bool = True) -> list[Anchor]:
