@@ -57,12 +57,15 @@ def entry_text(row: dict) -> str:
     >>> entry_text({"title": "Green tea", "content": "Green tea", "steps": ["Boil water"]})
     'Green tea\\nBoil water'
     """
+    return _join_text(*(row.get(col) for col in _TEXT_COLUMNS), row.get("steps"))
+
+
+def _join_text(title, summary, content, useful_for, steps) -> str:
     parts: list[str] = []
-    for col in _TEXT_COLUMNS:
-        value = row.get(col)
+    for value in (title, summary, content, useful_for):
         if value and value.strip() and value.strip() not in parts:
             parts.append(value.strip())
-    for step in row.get("steps") or ():
+    for step in steps or ():
         if step and step.strip():
             parts.append(step.strip())
     return "\n".join(parts)
@@ -135,18 +138,18 @@ class TermStats:
         """
         _check_entries(entries)
         known = tuple(sorted({str(k).strip().lower() for k in known_entities if k and str(k).strip()}))
-        rows, kinds, anchors, texts = _read_entries(entries, known, settings)
-        return cls._from_anchors(entries, rows, kinds, anchors, texts, known, settings)
+        columns, kinds, anchors, texts = _read_entries(entries, known, settings)
+        return cls._from_anchors(entries, columns, kinds, anchors, texts, known, settings)
 
     @classmethod
-    def _from_anchors(cls, entries, rows, kinds, anchors, texts, known, settings):
+    def _from_anchors(cls, entries, columns, kinds, anchors, texts, known, settings):
         term_index: dict[str, int] = {}
         indptr, indices, strong_base = _postings_of(anchors, term_index)
         ids = tuple(entries["id"].to_list())
         facts = _entry_facts(entries)
         cues = _cues(texts)
         bag_index = {"title": {}, "author": {}}
-        bags = _bags(rows, kinds, bag_index, None)
+        bags = _bags(columns, kinds, bag_index, None)
         return cls._finish(ids, term_index, indptr, indices, strong_base, kinds, tuple(anchors), facts, cues,
                            known, settings, bags, bag_index)
 
@@ -202,7 +205,7 @@ class TermStats:
         if entries.height == old:
             return self
         new = entries.slice(old)
-        rows, kinds, anchors, texts = _read_entries(new, self.known_entities, self.settings)
+        columns, kinds, anchors, texts = _read_entries(new, self.known_entities, self.settings)
         term_index = dict(self.term_index)
         indptr, indices, strong_base = _postings_of(anchors, term_index, int(self.postings.indptr[-1]))
         indptr = np.concatenate([self.postings.indptr, np.asarray(indptr[1:], np.int64)])
@@ -211,7 +214,7 @@ class TermStats:
         cues = {k: np.concatenate([getattr(self, k), v]) for k, v in _cues(texts).items()}
         ids = self.ids + tuple(new["id"].to_list())
         bag_index = {k: dict(v) for k, v in self.bag_index.items()}
-        bags = _bags(rows, kinds, bag_index, self.bags)
+        bags = _bags(columns, kinds, bag_index, self.bags)
         return type(self)._finish(ids, term_index, indptr, indices, strong_base, np.concatenate([self.kind, kinds]),
                                   self.anchors + tuple(anchors), _entry_facts(entries), cues,
                                   self.known_entities, self.settings, bags, bag_index)
@@ -290,17 +293,20 @@ def _is_asset(key: str) -> bool:
 
 
 def _read_entries(entries: pl.DataFrame, known: tuple[str, ...], settings: LinkerSettings = LINKER_DEFAULTS):
-    """Rows (dicts), linker kind codes, anchors and texts of an entries frame."""
-    rows = entries.select(
-        [c for c in ("id", "kind", *_TEXT_COLUMNS, "steps", "systems", "session_id", "metadata") if c in entries.columns]
-    ).to_dicts()
-    kinds = np.array([kind_code(r.get("kind")) for r in rows], dtype=np.int64)
+    """Columns (lists; a missing column reads as None), linker kind codes, anchors and texts of an
+    entries frame."""
+    n = entries.height
+    columns = {c: entries[c].to_list() if c in entries.columns else [None] * n
+               for c in ("kind", *_TEXT_COLUMNS, "steps", "systems", "metadata")}
+    codes = {k: kind_code(k) for k in set(columns["kind"])}
+    kinds = np.array([codes[k] for k in columns["kind"]], dtype=np.int64)
     texts, knowns = [], []
-    for r, code in zip(rows, kinds):
-        texts.append(entry_text(r) if code >= 0 else "")
-        systems = r.get("systems")
+    for code, title, summary, content, useful_for, steps, systems in zip(
+        kinds.tolist(), *(columns[c] for c in _TEXT_COLUMNS), columns["steps"], columns["systems"],
+    ):
+        texts.append(_join_text(title, summary, content, useful_for, steps) if code >= 0 else "")
         knowns.append(known + tuple(s.lower() for s in systems if s) if systems else known)
-    return rows, kinds, anchors_of(texts, knowns, keep_identifiers=settings.identifiers), texts
+    return columns, kinds, anchors_of(texts, knowns, keep_identifiers=settings.identifiers), texts
 
 
 _AUTHOR_SPLIT_RE = re.compile(r"\s*(?:,|;|\band\b)\s*")
@@ -321,19 +327,20 @@ def authors_of(metadata) -> list[str]:
     return [p for p in (" ".join(str(x).split()).lower() for x in parts) if p]
 
 
-def _bags(rows, kinds, bag_index: dict, old: dict | None) -> dict:
-    """CSR rows of title stems and authors for these rows (appended to ``old`` when given)."""
+def _bags(columns: dict, kinds, bag_index: dict, old: dict | None) -> dict:
+    """CSR rows of title stems and authors for these rows (``columns`` as ``_read_entries`` reads
+    them; appended to ``old`` when given)."""
     out = {}
     for name in ("title", "author"):
         index = bag_index[name]
         indptr, indices = [0], []
-        for r, code in zip(rows, kinds):
+        for value, code in zip(columns["title" if name == "title" else "metadata"], kinds.tolist()):
             if code < 0:
                 items = ()
             elif name == "title":
-                items = {w for w, _ in content_words(r.get("title") or "")}
+                items = {w for w, _ in content_words(value or "")}
             else:
-                meta = r.get("metadata")
+                meta = value
                 # no author key can be spelled in JSON text without "uthor" or an escape
                 skip = not meta or isinstance(meta, str) and "uthor" not in meta and "\\u" not in meta
                 items = () if skip else set(authors_of(meta))
