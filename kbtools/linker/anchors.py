@@ -311,12 +311,12 @@ def _names_fast(text: str) -> list[str]:
     return found
 
 
-@lru_cache(maxsize=64)
-def _known_heads(known: tuple[str, ...]) -> tuple[frozenset[str], frozenset[str]]:
-    """The first words of the known keys, and those of the keys of two words or more."""
-    keys, _ = _known_index(known)
-    heads = frozenset(k.split(" ")[0] for k in keys)
-    return heads, frozenset(k.split(" ")[0] for k in keys if " " in k)
+def _known_lookup(known: tuple[str, ...]) -> tuple[frozenset[str], int, frozenset[str], frozenset[str]]:
+    """``_known_index(known)`` with the first words of the keys, and those of the keys of two words
+    or more (``anchors_of`` keeps one per distinct tuple of known entities)."""
+    keys, longest = _known_index(known)
+    return (keys, longest, frozenset(k.split(" ")[0] for k in keys),
+            frozenset(k.split(" ")[0] for k in keys if " " in k))
 
 
 _TOKEN_CHARS = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_.+/-")
@@ -344,12 +344,12 @@ def _known_words(low: str, keys: frozenset[str]) -> list[str]:
     return [key for _, key in sorted(found)]
 
 
-def _known_fast(text: str, known: tuple[str, ...]) -> list[str]:
-    """``_known(text, known)``: on ASCII text, nothing when no key's first word is in the text."""
-    keys, longest = _known_index(known)
+def _known_fast(text: str, lookup: tuple) -> list[str]:
+    """The keys of ``_known(text, known)`` by first position (``lookup = _known_lookup(known)``): on
+    ASCII text, one-word keys are found by substring and checked against their token."""
+    keys, longest, heads, multi = lookup
     if not keys:
         return []
-    heads, multi = _known_heads(known)
     if text.isascii():
         low = text.lower()  # an ASCII token's lower case is its part of the text's lower case
         if len(heads) <= 16:
@@ -372,9 +372,10 @@ def _known_fast(text: str, known: tuple[str, ...]) -> list[str]:
     return hits
 
 
-def _entities_fast(text: str, known: tuple[str, ...], keep_identifiers: bool,
+def _entities_fast(text: str, lookup: tuple, keep_identifiers: bool,
                    digit: bool = True, code: bool = True, asset: bool = True) -> tuple[dict, str]:
-    """The entities of ``anchor(text)`` and the text its content words are read from. ``digit``,
+    """The entities of ``anchor(text)`` and the text its content words are read from (``lookup``:
+    ``_known_lookup`` of the known entities). ``digit``,
     ``code``, ``asset``: False when the text holds no digit, no code name hint (``_`` or a dotted
     name), no asset noun before a space (see ``_hints``); the patterns that need them are skipped.
     Replacing a match by a space makes none of these, so the hints of the text hold after stripping."""
@@ -393,7 +394,7 @@ def _entities_fast(text: str, known: tuple[str, ...], keep_identifiers: bool,
     if _UPPER_RE.search(stripped):
         for key in _names_fast(stripped):
             entities[key] = None
-    for key in _known_fast(text, known):
+    for key in _known_fast(text, lookup):
         entities[key] = None
     return entities, stripped
 
@@ -415,8 +416,9 @@ def _hints(column) -> tuple[list, list, list]:
     return digit.to_list(), code.to_list(), asset.to_list()
 
 
-def _column_words(texts: list[str]):
-    """Per text, its content words' stems (each once, first surface kept) as flat lists with offsets:
+def _column_words(texts: list[str], prefix: str = "t:"):
+    """Per text, its content words' stems (each once, first surface kept; ``prefix`` + stem) as flat
+    lists with offsets (text ``k``'s are ``[offsets[k]:offsets[k + 1]]``):
     polars reads the words of the whole column, each distinct word is stemmed once, and numpy keeps
     the first word of each (text, stem)."""
     import numpy as np
@@ -447,9 +449,9 @@ def _column_words(texts: list[str]):
     keep = keep[first]
     counts = np.bincount(row[keep], minlength=len(texts))
     offsets = np.concatenate([[0], np.cumsum(counts)]).tolist()
-    terms = np.array([f"t:{st}" for st in stem_of], dtype=object)
+    stems = np.array([f"{prefix}{st}" for st in stem_of], dtype=object)
     labels = np.array(surfaces, dtype=object)
-    return terms[code[keep]].tolist(), labels[word[keep]].tolist(), offsets
+    return stems[code[keep]].tolist(), labels[word[keep]].tolist(), offsets
 
 
 def anchors_of(texts, knowns, *, keep_identifiers: bool = True) -> list[Anchor]:
@@ -464,9 +466,14 @@ def anchors_of(texts, knowns, *, keep_identifiers: bool = True) -> list[Anchor]:
     texts = list(texts)
     digits, codes, assets = _hints(pl.Series(texts, dtype=pl.String))
     found, stripped = [], []
+    lookups: dict = {}
     for text, known, digit, code, asset in zip(texts, knowns, digits, codes, assets):
+        known = tuple(known)
         if text:
-            entities, rest = _entities_fast(text, tuple(known), keep_identifiers, digit, code, asset)
+            lookup = lookups.get(known)
+            if lookup is None:
+                lookup = lookups[known] = _known_lookup(known)
+            entities, rest = _entities_fast(text, lookup, keep_identifiers, digit, code, asset)
         else:
             entities, rest = None, ""
         found.append(entities)

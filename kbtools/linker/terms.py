@@ -28,9 +28,9 @@ import polars as pl
 import scipy.sparse as sp
 
 from kbtools.errors import ValidationError
-from kbtools.linker.anchors import ASSET_NOUNS, Anchor, anchors_of
+from kbtools.linker.anchors import ASSET_NOUNS, Anchor, _column_words, anchors_of
 from kbtools.linker.rules import FIX_RE, LINKER_DEFAULTS, PROBLEM_RE, PROGRESS_RE, LinkerSettings, kind_code
-from kbtools.linker.text import content_words, stem
+from kbtools.linker.text import stem
 
 __all__ = ["TermStats", "entry_text", "idf", "authors_of"]
 
@@ -334,11 +334,13 @@ def _bags(columns: dict, kinds, bag_index: dict, old: dict | None) -> dict:
     for name in ("title", "author"):
         index = bag_index[name]
         indptr, indices = [0], []
-        for value, code in zip(columns["title" if name == "title" else "metadata"], kinds.tolist()):
+        if name == "title":  # the titles' content stems, read by polars over the column
+            stems, _, offsets = _column_words([v or "" for v in columns["title"]], prefix="")
+        for k, (value, code) in enumerate(zip(columns["title" if name == "title" else "metadata"], kinds.tolist())):
             if code < 0:
                 items = ()
             elif name == "title":
-                items = {w for w, _ in content_words(value or "")}
+                items = set(stems[offsets[k] : offsets[k + 1]])  # inserted in reading order, as a set of content_words
             else:
                 meta = value
                 # no author key can be spelled in JSON text without "uthor" or an escape
