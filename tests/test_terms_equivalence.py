@@ -11,7 +11,6 @@ synthetic bank, both demo banks and a slice of the real PEP bank, and ``extend``
 from __future__ import annotations
 
 import gzip
-import json
 
 import numpy as np
 import polars as pl
@@ -68,7 +67,8 @@ def reference(entries: pl.DataFrame, known=(), settings=LINKER_DEFAULTS) -> dict
             bcols.extend(sorted(index.setdefault(x, len(index)) for x in items))
             bptr.append(len(bcols))
         bags[name] = (index, bptr, bcols)
-    return dict(anchors=anchors, term_index=term_index, indptr=indptr, indices=indices, strong=strong, bags=bags)
+    return {"anchors": anchors, "term_index": term_index, "indptr": indptr, "indices": indices, "strong": strong,
+            "bags": bags}
 
 
 def assert_same(stats: TermStats, ref: dict) -> None:

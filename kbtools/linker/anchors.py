@@ -407,8 +407,6 @@ def _hints(column) -> tuple[list, list, list]:
     polars (Rust regex) over the column; a text with a non-ASCII character gets True for all three
     (Python's \\d, \\w, \\s and case folding go beyond ASCII there), so each is True wherever
     the Python pattern it guards can match."""
-    import polars as pl
-
     wide = column.str.contains(r"[^\x00-\x7F]").fill_null(False)
     digit = column.str.contains("[0-9]").fill_null(False) | wide
     code = column.str.contains(r"_|[A-Za-z0-9]\.[A-Za-z_]").fill_null(False) | wide

@@ -19,9 +19,9 @@ from __future__ import annotations
 
 import json
 import re
-from itertools import chain
-from functools import lru_cache
 from dataclasses import dataclass, field
+from functools import lru_cache
+from itertools import chain
 
 import numpy as np
 import polars as pl
