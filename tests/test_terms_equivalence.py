@@ -137,3 +137,17 @@ def test_anchors_of_equals_anchor_text_by_text():
         want = [anchor(t, known_entities=k, keep_identifiers=keep) if t else Anchor((), ())
                 for t, k in zip(texts, knowns[: len(texts)])]
         assert got == want and [a.labels for a in got] == [a.labels for a in want]
+
+
+def test_frames_without_words_read_alike():
+    import datetime as dt
+
+    t = dt.datetime(2026, 1, 1, tzinfo=dt.timezone.utc)
+    frames = [
+        pl.DataFrame({"id": ["a", "b"], "kind": ["fact", "note"], "content": ["42", "10.20.0.0/16"], "created_at": [t] * 2}),
+        pl.DataFrame({"id": ["a"], "kind": ["fact"], "content": [None], "created_at": [t]}, schema_overrides={"content": pl.String}),
+        pl.DataFrame({"id": ["a", "b"], "kind": ["fact", "todo"], "title": ["Line 3", None], "content": ["tea", "E-217"],
+                      "created_at": [t] * 2}),
+    ]
+    for frame in frames:
+        assert_same(TermStats.build(frame), reference(frame))

@@ -431,6 +431,8 @@ def _column_words(texts: list[str], prefix: str = "t:"):
         .explode("surface")
         .drop_nulls("surface")
     )
+    if words.height == 0:
+        return [], [], [0] * (len(texts) + 1)
     unique = words["surface"].unique()
     surfaces = unique.to_list()
     stem_of: dict[str, int] = {}

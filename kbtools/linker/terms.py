@@ -362,15 +362,19 @@ def _postings_of(anchors, term_index: dict, base: int = 0):
     """The anchors' terms as CSR rows (``indptr`` from ``base``, columns sorted; new terms get the
     next columns in order of first use) and whether each term is strong for its entry (not one of
     its places/machines): one pass over all terms, then numpy sorts each row's columns."""
-    lengths = np.fromiter((len(a.terms) for a in anchors), dtype=np.int64, count=len(anchors))
-    setdefault = term_index.setdefault
-    cols = np.fromiter((setdefault(t, len(term_index)) for t in chain.from_iterable(a.terms for a in anchors)),
-                       dtype=np.int64, count=int(lengths.sum()))
+    terms = [a.terms for a in anchors]
+    lengths = np.fromiter(map(len, terms), dtype=np.int64, count=len(terms))
+    flat = list(chain.from_iterable(terms))
+    for t in dict.fromkeys(flat):  # the distinct terms in order of first use
+        if t not in term_index:
+            term_index[t] = len(term_index)
+    cols = np.fromiter(map(term_index.__getitem__, flat), dtype=np.int64, count=len(flat))
     rows = np.repeat(np.arange(len(anchors), dtype=np.int64), lengths)
     strong = np.ones(len(cols), dtype=bool)
+    assets = {e for e in set(chain.from_iterable(a.entities for a in anchors)) if _is_asset(e)}
     at = 0
     for a, length in zip(anchors, lengths.tolist()):
-        if any(_is_asset(e) for e in a.entities):  # only an entry naming a place/machine has weak terms
+        if assets and not assets.isdisjoint(a.entities):  # only an entry naming a place/machine has weak terms
             place_words = {f"t:{stem(e.split()[0])}" for e in a.entities if _is_asset(e)}
             strong[at : at + length] = [not (_is_asset(t[2:]) and t.startswith("e:")) and t not in place_words
                                         for t in a.terms]
