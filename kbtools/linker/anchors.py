@@ -414,9 +414,10 @@ def _hints(column) -> tuple[list, list, list]:
     return digit.to_list(), code.to_list(), asset.to_list()
 
 
-def _column_words(texts: list[str], prefix: str = "t:"):
-    """Per text, its content words' stems (each once, first surface kept; ``prefix`` + stem) as flat
-    lists with offsets (text ``k``'s are ``[offsets[k]:offsets[k + 1]]``):
+def _column_stems(texts: list[str]):
+    """Per text, its content words' stems, each once in reading order with the first word that gave
+    it: ``(stems, codes, words, surfaces, offsets)``, text ``k``'s being ``codes[offsets[k]:offsets[k + 1]]``
+    (indexes into ``stems``) and ``words[...]`` (indexes into ``surfaces``, the words as written):
     polars reads the words of the whole column, each distinct word is stemmed once, and numpy keeps
     the first word of each (text, stem)."""
     import numpy as np
@@ -432,7 +433,7 @@ def _column_words(texts: list[str], prefix: str = "t:"):
         .drop_nulls("surface")
     )
     if words.height == 0:
-        return [], [], [0] * (len(texts) + 1)
+        return [], np.zeros(0, np.int64), np.zeros(0, np.int64), [], np.zeros(len(texts) + 1, np.int64)
     unique = words["surface"].unique()
     surfaces = unique.to_list()
     stem_of: dict[str, int] = {}
@@ -448,10 +449,18 @@ def _column_words(texts: list[str], prefix: str = "t:"):
     first = pl.Series(key).is_first_distinct().to_numpy()
     keep = keep[first]
     counts = np.bincount(row[keep], minlength=len(texts))
-    offsets = np.concatenate([[0], np.cumsum(counts)]).tolist()
-    stems = np.array([f"{prefix}{st}" for st in stem_of], dtype=object)
+    return list(stem_of), code[keep], word[keep], surfaces, np.concatenate([[0], np.cumsum(counts)])
+
+
+def _column_words(texts: list[str], prefix: str = "t:"):
+    """Per text, its content words' stems (each once, first surface kept; ``prefix`` + stem) as flat
+    lists with offsets (text ``k``'s are ``[offsets[k]:offsets[k + 1]]``)."""
+    import numpy as np
+
+    names, codes, words, surfaces, offsets = _column_stems(texts)
+    stems = np.array([f"{prefix}{st}" for st in names], dtype=object)
     labels = np.array(surfaces, dtype=object)
-    return stems[code[keep]].tolist(), labels[word[keep]].tolist(), offsets
+    return stems[codes].tolist(), labels[words].tolist(), offsets.tolist()
 
 
 def anchors_of(texts, knowns, *, keep_identifiers: bool = True) -> list[Anchor]:

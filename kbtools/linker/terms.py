@@ -30,7 +30,7 @@ import polars as pl
 import scipy.sparse as sp
 
 from kbtools.errors import ValidationError
-from kbtools.linker.anchors import ASSET_NOUNS, Anchor, _column_words, anchors_of
+from kbtools.linker.anchors import ASSET_NOUNS, Anchor, _column_stems, anchors_of
 from kbtools.linker.rules import FIX_RE, LINKER_DEFAULTS, PROBLEM_RE, PROGRESS_RE, LinkerSettings, kind_code
 from kbtools.linker.text import stem
 
@@ -347,31 +347,43 @@ def authors_of(metadata) -> list[str]:
 
 def _bags(columns: dict, kinds, bag_index: dict, old: dict | None) -> dict:
     """CSR rows of title stems and authors for these rows (``columns`` as ``_read_entries`` reads
-    them; appended to ``old`` when given)."""
+    them; appended to ``old`` when given). A new name's column is the next one, in row order and
+    in each row in the order of its set of names (as ``{w for w, _ in content_words(title)}``)."""
+    n = len(kinds)
+    linked = kinds >= 0
+    names, codes, _, _, offsets = _column_stems([v or "" for v in columns["title"]])
+    rows = np.repeat(np.arange(n, dtype=np.int64), np.diff(offsets))
+    per_row = {"title": (names, codes[linked[rows]], rows[linked[rows]])}
+    authors, author_rows = [], []
+    for k, (meta, code) in enumerate(zip(columns["metadata"], kinds.tolist())):
+        # no author key can be spelled in JSON text without "uthor" or an escape
+        if code < 0 or not meta or isinstance(meta, str) and "uthor" not in meta and "\\u" not in meta:
+            continue
+        found = list(dict.fromkeys(authors_of(meta)))  # a set's names, in the order they are first read
+        authors.extend(found)
+        author_rows.extend([k] * len(found))
+    author_names = list(dict.fromkeys(authors))
+    author_code = {a: i for i, a in enumerate(author_names)}
+    per_row["author"] = (author_names, np.fromiter(map(author_code.__getitem__, authors), np.int64, len(authors)),
+                         np.asarray(author_rows, np.int64))
     out = {}
-    for name in ("title", "author"):
+    for name, (labels, codes_, rows_) in per_row.items():
         index = bag_index[name]
-        indptr, indices = [0], []
-        if name == "title":  # the titles' content stems, read by polars over the column
-            stems, _, offsets = _column_words([v or "" for v in columns["title"]], prefix="")
-        for k, (value, code) in enumerate(zip(columns["title" if name == "title" else "metadata"], kinds.tolist())):
-            if code < 0:
-                items = ()
-            elif name == "title":
-                items = set(stems[offsets[k] : offsets[k + 1]])  # inserted in reading order, as a set of content_words
-            else:
-                meta = value
-                # no author key can be spelled in JSON text without "uthor" or an escape
-                skip = not meta or isinstance(meta, str) and "uthor" not in meta and "\\u" not in meta
-                items = () if skip else set(authors_of(meta))
-            cols = sorted(index.setdefault(x, len(index)) for x in items)
-            indices.extend(cols)
-            indptr.append(len(indices))
+        # only a row where a name is read first can add a column: read those rows' sets, in order
+        _, first = np.unique(codes_, return_index=True)
+        starts = np.searchsorted(rows_, np.arange(n + 1))
+        for k in np.unique(rows_[first]).tolist():
+            for x in {labels[c] for c in codes_[starts[k] : starts[k + 1]].tolist()}:
+                index.setdefault(x, len(index))
+        col_of = np.fromiter((index.get(x, -1) for x in labels), np.int64, len(labels))  # -1: unlinked rows only
+        keys = rows_ << 32 | col_of[codes_]
+        keys.sort()
+        indptr = np.concatenate([[0], np.cumsum(np.bincount(rows_, minlength=n))]).astype(np.int64)
+        indices = keys & 0xFFFFFFFF
         if old is not None and name in old:
             base = old[name]
-            indptr = np.concatenate([base.indptr, base.indptr[-1] + np.asarray(indptr[1:], np.int64)])
-            indices = np.concatenate([base.indices.astype(np.int64), np.asarray(indices, np.int64)])
-        indptr, indices = np.asarray(indptr, np.int64), np.asarray(indices, np.int64)
+            indptr = np.concatenate([base.indptr, base.indptr[-1] + indptr[1:]])
+            indices = np.concatenate([base.indices.astype(np.int64), indices])
         out[name] = sp.csr_matrix((np.ones(len(indices)), indices, indptr), shape=(len(indptr) - 1, max(len(index), 1)))
     return out
 
@@ -387,19 +399,22 @@ def _postings_of(anchors, term_index: dict, base: int = 0):
         if t not in term_index:
             term_index[t] = len(term_index)
     cols = np.fromiter(map(term_index.__getitem__, flat), dtype=np.int64, count=len(flat))
-    rows = np.repeat(np.arange(len(anchors), dtype=np.int64), lengths)
+    keys = np.repeat(np.arange(len(anchors), dtype=np.int64), lengths) << 32 | cols
+    keys.sort()  # each row's columns in order (a row holds a term once)
+    cols = keys & 0xFFFFFFFF
+    ends = np.cumsum(lengths)
     strong = np.ones(len(cols), dtype=bool)
     assets = {e for e in set(chain.from_iterable(a.entities for a in anchors)) if _is_asset(e)}
-    at = 0
-    for a, length in zip(anchors, lengths.tolist()):
-        if assets and not assets.isdisjoint(a.entities):  # only an entry naming a place/machine has weak terms
-            place_words = {f"t:{stem(e.split()[0])}" for e in a.entities if _is_asset(e)}
-            strong[at : at + length] = [not (_is_asset(t[2:]) and t.startswith("e:")) and t not in place_words
-                                        for t in a.terms]
-        at += length
-    order = np.lexsort((cols, rows))
-    indptr = base + np.concatenate([[0], np.cumsum(lengths)])
-    return indptr, cols[order], strong[order]
+    if assets:  # only an entry naming a place/machine has weak terms
+        vocab = list(term_index)
+        for k, a in enumerate(anchors):
+            if not assets.isdisjoint(a.entities):
+                place_words = {f"t:{stem(e.split()[0])}" for e in a.entities if _is_asset(e)}
+                lo, hi = int(ends[k] - lengths[k]), int(ends[k])
+                strong[lo:hi] = [not (_is_asset(t[2:]) and t.startswith("e:")) and t not in place_words
+                                 for t in (vocab[c] for c in cols[lo:hi].tolist())]
+    indptr = base + np.concatenate([[0], ends])
+    return indptr, cols, strong
 
 
 def _segment_sums(values: np.ndarray, lengths: np.ndarray) -> np.ndarray:
