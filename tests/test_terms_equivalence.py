@@ -102,6 +102,8 @@ def _check(entries: pl.DataFrame, known=()) -> None:
     assert_same(grown, reference(entries, tuple(sorted({k.strip().lower() for k in known}))))
     for name in ("fix", "problem", "progress", "kind", "total"):
         assert np.array_equal(getattr(grown, name), getattr(stats, name)), name
+    few = TermStats.build(entries.head(entries.height - 3), known_entities=known).extend(entries)  # read one by one
+    assert_same(few, reference(entries, tuple(sorted({k.strip().lower() for k in known}))))
 
 
 def test_synthetic_bank_reads_alike():

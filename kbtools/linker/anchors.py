@@ -17,7 +17,10 @@ import re
 from dataclasses import dataclass
 from functools import lru_cache
 
-from kbtools.linker.text import FRAMING_WORDS, STOP_WORDS, content_words
+import numpy as np
+import polars as pl
+
+from kbtools.linker.text import FRAMING_WORDS, STOP_WORDS, WORD_RE, _content_stem, content_words
 
 __all__ = ["Anchor", "anchor", "identifiers", "ASSET_NOUNS", "ACTION_VERBS", "FRAMING_NAMES"]
 
@@ -414,17 +417,29 @@ def _hints(column) -> tuple[list, list, list]:
     return digit.to_list(), code.to_list(), asset.to_list()
 
 
+_FEW = 32  #: below this many texts, ``anchors_of`` reads them one by one without polars
+
+
 def _column_stems(texts: list[str]):
     """Per text, its content words' stems, each once in reading order with the first word that gave
     it: ``(stems, codes, words, surfaces, offsets)``, text ``k``'s being ``codes[offsets[k]:offsets[k + 1]]``
     (indexes into ``stems``) and ``words[...]`` (indexes into ``surfaces``, the words as written):
     polars reads the words of the whole column, each distinct word is stemmed once, and numpy keeps
     the first word of each (text, stem)."""
-    import numpy as np
-    import polars as pl
-
-    from kbtools.linker.text import WORD_RE, _content_stem
-
+    if len(texts) < _FEW:  # a few texts (an entry being added): Python, text by text
+        stem_of: dict[str, int] = {}
+        surface_of: dict[str, int] = {}
+        codes, words, ends = [], [], [0]
+        for text in texts:
+            seen = set()
+            for stemmed, surface in content_words(text):
+                if stemmed not in seen:
+                    seen.add(stemmed)
+                    codes.append(stem_of.setdefault(stemmed, len(stem_of)))
+                    words.append(surface_of.setdefault(surface, len(surface_of)))
+            ends.append(len(codes))
+        return (list(stem_of), np.asarray(codes, np.int64), np.asarray(words, np.int64), list(surface_of),
+                np.asarray(ends, np.int64))
     words = (
         pl.DataFrame({"text": pl.Series(texts, dtype=pl.String)})
         .with_row_index("row")
@@ -455,8 +470,6 @@ def _column_stems(texts: list[str]):
 def _column_words(texts: list[str], prefix: str = "t:"):
     """Per text, its content words' stems (each once, first surface kept; ``prefix`` + stem) as flat
     lists with offsets (text ``k``'s are ``[offsets[k]:offsets[k + 1]]``)."""
-    import numpy as np
-
     names, codes, words, surfaces, offsets = _column_stems(texts)
     stems = np.array([f"{prefix}{st}" for st in names], dtype=object)
     labels = np.array(surfaces, dtype=object)
@@ -470,10 +483,11 @@ def anchors_of(texts, knowns, *, keep_identifiers: bool = True) -> list[Anchor]:
     >>> anchors_of(["Line 3 keeps faulting with error E-217.", ""], [(), ()])[0].terms
     ('e:e-217', 'e:line 3', 't:line', 't:fault', 't:error')
     """
-    import polars as pl
-
     texts = list(texts)
-    digits, codes, assets = _hints(pl.Series(texts, dtype=pl.String))
+    if len(texts) < _FEW:  # every pattern runs: polars' start costs more than the few texts
+        digits = codes = assets = [True] * len(texts)
+    else:
+        digits, codes, assets = _hints(pl.Series(texts, dtype=pl.String))
     found, stripped = [], []
     lookups: dict = {}
     for text, known, digit, code, asset in zip(texts, knowns, digits, codes, assets):
@@ -493,8 +507,11 @@ def anchors_of(texts, knowns, *, keep_identifiers: bool = True) -> list[Anchor]:
         if entities is None:
             out.append(Anchor((), ()))
             continue
-        keys = tuple(entities)
         lo, hi = offsets[k], offsets[k + 1]
-        out.append(Anchor(entities=keys, terms=tuple(f"e:{key}" for key in keys) + tuple(terms[lo:hi]),
-                          labels=keys + tuple(surfaces[lo:hi])))
+        if entities:
+            keys = tuple(entities)
+            out.append(Anchor(entities=keys, terms=tuple(["e:" + key for key in keys] + terms[lo:hi]),
+                              labels=keys + tuple(surfaces[lo:hi])))
+        else:
+            out.append(Anchor(entities=(), terms=tuple(terms[lo:hi]), labels=tuple(surfaces[lo:hi])))
     return out
