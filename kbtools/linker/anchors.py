@@ -210,31 +210,40 @@ def _role_hint(text: str) -> bool:
     return ":" in text and "`" in text
 
 
-def _identifiers_fast(text: str, digit: bool, code: bool) -> list[str]:
-    """``identifiers(text)``, skipping the patterns that cannot match (``digit``, ``code``: whether
-    the text may hold a digit, a code name)."""
+def _spaced(text: str, matches: list) -> str:
+    """``pattern.sub(" ", text)`` from the pattern's ``finditer`` matches on ``text`` (the same
+    matches: none of these patterns matches the empty string), without reading the text again."""
+    if not matches:
+        return text
+    parts, last = [], 0
+    for match in matches:
+        parts.append(text[last : match.start()])
+        last = match.end()
+    parts.append(text[last:])
+    return " ".join(parts)
+
+
+def _identifiers_fast(text: str, digit: bool, code: bool) -> tuple[list[str], str]:
+    """``identifiers(text)`` and ``_strip_identifiers(text)``, skipping the patterns that cannot
+    match (``digit``, ``code``: whether the text may hold a digit, a code name) and reading each
+    pattern once where both read the same text."""
     found: dict[str, None] = {}
-    role = _role_hint(text)
-    if role:
-        for match in _ROLE_RE.finditer(text):
-            found[f"{match.group(1).lower()} {match.group(2).lower()}"] = None
-    if digit:
-        for match in _REF_RE.finditer(text):
-            found[f"{match.group(1).lower()} {match.group(2)}"] = None
-    if code:
-        for match in _CODE_RE.finditer(_ROLE_RE.sub(" ", text) if role else text):
-            found[match.group(0).lower()] = None
-    return list(found)
-
-
-def _strip_identifiers_fast(text: str, digit: bool, code: bool) -> str:
-    if _role_hint(text):
-        text = _ROLE_RE.sub(" ", text)
-    if digit:
-        text = _REF_RE.sub(" ", text)
-    if code:
-        text = _CODE_RE.sub(" ", text)
-    return text
+    roles = list(_ROLE_RE.finditer(text)) if _role_hint(text) else []
+    for match in roles:
+        found[f"{match.group(1).lower()} {match.group(2).lower()}"] = None
+    unroled = _spaced(text, roles)
+    refs = list(_REF_RE.finditer(text)) if digit else []
+    for match in refs:
+        found[f"{match.group(1).lower()} {match.group(2)}"] = None
+    if unroled is not text and digit:
+        refs = list(_REF_RE.finditer(unroled))
+    unreffed = _spaced(unroled, refs)
+    codes = list(_CODE_RE.finditer(unroled)) if code else []
+    for match in codes:
+        found[match.group(0).lower()] = None
+    if unreffed is not unroled and code:
+        codes = list(_CODE_RE.finditer(unreffed))
+    return list(found), _spaced(unreffed, codes)
 
 
 _ASCII_DIGIT_RE = re.compile(r"[0-9]")
@@ -384,16 +393,16 @@ def _entities_fast(text: str, lookup: tuple, keep_identifiers: bool,
     Replacing a match by a space makes none of these, so the hints of the text hold after stripping."""
     entities: dict[str, None] = {}
     if keep_identifiers:
-        for key in _identifiers_fast(text, digit, code):
+        keys, text = _identifiers_fast(text, digit, code)
+        for key in keys:
             entities[key] = None
-        text = _strip_identifiers_fast(text, digit, code)
-    if digit:
-        for match in _IDENT_RE.finditer(text):
-            entities[match.group(0).lower()] = None
+    idents = list(_IDENT_RE.finditer(text)) if digit else []
+    for match in idents:
+        entities[match.group(0).lower()] = None
     if asset:
         for match in _ASSET_RE.finditer(text):
             entities[f"{match.group(1).lower()} {match.group(2).lower()}"] = None
-    stripped = _IDENT_RE.sub(" ", text) if digit else text
+    stripped = _spaced(text, idents)
     if _UPPER_RE.search(stripped):
         for key in _names_fast(stripped):
             entities[key] = None
