@@ -132,13 +132,16 @@ def test_pep_bank_reads_alike(tmp_path):
 
 
 def test_anchors_of_equals_anchor_text_by_text():
-    knowns = [(), ("kioko", "pgvector"), ("new york", "acme corp", "york"), ("line 3", "plant's plc")] * 5
-    texts = ODD_TEXTS + ["New York and new  york", "The Plant's PLC and plant's plc"]
-    for keep in (True, False):
-        got = anchors_of(texts, knowns[: len(texts)], keep_identifiers=keep)
-        want = [anchor(t, known_entities=k, keep_identifiers=keep) if t else Anchor((), ())
-                for t, k in zip(texts, knowns[: len(texts)])]
-        assert got == want and [a.labels for a in got] == [a.labels for a in want]
+    sets = [(), ("kioko", "pgvector"), ("new york", "acme corp", "york"), ("line 3", "plant's plc"),
+            ("c#", ".net", "c++", "node.js", "york", "kioko")]
+    texts = ODD_TEXTS + ["New York and new  york", "The Plant's PLC and plant's plc", "we use c# on .net, C++ and node.js"]
+    for many in (texts, texts * 3):  # a few texts one by one, many through polars
+        for knowns in ([sets[k % len(sets)] for k in range(len(many))], [sets[-1]] * len(many)):
+            for keep in (True, False):
+                got = anchors_of(many, knowns, keep_identifiers=keep)
+                want = [anchor(t, known_entities=k, keep_identifiers=keep) if t else Anchor((), ())
+                        for t, k in zip(many, knowns)]
+                assert got == want and [a.labels for a in got] == [a.labels for a in want]
 
 
 def test_frames_without_words_read_alike():
@@ -150,6 +153,8 @@ def test_frames_without_words_read_alike():
         pl.DataFrame({"id": ["a"], "kind": ["fact"], "content": [None], "created_at": [t]}, schema_overrides={"content": pl.String}),
         pl.DataFrame({"id": ["a", "b"], "kind": ["fact", "todo"], "title": ["Line 3", None], "content": ["tea", "E-217"],
                       "created_at": [t] * 2}),
+        pl.DataFrame({"id": [f"n{k}" for k in range(40)], "kind": ["fact"] * 40, "content": ["42"] * 40,
+                      "created_at": [t] * 40}),  # many texts, no word
     ]
     for frame in frames:
         assert_same(TermStats.build(frame), reference(frame))

@@ -342,6 +342,8 @@ def _known_words(low: str, keys: frozenset[str]) -> list[str]:
     character or ``+``: so each occurrence of a key is checked against the token of its run."""
     found = []
     for key in keys:
+        if not _TOKEN_CHARS.issuperset(key):  # "c#": never a token
+            continue
         at = low.find(key)
         while at >= 0:
             lo, hi = at, at + len(key)
