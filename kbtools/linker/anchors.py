@@ -17,7 +17,10 @@ import re
 from dataclasses import dataclass
 from functools import lru_cache
 
-from kbtools.linker.text import FRAMING_WORDS, STOP_WORDS, content_words
+import numpy as np
+import polars as pl
+
+from kbtools.linker.text import FRAMING_WORDS, STOP_WORDS, WORD_RE, _content_stem, content_words
 
 __all__ = ["Anchor", "anchor", "identifiers", "ASSET_NOUNS", "ACTION_VERBS", "FRAMING_NAMES"]
 
@@ -192,3 +195,334 @@ def anchor(text: str, *, known_entities=(), keep_identifiers: bool = True) -> An
     for stemmed, surface in content_words(stripped):
         terms.setdefault(f"t:{stemmed}", surface)
     return Anchor(entities=tuple(entities), terms=tuple(terms), labels=tuple(terms.values()))
+
+
+# ---------------------------------------------------------------- many texts at once
+# The same entities and terms as ``anchor``, text by text, for a whole column: each pattern runs only
+# where a cheap exact test says it can match (the test holds whenever the pattern matches), a name's
+# sentence boundary is read only when the rules need it, and the content words of every text are
+# read, stemmed (each distinct word once) and made unique per text by polars over the column.
+
+_UPPER_RE = re.compile(r"[A-Z]")  #: every _CAP_SEQ_RE match starts with one
+
+
+def _role_hint(text: str) -> bool:
+    return ":" in text and "`" in text
+
+
+def _spaced(text: str, matches: list) -> str:
+    """``pattern.sub(" ", text)`` from the pattern's ``finditer`` matches on ``text`` (the same
+    matches: none of these patterns matches the empty string), without reading the text again."""
+    if not matches:
+        return text
+    parts, last = [], 0
+    for match in matches:
+        parts.append(text[last : match.start()])
+        last = match.end()
+    parts.append(text[last:])
+    return " ".join(parts)
+
+
+def _identifiers_fast(text: str, digit: bool, code: bool) -> tuple[list[str], str]:
+    """``identifiers(text)`` and ``_strip_identifiers(text)``, skipping the patterns that cannot
+    match (``digit``, ``code``: whether the text may hold a digit, a code name) and reading each
+    pattern once where both read the same text."""
+    found: dict[str, None] = {}
+    roles = list(_ROLE_RE.finditer(text)) if _role_hint(text) else []
+    for match in roles:
+        found[f"{match.group(1).lower()} {match.group(2).lower()}"] = None
+    unroled = _spaced(text, roles)
+    refs = list(_REF_RE.finditer(text)) if digit else []
+    for match in refs:
+        found[f"{match.group(1).lower()} {match.group(2)}"] = None
+    if unroled is not text and digit:
+        refs = list(_REF_RE.finditer(unroled))
+    unreffed = _spaced(unroled, refs)
+    codes = list(_CODE_RE.finditer(unroled)) if code else []
+    for match in codes:
+        found[match.group(0).lower()] = None
+    if unreffed is not unroled and code:
+        codes = list(_CODE_RE.finditer(unreffed))
+    return list(found), _spaced(unreffed, codes)
+
+
+_ASCII_DIGIT_RE = re.compile(r"[0-9]")
+
+
+def _distinctive_fast(word: str) -> bool:
+    """``_distinctive(word)``; an ASCII word is read with string methods instead of a loop."""
+    if not word.isascii():
+        return _distinctive(word)
+    rest = word[1:]
+    return (len(word) > 1 and word.isupper()) or _ASCII_DIGIT_RE.search(word) is not None or (
+        rest != rest.lower() and word != word.upper()
+    )
+
+
+def _boundary(text: str, start: int, prefix: bool = True) -> tuple[bool, bool]:
+    """Whether a name at ``start`` opens a sentence, and (when ``prefix``) whether it follows a
+    framing prefix."""
+    before = text[:start] if start <= _TAIL else "x" + text[start - _TAIL : start]
+    # a boundary match ends the text: it starts at most three characters before the last one that
+    # is not a space, or before a run of digits there ("12. "); search from there (``^`` still
+    # matches only at the real start), not from every character
+    body = before.rstrip()
+    pos = len(body) - 3
+    if body and body[-1] in ".)":
+        k = len(body) - 1
+        while k > 0 and body[k - 1].isdecimal():
+            k -= 1
+        pos = min(pos, k - 2)
+    at = bool(_BOUNDARY_RE.search(before, max(pos, 0)))
+    return at, prefix and at and bool(_PREFIX_RE.search(re.split(r"[.!?;\n]\s*", before)[-1]))
+
+
+def _name_key(words: list[str], at_start: bool) -> str | None:
+    """The tail of ``_names``' rules: trailing framing words, lone ordinary words at a sentence's start."""
+    while words and words[-1] in FRAMING_NAMES:
+        words = words[:-1]
+    if not words:
+        return None
+    if at_start and len(words) == 1 and not _distinctive_fast(words[0]):
+        return None
+    if len(words) == 1 and len(words[0]) < 2:
+        return None
+    return " ".join(w.strip(".'") for w in words).lower()
+
+
+@lru_cache(maxsize=1 << 16)
+def _name_plan(seq: str) -> tuple[str | None, str | None, str | None, bool]:
+    """What ``_names`` makes of a capitalised sequence, by what comes before it: the key when it
+    does not open a sentence, when it opens one, when it follows a framing prefix ("Goal: Ship
+    Kioko"), and whether the prefix can change it (None: no name)."""
+    words = seq.split()
+    stripped = False
+    while words and (words[0] in FRAMING_NAMES or words[0].lower() in STOP_WORDS):
+        words, stripped = words[1:], True
+    if not words:
+        return None, None, None, False
+    inside, opening = _name_key(words, stripped), _name_key(words, True)
+    if words[0].lower() in ACTION_VERBS:
+        return inside, opening, _name_key(words[1:], False), True
+    return inside, opening, opening, False
+
+
+def _names_fast(text: str) -> list[str]:
+    """The keys of ``_names(text)``: each sequence's rules are read once per bank (memoised), and
+    the boundary before a name is read only when it changes the outcome."""
+    found = []
+    for match in _CAP_SEQ_RE.finditer(text):
+        inside, opening, prefixed, action = _name_plan(match.group(0))
+        if inside == opening == prefixed:
+            key = inside
+        else:
+            at, after_prefix = _boundary(text, match.start(), action and prefixed != opening)
+            key = prefixed if after_prefix else opening if at else inside
+        if key is not None:
+            found.append(key)
+    return found
+
+
+def _known_lookup(known: tuple[str, ...]) -> tuple[frozenset[str], int, frozenset[str], frozenset[str]]:
+    """``_known_index(known)`` with the first words of the keys, and those of the keys of two words
+    or more (``anchors_of`` keeps one per distinct tuple of known entities)."""
+    keys, longest = _known_index(known)
+    return (keys, longest, frozenset(k.split(" ")[0] for k in keys),
+            frozenset(k.split(" ")[0] for k in keys if " " in k))
+
+
+_TOKEN_CHARS = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_.+/-")
+
+
+def _known_words(low: str, keys: frozenset[str]) -> list[str]:
+    """The one-word ``keys`` that are tokens of ASCII lower-case text ``low``, by first position.
+
+    A token (``_KNOWN_TOKEN_RE``) never crosses a character outside ``[\\w.+/-]``, and in a run of
+    such characters it spans from the first word character to the last one that is a word
+    character or ``+``: so each occurrence of a key is checked against the token of its run."""
+    found = []
+    for key in keys:
+        if not _TOKEN_CHARS.issuperset(key):  # "c#": never a token
+            continue
+        at = low.find(key)
+        while at >= 0:
+            lo, hi = at, at + len(key)
+            while lo > 0 and low[lo - 1] in _TOKEN_CHARS:
+                lo -= 1
+            while hi < len(low) and low[hi] in _TOKEN_CHARS:
+                hi += 1
+            if low[lo:hi].lstrip(".+/-").rstrip("./-") == key:
+                found.append((at, key))
+                break
+            at = low.find(key, at + 1)
+    return [key for _, key in sorted(found)]
+
+
+def _known_fast(text: str, lookup: tuple) -> list[str]:
+    """The keys of ``_known(text, known)`` by first position (``lookup = _known_lookup(known)``): on
+    ASCII text, one-word keys are found by substring and checked against their token."""
+    keys, longest, heads, multi = lookup
+    if not keys:
+        return []
+    if text.isascii():
+        low = text.lower()  # an ASCII token's lower case is its part of the text's lower case
+        if len(heads) <= 16:
+            if not multi:
+                return _known_words(low, heads)
+            if not any(h in low for h in heads):
+                return []
+        tokens = _KNOWN_TOKEN_RE.findall(low)
+    else:
+        tokens = [t.lower() for t in _KNOWN_TOKEN_RE.findall(text)]
+    hits = []
+    for size in range(longest, 1, -1):
+        for i in range(len(tokens) - size + 1):
+            if tokens[i] in multi:
+                gram = " ".join(tokens[i : i + size])
+                if gram in keys:
+                    hits.append(gram)
+    if longest >= 1:
+        hits.extend(t for t in tokens if t in keys)
+    return hits
+
+
+def _entities_fast(text: str, lookup: tuple, keep_identifiers: bool,
+                   digit: bool = True, code: bool = True, asset: bool = True) -> tuple[dict, str]:
+    """The entities of ``anchor(text)`` and the text its content words are read from (``lookup``:
+    ``_known_lookup`` of the known entities). ``digit``,
+    ``code``, ``asset``: False when the text holds no digit, no code name hint (``_`` or a dotted
+    name), no asset noun before a space (see ``_hints``); the patterns that need them are skipped.
+    Replacing a match by a space makes none of these, so the hints of the text hold after stripping."""
+    entities: dict[str, None] = {}
+    if keep_identifiers:
+        keys, text = _identifiers_fast(text, digit, code)
+        for key in keys:
+            entities[key] = None
+    idents = list(_IDENT_RE.finditer(text)) if digit else []
+    for match in idents:
+        entities[match.group(0).lower()] = None
+    if asset:
+        for match in _ASSET_RE.finditer(text):
+            entities[f"{match.group(1).lower()} {match.group(2).lower()}"] = None
+    stripped = _spaced(text, idents)
+    if _UPPER_RE.search(stripped):
+        for key in _names_fast(stripped):
+            entities[key] = None
+    for key in _known_fast(text, lookup):
+        entities[key] = None
+    return entities, stripped
+
+
+_PY_SPACE = r"[\t\n\x0b\x0c\r \x1c-\x1f]"  #: what Python's \s matches in ASCII text
+
+
+def _hints(column) -> tuple[list, list, list]:
+    """Per text, whether it may hold a digit, a code name hint, an asset noun then a space: read by
+    polars (Rust regex) over the column; a text with a non-ASCII character gets True for all three
+    (Python's \\d, \\w, \\s and case folding go beyond ASCII there), so each is True wherever
+    the Python pattern it guards can match."""
+    wide = column.str.contains(r"[^\x00-\x7F]").fill_null(False)
+    digit = column.str.contains("[0-9]").fill_null(False) | wide
+    code = column.str.contains(r"_|[A-Za-z0-9]\.[A-Za-z_]").fill_null(False) | wide
+    asset = column.str.contains(r"(?i)(?:" + "|".join(ASSET_NOUNS) + ")" + _PY_SPACE).fill_null(False) | wide
+    return digit.to_list(), code.to_list(), asset.to_list()
+
+
+_FEW = 32  #: below this many texts, ``anchors_of`` reads them one by one without polars
+
+
+def _column_stems(texts: list[str]):
+    """Per text, its content words' stems, each once in reading order with the first word that gave
+    it: ``(stems, codes, words, surfaces, offsets)``, text ``k``'s being ``codes[offsets[k]:offsets[k + 1]]``
+    (indexes into ``stems``) and ``words[...]`` (indexes into ``surfaces``, the words as written):
+    polars reads the words of the whole column, each distinct word is stemmed once, and numpy keeps
+    the first word of each (text, stem)."""
+    if len(texts) < _FEW:  # a few texts (an entry being added): Python, text by text
+        stem_of: dict[str, int] = {}
+        surface_of: dict[str, int] = {}
+        codes, words, ends = [], [], [0]
+        for text in texts:
+            seen = set()
+            for stemmed, surface in content_words(text):
+                if stemmed not in seen:
+                    seen.add(stemmed)
+                    codes.append(stem_of.setdefault(stemmed, len(stem_of)))
+                    words.append(surface_of.setdefault(surface, len(surface_of)))
+            ends.append(len(codes))
+        return (list(stem_of), np.asarray(codes, np.int64), np.asarray(words, np.int64), list(surface_of),
+                np.asarray(ends, np.int64))
+    words = (
+        pl.DataFrame({"text": pl.Series(texts, dtype=pl.String)})
+        .with_row_index("row")
+        .select("row", pl.col("text").str.extract_all(WORD_RE.pattern).alias("surface"))
+        .explode("surface")
+        .drop_nulls("surface")
+    )
+    if words.height == 0:
+        return [], np.zeros(0, np.int64), np.zeros(0, np.int64), [], np.zeros(len(texts) + 1, np.int64)
+    unique = words["surface"].unique()
+    surfaces = unique.to_list()
+    stem_of: dict[str, int] = {}
+    stem_code = np.fromiter(
+        (-1 if (st := _content_stem(w)) is None else stem_of.setdefault(st, len(stem_of)) for w in surfaces),
+        dtype=np.int64, count=len(surfaces),
+    )
+    word = words["surface"].replace_strict(unique, np.arange(len(surfaces)), return_dtype=pl.Int64).to_numpy()
+    row = words["row"].to_numpy().astype(np.int64)
+    code = stem_code[word]
+    keep = np.flatnonzero(code >= 0)
+    key = row[keep] * max(len(stem_of), 1) + code[keep]
+    first = pl.Series(key).is_first_distinct().to_numpy()
+    keep = keep[first]
+    counts = np.bincount(row[keep], minlength=len(texts))
+    return list(stem_of), code[keep], word[keep], surfaces, np.concatenate([[0], np.cumsum(counts)])
+
+
+def _column_words(texts: list[str], prefix: str = "t:"):
+    """Per text, its content words' stems (each once, first surface kept; ``prefix`` + stem) as flat
+    lists with offsets (text ``k``'s are ``[offsets[k]:offsets[k + 1]]``)."""
+    names, codes, words, surfaces, offsets = _column_stems(texts)
+    stems = np.array([f"{prefix}{st}" for st in names], dtype=object)
+    labels = np.array(surfaces, dtype=object)
+    return stems[codes].tolist(), labels[words].tolist(), offsets.tolist()
+
+
+def anchors_of(texts, knowns, *, keep_identifiers: bool = True) -> list[Anchor]:
+    """``[anchor(t, known_entities=k, keep_identifiers=...) for t, k in zip(texts, knowns)]``, with
+    the content words of all texts read at once (an empty text's anchor has no labels).
+
+    >>> anchors_of(["Line 3 keeps faulting with error E-217.", ""], [(), ()])[0].terms
+    ('e:e-217', 'e:line 3', 't:line', 't:fault', 't:error')
+    """
+    texts = list(texts)
+    if len(texts) < _FEW:  # every pattern runs: polars' start costs more than the few texts
+        digits = codes = assets = [True] * len(texts)
+    else:
+        digits, codes, assets = _hints(pl.Series(texts, dtype=pl.String))
+    found, stripped = [], []
+    lookups: dict = {}
+    for text, known, digit, code, asset in zip(texts, knowns, digits, codes, assets):
+        known = tuple(known)
+        if text:
+            lookup = lookups.get(known)
+            if lookup is None:
+                lookup = lookups[known] = _known_lookup(known)
+            entities, rest = _entities_fast(text, lookup, keep_identifiers, digit, code, asset)
+        else:
+            entities, rest = None, ""
+        found.append(entities)
+        stripped.append(rest)
+    terms, surfaces, offsets = _column_words(stripped)
+    out = []
+    for k, entities in enumerate(found):
+        if entities is None:
+            out.append(Anchor((), ()))
+            continue
+        lo, hi = offsets[k], offsets[k + 1]
+        if entities:
+            keys = tuple(entities)
+            out.append(Anchor(entities=keys, terms=tuple(["e:" + key for key in keys] + terms[lo:hi]),
+                              labels=keys + tuple(surfaces[lo:hi])))
+        else:
+            out.append(Anchor(entities=(), terms=tuple(terms[lo:hi]), labels=tuple(surfaces[lo:hi])))
+    return out

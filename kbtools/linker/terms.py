@@ -17,19 +17,22 @@ words), so that linking one entry costs no pass over the bank.
 
 from __future__ import annotations
 
+import gc
 import json
 import re
-from functools import lru_cache
+from contextlib import contextmanager
 from dataclasses import dataclass, field
+from functools import lru_cache
+from itertools import chain
 
 import numpy as np
 import polars as pl
 import scipy.sparse as sp
 
 from kbtools.errors import ValidationError
-from kbtools.linker.anchors import ASSET_NOUNS, Anchor, anchor
+from kbtools.linker.anchors import ASSET_NOUNS, Anchor, _column_stems, anchors_of
 from kbtools.linker.rules import FIX_RE, LINKER_DEFAULTS, PROBLEM_RE, PROGRESS_RE, LinkerSettings, kind_code
-from kbtools.linker.text import content_words, stem
+from kbtools.linker.text import stem
 
 __all__ = ["TermStats", "entry_text", "idf", "authors_of"]
 
@@ -56,12 +59,15 @@ def entry_text(row: dict) -> str:
     >>> entry_text({"title": "Green tea", "content": "Green tea", "steps": ["Boil water"]})
     'Green tea\\nBoil water'
     """
+    return _join_text(*(row.get(col) for col in _TEXT_COLUMNS), row.get("steps"))
+
+
+def _join_text(title, summary, content, useful_for, steps) -> str:
     parts: list[str] = []
-    for col in _TEXT_COLUMNS:
-        value = row.get(col)
+    for value in (title, summary, content, useful_for):
         if value and value.strip() and value.strip() not in parts:
             parts.append(value.strip())
-    for step in row.get("steps") or ():
+    for step in steps or ():
         if step and step.strip():
             parts.append(step.strip())
     return "\n".join(parts)
@@ -134,18 +140,19 @@ class TermStats:
         """
         _check_entries(entries)
         known = tuple(sorted({str(k).strip().lower() for k in known_entities if k and str(k).strip()}))
-        rows, kinds, anchors, texts = _read_entries(entries, known, settings)
-        return cls._from_anchors(entries, rows, kinds, anchors, texts, known, settings)
+        with _gc_paused():
+            columns, kinds, anchors, texts = _read_entries(entries, known, settings)
+            return cls._from_anchors(entries, columns, kinds, anchors, texts, known, settings)
 
     @classmethod
-    def _from_anchors(cls, entries, rows, kinds, anchors, texts, known, settings):
+    def _from_anchors(cls, entries, columns, kinds, anchors, texts, known, settings):
         term_index: dict[str, int] = {}
-        indptr, indices, strong_base = _postings_of(anchors, term_index, [0], [], [])
+        indptr, indices, strong_base = _postings_of(anchors, term_index)
         ids = tuple(entries["id"].to_list())
         facts = _entry_facts(entries)
         cues = _cues(texts)
         bag_index = {"title": {}, "author": {}}
-        bags = _bags(rows, kinds, bag_index, None)
+        bags = _bags(columns, kinds, bag_index, None)
         return cls._finish(ids, term_index, indptr, indices, strong_base, kinds, tuple(anchors), facts, cues,
                            known, settings, bags, bag_index)
 
@@ -201,18 +208,17 @@ class TermStats:
         if entries.height == old:
             return self
         new = entries.slice(old)
-        rows, kinds, anchors, texts = _read_entries(new, self.known_entities, self.settings)
+        with _gc_paused():
+            columns, kinds, anchors, texts = _read_entries(new, self.known_entities, self.settings)
         term_index = dict(self.term_index)
-        indptr, indices, strong_base = _postings_of(
-            anchors, term_index, [int(self.postings.indptr[-1])], [], [],
-        )
+        indptr, indices, strong_base = _postings_of(anchors, term_index, int(self.postings.indptr[-1]))
         indptr = np.concatenate([self.postings.indptr, np.asarray(indptr[1:], np.int64)])
         indices = np.concatenate([self.postings.indices.astype(np.int64), np.asarray(indices, np.int64)])
         strong_base = np.concatenate([self.strong_base, strong_base])
         cues = {k: np.concatenate([getattr(self, k), v]) for k, v in _cues(texts).items()}
         ids = self.ids + tuple(new["id"].to_list())
         bag_index = {k: dict(v) for k, v in self.bag_index.items()}
-        bags = _bags(rows, kinds, bag_index, self.bags)
+        bags = _bags(columns, kinds, bag_index, self.bags)
         return type(self)._finish(ids, term_index, indptr, indices, strong_base, np.concatenate([self.kind, kinds]),
                                   self.anchors + tuple(anchors), _entry_facts(entries), cues,
                                   self.known_entities, self.settings, bags, bag_index)
@@ -290,20 +296,35 @@ def _is_asset(key: str) -> bool:
     )
 
 
+@contextmanager
+def _gc_paused():
+    """Python's cyclic garbage collector paused while a bank's per-entry objects are made: they form
+    no cycles, and the collector would walk the growing heap again and again (a tenth of a 100k
+    build); it runs again afterwards as it did before."""
+    enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if enabled:
+            gc.enable()
+
+
 def _read_entries(entries: pl.DataFrame, known: tuple[str, ...], settings: LinkerSettings = LINKER_DEFAULTS):
-    """Rows (dicts), linker kind codes, anchors and texts of an entries frame."""
-    rows = entries.select(
-        [c for c in ("id", "kind", *_TEXT_COLUMNS, "steps", "systems", "session_id", "metadata") if c in entries.columns]
-    ).to_dicts()
-    kinds = np.array([kind_code(r.get("kind")) for r in rows], dtype=np.int64)
-    anchors, texts = [], []
-    for r, code in zip(rows, kinds):
-        text = entry_text(r) if code >= 0 else ""
-        systems = tuple(s for s in (r.get("systems") or ()) if s)
-        anchors.append(anchor(text, known_entities=known + tuple(s.lower() for s in systems),
-                              keep_identifiers=settings.identifiers) if text else Anchor((), ()))
-        texts.append(text)
-    return rows, kinds, anchors, texts
+    """Columns (lists; a missing column reads as None), linker kind codes, anchors and texts of an
+    entries frame."""
+    n = entries.height
+    columns = {c: entries[c].to_list() if c in entries.columns else [None] * n
+               for c in ("kind", *_TEXT_COLUMNS, "steps", "systems", "metadata")}
+    codes = {k: kind_code(k) for k in set(columns["kind"])}
+    kinds = np.array([codes[k] for k in columns["kind"]], dtype=np.int64)
+    texts, knowns = [], []
+    for code, title, summary, content, useful_for, steps, systems in zip(
+        kinds.tolist(), *(columns[c] for c in _TEXT_COLUMNS), columns["steps"], columns["systems"],
+    ):
+        texts.append(_join_text(title, summary, content, useful_for, steps) if code >= 0 else "")
+        knowns.append(known + tuple(s.lower() for s in systems if s) if systems else known)
+    return columns, kinds, anchors_of(texts, knowns, keep_identifiers=settings.identifiers), texts
 
 
 _AUTHOR_SPLIT_RE = re.compile(r"\s*(?:,|;|\band\b)\s*")
@@ -324,43 +345,76 @@ def authors_of(metadata) -> list[str]:
     return [p for p in (" ".join(str(x).split()).lower() for x in parts) if p]
 
 
-def _bags(rows, kinds, bag_index: dict, old: dict | None) -> dict:
-    """CSR rows of title stems and authors for these rows (appended to ``old`` when given)."""
+def _bags(columns: dict, kinds, bag_index: dict, old: dict | None) -> dict:
+    """CSR rows of title stems and authors for these rows (``columns`` as ``_read_entries`` reads
+    them; appended to ``old`` when given). A new name's column is the next one, in row order and
+    in each row in the order of its set of names (as ``{w for w, _ in content_words(title)}``)."""
+    n = len(kinds)
+    linked = kinds >= 0
+    names, codes, _, _, offsets = _column_stems([v or "" for v in columns["title"]])
+    rows = np.repeat(np.arange(n, dtype=np.int64), np.diff(offsets))
+    per_row = {"title": (names, codes[linked[rows]], rows[linked[rows]])}
+    authors, author_rows = [], []
+    for k, (meta, code) in enumerate(zip(columns["metadata"], kinds.tolist())):
+        # no author key can be spelled in JSON text without "uthor" or an escape
+        if code < 0 or not meta or isinstance(meta, str) and "uthor" not in meta and "\\u" not in meta:
+            continue
+        found = list(dict.fromkeys(authors_of(meta)))  # a set's names, in the order they are first read
+        authors.extend(found)
+        author_rows.extend([k] * len(found))
+    author_names = list(dict.fromkeys(authors))
+    author_code = {a: i for i, a in enumerate(author_names)}
+    per_row["author"] = (author_names, np.fromiter(map(author_code.__getitem__, authors), np.int64, len(authors)),
+                         np.asarray(author_rows, np.int64))
     out = {}
-    for name in ("title", "author"):
+    for name, (labels, codes_, rows_) in per_row.items():
         index = bag_index[name]
-        indptr, indices = [0], []
-        for r, code in zip(rows, kinds):
-            if code < 0:
-                items = ()
-            elif name == "title":
-                items = {w for w, _ in content_words(r.get("title") or "")}
-            else:
-                items = set(authors_of(r.get("metadata")))
-            cols = sorted(index.setdefault(x, len(index)) for x in items)
-            indices.extend(cols)
-            indptr.append(len(indices))
+        # only a row where a name is read first can add a column: read those rows' sets, in order
+        _, first = np.unique(codes_, return_index=True)
+        starts = np.searchsorted(rows_, np.arange(n + 1))
+        for k in np.unique(rows_[first]).tolist():
+            for x in {labels[c] for c in codes_[starts[k] : starts[k + 1]].tolist()}:
+                index.setdefault(x, len(index))
+        col_of = np.fromiter((index.get(x, -1) for x in labels), np.int64, len(labels))  # -1: unlinked rows only
+        keys = rows_ << 32 | col_of[codes_]
+        keys.sort()
+        indptr = np.concatenate([[0], np.cumsum(np.bincount(rows_, minlength=n))]).astype(np.int64)
+        indices = keys & 0xFFFFFFFF
         if old is not None and name in old:
             base = old[name]
-            indptr = np.concatenate([base.indptr, base.indptr[-1] + np.asarray(indptr[1:], np.int64)])
-            indices = np.concatenate([base.indices.astype(np.int64), np.asarray(indices, np.int64)])
-        indptr, indices = np.asarray(indptr, np.int64), np.asarray(indices, np.int64)
+            indptr = np.concatenate([base.indptr, base.indptr[-1] + indptr[1:]])
+            indices = np.concatenate([base.indices.astype(np.int64), indices])
         out[name] = sp.csr_matrix((np.ones(len(indices)), indices, indptr), shape=(len(indptr) - 1, max(len(index), 1)))
     return out
 
 
-def _postings_of(anchors, term_index: dict, indptr: list, indices: list, strong: list):
-    """Append the anchors' terms as CSR rows (columns sorted; new terms get the next columns) and
-    whether each term is strong for its entry (not one of its places/machines)."""
-    for a in anchors:
-        cols = [term_index.setdefault(t, len(term_index)) for t in a.terms]
-        place_words = {f"t:{stem(e.split()[0])}" for e in a.entities if _is_asset(e)}
-        flags = [not (_is_asset(t[2:]) and t.startswith("e:")) and t not in place_words for t in a.terms]
-        order = sorted(range(len(cols)), key=cols.__getitem__)
-        indices.extend(cols[i] for i in order)
-        strong.extend(flags[i] for i in order)
-        indptr.append(indptr[-1] + len(cols))
-    return indptr, indices, np.asarray(strong, dtype=bool)
+def _postings_of(anchors, term_index: dict, base: int = 0):
+    """The anchors' terms as CSR rows (``indptr`` from ``base``, columns sorted; new terms get the
+    next columns in order of first use) and whether each term is strong for its entry (not one of
+    its places/machines): one pass over all terms, then numpy sorts each row's columns."""
+    terms = [a.terms for a in anchors]
+    lengths = np.fromiter(map(len, terms), dtype=np.int64, count=len(terms))
+    flat = list(chain.from_iterable(terms))
+    for t in dict.fromkeys(flat):  # the distinct terms in order of first use
+        if t not in term_index:
+            term_index[t] = len(term_index)
+    cols = np.fromiter(map(term_index.__getitem__, flat), dtype=np.int64, count=len(flat))
+    keys = np.repeat(np.arange(len(anchors), dtype=np.int64), lengths) << 32 | cols
+    keys.sort()  # each row's columns in order (a row holds a term once)
+    cols = keys & 0xFFFFFFFF
+    ends = np.cumsum(lengths)
+    strong = np.ones(len(cols), dtype=bool)
+    assets = {e for e in set(chain.from_iterable(a.entities for a in anchors)) if _is_asset(e)}
+    if assets:  # only an entry naming a place/machine has weak terms
+        vocab = list(term_index)
+        for k, a in enumerate(anchors):
+            if not assets.isdisjoint(a.entities):
+                place_words = {f"t:{stem(e.split()[0])}" for e in a.entities if _is_asset(e)}
+                lo, hi = int(ends[k] - lengths[k]), int(ends[k])
+                strong[lo:hi] = [not (_is_asset(t[2:]) and t.startswith("e:")) and t not in place_words
+                                 for t in (vocab[c] for c in cols[lo:hi].tolist())]
+    indptr = base + np.concatenate([[0], ends])
+    return indptr, cols, strong
 
 
 def _segment_sums(values: np.ndarray, lengths: np.ndarray) -> np.ndarray:

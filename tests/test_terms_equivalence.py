@@ -1,0 +1,160 @@
+"""Term statistics read column-wide equal the straightforward reading, entry by entry.
+
+The reference below is the linker's first reading of a bank: ``anchor()`` per entry (the one-entry
+path, kept as the oracle), the postings and the title/author bags filled by Python loops. The fast
+``TermStats.build`` (patterns skipped where a cheap exact test says they cannot match, content words
+stemmed once per distinct word by polars, postings and bags put together with polars/numpy) must give
+the same vocabulary, postings, strong flags, anchors (entities, terms, labels), bags and cues on the
+synthetic bank, both demo banks and a slice of the real PEP bank, and ``extend`` must equal ``build``.
+"""
+
+from __future__ import annotations
+
+import gzip
+
+import numpy as np
+import polars as pl
+import pytest
+
+from kbtools.demo.banks import synthetic_bank
+from kbtools.linker.anchors import Anchor, anchor, anchors_of
+from kbtools.linker.rules import LINKER_DEFAULTS, kind_code
+from kbtools.linker.terms import TermStats, _is_asset, authors_of, entry_text
+from kbtools.linker.text import content_words, stem
+
+COLUMNS = ("id", "kind", "title", "summary", "content", "useful_for", "steps", "systems", "session_id", "metadata")
+ODD_TEXTS = [
+    "Found it: the encoder cable on line 3 was loose.", "Goal: Ship the Kioko memory layer by December 15.",
+    "Decision: Vector database - chose pgvector because we already run Postgres.",
+    "As :pep:`484` says (see PEP 484), call os.path.join in setup.py, not __init__.",
+    "Rockwell Automation ships FactoryTalk Optix to press 12 and cell 4B; INC-4521, S7-1500, server 2, 10.20.0.0/16",
+    "LINE a pump and Press No. 7 near ROOM #12B; the Line B crew", "Ünïcode Straße und İstanbul LINE 4 ſite 2 Kelvin",
+    "1. Use Docker Compose\n2. Build Kioko v2\n- Check THE Plant's PLC. (Start Here) Goal: Migrate Redis Cluster",
+    "we moved to pgvector and New York city on Acme Corp", "x" * 90 + " Alpha Beta; gamma Delta. Ship Omega",
+    "", "   ", "42", "a_b c.d e..f __x__ ._y", "Mr. Smith & Sons of London met de Gaulle",
+]
+
+
+def reference(entries: pl.DataFrame, known=(), settings=LINKER_DEFAULTS) -> dict:
+    """The statistics read entry by entry with ``anchor()`` and Python loops (the oracle)."""
+    rows = entries.select([c for c in COLUMNS if c in entries.columns]).to_dicts()
+    kinds = [kind_code(r.get("kind")) for r in rows]
+    anchors = []
+    for r, code in zip(rows, kinds):
+        text = entry_text(r) if code >= 0 else ""
+        systems = tuple(s for s in (r.get("systems") or ()) if s)
+        anchors.append(anchor(text, known_entities=known + tuple(s.lower() for s in systems),
+                              keep_identifiers=settings.identifiers) if text else Anchor((), ()))
+    term_index, indptr, indices, strong = {}, [0], [], []
+    for a in anchors:
+        cols = [term_index.setdefault(t, len(term_index)) for t in a.terms]
+        place_words = {f"t:{stem(e.split()[0])}" for e in a.entities if _is_asset(e)}
+        flags = [not (_is_asset(t[2:]) and t.startswith("e:")) and t not in place_words for t in a.terms]
+        order = sorted(range(len(cols)), key=cols.__getitem__)
+        indices.extend(cols[i] for i in order)
+        strong.extend(flags[i] for i in order)
+        indptr.append(len(indices))
+    bags = {}
+    for name in ("title", "author"):
+        index, bptr, bcols = {}, [0], []
+        for r, code in zip(rows, kinds):
+            if code < 0:
+                items = ()
+            elif name == "title":
+                items = {w for w, _ in content_words(r.get("title") or "")}
+            else:
+                items = set(authors_of(r.get("metadata")))
+            bcols.extend(sorted(index.setdefault(x, len(index)) for x in items))
+            bptr.append(len(bcols))
+        bags[name] = (index, bptr, bcols)
+    return {"anchors": anchors, "term_index": term_index, "indptr": indptr, "indices": indices, "strong": strong,
+            "bags": bags}
+
+
+def assert_same(stats: TermStats, ref: dict) -> None:
+    assert list(stats.anchors) == ref["anchors"]
+    assert [a.labels for a in stats.anchors] == [a.labels for a in ref["anchors"]]
+    assert list(stats.term_index.items()) == list(ref["term_index"].items())
+    assert stats.vocab == tuple(ref["term_index"])
+    assert stats.postings.indptr.tolist() == ref["indptr"]
+    assert stats.postings.indices.tolist() == ref["indices"]
+    assert stats.strong_base.tolist() == ref["strong"]
+    for name, (index, bptr, bcols) in ref["bags"].items():
+        assert list(stats.bag_index[name].items()) == list(index.items()), name
+        assert stats.bags[name].indptr.tolist() == bptr, name
+        assert stats.bags[name].indices.tolist() == bcols, name
+
+
+def _with_odd_texts(entries: pl.DataFrame) -> pl.DataFrame:
+    """The frame's first rows with the odd texts as contents (identifiers, Unicode, boundaries)."""
+    head = entries.head(len(ODD_TEXTS)).with_columns(
+        pl.Series("content", ODD_TEXTS), pl.lit(None, pl.String).alias("title"),
+        (pl.col("id") + "-odd").alias("id"),
+    )
+    return pl.concat([head, entries], how="vertical_relaxed")
+
+
+def _check(entries: pl.DataFrame, known=()) -> None:
+    stats = TermStats.build(entries, known_entities=known)
+    assert_same(stats, reference(entries, tuple(sorted({k.strip().lower() for k in known}))))
+    half = entries.height // 2
+    grown = TermStats.build(entries.head(half), known_entities=known).extend(entries)
+    assert_same(grown, reference(entries, tuple(sorted({k.strip().lower() for k in known}))))
+    for name in ("fix", "problem", "progress", "kind", "total"):
+        assert np.array_equal(getattr(grown, name), getattr(stats, name)), name
+    few = TermStats.build(entries.head(entries.height - 3), known_entities=known).extend(entries)  # read one by one
+    assert_same(few, reference(entries, tuple(sorted({k.strip().lower() for k in known}))))
+
+
+def test_synthetic_bank_reads_alike():
+    entries = synthetic_bank(entries=3000, seed=11).entries
+    _check(_with_odd_texts(entries))
+
+
+@pytest.mark.parametrize("name", ["engineering", "business"])
+def test_demo_banks_read_alike(demo_dir, name):
+    entries = pl.read_parquet(sorted((demo_dir / name / "tables" / "entries").glob("*.parquet")))
+    _check(_with_odd_texts(entries), known=("Kioko", "pgvector", "New York", "Acme Corp", "line 3", "docker compose"))
+
+
+def test_pep_bank_reads_alike(tmp_path):
+    from kbtools.demo.peps import PEPS_FILE, build_peps_bank
+
+    src = tmp_path / "slice.jsonl.gz"
+    with gzip.open(PEPS_FILE, "rt", encoding="utf-8") as fh, gzip.open(src, "wt", encoding="utf-8") as out:
+        for k, line in enumerate(fh):
+            if k % 8 == 0:  # about 90 PEPs: reST roles, references, code names, authors
+                out.write(line)
+    bank, _ = build_peps_bank(tmp_path / "bank", source=src)
+    entries = bank.entries.head(3000)
+    assert entries.height > 500 and entries["metadata"].str.contains("Author").any()
+    _check(entries)
+
+
+def test_anchors_of_equals_anchor_text_by_text():
+    sets = [(), ("kioko", "pgvector"), ("new york", "acme corp", "york"), ("line 3", "plant's plc"),
+            ("c#", ".net", "c++", "node.js", "york", "kioko")]
+    texts = ODD_TEXTS + ["New York and new  york", "The Plant's PLC and plant's plc", "we use c# on .net, C++ and node.js"]
+    for many in (texts, texts * 3):  # a few texts one by one, many through polars
+        for knowns in ([sets[k % len(sets)] for k in range(len(many))], [sets[-1]] * len(many)):
+            for keep in (True, False):
+                got = anchors_of(many, knowns, keep_identifiers=keep)
+                want = [anchor(t, known_entities=k, keep_identifiers=keep) if t else Anchor((), ())
+                        for t, k in zip(many, knowns)]
+                assert got == want and [a.labels for a in got] == [a.labels for a in want]
+
+
+def test_frames_without_words_read_alike():
+    import datetime as dt
+
+    t = dt.datetime(2026, 1, 1, tzinfo=dt.timezone.utc)
+    frames = [
+        pl.DataFrame({"id": ["a", "b"], "kind": ["fact", "note"], "content": ["42", "10.20.0.0/16"], "created_at": [t] * 2}),
+        pl.DataFrame({"id": ["a"], "kind": ["fact"], "content": [None], "created_at": [t]}, schema_overrides={"content": pl.String}),
+        pl.DataFrame({"id": ["a", "b"], "kind": ["fact", "todo"], "title": ["Line 3", None], "content": ["tea", "E-217"],
+                      "created_at": [t] * 2}),
+        pl.DataFrame({"id": [f"n{k}" for k in range(40)], "kind": ["fact"] * 40, "content": ["42"] * 40,
+                      "created_at": [t] * 40}),  # many texts, no word
+    ]
+    for frame in frames:
+        assert_same(TermStats.build(frame), reference(frame))
