@@ -33,6 +33,7 @@ import hashlib
 import itertools
 import json
 import os
+import re
 import socket
 import time
 import uuid
@@ -243,12 +244,67 @@ _EPOCHS = itertools.count(1)
 class _TableCache:
     """The merged rows of one table and the segment list they were built from."""
 
-    __slots__ = ("segments", "frame", "epoch")
+    __slots__ = ("segments", "frame", "epoch", "key_epoch")
 
     def __init__(self) -> None:
         self.segments: list[str] = []
         self.frame: pl.DataFrame | None = None
         self.epoch = next(_EPOCHS)  # a new number whenever rows changed other than at the end
+        # a new number whenever a key may have left or moved (a tombstone, a re-read): while it
+        # holds, the keys of rows ``:n`` are those of before and new keys come at the end
+        self.key_epoch = next(_EPOCHS)
+
+
+_HEX_ID = re.compile(r"[0-9a-f]{8}")
+
+
+class _EntryIds:
+    """The ids of a bank's entries as a membership structure, grown on append.
+
+    An id of 8 lowercase hex characters (every id kbtools writes) is a 32-bit number: those are
+    kept in a sorted ``uint32`` array (4 bytes per id, 4 MB per million; a look-up is a binary
+    search, exact: no hash, no collision). Ids added since the array was sorted wait in a small
+    set that is folded in once it holds ``FOLD_AT`` ids (one O(n) merge per ``FOLD_AT`` appends);
+    any other id (an import's foreign key) goes to a set of its own.
+
+    >>> ids = _EntryIds(pl.Series(["0000000a", "ffffffff", "odd-id"]), (1, 3))
+    >>> "0000000a" in ids, "odd-id" in ids, "0000000b" in ids, "0000000A" in ids
+    (True, True, False, False)
+    """
+
+    FOLD_AT = 4096
+    __slots__ = ("mark", "codes", "recent", "odd")
+
+    def __init__(self, ids: pl.Series, mark: tuple[int, int]) -> None:
+        ids = ids.drop_nulls()
+        hexed = ids.str.contains(r"^[0-9a-f]{8}$")
+        self.codes = np.sort(ids.filter(hexed).str.to_integer(base=16).cast(pl.UInt32).to_numpy())
+        self.odd: set[str] = set(ids.filter(~hexed).to_list())
+        self.recent: set[str] = set()
+        self.mark = mark
+
+    def grow(self, ids: pl.Series, mark: tuple[int, int]) -> None:
+        """Add the ids of rows appended since :attr:`mark` (now ``mark``)."""
+        for eid in ids.drop_nulls().to_list():
+            (self.recent if _HEX_ID.fullmatch(eid) else self.odd).add(eid)
+        if len(self.recent) >= self.FOLD_AT:
+            new = np.fromiter((int(i, 16) for i in self.recent), np.uint32, len(self.recent))
+            self.codes = np.union1d(self.codes, new).astype(np.uint32)
+            self.recent = set()
+        self.mark = mark
+
+    def __contains__(self, eid: str) -> bool:
+        if eid in self.recent or eid in self.odd:
+            return True
+        if not _HEX_ID.fullmatch(eid):
+            return False
+        code = int(eid, 16)
+        at = int(np.searchsorted(self.codes, code))
+        return at < len(self.codes) and int(self.codes[at]) == code
+
+    def nbytes(self) -> int:
+        """Memory held, roughly (the array plus ~100 bytes per id waiting in a set)."""
+        return int(self.codes.nbytes) + 100 * (len(self.recent) + len(self.odd))
 
 
 # ---------------------------------------------------------------------------------------------
@@ -405,6 +461,9 @@ class Bank:
         self._derived: dict[str, tuple[int, object]] = {}
         self._manifest: dict = {}
         self._changed_outside: dict = {}
+        self._ids: _EntryIds | None = None
+        #: how often the entry-id set was built from the whole id column and grown by appended rows
+        self.id_set_counts = {"built": 0, "grown": 0}
         self.reload()
 
     # -- snapshot ---------------------------------------------------------------------------
@@ -448,9 +507,11 @@ class Bank:
                 todo, frame = segs[len(cache.segments) :], cache.frame
             else:
                 todo, frame = segs, None
-            frame, appended = self._read_segments(table, todo, frame)
+            frame, appended, keys_kept = self._read_segments(table, todo, frame)
             if not appended:
                 cache.epoch = next(_EPOCHS)
+            if not keys_kept:
+                cache.key_epoch = next(_EPOCHS)
             cache.segments, cache.frame = segs, frame
         self._manifest = manifest
         self._changed_outside = self._files_changed_outside(manifest)
@@ -461,34 +522,38 @@ class Bank:
         if cache.frame is None:
             try:
                 segs = list(self._manifest["tables"].get(table, []))
-                frame, _ = self._read_segments(table, segs, None)
+                frame, _, _ = self._read_segments(table, segs, None)
             except FileNotFoundError:  # swept by a compaction since this snapshot: move on once
                 warnings.warn(f"{self.path}: a segment of {table} in version {self.version} was swept by a "
                               "compaction; this snapshot moved to the newest version", stacklevel=3)
                 self.reload()
                 segs = list(self._manifest["tables"].get(table, []))
-                frame, _ = self._read_segments(table, segs, None)
-            cache.segments, cache.frame, cache.epoch = segs, frame, next(_EPOCHS)
+                frame, _, _ = self._read_segments(table, segs, None)
+            cache.segments, cache.frame, cache.epoch, cache.key_epoch = segs, frame, next(_EPOCHS), next(_EPOCHS)
         return cache.frame
 
-    def _read_segments(self, table: str, names: list[str], frame: pl.DataFrame | None) -> tuple[pl.DataFrame, bool]:
-        """The merged rows after reading ``names`` on top of ``frame``, and whether they are
-        ``frame`` with rows added at its end only (an append: nothing before changed)."""
+    def _read_segments(self, table: str, names: list[str],
+                       frame: pl.DataFrame | None) -> tuple[pl.DataFrame, bool, bool]:
+        """The merged rows after reading ``names`` on top of ``frame``, whether they are ``frame``
+        with rows added at its end only (an append: nothing before changed), and whether the keys
+        of ``frame`` kept their rows (no key deleted; new keys at the end, updated rows in place)."""
         keyed = table in KEYS
         if not names:
             if frame is not None:
-                return frame, True
+                return frame, True, True
             base = empty(table)
             if keyed:
                 base = base.with_columns(pl.lit(0, pl.Int64).alias(_SEQ), pl.lit(False).alias(_DELETED))
-            return base, False
+            return base, False, False
         parts = [pl.read_parquet(inside(self.path, n)) for n in names]
         new = pl.concat(parts, how="diagonal_relaxed") if len(parts) > 1 else parts[0]
+        if frame is None:
+            return (_merge_keyed(None, new, KEYS[table]) if keyed else new), False, False
         if keyed:
-            if frame is not None and _only_fresh_keys(frame, new, KEYS[table]):
-                return pl.concat([frame, new], how="diagonal_relaxed"), True
-            return _merge_keyed(frame, new, KEYS[table]), False
-        return (pl.concat([frame, new], how="diagonal_relaxed"), True) if frame is not None else (new, False)
+            if _only_fresh_keys(frame, new, KEYS[table]):
+                return pl.concat([frame, new], how="diagonal_relaxed"), True, True
+            return _merge_keyed(frame, new, KEYS[table]), False, not new[_DELETED].any()
+        return pl.concat([frame, new], how="diagonal_relaxed"), True, True
 
     def _files_changed_outside(self, manifest: dict) -> dict:
         """Files whose size or mtime differ from what their commit recorded: rewritten by another
@@ -618,13 +683,33 @@ class Bank:
             raise EntryNotFound(missing[0], where)
 
     def _missing_entries(self, ids: list[str]) -> list[str]:
-        """Those of ``ids`` that are not entries, in order: one vectorised pass over the id column
-        (no id set is built, so a write at 100k does not pay for one)."""
+        """Those of ``ids`` that are not entries, in order (looked up in :meth:`_entry_ids`)."""
         if not ids:
             return []
+        if len(ids) > 64:  # a bulk check: one vectorised pass over the id column
+            frame = self._frame("entries")
+            found = pl.Series(ids, dtype=pl.String).is_in(frame["id"].implode()).to_list()
+            return [i for i, ok in zip(ids, found) if not ok]
+        known = self._entry_ids()
+        return [i for i in ids if i not in known]
+
+    def _entry_ids(self) -> _EntryIds:
+        """The ids of this snapshot's entries as an :class:`_EntryIds`: built once, grown by the
+        rows a commit (this process's or another's) appended, rebuilt only when an id may have
+        left (a delete, a merge, a compaction, a re-read)."""
+        cache = self._caches["entries"]
         frame = self._frame("entries")
-        found = pl.Series(ids, dtype=pl.String).is_in(frame["id"].implode()) if frame.height else None
-        return list(ids) if found is None else [i for i, ok in zip(ids, found.to_list()) if not ok]
+        mark = (cache.key_epoch, frame.height)
+        known = self._ids
+        if known is not None and known.mark == mark:
+            return known
+        if known is not None and known.mark[0] == mark[0] and known.mark[1] <= mark[1]:
+            known.grow(frame["id"].slice(known.mark[1]), mark)
+            self.id_set_counts["grown"] += 1
+        else:
+            known = self._ids = _EntryIds(frame["id"], mark)
+            self.id_set_counts["built"] += 1
+        return known
 
     def table_mark(self, name: str) -> tuple[int, int]:
         """``(epoch, rows)`` of a table in this snapshot: while a later mark has the same epoch,
