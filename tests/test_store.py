@@ -204,3 +204,21 @@ def test_the_entry_id_set_folds_its_recent_ids_and_keeps_foreign_ids():
     others = [f"{c:08x}" for c in rng.choice(2**32, size=2000) if f"{c:08x}" not in set(ids)]
     assert not any(i in known for i in others)
     assert "FFFFFFFF" not in known and "" not in known  # upper case is another id
+
+
+def test_a_tail_merge_rewrites_only_the_small_segments(tmp_path):
+    """Merged segments grow like a binary counter: a merge leaves the base and every older merged
+    segment larger than what it merges alone (no write rewrites the whole table)."""
+    bank = kb.create_bank(tmp_path / "b", settings={"auto_link": False})
+    step = TAIL_SEGMENTS + 1
+    for i in range(1 + 2 * step):  # the base, then two merges of `step` small segments
+        kb.report_learning(bank, content=f"Ladder fact {i}.", actor="t")
+    after_two = bank.segment_files()["entries"]
+    rows = [pl.read_parquet(bank.path / s).height for s in after_two]
+    assert rows == [1, 2 * step]  # the second merge took the first merged segment in (same size)
+    for i in range(step):
+        kb.report_learning(bank, content=f"More ladder fact {i}.", actor="t")
+    after_three = bank.segment_files()["entries"]
+    assert after_three[:2] == after_two  # the base and the big merged segment were not rewritten
+    assert [pl.read_parquet(bank.path / s).height for s in after_three[2:]] == [step]
+    assert kb.open_bank(bank.path).entries.height == 1 + 3 * step
