@@ -49,7 +49,7 @@ from kbtools.errors import BankExists, BankLocked, EmbedderMismatch, KbError, No
 from kbtools.model.plan import Plan, VectorRows
 from kbtools.model.schema import APPEND_ONLY, KEYS, SCHEMAS, TABLES, conform, empty
 from kbtools.store.files import digest, inside, manifest_files, temp_files, write_history
-from kbtools.store.lock import flock_file, fsync_dir, storage_errors
+from kbtools.store.lock import flock_file, fsync_dir, fsync_paths, storage_errors
 from kbtools.store.vectors import SegmentedVectors
 
 __all__ = [
@@ -100,13 +100,15 @@ def utcnow() -> datetime:
 _fsync_dir = fsync_dir  # a no-op on Windows, where a folder cannot be opened
 
 
-def _atomic_write_bytes(path: Path, data: bytes, *, durable: bool = True) -> None:
+def _atomic_write_bytes(path: Path, data: bytes, *, durable: bool = True, synced_with: list[Path] = ()) -> None:
+    """Write ``data`` to ``path`` atomically (temp name, rename); with ``durable`` the bytes are
+    fsynced before the rename and the folder after it. ``synced_with``: files (and folders) that
+    must be durable before the rename, fsynced together with the temp file."""
     tmp = path.with_name(f".{path.name}.{uuid.uuid4().hex[:8]}.tmp")
     with open(tmp, "wb") as fh:
         fh.write(data)
         fh.flush()
-        if durable:
-            os.fsync(fh.fileno())
+    fsync_paths([tmp, *synced_with] if durable else synced_with)
     os.replace(tmp, path)
     if durable:
         _fsync_dir(path.parent)
@@ -121,12 +123,13 @@ def _write_parquet(frame: pl.DataFrame, path: Path, *, durable: bool = True) -> 
     os.replace(tmp, path)
 
 
-def _write_npy(array: np.ndarray, path: Path) -> None:
+def _write_npy(array: np.ndarray, path: Path, *, durable: bool = True) -> None:
     tmp = path.with_name(f".{path.name}.tmp")
     with open(tmp, "wb") as fh:
         np.save(fh, array, allow_pickle=False)
         fh.flush()
-        os.fsync(fh.fileno())
+        if durable:
+            os.fsync(fh.fileno())
     os.replace(tmp, path)
 
 
@@ -487,7 +490,9 @@ class Bank:
         self._manifest: dict = {}
         self._changed_outside: dict = {}
         self._ids: _EntryIds | None = None
-        self._seg_rows: dict[str, int] = {}
+        self._seg_rows: dict[str, int] = {}  # rows of the table segments seen (written or counted)
+        self._safe: set[str] = set()  # segment names checked by ``inside`` (names never change meaning)
+        self._written: dict[str, pl.DataFrame] = {}  # the segments of the commit in flight
         #: how often the entry-id set was built from the whole id column and grown by appended rows
         self.id_set_counts = {"built": 0, "grown": 0}
         self.reload()
@@ -525,7 +530,9 @@ class Bank:
             cache = self._caches[table]
             if cache.frame is None:
                 for name in segs:
-                    inside(self.path, name)  # an unsafe path is refused at open, read or not
+                    if name not in self._seg_rows and name not in self._safe:
+                        inside(self.path, name)  # an unsafe path is refused at open, read or not
+                        self._safe.add(name)
                 continue  # read when first asked for (:meth:`_frame`): a query never reads events
             if segs == cache.segments:
                 continue
@@ -572,15 +579,27 @@ class Bank:
             if keyed:
                 base = base.with_columns(pl.lit(0, pl.Int64).alias(_SEQ), pl.lit(False).alias(_DELETED))
             return base, False, False
-        parts = [pl.read_parquet(inside(self.path, n)) for n in names]
+        # a segment this process just committed is taken as written, not read back
+        parts = [self._written.pop(n) if n in self._written else pl.read_parquet(inside(self.path, n)) for n in names]
         new = pl.concat(parts, how="diagonal_relaxed") if len(parts) > 1 else parts[0]
         if frame is None:
             return (_merge_keyed(None, new, KEYS[table]) if keyed else new), False, False
         if keyed:
-            if _only_fresh_keys(frame, new, KEYS[table]):
+            if self._fresh_entries(table, frame, new) or _only_fresh_keys(frame, new, KEYS[table]):
                 return pl.concat([frame, new], how="diagonal_relaxed"), True, True
             return _merge_keyed(frame, new, KEYS[table]), False, not new[_DELETED].any()
         return pl.concat([frame, new], how="diagonal_relaxed"), True, True
+
+    def _fresh_entries(self, table: str, frame: pl.DataFrame, new: pl.DataFrame) -> bool:
+        """True when ``new`` only adds entries to ``frame``, told by the entry-id set when it is
+        current for ``frame`` (no scan of the id column); False when it cannot tell."""
+        known = self._ids
+        if table != "entries" or known is None or known.mark != (self._caches["entries"].key_epoch, frame.height):
+            return False
+        if new.height > 64 or new[_DELETED].any():
+            return False
+        ids = new["id"].to_list()
+        return len(set(ids)) == len(ids) and all(isinstance(i, str) and i not in known for i in ids)
 
     def _files_changed_outside(self, manifest: dict) -> dict:
         """Files whose size or mtime differ from what their commit recorded: rewritten by another
@@ -1155,14 +1174,22 @@ class Bank:
         manifest = json.loads(json.dumps(self._manifest))
         seq = int(manifest.get("version", 0)) + 1
         tag = f"{seq:08d}-{uuid.uuid4().hex[:6]}"
+        self._written = {}
+        # every segment file is written (temp name, rename) first and fsynced, with its folder,
+        # together with the next manifest's temp file, before that file is renamed into place: the
+        # guarantee of an fsync per file (no manifest names a file whose bytes or folder entry could
+        # be lost), at the cost of about one fsync
+        synced: list[Path] = []
         for table in TABLES:
             frame = self._segment_frame(table, changes, seq)
             if frame is None or frame.height == 0:
                 continue
             rel = f"tables/{table}/{tag}.parquet"
             (self.path / "tables" / table).mkdir(parents=True, exist_ok=True)
-            _write_parquet(frame, self.path / rel, durable=durable)
+            _write_parquet(frame, self.path / rel, durable=False)
+            synced += [self.path / rel, self.path / "tables" / table] if durable else []
             self._seg_rows[rel] = frame.height
+            self._written[rel] = frame
             manifest["tables"].setdefault(table, []).append(rel)
         if changes.vectors is not None:
             ids, data, embedder, hashes = VectorRows(*changes.vectors)
@@ -1176,25 +1203,30 @@ class Bank:
                     f"re-embed the whole bank with `kb embed PATH --embedder {embedder} --rebuild`"
                 )
             info["embedder"] = embedder
-            info["segments"].append(self._write_vector_segment(tag, ids, data, hashes))
+            seg = self._write_vector_segment(tag, ids, data, hashes, durable=False)
+            info["segments"].append(seg)
+            synced += [self.path / seg[k] for k in ("data", "ids", "hashes") if seg.get(k)] + [self.path / "vectors"]
         if changes.settings:
             manifest.setdefault("settings", {}).update(changes.settings)
         manifest["version"] = seq
         manifest["committed_at"] = utcnow().isoformat()
         manifest["commit"] = {"actor": actor, "reason": reason}
         manifest["usage_merged"] = [p.name for p in getattr(self, "_claimed", [])]
-        self._swap_manifest(manifest, durable=durable)
+        try:
+            self._swap_manifest(manifest, durable=durable, synced_with=synced)
+        finally:
+            self._written = {}
         self._maybe_merge_tail()
 
-    def _write_vector_segment(self, tag: str, ids, data, hashes) -> dict:
+    def _write_vector_segment(self, tag: str, ids, data, hashes, *, durable: bool = True) -> dict:
         (self.path / "vectors").mkdir(exist_ok=True)
         seg = {"data": f"vectors/{tag}.npy", "ids": f"vectors/{tag}.ids.npy", "rows": int(len(ids))}
         dtype = VECTOR_DTYPES.get(str(self.settings.get("vector_dtype", DEFAULT_VECTOR_DTYPE)), np.float16)
-        _write_npy(np.ascontiguousarray(data, dtype=dtype), self.path / seg["data"])
-        _write_npy(np.asarray(ids, dtype="U8"), self.path / seg["ids"])
+        _write_npy(np.ascontiguousarray(data, dtype=dtype), self.path / seg["data"], durable=durable)
+        _write_npy(np.asarray(ids, dtype="U8"), self.path / seg["ids"], durable=durable)
         if hashes is not None:
             seg["hashes"] = f"vectors/{tag}.hashes.npy"
-            _write_npy(np.asarray(hashes, dtype=np.uint64), self.path / seg["hashes"])
+            _write_npy(np.asarray(hashes, dtype=np.uint64), self.path / seg["hashes"], durable=durable)
         return seg
 
     def _segment_frame(self, table: str, changes: Plan, seq: int) -> pl.DataFrame | None:
@@ -1212,7 +1244,7 @@ class Bank:
             return None
         return pl.concat(parts, how="diagonal_relaxed").with_columns(pl.lit(seq, pl.Int64).alias(_SEQ))
 
-    def _swap_manifest(self, manifest: dict, *, durable: bool = True) -> None:
+    def _swap_manifest(self, manifest: dict, *, durable: bool = True, synced_with: list[Path] = ()) -> None:
         """Commit ``manifest``: record the digest of every file it newly names, the files it retires
         (kept for a grace period so open snapshots stay readable), write it atomically (the commit
         point) and keep a copy in the manifest history."""
@@ -1230,7 +1262,7 @@ class Bank:
         manifest["retired"] = retired
         # one line, by the C encoder (an indented dump runs the pure-Python one: ~10x the time)
         data = json.dumps(manifest, separators=(",", ":")).encode()
-        _atomic_write_bytes(self.path / "manifest.json", data, durable=durable)
+        _atomic_write_bytes(self.path / "manifest.json", data, durable=durable, synced_with=synced_with)
         try:
             write_history(self.path, manifest, data)
         except OSError:

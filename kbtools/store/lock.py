@@ -36,7 +36,7 @@ try:  # not on Windows: ``import kbtools`` must work there all the same
 except ImportError:  # pragma: no cover - exercised by forcing the portable backend
     fcntl = None  # type: ignore[assignment]
 
-__all__ = ["flock_file", "lock_backend", "holder_text", "storage_errors", "fsync_dir"]
+__all__ = ["flock_file", "lock_backend", "holder_text", "storage_errors", "fsync_dir", "fsync_paths"]
 
 
 def lock_backend() -> str:
@@ -138,6 +138,43 @@ def _portable(path: Path, *, timeout: float, actor: str | None, busy: Callable[[
         with contextlib.suppress(OSError):
             sidecar.write_text("", encoding="utf-8")
         lock.release()
+
+
+_SYNC_POOL = None
+
+
+def fsync_paths(paths) -> None:
+    """fsync every file and folder in ``paths`` at once (a thread each, joined before returning;
+    a folder is skipped where folders cannot be opened). Concurrent fsyncs share the file system's
+    journal commits: five files cost about one fsync instead of five, more so on a busy disk. Raises
+    the first OSError after all have finished.
+
+    >>> import tempfile, pathlib
+    >>> d = pathlib.Path(tempfile.mkdtemp()); _ = (d / "a").write_text("x")
+    >>> fsync_paths([d / "a", d])
+    """
+    global _SYNC_POOL
+    paths = [Path(p) for p in paths if os.name != "nt" or not Path(p).is_dir()]
+    if len(paths) <= 1:
+        for p in paths:
+            _fsync_one(p)
+        return
+    if _SYNC_POOL is None:
+        from concurrent.futures import ThreadPoolExecutor
+
+        _SYNC_POOL = ThreadPoolExecutor(max_workers=8, thread_name_prefix="kb-fsync")
+    errors = [f.exception() for f in [_SYNC_POOL.submit(_fsync_one, p) for p in paths]]
+    for err in errors:
+        if err is not None:
+            raise err
+
+
+def _fsync_one(path: Path) -> None:
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
 
 
 def fsync_dir(path: Path) -> None:
