@@ -492,6 +492,7 @@ class Bank:
         self._ids: _EntryIds | None = None
         self._seg_rows: dict[str, int] = {}  # rows of the table segments seen (written or counted)
         self._safe: set[str] = set()  # segment names checked by ``inside`` (names never change meaning)
+        self._checked_files: set[str] = set()  # files found as their commit recorded them
         self._written: dict[str, pl.DataFrame] = {}  # the segments of the commit in flight
         #: how often the entry-id set was built from the whole id column and grown by appended rows
         self.id_set_counts = {"built": 0, "grown": 0}
@@ -603,16 +604,28 @@ class Bank:
 
     def _files_changed_outside(self, manifest: dict) -> dict:
         """Files whose size or mtime differ from what their commit recorded: rewritten by another
-        tool. Their stat goes into every fingerprint, so no cache built before is used again."""
+        tool. Their stat goes into every fingerprint, so no cache built before is used again.
+
+        A file found as recorded is not looked at again by this open bank (segments are immutable:
+        a reload stats only the files it has not checked yet, not every file of the bank); a bank
+        opened later checks them all, so no cache it finds on disk was built over changed bytes."""
         out = {}
         root = os.fspath(self.path)
-        for rel, (size, mtime_ns, _) in (manifest.get("files") or {}).items():
+        files = manifest.get("files") or {}
+        checked = self._checked_files
+        if len(checked) > 2 * len(files) + 64:
+            checked.intersection_update(files)
+        for rel, (size, mtime_ns, _) in files.items():
+            if rel in checked:
+                continue
             try:
                 st = os.stat(os.path.join(root, rel))
             except OSError:
                 continue
             if st.st_size != size or st.st_mtime_ns != mtime_ns:
                 out[rel] = [st.st_size, st.st_mtime_ns]
+            else:
+                checked.add(rel)
         return out
 
     @property
