@@ -326,9 +326,9 @@ class _EntryIds:
             return True
         if not _HEX_ID.fullmatch(eid):
             return False
-        code = int(eid, 16)
-        at = int(np.searchsorted(self.codes, code))
-        return at < len(self.codes) and int(self.codes[at]) == code
+        code = np.uint32(int(eid, 16))  # the array's own type: no cast of the whole array
+        at = int(self.codes.searchsorted(code))
+        return at < len(self.codes) and self.codes[at] == code
 
     def nbytes(self) -> int:
         """Memory held, roughly (the array plus ~100 bytes per id waiting in a set)."""
