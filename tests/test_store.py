@@ -222,3 +222,14 @@ def test_a_tail_merge_rewrites_only_the_small_segments(tmp_path):
     assert after_three[:2] == after_two  # the base and the big merged segment were not rewritten
     assert [pl.read_parquet(bank.path / s).height for s in after_three[2:]] == [step]
     assert kb.open_bank(bank.path).entries.height == 1 + 3 * step
+
+
+def test_fsync_paths_syncs_files_and_folders_together_and_reports_a_failure(tmp_path):
+    from kbtools.store.lock import fsync_paths
+
+    files = [tmp_path / f"f{i}" for i in range(5)]
+    for f in files:
+        f.write_bytes(b"x" * 100)
+    fsync_paths([*files, tmp_path])  # all at once, folders included
+    with pytest.raises(FileNotFoundError):
+        fsync_paths([*files, tmp_path / "gone"])  # every fsync is joined, then the failure raised

@@ -170,7 +170,8 @@ def fsync_paths(paths) -> None:
 
 
 def _fsync_one(path: Path) -> None:
-    fd = os.open(path, os.O_RDONLY)
+    # a file is opened for writing (Windows flushes only a handle that may write), a folder for reading
+    fd = os.open(path, os.O_RDONLY if path.is_dir() else os.O_RDWR | getattr(os, "O_BINARY", 0))
     try:
         os.fsync(fd)
     finally:
