@@ -179,6 +179,25 @@ def _tail_start(rows: list[int], tail: int, most: int) -> int | None:
     return start if len(rows) - start > tail else None
 
 
+def _manifest_copy(manifest: dict) -> dict:
+    """A copy of ``manifest`` that a commit may change (its segment lists, vector info and settings
+    are new objects; the files it records are replaced, never changed): without a JSON round trip,
+    whose cost grows with every segment the manifest names.
+
+    >>> m = {"tables": {"entries": ["a"]}, "vectors": {"segments": [{"data": "v"}]}, "settings": {}}
+    >>> c = _manifest_copy(m); c["tables"]["entries"].append("b"); c["vectors"]["segments"].append({})
+    >>> m["tables"]["entries"], len(m["vectors"]["segments"])
+    (['a'], 1)
+    """
+    out = dict(manifest)
+    out["tables"] = {t: list(segs) for t, segs in (manifest.get("tables") or {}).items()}
+    if isinstance(manifest.get("vectors"), dict):
+        vectors = out["vectors"] = dict(manifest["vectors"])
+        vectors["segments"] = [dict(seg) for seg in vectors.get("segments", [])]
+    out["settings"] = dict(manifest.get("settings") or {})
+    return out
+
+
 # ---------------------------------------------------------------------------------------------
 # the lock
 
@@ -239,6 +258,29 @@ def _merge_keyed(current: pl.DataFrame | None, new: pl.DataFrame, keys: tuple[st
     kept = cur.join(new.select(keys), on=list(keys), how="anti", nulls_equal=True)
     merged = pl.concat([kept, new], how="diagonal_relaxed").sort("_pos").drop("_pos")
     return merged.filter(~pl.col(_DELETED))
+
+
+#: An appended frame keeps at most this many chunks: past it, the chunks after the first are joined.
+MAX_CHUNKS = 32
+
+
+def _append_rows(frame: pl.DataFrame, new: pl.DataFrame) -> pl.DataFrame:
+    """``frame`` with the rows of ``new`` at its end, its chunks kept few: every append adds a
+    chunk, and an operation over a frame costs per chunk, so past :data:`MAX_CHUNKS` the rows after
+    the first chunk (what was appended since the table was read) are joined into one chunk; the
+    first chunk, the bulk of the table, is never copied.
+
+    >>> f = pl.DataFrame({"a": [1, 2]})
+    >>> for i in range(40):
+    ...     f = _append_rows(f, pl.DataFrame({"a": [i]}))
+    >>> f.height, f.n_chunks() <= MAX_CHUNKS
+    (42, True)
+    """
+    out = frame.vstack(new) if new.schema == frame.schema else pl.concat([frame, new], how="diagonal_relaxed")
+    if out.width and out.n_chunks() > MAX_CHUNKS:
+        first = out.get_column(out.columns[0]).chunk_lengths()[0]
+        out = pl.concat([out.slice(0, first), out.slice(first).rechunk()], how="vertical", rechunk=False)
+    return out
 
 
 def _project(frame: pl.DataFrame, columns) -> pl.DataFrame:
@@ -587,9 +629,9 @@ class Bank:
             return (_merge_keyed(None, new, KEYS[table]) if keyed else new), False, False
         if keyed:
             if self._fresh_entries(table, frame, new) or _only_fresh_keys(frame, new, KEYS[table]):
-                return pl.concat([frame, new], how="diagonal_relaxed"), True, True
+                return _append_rows(frame, new), True, True
             return _merge_keyed(frame, new, KEYS[table]), False, not new[_DELETED].any()
-        return pl.concat([frame, new], how="diagonal_relaxed"), True, True
+        return _append_rows(frame, new), True, True
 
     def _fresh_entries(self, table: str, frame: pl.DataFrame, new: pl.DataFrame) -> bool:
         """True when ``new`` only adds entries to ``frame``, told by the entry-id set when it is
@@ -1184,7 +1226,7 @@ class Bank:
             return changes
 
     def _commit(self, changes: Plan, *, durable: bool = True, actor: str | None = None, reason: str | None = None) -> None:
-        manifest = json.loads(json.dumps(self._manifest))
+        manifest = _manifest_copy(self._manifest)
         seq = int(manifest.get("version", 0)) + 1
         tag = f"{seq:08d}-{uuid.uuid4().hex[:6]}"
         self._written = {}
@@ -1269,8 +1311,10 @@ class Bank:
         manifest["files"] = known
         now = time.time()
         root = os.fspath(self.path)
+        # kept while the file is there; only those retired before the sweep's grace period can
+        # have been swept, so only those are looked for (not every retired file on every commit)
         retired = {k: v for k, v in (old.get("retired") or {}).items()
-                   if k not in names and os.path.exists(os.path.join(root, k))}
+                   if k not in names and (now - float(v) < SWEEP_AGE_S or os.path.exists(os.path.join(root, k)))}
         retired.update({k: now for k in set(manifest_files(old)) - names})
         manifest["retired"] = retired
         # one line, by the C encoder (an indented dump runs the pure-Python one: ~10x the time)
@@ -1391,17 +1435,19 @@ class Bank:
         for folder in folders:
             if folder.is_symlink() or not folder.is_dir() or folder.parent.is_symlink():
                 continue
-            for f in folder.iterdir():
-                rel = f"{folder.relative_to(self.path).as_posix()}/{f.name}"
-                if rel in referenced or f.is_symlink() or not f.is_file():
-                    continue
-                try:
-                    since = retired.get(rel, f.stat().st_mtime)
-                    if now - float(since) >= age:
-                        f.unlink()
-                        removed += 1
-                except FileNotFoundError:
-                    pass
+            prefix = folder.relative_to(self.path).as_posix() + "/"
+            with os.scandir(folder) as listing:  # names and types without a Path per file
+                for f in listing:
+                    rel = prefix + f.name
+                    if rel in referenced or f.is_symlink() or not f.is_file(follow_symlinks=False):
+                        continue
+                    try:
+                        since = retired.get(rel, f.stat(follow_symlinks=False).st_mtime)
+                        if now - float(since) >= age:
+                            os.unlink(f.path)
+                            removed += 1
+                    except FileNotFoundError:
+                        pass
         for tmp in temp_files(self.path):
             try:
                 if now - tmp.stat().st_mtime >= age:
