@@ -628,17 +628,20 @@ class Bank:
         if frame is None:
             return (_merge_keyed(None, new, KEYS[table]) if keyed else new), False, False
         if keyed:
-            if self._fresh_entries(table, frame, new) or _only_fresh_keys(frame, new, KEYS[table]):
+            fresh = self._fresh_entries(table, frame, new)
+            if fresh is None:
+                fresh = _only_fresh_keys(frame, new, KEYS[table])
+            if fresh:
                 return _append_rows(frame, new), True, True
             return _merge_keyed(frame, new, KEYS[table]), False, not new[_DELETED].any()
         return _append_rows(frame, new), True, True
 
-    def _fresh_entries(self, table: str, frame: pl.DataFrame, new: pl.DataFrame) -> bool:
-        """True when ``new`` only adds entries to ``frame``, told by the entry-id set when it is
-        current for ``frame`` (no scan of the id column); False when it cannot tell."""
+    def _fresh_entries(self, table: str, frame: pl.DataFrame, new: pl.DataFrame) -> bool | None:
+        """Whether ``new`` only adds entries to ``frame``, told by the entry-id set when it is
+        current for ``frame`` (no scan of the id column); None when it cannot tell."""
         known = self._ids
         if table != "entries" or known is None or known.mark != (self._caches["entries"].key_epoch, frame.height):
-            return False
+            return None
         if new.height > 64 or new[_DELETED].any():
             return False
         ids = new["id"].to_list()
