@@ -233,3 +233,4 @@ def test_fsync_paths_syncs_files_and_folders_together_and_reports_a_failure(tmp_
     fsync_paths([*files, tmp_path])  # all at once, folders included
     with pytest.raises(FileNotFoundError):
         fsync_paths([*files, tmp_path / "gone"])  # every fsync is joined, then the failure raised
+

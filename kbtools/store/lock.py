@@ -140,7 +140,7 @@ def _portable(path: Path, *, timeout: float, actor: str | None, busy: Callable[[
         lock.release()
 
 
-_SYNC_POOL = None
+_SYNC_POOL: tuple | None = None  # (pid, executor): a forked child makes its own (threads do not fork)
 
 
 def fsync_paths(paths) -> None:
@@ -159,11 +159,12 @@ def fsync_paths(paths) -> None:
         for p in paths:
             _fsync_one(p)
         return
-    if _SYNC_POOL is None:
+    if _SYNC_POOL is None or _SYNC_POOL[0] != os.getpid():
         from concurrent.futures import ThreadPoolExecutor
 
-        _SYNC_POOL = ThreadPoolExecutor(max_workers=8, thread_name_prefix="kb-fsync")
-    errors = [f.exception() for f in [_SYNC_POOL.submit(_fsync_one, p) for p in paths]]
+        _SYNC_POOL = (os.getpid(), ThreadPoolExecutor(max_workers=8, thread_name_prefix="kb-fsync"))
+    pool = _SYNC_POOL[1]
+    errors = [f.exception() for f in [pool.submit(_fsync_one, p) for p in paths]]
     for err in errors:
         if err is not None:
             raise err
