@@ -536,6 +536,8 @@ class Bank:
         self._safe: set[str] = set()  # segment names checked by ``inside`` (names never change meaning)
         self._checked_files: set[str] = set()  # files found as their commit recorded them
         self._written: dict[str, pl.DataFrame] = {}  # the segments of the commit in flight
+        self._manifest_raw: bytes = b""  # the bytes of manifest.json this snapshot was loaded from
+        self._fingerprints: dict[tuple, str] = {}  # fingerprint() of this snapshot, by what it is on
         #: how often the entry-id set was built from the whole id column and grown by appended rows
         self.id_set_counts = {"built": 0, "grown": 0}
         self.reload()
@@ -551,8 +553,11 @@ class Bank:
         """
         for attempt in range(5):
             try:
-                manifest = _read_json(self.path / "manifest.json")
-                self._load(manifest)
+                with open(self.path / "manifest.json", "rb") as fh:
+                    raw = fh.read()
+                if raw != self._manifest_raw:  # the same bytes: the same version, nothing to do
+                    self._load(json.loads(raw))
+                    self._manifest_raw = raw
                 self._read_usage_logs()
                 return self
             except FileNotFoundError:
@@ -590,6 +595,8 @@ class Bank:
                 cache.key_epoch = next(_EPOCHS)
             cache.segments, cache.frame = segs, frame
         self._manifest = manifest
+        self._manifest_raw = b""
+        self._fingerprints = {}
         self._changed_outside = (self._files_changed_outside(manifest) if changed_outside is None
                                  else changed_outside)
 
@@ -725,6 +732,10 @@ class Bank:
         >>> len(create_bank(pathlib.Path(tempfile.mkdtemp()) / "b").fingerprint(("entries",)))
         16
         """
+        key = (tuple(on), self._usage_log[0] if "usage-log" in on else None)
+        memo = self._fingerprints.get(key)
+        if memo is not None:
+            return memo
         parts = []
         for name in on:
             if name == "vectors":
@@ -734,7 +745,8 @@ class Bank:
             else:
                 parts.append(self._manifest["tables"].get(name, []))
         parts.append(sorted(self._changed_outside.items()))
-        return hashlib.sha256(json.dumps(parts).encode()).hexdigest()[:16]
+        memo = self._fingerprints[key] = hashlib.sha256(json.dumps(parts).encode()).hexdigest()[:16]
+        return memo
 
     def derived(self, name: str, build: Callable[..., object], *, on: tuple[str, ...] = TABLES,
                 grow: bool = False) -> object:
@@ -1323,6 +1335,7 @@ class Bank:
         # one line, by the C encoder (an indented dump runs the pure-Python one: ~10x the time)
         data = json.dumps(manifest, separators=(",", ":")).encode()
         _atomic_write_bytes(self.path / "manifest.json", data, durable=durable, synced_with=synced_with)
+        self._manifest_raw = b""  # set once this process has loaded what it wrote
         try:
             write_history(self.path, manifest, data)
         except OSError:
@@ -1330,6 +1343,7 @@ class Bank:
         # the files this commit names anew were just written and recorded: only the others can
         # have been changed outside, and those were checked when this commit re-read the manifest
         self._load(manifest, {k: v for k, v in self._changed_outside.items() if k in names})
+        self._manifest_raw = data
 
     # -- compaction -------------------------------------------------------------------------
 
