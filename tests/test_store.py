@@ -140,3 +140,97 @@ def test_rows_keep_their_place_when_updated(bank):
     assert again.entries.filter(pl.col("id") == ids[2])["title"][0] == f"t{TAIL_SEGMENTS + 1}"
     bank.compact()
     assert kb.open_bank(bank.path).entries["id"].to_list() == want
+
+
+# ------------------------------------------------------------------ the entry-id set of an open bank
+
+
+def _id_bank(tmp_path, n=40):
+    bank = kb.create_bank(tmp_path / "ids", settings={"auto_link": False})
+    return bank, [kb.report_learning(bank, content=f"Id set fact number {i}.", actor="t") for i in range(n)]
+
+
+def test_the_entry_id_set_grows_on_append_without_a_rebuild(tmp_path):
+    bank, ids = _id_bank(tmp_path)
+    assert all(bank.has_entry(i) for i in ids)
+    built = bank.id_set_counts["built"]
+    added = [kb.report_learning(bank, content=f"Appended fact {i}.", actor="t") for i in range(20)]
+    assert bank.id_set_counts["built"] == built  # every add grew the set: none rebuilt it
+    assert bank.id_set_counts["grown"] >= 20
+    assert all(bank.has_entry(i) for i in ids + added)
+    assert not bank.has_entry("0badf00d") and not bank.has_entry("not-an-id")
+    kb.update_entry(bank, added[0], useful_for="an update keeps every id", actor="t", reason="test")
+    assert bank.has_entry(added[0]) and bank.id_set_counts["built"] == built  # no id left: still grown
+
+
+def test_the_entry_id_set_sees_another_process_append_and_forgets_a_deleted_id(tmp_path):
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    bank, ids = _id_bank(tmp_path)
+    assert bank.has_entry(ids[0])
+    built = bank.id_set_counts["built"]
+    script = ("import kbtools as kb, sys; b = kb.open_bank(sys.argv[1]); "
+              "print(kb.report_learning(b, content='Written by another process.', actor='other'))")
+    env = {"PYTHONPATH": str(Path(__file__).resolve().parents[1]), "PATH": "/usr/bin:/bin"}
+    other = subprocess.run([sys.executable, "-c", script, str(bank.path)], capture_output=True, text=True,
+                           env=env, check=True, timeout=300).stdout.strip()
+    assert not bank.has_entry(other)  # this snapshot is older than the other write
+    bank.reload()
+    assert bank.has_entry(other) and bank.id_set_counts["built"] == built  # grown from the appended rows
+    kb.delete_entry(bank, ids[3], reason="test", actor="t")
+    assert not bank.has_entry(ids[3]) and bank.has_entry(ids[4])
+    assert bank.id_set_counts["built"] == built + 1  # a delete rebuilds the set
+    fresh = kb.open_bank(bank.path)
+    assert not fresh.has_entry(ids[3]) and fresh.has_entry(other)
+    with pytest.raises(kb.EntryNotFound, match=ids[3]):
+        bank.require_entries([ids[4], ids[3]], where="test")
+    bank.compact()
+    assert not bank.has_entry(ids[3]) and all(bank.has_entry(i) for i in ids if i != ids[3])
+
+
+def test_the_entry_id_set_folds_its_recent_ids_and_keeps_foreign_ids():
+    from kbtools.store.bank import _EntryIds
+
+    rng = np.random.default_rng(3)
+    codes = rng.choice(2**32, size=10_000, replace=False)
+    ids = [f"{c:08x}" for c in codes]
+    known = _EntryIds(pl.Series(ids[:5000] + ["IMPORTED-1"]), (1, 5001))
+    known.grow(pl.Series(ids[5000:]), (1, 10_001))  # more than FOLD_AT: folded into the array
+    assert len(known.recent) == 0 and len(known.codes) == 10_000
+    assert all(i in known for i in ids) and "IMPORTED-1" in known
+    assert known.nbytes() < 10_000 * 5  # 4 bytes an id
+    others = [f"{c:08x}" for c in rng.choice(2**32, size=2000) if f"{c:08x}" not in set(ids)]
+    assert not any(i in known for i in others)
+    assert "FFFFFFFF" not in known and "" not in known  # upper case is another id
+
+
+def test_a_tail_merge_rewrites_only_the_small_segments(tmp_path):
+    """Merged segments grow like a binary counter: a merge leaves the base and every older merged
+    segment larger than what it merges alone (no write rewrites the whole table)."""
+    bank = kb.create_bank(tmp_path / "b", settings={"auto_link": False})
+    step = TAIL_SEGMENTS + 1
+    for i in range(1 + 2 * step):  # the base, then two merges of `step` small segments
+        kb.report_learning(bank, content=f"Ladder fact {i}.", actor="t")
+    after_two = bank.segment_files()["entries"]
+    rows = [pl.read_parquet(bank.path / s).height for s in after_two]
+    assert rows == [1, 2 * step]  # the second merge took the first merged segment in (same size)
+    for i in range(step):
+        kb.report_learning(bank, content=f"More ladder fact {i}.", actor="t")
+    after_three = bank.segment_files()["entries"]
+    assert after_three[:2] == after_two  # the base and the big merged segment were not rewritten
+    assert [pl.read_parquet(bank.path / s).height for s in after_three[2:]] == [step]
+    assert kb.open_bank(bank.path).entries.height == 1 + 3 * step
+
+
+def test_fsync_paths_syncs_files_and_folders_together_and_reports_a_failure(tmp_path):
+    from kbtools.store.lock import fsync_paths
+
+    files = [tmp_path / f"f{i}" for i in range(5)]
+    for f in files:
+        f.write_bytes(b"x" * 100)
+    fsync_paths([*files, tmp_path])  # all at once, folders included
+    with pytest.raises(FileNotFoundError):
+        fsync_paths([*files, tmp_path / "gone"])  # every fsync is joined, then the failure raised
+

@@ -27,6 +27,8 @@ SMALL_SHARD_BYTES = 1 << 20
 MERGE_SMALL = 32
 #: The hashes of each shard read by this process, with their sort order (shards are immutable).
 _KEYS: dict[Path, tuple[np.ndarray, np.ndarray]] = {}
+#: The shard list of each cache folder with the folder's (mtime, inode) it was listed at.
+_LISTED: dict[Path, tuple[tuple[int, int], list[Path]]] = {}
 
 
 def cache_root() -> Path:
@@ -43,9 +45,25 @@ class EmbeddingCache:
         self.enabled = os.environ.get("KBTOOLS_EMBED_CACHE", "1") != "0"
 
     def _shards(self) -> list[Path]:
-        if not self.folder.is_dir():
+        """The shards, oldest first; listed again only when the folder changed (its mtime), so a
+        look-up per write does not list and stat every shard."""
+        try:
+            st = os.stat(self.folder)
+        except OSError:
             return []
-        return sorted(self.folder.glob("*.hashes.npy"), key=lambda p: p.stat().st_mtime)
+        key = (st.st_mtime_ns, st.st_ino)
+        memo = _LISTED.get(self.folder)
+        if memo is not None and memo[0] == key:
+            return memo[1]
+        shards = []
+        for p in self.folder.glob("*.hashes.npy"):
+            try:
+                shards.append((p.stat().st_mtime, p))
+            except OSError:
+                continue  # removed by another process's trim meanwhile
+        listed = [p for _, p in sorted(shards, key=lambda t: t[0])]
+        _LISTED[self.folder] = (key, listed)
+        return listed
 
     def _keys(self, shard: Path) -> tuple[np.ndarray, np.ndarray]:
         """A shard's hashes and their sort order, read once per process (shards never change)."""
@@ -96,6 +114,7 @@ class EmbeddingCache:
                 with open(tmp, "wb") as fh:
                     np.save(fh, arr)
                 os.replace(tmp, self.folder / f"{tag}{suffix}")
+            _LISTED.pop(self.folder, None)  # a change within the folder's mtime tick: list again
             self._merge_small()
             self._trim()
         except OSError:
@@ -130,6 +149,7 @@ class EmbeddingCache:
             _KEYS.pop(sh, None)
             for p in (sh, sh.with_name(sh.name.replace(".hashes.npy", ".vectors.npy"))):
                 p.unlink(missing_ok=True)
+        _LISTED.pop(self.folder, None)
 
     def _trim(self) -> None:
         shards = self._shards()
@@ -140,4 +160,5 @@ class EmbeddingCache:
                 break
             for p in (shard, shard.with_name(shard.name.replace(".hashes.npy", ".vectors.npy"))):
                 p.unlink(missing_ok=True)
+            _LISTED.pop(self.folder, None)
             total -= size

@@ -36,7 +36,7 @@ try:  # not on Windows: ``import kbtools`` must work there all the same
 except ImportError:  # pragma: no cover - exercised by forcing the portable backend
     fcntl = None  # type: ignore[assignment]
 
-__all__ = ["flock_file", "lock_backend", "holder_text", "storage_errors", "fsync_dir"]
+__all__ = ["flock_file", "lock_backend", "holder_text", "storage_errors", "fsync_dir", "fsync_paths"]
 
 
 def lock_backend() -> str:
@@ -138,6 +138,45 @@ def _portable(path: Path, *, timeout: float, actor: str | None, busy: Callable[[
         with contextlib.suppress(OSError):
             sidecar.write_text("", encoding="utf-8")
         lock.release()
+
+
+_SYNC_POOL: tuple | None = None  # (pid, executor): a forked child makes its own (threads do not fork)
+
+
+def fsync_paths(paths) -> None:
+    """fsync every file and folder in ``paths`` at once (a thread each, joined before returning;
+    a folder is skipped where folders cannot be opened). Concurrent fsyncs share the file system's
+    journal commits: five files cost about one fsync instead of five, more so on a busy disk. Raises
+    the first OSError after all have finished.
+
+    >>> import tempfile, pathlib
+    >>> d = pathlib.Path(tempfile.mkdtemp()); _ = (d / "a").write_text("x")
+    >>> fsync_paths([d / "a", d])
+    """
+    global _SYNC_POOL
+    paths = [Path(p) for p in paths if os.name != "nt" or not Path(p).is_dir()]
+    if len(paths) <= 1:
+        for p in paths:
+            _fsync_one(p)
+        return
+    if _SYNC_POOL is None or _SYNC_POOL[0] != os.getpid():
+        from concurrent.futures import ThreadPoolExecutor
+
+        _SYNC_POOL = (os.getpid(), ThreadPoolExecutor(max_workers=8, thread_name_prefix="kb-fsync"))
+    pool = _SYNC_POOL[1]
+    errors = [f.exception() for f in [pool.submit(_fsync_one, p) for p in paths]]
+    for err in errors:
+        if err is not None:
+            raise err
+
+
+def _fsync_one(path: Path) -> None:
+    # a file is opened for writing (Windows flushes only a handle that may write), a folder for reading
+    fd = os.open(path, os.O_RDONLY if path.is_dir() else os.O_RDWR | getattr(os, "O_BINARY", 0))
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
 
 
 def fsync_dir(path: Path) -> None:
