@@ -129,3 +129,18 @@ def test_the_embedding_cache_keeps_few_shards_under_single_entry_writes(tmp_path
     assert len(list((tmp_path / "vectors" / "test-embedder").glob("*.hashes.npy"))) < MERGE_SMALL
     found, vecs = cache.get(np.arange(3 * MERGE_SMALL, dtype=np.uint64))
     assert found.all() and vecs[:, 0, 0].tolist() == list(range(3 * MERGE_SMALL))
+
+
+def test_a_fresh_process_after_writes_grows_the_cached_index_instead_of_rebuilding(bank):
+    kb.query(bank, "warm the index", record_usage=False)  # builds the index and writes its cache file
+    new = kb.report_learning(bank, content="The zyxel quokka retention window is nine days.", actor="a", link=False)
+    gone = bank.entries["id"][5]
+    kb.update_entry(bank, gone, status="archived", actor="a")
+    builds = VectorIndex.builds
+    fresh = kb.open_bank(bank.path, readonly=True)  # another process: only the file on disk
+    idx = bank_index(fresh)
+    assert VectorIndex.builds == builds, "the cached index was rebuilt instead of grown"
+    live = set(idx.live_ids().tolist())
+    assert new in live and gone not in live and idx.n_dead == 1  # masked in place
+    assert idx.size == fresh.entries.filter(pl.col("status") == "active").height
+    assert new in kb.query(fresh, "zyxel quokka retention window", k=8, record_usage=False).ids()

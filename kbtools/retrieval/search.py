@@ -139,6 +139,8 @@ def bank_index(bank: Bank, *, kind: str = "auto", weights: Mapping[str, float] |
         idx = _appended(prior, bank, segs, weights)
         if idx is None and prior is None:
             idx = _cached_index(bank, kind, fp)
+            if idx is None:  # a cache file of an earlier snapshot: grown below, not rebuilt
+                prior = _earlier_cached_index(bank, kind, weights, segs)
         # every other read of the vectors streams blocks from the memory-mapped segments (never joined)
         blocks = bank.vector_blocks(ids=bank.entries.filter(pl.col("status") == "active")["id"])
         if idx is None and prior is not None:
@@ -150,7 +152,8 @@ def bank_index(bank: Bank, *, kind: str = "auto", weights: Mapping[str, float] |
             idx = VectorIndex.build_blocks(blocks.ids, lambda: (combine(d, weights) for _, d in blocks),
                                            dim=blocks.shape[2], kind=kind, threads=_build_threads(len(blocks.ids)))
             if len(blocks.ids) >= 5000:  # small indexes build faster than they load
-                bank.write_cache_file(f"index-{kind}.kbx", fp, idx.write)
+                bank.write_cache_file(f"index-{kind}.kbx", fp, idx.write,
+                                      meta=_cache_meta(bank, kind, weights, segs))
         idx.fingerprint = fp
         idx.segments = segs
         idx.mark = mark
@@ -193,6 +196,33 @@ def _cached_index(bank: Bank, kind: str, fp: str) -> VectorIndex | None:
         return VectorIndex.read(path, kind=kind, fingerprint=fp)
     except Exception:  # noqa: BLE001 - a cache that does not load is rebuilt
         return None
+
+
+def _cache_meta(bank: Bank, kind: str, weights, segs: list) -> dict:
+    """What an index cache file was built from, beyond its snapshot's fingerprint: a later snapshot
+    with the same embedder, weights and kind, whose vector segments start with these, can grow it."""
+    return {"embedder": bank.embedder_name, "weights": _weights_key(weights), "kind": kind, "segments": list(segs)}
+
+
+def _earlier_cached_index(bank: Bank, kind: str, weights, segs: list) -> VectorIndex | None:
+    """The index cached for an earlier snapshot of this bank (entries changed since: linked, added,
+    deleted; or vectors appended), read from its file to be grown in place by ``_grown`` (a fresh
+    process after a write reads the new rows only, instead of rebuilding a million-entry index);
+    None when there is none or it was built from other vectors, weights or kind."""
+    found = bank.cached_file_meta(f"index-{kind}.kbx")
+    if found is None:
+        return None
+    path, fp, meta = found
+    old = meta.get("segments")
+    if (not isinstance(old, list) or meta.get("embedder") != bank.embedder_name or meta.get("kind") != kind
+            or meta.get("weights") != _weights_key(weights) or segs[: len(old)] != old):
+        return None
+    try:
+        idx = VectorIndex.read(path, kind=kind, fingerprint=fp)
+    except Exception:  # noqa: BLE001 - a cache that does not load is rebuilt
+        return None
+    idx.segments = list(old)
+    return idx
 
 
 def _appended(prior: VectorIndex | None, bank: Bank, segs: list, weights) -> VectorIndex | None:

@@ -1186,26 +1186,49 @@ class Bank:
             return None
         return path
 
-    def write_cache_file(self, name: str, fingerprint: str, write: Callable[[Path], None]) -> None:
+    def cached_file_meta(self, name: str) -> tuple[Path, str, dict] | None:
+        """``(path, fingerprint, meta)`` of a derived file written by :meth:`write_cache_file`,
+        whatever snapshot it was built from, when it is as it was written (the seal checked as by
+        :meth:`cache_file`); None otherwise. For caches that can be brought up to date from an
+        earlier snapshot (an index grown by the entries added since).
+
+        >>> import tempfile, pathlib
+        >>> bank = create_bank(pathlib.Path(tempfile.mkdtemp()) / "b")
+        >>> bank.write_cache_file("x.bin", "fp1", lambda p: p.write_bytes(b"abc"), meta={"rows": 3})
+        >>> bank.cached_file_meta("x.bin")[1:]
+        ('fp1', {'rows': 3})
+        """
+        path = self.path / "cache" / name
+        try:
+            info = _read_json(path.with_name(path.name + ".json"))
+            if info.get("files") != {p.name: _file_seal(p) for p in _cache_group(path)}:
+                return None
+        except (OSError, ValueError):
+            return None
+        return path, str(info.get("fingerprint")), dict(info.get("meta") or {})
+
+    def write_cache_file(self, name: str, fingerprint: str, write: Callable[[Path], None], *,
+                         meta: dict | None = None) -> None:
         """Write a derived file with ``write(path)`` (it may write siblings ``path.*`` too), sealed
-        with ``fingerprint``; what an older build left under the name is replaced. A read-only
-        bank writes nothing."""
+        with ``fingerprint`` and ``meta`` (JSON, read back by :meth:`cached_file_meta`); what an
+        older build left under the name is replaced. A read-only bank writes nothing."""
         if self.readonly:
             return
         folder = self.path / "cache"
         folder.mkdir(exist_ok=True)
         path = folder / name
-        meta = path.with_name(path.name + ".json")
+        seal_path = path.with_name(path.name + ".json")
         try:
-            meta.unlink()  # first unseal: a crash while writing leaves no seal over half a file
+            seal_path.unlink()  # first unseal: a crash while writing leaves no seal over half a file
         except FileNotFoundError:
             pass
         tmp = folder / f".{name}.{uuid.uuid4().hex[:8]}"
         write(tmp)  # written aside, then renamed: a reader that mapped the old file keeps it intact
         for part in sorted(folder.glob(tmp.name + "*")):
             os.replace(part, folder / (name + part.name[len(tmp.name):]))
-        seal = {"fingerprint": fingerprint, "files": {p.name: _file_seal(p) for p in _cache_group(path)}}
-        _atomic_write_bytes(meta, json.dumps(seal).encode())
+        seal = {"fingerprint": fingerprint, "files": {p.name: _file_seal(p) for p in _cache_group(path)},
+                "meta": meta or {}}
+        _atomic_write_bytes(seal_path, json.dumps(seal).encode())
 
     # -- writing ----------------------------------------------------------------------------
 
