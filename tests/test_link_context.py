@@ -68,3 +68,14 @@ def test_term_stats_grow_on_append_and_survive_a_status_change(bank):
     assert (grown.postings != fresh.postings).nnz == 0 and np.array_equal(grown.w, fresh.w)
     kb.update_entry(bank, bank.entries["id"][0], status="archived", actor="a")  # texts unchanged
     assert link_context.term_stats(bank, settings) is grown
+
+
+def test_linker_vectors_survive_updates_in_place_and_a_connect_run(bank):
+    from kbtools.ops.maintenance import connect_bank
+
+    first = link_context._linker_state(bank)
+    kb.update_entry(bank, bank.entries["id"][7], status="archived", actor="a")
+    connect_bank(bank, limit=50)  # sets linked_at of 50 entries, adds edges
+    state = link_context._linker_state(bank)
+    assert state is first  # the same rows, the same vectors: nothing gathered again
+    assert np.array_equal(state.view, _fresh(bank))

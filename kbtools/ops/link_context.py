@@ -130,7 +130,7 @@ def _linker_state(bank: Bank) -> _LinkerVectors | None:
     ids, data = bank.vectors()
     if len(ids) == 0:
         return None
-    mark = bank.table_mark("entries")
+    mark = bank.key_mark("entries")  # updates in place (linked_at, status) keep the rows' ids
     segments = bank.vector_segments()
     paths = tuple(s["data"] for s in segments)
 
@@ -153,12 +153,15 @@ def _linker_state(bank: Bank) -> _LinkerVectors | None:
 
 
 def _grown(bank: Bank, prior: _LinkerVectors, mark, segments: list[dict], paths: tuple) -> _LinkerVectors | None:
-    """``prior`` grown by the entries appended since it was built, or None when anything else
-    changed (an entry removed or rewritten in place, an earlier entry re-embedded, segments merged)."""
-    if paths[: len(prior.segments)] != prior.segments:
+    """``prior`` grown by the entries appended since it was built (``prior`` itself when only values
+    of its rows changed), or None when anything else changed (an entry removed, an earlier entry
+    re-embedded, segments merged)."""
+    if paths[: len(prior.segments)] != prior.segments or prior.mark[0] != mark[0] or prior.mark[1] > mark[1]:
         return None
-    new_rows = bank.appended_rows("entries", prior.mark)
-    if new_rows is None or prior.n + new_rows.height != bank.entries.height:
+    if paths == prior.segments and mark == prior.mark:
+        return prior  # only values of the rows changed (a connect chunk set linked_at): same vectors
+    new_rows = bank.entries.slice(prior.mark[1]).select("id")
+    if prior.n + new_rows.height != bank.entries.height:
         return None
     where = {eid: k for k, eid in enumerate(new_rows["id"].to_list())}
     fresh = segments[len(prior.segments) :]

@@ -841,6 +841,20 @@ class Bank:
         frame = self._frame(name)
         return self._caches[name].epoch, frame.height
 
+    def key_mark(self, name: str) -> tuple[int, int]:
+        """``(key epoch, rows)`` of a table in this snapshot: while a later mark has the same key
+        epoch, the first ``rows`` rows hold the same keys in the same order (their values may have
+        changed: an update, a status, ``linked_at``), and rows ``rows:`` are new. For caches built
+        over the keys alone (the linker's vectors).
+
+        >>> import tempfile, pathlib
+        >>> bank = create_bank(pathlib.Path(tempfile.mkdtemp()) / "b")
+        >>> bank.key_mark("entries")[1]
+        0
+        """
+        frame = self._frame(name)
+        return self._caches[name].key_epoch, frame.height
+
     def appended_rows(self, name: str, mark: tuple[int, int]) -> pl.DataFrame | None:
         """The rows of table ``name`` added since ``mark`` (a :meth:`table_mark` of an earlier
         snapshot), when the table only gained rows at its end since; None when anything else
