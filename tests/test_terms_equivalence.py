@@ -158,3 +158,46 @@ def test_frames_without_words_read_alike():
     ]
     for frame in frames:
         assert_same(TermStats.build(frame), reference(frame))
+
+
+_FIELDS = ("ids", "n", "vocab", "term_index", "df", "idf", "w", "is_entity", "hub", "capped", "total", "kind", "rank",
+           "time_us", "session", "fix", "problem", "progress", "keys", "strong_base", "strong_flag", "session_rows",
+           "session_start", "row_of", "anchors")
+
+
+def _assert_equal_stats(got: TermStats, want: TermStats) -> None:
+    for name in _FIELDS:
+        a, b = getattr(got, name), getattr(want, name)
+        if isinstance(a, np.ndarray):
+            assert a.dtype.kind == b.dtype.kind and np.array_equal(a, b), name
+        else:
+            assert a == b, name
+    for name in ("postings", "postings_t"):
+        a, b = getattr(got, name), getattr(want, name)
+        assert a.shape == b.shape and np.array_equal(a.indptr, b.indptr) and np.array_equal(a.indices, b.indices), name
+        assert np.array_equal(a.data, b.data), name
+    for name in ("title", "author"):
+        assert (got.bags[name] != want.bags[name]).nnz == 0
+
+
+@pytest.mark.parametrize("order", ["created", "shuffled", "a session sorting first"])
+def test_extend_grows_every_field_as_a_fresh_build_reads_it(order):
+    import datetime as dt
+
+    entries = synthetic_bank(entries=1200, seed=8).entries
+    if order == "created":
+        entries = entries.sort("created_at", "id")
+    if order == "shuffled":  # new rows older than old ones: ranks are read again
+        entries = entries.sample(fraction=1.0, shuffle=True, seed=1)
+    if order == "a session sorting first":
+        entries = entries.sort("created_at", "id")
+        late = entries.slice(1100).with_columns(pl.lit("!a-session-named-longer-than-the-others").alias("session_id"),
+                                                pl.col("created_at") + dt.timedelta(days=1))
+        entries = pl.concat([entries.head(1100), late])
+    stats = TermStats.build(entries.head(1000))
+    paths = []
+    for size in (1001, 1002, 1100, 1200):  # one by one (an agent's adds), then in a batch
+        stats = stats.extend(entries.head(size))
+        _assert_equal_stats(stats, TermStats.build(entries.head(size)))
+        paths.append("sessions" in stats._cache)  # ranks and session codes kept, not read again
+    assert all(paths) if order != "shuffled" else not all(paths)

@@ -158,29 +158,37 @@ class TermStats:
 
     @classmethod
     def _finish(cls, ids, term_index, indptr, indices, strong_base, kinds, anchors, facts, cues, known, settings,
-                bags, bag_index):
-        """The statistics from the postings (row-sorted CSR arrays) and the per-entry facts."""
+                bags, bag_index, grown: dict | None = None):
+        """The statistics from the postings (row-sorted CSR arrays) and the per-entry facts;
+        ``grown`` holds what :meth:`extend` already has for the whole bank (``row_of``, ``df``,
+        ``is_entity``, ``postings_t``, ``keys``), else they are computed here."""
+        grown = grown or {}
         n_rows, n_terms = len(ids), len(term_index)
         indptr, indices = np.asarray(indptr, np.int64), np.asarray(indices, np.int64)
         postings = sp.csr_matrix((np.ones(len(indices)), indices, indptr), shape=(n_rows, n_terms))
         n = int((kinds >= 0).sum())
-        df = np.bincount(indices, minlength=n_terms).astype(np.int64)
+        df = grown["df"] if "df" in grown else np.bincount(indices, minlength=n_terms).astype(np.int64)
         vocab = tuple(term_index)
-        is_entity = np.fromiter((t.startswith("e:") for t in vocab), dtype=bool, count=n_terms)
+        is_entity = grown["is_entity"] if "is_entity" in grown else np.fromiter(
+            (t.startswith("e:") for t in vocab), dtype=bool, count=n_terms)
         idf_ = idf(df, n, virtual=settings.virtual)
         w = np.where(is_entity, 1.5 * idf_, idf_)
         hub = df >= max(4.0, 0.15 * n)
         capped = df > max(50.0, 0.2 * n)
-        row_of_posting = np.repeat(np.arange(n_rows, dtype=np.int64), np.diff(indptr))
+        if "keys" in grown:
+            keys = grown["keys"]
+        else:
+            keys = (np.repeat(np.arange(n_rows, dtype=np.int64), np.diff(indptr)) << 32) | indices
         total = _segment_sums(w[indices], np.diff(indptr))  # as a CSR row sum adds them
         order = np.argsort(facts["session"], kind="stable")
         counts = np.bincount(facts["session"][order] + 1, minlength=1) if n_rows else np.zeros(1, np.int64)
         session_start = np.concatenate([[0], np.cumsum(counts[1:])]).astype(np.int64) + (counts[0] if n_rows else 0)
         return cls(
-            ids=ids, row_of={i: k for k, i in enumerate(ids)}, n=n, vocab=vocab, term_index=term_index,
-            df=df, idf=idf_, w=w, is_entity=is_entity, hub=hub, capped=capped,
-            postings=postings, postings_t=postings.T.tocsr(), total=total, anchors=anchors, kind=kinds,
-            keys=(row_of_posting << 32) | indices, strong_base=strong_base, strong_flag=strong_base & ~hub[indices],
+            ids=ids, row_of=grown["row_of"] if "row_of" in grown else {i: k for k, i in enumerate(ids)}, n=n,
+            vocab=vocab, term_index=term_index, df=df, idf=idf_, w=w, is_entity=is_entity, hub=hub, capped=capped,
+            postings=postings, postings_t=grown["postings_t"] if "postings_t" in grown else postings.T.tocsr(),
+            total=total, anchors=anchors, kind=kinds,
+            keys=keys, strong_base=strong_base, strong_flag=strong_base & ~hub[indices],
             session_rows=order.astype(np.int64), session_start=session_start,
             known_entities=known, settings=settings, bags=bags, bag_index=bag_index, **facts, **cues,
         )
@@ -200,28 +208,89 @@ class TermStats:
         >>> s.n, round(float(s.weights(["t:tea"])[0]), 3)
         (2, 2.219)
         """
-        _check_entries(entries)
         old = len(self.ids)
         if entries.height < old or not entries["id"].head(old).equals(self._id_series(), check_names=False):
             raise ValidationError("entries", entries.height, "must start with the rows these statistics were built "
                                   "from, in the same order; rebuild them with TermStats.build(entries)")
+        _check_entries(entries.slice(old))  # the first rows were checked when these statistics were built
+        clash = next((i for i in entries["id"].slice(old).to_list() if i in self.row_of), None)
+        if clash is not None:
+            raise ValidationError("id", clash, "entry ids must be unique")
         if entries.height == old:
             return self
         new = entries.slice(old)
         with _gc_paused():
             columns, kinds, anchors, texts = _read_entries(new, self.known_entities, self.settings)
         term_index = dict(self.term_index)
-        indptr, indices, strong_base = _postings_of(anchors, term_index, int(self.postings.indptr[-1]))
-        indptr = np.concatenate([self.postings.indptr, np.asarray(indptr[1:], np.int64)])
-        indices = np.concatenate([self.postings.indices.astype(np.int64), np.asarray(indices, np.int64)])
+        new_indptr, new_indices, strong_base = _postings_of(anchors, term_index, int(self.postings.indptr[-1]))
+        new_indptr = np.asarray(new_indptr[1:], np.int64)
+        new_indices = np.asarray(new_indices, np.int64)
+        indptr = np.concatenate([self.postings.indptr, new_indptr])
+        indices = np.concatenate([self.postings.indices.astype(np.int64), new_indices])
         strong_base = np.concatenate([self.strong_base, strong_base])
         cues = {k: np.concatenate([getattr(self, k), v]) for k, v in _cues(texts).items()}
-        ids = self.ids + tuple(new["id"].to_list())
+        new_ids = new["id"].to_list()
+        ids = self.ids + tuple(new_ids)
         bag_index = {k: dict(v) for k, v in self.bag_index.items()}
         bags = _bags(columns, kinds, bag_index, self.bags)
-        return type(self)._finish(ids, term_index, indptr, indices, strong_base, np.concatenate([self.kind, kinds]),
-                                  self.anchors + tuple(anchors), _entry_facts(entries), cues,
-                                  self.known_entities, self.settings, bags, bag_index)
+        # what the whole bank needs, grown by the new rows only (a pass over every row or posting
+        # costs a linked add at 100k entries tens of milliseconds each)
+        n_terms = len(term_index)
+        new_rows = np.repeat(np.arange(old, entries.height, dtype=np.int64),
+                             np.diff(np.concatenate([[self.postings.indptr[-1]], new_indptr])))
+        row_of = dict(self.row_of)
+        row_of.update(zip(new_ids, range(old, entries.height)))
+        added_terms = [t.startswith("e:") for t in list(term_index)[len(self.term_index):]]
+        grown = {
+            "row_of": row_of,
+            "df": np.concatenate([self.df, np.zeros(n_terms - len(self.df), np.int64)])
+            + np.bincount(new_indices, minlength=n_terms),
+            "is_entity": np.concatenate([self.is_entity, np.array(added_terms, dtype=bool)]),
+            "keys": np.concatenate([self.keys, (new_rows << 32) | new_indices]),
+            "postings_t": _transposed_with(self.postings_t, new_rows, new_indices, n_terms, entries.height),
+        }
+        facts, sessions = self._grown_facts(entries, new)
+        out = type(self)._finish(ids, term_index, indptr, indices, strong_base, np.concatenate([self.kind, kinds]),
+                                 self.anchors + tuple(anchors), facts, cues, self.known_entities, self.settings,
+                                 bags, bag_index, grown)
+        if sessions is not None:
+            out._cache["sessions"] = sessions
+        return out
+
+    def _grown_facts(self, entries: pl.DataFrame, new: pl.DataFrame) -> tuple[dict, np.ndarray | None]:
+        """``_entry_facts(entries)`` from these statistics' facts and the new rows, and the sorted
+        session names: ranks are kept when the new rows come last in (created_at, id) order (else
+        every fact is read again from the whole frame, names None); session codes are dense ranks
+        of the names, so a new session sorting among the known ones moves the later codes up."""
+        old = len(self.ids)
+        fresh = _entry_facts(new)
+        if old:
+            last = int(np.argmax(self.rank))
+            t_last, id_last = int(self.time_us[last]), self.ids[last]
+            if not all((t, i) > (t_last, id_last) for t, i in zip(fresh["time_us"].tolist(), new["id"].to_list())):
+                return _entry_facts(entries), None
+        known = self._cache.get("sessions")
+        if known is None:
+            known = _session_names(entries.head(old))
+        names = _session_names(new)
+        at = np.searchsorted(known, names)
+        unseen = names[(at >= len(known)) | (known[np.minimum(at, max(len(known) - 1, 0))] != names)] \
+            if known.size else names
+        merged = (np.insert(known.astype(np.result_type(known, unseen)), np.searchsorted(known, unseen), unseen)
+                  if unseen.size else known)  # the wider string type: numpy would cut longer names
+        old_codes = self.session
+        if unseen.size and known.size and unseen[0] <= known[-1]:  # both sorted: a new session among the known
+            remap = np.searchsorted(merged, known)  # ranks are dense: the known ones move up
+            old_codes = np.where(self.session >= 0, remap[np.maximum(self.session, 0)], -1)
+        codes = np.full(new.height, -1, np.int64)
+        if "session_id" in new.columns:
+            have = np.flatnonzero(new["session_id"].is_not_null().to_numpy())
+            if have.size:
+                values = new["session_id"].cast(pl.String).to_numpy()[have].astype(str)
+                codes[have] = np.searchsorted(merged, values)
+        return ({"rank": np.concatenate([self.rank, old + fresh["rank"]]),
+                 "time_us": np.concatenate([self.time_us, fresh["time_us"]]),
+                 "session": np.concatenate([old_codes, codes])}, merged)
 
     @property
     def weighted(self) -> sp.csr_matrix:
@@ -435,6 +504,28 @@ def _check_entries(entries: pl.DataFrame) -> None:
     nulls = entries.filter(pl.col("created_at").is_null())
     if nulls.height:
         raise ValidationError("created_at", None, "every entry needs a created_at", row=nulls["id"][0])
+
+
+def _transposed_with(postings_t: sp.csr_matrix, rows: np.ndarray, cols: np.ndarray, n_terms: int,
+                     n_rows: int) -> sp.csr_matrix:
+    """``postings_t`` (terms x entries) with the postings (row, column) of new entries, whose rows
+    all come after its columns: each term's new entries go at the end of its row, in row order (the
+    canonical CSR of the grown postings' transpose, without transposing them again)."""
+    old_counts = np.diff(postings_t.indptr).astype(np.int64)
+    old_counts = np.concatenate([old_counts, np.zeros(n_terms - len(old_counts), np.int64)])
+    order = np.lexsort((rows, cols))
+    rows, cols = rows[order], cols[order]
+    old_indptr = np.concatenate([[0], np.cumsum(old_counts)])
+    indices = np.insert(postings_t.indices, old_indptr[cols + 1], rows.astype(postings_t.indices.dtype))
+    indptr = np.concatenate([[0], np.cumsum(old_counts + np.bincount(cols, minlength=n_terms))])
+    return sp.csr_matrix((np.ones(len(indices)), indices, indptr), shape=(n_terms, n_rows))
+
+
+def _session_names(frame: pl.DataFrame) -> np.ndarray:
+    """The distinct session ids of a frame, sorted as polars ranks them (strings, byte order)."""
+    if "session_id" not in frame.columns or frame.height == 0:
+        return np.array([], dtype=str)
+    return np.sort(frame["session_id"].drop_nulls().cast(pl.String).unique().to_numpy().astype(str))
 
 
 def _entry_facts(entries: pl.DataFrame) -> dict:
