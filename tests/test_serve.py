@@ -144,3 +144,20 @@ def test_a_fresh_process_after_writes_grows_the_cached_index_instead_of_rebuildi
     assert new in live and gone not in live and idx.n_dead == 1  # masked in place
     assert idx.size == fresh.entries.filter(pl.col("status") == "active").height
     assert new in kb.query(fresh, "zyxel quokka retention window", k=8, record_usage=False).ids()
+
+
+def test_a_few_vector_rows_are_read_without_mapping_them_and_equal_the_mapped_rows(bank):
+    from kbtools.store.bank import VectorBlocks
+
+    kb.report_learning(bank, content="One more segment to read from.", actor="a", link=False)
+    blocks = bank.vector_blocks()
+    positions = np.random.default_rng(0).integers(0, len(blocks.ids), 40)
+    positions[-1] = len(blocks.ids) - 1  # a row of the newest segment
+    read = blocks.rows(positions)
+    VectorBlocks.PREAD_ROWS, old = -1, VectorBlocks.PREAD_ROWS
+    try:
+        mapped = blocks.rows(positions)
+    finally:
+        VectorBlocks.PREAD_ROWS = old
+    assert read.dtype == mapped.dtype and np.array_equal(read, mapped)
+    assert blocks._fds  # read through descriptors, not the map

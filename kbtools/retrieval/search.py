@@ -137,7 +137,10 @@ def bank_index(bank: Bank, *, kind: str = "auto", weights: Mapping[str, float] |
         ).hexdigest()[:24]
         # the write path of agents adding entries: only the new segments are read
         idx = _appended(prior, bank, segs, weights)
-        if idx is None and prior is None:
+        if idx is not None:  # nothing else to read (the blocks' id index costs 50 ms at 100k)
+            idx.fingerprint, idx.segments, idx.mark = fp, segs, mark
+            return idx
+        if prior is None:
             idx = _cached_index(bank, kind, fp)
             if idx is None:  # a cache file of an earlier snapshot: grown below, not rebuilt
                 prior = _earlier_cached_index(bank, kind, weights, segs)

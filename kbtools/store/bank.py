@@ -37,6 +37,7 @@ import re
 import socket
 import time
 import uuid
+import weakref
 import warnings
 from datetime import datetime, timezone
 from pathlib import Path
@@ -1614,17 +1615,39 @@ class VectorBlocks:
     def __len__(self) -> int:
         return -(-len(self.ids) // self.block)
 
+    #: up to this many rows are read with ``pread`` instead of through the map
+    PREAD_ROWS = 512
+
     def rows(self, positions) -> np.ndarray:
         """The vectors (m, dimensions, d) at ``positions`` of :attr:`ids`, gathered from the
-        mapped segments (only those rows are read)."""
+        segments (only those rows are read). A few rows (a query's candidates being re-scored) are
+        read with ``pread``: a page fault on the map would map the pages around each row into this
+        process too (the kernel's fault-around), and a server re-scoring random rows would count
+        most of the vector files as its own resident memory."""
         positions = np.asarray(positions, dtype=np.int64)
         dtype = np.result_type(*(m.dtype for m in self._maps)) if self._maps else np.float32
         out = np.empty((len(positions), *(self._maps[0].shape[1:] if self._maps else (0, 0))), dtype=dtype)
         seg, row = self._seg[positions], self._row[positions]
         for s in np.unique(seg):
-            here = seg == s
-            out[here] = self._maps[s][row[here]]
+            here = np.flatnonzero(seg == s)
+            mapped = self._maps[s]
+            if (len(here) > self.PREAD_ROWS or not isinstance(mapped, np.memmap) or mapped.dtype != dtype
+                    or not mapped.flags.c_contiguous):
+                out[here] = mapped[row[here]]
+                continue
+            fd = self._fd(s)
+            size = mapped.dtype.itemsize * int(np.prod(mapped.shape[1:]))
+            for k, r in zip(here.tolist(), row[here].tolist()):
+                out[k] = np.frombuffer(os.pread(fd, size, mapped.offset + r * size), dtype=dtype).reshape(out.shape[1:])
         return out
+
+    def _fd(self, s: int) -> int:
+        """An open descriptor of segment ``s`` (kept: the file stays readable even if swept)."""
+        fds = self.__dict__.setdefault("_fds", {})
+        if s not in fds:
+            fds[s] = os.open(self._paths[s], os.O_RDONLY)
+            weakref.finalize(self, os.close, fds[s])
+        return fds[s]
 
     def __iter__(self):
         dtype = np.result_type(*(m.dtype for m in self._maps)) if self._maps else np.float32
