@@ -17,7 +17,7 @@ import numpy as np
 import polars as pl
 import scipy.sparse as sp
 
-from kbtools.linker.rules import EVENT, GOAL, LinkerSettings, kind_code, prior_matrix
+from kbtools.linker.rules import EVENT, GOAL, KINDS, LinkerSettings, kind_code, prior_matrix
 from kbtools.linker.terms import TermStats
 
 __all__ = [
@@ -27,6 +27,8 @@ __all__ = [
 
 _PRIORS = prior_matrix()
 _MEANS = np.array([kind_code(k) for k in ("decision", "procedure", "skill", "event")])
+_IS_MEANS = np.zeros(len(KINDS) + 1, bool)  #: by kind code (-1, not linked, reads the last: False)
+_IS_MEANS[_MEANS] = True
 _SENTINEL = np.iinfo(np.int64).max
 _SLACK = 1e-4  # float32 scores against exact float64 cosines
 
@@ -146,7 +148,7 @@ def pair_evidence(stats: TermStats, ms, cs, *, rel: Relations, settings: LinkerS
             * (1.0 - settings.w_title * title)
     prior = _PRIORS[km, kc]
     score = prior * raw
-    means_end = (np.isin(km, _MEANS) & (kc == GOAL)) | ((km == GOAL) & np.isin(kc, _MEANS))
+    means_end = (_IS_MEANS[km] & (kc == GOAL)) | ((km == GOAL) & _IS_MEANS[kc])
     evidence = (
         (share >= 0.30)
         | (cos >= settings.h + (1.0 - settings.h) / 2.0)
@@ -448,10 +450,15 @@ def _fetch(base: int, neighbors) -> int:
 def _visible_count(stats, rows, eligible, linked) -> np.ndarray:
     """Per row, how many eligible entries are linked or created earlier: the same whether the rows
     are linked one by one or together (an entry linked in between was created earlier)."""
-    always = int(np.count_nonzero(eligible & linked))
-    ranks = stats.rank[eligible & ~linked]
+    held = stats._cache.get("visible count")
+    if held is not None and held[0] is eligible and held[1] is linked:  # one entry after another: read once
+        always, ranks = held[2], held[3]
+    else:
+        always = int(np.count_nonzero(eligible & linked))
+        ranks = np.sort(stats.rank[eligible & ~linked])
+        stats._cache["visible count"] = (eligible, linked, always, ranks)
     if len(rows) <= 4:
-        return np.array([always + int(np.count_nonzero(ranks < stats.rank[r])) for r in rows], np.int64)
+        return always + np.searchsorted(ranks, stats.rank[rows]).astype(np.int64)
     earlier = np.cumsum(np.bincount(ranks + 1, minlength=len(stats.ids) + 1))
     return earlier[stats.rank[rows]] + always
 

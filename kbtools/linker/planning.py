@@ -243,7 +243,10 @@ class _Context:
         """Linkable and not archived (superseded or not), per row; None without a neighbour index."""
         if self.neighbors is None:
             return None
-        return (self.open_ | self.superseded) & (self.stats.kind >= 0)
+        held = self.stats._cache.get("eligible")
+        if held is None or held[0] is not self.open_:  # the flags are kept per entries frame
+            held = self.stats._cache["eligible"] = (self.open_, (self.open_ | self.superseded) & (self.stats.kind >= 0))
+        return held[1]
 
     def edge_index(self) -> "_EdgeIndex":
         """The index of the whole edges frame, kept on the statistics for the last frame seen."""
