@@ -185,3 +185,16 @@ def test_one_query_of_a_large_inverted_file_index_scans_its_lists_in_parallel_wi
         assert np.allclose(auto[0], one[0])
     small = VectorIndex.build(["a", "b"], np.eye(2, dtype=np.float32))
     assert small._threads_for(1) == 1
+
+
+def test_adds_write_their_ids_into_spare_room_and_earlier_views_keep_their_rows():
+    index = VectorIndex.build(["a", "b"], np.eye(2, dtype=np.float32))
+    index.mapped = True  # grow the side index, as a mapped index does
+    before = index.ids
+    index.add(["c"], np.array([[1.0, 1.0]], np.float32) / np.sqrt(2))
+    room = index._id_room
+    index.add(["d"], np.array([[1.0, -1.0]], np.float32) / np.sqrt(2))
+    assert index._id_room is room and index.ids.base is room  # written in place, not copied
+    index.add(["a-much-longer-id"], np.array([[0.0, 1.0]], np.float32))  # a wider string type
+    assert index.ids.tolist() == ["a", "b", "c", "d", "a-much-longer-id"] and before.tolist() == ["a", "b"]
+    assert index.search(np.array([[1.0, -1.0]], np.float32), 1)[1].tolist() == [["d"]]

@@ -187,6 +187,8 @@ class VectorIndex:
     #: how many indexes this process built from scratch (the bench and tests count rebuilds)
     builds: ClassVar[int] = 0
     _idset: set | None = field(default=None, repr=False, compare=False)
+    #: the ids with spare room after them: an add writes its ids there (no copy of every id per add)
+    _id_room: np.ndarray | None = field(default=None, repr=False, compare=False)
     #: ``refine(positions) -> (m, d) float32``: the exact vectors at index positions (e.g. read from
     #: the bank's memory-mapped segments); when set, :meth:`search` asks the index for
     #: ``refine_factor × k`` candidates and re-scores them exactly (see :meth:`refine_with`).
@@ -424,13 +426,28 @@ class VectorIndex:
             self.delta.add(vectors)
         else:
             self.faiss_index.add(vectors)
-        self.ids = np.concatenate([self.ids, ids])
+        self.ids = self._ids_with(ids)
         if self.dead is not None:
             self.dead = np.concatenate([self.dead, np.zeros(len(ids), bool)])
             self._selector = None
         if self._idset is not None:
             self._idset.update(ids.tolist())
         self.refine = None  # its source does not cover the new rows: attach a new one (bank_index does)
+
+    def _ids_with(self, new: np.ndarray) -> np.ndarray:
+        """``ids`` followed by ``new``, written into the spare room of the ids' buffer (grown by half
+        when full or when the new ids need a wider string type); ``ids`` views handed out before
+        keep their rows."""
+        n, k = len(self.ids), len(new)
+        room = self._id_room
+        mine = room is not None and self.ids.base is room  # ids are the start of this room
+        dtype = np.result_type(self.ids.dtype, new.dtype)
+        if not mine or room.dtype != dtype or len(room) < n + k:
+            room = np.empty(max(n + k, (3 * (n + k)) // 2 + 16), dtype=dtype)
+            room[:n] = self.ids
+            self._id_room = room
+        room[n : n + k] = new
+        return room[: n + k]
 
     def _id_set(self) -> set:
         """The ids as a set, built on the first :meth:`add` and kept up to date by the next ones."""
