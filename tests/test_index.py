@@ -198,3 +198,19 @@ def test_adds_write_their_ids_into_spare_room_and_earlier_views_keep_their_rows(
     index.add(["a-much-longer-id"], np.array([[0.0, 1.0]], np.float32))  # a wider string type
     assert index.ids.tolist() == ["a", "b", "c", "d", "a-much-longer-id"] and before.tolist() == ["a", "b"]
     assert index.search(np.array([[1.0, -1.0]], np.float32), 1)[1].tolist() == [["d"]]
+
+
+def test_a_mapped_index_keeps_its_re_scoring_when_rows_go_to_the_side_index(tmp_path):
+    vectors = _clustered(3000, 16, 12, seed=9)
+    ids = [f"e{i}" for i in range(3000)]
+    VectorIndex.build(ids, vectors, kind="ivf_sq8").write(tmp_path / "i.kbx")
+    index = VectorIndex.read(tmp_path / "i.kbx", kind="ivf_sq8")
+    index.refine_with(lambda positions: vectors[positions])
+    assert index.mapped and index.refine is not None
+    new = _clustered(5, 16, 12, seed=10)
+    index.add([f"n{i}" for i in range(5)], new)
+    assert index.refine is not None  # the side index is exact; the main index's re-scoring still holds
+    scores, found = index.search(new[:1], 3)
+    assert found[0][0] == "n0" and abs(float(scores[0][0]) - 1.0) < 1e-5
+    q = vectors[:1]
+    assert index.search(q, 1)[1][0][0] == "e0" and abs(float(index.search(q, 1)[0][0][0]) - 1.0) < 1e-5

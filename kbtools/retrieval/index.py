@@ -432,7 +432,8 @@ class VectorIndex:
             self._selector = None
         if self._idset is not None:
             self._idset.update(ids.tolist())
-        self.refine = None  # its source does not cover the new rows: attach a new one (bank_index does)
+        if not self.mapped:  # new rows in the main index: its re-scoring source does not cover them
+            self.refine = None  # (a side index is searched exactly: the main index's refine still holds)
 
     def _ids_with(self, new: np.ndarray) -> np.ndarray:
         """``ids`` followed by ``new``, written into the spare room of the ids' buffer (grown by half

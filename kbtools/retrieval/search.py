@@ -160,8 +160,8 @@ def bank_index(bank: Bank, *, kind: str = "auto", weights: Mapping[str, float] |
         idx.fingerprint = fp
         idx.segments = segs
         idx.mark = mark
-        if idx.refine is None and idx.delta is None and idx.n_dead == 0 and len(idx.ids) == len(blocks.ids) \
-                and np.array_equal(idx.ids, blocks.ids):
+        if idx.refine is None and idx.n_dead == 0 and len(idx.ids) == len(blocks.ids) \
+                and np.array_equal(idx.ids, blocks.ids):  # (a side index's rows come after the main's)
             # approximate kinds re-score their candidates with the stored vectors (read from the
             # mapped segments, only the candidates' rows): exact scores, recall of the candidates
             idx.refine_with(lambda positions: combine(blocks.rows(positions), weights))
