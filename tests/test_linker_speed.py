@@ -77,3 +77,40 @@ def test_bag_overlap_by_sorted_keys_equals_the_sparse_row_product():
         got = evidence._bag_overlap(stats, name, ms, cs)
         assert np.array_equal(got, want)
     assert (evidence._bag_overlap(stats, "title", ms, cs) > 0).any()
+
+
+def test_dense_neighbours_are_the_same_whatever_the_block_size(monkeypatch):
+    from kbtools.demo import synthetic_bank
+    from kbtools.linker import evidence
+    from kbtools.linker.terms import TermStats
+
+    demo = synthetic_bank(entries=400, seed=2)
+    stats = TermStats.build(demo.entries)
+    vectors = np.random.default_rng(3).normal(size=(400, 16)).astype(np.float32)
+    vectors /= np.linalg.norm(vectors, axis=1, keepdims=True)
+    open_ = np.ones(400, bool)
+    linked = np.zeros(400, bool)
+    linked[::7] = True
+    rows = np.random.default_rng(4).permutation(400)[:120]
+    whole = evidence._exact_neighbours(stats, rows, vectors, open_, linked, 6)
+    monkeypatch.setattr(evidence, "_DENSE_CELLS", 500)  # many small blocks, split by rank
+    split = evidence._exact_neighbours(stats, rows, vectors, open_, linked, 6)
+    for a, b in zip(whole, split):
+        assert np.array_equal(a, b)
+    assert len(whole[0]) > 300
+
+
+def test_a_big_banks_edges_gathered_row_by_row_plan_the_same_links(monkeypatch):
+    from kbtools.demo import synthetic_bank
+    from kbtools.linker import planning
+    from kbtools.linker.terms import TermStats
+
+    demo = synthetic_bank(entries=300, seed=5)
+    entries = demo.entries.with_columns(pl.lit(None, dtype=pl.Datetime("us", "UTC")).alias("linked_at"))
+    stats = TermStats.build(entries)
+    now = entries["created_at"].max()
+    whole = planning.plan_connect(entries, demo.edges, demo.triples, stats=stats, now=now)
+    monkeypatch.setattr(planning, "_EDGES_READ_WHOLE", 0)
+    stats = TermStats.build(entries)  # no edge index kept from the first run
+    gathered = planning.plan_connect(entries, demo.edges, demo.triples, stats=stats, now=now)
+    assert whole.add.height > 50 and whole.add.equals(gathered.add) and whole.remove.equals(gathered.remove)

@@ -407,11 +407,9 @@ def candidate_pairs(
         floor[searched] = low
         parts.append(("nn", b, c, pos))
         unsure = np.flatnonzero((floor > -np.inf) & (np.bincount(b[sure], minlength=len(rows)) < k))
-        step = max(1, 4_000_000 // max(len(stats.ids), 1))  # a dense (rows x bank) block of at most 32 MB
-        for lo in range(0, unsure.size, step):
-            part = unsure[lo : lo + step]
-            b2, c2, pos2 = _exact_neighbours(stats, rows[part], vectors, open_, linked, k)
-            parts.append(("nnx", part[b2], c2, pos2))
+        if unsure.size:
+            b2, c2, pos2 = _exact_neighbours(stats, rows[unsure], vectors, open_, linked, k)
+            parts.append(("nnx", unsure[b2], c2, pos2))
     elif vectors is not None:
         parts.append(("nn", *_exact_neighbours(stats, rows, vectors, open_, linked, k)))
     parts.append(("session", *_session(stats, rows, open_, linked, settings.session_candidates + margin)))
@@ -421,13 +419,42 @@ def candidate_pairs(
     return out
 
 
+_DENSE_CELLS = 4_000_000  #: scores of one dense block (rows x columns): 32 MB as float64
+
+
 def _exact_neighbours(stats, rows, vectors, open_, linked, k):
     """The dense scan: per row, the k visible entries of highest cosine (ties: the newer first).
 
-    Only the columns some row could see are scored (all of them once that is most of the bank):
-    the entries of a fresh bank's first chunks see a few earlier ones."""
+    Rows are scanned in blocks of at most ``_DENSE_CELLS`` scores, in rank order, and only the
+    columns some row of a block could see are scored (all of them once that is most of the bank):
+    the early entries of a bank being linked see a few earlier ones, so their blocks are long. A
+    row's values never depend on its block (near ties are re-scored exactly, see ``_top_k``)."""
+    rows = np.asarray(rows, np.int64)
     if len(rows) == 0:
         return (np.zeros(0, np.int64),) * 3
+    n = len(stats.ids)
+    base = open_ & (stats.kind >= 0)
+    order = np.argsort(stats.rank[rows], kind="stable")
+    ranks = stats.rank[rows[order]]
+    earlier = np.sort(stats.rank[base & ~linked])
+    seen = int(np.count_nonzero(base & linked)) + np.searchsorted(earlier, ranks)  # columns each row may see
+    width = np.where(2 * seen < n, np.maximum(seen, 1), n)
+    parts, i = [], 0
+    while i < len(rows):  # the longest run whose last (widest) row keeps the block under the cap
+        ends = np.arange(i + 1, len(rows) + 1)
+        cost = (ends - i) * width[ends - 1]  # increasing: the widths grow with the rank
+        end = int(ends[max(0, int(np.searchsorted(cost, _DENSE_CELLS, side="right")) - 1)])
+        block = order[i:end]
+        r, c, pos = _exact_block(stats, rows[block], vectors, open_, linked, k)
+        parts.append((block[r], c, pos))
+        i = end
+    b, c, pos = (np.concatenate(x) for x in zip(*parts))
+    keep = np.lexsort((pos, b))
+    return b[keep], c[keep], pos[keep]
+
+
+def _exact_block(stats, rows, vectors, open_, linked, k):
+    """``_exact_neighbours`` of one block of rows."""
     n = len(stats.ids)
     seen = open_ & (stats.kind >= 0) & (linked | (stats.rank < stats.rank[rows].max()))
     cols = np.flatnonzero(seen) if 2 * int(np.count_nonzero(seen)) < n else None

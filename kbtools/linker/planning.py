@@ -340,6 +340,8 @@ def _entry_flags(stats: TermStats, entries: pl.DataFrame):
     return out
 
 
+#: Up to this many edges, an edge index reads its columns into Python once; above, row by row.
+_EDGES_READ_WHOLE = 200_000
 _EDGE_COLUMNS = ["_orig", "src", "dst", "type", "source", "note", "evidence", "weight", "created_by", "created_at", "seen_at"]
 
 
@@ -371,9 +373,12 @@ class _EdgeIndex:
         """The rows of these edges (positions in ``frame``) as tuples of ``_EDGE_COLUMNS``; the
         columns are read into Python once per index (a polars gather per entry costs a thread-pool
         round trip, milliseconds on a busy machine)."""
+        edges = np.asarray(edges, np.int64)
+        if self.frame.height > _EDGES_READ_WHOLE:  # a big bank: gather the rows asked for (the plan
+            picked = self.frame[edges]  # of a chunk asks once for most of what it reads)
+            return list(zip(*(picked[c].to_list() for c in _EDGE_COLUMNS)))
         if self._cols is None:
             self._cols = [np.array(self.frame[c].to_list() + [None], dtype=object)[:-1] for c in _EDGE_COLUMNS]
-        edges = np.asarray(edges, np.int64)
         return list(zip(*(col[edges].tolist() for col in self._cols)))
 
     def edges_near(self, rows) -> np.ndarray:
