@@ -421,7 +421,10 @@ class _State:
         self.capped: dict[int, set] = defaultdict(set)
         self.added: dict[tuple, dict] = {}
         self.removed: dict[tuple, int] = {}
-        self.superseded = set(np.flatnonzero(ctx.superseded).tolist())
+        held = self.st._cache.get("superseded rows")  # the flags are kept per entries frame
+        if held is None or held[0] is not ctx.superseded:
+            held = self.st._cache["superseded rows"] = (ctx.superseded, np.flatnonzero(ctx.superseded).tolist())
+        self.superseded = set(held[1])
         self.replaced_by: dict[int, int] = dict(index.replaced_by)
         self.updates: dict[int, str | None] = {}
         self.counts = defaultdict(int)
@@ -647,13 +650,9 @@ class _State:
         add = _edge_frame(add_rows)
         orig = sorted(self.removed.values())
         remove = conform(self.ctx.edges_input[orig], "edges") if orig else _NO_EDGES
-        linked = np.array([self.ctx.now_us if r in self.linked_rows else np.iinfo(np.int64).min for r in self.updates],
-                          dtype=np.int64).view("datetime64[us]")  # int64 min is numpy's NaT: null
-        updates = pl.DataFrame([
-            pl.Series("id", [self.st.ids[r] for r in self.updates], dtype=pl.String),
-            pl.Series("status", list(self.updates.values()), dtype=pl.String),
-            pl.Series("linked_at", linked, dtype=_UPDATES_SCHEMA["linked_at"]),
-        ])
+        now = self.ctx.now_us
+        updates = pl.DataFrame([(self.st.ids[r], status, now if r in self.linked_rows else None)
+                                for r, status in self.updates.items()], schema=_UPDATES_SCHEMA, orient="row")
         report = dict(report)
         report.update({"links": int(self.counts["links"]), "structural": int(self.counts["structural"]),
                        "taken_over": int(self.counts["taken_over"]), "evicted": int(self.counts["evicted"]),
@@ -666,18 +665,18 @@ class _State:
 
 
 def _edge_frame(rows: list[dict]) -> pl.DataFrame:
-    """Edges-schema frame of planned edges (times in epoch microseconds), built column by column
-    (no lazy query: one planned entry must not wait on polars' thread pool)."""
+    """Edges-schema frame of planned edges (times in epoch microseconds, read as such by the
+    schema's microsecond datetimes), built from row tuples in one call (no lazy query: one planned
+    entry must not wait on polars' thread pool; a Series per column costs five times more).
+
+    >>> _edge_frame([dict(src="a", dst="b", type="see_also", source="auto", note=None, evidence="{}",
+    ...     weight=0.5, created_by="linker", created_at=1_700_000_000_000_000, seen_at=None)])["created_at"].dt.year()[0]
+    2023
+    """
     schema = SCHEMAS["edges"]
     if not rows:
         return _NO_EDGES
-    cols = {}
-    for name, dtype in schema.items():
-        values = [r[name] for r in rows]
-        if name in ("created_at", "seen_at"):
-            values = np.array(values, dtype="datetime64[us]")
-        cols[name] = pl.Series(name, values, dtype=dtype)
-    return pl.DataFrame(cols)
+    return pl.DataFrame([tuple(r[name] for name in schema) for r in rows], schema=schema, orient="row")
 
 
 def _pair(a: int, b: int) -> tuple[int, int]:
