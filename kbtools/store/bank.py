@@ -1193,15 +1193,8 @@ class Bank:
         >>> bank.cache_file("x.bin", "fp1").read_bytes(), bank.cache_file("x.bin", "other")
         (b'abc', None)
         """
-        path = self.path / "cache" / name
-        try:
-            info = _read_json(path.with_name(path.name + ".json"))
-            if info.get("fingerprint") != fingerprint or info.get("files") != {
-                    p.name: _file_seal(p) for p in _cache_group(path)}:
-                return None
-        except (OSError, ValueError):
-            return None
-        return path
+        found = self.cached_file_meta(name)
+        return found[0] if found is not None and found[1] == fingerprint else None
 
     def cached_file_meta(self, name: str) -> tuple[Path, str, dict] | None:
         """``(path, fingerprint, meta)`` of a derived file written by :meth:`write_cache_file`,
@@ -1595,6 +1588,7 @@ class VectorBlocks:
         self.block = block
         self._paths = [inside(bank.path, s["data"]) for s in segs]
         self._maps = [np.load(p, mmap_mode="r", allow_pickle=False) for p in self._paths]
+        self._fds: dict[int, int] = {}  #: segment -> descriptor, opened by :meth:`rows` on first use
         if not parts:
             self.ids, self._seg, self._row = np.array([], dtype=str), np.zeros(0, np.int64), np.zeros(0, np.int64)
             return
@@ -1645,11 +1639,10 @@ class VectorBlocks:
 
     def _fd(self, s: int) -> int:
         """An open descriptor of segment ``s`` (kept: the file stays readable even if swept)."""
-        fds = self.__dict__.setdefault("_fds", {})
-        if s not in fds:
-            fds[s] = os.open(self._paths[s], os.O_RDONLY)
-            weakref.finalize(self, os.close, fds[s])
-        return fds[s]
+        if s not in self._fds:
+            self._fds[s] = os.open(self._paths[s], os.O_RDONLY)
+            weakref.finalize(self, os.close, self._fds[s])
+        return self._fds[s]
 
     def __iter__(self):
         dtype = np.result_type(*(m.dtype for m in self._maps)) if self._maps else np.float32

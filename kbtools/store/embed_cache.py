@@ -160,5 +160,6 @@ class EmbeddingCache:
                 break
             for p in (shard, shard.with_name(shard.name.replace(".hashes.npy", ".vectors.npy"))):
                 p.unlink(missing_ok=True)
+            _KEYS.pop(shard, None)  # its hashes are no longer read: do not keep them
             _LISTED.pop(self.folder, None)
             total -= size
