@@ -18,8 +18,11 @@ for each id in that order and applying each plan (``apply_links``) before the ne
 from __future__ import annotations
 
 import datetime as dt
+import functools
 import json
+import math
 from collections import defaultdict
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 
 import numpy as np
@@ -109,7 +112,7 @@ def plan_links(entry_id, entries, edges, triples, *, vectors=None, cosine=None, 
     ev = pair_evidence(ctx.stats, pairs["m"], pairs["c"], rel=ctx.rel, settings=settings,
                        vectors=vectors, cosine=cosine)
     state = _State(ctx, ctx.edge_index_for(row, pairs["c"][ev["linked"]], struct))  # only those can be linked
-    state.link_entry(row, pairs, ev, struct)
+    state.link_entry(row, pairs, ev, struct, choice=_Choice(pairs, ev, ctx.stats, settings, state.index, 1))
     return state.plan({"entry": entry_id, "candidates": int(len(pairs["c"]))})
 
 
@@ -146,19 +149,29 @@ def plan_connect(entries, edges, triples, *, ids=None, vectors=None, cosine=None
     # without an index every entry of a chunk scans the bank densely: (chunk x bank) scores
     size = chunk or (512 if neighbors is not None else max(1, min(512, 4_000_000 // n)))
     total = len(chosen)
-    for start in range(0, total, size):
-        rows = chosen[start : start + size]
+
+    def candidates(rows):  # a chunk's candidates and evidence do not depend on the links planned so far
         pairs = candidate_pairs(st, rows, rel=ctx.rel, open_=ctx.open_, linked=ctx.linked,
                                 settings=settings, vectors=vectors, neighbors=neighbors, eligible=eligible, margin=margin)
-        ev = pair_evidence(st, pairs["m"], pairs["c"], rel=ctx.rel, settings=settings, vectors=vectors, cosine=cosine)
-        state.ensure([*rows.tolist(), *pairs["c"][ev["linked"]].tolist(),
-                      *(t for r in rows.tolist() for _, t in structs[r] if t is not None)])
-        bounds = np.searchsorted(pairs["b"], np.arange(len(rows) + 1))
-        for b, row in enumerate(rows.tolist()):
-            sl = slice(bounds[b], bounds[b + 1])
-            state.link_entry(row, {k: v[sl] for k, v in pairs.items()}, {k: v[sl] for k, v in ev.items()}, structs[row])
-        if progress is not None:
-            progress(min(start + size, total), total)
+        return pairs, pair_evidence(st, pairs["m"], pairs["c"], rel=ctx.rel, settings=settings, vectors=vectors, cosine=cosine)
+
+    chunks = [chosen[start : start + size] for start in range(0, total, size)]
+    # the next chunk's search and evidence (numpy and faiss, outside the GIL) run beside this chunk's
+    # sequential linking
+    with ThreadPoolExecutor(max_workers=1, thread_name_prefix="kb-link") as ahead:
+        coming = ahead.submit(candidates, chunks[0]) if chunks else None
+        done = 0
+        for i, rows in enumerate(chunks):
+            pairs, ev = coming.result()
+            if i + 1 < len(chunks):
+                coming = ahead.submit(candidates, chunks[i + 1])
+            bounds = np.searchsorted(pairs["b"], np.arange(len(rows) + 1)).tolist()
+            choice = _Choice(pairs, ev, st, settings, state.index, len(rows))
+            for b, row in enumerate(rows.tolist()):
+                state.link_entry(row, pairs, ev, structs[row], bounds[b], bounds[b + 1], choice, b)
+            done += len(rows)
+            if progress is not None:
+                progress(done, total)
     return state.plan({"entries": total})
 
 
@@ -361,13 +374,47 @@ class _EdgeIndex:
             ids, rows = pl.Series(list(row_of), dtype=pl.String), pl.arange(0, n, eager=True)
             ends = frame.select(pl.col(c).replace_strict(ids, rows, default=-1, return_dtype=pl.Int64) for c in ("src", "dst"))
             src, dst = ends["src"].to_numpy(), ends["dst"].to_numpy()
+        types = frame["type"].cast(pl.String).fill_null("")
+        canon = {t: normalize_type(t) for t in types.unique().to_list()}
+        code = types.replace_strict(canon).cast(pl.Categorical).to_physical().to_numpy()
         known = np.flatnonzero((src >= 0) & (dst >= 0))
+        # one edge per key (src, dst, canonical type): the last, as a dictionary keyed by it holds
+        by_key = known[np.lexsort((known, code[known], dst[known], src[known]))]
+        if by_key.size:
+            same = (src[by_key][1:] == src[by_key][:-1]) & (dst[by_key][1:] == dst[by_key][:-1]) \
+                & (code[by_key][1:] == code[by_key][:-1])
+            known = np.sort(by_key[np.append(~same, True)])
         end_rows = np.concatenate([src[known], dst[known]])
         order = np.argsort(end_rows, kind="stable")
         self.edge_of = np.concatenate([known, known])[order]
         self.start = np.searchsorted(end_rows[order], np.arange(n + 1))
         sup = known[(frame["type"].to_numpy()[known] == "supersedes")] if known.size else known
         self.replaced_by = dict(zip(dst[sup].tolist(), src[sup].tolist()))
+        # what the sequential state asks of edges it has not loaded: how many automatic (capped)
+        # links each row holds, and how many edges join each pair of rows
+        capped = known[frame["source"].is_in(list(_CAPPED)).fill_null(False).to_numpy()[known]]
+        loops = src[capped] == dst[capped]
+        self.capped_degree = np.bincount(np.concatenate([src[capped], dst[capped][~loops]]), minlength=n)
+        lo, hi = np.minimum(src[known], dst[known]), np.maximum(src[known], dst[known])
+        self.pair_keys, self.pair_edges = np.unique(lo * max(n, 1) + hi, return_counts=True)
+        self.n = max(n, 1)
+
+    def pair_counts_of(self, a: np.ndarray, b: np.ndarray) -> np.ndarray:
+        """How many input edges join rows a[i] and b[i] (either way, any type), per i."""
+        a, b = np.asarray(a, np.int64), np.asarray(b, np.int64)
+        if self.pair_keys.size == 0 or b.size == 0:
+            return np.zeros(b.size, np.int64)
+        keys = np.minimum(a, b) * self.n + np.maximum(a, b)
+        at = np.minimum(np.searchsorted(self.pair_keys, keys), self.pair_keys.size - 1)
+        return np.where(self.pair_keys[at] == keys, self.pair_edges[at], 0)
+
+    def pair_count(self, a: int, b: int) -> int:
+        """How many input edges join rows a and b (either way, any type)."""
+        if self.pair_keys.size == 0:
+            return 0
+        key = (a * self.n + b) if a < b else (b * self.n + a)
+        at = int(np.searchsorted(self.pair_keys, key))
+        return int(self.pair_edges[at]) if at < self.pair_keys.size and self.pair_keys[at] == key else 0
 
     def rows(self, edges) -> list[tuple]:
         """The rows of these edges (positions in ``frame``) as tuples of ``_EDGE_COLUMNS``; the
@@ -410,8 +457,52 @@ def _known_entities(triples) -> tuple[str, ...]:
 # ---------------------------------------------------------------- the sequential state
 
 
+class _Choice:
+    """The automatic-link candidates of a chunk's rows, each row's in the order they are tried
+    (score, then the newer entry), with the input edges joining each pair: what
+    ``_State._auto_links`` reads when no candidate of the row was superseded during the plan.
+
+    A row's list takes, from each source, its first ``candidates`` (``session_candidates``)
+    entries, the exact scan's list instead of the index's where the index may have missed some of
+    the best (``use_exact_neighbours``), and keeps those past the gate."""
+
+    def __init__(self, pairs: dict, ev: dict, stats: TermStats, settings: LinkerSettings, index: "_EdgeIndex", n_rows: int):
+        b, c, k, rank = pairs["b"], pairs["c"], settings.candidates, stats.rank
+        self.stats = stats
+        lexical = (pairs["pos_index"] < k) | (pairs["pos_session"] < settings.session_candidates)
+        near = pairs["pos_nn"] < k  # a source's positions in a row run 0, 1, 2, ...: its first k
+        self.exact = np.zeros(n_rows, bool)
+        if "nn_floor" in pairs and len(b):
+            above = (pairs["pos_nn"] != _SENTINEL) & (ev["cos"] > pairs["nn_floor"])
+            floor = np.full(n_rows, -np.inf)
+            floor[b] = pairs["nn_floor"]  # one floor per row
+            self.exact = (np.bincount(b, minlength=n_rows) > 0) & (floor > -np.inf) \
+                & (np.bincount(b[above], minlength=n_rows) < k)
+            near = np.where(self.exact[b], pairs["pos_nnx"] < k, near)
+        ok = np.flatnonzero((lexical | near) & ev["linked"])
+        self.pairs = ok[np.lexsort((-rank[c[ok]], -ev["score"][ok], b[ok]))]
+        self.bounds = np.searchsorted(b[self.pairs], np.arange(n_rows + 1)).tolist()
+        self.c = c[self.pairs].tolist()
+        self.pairs_list = self.pairs.tolist()
+        self.base = index.pair_counts_of(pairs["m"][self.pairs], c[self.pairs]).tolist()
+        self._values = None
+
+    def values(self, ev: dict, p: int) -> dict:
+        """What the record of pair ``p`` (of this choice) reads of its evidence."""
+        if self._values is None:  # Python numbers, read once per chunk
+            self._values = {k: ev[k][self.pairs].tolist() for k in _RECORD_VALUES if k != "type_key"}
+            self._values["type_key"] = _type_keys(self.stats, {k: ev[k][self.pairs] for k in _TYPE_INPUTS}).tolist()
+        return {k: v[p] for k, v in self._values.items()}
+
+
 class _State:
-    """Edges near the entries being linked, as dictionaries, updated link by link."""
+    """Edges near the entries being linked, as dictionaries, updated link by link.
+
+    Input edges are loaded (``ensure``) only for the rows whose edges are read one by one: an end
+    whose degree cap is full, a decision taken over, an entry's structural targets, an entry linked
+    before. Whether a pair is joined and how many automatic links a row holds are answered from
+    the input's counts (``_EdgeIndex``) plus what this plan changed, so a link between two rows
+    that stay under the cap reads none of their edges."""
 
     def __init__(self, ctx: _Context, index: _EdgeIndex):
         self.ctx, self.st, self.s = ctx, ctx.stats, ctx.settings
@@ -425,13 +516,16 @@ class _State:
         if held is None or held[0] is not ctx.superseded:
             held = self.st._cache["superseded rows"] = (ctx.superseded, np.flatnonzero(ctx.superseded).tolist())
         self.superseded = set(held[1])
+        self.fresh_superseded: set[int] = set()  #: superseded by this plan (they were candidates before)
         self.replaced_by: dict[int, int] = dict(index.replaced_by)
         self.updates: dict[int, str | None] = {}
         self.counts = defaultdict(int)
         self.linked_rows: set[int] = set()
-        self.pair_count: dict[tuple, int] = defaultdict(int)
+        self.pair_delta: dict[tuple, int] = defaultdict(int)  #: edges joining a pair, added minus removed
+        self.degree_delta: dict[int, int] = defaultdict(int)  #: capped links of a row, added minus removed
         self.loaded_rows: set[int] = set()
         self.loaded_edges: set[int] = set()
+        self._facts = (-1, [])  #: the last entry's terms in the order the evidence shows them
 
     def ensure(self, rows) -> None:
         """Load the input edges touching these rows (once: an edge removed later stays removed)."""
@@ -457,17 +551,31 @@ class _State:
         self.edges[key] = rec
         self.touching[rec["src"]].add(key)
         self.touching[rec["dst"]].add(key)
-        self.pair_count[_pair(rec["src"], rec["dst"])] += 1
         if rec["source"] in _CAPPED:
             self.capped[rec["src"]].add(key)
             self.capped[rec["dst"]].add(key)
         return key
 
-    def add(self, rec):
+    def _count(self, rec, step: int) -> None:
+        self.pair_delta[_pair(rec["src"], rec["dst"])] += step
+        if rec["source"] in _CAPPED:
+            self.degree_delta[rec["src"]] += step
+            if rec["dst"] != rec["src"]:
+                self.degree_delta[rec["dst"]] += step
+
+    def degree(self, row: int) -> int:
+        """The automatic (capped) links the row holds now."""
+        return int(self.index.capped_degree[row]) + self.degree_delta.get(row, 0)
+
+    def add(self, rec, base: int | None = None):
+        """Add (or replace) a record; ``base``: the input edges of its pair, when known."""
         key = (rec["src"], rec["dst"], rec["type"])
+        if key not in self.edges and (self.index.pair_count(rec["src"], rec["dst"]) if base is None else base):
+            self.ensure([rec["src"], rec["dst"]])  # an input edge of this key may not be loaded yet
         if key in self.edges:
             self.remove(key)
         self._put(rec)
+        self._count(rec, 1)
         self.added[key] = rec
 
     def remove(self, key):
@@ -475,14 +583,14 @@ class _State:
         for end in (rec["src"], rec["dst"]):
             self.touching[end].discard(key)
             self.capped[end].discard(key)
-        self.pair_count[_pair(rec["src"], rec["dst"])] -= 1
+        self._count(rec, -1)
         if rec["orig"] is not None:
             self.removed[key] = rec["orig"]
         else:
             self.added.pop(key, None)
 
     def joined(self, a, b) -> bool:
-        return self.pair_count.get(_pair(a, b), 0) > 0
+        return self.pair_delta.get(_pair(a, b), 0) + self.index.pair_count(a, b) > 0
 
     def faded(self, rec) -> float:
         if rec["source"] not in _FADING:
@@ -491,33 +599,41 @@ class _State:
         return fade(rec["weight"], days, half_life_days=self.s.half_life_days)
 
     def _weakest(self, row):
+        self.ensure([row])  # every capped link of the row, to compare them
         return min(self.capped[row], key=lambda k: (self.faded(self.edges[k]), k))
 
-    def add_capped(self, rec) -> bool:
+    def add_capped(self, rec, base: int | None = None) -> bool:
         """Add an automatic link unless it would be the weakest at a full end; evict the weakest."""
-        strength = self.faded(rec)
-        for end in (rec["src"], rec["dst"]):
-            if len(self.capped[end]) >= self.s.max_degree and self.faded(self.edges[self._weakest(end)]) >= strength:
-                self.counts["capped"] += 1
-                return False
-        for end in (rec["src"], rec["dst"]):
-            while len(self.capped[end]) >= self.s.max_degree:
-                self.remove(self._weakest(end))
-                self.counts["evicted"] += 1
-        self.add(rec)
+        cap = self.s.max_degree
+        full = [end for end in (rec["src"], rec["dst"]) if self.degree(end) >= cap]
+        if full:
+            strength = self.faded(rec)
+            for end in full:
+                if self.faded(self.edges[self._weakest(end)]) >= strength:
+                    self.counts["capped"] += 1
+                    return False
+            for end in full:
+                while self.degree(end) >= cap:
+                    self.remove(self._weakest(end))
+                    self.counts["evicted"] += 1
+        self.add(rec, base)
         return True
 
     def _new(self, src, dst, typ, source, weight, evidence, seen_us=None):
         now = self.ctx.now_us
-        return dict(src=src, dst=dst, type=typ, source=source, note=None, evidence=json.dumps(evidence),
+        text, taken = (evidence, '"from"' in evidence) if isinstance(evidence, str) else (json.dumps(evidence), "from" in evidence)
+        return dict(src=src, dst=dst, type=typ, source=source, note=None, evidence=text,
                     weight=float(weight), created_by="linker", created_us=now,
-                    seen_us=now if seen_us is None else seen_us, orig=None, taken="from" in evidence)
+                    seen_us=now if seen_us is None else seen_us, orig=None, taken=taken)
 
     # -- one entry
-    def link_entry(self, m: int, pairs: dict, ev: dict, struct) -> None:
-        # the edges of candidates that pass the gate (the others are never read)
-        self.ensure([m, *pairs["c"][ev["linked"]].tolist(), *(t for _, t in struct if t is not None)])
+    def link_entry(self, m: int, pairs: dict, ev: dict, struct, lo: int = 0, hi: int | None = None,
+                   choice: _Choice | None = None, b: int = 0) -> None:
+        """Link entry row ``m``; its candidates are ``pairs``/``ev`` [lo:hi] (all of them by default),
+        row ``b`` of ``choice`` when given."""
+        hi = len(pairs["c"]) if hi is None else hi
         if self.ctx.linked[m]:
+            self.ensure([m])
             for key in [k for k in self.capped[m] if self.edges[k]["source"] == "auto" and not self.edges[k]["taken"]]:
                 self.remove(key)
                 self.counts["rederived"] += 1
@@ -527,8 +643,10 @@ class _State:
             end = self._newest(m)
             origin = self.st.ids[m]
         if end is not None:
-            self.ensure([end])
-            self._auto_links(m, end, origin, pairs, ev, set(takeovers))
+            if choice is not None and end == m and not self._fresh_among(pairs["c"][lo:hi], takeovers):
+                self._chosen_links(m, ev, choice, b)
+            else:
+                self._auto_links(m, end, origin, pairs, ev, set(takeovers), lo, hi)
         for old in takeovers:
             self._take_over(old, m)
         self.updates.setdefault(m, None)
@@ -543,6 +661,8 @@ class _State:
 
     def _structural(self, m, struct) -> list[int]:
         takeovers = []
+        if struct:
+            self.ensure([m, *(t for _, t in struct if t is not None)])
         for typ, t in struct:
             if t is None:
                 self.counts["missing_structure"] += 1
@@ -557,51 +677,70 @@ class _State:
             self.counts["structural"] += 1
             if typ == "supersedes":
                 self.superseded.add(t)
+                if not self.ctx.superseded[t]:
+                    self.fresh_superseded.add(t)
                 self.replaced_by[t] = m
                 self.updates[t] = "superseded"
                 takeovers.append(t)
         return takeovers
 
-    def _auto_links(self, m, end, origin, pairs, ev, own):
+    def _fresh_among(self, candidates: np.ndarray, own) -> bool:
+        """Whether one of these candidates was superseded during this plan by another entry."""
+        fresh = self.fresh_superseded
+        return bool(fresh) and any(x in fresh and x not in own for x in candidates.tolist())
+
+    def _chosen_links(self, m, ev, choice: _Choice, b: int):
+        """``_auto_links`` of an entry that links in its own name, from the chunk's ``choice``."""
+        if choice.exact[b]:
+            self.counts["nn_exact"] += 1
+        superseded, delta, cs, base = self.superseded, self.pair_delta, choice.c, choice.base
+        tried = [p for p in range(choice.bounds[b], choice.bounds[b + 1])  # read before any is added
+                 if cs[p] not in superseded and base[p] + delta.get(_pair(m, cs[p]), 0) <= 0][: self.s.max_new]
+        for p in tried:
+            if self.add_capped(self._auto_record(m, m, None, cs[p], choice.values(ev, p)), base[p]):
+                self.counts["links"] += 1
+
+    def _auto_links(self, m, end, origin, pairs, ev, own, lo, hi):
         # entries superseded earlier in this run give their place in a candidate list to the next;
         # those this entry supersedes itself keep it (they were candidates when it was written)
-        c = pairs["c"]
-        fresh = np.array([x in self.superseded and not self.ctx.superseded[x] and x not in own for x in c.tolist()], dtype=bool)
-        chosen = np.zeros(len(c), bool)
+        c = pairs["c"][lo:hi]
+        cs = c.tolist()
+        fresh = np.zeros(len(cs), bool)
+        if self.fresh_superseded:
+            fresh[:] = [x in self.fresh_superseded and x not in own for x in cs]
+        chosen = np.zeros(len(cs), bool)
         nn = "nn"
-        if "nn_floor" in pairs and use_exact_neighbours(ev["cos"], pairs["nn_floor"], (pairs["pos_nn"] != _SENTINEL) & ~fresh,
-                                                        self.s.candidates):
+        if "nn_floor" in pairs and use_exact_neighbours(ev["cos"][lo:hi], pairs["nn_floor"][lo:hi],
+                                                        (pairs["pos_nn"][lo:hi] != _SENTINEL) & ~fresh, self.s.candidates):
             nn = "nnx"  # the index list may miss some of the best: the exact scan's list
             self.counts["nn_exact"] += 1
         for name, limit in (("index", self.s.candidates), (nn, self.s.candidates), ("session", self.s.session_candidates)):
-            pos = pairs[f"pos_{name}"]
+            pos = pairs[f"pos_{name}"][lo:hi]
             live = np.flatnonzero((pos != _SENTINEL) & ~fresh)
             chosen[live[np.argsort(pos[live], kind="stable")][:limit]] = True
-        ok = chosen & ev["linked"]
-        idx = [i for i in np.flatnonzero(ok).tolist() if c[i] != end and c[i] not in self.superseded and not self.joined(end, c[i])]
-        idx.sort(key=lambda i: (-ev["score"][i], -self.st.rank[c[i]]))
+        ok = np.flatnonzero(chosen & ev["linked"][lo:hi])
+        base = dict(zip(ok.tolist(), self.index.pair_counts_of(np.full(len(ok), end), c[ok]).tolist()))  # input edges per pair
+        superseded, delta = self.superseded, self.pair_delta
+        idx = [i for i in base if cs[i] != end and cs[i] not in superseded and base[i] + delta.get(_pair(end, cs[i]), 0) <= 0]
+        score, rank = ev["score"], self.st.rank
+        idx.sort(key=lambda i: (-score[lo + i], -rank[cs[i]]))
         for i in idx[: self.s.max_new]:
-            rec = self._auto_record(m, end, origin, int(c[i]), {k: v[i] for k, v in ev.items()})
-            if self.add_capped(rec):
+            e = {k: ev[k][lo + i] for k in _RECORD_VALUES if k != "type_key"}
+            e["type_key"] = int(_type_keys(self.st, {k: ev[k][lo + i : lo + i + 1] for k in _TYPE_INPUTS})[0])
+            if self.add_capped(self._auto_record(m, end, origin, cs[i], e), base[i]):
                 self.counts["links"] += 1
 
     def _auto_record(self, m, end, origin, c, e):
+        """The record of an automatic link between entry m (linked as ``end``) and candidate c, from
+        the pair's evidence ``e`` (``_RECORD_VALUES``)."""
         st = self.st
-        typ, m_is_src = link_type(
-            KINDS[st.kind[m]], KINDS[st.kind[c]],
-            fix_a=st.fix[m], problem_a=st.problem[m], progress_a=st.progress[m],
-            fix_b=st.fix[c], problem_b=st.problem[c], progress_b=st.progress[c],
-            a_later=bool(e["later"]), same_session=bool(e["time"] > 0), bridge_only=bool(e["bridge_only"]),
-        )
-        evidence = {
-            "why": why_text(st, self.ctx.rel, m, c, e),
-            "signals": {k: round(float(e[k]), 3) for k in ("share", "sem", "bridge", "time", "cue")},
-            "score": round(float(e["score"]), 3),
-        }
-        if origin is not None:
-            evidence["from"] = origin
+        typ, m_is_src = _link_type(e["type_key"])
+        if self._facts[0] != m:
+            self._facts = (m, _term_facts(st, m))
+        why = _why_words(st, self.ctx.rel, m, c, e, self._facts[1])
         src, dst = (end, c) if m_is_src else (c, end)
-        return self._new(src, dst, typ, "auto", float(e["score"]), evidence)
+        return self._new(src, dst, typ, "auto", float(e["score"]), _evidence_json(why, e, origin))
+
 
     def _take_over(self, old, new):
         self.ensure([old, new])
@@ -679,22 +818,59 @@ def _edge_frame(rows: list[dict]) -> pl.DataFrame:
     return pl.DataFrame([tuple(r[name] for name in schema) for r in rows], schema=schema, orient="row")
 
 
+_TYPE_FLAGS = ("fix_a", "problem_a", "progress_a", "fix_b", "problem_b", "progress_b", "a_later", "same_session",
+               "bridge_only")
+
+
+def _type_keys(stats: TermStats, ev: dict) -> np.ndarray:
+    """What decides the type of each pair's link (``link_type``'s arguments) as one integer: the
+    two kind codes and nine flags."""
+    ms, cs = ev["m"], ev["c"]
+    flags = (stats.fix[ms], stats.problem[ms], stats.progress[ms], stats.fix[cs], stats.problem[cs],
+             stats.progress[cs], ev["later"], ev["time"] > 0, ev["bridge_only"])
+    key = (stats.kind[ms].astype(np.int64) << 8) | stats.kind[cs].astype(np.int64)
+    for flag in flags:
+        key = (key << 1) | np.asarray(flag, bool)
+    return key
+
+
+@functools.lru_cache(maxsize=4096)
+def _link_type(key: int) -> tuple[str, bool]:
+    """``link_type`` of a ``_type_keys`` key, remembered: a bank's links repeat a few combinations."""
+    flags = {}
+    for name in reversed(_TYPE_FLAGS):
+        flags[name], key = bool(key & 1), key >> 1
+    return link_type(KINDS[key >> 8], KINDS[key & 0xFF], **flags)
+
+
 def _pair(a: int, b: int) -> tuple[int, int]:
     return (a, b) if a < b else (b, a)
 
 
 def why_text(stats: TermStats, rel, m: int, c: int, e: dict) -> str:
     """The evidence of a pair in words: "shared: line 3; similar meaning (0.30); ..."."""
+    return _why_words(stats, rel, m, c, e, _term_facts(stats, m))
+
+
+def _term_facts(stats: TermStats, m: int) -> list[tuple]:
+    """Entry m's terms as (term, is an entity, label in lower case, shown as), heaviest first (ties:
+    by label, then as the entry holds them): the order ``why_text`` shows shared terms in."""
+    am = stats.anchors[m]
+    w, index = stats.w, stats.term_index
+    facts = [(t, t.startswith("e:"), label.lower(), label.lower() if t.startswith("t:") else t[2:])
+             for t, label in zip(am.terms, am.labels)]
+    facts.sort(key=lambda f: (-w[index[f[0]]], f[2]))
+    return facts
+
+
+def _why_words(stats: TermStats, rel, m: int, c: int, e: dict, facts: list[tuple]) -> str:
     parts = []
     if e["shared_n"] > 0:
-        am, ac = stats.anchors[m], stats.anchors[c]
-        labels = dict(zip(am.terms, am.labels))
-        other = set(ac.terms)
-        shared = [t for t in am.terms if t in other]
-        entity_words = {w for t in shared if t.startswith("e:") for w in t[2:].split()}
-        shown = [t for t in shared if t.startswith("e:") or labels[t].lower() not in entity_words]
-        shown.sort(key=lambda t: (-stats.w[stats.term_index[t]], labels[t].lower()))
-        parts.append("shared: " + ", ".join(labels[t].lower() if t.startswith("t:") else t[2:] for t in shown[:3]))
+        other = set(stats.anchors[c].terms)
+        shared = [f for f in facts if f[0] in other]
+        entity_words = {w for f in shared if f[1] for w in f[0][2:].split()}
+        shown = [f[3] for f in shared if f[1] or f[2] not in entity_words]
+        parts.append("shared: " + ", ".join(shown[:3]))
     if e["sem"] > 0:
         parts.append(f"similar meaning ({e['cos']:.2f})")
     if e["bridge"] > 0:
@@ -705,6 +881,34 @@ def why_text(stats: TermStats, rel, m: int, c: int, e: dict) -> str:
         minutes = int(abs(int(stats.time_us[m]) - int(stats.time_us[c])) // 60_000_000)
         parts.append(f"same session, {minutes} min apart")
     return "; ".join(parts)
+
+
+_SIGNALS = ("share", "sem", "bridge", "time", "cue")
+#: what an automatic link's record reads of its pair's evidence
+_RECORD_VALUES = ("type_key", "shared_n", "sem", "cos", "bridge", "cue", "time", "share", "score")
+_TYPE_INPUTS = ("m", "c", "later", "time", "bridge_only")
+
+
+def _evidence_json(why: str, e: dict, origin) -> str:
+    """``json.dumps`` of {"why", "signals", "score"[, "from"]}, written directly (a link's record is
+    made once per link of a whole bank).
+
+    >>> e = dict(share=0.1234, sem=0.0, bridge=1.0, time=0.5, cue=0.0, score=0.78951)
+    >>> _evidence_json('a "b"', e, None) == json.dumps({"why": 'a "b"', "signals": {k: round(e[k], 3)
+    ...     for k in _SIGNALS}, "score": round(e["score"], 3)})
+    True
+    """
+    values = (round(float(e["share"]), 3), round(float(e["sem"]), 3), round(float(e["bridge"]), 3),
+              round(float(e["time"]), 3), round(float(e["cue"]), 3), round(float(e["score"]), 3))
+    if not all(map(math.isfinite, values)):  # json writes NaN and Infinity its own way
+        out = {"why": why, "signals": dict(zip(_SIGNALS, values)), "score": values[-1]}
+        return json.dumps(out if origin is None else {**out, "from": origin})
+    text = _EVIDENCE % (_json_string(why), *values)
+    return text + ("}" if origin is None else f', "from": {_json_string(origin)}}}')
+
+
+_json_string = json.encoder.encode_basestring_ascii
+_EVIDENCE = '{"why": %s, "signals": {' + ", ".join(f'"{k}": %r' for k in _SIGNALS) + '}, "score": %r'
 
 
 def _bridge_label(stats, rel, m, c) -> str:

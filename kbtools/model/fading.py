@@ -30,6 +30,8 @@ def fade(weight, age_days, *, half_life_days: float = HALF_LIFE_DAYS):
     future does not grow). Takes numbers, numpy arrays or polars expressions."""
     if not half_life_days > 0:
         raise ValidationError("half_life_days", half_life_days, "must be a positive number of days")
+    if type(age_days) is float and type(weight) is float:  # the linker's state asks this link by link
+        return weight * 0.5 ** (max(age_days, 0.0) / half_life_days)
     if isinstance(age_days, pl.Expr) or isinstance(weight, pl.Expr):
         age = age_days if isinstance(age_days, pl.Expr) else pl.lit(age_days)
         return weight * pl.lit(0.5).pow(age.clip(lower_bound=0.0) / half_life_days)
