@@ -114,3 +114,71 @@ def test_a_big_banks_edges_gathered_row_by_row_plan_the_same_links(monkeypatch):
     stats = TermStats.build(entries)  # no edge index kept from the first run
     gathered = planning.plan_connect(entries, demo.edges, demo.triples, stats=stats, now=now)
     assert whole.add.height > 50 and whole.add.equals(gathered.add) and whole.remove.equals(gathered.remove)
+
+
+def test_pair_cosines_do_not_depend_on_their_batch():
+    from kbtools.linker.evidence import pair_cosine
+
+    rng = np.random.default_rng(5)
+    for d in (384, 257, 3):
+        vectors = rng.normal(size=(800, d)).astype(np.float32)
+        ms, cs = rng.integers(0, 800, 3000), rng.integers(0, 800, 3000)
+        whole = pair_cosine(ms, cs, vectors=vectors)
+        alone = np.array([pair_cosine(ms[i : i + 1], cs[i : i + 1], vectors=vectors)[0] for i in range(0, 3000, 7)])
+        assert np.array_equal(whole[::7], alone), d
+        assert np.allclose(whole, np.einsum("ij,ij->i", vectors[ms].astype(np.float64), vectors[cs].astype(np.float64)), atol=1e-4)
+
+
+def test_few_rows_sum_their_votes_as_the_sparse_product_does(demo_dir):
+    from kbtools.linker import LINKER_DEFAULTS, TermStats
+    from kbtools.linker import evidence
+    from kbtools.linker.planning import _cached_relations, _known_entities
+    from kbtools.store.bank import open_bank
+
+    bank = open_bank(demo_dir / "engineering")
+    stats = TermStats.build(bank.entries, known_entities=_known_entities(bank.triples))
+    rel = _cached_relations(stats, bank.triples)
+    assert rel.cols.size  # related entities vote too
+    rows = np.flatnonzero(stats.kind >= 0)[:400]
+    for start in range(0, len(rows), evidence._FEW_ROWS):
+        few = rows[start : start + evidence._FEW_ROWS]
+        r, c, v = evidence._votes(stats, few, rel, LINKER_DEFAULTS)
+        product = (evidence._query_matrix(stats, few, rel, LINKER_DEFAULTS) @ stats.postings_t).tocoo()
+        want = sorted(zip(product.row.tolist(), product.col.tolist(), product.data.tolist()))
+        assert sorted(zip(r.tolist(), c.tolist(), v.tolist())) == want  # the same bits
+
+
+def test_the_linking_state_counts_what_it_has_not_loaded():
+    """Joined pairs and capped degrees read from the edge index's counts equal those of the loaded
+    edges, before and after a plan that fills degree caps and evicts."""
+    from kbtools.demo.engineering import engineering_bank
+    from kbtools.linker import LINKER_DEFAULTS
+    from kbtools.linker import planning
+
+    demo = engineering_bank(entries=600)
+    settings = LINKER_DEFAULTS.with_(max_degree=3)
+    ctx = planning._Context.open(demo.entries, demo.edges, demo.triples, None, settings, None, None, None)
+    state = planning._State(ctx, ctx.edge_index())
+    rows = np.arange(len(ctx.stats.ids))
+    before = [state.degree(r) for r in rows]
+    state.ensure(rows.tolist())
+    assert before == [len(state.capped[r]) for r in rows]
+    pairs = {planning._pair(k[0], k[1]) for k in state.edges}
+    assert all(state.joined(a, b) for a, b in pairs)
+    plan = planning.plan_connect(demo.entries, demo.edges, demo.triples, settings=settings)
+    assert plan.report["evicted"] and plan.report["capped"]
+    fresh = planning._State(ctx, ctx.edge_index())  # a plan's state, loaded lazily, then whole
+    for r in ctx.stats.rank.argsort().tolist():
+        fresh.link_entry(r, *_one_entry(ctx, r, settings))
+    counted = [fresh.degree(r) for r in rows]
+    fresh.ensure(rows.tolist())
+    assert counted == [len(fresh.capped[r]) for r in rows]
+    assert all(fresh.joined(k[0], k[1]) for k in fresh.edges)
+
+
+def _one_entry(ctx, row, settings):
+    from kbtools.linker.evidence import candidate_pairs, pair_evidence
+
+    rows = np.array([row])
+    pairs = candidate_pairs(ctx.stats, rows, rel=ctx.rel, open_=ctx.open_, linked=ctx.linked, settings=settings)
+    return pairs, pair_evidence(ctx.stats, pairs["m"], pairs["c"], rel=ctx.rel, settings=settings), ctx.structural(row)

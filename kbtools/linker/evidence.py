@@ -31,6 +31,7 @@ _IS_MEANS = np.zeros(len(KINDS) + 1, bool)  #: by kind code (-1, not linked, rea
 _IS_MEANS[_MEANS] = True
 _SENTINEL = np.iinfo(np.int64).max
 _SLACK = 1e-4  # float32 scores against exact float64 cosines
+_COSINE_BLOCK = 16_384  #: pairs gathered at once by ``pair_cosine``
 
 
 @dataclass(frozen=True, eq=False)
@@ -101,13 +102,11 @@ def pair_cosine(ms, cs, *, vectors=None, cosine=None) -> np.ndarray:
     """
     ms, cs = np.asarray(ms, np.int64), np.asarray(cs, np.int64)
     if vectors is not None:
-        # one small product per distinct ms (no BLAS: a pair's value must not depend on its batch)
+        # a row-wise product, not BLAS: a pair's value must not depend on its batch (tested)
         out = np.zeros(len(ms))
-        order = np.argsort(ms, kind="stable")
-        uniq, starts = np.unique(ms[order], return_index=True)
-        for m, lo, hi in zip(uniq.tolist(), starts.tolist(), [*starts[1:].tolist(), len(ms)]):
-            idx = order[lo:hi]
-            out[idx] = np.einsum("ij,j->i", vectors[cs[idx]], vectors[m])
+        for lo in range(0, len(ms), _COSINE_BLOCK):
+            hi = lo + _COSINE_BLOCK
+            out[lo:hi] = np.einsum("ij,ij->i", vectors[cs[lo:hi]], vectors[ms[lo:hi]])
         return out
     if cosine is not None:
         return np.asarray(cosine(ms, cs), dtype=np.float64).reshape(len(ms))
@@ -292,6 +291,28 @@ def _query_matrix(stats: TermStats, rows: np.ndarray, rel: Relations, settings: 
     return q
 
 
+#: Up to this many rows, votes are summed with numpy (a sparse product's set-up costs more than the sums)
+_FEW_ROWS = 8
+
+
+def _votes(stats: TermStats, rows: np.ndarray, rel: Relations, settings: LinkerSettings):
+    """(row, entry, vote) of ``_query_matrix @ postings_t``, the zero votes left out. A few rows
+    sum their votes with numpy in the product's order (term by term, from 0.0), so both ways give
+    the same bits."""
+    q = _query_matrix(stats, rows, rel, settings)
+    if len(rows) > _FEW_ROWS:
+        votes = (q @ stats.postings_t).tocoo()
+        return votes.row.astype(np.int64), votes.col.astype(np.int64), votes.data
+    pt, n = stats.postings_t, max(len(stats.ids), 1)
+    q_rows = np.repeat(np.arange(len(rows), dtype=np.int64), np.diff(q.indptr))
+    which, pos = _rows_of(pt.indptr, q.indices.astype(np.int64))
+    keys = q_rows[which] * n + pt.indices[pos].astype(np.int64)
+    found, inverse = np.unique(keys, return_inverse=True)
+    sums = np.bincount(inverse, weights=q.data[which] * pt.data[pos], minlength=len(found))
+    kept = sums != 0.0
+    return found[kept] // n, found[kept] % n, sums[kept]
+
+
 def _top_k(values: np.ndarray, k: int, rank: np.ndarray, floor: float, exact=None, slack: float = 0.0):
     """Per row, the k columns with the highest value above ``floor`` (ties: the newer entry first).
 
@@ -389,8 +410,7 @@ def candidate_pairs(
     k = settings.candidates + margin
     parts = []
     if len(stats.vocab) and k > 0:
-        votes = (_query_matrix(stats, rows, rel, settings) @ stats.postings_t).tocoo()
-        r, c, v = votes.row.astype(np.int64), votes.col.astype(np.int64), votes.data
+        r, c, v = _votes(stats, rows, rel, settings)
         ok = (v > 0.0) & _visible_pairs(stats, rows, r, c, open_, linked)
         parts.append(("index", *_best(r[ok], c[ok], v[ok], k, stats.rank, len(rows))))
     floor = None
