@@ -34,9 +34,11 @@ from kbtools.linker.anchors import ASSET_NOUNS, Anchor, _column_stems, anchors_o
 from kbtools.linker.rules import FIX_RE, LINKER_DEFAULTS, PROBLEM_RE, PROGRESS_RE, LinkerSettings, kind_code
 from kbtools.linker.text import stem
 
-__all__ = ["TermStats", "entry_text", "idf", "authors_of"]
+__all__ = ["TermStats", "entry_text", "idf", "authors_of", "STATS_COLUMNS"]
 
 _TEXT_COLUMNS = ("title", "summary", "content", "useful_for")
+#: Every column the statistics read: rows equal on these give equal statistics
+STATS_COLUMNS = ("id", "kind", *_TEXT_COLUMNS, "steps", "systems", "metadata", "created_at", "session_id")
 _ASSET_STEMS = frozenset(f"t:{stem(noun)}" for noun in ASSET_NOUNS)
 
 

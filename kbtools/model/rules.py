@@ -197,10 +197,9 @@ def problems_edges(edges: pl.DataFrame, ids: set[str] | pl.Series | None = None)
             Problem("edges", row["_row"], "src,dst,type", (row["src"], row["dst"], row["type"]), "(src, dst, type) is unique")
         )
     if ids is not None:
-        known = pl.DataFrame({"_id": pl.Series(list(ids) if not isinstance(ids, pl.Series) else ids, dtype=pl.String)})
+        known = _known_ends(edges, ids)
         for col in ("src", "dst"):
-            missing = indexed.join(known, left_on=col, right_on="_id", how="anti").sort("_row")
-            for row in missing.iter_rows(named=True):
+            for row in indexed.filter(~pl.col(col).is_in(known.implode()) | pl.col(col).is_null()).iter_rows(named=True):
                 out.append(Problem("edges", row["_row"], col, row[col], "the entry does not exist"))
     if "weight" in edges.columns:
         trusted = pl.col("source").is_in(sorted(TRUSTED_SOURCES))
@@ -210,6 +209,15 @@ def problems_edges(edges: pl.DataFrame, ids: set[str] | pl.Series | None = None)
         for row in indexed.filter(bad_w).iter_rows(named=True):
             out.append(Problem("edges", row["_row"], "weight", row["weight"], "a fading edge's weight is in (0, 1]"))
     return out
+
+
+def _known_ends(edges: pl.DataFrame, ids: set[str] | pl.Series) -> pl.Series:
+    """The edges' ends that are among ``ids``: the ids column is scanned for the few ends a write
+    names (not hashed whole: a bank of 100k entries would be hashed on every linked add)."""
+    ends = pl.concat([edges["src"], edges["dst"]]).drop_nulls().unique()
+    if not isinstance(ids, pl.Series):
+        return ends.filter(ends.is_in(pl.Series(list(ids), dtype=pl.String).implode()))
+    return ids.filter(ids.is_in(ends.implode())).unique() if ends.len() < ids.len() else ends.filter(ends.is_in(ids.implode()))
 
 
 def problems_triples(triples: pl.DataFrame) -> list[Problem]:
@@ -358,7 +366,8 @@ def check_edges(edges: pl.DataFrame, ids: set[str] | pl.Series | None, *, existi
         raise EdgeRuleError(f"row {p.row}: edge {r['src']} -> {r['dst']} ({r['type']}): {p.rule}"
                             + ("" if p.column in ("dst",) and p.rule.startswith("an entry") else f" (got {p.column}={p.value!r})"))
     if existing is not None and existing.height and edges.height:
-        clash = edges.with_row_index("_row").join(existing.select("src", "dst", "type"), on=["src", "dst", "type"], how="semi")
+        near = existing.select("src", "dst", "type").filter(pl.col("src").is_in(edges["src"].unique().implode()))  # a scan, not a hash of every edge
+        clash = edges.with_row_index("_row").join(near, on=["src", "dst", "type"], how="semi")
         if clash.height:
             r = clash.row(0, named=True)
             raise EdgeRuleError(

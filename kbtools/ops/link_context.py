@@ -20,6 +20,7 @@ import polars as pl
 
 from kbtools.errors import ValidationError
 from kbtools.linker import LINKER_DEFAULTS, LINKER_LEXICAL, LinkerSettings, LinkPlan, TermStats, plan_links
+from kbtools.linker.terms import STATS_COLUMNS
 from kbtools.retrieval.index import ivf_nprobe
 from kbtools.store.bank import Bank
 
@@ -63,6 +64,9 @@ def term_stats(bank: Bank, settings: LinkerSettings) -> TermStats:
                 content = texts(entries)
             n = len(old_content)
             if old_known == known and n <= len(content) and content.head(n).equals(old_content):
+                planned = _planned_extension(old_stats, entries)
+                if planned is not None:  # the rows a linked add planned with, now committed
+                    return planned, known, content, mark
                 try:
                     return old_stats.extend(entries), known, content, mark
                 except ValidationError:
@@ -72,6 +76,27 @@ def term_stats(bank: Bank, settings: LinkerSettings) -> TermStats:
         return TermStats.build(entries, known_entities=known, settings=settings), known, content, mark
 
     return bank.derived(name, build, on=("entries", "triples"), grow=True)[0]
+
+
+def _stats_rows(frame: pl.DataFrame) -> pl.DataFrame:
+    return frame.select(c for c in STATS_COLUMNS if c in frame.columns)
+
+
+def _remember_extension(base: TermStats, extended: TermStats, entries: pl.DataFrame) -> None:
+    """Keep on ``base`` the statistics it was extended to for rows about to be written (a linked
+    add), so that the next ``term_stats`` after the commit takes them instead of extending again."""
+    base._cache["extended"] = (_stats_rows(entries.slice(len(base.ids))), extended)
+
+
+def _planned_extension(base: TermStats, entries: pl.DataFrame) -> TermStats | None:
+    """The statistics ``base`` was extended to for these entries' new rows, when the rows committed
+    read alike on every column the statistics read (else None)."""
+    held = base._cache.get("extended")
+    if held is None or entries.height != len(held[1].ids):
+        return None
+    rows, extended = held
+    new = _stats_rows(entries.slice(len(base.ids)))
+    return extended if new.columns == rows.columns and new.equals(rows) else None
 
 
 def linker_vectors(bank: Bank) -> np.ndarray | None:
@@ -303,10 +328,13 @@ def plan_new_entry_links(bank: Bank, new_entries: pl.DataFrame, new_edges: pl.Da
     entries = pl.concat([bank.entries, new_entries.select(bank.entries.columns)], how="vertical_relaxed")
     edges = pl.concat([bank.edges, new_edges.select(bank.edges.columns)], how="vertical_relaxed") if new_edges.height else bank.edges
     state = _linker_state(bank)
+    base = term_stats(bank, settings)
     try:
-        stats = term_stats(bank, settings).extend(entries)
+        stats = base.extend(entries)
     except ValidationError:
         stats = None
+    else:
+        _remember_extension(base, stats, entries)
     with _SCRATCH:
         vectors = neighbors = None
         if state is not None and content_vectors is not None:

@@ -669,11 +669,12 @@ def plan_edge_changes(
         edge_events(adds, action, actor=actor, at=now, reason=reason, payload_cols=("source", "note", "weight", "evidence")),
     ]
     if entry_updates is not None and entry_updates.height:
-        missing = entry_updates.join(entries.select("id"), on="id", how="anti")
+        named = entries.filter(pl.col("id").is_in(entry_updates["id"].implode()))  # a scan, not a hash of every entry
+        missing = entry_updates.join(named.select("id"), on="id", how="anti")
         if missing.height:
             raise EntryNotFound(missing["id"][0], "entry update")
         cols = [c for c in entry_updates.columns if c != "id"]
-        upd = entries.join(entry_updates, on="id", how="inner", suffix="_new").with_columns(
+        upd = named.join(entry_updates, on="id", how="inner", suffix="_new").with_columns(
             [pl.coalesce(pl.col(f"{c}_new").cast(SCHEMAS["entries"][c]), pl.col(c)).alias(c) for c in cols]
         ).select(list(SCHEMAS["entries"]))
         if not set(cols) <= {"linked_at"}:
