@@ -79,3 +79,34 @@ def test_linker_vectors_survive_updates_in_place_and_a_connect_run(bank):
     state = link_context._linker_state(bank)
     assert state is first  # the same rows, the same vectors: nothing gathered again
     assert np.array_equal(state.view, _fresh(bank))
+
+
+def test_a_linked_add_takes_the_statistics_it_planned_with_after_its_commit(bank, monkeypatch):
+    settings = link_context.linker_settings(bank)
+    before = link_context.term_stats(bank, settings)
+    kb.report_learning(bank, content="Kiln 7 on site 4 overheats after error K-771.", actor="a")
+    planned = before._cache["extended"][1]
+    calls = []
+    monkeypatch.setattr(type(before), "extend", lambda self, entries: calls.append(entries) or None)
+    after = link_context.term_stats(bank, settings)
+    assert after is planned and not calls  # taken, not extended again
+    monkeypatch.undo()
+    fresh = link_context.term_stats(kb.open_bank(bank.path, readonly=True), settings)
+    assert after.ids == fresh.ids and after.vocab == fresh.vocab
+    assert (after.postings != fresh.postings).nnz == 0 and np.array_equal(after.w, fresh.w)
+    assert np.array_equal(after.rank, fresh.rank) and np.array_equal(after.session, fresh.session)
+
+
+def test_planned_statistics_are_not_taken_for_other_rows(bank):
+    import polars as pl
+
+    settings = link_context.linker_settings(bank)
+    base = link_context.term_stats(bank, settings)
+    entries = bank.entries
+    extra = entries.tail(1).with_columns(pl.lit("zz000001").alias("id"), pl.lit("Kiln 9 smokes.").alias("content"))
+    planned = base.extend(pl.concat([entries, extra]))
+    link_context._remember_extension(base, planned, pl.concat([entries, extra]))
+    other = extra.with_columns(pl.lit("Kiln 9 is fine.").alias("content"))
+    assert link_context._planned_extension(base, pl.concat([entries, extra])) is planned
+    assert link_context._planned_extension(base, pl.concat([entries, other])) is None
+    assert link_context._planned_extension(base, entries) is None
