@@ -201,3 +201,56 @@ def test_extend_grows_every_field_as_a_fresh_build_reads_it(order):
         _assert_equal_stats(stats, TermStats.build(entries.head(size)))
         paths.append("sessions" in stats._cache)  # ranks and session codes kept, not read again
     assert all(paths) if order != "shuffled" else not all(paths)
+
+
+def test_statistics_extended_twice_from_the_same_ones_keep_both():
+    """The postings grow in place at the end of shared buffers: a second extension from the same
+    statistics gets buffers of its own, and every statistics object keeps reading its own rows."""
+    entries = synthetic_bank(entries=600, seed=4).entries.sort("created_at", "id")
+    base = TermStats.build(entries.head(500))
+    first = base.extend(entries.head(520))
+    other_rows = entries.slice(500, 30).with_columns(pl.col("content") + " Kiln K-9 smokes again.")
+    second = base.extend(pl.concat([entries.head(500), other_rows]))
+    third = first.extend(entries.head(540))  # the owner of the end grows in place again
+    _assert_equal_stats(base, TermStats.build(entries.head(500)))
+    _assert_equal_stats(first, TermStats.build(entries.head(520)))
+    _assert_equal_stats(second, TermStats.build(pl.concat([entries.head(500), other_rows])))
+    _assert_equal_stats(third, TermStats.build(entries.head(540)))
+    assert first._buffers["indices"] is third._buffers["indices"]  # grown in place
+    assert second._buffers["indices"] is not first._buffers["indices"]
+    with pytest.raises(ValueError):
+        base.postings.indices[0] = 1  # views are read-only
+
+
+def test_appended_rows_are_transposed_apart_until_they_are_many(monkeypatch):
+    from kbtools.linker import LINKER_DEFAULTS, evidence, terms
+    from kbtools.linker.evidence import Relations
+
+    monkeypatch.setattr(terms, "_TAIL_ROWS", 8)
+    entries = synthetic_bank(entries=700, seed=6).entries.sort("created_at", "id")
+    stats = TermStats.build(entries.head(600))
+    rel = Relations(any=None, strong=None, cols=np.zeros(0, np.int64), label={})
+    merged = 0
+    for size in range(601, 700, 7):
+        stats = stats.extend(entries.head(size))
+        fresh = TermStats.build(entries.head(size))
+        merged += stats._transposed[2] is None
+        parts = stats.transposed_parts()
+        assert len(parts) == (1 if stats._transposed[2] is None else 2)
+        assert (sum(parts[1:], parts[0]) != fresh.postings_t).nnz == 0
+        rows = np.flatnonzero(stats.kind >= 0)[-40:]
+        for few in (rows[:3], rows):  # the numpy sums and the sparse product, over both parts
+            got = evidence._votes(stats, few, rel, LINKER_DEFAULTS)
+            product = (evidence._query_matrix(fresh, few, rel, LINKER_DEFAULTS) @ fresh.postings_t).tocoo()
+            want = sorted(zip(product.row.tolist(), product.col.tolist(), product.data.tolist()))
+            assert sorted(zip(*(x.tolist() for x in got))) == want
+        assert np.array_equal(stats.totals(rows[::3]), fresh.total[rows[::3]])  # the same bits
+    assert merged  # past a 32nd of the bank the appended rows join the base
+
+
+def test_totals_of_a_few_rows_are_the_columns_bits():
+    stats = TermStats.build(synthetic_bank(entries=900, seed=2).entries)
+    rows = np.random.default_rng(0).integers(0, 900, 50)
+    few = stats.totals(rows)
+    assert "total" not in stats._cache  # summed for these rows only
+    assert np.array_equal(few, stats.total[rows])

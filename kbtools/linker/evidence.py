@@ -120,7 +120,7 @@ def pair_evidence(stats: TermStats, ms, cs, *, rel: Relations, settings: LinkerS
     """
     ms, cs = np.asarray(ms, np.int64), np.asarray(cs, np.int64)
     shared_w, shared_n, strong_n, entity_w = _shared(stats, ms, cs)
-    denom = np.minimum(stats.total[ms], stats.total[cs])
+    denom = np.minimum(stats.totals(ms), stats.totals(cs))
     overlap = np.divide(shared_w, denom, out=np.zeros(len(ms)), where=denom > 0)
     halved = (shared_n > 0) & (strong_n == 0)
     share = np.where(halved, overlap / 2.0, overlap)
@@ -226,7 +226,9 @@ def _shared(stats: TermStats, ms: np.ndarray, cs: np.ndarray):
     weight = stats.w[cols]
     nonzero = weight != 0.0  # a sparse product holds no zeros, and they would change numpy's summation blocks
     shared_w = _segment_sums(weight[nonzero], np.bincount(pair[nonzero], minlength=p))
-    strong_n = np.bincount(pair, weights=stats.strong_flag[at].astype(np.float64) + stats.strong_flag[pos], minlength=p)
+    strong = ~stats.hub[cols]  # strong for the entry (its base flag) and not a hub
+    strong_n = np.bincount(pair, weights=(stats.strong_base[at] & strong).astype(np.float64)
+                           + (stats.strong_base[pos] & strong), minlength=p)
     entity_w = np.bincount(pair, weights=np.where(stats.is_entity[cols] & ~stats.hub[cols], weight, 0.0), minlength=p)
     return shared_w, shared_n, strong_n, entity_w
 
@@ -300,17 +302,23 @@ def _votes(stats: TermStats, rows: np.ndarray, rel: Relations, settings: LinkerS
     sum their votes with numpy in the product's order (term by term, from 0.0), so both ways give
     the same bits."""
     q = _query_matrix(stats, rows, rel, settings)
-    if len(rows) > _FEW_ROWS:
-        votes = (q @ stats.postings_t).tocoo()
-        return votes.row.astype(np.int64), votes.col.astype(np.int64), votes.data
-    pt, n = stats.postings_t, max(len(stats.ids), 1)
-    q_rows = np.repeat(np.arange(len(rows), dtype=np.int64), np.diff(q.indptr))
-    which, pos = _rows_of(pt.indptr, q.indices.astype(np.int64))
-    keys = q_rows[which] * n + pt.indices[pos].astype(np.int64)
-    found, inverse = np.unique(keys, return_inverse=True)
-    sums = np.bincount(inverse, weights=q.data[which] * pt.data[pos], minlength=len(found))
-    kept = sums != 0.0
-    return found[kept] // n, found[kept] % n, sums[kept]
+    parts = []
+    for pt in stats.transposed_parts():  # an entry's postings are in one part: its votes sum there
+        if len(rows) > _FEW_ROWS:
+            votes = (q @ pt).tocoo()
+            parts.append((votes.row.astype(np.int64), votes.col.astype(np.int64), votes.data))
+            continue
+        n = max(len(stats.ids), 1)
+        q_rows = np.repeat(np.arange(len(rows), dtype=np.int64), np.diff(q.indptr))
+        which, pos = _rows_of(pt.indptr, q.indices.astype(np.int64))
+        keys = q_rows[which] * n + pt.indices[pos].astype(np.int64)
+        found, inverse = np.unique(keys, return_inverse=True)
+        sums = np.bincount(inverse, weights=q.data[which] * pt.data[pos], minlength=len(found))
+        kept = sums != 0.0
+        parts.append((found[kept] // n, found[kept] % n, sums[kept]))
+    if len(parts) == 1:
+        return parts[0]
+    return tuple(np.concatenate(x) for x in zip(*parts))
 
 
 def _top_k(values: np.ndarray, k: int, rank: np.ndarray, floor: float, exact=None, slack: float = 0.0):

@@ -20,6 +20,7 @@ from __future__ import annotations
 import gc
 import json
 import re
+import threading
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from functools import lru_cache
@@ -103,8 +104,6 @@ class TermStats:
     hub: np.ndarray
     capped: np.ndarray
     postings: sp.csr_matrix
-    postings_t: sp.csr_matrix
-    total: np.ndarray  #: W(S(e)) per entry
     anchors: tuple[Anchor, ...]
     kind: np.ndarray  #: linker kind code per entry, -1 = not linked
     rank: np.ndarray  #: position in (created_at, id) order
@@ -117,7 +116,6 @@ class TermStats:
     #: that entry (not a place/machine of it; hubs are masked by ``strong_flag``)
     keys: np.ndarray = field(default=None, repr=False)
     strong_base: np.ndarray = field(default=None, repr=False)
-    strong_flag: np.ndarray = field(default=None, repr=False)
     #: entry rows grouped by session code: rows ``session_rows[session_start[s]:session_start[s + 1]]``
     session_rows: np.ndarray = field(default=None, repr=False)
     session_start: np.ndarray = field(default=None, repr=False)
@@ -129,6 +127,11 @@ class TermStats:
     bag_index: dict = field(default_factory=dict, repr=False)
     _relations: list = field(default_factory=list, repr=False)  #: cache: [triples frame, Relations]
     _cache: dict = field(default_factory=dict, repr=False)  #: per-frame caches of the planners
+    #: the transposed postings as (base, rows, tail): terms x entries for the rows before ``rows``, and
+    #: for the rows after (None when there are none), so that an append does not insert into every term
+    _transposed: tuple = field(default=None, repr=False)
+    #: the growable arrays the postings, keys and strong flags are views of (see ``_Buffer``)
+    _buffers: dict = field(default_factory=dict, repr=False)
 
     @classmethod
     def build(cls, entries: pl.DataFrame, *, known_entities=(), settings: LinkerSettings = LINKER_DEFAULTS):
@@ -166,8 +169,14 @@ class TermStats:
         ``is_entity``, ``postings_t``, ``keys``), else they are computed here."""
         grown = grown or {}
         n_rows, n_terms = len(ids), len(term_index)
-        indptr, indices = np.asarray(indptr, np.int64), np.asarray(indices, np.int64)
-        postings = sp.csr_matrix((np.ones(len(indices)), indices, indptr), shape=(n_rows, n_terms))
+        buffers = grown.get("buffers")
+        if buffers is None:  # a build: the arrays become the start of growable buffers
+            kind = _index_dtype(len(indices))
+            buffers = {"indptr": _Buffer(np.asarray(indptr, kind)), "indices": _Buffer(np.asarray(indices, kind)),
+                       "strong_base": _Buffer(np.asarray(strong_base, bool))}
+            indptr, indices, strong_base = (buffers[k].view(len(a)) for k, a in
+                                            (("indptr", indptr), ("indices", indices), ("strong_base", strong_base)))
+        postings = sp.csr_matrix((_ones(len(indices)), indices, indptr), shape=(n_rows, n_terms), copy=False)
         n = int((kinds >= 0).sum())
         df = grown["df"] if "df" in grown else np.bincount(indices, minlength=n_terms).astype(np.int64)
         vocab = tuple(term_index)
@@ -180,19 +189,20 @@ class TermStats:
         if "keys" in grown:
             keys = grown["keys"]
         else:
-            keys = (np.repeat(np.arange(n_rows, dtype=np.int64), np.diff(indptr)) << 32) | indices
-        total = _segment_sums(w[indices], np.diff(indptr))  # as a CSR row sum adds them
-        order = np.argsort(facts["session"], kind="stable")
-        counts = np.bincount(facts["session"][order] + 1, minlength=1) if n_rows else np.zeros(1, np.int64)
+            keys_buffer = buffers["keys"] = _Buffer(
+                (np.repeat(np.arange(n_rows, dtype=np.int64), np.diff(indptr)) << 32) | indices)
+            keys = keys_buffer.view(len(indices))
+        order = grown["session_rows"] if "session_rows" in grown else np.argsort(facts["session"], kind="stable")
+        counts = np.bincount(facts["session"] + 1, minlength=1) if n_rows else np.zeros(1, np.int64)
         session_start = np.concatenate([[0], np.cumsum(counts[1:])]).astype(np.int64) + (counts[0] if n_rows else 0)
         return cls(
             ids=ids, row_of=grown["row_of"] if "row_of" in grown else {i: k for k, i in enumerate(ids)}, n=n,
             vocab=vocab, term_index=term_index, df=df, idf=idf_, w=w, is_entity=is_entity, hub=hub, capped=capped,
-            postings=postings, postings_t=grown["postings_t"] if "postings_t" in grown else postings.T.tocsr(),
-            total=total, anchors=anchors, kind=kinds,
-            keys=keys, strong_base=strong_base, strong_flag=strong_base & ~hub[indices],
+            postings=postings, anchors=anchors, kind=kinds, keys=keys, strong_base=strong_base,
             session_rows=order.astype(np.int64), session_start=session_start,
             known_entities=known, settings=settings, bags=bags, bag_index=bag_index, **facts, **cues,
+            _transposed=grown["transposed"] if "transposed" in grown else (postings.T.tocsr(), n_rows, None),
+            _buffers=buffers,
         )
 
     def extend(self, entries: pl.DataFrame) -> "TermStats":
@@ -224,12 +234,15 @@ class TermStats:
         with _gc_paused():
             columns, kinds, anchors, texts = _read_entries(new, self.known_entities, self.settings)
         term_index = dict(self.term_index)
-        new_indptr, new_indices, strong_base = _postings_of(anchors, term_index, int(self.postings.indptr[-1]))
+        nnz = int(self.postings.indptr[-1])
+        new_indptr, new_indices, new_strong = _postings_of(anchors, term_index, nnz)
         new_indptr = np.asarray(new_indptr[1:], np.int64)
         new_indices = np.asarray(new_indices, np.int64)
-        indptr = np.concatenate([self.postings.indptr, new_indptr])
-        indices = np.concatenate([self.postings.indices.astype(np.int64), new_indices])
-        strong_base = np.concatenate([self.strong_base, strong_base])
+        # the postings grow at the end of their buffers (these statistics keep their own views)
+        buffers = dict(self._buffers)
+        indptr = _grow(buffers, "indptr", old + 1, new_indptr)
+        indices = _grow(buffers, "indices", nnz, new_indices)
+        strong_base = _grow(buffers, "strong_base", nnz, new_strong)
         cues = {k: np.concatenate([getattr(self, k), v]) for k, v in _cues(texts).items()}
         new_ids = new["id"].to_list()
         ids = self.ids + tuple(new_ids)
@@ -248,15 +261,19 @@ class TermStats:
             "df": np.concatenate([self.df, np.zeros(n_terms - len(self.df), np.int64)])
             + np.bincount(new_indices, minlength=n_terms),
             "is_entity": np.concatenate([self.is_entity, np.array(added_terms, dtype=bool)]),
-            "keys": np.concatenate([self.keys, (new_rows << 32) | new_indices]),
-            "postings_t": _transposed_with(self.postings_t, new_rows, new_indices, n_terms, entries.height),
+            "keys": _grow(buffers, "keys", nnz, (new_rows << 32) | new_indices),
+            "transposed": self._grown_transposed(new_rows, new_indices, indptr, indices, n_terms, entries.height),
+            "buffers": buffers,
         }
         facts, sessions = self._grown_facts(entries, new)
+        if sessions is not None:  # ranks and session codes kept: the new rows join their sessions' ends
+            grown["session_rows"] = _joined_sessions(self.session_rows, facts["session"], old)
         out = type(self)._finish(ids, term_index, indptr, indices, strong_base, np.concatenate([self.kind, kinds]),
                                  self.anchors + tuple(anchors), facts, cues, self.known_entities, self.settings,
                                  bags, bag_index, grown)
         if sessions is not None:
             out._cache["sessions"] = sessions
+        out._cache["ids"] = entries["id"]  # the frame's column, not a new series of every id
         return out
 
     def _grown_facts(self, entries: pl.DataFrame, new: pl.DataFrame) -> tuple[dict, np.ndarray | None]:
@@ -309,6 +326,74 @@ class TermStats:
                           shape=self.postings.shape)
         m.eliminate_zeros()
         return m
+
+    @property
+    def strong_flag(self) -> np.ndarray:
+        """Per stored posting, whether its term is strong for its entry and not a hub."""
+        held = self._cache.get("strong_flag")
+        if held is None:
+            held = self._cache["strong_flag"] = self.strong_base & ~self.hub[self.postings.indices]
+        return held
+
+    @property
+    def total(self) -> np.ndarray:
+        """W(S(e)) per entry: the summed weights of its terms (see :meth:`totals` for a few rows)."""
+        held = self._cache.get("total")
+        if held is None:  # as a CSR row sum adds them
+            held = self._cache["total"] = _segment_sums(self.w[self.postings.indices], np.diff(self.postings.indptr))
+        return held
+
+    def totals(self, rows) -> np.ndarray:
+        """``total[rows]``, summing only these rows' weights unless the whole column is at hand (the
+        weights change with n, so a grown bank's column would be a pass over every posting)."""
+        rows = np.asarray(rows, np.int64)
+        held = self._cache.get("total")
+        if held is not None or 8 * len(rows) >= len(self.ids):
+            return self.total[rows]
+        unique, inverse = np.unique(rows, return_inverse=True)
+        indptr = self.postings.indptr
+        lo, hi = indptr[unique].astype(np.int64), indptr[unique + 1].astype(np.int64)
+        lengths = hi - lo
+        pos = np.arange(int(lengths.sum()), dtype=np.int64) - np.repeat(np.cumsum(lengths) - lengths - lo, lengths)
+        return _segment_sums(self.w[self.postings.indices[pos]], lengths)[inverse]
+
+    def transposed_parts(self) -> tuple[sp.csr_matrix, ...]:
+        """``postings_t`` as one or two (terms x entries) matrices whose sum it is: the rows of the
+        last full transpose and the rows appended since; a vote sums over one of them only."""
+        held = self._cache.get("transposed parts")
+        if held is None:
+            base, _, tail = self._transposed
+            shape = (len(self.vocab), len(self.ids))
+            held = (_padded(base, shape),) if tail is None else (_padded(base, shape), tail)
+            self._cache["transposed parts"] = held
+        return held
+
+    @property
+    def postings_t(self) -> sp.csr_matrix:
+        """The postings transposed (CSR, rows = terms, columns = entries)."""
+        held = self._cache.get("postings_t")
+        if held is None:
+            base, rows, tail = self._transposed
+            if tail is None:
+                held = _padded(base, (len(self.vocab), len(self.ids)))
+            else:
+                new_rows, cols = _rows_after(self.postings, rows)
+                held = _transposed_with(base, new_rows, cols, len(self.vocab), len(self.ids))
+            self._cache["postings_t"] = held
+        return held
+
+    def _grown_transposed(self, new_rows: np.ndarray, new_cols: np.ndarray, indptr, indices, n_terms: int,
+                          n_rows: int) -> tuple:
+        """The transposed postings after extending to ``n_rows`` by these postings: the same base and
+        a tail grown by them while the rows appended since the base are few, else one new base."""
+        base, rows, tail = self._transposed
+        if n_rows - rows > max(_TAIL_ROWS, n_rows // 32):
+            postings = sp.csr_matrix((_ones(len(indices)), indices, indptr), shape=(n_rows, n_terms), copy=False)
+            after, cols = _rows_after(postings, rows)
+            return _transposed_with(base, after, cols, n_terms, n_rows), n_rows, None
+        if tail is None:
+            tail = sp.csr_matrix((len(self.vocab), n_rows), dtype=np.float64)
+        return base, rows, _transposed_with(tail, new_rows, new_cols, n_terms, n_rows)
 
     def _id_series(self) -> pl.Series:
         cached = self._cache.get("ids")
@@ -508,6 +593,94 @@ def _check_entries(entries: pl.DataFrame) -> None:
         raise ValidationError("created_at", None, "every entry needs a created_at", row=nulls["id"][0])
 
 
+#: Rows appended since the last full transpose that are transposed apart (or a 32nd of the bank)
+_TAIL_ROWS = 2048
+
+
+class _Buffer:
+    """A growable 1-d array: statistics hold views of its first items; an extension writes after
+    the last item written (its owner's end) into spare room, so an append copies only what it adds
+    (amortised). An extension from an older end (statistics extended twice from the same ones)
+    gets a buffer of its own, leaving the views handed out before intact."""
+
+    __slots__ = ("data", "filled", "lock")
+
+    def __init__(self, data: np.ndarray):
+        self.data, self.filled, self.lock = data, len(data), threading.Lock()
+
+    def view(self, length: int) -> np.ndarray:
+        out = self.data[:length]
+        out.flags.writeable = False
+        return out
+
+    def append(self, length: int, new: np.ndarray) -> "_Buffer":
+        """The buffer holding these first ``length`` items followed by ``new`` (this one or a new one)."""
+        new = np.asarray(new)
+        dtype = self.data.dtype
+        if new.size and dtype.kind == "i" and int(new.max()) > np.iinfo(dtype).max:
+            dtype = np.dtype(np.int64)
+        with self.lock:
+            if length == self.filled and dtype == self.data.dtype and length + len(new) <= len(self.data):
+                self.data[length : length + len(new)] = new
+                self.filled = length + len(new)
+                return self
+        bigger = np.empty(int(1.25 * (length + len(new))) + 1024, dtype)
+        bigger[:length] = self.data[:length]
+        bigger[length : length + len(new)] = new
+        out = _Buffer(bigger)
+        out.filled = length + len(new)
+        return out
+
+
+def _grow(buffers: dict, name: str, length: int, new: np.ndarray) -> np.ndarray:
+    """A view of buffer ``name``'s first ``length`` items followed by ``new`` (``buffers`` updated)."""
+    buffers[name] = buffers[name].append(length, new)
+    return buffers[name].view(length + len(new))
+
+
+def _index_dtype(size: int):
+    return np.int32 if size < np.iinfo(np.int32).max else np.int64
+
+
+_ONES = [np.ones(0)]  #: one read-only array of ones shared by the postings' data (a view of its start)
+_ONES_LOCK = threading.Lock()
+
+
+def _ones(n: int) -> np.ndarray:
+    with _ONES_LOCK:
+        if len(_ONES[0]) < n:
+            ones = np.ones(int(1.25 * n) + 4096)
+            ones.flags.writeable = False
+            _ONES[0] = ones
+        return _ONES[0][:n]
+
+
+def _padded(matrix: sp.csr_matrix, shape: tuple[int, int]) -> sp.csr_matrix:
+    """A CSR ``matrix`` as ``shape`` (more rows, all empty, and more columns), sharing its arrays."""
+    if matrix.shape == shape:
+        return matrix
+    indptr = np.concatenate([matrix.indptr, np.full(shape[0] - matrix.shape[0], matrix.indptr[-1], matrix.indptr.dtype)])
+    return sp.csr_matrix((matrix.data, matrix.indices, indptr), shape=shape, copy=False)
+
+
+def _rows_after(postings: sp.csr_matrix, start: int) -> tuple[np.ndarray, np.ndarray]:
+    """(row, column) of every posting of the rows from ``start`` on, in CSR order."""
+    lo = int(postings.indptr[start])
+    lengths = np.diff(postings.indptr[start:]).astype(np.int64)
+    rows = np.repeat(np.arange(start, postings.shape[0], dtype=np.int64), lengths)
+    return rows, postings.indices[lo : int(postings.indptr[-1])].astype(np.int64)
+
+
+def _joined_sessions(session_rows: np.ndarray, session: np.ndarray, old: int) -> np.ndarray:
+    """``argsort(session, kind="stable")`` from the first ``old`` rows' order: the new rows (after
+    them) go to the end of their session's group, in row order (codes of old rows may have moved
+    up, but keep their order)."""
+    new = np.arange(old, len(session), dtype=np.int64)
+    new = new[np.argsort(session[new], kind="stable")]
+    at = np.searchsorted(session[session_rows], session[new], side="right")
+    return np.insert(session_rows, at, new)
+
+
 def _transposed_with(postings_t: sp.csr_matrix, rows: np.ndarray, cols: np.ndarray, n_terms: int,
                      n_rows: int) -> sp.csr_matrix:
     """``postings_t`` (terms x entries) with the postings (row, column) of new entries, whose rows
@@ -520,7 +693,9 @@ def _transposed_with(postings_t: sp.csr_matrix, rows: np.ndarray, cols: np.ndarr
     old_indptr = np.concatenate([[0], np.cumsum(old_counts)])
     indices = np.insert(postings_t.indices, old_indptr[cols + 1], rows.astype(postings_t.indices.dtype))
     indptr = np.concatenate([[0], np.cumsum(old_counts + np.bincount(cols, minlength=n_terms))])
-    return sp.csr_matrix((np.ones(len(indices)), indices, indptr), shape=(n_terms, n_rows))
+    kind = _index_dtype(max(len(indices), n_rows))
+    return sp.csr_matrix((_ones(len(indices)), indices.astype(kind, copy=False), indptr.astype(kind)),
+                         shape=(n_terms, n_rows), copy=False)
 
 
 def _session_names(frame: pl.DataFrame) -> np.ndarray:
