@@ -267,8 +267,16 @@ def _bridge(stats, ms, cs, rel: Relations) -> np.ndarray:
 
 
 def _query_matrix(stats: TermStats, rows: np.ndarray, rel: Relations, settings: LinkerSettings) -> sp.csr_matrix:
-    """The voting terms of each row: its ``query_terms`` highest-IDF terms plus the entities the
-    triples relate to its entities, weighted w(t); capped terms (too many postings) dropped."""
+    """The voting terms of each row (``_query_terms``) as a (rows x terms) matrix of their weights w(t)."""
+    r, t = _query_terms(stats, rows, rel, settings)
+    indptr = np.searchsorted(r, np.arange(len(rows) + 1))
+    return sp.csr_matrix((stats.w[t], t, indptr), shape=(len(rows), len(stats.vocab)))
+
+
+def _query_terms(stats: TermStats, rows: np.ndarray, rel: Relations, settings: LinkerSettings):
+    """(row, term) of each row's voting terms, sorted by row then term (each once): its
+    ``query_terms`` highest-IDF terms plus the entities the triples relate to its entities; capped
+    terms (too many postings) dropped."""
     r, pos = _rows_of(stats.postings.indptr, rows)
     t = stats.postings.indices[pos].astype(np.int64)
     # a term only this entry holds nominates nobody: the voting terms are the rarest shared ones
@@ -287,10 +295,8 @@ def _query_matrix(stats: TermStats, rows: np.ndarray, rel: Relations, settings: 
         rr, tt = related.row.astype(np.int64), related.col.astype(np.int64)
         keep = ~stats.capped[tt]
         r, t = np.concatenate([r, rr[keep]]), np.concatenate([t, tt[keep]])
-    q = sp.csr_matrix((stats.w[t], (r, t)), shape=(len(rows), len(stats.vocab)))
-    q.sum_duplicates()
-    q.sort_indices()
-    return q
+    order = np.lexsort((t, r))  # related entities are not the row's own terms: no pair twice
+    return r[order], t[order]
 
 
 #: Up to this many rows, votes are summed with numpy (a sparse product's set-up costs more than the sums)
@@ -301,24 +307,25 @@ def _votes(stats: TermStats, rows: np.ndarray, rel: Relations, settings: LinkerS
     """(row, entry, vote) of ``_query_matrix @ postings_t``, the zero votes left out. A few rows
     sum their votes with numpy in the product's order (term by term, from 0.0), so both ways give
     the same bits."""
-    q = _query_matrix(stats, rows, rel, settings)
-    parts = []
-    for pt in stats.transposed_parts():  # an entry's postings are in one part: its votes sum there
-        if len(rows) > _FEW_ROWS:
-            votes = (q @ pt).tocoo()
-            parts.append((votes.row.astype(np.int64), votes.col.astype(np.int64), votes.data))
-            continue
-        n = max(len(stats.ids), 1)
-        q_rows = np.repeat(np.arange(len(rows), dtype=np.int64), np.diff(q.indptr))
-        which, pos = _rows_of(pt.indptr, q.indices.astype(np.int64))
-        keys = q_rows[which] * n + pt.indices[pos].astype(np.int64)
-        found, inverse = np.unique(keys, return_inverse=True)
-        sums = np.bincount(inverse, weights=q.data[which] * pt.data[pos], minlength=len(found))
-        kept = sums != 0.0
-        parts.append((found[kept] // n, found[kept] % n, sums[kept]))
-    if len(parts) == 1:
-        return parts[0]
-    return tuple(np.concatenate(x) for x in zip(*parts))
+    transposed = stats.transposed_parts()  # an entry's postings are in one part: its votes sum there
+    if len(rows) > _FEW_ROWS:
+        q = _query_matrix(stats, rows, rel, settings)
+        votes = [(q @ pt).tocoo() for pt in transposed]
+        return tuple(np.concatenate([getattr(v, name).astype(dtype) for v in votes])
+                     for name, dtype in (("row", np.int64), ("col", np.int64), ("data", np.float64)))
+    n = max(len(stats.ids), 1)
+    q_rows, q_terms = _query_terms(stats, rows, rel, settings)
+    q_weights = stats.w[q_terms]
+    keys, weights = [], []
+    for pt in transposed:
+        which, pos = _rows_of(pt.indptr, q_terms)
+        keys.append(q_rows[which] * n + pt.indices[pos].astype(np.int64))
+        weights.append(q_weights[which] * pt.data[pos])
+    keys, weights = (np.concatenate(x) if len(x) > 1 else x[0] for x in (keys, weights))
+    found, inverse = np.unique(keys, return_inverse=True)
+    sums = np.bincount(inverse, weights=weights, minlength=len(found))
+    kept = sums != 0.0
+    return found[kept] // n, found[kept] % n, sums[kept]
 
 
 def _top_k(values: np.ndarray, k: int, rank: np.ndarray, floor: float, exact=None, slack: float = 0.0):

@@ -483,7 +483,6 @@ class _Choice:
         self.pairs = ok[np.lexsort((-rank[c[ok]], -ev["score"][ok], b[ok]))]
         self.bounds = np.searchsorted(b[self.pairs], np.arange(n_rows + 1)).tolist()
         self.c = c[self.pairs].tolist()
-        self.pairs_list = self.pairs.tolist()
         self.base = index.pair_counts_of(pairs["m"][self.pairs], c[self.pairs]).tolist()
         self._values = None
 
