@@ -22,7 +22,7 @@ from kbtools.linker.terms import TermStats
 
 __all__ = [
     "Relations", "relations", "noisy_or", "pair_evidence", "candidate_pairs", "pair_cosine", "index_neighbours",
-    "use_exact_neighbours",
+    "use_exact_neighbours", "search_neighbours",
 ]
 
 _PRIORS = prior_matrix()
@@ -402,9 +402,26 @@ def _above_kth(r, c, v, k: int, n_rows: int):
     return r[keep], c[keep], v[keep]
 
 
+def search_neighbours(stats: TermStats, rows, vectors, neighbors, *, open_, linked, settings: LinkerSettings,
+                      eligible=None) -> tuple:
+    """The neighbour-index search ``candidate_pairs`` makes for these rows, alone (faiss, outside
+    the GIL: a caller may run the next chunk's beside this one's linking): the rows searched (those
+    that see at least a quarter of the index) and the index's (scores, rows) for them."""
+    rows = np.asarray(rows, np.int64)
+    if eligible is None:
+        eligible = open_ & (stats.kind >= 0)
+    few = _visible_count(stats, rows, eligible, linked) * _fetch(settings.candidates, neighbors) \
+        < int(neighbors.ntotal) * settings.candidates
+    searched = np.flatnonzero(~few)
+    fetch = _fetch(settings.candidates, neighbors)
+    if len(searched) == 0 or fetch <= 0:
+        return searched, None
+    return searched, neighbors.search(np.ascontiguousarray(vectors[rows[searched]], dtype=np.float32), fetch)
+
+
 def candidate_pairs(
     stats: TermStats, rows, *, rel: Relations, open_, linked, settings: LinkerSettings, vectors=None,
-    neighbors=None, eligible=None, margin: int = 0,
+    neighbors=None, eligible=None, margin: int = 0, searched: tuple | None = None,
 ) -> dict:
     """Candidates of each row: inverted index, nearest neighbours, same session.
 
@@ -419,7 +436,8 @@ def candidate_pairs(
     exactly without searching) and ``pos_nnx`` the exact scan of the rows whose index list may be
     short (see :func:`use_exact_neighbours`). ``eligible`` (linkable and not archived; default: open
     and linkable) counts what a row could see, so that the choice is the same for one entry and
-    for a batch whatever was superseded in between.
+    for a batch whatever was superseded in between. ``searched``: what :func:`search_neighbours`
+    returned for these rows, when the caller searched ahead.
     """
     rows = np.asarray(rows, np.int64)
     k = settings.candidates + margin
@@ -430,13 +448,12 @@ def candidate_pairs(
         parts.append(("index", *_best(r[ok], c[ok], v[ok], k, stats.rank, len(rows))))
     floor = None
     if vectors is not None and neighbors is not None:
-        if eligible is None:
-            eligible = open_ & (stats.kind >= 0)
-        few = _visible_count(stats, rows, eligible, linked) * _fetch(settings.candidates, neighbors) \
-            < int(neighbors.ntotal) * settings.candidates
-        searched = np.flatnonzero(~few)
+        if searched is None:
+            searched = search_neighbours(stats, rows, vectors, neighbors, open_=open_, linked=linked,
+                                         settings=settings, eligible=eligible)
+        searched, hits = searched
         b, c, pos, low, sure = index_neighbours(stats, rows[searched], vectors, neighbors, open_, linked, k,
-                                                settings.candidates)
+                                                settings.candidates, hits=hits)
         b = searched[b]
         floor = np.full(len(rows), np.inf)
         floor[searched] = low
@@ -525,14 +542,15 @@ def _visible_count(stats, rows, eligible, linked) -> np.ndarray:
     return earlier[stats.rank[rows]] + always
 
 
-def index_neighbours(stats: TermStats, rows, vectors, neighbors, open_, linked, k: int, base: int):
+def index_neighbours(stats: TermStats, rows, vectors, neighbors, open_, linked, k: int, base: int, hits=None):
     """Nearest neighbours from an index: ``4 base + 1`` hits per row (a number that does not depend
     on ``k``, so one entry and a batch search alike), the visible ones re-scored exactly, the best
     ``k`` kept (ties: the newer first). Returns ``b, c, pos``, per row its floor: the lowest score
     the search returned plus a slack (-inf when it returned the whole index), and per kept pair
     whether it scores above its row's floor. A visible entry
     the search did not return scores at most the floor (exactly so for a flat index), so the kept
-    entries above the floor are the row's true best."""
+    entries above the floor are the row's true best. ``hits``: the index's (scores, rows) for these
+    rows, searched already."""
     rows = np.asarray(rows, np.int64)
     n = len(stats.ids)
     total = int(neighbors.ntotal)
@@ -540,9 +558,9 @@ def index_neighbours(stats: TermStats, rows, vectors, neighbors, open_, linked, 
     if len(rows) == 0 or fetch <= 0:
         empty = np.zeros(0, np.int64)
         return empty, empty, empty, np.full(len(rows), -np.inf), np.zeros(0, bool)
-    query = np.ascontiguousarray(vectors[rows], dtype=np.float32)
-    scores, found = neighbors.search(query, fetch)
-    scores, found = np.asarray(scores, np.float64), np.asarray(found, np.int64)
+    if hits is None:
+        hits = neighbors.search(np.ascontiguousarray(vectors[rows], dtype=np.float32), fetch)
+    scores, found = np.asarray(hits[0], np.float64), np.asarray(hits[1], np.int64)
     hit = (found >= 0) & (found < n)
     low = np.where(hit, scores, np.inf).min(axis=1)
     floor = np.where(fetch >= total, -np.inf, np.where(np.isfinite(low), low, np.inf) + _SLACK)

@@ -34,6 +34,7 @@ from kbtools.linker.evidence import (
     candidate_pairs,
     pair_evidence,
     relations,
+    search_neighbours,
     use_exact_neighbours,
 )
 from kbtools.linker.rules import KINDS, LINKER_DEFAULTS, LinkerSettings, link_type
@@ -150,21 +151,26 @@ def plan_connect(entries, edges, triples, *, ids=None, vectors=None, cosine=None
     size = chunk or (512 if neighbors is not None else max(1, min(512, 4_000_000 // n)))
     total = len(chosen)
 
-    def candidates(rows):  # a chunk's candidates and evidence do not depend on the links planned so far
-        pairs = candidate_pairs(st, rows, rel=ctx.rel, open_=ctx.open_, linked=ctx.linked,
-                                settings=settings, vectors=vectors, neighbors=neighbors, eligible=eligible, margin=margin)
-        return pairs, pair_evidence(st, pairs["m"], pairs["c"], rel=ctx.rel, settings=settings, vectors=vectors, cosine=cosine)
+    def search(rows):  # a chunk's candidates do not depend on the links planned so far
+        if vectors is None or neighbors is None:
+            return None
+        return search_neighbours(st, rows, vectors, neighbors, open_=ctx.open_, linked=ctx.linked, settings=settings,
+                                 eligible=eligible)
 
     chunks = [chosen[start : start + size] for start in range(0, total, size)]
-    # the next chunk's search and evidence (numpy and faiss, outside the GIL) run beside this chunk's
-    # sequential linking
+    # the next chunk's index search (faiss, outside the GIL) runs beside this chunk's candidates,
+    # evidence and sequential linking
     with ThreadPoolExecutor(max_workers=1, thread_name_prefix="kb-link") as ahead:
-        coming = ahead.submit(candidates, chunks[0]) if chunks else None
+        coming = ahead.submit(search, chunks[0]) if chunks else None
         done = 0
         for i, rows in enumerate(chunks):
-            pairs, ev = coming.result()
+            searched = coming.result()
             if i + 1 < len(chunks):
-                coming = ahead.submit(candidates, chunks[i + 1])
+                coming = ahead.submit(search, chunks[i + 1])
+            pairs = candidate_pairs(st, rows, rel=ctx.rel, open_=ctx.open_, linked=ctx.linked, settings=settings,
+                                    vectors=vectors, neighbors=neighbors, eligible=eligible, margin=margin,
+                                    searched=searched)
+            ev = pair_evidence(st, pairs["m"], pairs["c"], rel=ctx.rel, settings=settings, vectors=vectors, cosine=cosine)
             bounds = np.searchsorted(pairs["b"], np.arange(len(rows) + 1)).tolist()
             choice = _Choice(pairs, ev, st, settings, state.index, len(rows))
             for b, row in enumerate(rows.tolist()):
