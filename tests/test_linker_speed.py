@@ -182,3 +182,16 @@ def _one_entry(ctx, row, settings):
     rows = np.array([row])
     pairs = candidate_pairs(ctx.stats, rows, rel=ctx.rel, open_=ctx.open_, linked=ctx.linked, settings=settings)
     return pairs, pair_evidence(ctx.stats, pairs["m"], pairs["c"], rel=ctx.rel, settings=settings), ctx.structural(row)
+
+
+def test_hit_cosines_are_the_pair_cosines_bits():
+    from kbtools.linker.evidence import _hit_cosines, pair_cosine
+
+    rng = np.random.default_rng(9)
+    for d in (384, 256, 7):
+        vectors = rng.normal(size=(3000, d)).astype(np.float32)
+        rows, found = rng.integers(0, 3000, 300), rng.integers(0, 3000, (300, 41))
+        grid = _hit_cosines(vectors, rows, found)
+        pairs = pair_cosine(np.repeat(rows, 41), found.ravel(), vectors=vectors).reshape(300, 41)
+        assert np.array_equal(grid, pairs), d
+        assert np.array_equal(_hit_cosines(vectors, rows[:1], found[:1]), grid[:1])  # one row alone
