@@ -27,6 +27,7 @@ from dataclasses import dataclass
 
 import numpy as np
 import polars as pl
+import scipy.sparse as sp
 
 from kbtools.errors import EntryNotFound, ValidationError
 from kbtools.linker.evidence import (
@@ -381,19 +382,30 @@ class _EdgeIndex:
             ends = frame.select(pl.col(c).replace_strict(ids, rows, default=-1, return_dtype=pl.Int64) for c in ("src", "dst"))
             src, dst = ends["src"].to_numpy(), ends["dst"].to_numpy()
         types = frame["type"].cast(pl.String).fill_null("")
-        canon = {t: normalize_type(t) for t in types.unique().to_list()}
-        code = types.replace_strict(canon).cast(pl.Categorical).to_physical().to_numpy()
+        names = types.unique().to_list()
+        canon = sorted({normalize_type(t) for t in names})
+        code = types.replace_strict(names, [canon.index(normalize_type(t)) for t in names],
+                                    return_dtype=pl.Int64).to_numpy()
         known = np.flatnonzero((src >= 0) & (dst >= 0))
-        # one edge per key (src, dst, canonical type): the last, as a dictionary keyed by it holds
-        by_key = known[np.lexsort((known, code[known], dst[known], src[known]))]
-        if by_key.size:
-            same = (src[by_key][1:] == src[by_key][:-1]) & (dst[by_key][1:] == dst[by_key][:-1]) \
-                & (code[by_key][1:] == code[by_key][:-1])
-            known = np.sort(by_key[np.append(~same, True)])
+        # one edge per key (src, dst, canonical type), the last, as a dictionary keyed by it holds;
+        # sorted by the pair of rows they join first, so that the pairs' counts come from the same sort
+        n_pairs = max(n, 1)
+        if 2.0 * n_pairs * n_pairs * max(len(canon), 1) >= 2.0**62:
+            raise ValidationError("edges", f"{n} entries", "too many rows for the edge index's int64 keys")
+        lo, hi = np.minimum(src[known], dst[known]), np.maximum(src[known], dst[known])
+        key = ((lo * n_pairs + hi) * 2 + (src[known] > dst[known])) * len(canon) + code[known]
+        order = np.argsort(key, kind="stable")  # equal keys in input order: the last is kept
+        ordered = key[order]
+        last = np.append(ordered[1:] != ordered[:-1], True) if ordered.size else np.zeros(0, bool)
+        if not last.all():
+            known = np.sort(known[order[last]])
+        pairs = ordered[last] // (2 * len(canon)) if ordered.size else ordered  # sorted pair keys, one per edge
         end_rows = np.concatenate([src[known], dst[known]])
-        order = np.argsort(end_rows, kind="stable")
-        self.edge_of = np.concatenate([known, known])[order]
-        self.start = np.searchsorted(end_rows[order], np.arange(n + 1))
+        # the edges of each row, in input order: a counting sort by row (a sparse matrix's conversion)
+        by_row = sp.csr_matrix((np.ones(len(end_rows), np.int8), (end_rows, np.arange(len(end_rows)))),
+                               shape=(n, max(len(end_rows), 1)))
+        self.edge_of = np.concatenate([known, known])[by_row.indices]
+        self.start = by_row.indptr.astype(np.int64)
         sup = known[(frame["type"].to_numpy()[known] == "supersedes")] if known.size else known
         self.replaced_by = dict(zip(dst[sup].tolist(), src[sup].tolist()))
         # what the sequential state asks of edges it has not loaded: how many automatic (capped)
@@ -401,9 +413,10 @@ class _EdgeIndex:
         capped = known[frame["source"].is_in(list(_CAPPED)).fill_null(False).to_numpy()[known]]
         loops = src[capped] == dst[capped]
         self.capped_degree = np.bincount(np.concatenate([src[capped], dst[capped][~loops]]), minlength=n)
-        lo, hi = np.minimum(src[known], dst[known]), np.maximum(src[known], dst[known])
-        self.pair_keys, self.pair_edges = np.unique(lo * max(n, 1) + hi, return_counts=True)
-        self.n = max(n, 1)
+        starts = np.flatnonzero(np.append(True, pairs[1:] != pairs[:-1])) if pairs.size else np.zeros(0, np.int64)
+        self.pair_keys = pairs[starts]
+        self.pair_edges = np.diff(np.append(starts, pairs.size))
+        self.n = n_pairs
 
     def pair_counts_of(self, a: np.ndarray, b: np.ndarray) -> np.ndarray:
         """How many input edges join rows a[i] and b[i] (either way, any type), per i."""
