@@ -102,7 +102,7 @@ def test_dense_neighbours_are_the_same_whatever_the_block_size(monkeypatch):
 
 def test_a_big_banks_edges_gathered_row_by_row_plan_the_same_links(monkeypatch):
     from kbtools.demo import synthetic_bank
-    from kbtools.linker import planning
+    from kbtools.linker import planning, state
     from kbtools.linker.terms import TermStats
 
     demo = synthetic_bank(entries=300, seed=5)
@@ -110,7 +110,7 @@ def test_a_big_banks_edges_gathered_row_by_row_plan_the_same_links(monkeypatch):
     stats = TermStats.build(entries)
     now = entries["created_at"].max()
     whole = planning.plan_connect(entries, demo.edges, demo.triples, stats=stats, now=now)
-    monkeypatch.setattr(planning, "_EDGES_READ_WHOLE", 0)
+    monkeypatch.setattr(state, "_EDGES_READ_WHOLE", 0)
     stats = TermStats.build(entries)  # no edge index kept from the first run
     gathered = planning.plan_connect(entries, demo.edges, demo.triples, stats=stats, now=now)
     assert whole.add.height > 50 and whole.add.equals(gathered.add) and whole.remove.equals(gathered.remove)
@@ -152,22 +152,22 @@ def test_the_linking_state_counts_what_it_has_not_loaded():
     """Joined pairs and capped degrees read from the edge index's counts equal those of the loaded
     edges, before and after a plan that fills degree caps and evicts."""
     from kbtools.demo.engineering import engineering_bank
-    from kbtools.linker import LINKER_DEFAULTS
-    from kbtools.linker import planning
+    from kbtools.linker import LINKER_DEFAULTS, planning
+    from kbtools.linker import state as linking
 
     demo = engineering_bank(entries=600)
     settings = LINKER_DEFAULTS.with_(max_degree=3)
     ctx = planning._Context.open(demo.entries, demo.edges, demo.triples, None, settings, None, None, None)
-    state = planning._State(ctx, ctx.edge_index())
+    state = linking._State(ctx, ctx.edge_index())
     rows = np.arange(len(ctx.stats.ids))
     before = [state.degree(r) for r in rows]
     state.ensure(rows.tolist())
     assert before == [len(state.capped[r]) for r in rows]
-    pairs = {planning._pair(k[0], k[1]) for k in state.edges}
+    pairs = {linking._pair(k[0], k[1]) for k in state.edges}
     assert all(state.joined(a, b) for a, b in pairs)
     plan = planning.plan_connect(demo.entries, demo.edges, demo.triples, settings=settings)
     assert plan.report["evicted"] and plan.report["capped"]
-    fresh = planning._State(ctx, ctx.edge_index())  # a plan's state, loaded lazily, then whole
+    fresh = linking._State(ctx, ctx.edge_index())  # a plan's state, loaded lazily, then whole
     for r in ctx.stats.rank.argsort().tolist():
         fresh.link_entry(r, *_one_entry(ctx, r, settings))
     counted = [fresh.degree(r) for r in rows]

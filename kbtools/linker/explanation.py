@@ -19,9 +19,10 @@ import polars as pl
 from kbtools.errors import EntryNotFound, ValidationError
 from kbtools.linker.calibration import FEATURES
 from kbtools.linker.evidence import pair_evidence, relations
-from kbtools.linker.planning import _known_entities, why_text
+from kbtools.linker.planning import _known_entities
 from kbtools.linker.rules import KINDS, LINKER_DEFAULTS, LinkerSettings, link_type
 from kbtools.linker.terms import TermStats
+from kbtools.linker.wording import why_text
 
 __all__ = ["LinkScore", "explain"]
 

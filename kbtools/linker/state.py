@@ -1,0 +1,548 @@
+"""The sequential state of a linking plan (seed 001, steps 5-7): the input edges by entry row
+(``_EdgeIndex``), each chunk's candidate order (``_Choice``) and the links added, evicted and taken
+over entry after entry (``_State``), returned as a ``LinkPlan``. ``planning`` drives it.
+
+>>> LinkPlan.empty().add.height
+0
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+from collections import defaultdict
+from dataclasses import dataclass
+
+import numpy as np
+import polars as pl
+import scipy.sparse as sp
+
+from kbtools.errors import ValidationError
+from kbtools.linker.evidence import _SENTINEL, use_exact_neighbours
+from kbtools.linker.rules import KINDS, LinkerSettings, link_type
+from kbtools.linker.terms import TermStats
+from kbtools.linker.wording import _evidence_json, _term_facts, _why_words
+from kbtools.model.fading import fade
+from kbtools.model.schema import SCHEMAS, TIME, conform
+from kbtools.model.vocab import DOMINANCE_TYPES, normalize_type
+
+__all__ = ["LinkPlan"]
+
+_FADING = ("auto", "review", "feedback")
+_CAPPED = ("auto", "review")
+_COPIED = ("feedback", "manual", "author")
+_UPDATES_SCHEMA = {"id": pl.String, "status": pl.String, "linked_at": TIME}
+_NO_EDGES = pl.DataFrame(schema=SCHEMAS["edges"])  #: frames are immutable: one empty plan frame serves all
+
+
+@dataclass(frozen=True)
+class LinkPlan:
+    """What linking would write: ``add`` and ``remove`` (edges-schema rows), ``entry_updates``
+    (id, status - null when unchanged -, linked_at) and a ``report`` of counts.
+
+    >>> LinkPlan.empty().add.height
+    0
+    """
+
+    add: pl.DataFrame
+    remove: pl.DataFrame
+    entry_updates: pl.DataFrame
+    report: dict
+
+    @classmethod
+    def empty(cls, report=None) -> "LinkPlan":
+        """A plan that changes nothing."""
+        return cls(pl.DataFrame(schema=SCHEMAS["edges"]), pl.DataFrame(schema=SCHEMAS["edges"]),
+                   pl.DataFrame(schema=_UPDATES_SCHEMA), dict(report or {}))
+
+
+#: Up to this many edges, an edge index reads its columns into Python once; above, row by row.
+_EDGES_READ_WHOLE = 200_000
+_EDGE_COLUMNS = ["_orig", "src", "dst", "type", "source", "note", "evidence", "weight", "created_by", "created_at", "seen_at"]
+
+
+class _EdgeIndex:
+    """Edges (with their row number in the input, ``_orig``) by entry row: an adjacency over rows
+    (CSR) to load the edges near an entry when it is first read, and who replaced whom."""
+
+    def __init__(self, frame: pl.DataFrame, row_of: dict):
+        frame = conform(frame, "edges").with_columns(frame["_orig"], pl.col("created_at", "seen_at").dt.epoch("us"))
+        self.frame = frame.select(_EDGE_COLUMNS)
+        self._cols = None
+        n = len(row_of)
+        if frame.height <= 20_000:  # a few edges: the dictionary beats hashing every id of the bank
+            src = np.array([row_of.get(x, -1) for x in frame["src"].to_list()], dtype=np.int64)
+            dst = np.array([row_of.get(x, -1) for x in frame["dst"].to_list()], dtype=np.int64)
+        else:
+            ids, rows = pl.Series(list(row_of), dtype=pl.String), pl.arange(0, n, eager=True)
+            ends = frame.select(pl.col(c).replace_strict(ids, rows, default=-1, return_dtype=pl.Int64) for c in ("src", "dst"))
+            src, dst = ends["src"].to_numpy(), ends["dst"].to_numpy()
+        types = frame["type"].cast(pl.String).fill_null("")
+        names = types.unique().to_list()
+        canon = sorted({normalize_type(t) for t in names})
+        code = types.replace_strict(names, [canon.index(normalize_type(t)) for t in names],
+                                    return_dtype=pl.Int64).to_numpy()
+        known = np.flatnonzero((src >= 0) & (dst >= 0))
+        # one edge per key (src, dst, canonical type), the last, as a dictionary keyed by it holds;
+        # sorted by the pair of rows they join first, so that the pairs' counts come from the same sort
+        n_pairs = max(n, 1)
+        if 2.0 * n_pairs * n_pairs * max(len(canon), 1) >= 2.0**62:
+            raise ValidationError("edges", f"{n} entries", "too many rows for the edge index's int64 keys")
+        lo, hi = np.minimum(src[known], dst[known]), np.maximum(src[known], dst[known])
+        key = ((lo * n_pairs + hi) * 2 + (src[known] > dst[known])) * len(canon) + code[known]
+        order = np.argsort(key, kind="stable")  # equal keys in input order: the last is kept
+        ordered = key[order]
+        last = np.append(ordered[1:] != ordered[:-1], True) if ordered.size else np.zeros(0, bool)
+        if not last.all():
+            known = np.sort(known[order[last]])
+        pairs = ordered[last] // (2 * len(canon)) if ordered.size else ordered  # sorted pair keys, one per edge
+        end_rows = np.concatenate([src[known], dst[known]])
+        # the edges of each row, in input order: a counting sort by row (a sparse matrix's conversion)
+        by_row = sp.csr_matrix((np.ones(len(end_rows), np.int8), (end_rows, np.arange(len(end_rows)))),
+                               shape=(n, max(len(end_rows), 1)))
+        self.edge_of = np.concatenate([known, known])[by_row.indices]
+        self.start = by_row.indptr.astype(np.int64)
+        sup = known[(frame["type"].to_numpy()[known] == "supersedes")] if known.size else known
+        self.replaced_by = dict(zip(dst[sup].tolist(), src[sup].tolist()))
+        # what the sequential state asks of edges it has not loaded: how many automatic (capped)
+        # links each row holds, and how many edges join each pair of rows
+        capped = known[frame["source"].is_in(list(_CAPPED)).fill_null(False).to_numpy()[known]]
+        loops = src[capped] == dst[capped]
+        self.capped_degree = np.bincount(np.concatenate([src[capped], dst[capped][~loops]]), minlength=n)
+        starts = np.flatnonzero(np.append(True, pairs[1:] != pairs[:-1])) if pairs.size else np.zeros(0, np.int64)
+        self.pair_keys = pairs[starts]
+        self.pair_edges = np.diff(np.append(starts, pairs.size))
+        self.n = n_pairs
+
+    def pair_counts_of(self, a: np.ndarray, b: np.ndarray) -> np.ndarray:
+        """How many input edges join rows a[i] and b[i] (either way, any type), per i."""
+        a, b = np.asarray(a, np.int64), np.asarray(b, np.int64)
+        if self.pair_keys.size == 0 or b.size == 0:
+            return np.zeros(b.size, np.int64)
+        keys = np.minimum(a, b) * self.n + np.maximum(a, b)
+        at = np.minimum(np.searchsorted(self.pair_keys, keys), self.pair_keys.size - 1)
+        return np.where(self.pair_keys[at] == keys, self.pair_edges[at], 0)
+
+    def pair_count(self, a: int, b: int) -> int:
+        """How many input edges join rows a and b (either way, any type)."""
+        if self.pair_keys.size == 0:
+            return 0
+        key = (a * self.n + b) if a < b else (b * self.n + a)
+        at = int(np.searchsorted(self.pair_keys, key))
+        return int(self.pair_edges[at]) if at < self.pair_keys.size and self.pair_keys[at] == key else 0
+
+    def rows(self, edges) -> list[tuple]:
+        """The rows of these edges (positions in ``frame``) as tuples of ``_EDGE_COLUMNS``; the
+        columns are read into Python once per index (a polars gather per entry costs a thread-pool
+        round trip, milliseconds on a busy machine)."""
+        edges = np.asarray(edges, np.int64)
+        if self.frame.height > _EDGES_READ_WHOLE:  # a big bank: gather the rows asked for (the plan
+            picked = self.frame[edges]  # of a chunk asks once for most of what it reads)
+            return list(zip(*(picked[c].to_list() for c in _EDGE_COLUMNS)))
+        if self._cols is None:
+            self._cols = [np.array(self.frame[c].to_list() + [None], dtype=object)[:-1] for c in _EDGE_COLUMNS]
+        return list(zip(*(col[edges].tolist() for col in self._cols)))
+
+    def edges_near(self, rows) -> np.ndarray:
+        rows = np.asarray(rows, np.int64)
+        if rows.size == 0:
+            return np.zeros(0, np.int64)
+        lo, hi = self.start[rows], self.start[rows + 1]
+        lengths = hi - lo
+        pos = np.arange(int(lengths.sum())) - np.repeat(np.cumsum(lengths) - lengths - lo, lengths)
+        return np.unique(self.edge_of[pos])
+
+
+class _Choice:
+    """The automatic-link candidates of a chunk's rows, each row's in the order they are tried
+    (score, then the newer entry), with the input edges joining each pair: what
+    ``_State._auto_links`` reads when no candidate of the row was superseded during the plan.
+
+    A row's list takes, from each source, its first ``candidates`` (``session_candidates``)
+    entries, the exact scan's list instead of the index's where the index may have missed some of
+    the best (``use_exact_neighbours``), and keeps those past the gate."""
+
+    def __init__(self, pairs: dict, ev: dict, stats: TermStats, settings: LinkerSettings, index: "_EdgeIndex", n_rows: int):
+        b, c, k, rank = pairs["b"], pairs["c"], settings.candidates, stats.rank
+        self.stats = stats
+        lexical = (pairs["pos_index"] < k) | (pairs["pos_session"] < settings.session_candidates)
+        near = pairs["pos_nn"] < k  # a source's positions in a row run 0, 1, 2, ...: its first k
+        self.exact = np.zeros(n_rows, bool)
+        if "nn_floor" in pairs and len(b):
+            above = (pairs["pos_nn"] != _SENTINEL) & (ev["cos"] > pairs["nn_floor"])
+            floor = np.full(n_rows, -np.inf)
+            floor[b] = pairs["nn_floor"]  # one floor per row
+            self.exact = (np.bincount(b, minlength=n_rows) > 0) & (floor > -np.inf) \
+                & (np.bincount(b[above], minlength=n_rows) < k)
+            near = np.where(self.exact[b], pairs["pos_nnx"] < k, near)
+        ok = np.flatnonzero((lexical | near) & ev["linked"])
+        self.pairs = ok[np.lexsort((-rank[c[ok]], -ev["score"][ok], b[ok]))]
+        self.bounds = np.searchsorted(b[self.pairs], np.arange(n_rows + 1)).tolist()
+        self.c = c[self.pairs].tolist()
+        self.base = index.pair_counts_of(pairs["m"][self.pairs], c[self.pairs]).tolist()
+        self._values = None
+
+    def values(self, ev: dict, p: int) -> dict:
+        """What the record of pair ``p`` (of this choice) reads of its evidence."""
+        if self._values is None:  # Python numbers, read once per chunk
+            self._values = {k: ev[k][self.pairs].tolist() for k in _RECORD_VALUES if k != "type_key"}
+            self._values["type_key"] = _type_keys(self.stats, {k: ev[k][self.pairs] for k in _TYPE_INPUTS}).tolist()
+        return {k: v[p] for k, v in self._values.items()}
+
+
+class _State:
+    """Edges near the entries being linked, as dictionaries, updated link by link.
+
+    Input edges are loaded (``ensure``) only for the rows whose edges are read one by one: an end
+    whose degree cap is full, a decision taken over, an entry's structural targets, an entry linked
+    before. Whether a pair is joined and how many automatic links a row holds are answered from
+    the input's counts (``_EdgeIndex``) plus what this plan changed, so a link between two rows
+    that stay under the cap reads none of their edges."""
+
+    def __init__(self, ctx, index: _EdgeIndex):
+        """``ctx``: the call's context (``planning._Context``: statistics, settings, flags, now)."""
+        self.ctx, self.st, self.s = ctx, ctx.stats, ctx.settings
+        self.index = index
+        self.edges: dict[tuple, dict] = {}
+        self.touching: dict[int, set] = defaultdict(set)
+        self.capped: dict[int, set] = defaultdict(set)
+        self.added: dict[tuple, dict] = {}
+        self.removed: dict[tuple, int] = {}
+        held = self.st._cache.get("superseded rows")  # the flags are kept per entries frame
+        if held is None or held[0] is not ctx.superseded:
+            held = self.st._cache["superseded rows"] = (ctx.superseded, np.flatnonzero(ctx.superseded).tolist())
+        self.superseded = set(held[1])
+        self.fresh_superseded: set[int] = set()  #: superseded by this plan (they were candidates before)
+        self.replaced_by: dict[int, int] = dict(index.replaced_by)
+        self.updates: dict[int, str | None] = {}
+        self.counts = defaultdict(int)
+        self.linked_rows: set[int] = set()
+        self.pair_delta: dict[tuple, int] = defaultdict(int)  #: edges joining a pair, added minus removed
+        self.degree_delta: dict[int, int] = defaultdict(int)  #: capped links of a row, added minus removed
+        self.loaded_rows: set[int] = set()
+        self.loaded_edges: set[int] = set()
+        self._facts = (-1, [])  #: the last entry's terms in the order the evidence shows them
+
+    def ensure(self, rows) -> None:
+        """Load the input edges touching these rows (once: an edge removed later stays removed)."""
+        fresh = [r for r in set(rows) if r not in self.loaded_rows]
+        if not fresh:
+            return
+        self.loaded_rows.update(fresh)
+        near = [e for e in self.index.edges_near(fresh).tolist() if e not in self.loaded_edges]
+        if not near:
+            return
+        self.loaded_edges.update(near)
+        row_of = self.st.row_of
+        for orig, src, dst, typ, source, note, evid, weight, by, created, seen in self.index.rows(near):
+            rec = dict(src=row_of[src], dst=row_of[dst], type=normalize_type(typ), source=source, note=note,
+                       evidence=evid, weight=1.0 if weight is None else weight, created_by=by, created_us=created,
+                       seen_us=seen if seen is not None else created, orig=orig,
+                       taken=bool(evid) and '"from"' in evid)
+            self._put(rec)
+
+    # -- bookkeeping
+    def _put(self, rec):
+        key = (rec["src"], rec["dst"], rec["type"])
+        self.edges[key] = rec
+        self.touching[rec["src"]].add(key)
+        self.touching[rec["dst"]].add(key)
+        if rec["source"] in _CAPPED:
+            self.capped[rec["src"]].add(key)
+            self.capped[rec["dst"]].add(key)
+        return key
+
+    def _count(self, rec, step: int) -> None:
+        self.pair_delta[_pair(rec["src"], rec["dst"])] += step
+        if rec["source"] in _CAPPED:
+            self.degree_delta[rec["src"]] += step
+            if rec["dst"] != rec["src"]:
+                self.degree_delta[rec["dst"]] += step
+
+    def degree(self, row: int) -> int:
+        """The automatic (capped) links the row holds now."""
+        return int(self.index.capped_degree[row]) + self.degree_delta.get(row, 0)
+
+    def add(self, rec, base: int | None = None):
+        """Add (or replace) a record; ``base``: the input edges of its pair, when known."""
+        key = (rec["src"], rec["dst"], rec["type"])
+        if key not in self.edges and (self.index.pair_count(rec["src"], rec["dst"]) if base is None else base):
+            self.ensure([rec["src"], rec["dst"]])  # an input edge of this key may not be loaded yet
+        if key in self.edges:
+            self.remove(key)
+        self._put(rec)
+        self._count(rec, 1)
+        self.added[key] = rec
+
+    def remove(self, key):
+        rec = self.edges.pop(key)
+        for end in (rec["src"], rec["dst"]):
+            self.touching[end].discard(key)
+            self.capped[end].discard(key)
+        self._count(rec, -1)
+        if rec["orig"] is not None:
+            self.removed[key] = rec["orig"]
+        else:
+            self.added.pop(key, None)
+
+    def joined(self, a, b) -> bool:
+        return self.pair_delta.get(_pair(a, b), 0) + self.index.pair_count(a, b) > 0
+
+    def faded(self, rec) -> float:
+        if rec["source"] not in _FADING:
+            return rec["weight"]
+        days = max(0.0, (self.ctx.now_us - (rec["seen_us"] or self.ctx.now_us)) / 86_400e6)
+        return fade(rec["weight"], days, half_life_days=self.s.half_life_days)
+
+    def _weakest(self, row):
+        self.ensure([row])  # every capped link of the row, to compare them
+        return min(self.capped[row], key=lambda k: (self.faded(self.edges[k]), k))
+
+    def add_capped(self, rec, base: int | None = None) -> bool:
+        """Add an automatic link unless it would be the weakest at a full end; evict the weakest."""
+        cap = self.s.max_degree
+        full = [end for end in (rec["src"], rec["dst"]) if self.degree(end) >= cap]
+        if full:
+            strength = self.faded(rec)
+            for end in full:
+                if self.faded(self.edges[self._weakest(end)]) >= strength:
+                    self.counts["capped"] += 1
+                    return False
+            for end in full:
+                while self.degree(end) >= cap:
+                    self.remove(self._weakest(end))
+                    self.counts["evicted"] += 1
+        self.add(rec, base)
+        return True
+
+    def _new(self, src, dst, typ, source, weight, evidence, seen_us=None):
+        now = self.ctx.now_us
+        text, taken = (evidence, '"from"' in evidence) if isinstance(evidence, str) else (json.dumps(evidence), "from" in evidence)
+        return dict(src=src, dst=dst, type=typ, source=source, note=None, evidence=text,
+                    weight=float(weight), created_by="linker", created_us=now,
+                    seen_us=now if seen_us is None else seen_us, orig=None, taken=taken)
+
+    # -- one entry
+    def link_entry(self, m: int, pairs: dict, ev: dict, struct, lo: int = 0, hi: int | None = None,
+                   choice: _Choice | None = None, b: int = 0) -> None:
+        """Link entry row ``m``; its candidates are ``pairs``/``ev`` [lo:hi] (all of them by default),
+        row ``b`` of ``choice`` when given."""
+        hi = len(pairs["c"]) if hi is None else hi
+        if self.ctx.linked[m]:
+            self.ensure([m])
+            for key in [k for k in self.capped[m] if self.edges[k]["source"] == "auto" and not self.edges[k]["taken"]]:
+                self.remove(key)
+                self.counts["rederived"] += 1
+        takeovers = self._structural(m, struct)
+        end, origin = m, None
+        if m in self.superseded:
+            end = self._newest(m)
+            origin = self.st.ids[m]
+        if end is not None:
+            if choice is not None and end == m and not self._fresh_among(pairs["c"][lo:hi], takeovers):
+                self._chosen_links(m, ev, choice, b)
+            else:
+                self._auto_links(m, end, origin, pairs, ev, set(takeovers), lo, hi)
+        for old in takeovers:
+            self._take_over(old, m)
+        self.updates.setdefault(m, None)
+        self.linked_rows.add(m)
+
+    def _newest(self, row):
+        seen = {row}
+        while row in self.replaced_by and self.replaced_by[row] not in seen:
+            row = self.replaced_by[row]
+            seen.add(row)
+        return row if row not in self.superseded else None
+
+    def _structural(self, m, struct) -> list[int]:
+        takeovers = []
+        if struct:
+            self.ensure([m, *(t for _, t in struct if t is not None)])
+        for typ, t in struct:
+            if t is None:
+                self.counts["missing_structure"] += 1
+                continue
+            if (m, t, typ) in self.edges:
+                continue
+            for key in [k for k in self.touching[m] if t in (k[0], k[1]) and self.edges[k]["source"] in _FADING]:
+                self.remove(key)
+            why = {"part_of": "a goal's parent", "supersedes": "the decision it replaces",
+                   "derived_from": "an insight's evidence"}[typ]
+            self.add(self._new(m, t, typ, "structure", 1.0, {"why": why, "signals": {}}))
+            self.counts["structural"] += 1
+            if typ == "supersedes":
+                self.superseded.add(t)
+                if not self.ctx.superseded[t]:
+                    self.fresh_superseded.add(t)
+                self.replaced_by[t] = m
+                self.updates[t] = "superseded"
+                takeovers.append(t)
+        return takeovers
+
+    def _fresh_among(self, candidates: np.ndarray, own) -> bool:
+        """Whether one of these candidates was superseded during this plan by another entry."""
+        fresh = self.fresh_superseded
+        return bool(fresh) and any(x in fresh and x not in own for x in candidates.tolist())
+
+    def _chosen_links(self, m, ev, choice: _Choice, b: int):
+        """``_auto_links`` of an entry that links in its own name, from the chunk's ``choice``."""
+        if choice.exact[b]:
+            self.counts["nn_exact"] += 1
+        superseded, delta, cs, base = self.superseded, self.pair_delta, choice.c, choice.base
+        tried = [p for p in range(choice.bounds[b], choice.bounds[b + 1])  # read before any is added
+                 if cs[p] not in superseded and base[p] + delta.get(_pair(m, cs[p]), 0) <= 0][: self.s.max_new]
+        for p in tried:
+            if self.add_capped(self._auto_record(m, m, None, cs[p], choice.values(ev, p)), base[p]):
+                self.counts["links"] += 1
+
+    def _auto_links(self, m, end, origin, pairs, ev, own, lo, hi):
+        # entries superseded earlier in this run give their place in a candidate list to the next;
+        # those this entry supersedes itself keep it (they were candidates when it was written)
+        c = pairs["c"][lo:hi]
+        cs = c.tolist()
+        fresh = np.zeros(len(cs), bool)
+        if self.fresh_superseded:
+            fresh[:] = [x in self.fresh_superseded and x not in own for x in cs]
+        chosen = np.zeros(len(cs), bool)
+        nn = "nn"
+        if "nn_floor" in pairs and use_exact_neighbours(ev["cos"][lo:hi], pairs["nn_floor"][lo:hi],
+                                                        (pairs["pos_nn"][lo:hi] != _SENTINEL) & ~fresh, self.s.candidates):
+            nn = "nnx"  # the index list may miss some of the best: the exact scan's list
+            self.counts["nn_exact"] += 1
+        for name, limit in (("index", self.s.candidates), (nn, self.s.candidates), ("session", self.s.session_candidates)):
+            pos = pairs[f"pos_{name}"][lo:hi]
+            live = np.flatnonzero((pos != _SENTINEL) & ~fresh)
+            chosen[live[np.argsort(pos[live], kind="stable")][:limit]] = True
+        ok = np.flatnonzero(chosen & ev["linked"][lo:hi])
+        base = dict(zip(ok.tolist(), self.index.pair_counts_of(np.full(len(ok), end), c[ok]).tolist()))  # input edges per pair
+        superseded, delta = self.superseded, self.pair_delta
+        idx = [i for i in base if cs[i] != end and cs[i] not in superseded and base[i] + delta.get(_pair(end, cs[i]), 0) <= 0]
+        score, rank = ev["score"], self.st.rank
+        idx.sort(key=lambda i: (-score[lo + i], -rank[cs[i]]))
+        for i in idx[: self.s.max_new]:
+            e = {k: ev[k][lo + i] for k in _RECORD_VALUES if k != "type_key"}
+            e["type_key"] = int(_type_keys(self.st, {k: ev[k][lo + i : lo + i + 1] for k in _TYPE_INPUTS})[0])
+            if self.add_capped(self._auto_record(m, end, origin, cs[i], e), base[i]):
+                self.counts["links"] += 1
+
+    def _auto_record(self, m, end, origin, c, e):
+        """The record of an automatic link between entry m (linked as ``end``) and candidate c, from
+        the pair's evidence ``e`` (``_RECORD_VALUES``)."""
+        st = self.st
+        typ, m_is_src = _link_type(e["type_key"])
+        if self._facts[0] != m:
+            self._facts = (m, _term_facts(st, m))
+        why = _why_words(st, self.ctx.rel, m, c, e, self._facts[1])
+        src, dst = (end, c) if m_is_src else (c, end)
+        return self._new(src, dst, typ, "auto", float(e["score"]), _evidence_json(why, e, origin))
+
+
+    def _take_over(self, old, new):
+        self.ensure([old, new])
+        self.ensure([x for k in self.touching[old] for x in k[:2]])
+        keys = sorted(self.touching[old], key=lambda k: (-self.faded(self.edges[k]), k))
+        for key in keys:
+            rec = self.edges.get(key)
+            if rec is None or rec["type"] == "supersedes" and rec["src"] == new:
+                continue
+            other = rec["dst"] if rec["src"] == old else rec["src"]
+            moving = rec["source"] in _CAPPED
+            if other == new:
+                if rec["source"] in _FADING:
+                    self.remove(key)
+                continue
+            if not moving and (rec["source"] not in _COPIED or rec["type"] in DOMINANCE_TYPES):
+                continue
+            if moving:
+                self.remove(key)
+            if self.joined(new, other):
+                continue
+            evidence = {"why": f"taken over from the decision it replaced ({self.st.ids[old]})", "from": self.st.ids[old]}
+            if rec["evidence"]:
+                try:
+                    evidence["signals"] = json.loads(rec["evidence"]).get("signals", {})
+                except (TypeError, ValueError, AttributeError):
+                    pass
+            weight = rec["weight"] * self.s.takeover if rec["source"] in _FADING else rec["weight"]
+            src, dst = (new, other) if rec["src"] == old else (other, new)
+            copy = self._new(src, dst, rec["type"], rec["source"], weight, evidence, seen_us=rec["seen_us"])
+            if moving:
+                if self.add_capped(copy):
+                    self.counts["taken_over"] += 1
+            else:
+                self.add(copy)
+                self.counts["taken_over"] += 1
+
+    # -- the result
+    def plan(self, report: dict) -> LinkPlan:
+        add_rows = [
+            {"src": self.st.ids[r["src"]], "dst": self.st.ids[r["dst"]], "type": r["type"], "source": r["source"],
+             "note": r["note"], "evidence": r["evidence"], "weight": r["weight"], "created_by": r["created_by"],
+             "created_at": r["created_us"], "seen_at": r["seen_us"]}
+            for r in self.added.values()
+        ]
+        add = _edge_frame(add_rows)
+        orig = sorted(self.removed.values())
+        remove = conform(self.ctx.edges_input[orig], "edges") if orig else _NO_EDGES
+        now = self.ctx.now_us
+        updates = pl.DataFrame([(self.st.ids[r], status, now if r in self.linked_rows else None)
+                                for r, status in self.updates.items()], schema=_UPDATES_SCHEMA, orient="row")
+        report = dict(report)
+        report.update({"links": int(self.counts["links"]), "structural": int(self.counts["structural"]),
+                       "taken_over": int(self.counts["taken_over"]), "evicted": int(self.counts["evicted"]),
+                       "capped": int(self.counts["capped"]), "rederived": int(self.counts["rederived"]),
+                       "missing_structure": int(self.counts["missing_structure"]),
+                       "added": add.height, "removed": remove.height})
+        if self.ctx.neighbors is not None:
+            report["nn_exact"] = int(self.counts["nn_exact"])  # entries that fell back to the exact scan
+        return LinkPlan(add=add, remove=remove, entry_updates=updates, report=report)
+
+
+def _edge_frame(rows: list[dict]) -> pl.DataFrame:
+    """Edges-schema frame of planned edges (times in epoch microseconds, read as such by the
+    schema's microsecond datetimes), built from row tuples in one call (no lazy query: one planned
+    entry must not wait on polars' thread pool; a Series per column costs five times more).
+
+    >>> _edge_frame([dict(src="a", dst="b", type="see_also", source="auto", note=None, evidence="{}",
+    ...     weight=0.5, created_by="linker", created_at=1_700_000_000_000_000, seen_at=None)])["created_at"].dt.year()[0]
+    2023
+    """
+    schema = SCHEMAS["edges"]
+    if not rows:
+        return _NO_EDGES
+    return pl.DataFrame([tuple(r[name] for name in schema) for r in rows], schema=schema, orient="row")
+
+
+_TYPE_FLAGS = ("fix_a", "problem_a", "progress_a", "fix_b", "problem_b", "progress_b", "a_later", "same_session",
+               "bridge_only")
+
+
+def _type_keys(stats: TermStats, ev: dict) -> np.ndarray:
+    """What decides the type of each pair's link (``link_type``'s arguments) as one integer: the
+    two kind codes and nine flags."""
+    ms, cs = ev["m"], ev["c"]
+    flags = (stats.fix[ms], stats.problem[ms], stats.progress[ms], stats.fix[cs], stats.problem[cs],
+             stats.progress[cs], ev["later"], ev["time"] > 0, ev["bridge_only"])
+    key = (stats.kind[ms].astype(np.int64) << 8) | stats.kind[cs].astype(np.int64)
+    for flag in flags:
+        key = (key << 1) | np.asarray(flag, bool)
+    return key
+
+
+@functools.lru_cache(maxsize=4096)
+def _link_type(key: int) -> tuple[str, bool]:
+    """``link_type`` of a ``_type_keys`` key, remembered: a bank's links repeat a few combinations."""
+    flags = {}
+    for name in reversed(_TYPE_FLAGS):
+        flags[name], key = bool(key & 1), key >> 1
+    return link_type(KINDS[key >> 8], KINDS[key & 0xFF], **flags)
+
+
+def _pair(a: int, b: int) -> tuple[int, int]:
+    return (a, b) if a < b else (b, a)
+
+
+#: what an automatic link's record reads of its pair's evidence
+_RECORD_VALUES = ("type_key", "shared_n", "sem", "cos", "bridge", "cue", "time", "share", "score")
+_TYPE_INPUTS = ("m", "c", "later", "time", "bridge_only")
