@@ -254,3 +254,11 @@ def test_totals_of_a_few_rows_are_the_columns_bits():
     few = stats.totals(rows)
     assert "total" not in stats._cache  # summed for these rows only
     assert np.array_equal(few, stats.total[rows])
+
+
+def test_statistics_survive_a_pickle_and_grow_after_it():
+    import pickle
+
+    entries = synthetic_bank(entries=300, seed=3).entries.sort("created_at", "id")
+    stats = pickle.loads(pickle.dumps(TermStats.build(entries.head(280))))
+    _assert_equal_stats(stats.extend(entries), TermStats.build(entries))

@@ -609,6 +609,13 @@ class _Buffer:
     def __init__(self, data: np.ndarray):
         self.data, self.filled, self.lock = data, len(data), threading.Lock()
 
+    def __getstate__(self):  # statistics may be pickled (a process pool): the lock is made anew
+        return self.data, self.filled
+
+    def __setstate__(self, state):
+        self.data, self.filled = state
+        self.lock = threading.Lock()
+
     def view(self, length: int) -> np.ndarray:
         out = self.data[:length]
         out.flags.writeable = False
