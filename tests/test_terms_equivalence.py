@@ -262,3 +262,18 @@ def test_statistics_survive_a_pickle_and_grow_after_it():
     entries = synthetic_bank(entries=300, seed=3).entries.sort("created_at", "id")
     stats = pickle.loads(pickle.dumps(TermStats.build(entries.head(280))))
     _assert_equal_stats(stats.extend(entries), TermStats.build(entries))
+
+
+def test_a_growable_buffer_widens_past_int32_and_keeps_older_views():
+    from kbtools.linker.terms import _Buffer
+
+    small = _Buffer(np.array([1, 2, 3], np.int32))
+    view = small.view(3)
+    grown = small.append(3, np.array([4]))  # no spare room: a bigger buffer, with room
+    assert grown is not small and grown.view(4).tolist() == [1, 2, 3, 4]
+    assert grown.append(4, np.array([5])) is grown  # its owner's end: written in place
+    wide = grown.append(5, np.array([2**31]))
+    assert wide.data.dtype == np.int64 and wide.view(6).tolist() == [1, 2, 3, 4, 5, 2**31]
+    other = grown.append(3, np.array([9]))  # from an older end: a buffer of its own
+    assert other is not grown and other.view(4).tolist() == [1, 2, 3, 9] and grown.view(5).tolist() == [1, 2, 3, 4, 5]
+    assert view.tolist() == [1, 2, 3]
