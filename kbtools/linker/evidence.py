@@ -18,7 +18,7 @@ import polars as pl
 import scipy.sparse as sp
 
 from kbtools.linker.rules import EVENT, GOAL, KINDS, LinkerSettings, kind_code, prior_matrix
-from kbtools.linker.terms import TermStats
+from kbtools.linker.terms import TermStats, _rows_of
 
 __all__ = [
     "Relations", "relations", "noisy_or", "pair_evidence", "candidate_pairs", "pair_cosine", "index_neighbours",
@@ -203,15 +203,6 @@ def _bag_overlap(stats: TermStats, name: str, ms, cs) -> np.ndarray:
     both = np.bincount(pair[keys[at] == wanted], minlength=len(ms)).astype(np.float64)
     size = (bag.indptr[ms + 1] - bag.indptr[ms]) + (bag.indptr[cs + 1] - bag.indptr[cs]) - both
     return np.divide(both, size, out=np.zeros(len(ms)), where=size > 0)
-
-
-def _rows_of(indptr: np.ndarray, rows: np.ndarray):
-    """The stored positions of these CSR rows, in order, and for each the index of its row in ``rows``."""
-    lo, hi = indptr[rows].astype(np.int64), indptr[rows + 1].astype(np.int64)
-    lengths = hi - lo
-    pair = np.repeat(np.arange(len(rows), dtype=np.int64), lengths)
-    pos = np.arange(int(lengths.sum()), dtype=np.int64) - np.repeat(np.cumsum(lengths) - lengths - lo, lengths)
-    return pair, pos
 
 
 def _shared(stats: TermStats, ms: np.ndarray, cs: np.ndarray):

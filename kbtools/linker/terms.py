@@ -352,10 +352,8 @@ class TermStats:
         if held is not None or 8 * len(rows) >= len(self.ids) or asked > 8:  # read often: the whole column
             return self.total[rows]
         unique, inverse = np.unique(rows, return_inverse=True)
-        indptr = self.postings.indptr
-        lo, hi = indptr[unique].astype(np.int64), indptr[unique + 1].astype(np.int64)
-        lengths = hi - lo
-        pos = np.arange(int(lengths.sum()), dtype=np.int64) - np.repeat(np.cumsum(lengths) - lengths - lo, lengths)
+        _, pos = _rows_of(self.postings.indptr, unique)
+        lengths = np.diff(self.postings.indptr)[unique].astype(np.int64)
         return _segment_sums(self.w[self.postings.indices[pos]], lengths)[inverse]
 
     def transposed_parts(self) -> tuple[sp.csr_matrix, ...]:
@@ -572,6 +570,15 @@ def _postings_of(anchors, term_index: dict, base: int = 0):
                                  for t in (vocab[c] for c in cols[lo:hi].tolist())]
     indptr = base + np.concatenate([[0], ends])
     return indptr, cols, strong
+
+
+def _rows_of(indptr: np.ndarray, rows: np.ndarray):
+    """The stored positions of these CSR rows, in order, and for each the index of its row in ``rows``."""
+    lo, hi = indptr[rows].astype(np.int64), indptr[rows + 1].astype(np.int64)
+    lengths = hi - lo
+    pair = np.repeat(np.arange(len(rows), dtype=np.int64), lengths)
+    pos = np.arange(int(lengths.sum()), dtype=np.int64) - np.repeat(np.cumsum(lengths) - lengths - lo, lengths)
+    return pair, pos
 
 
 def _segment_sums(values: np.ndarray, lengths: np.ndarray) -> np.ndarray:
