@@ -321,13 +321,22 @@ def _entry_flags(stats: TermStats, entries: pl.DataFrame):
 
 
 def _cached_relations(stats: TermStats, triples):
-    """Relations of the bank's entity terms, kept on the statistics for the last triples frame seen."""
+    """Relations of the bank's entity terms, kept on the statistics for the last triples seen (the
+    same frame, or equal rows: a bank reads its triples anew on every call)."""
     cache = stats._relations
-    if cache and cache[0] is triples:
+    if cache and (cache[0] is triples or _same_triples(cache[0], triples)):
+        cache[0] = triples
         return cache[1]
     rel = relations(stats, triples)
     cache[:] = [triples, rel]
     return rel
+
+
+def _same_triples(a, b) -> bool:
+    rows = [0 if t is None else t.height for t in (a, b)]
+    if rows == [0, 0]:
+        return True
+    return a is not None and b is not None and a.columns == b.columns and a.equals(b)
 
 
 def _known_entities(triples) -> tuple[str, ...]:

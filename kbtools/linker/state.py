@@ -61,27 +61,50 @@ _EDGES_READ_WHOLE = 200_000
 _EDGE_COLUMNS = ["_orig", "src", "dst", "type", "source", "note", "evidence", "weight", "created_by", "created_at", "seen_at"]
 
 
+_FEW_EDGES = 20_000  #: up to this many edges, their columns are read as Python lists (no hashing of every id)
+
+
+def _edge_columns(frame: pl.DataFrame, row_of: dict):
+    """Per edge: its ends' rows (-1 when not an entry), the code of its canonical type (among
+    ``n_types``), whether it is a supersedes edge and whether its source is capped."""
+    n = len(row_of)
+    if frame.height <= _FEW_EDGES:  # a few edges: the dictionary beats hashing every id of the bank
+        src = np.array([row_of.get(x, -1) for x in frame["src"].to_list()], dtype=np.int64)
+        dst = np.array([row_of.get(x, -1) for x in frame["dst"].to_list()], dtype=np.int64)
+        types = ["" if t is None else t for t in frame["type"].to_list()]
+        canon = sorted({normalize_type(t) for t in set(types)})
+        codes = {t: canon.index(normalize_type(t)) for t in set(types)}
+        code = np.fromiter(map(codes.__getitem__, types), np.int64, len(types))
+        sup = np.array([t == "supersedes" for t in types], dtype=bool)
+        capped = np.array([x in _CAPPED for x in frame["source"].to_list()], dtype=bool)
+        return src, dst, code, len(canon), sup, capped
+    ids, rows = pl.Series(list(row_of), dtype=pl.String), pl.arange(0, n, eager=True)
+    ends = frame.select(pl.col(c).replace_strict(ids, rows, default=-1, return_dtype=pl.Int64) for c in ("src", "dst"))
+    types = frame["type"].cast(pl.String).fill_null("")
+    names = types.unique().to_list()
+    canon = sorted({normalize_type(t) for t in names})
+    code = types.replace_strict(names, [canon.index(normalize_type(t)) for t in names], return_dtype=pl.Int64)
+    sup = (types == "supersedes").to_numpy()
+    capped = frame["source"].is_in(list(_CAPPED)).fill_null(False).to_numpy()
+    return ends["src"].to_numpy(), ends["dst"].to_numpy(), code.to_numpy(), len(canon), sup, capped
+
+
 class _EdgeIndex:
     """Edges (with their row number in the input, ``_orig``) by entry row: an adjacency over rows
     (CSR) to load the edges near an entry when it is first read, and who replaced whom."""
 
     def __init__(self, frame: pl.DataFrame, row_of: dict):
-        frame = conform(frame, "edges").with_columns(frame["_orig"], pl.col("created_at", "seen_at").dt.epoch("us"))
-        self.frame = frame.select(_EDGE_COLUMNS)
+        schema = SCHEMAS["edges"]
+
+        def column(name: str) -> pl.Expr:  # the schema's dtype (null when missing), times in epoch microseconds
+            expr = pl.col(name).cast(schema[name]) if name in frame.columns else pl.lit(None, dtype=schema[name]).alias(name)
+            return expr.dt.epoch("us") if name in ("created_at", "seen_at") else expr
+
+        self.frame = frame.select(pl.col("_orig"), *(column(c) for c in _EDGE_COLUMNS[1:]))
         self._cols = None
         n = len(row_of)
-        if frame.height <= 20_000:  # a few edges: the dictionary beats hashing every id of the bank
-            src = np.array([row_of.get(x, -1) for x in frame["src"].to_list()], dtype=np.int64)
-            dst = np.array([row_of.get(x, -1) for x in frame["dst"].to_list()], dtype=np.int64)
-        else:
-            ids, rows = pl.Series(list(row_of), dtype=pl.String), pl.arange(0, n, eager=True)
-            ends = frame.select(pl.col(c).replace_strict(ids, rows, default=-1, return_dtype=pl.Int64) for c in ("src", "dst"))
-            src, dst = ends["src"].to_numpy(), ends["dst"].to_numpy()
-        types = frame["type"].cast(pl.String).fill_null("")
-        names = types.unique().to_list()
-        canon = sorted({normalize_type(t) for t in names})
-        code = types.replace_strict(names, [canon.index(normalize_type(t)) for t in names],
-                                    return_dtype=pl.Int64).to_numpy()
+        src, dst, code, n_types, sup_flag, capped_flag = _edge_columns(self.frame, row_of)
+        canon = range(n_types)
         known = np.flatnonzero((src >= 0) & (dst >= 0))
         # one edge per key (src, dst, canonical type), the last, as a dictionary keyed by it holds;
         # sorted by the pair of rows they join first, so that the pairs' counts come from the same sort
@@ -102,11 +125,11 @@ class _EdgeIndex:
                                shape=(n, max(len(end_rows), 1)))
         self.edge_of = np.concatenate([known, known])[by_row.indices]
         self.start = by_row.indptr.astype(np.int64)
-        sup = known[(frame["type"].to_numpy()[known] == "supersedes")] if known.size else known
+        sup = known[sup_flag[known]]
         self.replaced_by = dict(zip(dst[sup].tolist(), src[sup].tolist()))
         # what the sequential state asks of edges it has not loaded: how many automatic (capped)
         # links each row holds, and how many edges join each pair of rows
-        capped = known[frame["source"].is_in(list(_CAPPED)).fill_null(False).to_numpy()[known]]
+        capped = known[capped_flag[known]]
         loops = src[capped] == dst[capped]
         self.capped_degree = np.bincount(np.concatenate([src[capped], dst[capped][~loops]]), minlength=n)
         starts = np.flatnonzero(np.append(True, pairs[1:] != pairs[:-1])) if pairs.size else np.zeros(0, np.int64)
