@@ -214,10 +214,7 @@ def _shared(stats: TermStats, ms: np.ndarray, cs: np.ndarray):
     if p == 0 or stats.keys is None or stats.keys.size == 0:
         return np.zeros(p), np.zeros(p), np.zeros(p), np.zeros(p)
     indptr = stats.postings.indptr
-    lo, hi = indptr[cs], indptr[cs + 1]
-    lengths = hi - lo
-    pair = np.repeat(np.arange(p, dtype=np.int64), lengths)
-    pos = np.arange(int(lengths.sum()), dtype=np.int64) - np.repeat(np.cumsum(lengths) - lengths - lo, lengths)
+    pair, pos = _rows_of(indptr, cs)
     cols = stats.postings.indices[pos].astype(np.int64)
     wanted = (ms[pair] << 32) | cols
     at = np.minimum(np.searchsorted(stats.keys, wanted), stats.keys.size - 1)
@@ -610,10 +607,8 @@ def _session(stats, rows, open_, linked, k):
     have = np.flatnonzero(s >= 0)
     if have.size == 0 or k <= 0:
         return empty
-    lo, hi = stats.session_start[s[have]], stats.session_start[s[have] + 1]
-    lengths = hi - lo
-    b = np.repeat(have, lengths)
-    c = stats.session_rows[np.arange(int(lengths.sum())) - np.repeat(np.cumsum(lengths) - lengths - lo, lengths)]
+    which, pos = _rows_of(stats.session_start, s[have])
+    b, c = have[which], stats.session_rows[pos]
     ok = _visible_pairs(stats, rows, b, c, open_, linked)
     b, c = b[ok], c[ok]
     dt = np.abs(stats.time_us[c] - stats.time_us[rows[b]])

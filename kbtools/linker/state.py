@@ -20,7 +20,7 @@ import scipy.sparse as sp
 from kbtools.errors import ValidationError
 from kbtools.linker.evidence import _SENTINEL, use_exact_neighbours
 from kbtools.linker.rules import KINDS, LinkerSettings, link_type
-from kbtools.linker.terms import TermStats
+from kbtools.linker.terms import TermStats, _rows_of
 from kbtools.linker.wording import _evidence_json, _term_facts, _why_words
 from kbtools.model.fading import fade
 from kbtools.model.schema import SCHEMAS, TIME, conform
@@ -148,11 +148,7 @@ class _EdgeIndex:
 
     def pair_count(self, a: int, b: int) -> int:
         """How many input edges join rows a and b (either way, any type)."""
-        if self.pair_keys.size == 0:
-            return 0
-        key = (a * self.n + b) if a < b else (b * self.n + a)
-        at = int(np.searchsorted(self.pair_keys, key))
-        return int(self.pair_edges[at]) if at < self.pair_keys.size and self.pair_keys[at] == key else 0
+        return int(self.pair_counts_of(np.array([a]), np.array([b]))[0])
 
     def rows(self, edges) -> list[tuple]:
         """The rows of these edges (positions in ``frame``) as tuples of ``_EDGE_COLUMNS``; the
@@ -170,10 +166,7 @@ class _EdgeIndex:
         rows = np.asarray(rows, np.int64)
         if rows.size == 0:
             return np.zeros(0, np.int64)
-        lo, hi = self.start[rows], self.start[rows + 1]
-        lengths = hi - lo
-        pos = np.arange(int(lengths.sum())) - np.repeat(np.cumsum(lengths) - lengths - lo, lengths)
-        return np.unique(self.edge_of[pos])
+        return np.unique(self.edge_of[_rows_of(self.start, rows)[1]])
 
 
 class _Choice:
