@@ -110,3 +110,85 @@ def test_planned_statistics_are_not_taken_for_other_rows(bank):
     assert link_context._planned_extension(base, pl.concat([entries, extra])) is planned
     assert link_context._planned_extension(base, pl.concat([entries, other])) is None
     assert link_context._planned_extension(base, entries) is None
+
+
+# -- the neighbour index kept in the bank's cache
+
+
+@pytest.fixture
+def hnsw_bank(bank, monkeypatch):
+    """The 600-entry bank with its neighbour index built as HNSW (the kind kept on disk), counting
+    the indexes built from scratch."""
+    monkeypatch.setattr(link_context, "NEIGHBOURS_FLAT_BELOW", 100)
+    built = []
+    real = link_context.new_neighbour_index
+    monkeypatch.setattr(link_context, "new_neighbour_index", lambda vecs: built.append(len(vecs)) or real(vecs))
+    return bank, built
+
+
+def _index_of(path, **kw):
+    bank = kb.open_bank(path, **kw)
+    return bank, link_context.neighbour_index(bank, link_context.linker_vectors(bank))
+
+
+def _top(index, queries, k=10):
+    return index.search(np.ascontiguousarray(queries, dtype=np.float32), k)[1]
+
+
+def test_the_neighbour_index_is_read_from_the_cache_by_a_new_process(hnsw_bank):
+    bank, built = hnsw_bank
+    first = link_context.neighbour_index(bank, link_context.linker_vectors(bank))
+    assert built == [600] and (bank.path / "cache" / link_context.NEIGHBOURS_FILE).exists()
+    again, index = _index_of(bank.path)
+    assert built == [600] and index is not first and index.ntotal == 600  # read, not built
+    queries = link_context.linker_vectors(again)[:50]
+    assert np.array_equal(_top(index, queries), _top(first, queries))  # the same graph
+    assert hasattr(index, "hnsw") and index.hnsw.efSearch == link_context._HNSW_EF_SEARCH
+
+
+def test_the_cached_neighbour_index_grows_by_the_entries_appended_since(hnsw_bank):
+    bank, built = hnsw_bank
+    link_context.neighbour_index(bank, link_context.linker_vectors(bank))
+    for i in range(4):
+        kb.report_learning(bank, content=f"Press {i} on line 8 jams with error P-40{i}.", actor="a", link=False)
+    again, index = _index_of(bank.path)
+    vectors = link_context.linker_vectors(again)
+    assert built == [600] and index.ntotal == 604 == len(vectors)
+    assert _top(index, vectors[-4:], k=1)[:, 0].tolist() == [600, 601, 602, 603]  # found as themselves
+    meta = again.cached_file_meta(link_context.NEIGHBOURS_FILE)[2]
+    assert meta["rows"] == 600  # 4 rows are under 5 % of 600: not written again
+    for i in range(30):
+        kb.report_learning(bank, content=f"Valve {i} on line 2 sticks (ticket V-9{i}).", actor="a", link=False, embed=False)
+    kb.embed_bank(bank, embedder="hashing")
+    again, index = _index_of(bank.path)
+    assert built == [600] and index.ntotal == 634
+    assert again.cached_file_meta(link_context.NEIGHBOURS_FILE)[2]["rows"] == 634  # grown by 5 %: written
+
+
+@pytest.mark.parametrize("change", ["re-embedded", "deleted", "damaged", "other embedder"])
+def test_a_stale_or_damaged_cached_neighbour_index_is_rebuilt(hnsw_bank, change):
+    bank, built = hnsw_bank
+    link_context.neighbour_index(bank, link_context.linker_vectors(bank))
+    eid = bank.entries["id"][3]
+    if change == "re-embedded":
+        kb.update_entry(bank, eid, content="Something else entirely: the kiln on site 9 overheats.", actor="a")
+        kb.embed_bank(bank, embedder="hashing")
+    elif change == "deleted":
+        kb.delete_entry(bank, eid, reason="test", actor="a")
+    elif change == "damaged":
+        path = bank.path / "cache" / link_context.NEIGHBOURS_FILE
+        data = bytearray(path.read_bytes())
+        data[len(data) // 2] ^= 0xFF
+        path.write_bytes(bytes(data))
+    else:
+        kb.embed_bank(bank, embedder="hashing-char", rebuild=True)
+    again, index = _index_of(bank.path)
+    vectors = link_context.linker_vectors(again)
+    assert built == [600, len(vectors)] and index.ntotal == len(vectors)
+    assert _top(index, vectors[:20], k=1)[:, 0].tolist() == list(range(20))
+
+
+def test_a_read_only_bank_keeps_its_neighbour_index_in_memory(hnsw_bank):
+    bank, built = hnsw_bank
+    _index_of(bank.path, readonly=True)
+    assert built == [600] and not (bank.path / "cache" / link_context.NEIGHBOURS_FILE).exists()

@@ -357,8 +357,12 @@ def bench_linking(bank: Bank | None, n: int):
         for kind, vecs in (("text", vectors), ("random", _random_vectors(size))):
             index = new_neighbour_index(vecs)
             faiss_threads(max(1, min(8, os.cpu_count() or 1)))
+            t = time.perf_counter()
             index.add(vecs)
+            built = time.perf_counter() - t
             faiss_threads(1)
+            if kind == "text" and size >= NEIGHBOURS_FLAT_BELOW:
+                rows.append(_bench_index_cache(tag, index, built))
             rows.append(_bench_with_vectors(tag, ents, demo, stats, newest, size, vecs, index, base, kind))
             rows.append(_bench_connect_vectors(tag, ents, demo, stats, vecs, index, scan, kind))
             del index
@@ -373,6 +377,24 @@ def bench_linking(bank: Bank | None, n: int):
                                   f"max {int(deg.max())}; the seed: 2,000 memories -> 10,000 links in 66 s"}))
         rows.extend(_bench_deletion(tag, ents, vectors, size))
     return rows
+
+
+def _bench_index_cache(tag, index, built_s: float):
+    """The linker's neighbour index read back from a file as a bank's ``cache/`` keeps it (what a new
+    process does, see ``link_context.neighbour_index``), beside building it."""
+    import faiss
+
+    with tempfile.TemporaryDirectory(prefix="kb-bench-") as tmp:
+        path = os.path.join(tmp, "neighbours.faiss")
+        faiss.write_index(index, path)
+        t = time.perf_counter()
+        faiss.read_index(path)
+        read_s = time.perf_counter() - t
+        mb = os.path.getsize(path) / 1e6
+    return (tag, "neighbour index read from the bank's cache", read_s, "s",
+            {"baseline": "building it", "baseline_value": built_s,
+             "note": f"{type(index).__name__}, {mb:,.0f} MB on disk; a new process (a scheduled connect, a "
+                     "server's first linked add) reads it and adds the entries appended since"})
 
 
 def _numpy_scan(vectors: np.ndarray, row: int, k: int) -> np.ndarray:
