@@ -404,17 +404,25 @@ def search_neighbours(stats: TermStats, rows, vectors, neighbors, *, open_, link
                       eligible=None) -> tuple:
     """The neighbour-index search ``candidate_pairs`` makes for these rows, alone (faiss, outside
     the GIL: a caller may run the next chunk's beside this one's linking): the rows searched (those
-    that see at least a quarter of the index) and the index's (scores, rows) for them."""
+    that see at least a quarter of the index) and the index's hits for them, as a list of
+    ``(positions among the searched rows, (scores, rows))``, one search per number of hits fetched
+    (see :func:`_fetches`)."""
     rows = np.asarray(rows, np.int64)
     if eligible is None:
         eligible = open_ & (stats.kind >= 0)
-    few = _visible_count(stats, rows, eligible, linked) * _fetch(settings.candidates, neighbors) \
-        < int(neighbors.ntotal) * settings.candidates
+    visible = _visible_count(stats, rows, eligible, linked)
+    total = int(neighbors.ntotal)
+    few = visible * _fetch(settings.candidates, neighbors) < total * settings.candidates
     searched = np.flatnonzero(~few)
-    fetch = _fetch(settings.candidates, neighbors)
-    if len(searched) == 0 or fetch <= 0:
+    if len(searched) == 0 or _fetch(settings.candidates, neighbors) <= 0:
         return searched, None
-    return searched, neighbors.search(np.ascontiguousarray(vectors[rows[searched]], dtype=np.float32), fetch)
+    fetches = _fetches(visible[searched], settings.candidates, total)
+    queries = np.ascontiguousarray(vectors[rows[searched]], dtype=np.float32)
+    hits = []
+    for fetch in np.unique(fetches).tolist():
+        at = np.flatnonzero(fetches == fetch)
+        hits.append((at, neighbors.search(queries if len(at) == len(queries) else queries[at], fetch)))
+    return searched, hits
 
 
 def candidate_pairs(
@@ -524,6 +532,26 @@ def _fetch(base: int, neighbors) -> int:
     return min(4 * base + 1, int(neighbors.ntotal))
 
 
+#: Hits fetched per searched row, in multiples of the candidates it keeps (plus one: itself)
+_FETCH_STEPS = (1.5, 2.0, 3.0, 4.0)
+
+
+def _fetches(visible: np.ndarray, base: int, total: int) -> np.ndarray:
+    """Hits to fetch per row: about 1.5 ``base`` of them visible when the index's entries are
+    spread evenly, that is ``1.5 base total / visible``, rounded up to a step of ``_FETCH_STEPS``
+    (at most 4 base), plus one, at most the index. A row's number depends on what it can see,
+    never on its batch; a row that sees the whole bank searches with 61 hits for 40 candidates,
+    not 161 (the search and the exact re-scoring of its hits cost about the hits fetched).
+
+    >>> _fetches(np.array([1000, 500, 260]), 40, 1000).tolist()
+    [61, 121, 161]
+    """
+    steps = np.array([int(np.ceil(m * base)) for m in _FETCH_STEPS], np.int64)
+    need = 1.5 * base * total / np.maximum(np.asarray(visible, np.float64), 1.0)
+    step = np.minimum(np.searchsorted(steps, need - 1e-9), len(steps) - 1)
+    return np.minimum(steps[step] + 1, total)
+
+
 def _visible_count(stats, rows, eligible, linked) -> np.ndarray:
     """Per row, how many eligible entries are linked or created earlier: the same whether the rows
     are linked one by one or together (an entry linked in between was created earlier)."""
@@ -541,24 +569,42 @@ def _visible_count(stats, rows, eligible, linked) -> np.ndarray:
 
 
 def index_neighbours(stats: TermStats, rows, vectors, neighbors, open_, linked, k: int, base: int, hits=None):
-    """Nearest neighbours from an index: ``4 base + 1`` hits per row (a number that does not depend
-    on ``k``, so one entry and a batch search alike), the visible ones re-scored exactly, the best
-    ``k`` kept (ties: the newer first). Returns ``b, c, pos``, per row its floor: the lowest score
-    the search returned plus a slack (-inf when it returned the whole index), and per kept pair
-    whether it scores above its row's floor. A visible entry
-    the search did not return scores at most the floor (exactly so for a flat index), so the kept
-    entries above the floor are the row's true best. ``hits``: the index's (scores, rows) for these
-    rows, searched already."""
+    """Nearest neighbours from an index: ``4 base + 1`` hits per row, or as many as ``hits`` holds
+    (see :func:`search_neighbours`; numbers that do not depend on ``k`` or the batch, so one
+    entry and a batch search alike), the visible ones re-scored exactly, the best ``k`` kept (ties:
+    the newer first). Returns ``b, c, pos``, per row its floor: the lowest score the search returned
+    plus a slack (-inf when it returned the whole index), and per kept pair whether it scores above
+    its row's floor. A visible entry the search did not return scores at most the floor (exactly
+    so for a flat index), so the kept entries above the floor are the row's true best. ``hits``:
+    the index's (scores, rows) for these rows, or a list of ``(positions among rows, (scores,
+    rows))``, searched already."""
     rows = np.asarray(rows, np.int64)
-    n = len(stats.ids)
-    total = int(neighbors.ntotal)
     fetch = _fetch(base, neighbors)
     if len(rows) == 0 or fetch <= 0:
         empty = np.zeros(0, np.int64)
         return empty, empty, empty, np.full(len(rows), -np.inf), np.zeros(0, bool)
     if hits is None:
         hits = neighbors.search(np.ascontiguousarray(vectors[rows], dtype=np.float32), fetch)
+    if isinstance(hits, tuple):
+        hits = [(np.arange(len(rows)), hits)]
+    floor = np.full(len(rows), -np.inf)
+    parts = []
+    for at, found in hits:
+        b, c, pos, low, sure = _index_hits(stats, rows[at], vectors, int(neighbors.ntotal), open_, linked, k, found)
+        floor[at] = low
+        parts.append((at[b], c, pos, sure))
+    if len(parts) == 1:
+        return (*parts[0][:3], floor, parts[0][3])
+    b, c, pos, sure = (np.concatenate(x) for x in zip(*parts))
+    order = np.lexsort((pos, b))
+    return b[order], c[order], pos[order], floor, sure[order]
+
+
+def _index_hits(stats, rows, vectors, total, open_, linked, k, hits):
+    """``index_neighbours`` of rows searched with the same number of hits."""
+    n = len(stats.ids)
     scores, found = np.asarray(hits[0], np.float64), np.asarray(hits[1], np.int64)
+    fetch = found.shape[1]
     hit = (found >= 0) & (found < n)
     low = np.where(hit, scores, np.inf).min(axis=1)
     floor = np.where(fetch >= total, -np.inf, np.where(np.isfinite(low), low, np.inf) + _SLACK)
