@@ -192,3 +192,83 @@ def test_a_read_only_bank_keeps_its_neighbour_index_in_memory(hnsw_bank):
     bank, built = hnsw_bank
     _index_of(bank.path, readonly=True)
     assert built == [600] and not (bank.path / "cache" / link_context.NEIGHBOURS_FILE).exists()
+
+
+# -- the anchors kept in the bank's cache
+
+
+def _same_stats(a, b) -> bool:
+    return (a.ids == b.ids and a.vocab == b.vocab and a.anchors == b.anchors and (a.postings != b.postings).nnz == 0
+            and np.array_equal(a.w, b.w) and np.array_equal(a.hub, b.hub))
+
+
+@pytest.fixture
+def anchors_read(monkeypatch):
+    """How many texts ``anchors_of`` read, call by call (the real function runs)."""
+    from kbtools.linker import terms
+
+    calls = []
+    real = terms.anchors_of
+    monkeypatch.setattr(terms, "anchors_of", lambda texts, *a, **k: calls.append(len(texts)) or real(texts, *a, **k))
+    return calls
+
+
+def _stats_of(path, **kw):
+    bank = kb.open_bank(path, **kw)
+    return link_context.term_stats(bank, link_context.linker_settings(bank))
+
+
+def test_term_statistics_of_a_new_process_read_the_kept_anchors(bank, anchors_read):
+    first = _stats_of(bank.path)
+    assert anchors_read == [600] and (bank.path / "cache" / link_context.ANCHORS_FILE).exists()
+    again = _stats_of(bank.path)
+    assert anchors_read == [600, 0] and _same_stats(first, again)  # no text read again
+
+
+def test_only_the_changed_entries_anchors_are_read_again(bank, anchors_read):
+    from kbtools.linker import TermStats
+
+    _stats_of(bank.path)
+    eid = bank.entries["id"][5]
+    kb.update_entry(bank, eid, content="The kiln on site 9 overheats after error K-990.", actor="a")
+    got = _stats_of(bank.path)
+    assert anchors_read == [600, 1]
+    reopened = kb.open_bank(bank.path, readonly=True)
+    known = tuple(sorted(set(reopened.triples["subject"].to_list()) | set(reopened.triples["object"].to_list())))
+    fresh = TermStats.build(reopened.entries, known_entities=known, settings=link_context.linker_settings(reopened))
+    assert _same_stats(got, fresh) and "e:k-990" in got.anchors[got.row_of[eid]].terms
+
+
+def test_kept_anchors_of_other_known_entities_or_damaged_are_not_used(bank, anchors_read):
+    _stats_of(bank.path)
+    path = bank.path / "cache" / link_context.ANCHORS_FILE
+    data = bytearray(path.read_bytes())
+    data[-20] ^= 0xFF
+    path.write_bytes(bytes(data))
+    _stats_of(bank.path)
+    assert anchors_read == [600, 600]  # damaged: every text read again (and kept anew)
+    _stats_of(bank.path)
+    assert anchors_read == [600, 600, 0]  # kept anew
+    kb.add_triple(bank, "Line 3", "part_of", "Plant North", actor="a")
+    _stats_of(bank.path)
+    assert anchors_read == [600, 600, 0, 600]  # other known entities: other anchors
+
+
+def test_a_read_only_bank_keeps_no_anchors(bank, anchors_read):
+    _stats_of(bank.path, readonly=True)
+    assert not (bank.path / "cache" / link_context.ANCHORS_FILE).exists()
+
+
+def test_anchor_keys_follow_what_anchors_are_read_from():
+    import polars as pl
+
+    from kbtools.linker.terms import anchor_keys
+
+    frame = pl.DataFrame({"id": ["a", "b", "c", "d"], "kind": ["fact", "fact", "fact", "event"],
+                          "content": ["Line 3 is down", "Line 3 is down", "Line 4 is down", "Line 3 is down"],
+                          "systems": [["atlas"], ["atlas"], ["atlas"], ["atlas"]]})
+    keys = anchor_keys(frame)
+    assert keys.shape == (4, 2) and (keys[0] == keys[1]).all()
+    assert not (keys[0] == keys[2]).all() and not (keys[0] == keys[3]).all()  # text, kind
+    other = anchor_keys(frame.with_columns(pl.Series("systems", [["orion"]] * 4)))
+    assert not (other[0] == keys[0]).all()  # systems are known entities of their entry

@@ -22,7 +22,8 @@ import polars as pl
 
 from kbtools.linker.text import FRAMING_WORDS, STOP_WORDS, WORD_RE, _content_stem, content_words
 
-__all__ = ["Anchor", "anchor", "identifiers", "ASSET_NOUNS", "ACTION_VERBS", "FRAMING_NAMES"]
+__all__ = ["Anchor", "anchor", "identifiers", "ASSET_NOUNS", "ACTION_VERBS", "FRAMING_NAMES", "anchor_frame",
+           "anchors_from_frame"]
 
 #: Nouns that name a place or machine when a number follows ("line 3", "cell 4B").
 ASSET_NOUNS: tuple[str, ...] = (
@@ -525,4 +526,43 @@ def anchors_of(texts, knowns, *, keep_identifiers: bool = True) -> list[Anchor]:
                               labels=keys + tuple(surfaces[lo:hi])))
         else:
             out.append(Anchor(entities=(), terms=tuple(terms[lo:hi]), labels=tuple(surfaces[lo:hi])))
+    return out
+
+
+def anchor_frame(anchors) -> tuple[pl.DataFrame, pl.DataFrame]:
+    """Anchors as two flat frames: per anchor how many ``terms`` it has and how many ``entities``
+    lead them, and every anchor's terms with their labels one after another; read back by
+    :func:`anchors_from_frame`. What a store keeps of them (flat columns read back fast).
+
+    >>> a = anchors_of(["Line 3 keeps faulting with error E-217.", ""], [(), ()])
+    >>> anchors_from_frame(anchor_frame(a), [0, 1, None]) == [*a, None]
+    True
+    """
+    from itertools import chain
+
+    rows = pl.DataFrame({"terms": [len(a.terms) for a in anchors], "entities": [len(a.entities) for a in anchors]},
+                        schema={"terms": pl.UInt32, "entities": pl.UInt32})
+    flat = pl.DataFrame({"term": list(chain.from_iterable(a.terms for a in anchors)),
+                         "label": list(chain.from_iterable(a.labels for a in anchors))},
+                        schema={"term": pl.String, "label": pl.String})
+    return rows, flat
+
+
+def anchors_from_frame(frames: tuple[pl.DataFrame, pl.DataFrame], rows) -> list:
+    """The anchors of ``rows`` of frames written by :func:`anchor_frame` (None for a None row): an
+    anchor's entities are its first labels, its terms ``e:<entity>`` first."""
+    per_row, flat = frames
+    lengths = per_row["terms"].to_numpy().astype(np.int64)
+    ends = np.cumsum(lengths).tolist()
+    if (ends[-1] if ends else 0) != flat.height:
+        raise ValueError("anchor frames do not match")
+    terms, labels, counts = flat["term"].to_list(), flat["label"].to_list(), per_row["entities"].to_list()
+    out = []
+    for r in rows:
+        if r is None:
+            out.append(None)
+            continue
+        hi = ends[r]
+        lo, ne = hi - int(lengths[r]), counts[r]
+        out.append(Anchor(entities=tuple(labels[lo : lo + ne]), terms=tuple(terms[lo:hi]), labels=tuple(labels[lo:hi])))
     return out

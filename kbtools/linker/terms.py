@@ -35,7 +35,7 @@ from kbtools.linker.anchors import ASSET_NOUNS, Anchor, _column_stems, anchors_o
 from kbtools.linker.rules import FIX_RE, LINKER_DEFAULTS, PROBLEM_RE, PROGRESS_RE, LinkerSettings, kind_code
 from kbtools.linker.text import stem
 
-__all__ = ["TermStats", "entry_text", "idf", "authors_of", "STATS_COLUMNS"]
+__all__ = ["TermStats", "entry_text", "idf", "authors_of", "STATS_COLUMNS", "ANCHOR_COLUMNS", "anchor_keys"]
 
 _TEXT_COLUMNS = ("title", "summary", "content", "useful_for")
 #: Every column the statistics read: rows equal on these give equal statistics
@@ -134,8 +134,11 @@ class TermStats:
     _buffers: dict = field(default_factory=dict, repr=False)
 
     @classmethod
-    def build(cls, entries: pl.DataFrame, *, known_entities=(), settings: LinkerSettings = LINKER_DEFAULTS):
+    def build(cls, entries: pl.DataFrame, *, known_entities=(), settings: LinkerSettings = LINKER_DEFAULTS,
+              anchors=None):
         """Statistics of an entries frame; ``known_entities`` are matched case-insensitively.
+        ``anchors``: per row, its anchors when known already (``anchors_of`` of its text, kept
+        from an earlier build: see :func:`anchor_keys`), None where they are to be read.
 
         >>> import polars as pl, datetime as dt
         >>> t = dt.datetime(2026, 1, 1, tzinfo=dt.timezone.utc)
@@ -146,7 +149,7 @@ class TermStats:
         _check_entries(entries)
         known = tuple(sorted({str(k).strip().lower() for k in known_entities if k and str(k).strip()}))
         with _gc_paused():
-            columns, kinds, anchors, texts = _read_entries(entries, known, settings)
+            columns, kinds, anchors, texts = _read_entries(entries, known, settings, anchors)
             return cls._from_anchors(entries, columns, kinds, anchors, texts, known, settings)
 
     @classmethod
@@ -465,9 +468,10 @@ def _gc_paused():
             gc.enable()
 
 
-def _read_entries(entries: pl.DataFrame, known: tuple[str, ...], settings: LinkerSettings = LINKER_DEFAULTS):
+def _read_entries(entries: pl.DataFrame, known: tuple[str, ...], settings: LinkerSettings = LINKER_DEFAULTS,
+                  given=None):
     """Columns (lists; a missing column reads as None), linker kind codes, anchors and texts of an
-    entries frame."""
+    entries frame; ``given``: anchors known already per row (None: read it)."""
     n = entries.height
     columns = {c: entries[c].to_list() if c in entries.columns else [None] * n
                for c in ("kind", *_TEXT_COLUMNS, "steps", "systems", "metadata")}
@@ -479,7 +483,27 @@ def _read_entries(entries: pl.DataFrame, known: tuple[str, ...], settings: Linke
     ):
         texts.append(_join_text(title, summary, content, useful_for, steps) if code >= 0 else "")
         knowns.append(known + tuple(s.lower() for s in systems if s) if systems else known)
-    return columns, kinds, anchors_of(texts, knowns, keep_identifiers=settings.identifiers), texts
+    if given is None:
+        return columns, kinds, anchors_of(texts, knowns, keep_identifiers=settings.identifiers), texts
+    if len(given) != n:
+        raise ValidationError("anchors", len(given), f"must hold one entry per row ({n})")
+    todo = [k for k, a in enumerate(given) if a is None]
+    read = iter(anchors_of([texts[k] for k in todo], [knowns[k] for k in todo], keep_identifiers=settings.identifiers))
+    return columns, kinds, [a if a is not None else next(read) for a in given], texts
+
+
+#: The entry columns an entry's anchors are read from (with its kind and the bank's known entities)
+ANCHOR_COLUMNS = ("kind", *_TEXT_COLUMNS, "steps", "systems")
+
+
+def anchor_keys(entries: pl.DataFrame) -> np.ndarray:
+    """A 128-bit key per row (two 64-bit hashes, shape (rows, 2)) of what its anchors are read from
+    (``ANCHOR_COLUMNS``; equal rows, equal keys), to find anchors kept from an earlier build.
+    Polars' hash: the same within one polars version, so a store that keeps anchors by key names
+    the version beside them."""
+    cols = [c for c in ANCHOR_COLUMNS if c in entries.columns]
+    both = entries.select(pl.struct(cols).hash(seed=0).alias("a"), pl.struct(cols).hash(seed=7919).alias("b"))
+    return both.to_numpy()
 
 
 _AUTHOR_SPLIT_RE = re.compile(r"\s*(?:,|;|\band\b)\s*")
