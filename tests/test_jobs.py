@@ -71,10 +71,33 @@ def test_connect_dry_run_writes_nothing(tmp_path, demo_dir):
     assert kb.open_bank(bank.path).version == v
 
 
+@pytest.mark.parametrize("chunk", [0, -5, 2.5, True])
+def test_connect_refuses_a_chunk_that_is_not_a_positive_integer(tmp_path, demo_dir, chunk):
+    bank = _copy(demo_dir, tmp_path, "business")
+    version = bank.version
+    with pytest.raises(kb.ValidationError, match="chunk"):
+        connect(bank, chunk=chunk)
+    assert kb.open_bank(bank.path).version == version  # nothing written
+
+
+def test_connect_cli_takes_a_chunk_size(tmp_path, demo_dir):
+    bank = _copy(demo_dir, tmp_path, "business")
+    env = dict(os.environ, ORT_DISABLE_TELEMETRY="1")
+    out = subprocess.run([*JOB, "connect", str(bank.path), "--chunk", "10", "--json"], env=env, capture_output=True,
+                         text=True, timeout=300)
+    assert out.returncode == 0, out.stderr
+    linked = kb.open_bank(bank.path)
+    assert linked.entries["linked_at"].null_count() < bank.entries.height
+    assert linked.version - bank.version == 3  # 25 linkable entries in chunks of 10: one transaction each
+    bad = subprocess.run([*JOB, "connect", str(bank.path), "--chunk", "0"], env=env, capture_output=True, text=True,
+                         timeout=300)
+    assert bad.returncode != 0 and "chunk" in bad.stderr
+
+
 def test_connect_killed_midway_then_rerun_finishes_without_doubling(tmp_path, demo_dir):
     bank = _copy(demo_dir, tmp_path)
     env = dict(os.environ, ORT_DISABLE_TELEMETRY="1")
-    proc = subprocess.Popen([sys.executable, "jobs/connect.py", "--bank", str(bank.path)], env=env,
+    proc = subprocess.Popen([sys.executable, "jobs/connect.py", "--bank", str(bank.path), "--chunk", "200"], env=env,
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, cwd=os.path.dirname(os.path.dirname(__file__)))
     deadline = time.time() + 120
     while time.time() < deadline:  # kill it once some chunk has been committed

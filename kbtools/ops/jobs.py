@@ -62,7 +62,7 @@ def backfill(bank: Bank, *, dry_run: bool = False, actor: str = "backfill", prog
 
 
 def connect(bank: Bank, *, rebuild: bool = False, limit: int | None = None, dry_run: bool = False,
-            chunk: int = 500, actor: str = "connect", progress: Progress = False) -> dict:
+            chunk: int = 2000, actor: str = "connect", progress: Progress = False) -> dict:
     """Link every entry the linker has not seen (``linked_at`` empty), or all with ``rebuild``,
     at most ``limit``; see :mod:`kbtools.ops.maintenance`. ``progress=True``: a ``tqdm.auto`` bar."""
     from kbtools.ops.maintenance import connect_bank
@@ -85,7 +85,7 @@ JOB_HELP = {
                 "least 7) get `cites` edges whose note is the citing sentence; dedup metadata (split_from,\n"
                 "replaces, supersedes, recovered_from) becomes typed edges. A second run writes nothing.",
     "connect": "Run the write-time linker over every entry it has not seen (empty linked_at), or all with\n"
-               "--rebuild, at most --limit. Commits in chunks of 500 with each entry's linked_at, so a killed\n"
+               "--rebuild, at most --limit. Commits in chunks of 2,000 with each entry's linked_at, so a killed\n"
                "run loses nothing and a rerun finishes the work. Reports entries, links made and dropped.",
     "decay": "Automatic, feedback and review links fade (w * 0.5^(days since seen / 180)); those under 0.1\n"
              "and those pointing at deleted entries are pruned. Trusted links never fade.",
@@ -169,13 +169,27 @@ def add_job_arguments(p: argparse.ArgumentParser, job: str, *, positional: bool)
     if job == "connect":
         p.add_argument("--rebuild", action="store_true", help="re-derive the automatic links of every entry")
         p.add_argument("--limit", type=int, help="link at most this many entries")
+        p.add_argument("--chunk", type=_positive_int, default=2000,
+                       help="entries per transaction (default 2,000): a killed run loses at most one chunk's work; "
+                            "each commit rebuilds the linker's view of the edges, so smaller chunks cost more")
+
+
+def _positive_int(text: str) -> int:
+    """An argparse type: a whole number of at least 1."""
+    try:
+        value = int(text)
+    except ValueError:
+        value = 0
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a positive whole number")
+    return value
 
 
 def job_options(job: str, args) -> dict:
     """Keyword arguments for the job function from parsed flags."""
     opts = {"dry_run": args.dry_run}
     if job == "connect":
-        opts.update(rebuild=args.rebuild, limit=args.limit)
+        opts.update(rebuild=args.rebuild, limit=args.limit, chunk=args.chunk)
     return opts
 
 

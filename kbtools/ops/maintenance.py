@@ -46,11 +46,13 @@ def _apply(bank: Bank, plan, *, actor: str, reason: str) -> dict:
 
 
 def connect_bank(bank: Bank, *, rebuild: bool = False, limit: int | None = None, dry_run: bool = False,
-                 chunk: int = 500, actor: str = "connect", progress: Progress = False) -> dict:
+                 chunk: int = 2000, actor: str = "connect", progress: Progress = False) -> dict:
     """Link every entry the linker has not seen (or all with ``rebuild``), at most ``limit``, in
     created_at order; each chunk is one transaction that also sets its entries' ``linked_at``, so
     a killed run loses nothing and a rerun continues. Returns entries, links made, links dropped,
     links per entry and duration. ``progress=True`` shows a ``tqdm.auto`` bar per chunk."""
+    if isinstance(chunk, bool) or not isinstance(chunk, int) or chunk < 1:
+        raise ValidationError("chunk", chunk, "commit at least one entry per transaction (a positive integer)")
     progress = progress_callback(progress, "connect")
     started = time.perf_counter()
     settings = linker_settings(bank)
