@@ -35,7 +35,7 @@ from kbtools.linker.anchors import ASSET_NOUNS, Anchor, _column_stems, anchors_o
 from kbtools.linker.rules import FIX_RE, LINKER_DEFAULTS, PROBLEM_RE, PROGRESS_RE, LinkerSettings, kind_code
 from kbtools.linker.text import stem
 
-__all__ = ["TermStats", "entry_text", "idf", "authors_of", "STATS_COLUMNS", "ANCHOR_COLUMNS", "anchor_keys"]
+__all__ = ["TermStats", "entry_text", "idf", "authors_of", "STATS_COLUMNS", "ANCHOR_COLUMNS", "anchor_keys", "gc_paused"]
 
 _TEXT_COLUMNS = ("title", "summary", "content", "useful_for")
 #: Every column the statistics read: rows equal on these give equal statistics
@@ -148,7 +148,7 @@ class TermStats:
         """
         _check_entries(entries)
         known = tuple(sorted({str(k).strip().lower() for k in known_entities if k and str(k).strip()}))
-        with _gc_paused():
+        with gc_paused():
             columns, kinds, anchors, texts = _read_entries(entries, known, settings, anchors)
             return cls._from_anchors(entries, columns, kinds, anchors, texts, known, settings)
 
@@ -234,7 +234,7 @@ class TermStats:
         if entries.height == old:
             return self
         new = entries.slice(old)
-        with _gc_paused():
+        with gc_paused():
             columns, kinds, anchors, texts = _read_entries(new, self.known_entities, self.settings)
         term_index = dict(self.term_index)
         nnz = int(self.postings.indptr[-1])
@@ -455,7 +455,7 @@ def _is_asset(key: str) -> bool:
 
 
 @contextmanager
-def _gc_paused():
+def gc_paused():
     """Python's cyclic garbage collector paused while a bank's per-entry objects are made: they form
     no cycles, and the collector would walk the growing heap again and again (a tenth of a 100k
     build); it runs again afterwards as it did before."""
