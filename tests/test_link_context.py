@@ -272,3 +272,16 @@ def test_anchor_keys_follow_what_anchors_are_read_from():
     assert not (keys[0] == keys[2]).all() and not (keys[0] == keys[3]).all()  # text, kind
     other = anchor_keys(frame.with_columns(pl.Series("systems", [["orion"]] * 4)))
     assert not (other[0] == keys[0]).all()  # systems are known entities of their entry
+
+
+@pytest.mark.parametrize("block", [1, 2, 3, 65_536])
+def test_anchors_read_back_in_blocks_equal_the_anchors(block):
+    from kbtools.linker.anchors import anchor_frame, anchors_from_frame, anchors_of
+
+    texts = ["Line 3 keeps faulting with error E-217.", "", "Pump 4 at Plant North stops (ticket OPS-12).", "x"]
+    made = anchors_of(texts, [()] * 4)
+    got = anchors_from_frame(anchor_frame(made), [3, 0, None, 2, 1, 0], block=block)
+    assert got == [made[3], made[0], None, made[2], made[1], made[0]]
+    with pytest.raises(ValueError):
+        per_row, flat = anchor_frame(made)
+        anchors_from_frame((per_row, flat.head(1)), [0])

@@ -548,21 +548,31 @@ def anchor_frame(anchors) -> tuple[pl.DataFrame, pl.DataFrame]:
     return rows, flat
 
 
-def anchors_from_frame(frames: tuple[pl.DataFrame, pl.DataFrame], rows) -> list:
+def anchors_from_frame(frames: tuple[pl.DataFrame, pl.DataFrame], rows, *, block: int = 65_536) -> list:
     """The anchors of ``rows`` of frames written by :func:`anchor_frame` (None for a None row): an
-    anchor's entities are its first labels, its terms ``e:<entity>`` first."""
+    anchor's entities are its first labels, its terms ``e:<entity>`` first. The flat columns are
+    read into Python ``block`` anchors at a time (at a million entries, all of them at once would
+    hold a second copy of some 60 million strings)."""
     per_row, flat = frames
     lengths = per_row["terms"].to_numpy().astype(np.int64)
-    ends = np.cumsum(lengths).tolist()
-    if (ends[-1] if ends else 0) != flat.height:
+    ends = np.cumsum(lengths)
+    if (int(ends[-1]) if len(ends) else 0) != flat.height:
         raise ValueError("anchor frames do not match")
-    terms, labels, counts = flat["term"].to_list(), flat["label"].to_list(), per_row["entities"].to_list()
-    out = []
-    for r in rows:
-        if r is None:
-            out.append(None)
+    wanted = np.zeros(len(lengths), bool)
+    picked = [r for r in rows if r is not None]
+    wanted[picked] = True
+    made: dict[int, Anchor] = {}
+    counts = per_row["entities"].to_list()
+    for lo in range(0, len(lengths), block):
+        hi = min(lo + block, len(lengths))
+        if not wanted[lo:hi].any():
             continue
-        hi = ends[r]
-        lo, ne = hi - int(lengths[r]), counts[r]
-        out.append(Anchor(entities=tuple(labels[lo : lo + ne]), terms=tuple(terms[lo:hi]), labels=tuple(labels[lo:hi])))
-    return out
+        start = int(ends[lo - 1]) if lo else 0
+        part = flat.slice(start, int(ends[hi - 1]) - start)
+        terms, labels = part["term"].to_list(), part["label"].to_list()
+        for r in np.flatnonzero(wanted[lo:hi]).tolist():
+            r += lo
+            b = int(ends[r]) - start
+            a, ne = b - int(lengths[r]), counts[r]
+            made[r] = Anchor(entities=tuple(labels[a : a + ne]), terms=tuple(terms[a:b]), labels=tuple(labels[a:b]))
+    return [None if r is None else made[r] for r in rows]
