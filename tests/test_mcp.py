@@ -222,7 +222,7 @@ def test_a_connect_job_beside_an_agent_loses_nothing(eng):
     async def go():
         reported = []
         async with session(eng, "--actor", "agent-7") as s:
-            job = subprocess.Popen([sys.executable, "-m", "kbtools", "connect", str(eng)], env=ENV, cwd=str(ROOT),
+            job = subprocess.Popen([sys.executable, "-m", "kbtools", "connect", str(eng), "--chunk", "200"], env=ENV, cwd=str(ROOT),
                                    stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
             started = time.time()
             i = 0
