@@ -28,7 +28,8 @@ from kbtools.retrieval.index import ivf_nprobe
 from kbtools.store.bank import Bank
 
 __all__ = ["linker_settings", "term_stats", "linker_vectors", "neighbour_index", "plan_new_entry_links",
-           "NEIGHBOURS_FLAT_BELOW", "NEIGHBOURS_IVF_FROM", "NEIGHBOURS_FILE", "new_neighbour_index", "ivf_neighbour_index", "faiss_threads"]
+           "NEIGHBOURS_FLAT_BELOW", "NEIGHBOURS_IVF_FROM", "NEIGHBOURS_FILE", "ANCHORS_FILE", "new_neighbour_index",
+           "ivf_neighbour_index", "faiss_threads"]
 
 
 def linker_settings(bank: Bank) -> LinkerSettings:
@@ -147,9 +148,10 @@ def _saved_anchors(bank: Bank, fingerprint: str, keys: np.ndarray) -> list | Non
         size = int.from_bytes(data[:8], "little")
         per_row = pl.read_parquet(io.BytesIO(data[8 : 8 + size]))
         flat = pl.read_parquet(io.BytesIO(data[8 + size :]))
-        found = (pl.DataFrame({"key": pl.Series(keys[:, 0], dtype=pl.UInt64), "key2": pl.Series(keys[:, 1], dtype=pl.UInt64)})
-                 .join(per_row.select("key", "key2").with_row_index("row").unique(["key", "key2"], keep="first"),
-                       on=["key", "key2"], how="left", maintain_order="left")["row"].to_list())
+        wanted = pl.DataFrame({"key": pl.Series(keys[:, 0], dtype=pl.UInt64),
+                               "key2": pl.Series(keys[:, 1], dtype=pl.UInt64)})
+        kept = per_row.select("key", "key2").with_row_index("row").unique(["key", "key2"], keep="first")
+        found = wanted.join(kept, on=["key", "key2"], how="left", maintain_order="left")["row"].to_list()
         return anchors_from_frame((per_row, flat), found)
     except Exception:  # noqa: BLE001 - a cache that does not read is rebuilt, never trusted
         return None
@@ -302,7 +304,9 @@ def new_neighbour_index(vectors: np.ndarray):
 
     The linker re-scores every hit with the exact vectors, so 8-bit codes cost no recall after
     re-scoring (0.987 of the exact top 41 at 100k, as full vectors); they make the graph a quarter
-    of the memory, its search about a third faster and its build about 40 % faster."""
+    of the memory, its search about a third faster and its build about 40 % faster. Rows added
+    later are coded with the ranges of the first build (a value outside them is clipped in the
+    code, never in the re-scored cosine)."""
     faiss = faiss_threads(1)
     d = vectors.shape[1]
     if len(vectors) < NEIGHBOURS_FLAT_BELOW:

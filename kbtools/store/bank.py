@@ -6,7 +6,8 @@ A bank is a folder::
     manifest.json        the current version: which segment files make up each table
     tables/<table>/      immutable Parquet segments, one or more per table
     vectors/             memory-mappable .npy segments (entry vectors, one per search dimension)
-    cache/               derived artefacts (indexes, layouts), each with the fingerprint it was built from
+    cache/               derived artefacts (the query and linker indexes, the linker's anchors,
+                         layouts), each sealed with what it was built from
     .lock                the writers' lock file (flock); its text names the holder
 
 A write is one transaction across tables: under the lock it re-reads the manifest (so it plans on
