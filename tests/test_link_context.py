@@ -218,45 +218,85 @@ def _stats_of(path, **kw):
     return link_context.term_stats(bank, link_context.linker_settings(bank))
 
 
-def test_term_statistics_of_a_new_process_read_the_kept_anchors(bank, anchors_read):
-    first = _stats_of(bank.path)
-    assert anchors_read == [600] and (bank.path / "cache" / link_context.ANCHORS_FILE).exists()
-    again = _stats_of(bank.path)
-    assert anchors_read == [600, 0] and _same_stats(first, again)  # no text read again
-
-
-def test_only_the_changed_entries_anchors_are_read_again(bank, anchors_read):
+def _fresh_stats(path):
     from kbtools.linker import TermStats
 
+    bank = kb.open_bank(path, readonly=True)
+    known = tuple(sorted(set(bank.triples["subject"].to_list()) | set(bank.triples["object"].to_list())))
+    return TermStats.build(bank.entries, known_entities=known, settings=link_context.linker_settings(bank))
+
+
+@pytest.fixture
+def from_parts(monkeypatch):
+    """How many rows each statistics made from kept parts held (the real method runs)."""
+    from kbtools.linker import TermStats
+
+    calls = []
+    real = TermStats.from_parts.__func__
+    monkeypatch.setattr(TermStats, "from_parts",
+                        classmethod(lambda cls, entries, *a, **k: calls.append(entries.height) or real(cls, entries, *a, **k)))
+    return calls
+
+
+def test_term_statistics_of_a_new_process_are_read_from_the_cache(bank, anchors_read, from_parts):
+    first = _stats_of(bank.path)
+    assert anchors_read == [600] and from_parts == []
+    assert (bank.path / "cache" / link_context.ANCHORS_FILE).exists()
+    assert (bank.path / "cache" / link_context.STATS_FILE).exists()
+    again = _stats_of(bank.path)
+    assert anchors_read == [600] and from_parts == [600]  # no text read again
+    assert _same_stats(first, again) and _same_stats(again, _fresh_stats(bank.path))
+
+
+def test_entries_appended_since_are_added_to_the_kept_statistics(bank, anchors_read, from_parts):
+    _stats_of(bank.path)
+    for i in range(3):
+        kb.report_learning(bank, content=f"Kiln {i} on site 4 overheats after error K-77{i}.", actor="a", link=False)
+    got = _stats_of(bank.path)
+    assert anchors_read == [600, 3] and from_parts == [600]  # the 600 kept, the 3 new read
+    assert _same_stats(got, _fresh_stats(bank.path))
+
+
+def test_only_the_changed_entries_anchors_are_read_again(bank, anchors_read, from_parts):
     _stats_of(bank.path)
     eid = bank.entries["id"][5]
     kb.update_entry(bank, eid, content="The kiln on site 9 overheats after error K-990.", actor="a")
     got = _stats_of(bank.path)
-    assert anchors_read == [600, 1]
-    reopened = kb.open_bank(bank.path, readonly=True)
-    known = tuple(sorted(set(reopened.triples["subject"].to_list()) | set(reopened.triples["object"].to_list())))
-    fresh = TermStats.build(reopened.entries, known_entities=known, settings=link_context.linker_settings(reopened))
-    assert _same_stats(got, fresh) and "e:k-990" in got.anchors[got.row_of[eid]].terms
+    assert anchors_read == [600, 1] and from_parts == []  # the parts kept no longer hold row 5
+    assert _same_stats(got, _fresh_stats(bank.path)) and "e:k-990" in got.anchors[got.row_of[eid]].terms
+    _stats_of(bank.path)
+    assert anchors_read == [600, 1, 600, 1] and from_parts == [600]  # (a fresh build read 600) the parts kept anew, one anchor read again
 
 
-def test_kept_anchors_of_other_known_entities_or_damaged_are_not_used(bank, anchors_read):
+def test_a_metadata_change_keeps_the_anchors_but_not_the_parts(bank, anchors_read, from_parts):
+    _stats_of(bank.path)
+    eid = bank.entries["id"][9]
+    kb.update_entry(bank, eid, metadata={"Author": "Ada Lovelace"}, actor="a")  # an author: the bags change
+    got = _stats_of(bank.path)
+    assert anchors_read == [600, 0] and from_parts == []
+    assert _same_stats(got, _fresh_stats(bank.path)) and "ada lovelace" in got.bag_index["author"]
+
+
+def test_kept_anchors_of_other_known_entities_or_damaged_are_not_used(bank, anchors_read, from_parts):
     _stats_of(bank.path)
     path = bank.path / "cache" / link_context.ANCHORS_FILE
     data = bytearray(path.read_bytes())
     data[-20] ^= 0xFF
     path.write_bytes(bytes(data))
     _stats_of(bank.path)
-    assert anchors_read == [600, 600]  # damaged: every text read again (and kept anew)
+    assert anchors_read == [600, 600] and from_parts == []  # damaged: every text read again (and kept anew)
     _stats_of(bank.path)
-    assert anchors_read == [600, 600, 0]  # kept anew
+    assert anchors_read == [600, 600] and from_parts == [600]  # kept anew
     kb.add_triple(bank, "Line 3", "part_of", "Plant North", actor="a")
-    _stats_of(bank.path)
-    assert anchors_read == [600, 600, 0, 600]  # other known entities: other anchors
+    got = _stats_of(bank.path)
+    assert anchors_read == [600, 600, 600] and from_parts == [600]  # other known entities: other anchors
+    assert _same_stats(got, _fresh_stats(bank.path))
 
 
 def test_a_read_only_bank_keeps_no_anchors(bank, anchors_read):
     _stats_of(bank.path, readonly=True)
     assert not (bank.path / "cache" / link_context.ANCHORS_FILE).exists()
+    assert not (bank.path / "cache" / link_context.STATS_FILE).exists()
 
 
 def test_anchor_keys_follow_what_anchors_are_read_from():

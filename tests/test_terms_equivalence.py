@@ -19,6 +19,7 @@ import pytest
 from kbtools.demo.banks import synthetic_bank
 from kbtools.linker.anchors import Anchor, anchor, anchors_of
 from kbtools.linker.rules import LINKER_DEFAULTS, kind_code
+from kbtools.errors import ValidationError
 from kbtools.linker.terms import TermStats, _is_asset, authors_of, entry_text
 from kbtools.linker.text import content_words, stem
 
@@ -277,3 +278,32 @@ def test_a_growable_buffer_widens_past_int32_and_keeps_older_views():
     other = grown.append(3, np.array([9]))  # from an older end: a buffer of its own
     assert other is not grown and other.view(4).tolist() == [1, 2, 3, 9] and grown.view(5).tolist() == [1, 2, 3, 4, 5]
     assert view.tolist() == [1, 2, 3]
+
+
+@pytest.mark.parametrize("source", ["synthetic", "peps"])
+def test_statistics_from_their_parts_equal_a_fresh_build(source, tmp_path):
+    """What a store keeps of the statistics (``parts`` and the anchors) gives them back, every field,
+    and grows as a build does."""
+    if source == "synthetic":
+        entries = _with_odd_texts(synthetic_bank(entries=1500, seed=3).entries)
+        known = ("Kioko", "line 3")
+    else:
+        from kbtools.demo.peps import PEPS_FILE, build_peps_bank
+
+        src = tmp_path / "slice.jsonl.gz"
+        with gzip.open(PEPS_FILE, "rt", encoding="utf-8") as fh, gzip.open(src, "wt", encoding="utf-8") as out:
+            for k, line in enumerate(fh):
+                if k % 16 == 0:
+                    out.write(line)
+        entries = build_peps_bank(tmp_path / "bank", source=src)[0].entries
+        known = ()
+    built = TermStats.build(entries, known_entities=known)
+    back = TermStats.from_parts(entries, built.parts(), built.anchors, known_entities=known)
+    _assert_equal_stats(back, built)
+    assert back.bag_index == built.bag_index and back.anchors == built.anchors
+    head = TermStats.build(entries.head(entries.height - 40), known_entities=known)
+    grown = TermStats.from_parts(entries.head(entries.height - 40), head.parts(), head.anchors,
+                                 known_entities=known).extend(entries)
+    _assert_equal_stats(grown, built)
+    with pytest.raises(ValidationError):
+        TermStats.from_parts(entries.head(10), built.parts(), built.anchors[:10], known_entities=known)

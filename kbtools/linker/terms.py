@@ -35,7 +35,8 @@ from kbtools.linker.anchors import ASSET_NOUNS, Anchor, _column_stems, anchors_o
 from kbtools.linker.rules import FIX_RE, LINKER_DEFAULTS, PROBLEM_RE, PROGRESS_RE, LinkerSettings, kind_code
 from kbtools.linker.text import stem
 
-__all__ = ["TermStats", "entry_text", "idf", "authors_of", "STATS_COLUMNS", "ANCHOR_COLUMNS", "anchor_keys", "gc_paused"]
+__all__ = ["TermStats", "entry_text", "idf", "authors_of", "STATS_COLUMNS", "ANCHOR_COLUMNS", "PART_COLUMNS", "anchor_keys",
+           "fill_anchors", "gc_paused"]
 
 _TEXT_COLUMNS = ("title", "summary", "content", "useful_for")
 #: Every column the statistics read: rows equal on these give equal statistics
@@ -207,6 +208,59 @@ class TermStats:
             _transposed=grown["transposed"] if "transposed" in grown else (postings.T.tocsr(), n_rows, None),
             _buffers=buffers,
         )
+
+    def parts(self) -> dict:
+        """What :meth:`from_parts` needs besides the entries and the anchors, as numpy arrays and
+        lists of strings (a store keeps them between processes): the vocabulary, the postings with
+        their strong flags, the cue flags and the title and author bags."""
+        out = {"vocab": list(self.vocab), "indptr": np.asarray(self.postings.indptr, np.int64),
+               "indices": np.asarray(self.postings.indices, np.int64),
+               "strong_base": np.asarray(self.strong_base, bool)}
+        for name in ("fix", "problem", "progress"):
+            out[name] = np.asarray(getattr(self, name), bool)
+        for name, bag in self.bags.items():
+            out[f"bag:{name}:indptr"] = np.asarray(bag.indptr, np.int64)
+            out[f"bag:{name}:indices"] = np.asarray(bag.indices, np.int64)
+            out[f"bag:{name}:labels"] = list(self.bag_index[name])
+        return out
+
+    @classmethod
+    def from_parts(cls, entries: pl.DataFrame, parts: dict, anchors, *, known_entities=(),
+                   settings: LinkerSettings = LINKER_DEFAULTS) -> "TermStats":
+        """The statistics :meth:`build` gives for ``entries``, from the :meth:`parts` of statistics
+        built from the same rows (same kinds, texts, systems and metadata, in the same order) and
+        their anchors: nothing is read from the texts again.
+
+        >>> import polars as pl, datetime as dt
+        >>> t = dt.datetime(2026, 1, 1, tzinfo=dt.timezone.utc)
+        >>> frame = pl.DataFrame({"id": ["a1", "b2"], "kind": ["fact", "fact"], "content": ["green tea", "black tea"],
+        ...                       "created_at": [t, t]})
+        >>> s = TermStats.build(frame)
+        >>> TermStats.from_parts(frame, s.parts(), s.anchors).weights(["t:tea"]).tolist() == s.weights(["t:tea"]).tolist()
+        True
+        """
+        _check_entries(entries)
+        n = entries.height
+        known = tuple(sorted({str(k).strip().lower() for k in known_entities if k and str(k).strip()}))
+        indptr, indices = np.asarray(parts["indptr"], np.int64), np.asarray(parts["indices"], np.int64)
+        if len(anchors) != n or len(indptr) != n + 1 or int(indptr[-1]) != len(indices) \
+                or len(parts["strong_base"]) != len(indices):
+            raise ValidationError("parts", n, "must be the parts of statistics of these rows")
+        codes = {k: kind_code(k) for k in set(entries["kind"].to_list())}
+        kinds = np.array([codes[k] for k in entries["kind"].to_list()], dtype=np.int64)
+        term_index = {t: i for i, t in enumerate(parts["vocab"])}
+        bag_index, bags = {}, {}
+        for name in ("title", "author"):
+            labels = parts[f"bag:{name}:labels"]
+            bag_index[name] = {x: i for i, x in enumerate(labels)}
+            bptr = np.asarray(parts[f"bag:{name}:indptr"], np.int64)
+            bcols = np.asarray(parts[f"bag:{name}:indices"], np.int64)
+            bags[name] = sp.csr_matrix((np.ones(len(bcols)), bcols, bptr), shape=(len(bptr) - 1, max(len(labels), 1)))
+        cues = {name: np.asarray(parts[name], bool) for name in ("fix", "problem", "progress")}
+        with gc_paused():
+            return cls._finish(tuple(entries["id"].to_list()), term_index, indptr, indices,
+                               np.asarray(parts["strong_base"], bool), kinds, tuple(anchors), _entry_facts(entries),
+                               cues, known, settings, bags, bag_index)
 
     def extend(self, entries: pl.DataFrame) -> "TermStats":
         """The statistics of ``entries``, a frame whose first rows are the ones these statistics
@@ -492,16 +546,30 @@ def _read_entries(entries: pl.DataFrame, known: tuple[str, ...], settings: Linke
     return columns, kinds, [a if a is not None else next(read) for a in given], texts
 
 
+def fill_anchors(entries: pl.DataFrame, given, *, known_entities=(), settings: LinkerSettings = LINKER_DEFAULTS) -> list:
+    """``given`` (per row of ``entries``, its anchors or None) with the missing ones read from their
+    rows' texts (only those rows are read), as ``TermStats.build`` reads them."""
+    todo = [k for k, a in enumerate(given) if a is None]
+    if not todo:
+        return list(given)
+    known = tuple(sorted({str(k).strip().lower() for k in known_entities if k and str(k).strip()}))
+    with gc_paused():
+        read = iter(_read_entries(entries[todo], known, settings)[2])
+    return [a if a is not None else next(read) for a in given]
+
+
 #: The entry columns an entry's anchors are read from (with its kind and the bank's known entities)
 ANCHOR_COLUMNS = ("kind", *_TEXT_COLUMNS, "steps", "systems")
+#: The entry columns what ``TermStats.parts`` holds of a row is read from
+PART_COLUMNS = (*ANCHOR_COLUMNS, "metadata")
 
 
-def anchor_keys(entries: pl.DataFrame) -> np.ndarray:
+def anchor_keys(entries: pl.DataFrame, columns=ANCHOR_COLUMNS) -> np.ndarray:
     """A 128-bit key per row (two 64-bit hashes, shape (rows, 2)) of what its anchors are read from
-    (``ANCHOR_COLUMNS``; equal rows, equal keys), to find anchors kept from an earlier build.
-    Polars' hash: the same within one polars version, so a store that keeps anchors by key names
-    the version beside them."""
-    cols = [c for c in ANCHOR_COLUMNS if c in entries.columns]
+    (``ANCHOR_COLUMNS``, or ``columns``; equal rows, equal keys), to find anchors kept from an
+    earlier build. Polars' hash: the same within one polars version, so a store that keeps anchors
+    by key names the version beside them."""
+    cols = [c for c in columns if c in entries.columns]
     both = entries.select(pl.struct(cols).hash(seed=0).alias("a"), pl.struct(cols).hash(seed=7919).alias("b"))
     return both.to_numpy()
 

@@ -23,12 +23,13 @@ import polars as pl
 from kbtools.errors import ValidationError
 from kbtools.linker import LINKER_DEFAULTS, LINKER_LEXICAL, LinkerSettings, LinkPlan, TermStats, plan_links
 from kbtools.linker.anchors import anchor_frame, anchors_from_frame
-from kbtools.linker.terms import ANCHOR_COLUMNS, STATS_COLUMNS, anchor_keys
+from kbtools.linker.terms import ANCHOR_COLUMNS, PART_COLUMNS, STATS_COLUMNS, anchor_keys, fill_anchors
 from kbtools.retrieval.index import ivf_nprobe
 from kbtools.store.bank import Bank
 
 __all__ = ["linker_settings", "term_stats", "linker_vectors", "neighbour_index", "plan_new_entry_links",
-           "NEIGHBOURS_FLAT_BELOW", "NEIGHBOURS_IVF_FROM", "NEIGHBOURS_FILE", "ANCHORS_FILE", "new_neighbour_index",
+           "NEIGHBOURS_FLAT_BELOW", "NEIGHBOURS_IVF_FROM", "NEIGHBOURS_FILE", "ANCHORS_FILE", "STATS_FILE",
+           "new_neighbour_index",
            "ivf_neighbour_index", "faiss_threads"]
 
 
@@ -89,19 +90,103 @@ ANCHORS_RESAVE = 0.05
 
 
 def _built_stats(bank: Bank, entries: pl.DataFrame, known: tuple, settings: LinkerSettings) -> TermStats:
-    """``TermStats.build`` of the bank's entries with the anchors kept in its cache for the rows
-    whose texts, kind and systems read as they did (reading anchors is most of a build: 7 of 11 s
-    on the PEP bank, 3 of 4 s at 100k); the cache is written when it missed ``ANCHORS_RESAVE`` of
-    the rows. A stale, damaged or foreign cache is never used (its fingerprint names the anchor
-    code, the polars version, the known entities and the settings it was read with)."""
+    """``TermStats.build`` of the bank's entries, from what the bank's cache keeps when it can:
+
+    - the statistics' parts (``STATS_FILE``: postings, vocabulary, cues, bags) when the bank's first
+      rows read as they did when they were kept (kinds, texts, systems, metadata), with their
+      anchors; rows appended since are added by ``extend``;
+    - else the anchors of every row whose text, kind and systems read as before (``ANCHORS_FILE``;
+      reading anchors is most of a build: 7 of 11 s on the PEP bank, 3 of 4 s at 100k).
+
+    Both are written again when they missed ``ANCHORS_RESAVE`` of the rows. A stale, damaged or
+    foreign cache is never used (the fingerprint names the code that reads texts, the polars
+    version, the known entities and the settings)."""
     keys = anchor_keys(entries)
+    part_keys = anchor_keys(entries, PART_COLUMNS)
     fingerprint = _anchors_fingerprint(entries.columns, known, settings)
+    stats = _stats_from_parts(bank, entries, known, settings, fingerprint, keys, part_keys)
+    if stats is not None:
+        return stats
     given = _saved_anchors(bank, fingerprint, keys)
     stats = TermStats.build(entries, known_entities=known, settings=settings, anchors=given)
     missed = len(keys) if given is None else sum(a is None for a in given)
     if len(keys) and missed >= ANCHORS_RESAVE * len(keys):
         _save_anchors(bank, fingerprint, keys, stats.anchors)
+    _save_parts(bank, fingerprint, part_keys, stats)
     return stats
+
+
+#: The parts of a bank's term statistics in its ``cache/`` folder (numpy's npz, no pickles).
+STATS_FILE = "linker-stats.npz"
+
+
+def _stats_from_parts(bank, entries, known, settings, fingerprint, keys, part_keys) -> TermStats | None:
+    """The statistics from the kept parts and anchors of the bank's first rows, grown by the rest;
+    None when they cannot be used."""
+    kept = _saved_parts(bank, fingerprint, part_keys)
+    if kept is None:
+        return None
+    parts, n = kept
+    anchors = _saved_anchors(bank, fingerprint, keys[:n])
+    if anchors is None:
+        return None
+    missed = sum(a is None for a in anchors)  # rows changed since the anchors were kept, not since the parts
+    try:
+        anchors = fill_anchors(entries.head(n), anchors, known_entities=known, settings=settings)
+        stats = TermStats.from_parts(entries.head(n), parts, anchors, known_entities=known, settings=settings)
+        if n < entries.height:
+            stats = stats.extend(entries)
+    except ValidationError:
+        return None
+    if missed + entries.height - n >= ANCHORS_RESAVE * max(n, 1):
+        _save_anchors(bank, fingerprint, keys, stats.anchors)
+    if entries.height - n >= ANCHORS_RESAVE * max(n, 1):
+        _save_parts(bank, fingerprint, part_keys, stats)
+    return stats
+
+
+def _save_parts(bank: Bank, fingerprint: str, part_keys: np.ndarray, stats: TermStats) -> None:
+    if bank.readonly or not len(part_keys):
+        return
+    arrays = {"keys": part_keys}
+    for name, value in stats.parts().items():
+        name = name.replace(":", "__")
+        if isinstance(value, list):  # strings: one UTF-8 buffer, NUL between them, and their count
+            arrays[name] = np.frombuffer("\x00".join(value).encode(), np.uint8)
+            arrays[name + "__count"] = np.array([len(value)], np.int64)
+        else:
+            arrays[name] = value
+    buffer = io.BytesIO()
+    np.savez(buffer, **arrays)
+    bank.write_cache(STATS_FILE, fingerprint, buffer.getvalue())
+
+
+def _saved_parts(bank: Bank, fingerprint: str, part_keys: np.ndarray) -> tuple[dict, int] | None:
+    """The kept parts and how many of the bank's first rows they hold, when those rows' keys are
+    the bank's now; None otherwise."""
+    data = bank.read_cache(STATS_FILE, fingerprint)
+    if data is None:
+        return None
+    try:
+        with np.load(io.BytesIO(data), allow_pickle=False) as held:
+            kept = held["keys"]
+            n = len(kept)
+            if not 0 < n <= len(part_keys) or not np.array_equal(kept, part_keys[:n]):
+                return None
+            parts = {}
+            for name in held.files:
+                if name == "keys" or name.endswith("__count"):
+                    continue
+                value = held[name]
+                if name + "__count" in held.files:
+                    count = int(held[name + "__count"][0])
+                    value = value.tobytes().decode().split("\x00") if count else []
+                    if len(value) != count:
+                        return None  # a string held a NUL: not kept faithfully
+                parts[name.replace("__", ":")] = value
+        return parts, n
+    except Exception:  # noqa: BLE001 - a cache that does not read is rebuilt, never trusted
+        return None
 
 
 def _anchors_fingerprint(columns, known: tuple, settings: LinkerSettings) -> str:
