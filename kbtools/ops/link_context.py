@@ -190,6 +190,9 @@ def _saved_parts(bank: Bank, fingerprint: str, part_keys: np.ndarray) -> tuple[d
 
 
 def _anchors_fingerprint(columns, known: tuple, settings: LinkerSettings) -> str:
+    """What kept anchors and statistics were read with, besides each row's own key: the code that
+    reads texts, the polars version (its hashes make the keys), the columns the frame has, the known
+    entities and whether identifiers are kept."""
     import hashlib
 
     parts = [_anchor_code(), pl.__version__, [c for c in ANCHOR_COLUMNS if c in columns], list(known),
