@@ -71,6 +71,24 @@ def test_connect_dry_run_writes_nothing(tmp_path, demo_dir):
     assert kb.open_bank(bank.path).version == v
 
 
+def test_connect_rebuild_ends_alike_whatever_the_chunk(tmp_path, demo_dir):
+    """A rebuild re-makes links it removed within one chunk: every chunk size ends with the links of
+    linking one entry per transaction (a chunk used to lose them: the removal hid the re-made row)."""
+    import shutil
+
+    ents, edges = _small(demo_dir / "engineering", n=200)
+    base = kb.create_bank(tmp_path / "base")
+    kb.import_frames(base, entries=ents, edges=edges, guard=False)
+    connect(base)
+    ends = {}
+    for chunk in (1, 37, 2000):
+        shutil.copytree(tmp_path / "base", tmp_path / f"r{chunk}")
+        bank = kb.open_bank(tmp_path / f"r{chunk}")
+        connect(bank, rebuild=True, chunk=chunk)
+        ends[chunk] = set(bank.edges.filter(pl.col("source") == "auto").select("src", "dst", "type").iter_rows())
+    assert len(ends[1]) > 50 and ends[37] == ends[1] and ends[2000] == ends[1]
+
+
 @pytest.mark.parametrize("chunk", [0, -5, 2.5, True])
 def test_connect_refuses_a_chunk_that_is_not_a_positive_integer(tmp_path, demo_dir, chunk):
     bank = _copy(demo_dir, tmp_path, "business")

@@ -144,6 +144,24 @@ def test_unlink_requires_reason_and_an_existing_edge(small_bank):
     assert ev["action"] == "edge.delete" and ev["reason"] == "the correction was wrong" and ev["actor"] == "judge"
 
 
+def test_an_edge_removed_and_added_in_one_change_is_replaced(small_bank):
+    """What a re-derived link or a feedback link over an automatic one does: the new row wins (its
+    tombstone used to hide it, so `kb connect --rebuild` lost the links it re-made)."""
+    a, c, d = small_bank.ids
+    kb.edit_edges(small_bank, add=[{"src": d, "dst": a, "type": "see_also", "source": "auto", "weight": 0.4}],
+                  actor="linker", reason="first")
+    key = {"src": d, "dst": a, "type": "see_also"}
+    kb.edit_edges(small_bank, add=[{**key, "source": "auto", "weight": 0.7, "evidence": {"why": "again"}}],
+                  remove=[key], actor="linker", reason="re-derived")
+    for bank in (small_bank, kb.open_bank(small_bank.path)):
+        row = bank.edges.filter((pl.col("src") == d) & (pl.col("dst") == a) & (pl.col("type") == "see_also"))
+        assert row.height == 1 and row["weight"][0] == 0.7 and json.loads(row["evidence"][0])["why"] == "again"
+    actions = small_bank.events.tail(2)["action"].to_list()
+    assert sorted(actions) == ["edge.create", "edge.delete"]  # the audit keeps both
+    kb.edit_edges(small_bank, remove=[key], actor="linker", reason="gone")
+    assert small_bank.edges.filter((pl.col("src") == d) & (pl.col("dst") == a)).height == 0
+
+
 def test_events_are_only_ever_appended(small_bank):
     a, c, d = small_bank.ids
     before = small_bank.events

@@ -688,7 +688,9 @@ def plan_edge_changes(
     upserts = {"edges": adds}
     if upd is not None:
         upserts["entries"] = upd
-    return Plan(upserts=upserts, deletes={"edges": rem}, appends={"events": pl.concat(events)}), counts
+    # an edge removed and added again in the same change is replaced: its tombstone would hide the new row
+    gone = rem.join(adds.select("src", "dst", "type"), on=["src", "dst", "type"], how="anti") if adds.height else rem
+    return Plan(upserts=upserts, deletes={"edges": gone}, appends={"events": pl.concat(events)}), counts
 
 
 def delete_entry(bank: Bank, entry_id: str, *, reason: str, actor: str) -> dict:
