@@ -223,3 +223,26 @@ def test_relations_are_kept_while_the_triples_read_alike():
     assert _cached_relations(stats, demo.triples.clone()) is first  # another frame, the same rows
     changed = _cached_relations(stats, demo.triples.head(demo.triples.height - 1))
     assert changed is not first
+
+
+@pytest.mark.parametrize("enabled", [True, False])
+def test_a_connect_leaves_the_garbage_collector_as_it_found_it(enabled):
+    """plan_connect pauses the collector while it plans, and puts it back as it was, also on error."""
+    import gc
+
+    from kbtools.demo.banks import synthetic_bank
+    from kbtools.linker import plan_connect
+
+    demo = synthetic_bank(entries=120, seed=2)
+    seen = []
+    was = gc.isenabled()
+    try:
+        gc.enable() if enabled else gc.disable()
+        plan = plan_connect(demo.entries, demo.edges, demo.triples, progress=lambda done, total: seen.append(gc.isenabled()))
+        assert plan.report["entries"] > 0 and seen and not any(seen)  # paused while planning
+        assert gc.isenabled() == enabled
+        with pytest.raises(ZeroDivisionError):
+            plan_connect(demo.entries, demo.edges, demo.triples, progress=lambda done, total: 1 / 0)
+        assert gc.isenabled() == enabled
+    finally:
+        gc.enable() if was else gc.disable()
