@@ -3,6 +3,8 @@ gain the new rows alone (no gather of the bank's vectors, no rebuild), and equal
 
 from __future__ import annotations
 
+import os
+
 import numpy as np
 import pytest
 
@@ -290,6 +292,25 @@ def test_kept_anchors_of_other_known_entities_or_damaged_are_not_used(bank, anch
     kb.add_triple(bank, "Line 3", "part_of", "Plant North", actor="a")
     got = _stats_of(bank.path)
     assert anchors_read == [600, 600, 600] and from_parts == [600]  # other known entities: other anchors
+    assert _same_stats(got, _fresh_stats(bank.path))
+
+
+@pytest.mark.parametrize("name", [link_context.STATS_FILE, link_context.ANCHORS_FILE, link_context.ANCHORS_FILE + ".terms"])
+def test_a_kept_file_changed_in_its_middle_is_not_used(bank, anchors_read, from_parts, name):
+    """The statistics and anchors are read from their files (never held whole); a kept file changed
+    in place, its size and time kept, is not used (at scale its seal hashes every byte: test_store)."""
+    _stats_of(bank.path)
+    path = bank.path / "cache" / name
+    stamp = path.stat().st_mtime_ns
+    with open(path, "r+b") as f:
+        f.seek(path.stat().st_size // 2)
+        byte = f.read(1)
+        f.seek(-1, 1)
+        f.write(bytes([byte[0] ^ 0xFF]))
+    os.utime(path, ns=(stamp, stamp))
+    got = _stats_of(bank.path)
+    assert from_parts == []  # not from the parts kept
+    assert anchors_read == ([600, 0] if name == link_context.STATS_FILE else [600, 600])
     assert _same_stats(got, _fresh_stats(bank.path))
 
 

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import os
+
 import numpy as np
 import polars as pl
 import pytest
@@ -107,6 +109,22 @@ def test_cache_is_refused_when_fingerprint_differs(bank):
     bank.write_cache("index.faiss", "fp-1", b"abc")
     assert bank.read_cache("index.faiss", "fp-1") == b"abc"
     assert bank.read_cache("index.faiss", "fp-2") is None
+
+
+@pytest.mark.parametrize("whole", [True, False])
+def test_a_cache_file_sealed_whole_is_refused_after_a_change_in_its_middle(bank, whole):
+    """A seal of the whole file hashes every byte; the default seal (size, time, first and last
+    MiB) does not see a change in the middle of a large file that keeps its size and time."""
+    bank.write_cache_file("big.bin", "fp", lambda p: p.write_bytes(bytes(5 << 20)), whole=whole)
+    path = bank.cache_file("big.bin", "fp")
+    stamp = path.stat().st_mtime_ns
+    with open(path, "r+b") as f:
+        f.seek(5 << 19)
+        f.write(b"\x01")
+    os.utime(path, ns=(stamp, stamp))
+    assert (bank.cache_file("big.bin", "fp") is None) is whole
+    bank.write_cache_file("big.bin", "fp", lambda p: p.write_bytes(bytes(5 << 20)), whole=whole)
+    assert bank.cache_file("big.bin", "fp") is not None  # written again: used
 
 
 def test_one_write_costs_what_it_writes_at_scale(tmp_path):

@@ -12,7 +12,6 @@ transaction).
 from __future__ import annotations
 
 import functools
-import io
 import itertools
 import os
 import threading
@@ -85,6 +84,7 @@ def term_stats(bank: Bank, settings: LinkerSettings) -> TermStats:
 
 #: The anchors of a bank's entries in its ``cache/`` folder, by a key of what each is read from.
 ANCHORS_FILE = "linker-anchors.bin"
+_ANCHOR_TERMS = ".terms"  #: the anchors' terms, beside their rows (``ANCHORS_FILE``), both Parquet
 #: Anchors read from the cache are written again once this share of the rows had to be read anew.
 ANCHORS_RESAVE = 0.05
 
@@ -156,19 +156,22 @@ def _save_parts(bank: Bank, fingerprint: str, part_keys: np.ndarray, stats: Term
             arrays[name + "__count"] = np.array([len(value)], np.int64)
         else:
             arrays[name] = value
-    buffer = io.BytesIO()
-    np.savez(buffer, **arrays)
-    bank.write_cache(STATS_FILE, fingerprint, buffer.getvalue())
+
+    def write(path) -> None:
+        with open(path, "wb") as fh:
+            np.savez(fh, **arrays)
+
+    bank.write_cache_file(STATS_FILE, fingerprint, write, whole=True)
 
 
 def _saved_parts(bank: Bank, fingerprint: str, part_keys: np.ndarray) -> tuple[dict, int] | None:
     """The kept parts and how many of the bank's first rows they hold, when those rows' keys are
     the bank's now; None otherwise."""
-    data = bank.read_cache(STATS_FILE, fingerprint)
-    if data is None:
+    path = bank.cache_file(STATS_FILE, fingerprint)  # every byte hashed, never held whole
+    if path is None:
         return None
     try:
-        with np.load(io.BytesIO(data), allow_pickle=False) as held:
+        with np.load(path, allow_pickle=False) as held:
             kept = held["keys"]
             n = len(kept)
             if not 0 < n <= len(part_keys) or not np.array_equal(kept, part_keys[:n]):
@@ -218,24 +221,24 @@ def _save_anchors(bank: Bank, fingerprint: str, keys: np.ndarray, anchors) -> No
     if bank.readonly:
         return
     per_row, flat = anchor_frame(anchors)
-    parts = []
-    for frame in (per_row.with_columns(pl.Series("key", keys[:, 0], dtype=pl.UInt64),
-                                       pl.Series("key2", keys[:, 1], dtype=pl.UInt64)), flat):
-        buffer = io.BytesIO()
-        frame.write_parquet(buffer, compression="zstd")
-        parts.append(buffer.getvalue())
-    bank.write_cache(ANCHORS_FILE, fingerprint, len(parts[0]).to_bytes(8, "little") + parts[0] + parts[1])
+    per_row = per_row.with_columns(pl.Series("key", keys[:, 0], dtype=pl.UInt64),
+                                   pl.Series("key2", keys[:, 1], dtype=pl.UInt64))
+
+    def write(path) -> None:
+        per_row.write_parquet(path, compression="zstd")
+        flat.write_parquet(path.with_name(path.name + _ANCHOR_TERMS), compression="zstd")
+
+    bank.write_cache_file(ANCHORS_FILE, fingerprint, write, whole=True)
 
 
 def _saved_anchors(bank: Bank, fingerprint: str, keys: np.ndarray) -> list | None:
     """Per row, the anchors kept for its key (None where none is), or None without a usable cache."""
-    data = bank.read_cache(ANCHORS_FILE, fingerprint)
-    if data is None or len(data) < 8:
+    path = bank.cache_file(ANCHORS_FILE, fingerprint)  # every byte of both files hashed, never held whole
+    if path is None:
         return None
     try:
-        size = int.from_bytes(data[:8], "little")
-        per_row = pl.read_parquet(io.BytesIO(data[8 : 8 + size]))
-        flat = pl.read_parquet(io.BytesIO(data[8 + size :]))
+        per_row = pl.read_parquet(path)
+        flat = pl.read_parquet(path.with_name(path.name + _ANCHOR_TERMS))
         wanted = pl.DataFrame({"key": pl.Series(keys[:, 0], dtype=pl.UInt64),
                                "key2": pl.Series(keys[:, 1], dtype=pl.UInt64)})
         kept = per_row.select("key", "key2").with_row_index("row").unique(["key", "key2"], keep="first")

@@ -146,15 +146,20 @@ def _cache_group(path: Path) -> list[Path]:
                   if p.is_file() and not p.name.endswith(".json") and not p.name.endswith(".tmp"))
 
 
-def _file_seal(path: Path) -> list:
-    """``[size, mtime_ns, hash of the first and last MiB]``: enough to see a file was changed."""
+def _file_seal(path: Path, whole: bool = False) -> list:
+    """``[size, mtime_ns, hash of the first and last MiB]``: enough to see a file was changed;
+    ``whole``: a hash of every byte instead, read a MiB at a time (the file is never held whole)."""
     st = path.stat()
     h = hashlib.blake2b(digest_size=16)
     with open(path, "rb") as fh:
-        h.update(fh.read(1 << 20))
-        if st.st_size > 1 << 20:
-            fh.seek(max(st.st_size - (1 << 20), 1 << 20))
+        if whole:
+            for block in iter(lambda: fh.read(1 << 20), b""):
+                h.update(block)
+        else:
             h.update(fh.read(1 << 20))
+            if st.st_size > 1 << 20:
+                fh.seek(max(st.st_size - (1 << 20), 1 << 20))
+                h.update(fh.read(1 << 20))
     return [st.st_size, st.st_mtime_ns, h.hexdigest()]
 
 
@@ -1212,17 +1217,33 @@ class Bank:
         path = self.path / "cache" / name
         try:
             info = _read_json(path.with_name(path.name + ".json"))
-            if info.get("files") != {p.name: _file_seal(p) for p in _cache_group(path)}:
+            whole = bool(info.get("whole"))
+            if info.get("files") != {p.name: _file_seal(p, whole) for p in _cache_group(path)}:
                 return None
         except (OSError, ValueError):
             return None
         return path, str(info.get("fingerprint")), dict(info.get("meta") or {})
 
     def write_cache_file(self, name: str, fingerprint: str, write: Callable[[Path], None], *,
-                         meta: dict | None = None) -> None:
+                         meta: dict | None = None, whole: bool = False) -> None:
         """Write a derived file with ``write(path)`` (it may write siblings ``path.*`` too), sealed
         with ``fingerprint`` and ``meta`` (JSON, read back by :meth:`cached_file_meta`); what an
-        older build left under the name is replaced. A read-only bank writes nothing."""
+        older build left under the name is replaced. A read-only bank writes nothing.
+
+        ``whole``: the seal hashes every byte (checked on each read, a MiB at a time), for a file
+        whose damage would go unseen by its reader; else its first and last MiB.
+
+        >>> import tempfile, pathlib
+        >>> bank = create_bank(pathlib.Path(tempfile.mkdtemp()) / "b")
+        >>> bank.write_cache_file("x.bin", "fp1", lambda p: p.write_bytes(b"a" * 3_000_000), whole=True)
+        >>> path = bank.cache_file("x.bin", "fp1")
+        >>> before = path.stat().st_mtime_ns
+        >>> with open(path, "r+b") as f:  # one byte in the middle; its size and time kept
+        ...     _ = f.seek(1_500_000); _ = f.write(b"b")
+        >>> os.utime(path, ns=(before, before))
+        >>> bank.cache_file("x.bin", "fp1") is None
+        True
+        """
         if self.readonly:
             return
         folder = self.path / "cache"
@@ -1237,8 +1258,8 @@ class Bank:
         write(tmp)  # written aside, then renamed: a reader that mapped the old file keeps it intact
         for part in sorted(folder.glob(tmp.name + "*")):
             os.replace(part, folder / (name + part.name[len(tmp.name):]))
-        seal = {"fingerprint": fingerprint, "files": {p.name: _file_seal(p) for p in _cache_group(path)},
-                "meta": meta or {}}
+        seal = {"fingerprint": fingerprint, "files": {p.name: _file_seal(p, whole) for p in _cache_group(path)},
+                "meta": meta or {}, **({"whole": True} if whole else {})}
         _atomic_write_bytes(seal_path, json.dumps(seal).encode())
 
     # -- writing ----------------------------------------------------------------------------
