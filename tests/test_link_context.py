@@ -190,6 +190,46 @@ def test_a_stale_or_damaged_cached_neighbour_index_is_rebuilt(hnsw_bank, change)
     assert _top(index, vectors[:20], k=1)[:, 0].tolist() == list(range(20))
 
 
+def test_a_compaction_keeps_the_cached_neighbour_index(hnsw_bank):
+    """A full compaction folds the vector segments into one holding the same vectors: the index
+    built over them is sealed as built over that one and read by the next process, not rebuilt."""
+    bank, built = hnsw_bank
+    for i in range(3):
+        kb.report_learning(bank, content=f"Press {i} on line 8 jams with error P-40{i}.", actor="a", link=False)
+    assert len(bank.vector_segments()) > 1
+    first = link_context.neighbour_index(bank, link_context.linker_vectors(bank))
+    assert built == [603]
+    report = kb.open_bank(bank.path).compact()
+    assert report["vectors"]["segments"] == 1 and report["vectors"]["caches_kept"] >= 1
+    again, index = _index_of(bank.path)
+    assert len(again.vector_segments()) == 1 and built == [603] and index.ntotal == 603  # read, not built
+    queries = link_context.linker_vectors(again)[:50]
+    assert np.array_equal(_top(index, queries), _top(first, queries))
+    kb.report_learning(again, content="Valve 4 on line 2 sticks (ticket V-94).", actor="a", link=False)
+    _, index = _index_of(bank.path)
+    assert built == [603] and index.ntotal == 604  # and grown after it as before
+
+
+def test_a_compaction_keeps_an_index_built_before_the_last_segments_to_grow_it(hnsw_bank):
+    """An index built over the first of the folded segments is carried with the ids of the later
+    ones: entries appended since are added to it; an early entry re-embedded since makes it stale."""
+    bank, built = hnsw_bank
+    link_context.neighbour_index(bank, link_context.linker_vectors(bank))
+    for i in range(3):
+        kb.report_learning(bank, content=f"Press {i} on line 8 jams with error P-40{i}.", actor="a", link=False)
+    assert kb.open_bank(bank.path).compact()["vectors"]["caches_kept"] >= 1
+    again, index = _index_of(bank.path)
+    assert built == [600] and index.ntotal == 603  # read and grown by the 3 appended
+    vectors = link_context.linker_vectors(again)
+    assert _top(index, vectors[-3:], k=1)[:, 0].tolist() == [600, 601, 602]
+    kb.update_entry(bank, bank.entries["id"][3], content="The kiln on site 9 overheats after error K-990.", actor="a")
+    kb.embed_bank(bank, embedder="hashing")  # a new segment re-embeds an early entry
+    assert kb.open_bank(bank.path).compact()["vectors"]["caches_kept"] >= 1
+    again, index = _index_of(bank.path)
+    assert built == [600, 603] and index.ntotal == 603  # carried, seen stale, rebuilt
+    assert _top(index, link_context.linker_vectors(again)[:20], k=1)[:, 0].tolist() == list(range(20))
+
+
 def test_a_read_only_bank_keeps_its_neighbour_index_in_memory(hnsw_bank):
     bank, built = hnsw_bank
     _index_of(bank.path, readonly=True)

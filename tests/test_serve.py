@@ -146,6 +146,39 @@ def test_a_fresh_process_after_writes_grows_the_cached_index_instead_of_rebuildi
     assert new in kb.query(fresh, "zyxel quokka retention window", k=8, record_usage=False).ids()
 
 
+def test_a_compaction_keeps_the_cached_query_index(bank):
+    """``kb compact`` folds the vector segments into one holding the same vectors: the index cached
+    over the earlier ones is read and grown by the entries appended since, not rebuilt, and answers
+    as a rebuilt one does."""
+    kb.query(bank, "warm the index", record_usage=False)  # the index over the bank's segments, cached
+    new = kb.report_learning(bank, content="The zyxel quokka retention window is nine days.", actor="a", link=False)
+    report = kb.open_bank(bank.path).compact()
+    assert report["vectors"]["segments"] == 1 and report["vectors"]["caches_kept"] >= 1
+    builds = VectorIndex.builds
+    fresh = kb.open_bank(bank.path, readonly=True)
+    idx = bank_index(fresh)
+    assert VectorIndex.builds == builds, "the cached index was rebuilt after a compaction"
+    assert new in set(idx.live_ids().tolist()) and idx.size == fresh.entries.filter(pl.col("status") == "active").height
+    questions = ["zyxel quokka retention window", "warm the index", fresh.entries["title"][7]]
+    carried = [kb.query(fresh, q, k=8, record_usage=False).ids() for q in questions]
+    shutil.rmtree(bank.path / "cache")
+    rebuilt = kb.open_bank(bank.path, readonly=True)
+    assert [kb.query(rebuilt, q, k=8, record_usage=False).ids() for q in questions] == carried
+    assert VectorIndex.builds == builds + 1 and new in carried[0]
+
+
+def test_a_compaction_does_not_keep_a_query_index_whose_entry_was_re_embedded(bank):
+    kb.query(bank, "warm the index", record_usage=False)
+    eid = bank.entries.filter(pl.col("status") == "active")["id"][11]
+    kb.update_entry(bank, eid, content="The zyxel quokka retention window is nine days.", actor="a")
+    kb.embed_bank(bank)  # a new segment holds the entry's new vector
+    assert kb.open_bank(bank.path).compact()["vectors"]["caches_kept"] >= 1
+    builds = VectorIndex.builds
+    fresh = kb.open_bank(bank.path, readonly=True)
+    assert kb.query(fresh, "zyxel quokka retention window", k=3, record_usage=False).ids()[0] == eid
+    assert VectorIndex.builds == builds + 1  # carried, seen stale (its old vector), rebuilt
+
+
 def test_a_few_vector_rows_are_read_without_mapping_them_and_equal_the_mapped_rows(bank):
     from kbtools.store.bank import VectorBlocks
 

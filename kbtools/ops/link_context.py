@@ -518,8 +518,11 @@ def _saved_neighbours(bank: Bank, vecs: np.ndarray):
     ids = bank.entries["id"].head(rows)
     if _ids_digest(ids) != meta.get("ids"):
         return None, 0  # an entry removed or reordered: positions stand for other rows
+    # vectors written since: the segments after those it was built over, and those a compaction
+    # folded in with them (see ``Bank._carry_caches``)
     fresh = [bank.vector_segment_ids(s) for s in segments[len(old) :]]
-    if fresh and ids.is_in(pl.Series(np.concatenate(fresh).tolist(), dtype=pl.String).implode()).any():
+    fresh.append(np.asarray(meta.get("appended_ids") or [], dtype=str))
+    if ids.is_in(pl.Series(np.concatenate(fresh).tolist(), dtype=pl.String).implode()).any():
         return None, 0  # an earlier entry has a new vector
     faiss = faiss_threads(1)
     try:

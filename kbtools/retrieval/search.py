@@ -149,7 +149,10 @@ def bank_index(bank: Bank, *, kind: str = "auto", weights: Mapping[str, float] |
         if idx is None and prior is not None:
             old_segs = set(getattr(prior, "segments", None) or [])
             fresh = [sg for sg in bank.vector_segments() if sg["data"] not in old_segs]
-            rewritten = np.concatenate([bank.vector_segment_ids(sg) for sg in fresh]) if fresh else ()
+            # vectors written since it was built: in the segments after its own, and in the later
+            # segments a compaction folded in with them (``appended``, see ``Bank._carry_caches``)
+            parts = [bank.vector_segment_ids(sg) for sg in fresh] + [np.asarray(getattr(prior, "appended", ()), dtype=str)]
+            rewritten = np.concatenate(parts)
             idx = _grown(prior, segs, blocks.ids, lambda new: bank.vector_blocks(ids=new), weights, rewritten)
         if idx is None:
             idx = VectorIndex.build_blocks(blocks.ids, lambda: (combine(d, weights) for _, d in blocks),
@@ -225,6 +228,7 @@ def _earlier_cached_index(bank: Bank, kind: str, weights, segs: list) -> VectorI
     except Exception:  # noqa: BLE001 - a cache that does not load is rebuilt
         return None
     idx.segments = list(old)
+    idx.appended = list(meta.get("appended_ids") or [])
     return idx
 
 

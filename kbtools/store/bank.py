@@ -1481,6 +1481,9 @@ class Bank:
                 # a tail merge rewrites files, not rows: the merged frame stays as it is
                 self._caches[table].segments = list(manifest["tables"][table])
         self._swap_manifest(manifest)
+        folded = report.get("vectors", {}).pop("folded", None)
+        if folded:  # after the commit: a crash before leaves the caches to be rebuilt, as before
+            report["vectors"]["caches_kept"] = self._carry_caches(folded, manifest["vectors"]["segments"][0]["data"])
         report["swept"] = self._sweep(sweep_age)
         return report
 
@@ -1488,11 +1491,50 @@ class Bank:
         info = manifest.get("vectors")
         if not info or len(info.get("segments", [])) <= 1:
             return {"segments": len(info.get("segments", [])) if info else 0}
+        folded = [dict(seg) for seg in info["segments"]]
         ids, data, hashes = self.vectors(with_hashes=True)
         info["segments"] = [self._write_vector_segment(tag, ids, data, hashes)]
         self._vector_cache = None
         self._segment_files = {}
-        return {"segments": 1, "rows": int(len(ids))}
+        return {"segments": 1, "rows": int(len(ids)), "folded": folded}
+
+    def _carry_caches(self, folded: list[dict], into: str) -> int:
+        """Seal the cache files built over vector segments a compaction folded as built over the
+        one segment they were folded into, which holds the same vectors: the query and neighbour
+        indexes (whose seal's ``meta["segments"]`` names the segments they were built over, oldest
+        first) are then read and grown, not rebuilt. A cache built over the first of the folded
+        segments keeps the ids of the later ones as ``meta["appended_ids"]``: its reader treats
+        them as it treats the ids of segments appended since (an entry among them that the cache
+        holds was re-embedded: the cache is stale). Other seals are left as they are. Returns how
+        many were carried over.
+
+        >>> import tempfile, pathlib
+        >>> bank = create_bank(pathlib.Path(tempfile.mkdtemp()) / "b")
+        >>> bank.write_cache_file("x.bin", "fp", lambda p: p.write_bytes(b"abc"), meta={"segments": ["v/1", "v/2"]})
+        >>> bank._carry_caches([{"data": "v/1"}, {"data": "v/2"}], "v/3"), bank.cached_file_meta("x.bin")[2]
+        (1, {'segments': ['v/3']})
+        """
+        folder = self.path / "cache"
+        if self.readonly or not folder.is_dir():
+            return 0
+        names = [seg["data"] for seg in folded]
+        carried = 0
+        for seal_path in sorted(folder.glob("*.json")):
+            try:
+                info = _read_json(seal_path)
+            except (OSError, ValueError):
+                continue
+            meta = info.get("meta") if isinstance(info, dict) else None
+            old = meta.get("segments") if isinstance(meta, dict) else None
+            if "files" not in info or not isinstance(old, list) or not old or names[: len(old)] != old:
+                continue
+            later = [self.vector_segment_ids(seg) for seg in folded[len(old) :]]
+            appended = sorted(set(meta.get("appended_ids") or []).union(*(ids.tolist() for ids in later)))
+            info["meta"] = {**{k: v for k, v in meta.items() if k != "appended_ids"}, "segments": [into],
+                            **({"appended_ids": appended} if appended else {})}
+            _atomic_write_bytes(seal_path, json.dumps(info).encode())
+            carried += 1
+        return carried
 
     def _sweep(self, age: float = SWEEP_AGE_S) -> int:
         """Remove files no manifest names any more: retired segments once they have been out of the
