@@ -93,3 +93,22 @@ def test_query_and_eval_commands_on_the_embedded_demo_bank(eng):
     assert hop["agent"]["simulated"] is True and len(hop["excluded"]) == 3
     replay = run("eval", "replay", str(eng.path))
     assert "lost no relevant entry" in replay.stdout
+
+
+def test_compact_says_which_cached_indexes_it_kept(tmp_path):
+    import kbtools as kb
+
+    bank = kb.create_bank(tmp_path / "b")
+    for i in range(3):  # one vector segment per entry
+        kb.report_learning(bank, content=f"Kiln {i} overheats after error K-7{i}.", actor="a", link=False)
+        kb.embed_bank(bank, embedder="hashing")
+    segments = [s["data"] for s in bank.vector_segments()]
+    assert len(segments) == 3
+    bank.write_cache_file("index-x.kbx", "fp", lambda p: p.write_bytes(b"index"), meta={"segments": segments})
+    out = run("compact", str(bank.path))
+    assert "vectors folded into one segment, 1 cached index(es) kept" in out.stdout
+    meta = kb.open_bank(bank.path).cached_file_meta("index-x.kbx")[2]
+    assert meta["segments"] == [s["data"] for s in kb.open_bank(bank.path).vector_segments()]
+    assert "appended_ids" not in meta  # built over every folded segment: nothing written since
+    again = json.loads(run("compact", str(bank.path), "--json").stdout)
+    assert "caches_kept" not in again["vectors"]  # one segment: nothing folded

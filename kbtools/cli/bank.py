@@ -158,13 +158,17 @@ def _export_args(p):
     p.add_argument("--format", choices=("jsonl", "parquet"), default="jsonl")
 
 
-@command("compact", "fold each table's segments into one Parquet file and sweep unreferenced files")
+@command("compact", "fold each table's segments into one Parquet file and sweep unreferenced files "
+                    "(the cached query and neighbour indexes are kept)")
 def _compact(args):
     """Compact a bank: one segment per table, usage folded into entries, old files swept."""
     from kbtools.store.bank import open_bank
 
     report = open_bank(args.path).compact()
-    return report, f"compacted {args.path} to version {report['version']}"
+    vectors = report.get("vectors") or {}
+    kept = f"; vectors folded into one segment, {vectors['caches_kept']} cached index(es) kept" \
+        if "caches_kept" in vectors else ""
+    return report, f"compacted {args.path} to version {report['version']}{kept}"
 
 
 for _name, _fn in {
