@@ -60,7 +60,7 @@ from kbtools.ops.fleet import communities_many, holes_many, map_banks, run_jobs 
 from kbtools.ops.ingest import ingest  # noqa: E402
 from kbtools.ops.interchange import export_bank, import_files, import_frames  # noqa: E402
 from kbtools.ops.judging import judge_bank, propose_duplicates  # noqa: E402
-from kbtools.ops.maintenance import calibrate_bank, explain, feedback, reinforce  # noqa: E402
+from kbtools.ops.maintenance import calibrate_bank, configure_linker, explain, feedback, reinforce  # noqa: E402
 from kbtools.ops.writes import (  # noqa: E402
     add_triple,
     delete_entry,
@@ -94,7 +94,7 @@ __all__ = [
     # in and out
     "import_frames", "import_files", "export_bank", "ingest", "ingest_bpmn", "export_bpmn_holes",
     # jobs and maintenance
-    "embed_bank", "backfill", "connect", "decay", "reinforce", "feedback", "explain", "calibrate_bank",
+    "embed_bank", "backfill", "connect", "decay", "reinforce", "feedback", "explain", "calibrate_bank", "configure_linker",
     "judge_bank", "propose_duplicates", "Verdict", "rule_judge", "llm_judge",
     # many banks
     "run_jobs", "map_banks", "stats_many", "holes_many", "communities_many",

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import datetime as dt
+import json
 
 import polars as pl
 
@@ -45,3 +46,38 @@ def test_explain_scores_a_pair(tmp_path):
     bank, ids = _bank(tmp_path)
     score = kb.explain(bank, ids[1], ids[0])
     assert score.linked and score.score > kb.explain(bank, ids[2], ids[0]).score
+
+
+def test_linker_settings_stored_are_read_by_connect_audited_and_reset(tmp_path):
+    from kbtools.ops.maintenance import configure_linker
+
+    bank, ids = _bank(tmp_path)
+    version = bank.version
+    out = configure_linker(bank, {"threshold": "0.99", "w_title": 0.3}, actor="ana")
+    assert out["changed"] == {"threshold": 0.99, "w_title": 0.3} and out["settings"]["threshold"] == 0.99
+    assert bank.version == version + 1 and bank.settings["linker"] == {"threshold": 0.99, "w_title": 0.3}
+    commit = json.loads((bank.path / "manifest.json").read_text())["commit"]  # the audit of the write
+    assert commit["actor"] == "ana" and "threshold=0.99" in commit["reason"]
+    assert connect_bank(bank)["links_made"] == 0  # nothing scores 0.99: connect read the stored threshold
+    version = bank.version
+    assert configure_linker(bank, {"threshold": 0.99})["changed"] == {} and bank.version == version  # no change: no commit
+    out = configure_linker(bank, reset=["threshold"])
+    assert out["stored"] == {"w_title": 0.3} and out["settings"]["threshold"] == 0.35 and out["changed"] == {"threshold": None}
+
+
+def test_bad_linker_settings_are_refused_and_write_nothing(tmp_path):
+    import pytest
+
+    from kbtools.errors import ValidationError
+    from kbtools.ops.maintenance import configure_linker
+
+    bank, _ = _bank(tmp_path)
+    version = bank.version
+    for values, reset, rule in [({"h": 0}, (), "over 0"), ({"max_new": "2.5"}, (), "whole number"),
+                                ({"nope": 1}, (), "not a linker setting"), ({"identifiers": "maybe"}, (), "true or false"),
+                                ({"weights": [[1, 2]]}, (), "kb calibrate"), ({}, ["nope"], "not a linker setting"),
+                                ({"h": 0.5}, ["h"], "both set and reset"), ({"omega": "nan"}, (), "at most 1")]:
+        with pytest.raises(ValidationError, match=rule):
+            configure_linker(bank, values, reset=reset)
+    assert configure_linker(bank, {"h": 0.6}, dry_run=True)["changed"] == {"h": 0.6}
+    assert kb.open_bank(bank.path).version == version and "linker" not in kb.open_bank(bank.path).settings

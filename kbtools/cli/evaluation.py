@@ -180,6 +180,42 @@ def _calibrate(args):
     return report, text
 
 
+@command("linker", "show the bank's linker settings; --set KEY=VALUE / --reset KEY store them")
+def _linker(args):
+    """Show the linker settings connect, the write-time linker and kb explain use on this bank (the
+    defaults for its embedder, with the bank's own values over them, marked *), or change them in
+    one audited commit: --set KEY=VALUE (repeatable; e.g. h=0.6, w_title=0.3, max_new=4,
+    identifiers=false) and --reset KEY (back to the default; weights drops the calibration).
+    --dry-run shows the result without writing. A bad key or value is refused and nothing is
+    written."""
+    from kbtools.errors import ValidationError
+    from kbtools.ops.maintenance import configure_linker
+    from kbtools.store.bank import open_bank
+
+    values = {}
+    for item in args.set or []:
+        key, sep, value = item.partition("=")
+        if not sep or not key.strip():
+            raise ValidationError("--set", item, "must read KEY=VALUE, e.g. h=0.6")
+        values[key.strip()] = value.strip()
+    report = configure_linker(open_bank(args.path, readonly=not (values or args.reset) or args.dry_run), values,
+                              reset=args.reset or [], dry_run=args.dry_run)
+    lines = [f"{k} = {v}{' *' if k in report['stored'] else ''}" for k, v in report["settings"].items()
+             if k != "weights" or v]
+    if report["changed"]:
+        verb = "would change" if args.dry_run else "changed"
+        lines.append(f"{verb}: " + ", ".join(f"{k} -> {'default' if v is None else v}" for k, v in report["changed"].items()))
+    return report, "\n".join(lines)
+
+
+register_args("linker", lambda p: (
+    p.add_argument("path", help="the bank folder"),
+    p.add_argument("--set", action="append", metavar="KEY=VALUE", help="store a linker setting (repeatable)"),
+    p.add_argument("--reset", action="append", metavar="KEY", help="drop a stored setting: back to the default"),
+    p.add_argument("--dry-run", action="store_true", help="show the result, write nothing"),
+))
+
+
 register_args("calibrate", lambda p: (
     p.add_argument("path", help="the bank folder"),
     p.add_argument("--dry-run", action="store_true", help="fit and report, write nothing"),

@@ -15,10 +15,12 @@ from dataclasses import dataclass, replace
 
 import numpy as np
 
+from kbtools.errors import ValidationError
 from kbtools.model.fading import HALF_LIFE_DAYS
 
 __all__ = [
     "LinkerSettings",
+    "check_linker_settings",
     "LINKER_DEFAULTS",
     "LINKER_LEXICAL",
     "KINDS",
@@ -77,6 +79,64 @@ class LinkerSettings:
 LINKER_DEFAULTS = LinkerSettings()
 #: With a lexical embedder, similarity repeats the shared words and counts half.
 LINKER_LEXICAL = LinkerSettings(omega=0.25)
+
+#: What each settable field of ``LinkerSettings`` takes: (type, low, high, low included, high included)
+_FIELD_RULES: dict[str, tuple] = {
+    "threshold": (float, 0.0, 1.0, True, True), "max_new": (int, 1, 1000, True, True),
+    "max_degree": (int, 1, 10_000, True, True), "candidates": (int, 1, 1000, True, True),
+    "session_candidates": (int, 0, 1000, True, True), "query_terms": (int, 1, 1000, True, True),
+    "h": (float, 0.0, 1.0, False, True), "omega": (float, 0.0, 1.0, True, True),
+    "virtual": (int, 0, 10**9, True, True), "half_life_days": (float, 0.0, 1e6, False, True),
+    "min_weight": (float, 0.0, 1.0, True, False), "session_window_s": (float, 0.0, 1e9, False, True),
+    "takeover": (float, 0.0, 1.0, True, True), "identifiers": (bool, None, None, True, True),
+    "near_days": (float, 0.0, 1e6, False, True), "w_near": (float, 0.0, 1.0, True, True),
+    "w_author": (float, 0.0, 1.0, True, True), "w_title": (float, 0.0, 1.0, True, True),
+}
+_TRUE, _FALSE = {"true", "yes", "on", "1"}, {"false", "no", "off", "0"}
+
+
+def check_linker_settings(changes) -> dict:
+    """The linker fields in ``changes`` (``{field: value}``; a value may be text, as a command line
+    gives it) checked and read as their types: an unknown field, a value of another type or one out
+    of its range raises a ``ValidationError`` naming the field and its rule. ``weights`` is set by
+    calibration (``kb calibrate``), not here.
+
+    >>> check_linker_settings({"h": "0.6", "max_new": 4, "identifiers": "no"})
+    {'h': 0.6, 'max_new': 4, 'identifiers': False}
+    >>> check_linker_settings({"h": 0})
+    Traceback (most recent call last):
+    ...
+    kbtools.errors.ValidationError: h=0: must be a number over 0 and at most 1
+    """
+    out = {}
+    for name, value in dict(changes).items():
+        rule = _FIELD_RULES.get(name)
+        if rule is None:
+            allowed = ", ".join(sorted(_FIELD_RULES))
+            raise ValidationError(name, value, f"is not a linker setting one can set (one of {allowed}; "
+                                               "the weights come from kb calibrate)")
+        kind, low, high, low_in, high_in = rule
+        out[name] = _read_setting(name, value, kind, low, high, low_in, high_in)
+    return out
+
+
+def _read_setting(name, value, kind, low, high, low_in, high_in):
+    if kind is bool:
+        text = str(value).strip().lower()
+        if isinstance(value, bool) or text in _TRUE | _FALSE:
+            return value if isinstance(value, bool) else text in _TRUE
+        raise ValidationError(name, value, "must be true or false")
+    noun = "a whole number" if kind is int else "a number"
+    try:
+        number = float(value) if not isinstance(value, bool) else float("nan")
+    except (TypeError, ValueError):
+        number = float("nan")
+    whole = kind is not int or float(number).is_integer()
+    inside = (number >= low if low_in else number > low) and (number <= high if high_in else number < high)
+    if not (number == number and whole and inside):  # NaN, a fraction for a count, out of range
+        words = ("at least " if low_in else "over ") + f"{low:g}" + " and " + ("at most " if high_in else "under ") + f"{high:g}"
+        raise ValidationError(name, value, f"must be {noun} {words}")
+    return int(number) if kind is int else float(number)
 
 #: The kinds the linker knows, as the nouns of link lines; their index is the kind code.
 KINDS: tuple[str, ...] = (

@@ -26,7 +26,7 @@ from kbtools.linker.terms import ANCHOR_COLUMNS, PART_COLUMNS, STATS_COLUMNS, an
 from kbtools.retrieval.index import ivf_nprobe
 from kbtools.store.bank import Bank
 
-__all__ = ["linker_settings", "term_stats", "linker_vectors", "neighbour_index", "plan_new_entry_links",
+__all__ = ["linker_settings", "settings_for", "term_stats", "linker_vectors", "neighbour_index", "plan_new_entry_links",
            "NEIGHBOURS_FLAT_BELOW", "NEIGHBOURS_IVF_FROM", "NEIGHBOURS_FILE", "ANCHORS_FILE", "STATS_FILE",
            "new_neighbour_index",
            "ivf_neighbour_index", "faiss_threads"]
@@ -36,8 +36,18 @@ def linker_settings(bank: Bank) -> LinkerSettings:
     """The linker's settings for this bank: the lexical weight of meaning (omega 0.25) when its
     vectors come from a lexical embedder, the defaults otherwise; ``linker`` settings in the bank
     override both."""
-    base = LINKER_LEXICAL if (bank.embedder_name or "").startswith("hashing") else LINKER_DEFAULTS
-    over = dict(bank.settings.get("linker") or {})
+    return settings_for(bank.embedder_name, bank.settings.get("linker") or {})
+
+
+def settings_for(embedder: str | None, stored: dict) -> LinkerSettings:
+    """The linker settings of a bank whose vectors come from ``embedder``, with its ``stored``
+    ``linker`` settings over them.
+
+    >>> settings_for("hashing-char", {"h": 0.6}).omega, settings_for("minilm-int8", {"h": 0.6}).omega
+    (0.25, 0.5)
+    """
+    base = LINKER_LEXICAL if (embedder or "").startswith("hashing") else LINKER_DEFAULTS
+    over = dict(stored)
     if over.get("weights"):  # stored as JSON lists: the settings are hashable tuples
         over["weights"] = tuple((str(k), float(v)) for k, v in over["weights"])
     return base.with_(**over) if over else base

@@ -22,7 +22,8 @@ from kbtools.errors import EdgeRuleError, ValidationError
 from kbtools.linker import LinkerSettings, LinkScore, plan_connect
 from kbtools.linker import explain as _explain
 from kbtools.store.bank import Bank, utcnow
-from kbtools.ops.link_context import faiss_threads, linker_settings, linker_vectors, neighbour_index, term_stats
+from kbtools.ops.link_context import (faiss_threads, linker_settings, linker_vectors, neighbour_index, settings_for,
+                                      term_stats)
 from kbtools.ops.writes import edit_edges
 from kbtools.progress import Progress, progress_callback
 
@@ -34,6 +35,7 @@ __all__ = [
     "reinforce",
     "feedback",
     "calibrate_bank",
+    "configure_linker",
 ]
 
 
@@ -212,3 +214,45 @@ def calibrate_bank(bank: Bank, *, dry_run: bool = False, seed: int = 0, threshol
         bank.apply(Plan(settings={"linker": stored}), actor=actor,
                    reason="calibrate: linker evidence weights fitted on the bank's trusted edges")
     return report
+
+
+def configure_linker(bank: Bank, values: dict | None = None, *, reset=(), dry_run: bool = False,
+                     actor: str = "configure") -> dict:
+    """The bank's linker settings, after storing ``values`` (``{field: value}``, checked by
+    ``check_linker_settings``; text is read as the field's type) and dropping the stored ``reset``
+    fields (back to the defaults for the bank's embedder; ``weights`` drops the calibration) in one
+    audited commit; nothing is written when nothing changes or with ``dry_run``. ``connect``, the
+    write-time linker and ``kb.explain`` read them. Returns ``settings`` (every field as the linker
+    will use it), ``stored`` (the bank's own values) and ``changed`` (field: new value, None when
+    reset).
+
+    >>> import tempfile, pathlib, kbtools as kb
+    >>> bank = kb.create_bank(pathlib.Path(tempfile.mkdtemp()) / "b")
+    >>> out = configure_linker(bank, {"h": "0.6", "w_title": 0.3})
+    >>> out["settings"]["h"], out["stored"], kb.open_bank(bank.path).settings["linker"]
+    (0.6, {'h': 0.6, 'w_title': 0.3}, {'h': 0.6, 'w_title': 0.3})
+    >>> configure_linker(bank, reset=["h"])["stored"]
+    {'w_title': 0.3}
+    """
+    from dataclasses import asdict, fields
+
+    from kbtools.linker.rules import check_linker_settings
+    from kbtools.model.plan import Plan
+
+    changes = check_linker_settings(values or {})
+    known = {f.name for f in fields(LinkerSettings)}
+    reset = list(reset)
+    for name in reset:
+        if name not in known:
+            raise ValidationError("reset", name, f"is not a linker setting (one of {', '.join(sorted(known))})")
+        if name in changes:
+            raise ValidationError("reset", name, "is both set and reset")
+    before = dict(bank.settings.get("linker") or {})
+    stored = {k: v for k, v in before.items() if k not in reset} | changes
+    changed = {k: stored.get(k) for k in sorted(before.keys() | stored.keys()) if before.get(k) != stored.get(k)}
+    if changed and not dry_run:
+        bank.apply(Plan(settings={"linker": stored}), actor=actor,
+                   reason="configure: linker settings " + ", ".join(f"{k}={v}" for k, v in changed.items()))
+    effective = asdict(settings_for(bank.embedder_name, stored))
+    effective["weights"] = [list(p) for p in effective["weights"]]
+    return {"settings": effective, "stored": stored, "changed": changed, "dry_run": dry_run}
