@@ -290,6 +290,26 @@ def test_term_statistics_of_a_new_process_are_read_from_the_cache(bank, anchors_
     assert _same_stats(first, again) and _same_stats(again, _fresh_stats(bank.path))
 
 
+def test_statistics_from_the_cache_make_only_the_anchors_read(bank, anchors_read, from_parts):
+    """Taken from the cache, the anchors stay in their frames until an entry is read (a new process
+    linking a few entries does not make one per entry of the bank); read, they are the build's."""
+    import pickle
+
+    from kbtools.linker.anchors import AnchorRows
+
+    _stats_of(bank.path)
+    stats = _stats_of(bank.path)
+    assert from_parts == [600] and isinstance(stats.anchors, AnchorRows)
+    assert len(stats.anchors._made) == 0
+    a, b = bank.entries["id"][10], bank.entries["id"][11]
+    kb.explain(kb.open_bank(bank.path), a, b)  # a pair scored and worded
+    fresh = _fresh_stats(bank.path)
+    assert stats.anchors[10] == fresh.anchors[10] and stats.anchors[-1] == fresh.anchors[-1]
+    assert 0 < len(stats.anchors._made) <= 4
+    again = pickle.loads(pickle.dumps(stats.anchors))  # statistics may go to a process pool
+    assert len(again) == 600 and again == fresh.anchors
+
+
 def test_entries_appended_since_are_added_to_the_kept_statistics(bank, anchors_read, from_parts):
     _stats_of(bank.path)
     for i in range(3):

@@ -14,6 +14,7 @@ are the entity keys as ``e:<key>`` plus the content words as ``t:<stem>``.
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import lru_cache
 
@@ -22,7 +23,7 @@ import polars as pl
 
 from kbtools.linker.text import FRAMING_WORDS, STOP_WORDS, WORD_RE, _content_stem, content_words
 
-__all__ = ["Anchor", "anchor", "identifiers", "ASSET_NOUNS", "ACTION_VERBS", "FRAMING_NAMES", "anchor_frame",
+__all__ = ["Anchor", "AnchorRows", "anchor", "identifiers", "ASSET_NOUNS", "ACTION_VERBS", "FRAMING_NAMES", "anchor_frame",
            "anchors_from_frame"]
 
 #: Nouns that name a place or machine when a number follows ("line 3", "cell 4B").
@@ -552,27 +553,130 @@ def anchors_from_frame(frames: tuple[pl.DataFrame, pl.DataFrame], rows, *, block
     """The anchors of ``rows`` of frames written by :func:`anchor_frame` (None for a None row): an
     anchor's entities are its first labels, its terms ``e:<entity>`` first. The flat columns are
     read into Python ``block`` anchors at a time (at a million entries, all of them at once would
-    hold a second copy of some 60 million strings)."""
-    per_row, flat = frames
-    lengths = per_row["terms"].to_numpy().astype(np.int64)
-    ends = np.cumsum(lengths)
-    if (int(ends[-1]) if len(ends) else 0) != flat.height:
-        raise ValueError("anchor frames do not match")
-    wanted = np.zeros(len(lengths), bool)
-    picked = [r for r in rows if r is not None]
-    wanted[picked] = True
-    made: dict[int, Anchor] = {}
-    counts = per_row["entities"].to_list()
-    for lo in range(0, len(lengths), block):
-        hi = min(lo + block, len(lengths))
-        if not wanted[lo:hi].any():
-            continue
-        start = int(ends[lo - 1]) if lo else 0
-        part = flat.slice(start, int(ends[hi - 1]) - start)
-        terms, labels = part["term"].to_list(), part["label"].to_list()
-        for r in np.flatnonzero(wanted[lo:hi]).tolist():
-            r += lo
-            b = int(ends[r]) - start
-            a, ne = b - int(lengths[r]), counts[r]
-            made[r] = Anchor(entities=tuple(labels[a : a + ne]), terms=tuple(terms[a:b]), labels=tuple(labels[a:b]))
-    return [None if r is None else made[r] for r in rows]
+    hold a second copy of some 60 million strings); :class:`AnchorRows` makes them one by one."""
+    return AnchorRows(frames, rows).to_list(block=block)
+
+
+class AnchorRows(Sequence):
+    """Per entry, its anchors, kept as the two frames of :func:`anchor_frame` and made into
+    :class:`Anchor` objects only when an entry is read (then kept): what statistics taken from a
+    bank's cache hold, so that a new process does not make a million anchors to link a hundred
+    entries. ``rows``: per entry, its row of the frames (None or -1: not there, the entry reads as
+    None until :meth:`filled`); entries ``+`` a sequence of anchors come after them.
+
+    >>> a = anchors_of(["Line 3 keeps faulting with error E-217.", "Green tea."], [(), ()])
+    >>> rows = AnchorRows(anchor_frame(a), [1, None, 0])
+    >>> rows[0] == a[1], rows[1], len(rows), rows.missing().tolist()
+    (True, None, 3, [1])
+    >>> grown = rows.filled({1: a[0]}) + (a[1],)
+    >>> list(grown) == [a[1], a[0], a[0], a[1]], grown.missing().tolist()
+    (True, [])
+    """
+
+    __slots__ = ("_pick", "_ends", "_entities", "_terms", "_labels", "_given", "_tail", "_made")
+
+    def __init__(self, frames: tuple[pl.DataFrame, pl.DataFrame], rows, *, given: dict | None = None, tail=()):
+        per_row, flat = frames
+        lengths = per_row["terms"].to_numpy().astype(np.int64)
+        self._ends = np.cumsum(lengths)
+        if (int(self._ends[-1]) if len(lengths) else 0) != flat.height:
+            raise ValueError("anchor frames do not match")
+        self._entities = per_row["entities"].to_numpy().astype(np.int64)
+        self._terms, self._labels = flat["term"].to_arrow(), flat["label"].to_arrow()  # a slice is a view
+        if isinstance(rows, pl.Series):
+            pick = rows.fill_null(-1).to_numpy()
+        else:
+            pick = np.array([-1 if r is None else r for r in rows], dtype=np.int64)
+        self._pick = np.asarray(pick, np.int64)
+        if len(self._pick) and (self._pick.max() >= len(lengths)):
+            raise ValueError("an anchor row is past the frames")
+        self._given = dict(given or {})
+        self._tail = tuple(tail)
+        self._made: dict[int, Anchor] = {}
+
+    def _shared(self, given: dict, tail: tuple) -> "AnchorRows":
+        out = object.__new__(AnchorRows)
+        for name in ("_pick", "_ends", "_entities", "_terms", "_labels"):
+            setattr(out, name, getattr(self, name))
+        out._given, out._tail, out._made = given, tail, self._made  # anchors made are the same for all
+        return out
+
+    def __len__(self) -> int:
+        return len(self._pick) + len(self._tail)
+
+    def __getitem__(self, key):
+        if isinstance(key, slice):
+            return [self[i] for i in range(*key.indices(len(self)))]
+        i = int(key)
+        n = len(self._pick)
+        if i < 0:
+            i += len(self)
+        if not 0 <= i < len(self):
+            raise IndexError(key)
+        if i >= n:
+            return self._tail[i - n]
+        made = self._given.get(i) or self._made.get(i)
+        if made is not None:
+            return made
+        r = int(self._pick[i])
+        if r < 0:
+            return None
+        lo, hi = (int(self._ends[r - 1]) if r else 0), int(self._ends[r])
+        terms = tuple(self._terms.slice(lo, hi - lo).to_pylist())
+        labels = tuple(self._labels.slice(lo, hi - lo).to_pylist())
+        made = self._made[i] = Anchor(entities=labels[: int(self._entities[r])], terms=terms, labels=labels)
+        return made
+
+    def to_list(self, *, block: int = 65_536) -> list:
+        """Every entry's anchors (None where missing), the frames read ``block`` rows at a time:
+        what a build, which reads every anchor, takes."""
+        out: list = [None] * len(self._pick)
+        for i, a in (*self._made.items(), *self._given.items()):
+            out[i] = a
+        todo = np.flatnonzero(self._pick >= 0)
+        if self._given or self._made:
+            todo = todo[[out[i] is None for i in todo.tolist()]]
+        order = todo[np.argsort(self._pick[todo], kind="stable")]
+        picked = self._pick[order]
+        for lo in range(0, len(self._ends), block):
+            hi = min(lo + block, len(self._ends))
+            first, last = np.searchsorted(picked, [lo, hi])
+            if first == last:
+                continue
+            start = int(self._ends[lo - 1]) if lo else 0
+            terms = self._terms.slice(start, int(self._ends[hi - 1]) - start).to_pylist()
+            labels = self._labels.slice(start, int(self._ends[hi - 1]) - start).to_pylist()
+            for pos, r in zip(order[first:last].tolist(), picked[first:last].tolist()):
+                a, b = (int(self._ends[r - 1]) if r else 0) - start, int(self._ends[r]) - start
+                ne = int(self._entities[r])
+                out[pos] = Anchor(entities=tuple(labels[a : a + ne]), terms=tuple(terms[a:b]), labels=tuple(labels[a:b]))
+        return out + list(self._tail)
+
+    def missing(self) -> np.ndarray:
+        """The positions of the entries not in the frames and not filled."""
+        out = np.flatnonzero(self._pick < 0)
+        return out[[i not in self._given for i in out.tolist()]] if self._given else out
+
+    def filled(self, anchors: dict) -> "AnchorRows":
+        """These anchors with ``{position: Anchor}`` given for entries (those missing, read apart)."""
+        return self._shared({**self._given, **anchors}, self._tail)
+
+    def __add__(self, other) -> "AnchorRows":
+        return self._shared(self._given, self._tail + tuple(other))
+
+    def __eq__(self, other) -> bool:
+        if not isinstance(other, (Sequence, AnchorRows)) or isinstance(other, (str, bytes)):
+            return NotImplemented
+        return len(self) == len(other) and all(a == b for a, b in zip(self, other))
+
+    __hash__ = None
+
+    def __repr__(self) -> str:
+        return f"AnchorRows({len(self)} entries, {len(self._made)} read)"
+
+    def __getstate__(self):
+        return {name: getattr(self, name) for name in self.__slots__}
+
+    def __setstate__(self, state):
+        for name, value in state.items():
+            setattr(self, name, value)

@@ -31,7 +31,7 @@ import polars as pl
 import scipy.sparse as sp
 
 from kbtools.errors import ValidationError
-from kbtools.linker.anchors import ASSET_NOUNS, Anchor, _column_stems, anchors_of
+from kbtools.linker.anchors import ASSET_NOUNS, Anchor, AnchorRows, _column_stems, anchors_of
 from kbtools.linker.rules import FIX_RE, LINKER_DEFAULTS, PROBLEM_RE, PROGRESS_RE, LinkerSettings, kind_code
 from kbtools.linker.text import stem
 
@@ -105,7 +105,7 @@ class TermStats:
     hub: np.ndarray
     capped: np.ndarray
     postings: sp.csr_matrix
-    anchors: tuple[Anchor, ...]
+    anchors: tuple[Anchor, ...] | AnchorRows  #: per entry (made on reading from a bank's cache)
     kind: np.ndarray  #: linker kind code per entry, -1 = not linked
     rank: np.ndarray  #: position in (created_at, id) order
     time_us: np.ndarray
@@ -260,7 +260,8 @@ class TermStats:
         cues = {name: np.asarray(parts[name], bool) for name in ("fix", "problem", "progress")}
         with gc_paused():
             return cls._finish(tuple(entries["id"].to_list()), term_index, indptr, indices,
-                               np.asarray(parts["strong_base"], bool), kinds, tuple(anchors), _entry_facts(entries),
+                               np.asarray(parts["strong_base"], bool), kinds,
+                               anchors if isinstance(anchors, AnchorRows) else tuple(anchors), _entry_facts(entries),
                                cues, known, settings, bags, bag_index)
 
     def extend(self, entries: pl.DataFrame) -> "TermStats":
@@ -547,15 +548,20 @@ def _read_entries(entries: pl.DataFrame, known: tuple[str, ...], settings: Linke
     return columns, kinds, [a if a is not None else next(read) for a in given], texts
 
 
-def fill_anchors(entries: pl.DataFrame, given, *, known_entities=(), settings: LinkerSettings = LINKER_DEFAULTS) -> list:
+def fill_anchors(entries: pl.DataFrame, given, *, known_entities=(), settings: LinkerSettings = LINKER_DEFAULTS):
     """``given`` (per row of ``entries``, its anchors or None) with the missing ones read from their
-    rows' texts (only those rows are read), as ``TermStats.build`` reads them."""
-    todo = [k for k, a in enumerate(given) if a is None]
+    rows' texts (only those rows are read), as ``TermStats.build`` reads them: a list, or for
+    :class:`AnchorRows` the same rows filled (no anchor is made for the others)."""
+    lazy = isinstance(given, AnchorRows)
+    todo = given.missing().tolist() if lazy else [k for k, a in enumerate(given) if a is None]
     if not todo:
-        return list(given)
+        return given if lazy else list(given)
     known = tuple(sorted({str(k).strip().lower() for k in known_entities if k and str(k).strip()}))
     with gc_paused():
-        read = iter(_read_entries(entries[todo], known, settings)[2])
+        read = _read_entries(entries[todo], known, settings)[2]
+    if lazy:
+        return given.filled(dict(zip(todo, read)))
+    read = iter(read)
     return [a if a is not None else next(read) for a in given]
 
 

@@ -21,7 +21,7 @@ import polars as pl
 
 from kbtools.errors import ValidationError
 from kbtools.linker import LINKER_DEFAULTS, LINKER_LEXICAL, LinkerSettings, LinkPlan, TermStats, plan_links
-from kbtools.linker.anchors import anchor_frame, anchors_from_frame
+from kbtools.linker.anchors import AnchorRows, anchor_frame
 from kbtools.linker.terms import ANCHOR_COLUMNS, PART_COLUMNS, STATS_COLUMNS, anchor_keys, fill_anchors
 from kbtools.retrieval.index import ivf_nprobe
 from kbtools.store.bank import Bank
@@ -118,6 +118,8 @@ def _built_stats(bank: Bank, entries: pl.DataFrame, known: tuple, settings: Link
     if stats is not None:
         return stats
     given = _saved_anchors(bank, fingerprint, keys)
+    if given is not None:  # a build reads every anchor: made together, a block at a time
+        given = given.to_list()
     stats = TermStats.build(entries, known_entities=known, settings=settings, anchors=given)
     missed = len(keys) if given is None else sum(a is None for a in given)
     if len(keys) and missed >= ANCHORS_RESAVE * len(keys):
@@ -140,7 +142,7 @@ def _stats_from_parts(bank, entries, known, settings, fingerprint, keys, part_ke
     anchors = _saved_anchors(bank, fingerprint, keys[:n])
     if anchors is None:
         return None
-    missed = sum(a is None for a in anchors)  # rows changed since the anchors were kept, not since the parts
+    missed = len(anchors.missing())  # rows changed since the anchors were kept, not since the parts
     try:
         anchors = fill_anchors(entries.head(n), anchors, known_entities=known, settings=settings)
         stats = TermStats.from_parts(entries.head(n), parts, anchors, known_entities=known, settings=settings)
@@ -241,8 +243,9 @@ def _save_anchors(bank: Bank, fingerprint: str, keys: np.ndarray, anchors) -> No
     bank.write_cache_file(ANCHORS_FILE, fingerprint, write, whole=True)
 
 
-def _saved_anchors(bank: Bank, fingerprint: str, keys: np.ndarray) -> list | None:
-    """Per row, the anchors kept for its key (None where none is), or None without a usable cache."""
+def _saved_anchors(bank: Bank, fingerprint: str, keys: np.ndarray) -> AnchorRows | None:
+    """Per row, the anchors kept for its key (None where none is; made when a row is read), or None
+    without a usable cache."""
     path = bank.cache_file(ANCHORS_FILE, fingerprint)  # every byte of both files hashed, never held whole
     if path is None:
         return None
@@ -252,8 +255,8 @@ def _saved_anchors(bank: Bank, fingerprint: str, keys: np.ndarray) -> list | Non
         wanted = pl.DataFrame({"key": pl.Series(keys[:, 0], dtype=pl.UInt64),
                                "key2": pl.Series(keys[:, 1], dtype=pl.UInt64)})
         kept = per_row.select("key", "key2").with_row_index("row").unique(["key", "key2"], keep="first")
-        found = wanted.join(kept, on=["key", "key2"], how="left", maintain_order="left")["row"].to_list()
-        return anchors_from_frame((per_row, flat), found)
+        found = wanted.join(kept, on=["key", "key2"], how="left", maintain_order="left")["row"]
+        return AnchorRows((per_row.select("terms", "entities"), flat), found)
     except Exception:  # noqa: BLE001 - a cache that does not read is rebuilt, never trusted
         return None
 
