@@ -406,3 +406,25 @@ def test_anchors_read_back_in_blocks_equal_the_anchors(block):
     with pytest.raises(ValueError):
         per_row, flat = anchor_frame(made)
         anchors_from_frame((per_row, flat.head(1)), [0])
+
+
+def test_anchor_rows_written_back_as_frames_equal_their_anchors():
+    """Statistics from the cache write their anchors back (kept anew) without making every anchor:
+    the frames of the kept rows, entries read again from their texts and rows appended since."""
+    import random
+
+    from kbtools.linker.anchors import AnchorRows, anchor_frame, anchors_from_frame, anchors_of
+
+    texts = [f"Pump {i} at Plant North stops with error E-{i}{i}; the valve on line {i % 5} sticks." for i in range(40)]
+    made = anchors_of(texts + ["", "Green tea."], [()] * 42)
+    rng = random.Random(7)
+    for _ in range(30):
+        rows = [rng.choice([None, *range(42)]) for _ in range(rng.randint(0, 25))]
+        lazy = AnchorRows(anchor_frame(made), rows)
+        filled = {i: made[rng.randrange(42)] for i in lazy.missing().tolist()}
+        lazy = lazy.filled(filled) + tuple(made[rng.randrange(42)] for _ in range(rng.randint(0, 3)))
+        if rows and rng.random() < 0.5:
+            lazy[rng.randrange(len(rows))]  # some anchors made already
+        back = anchors_from_frame(lazy.frames(), list(range(len(lazy))))
+        assert back == list(lazy) and None not in back
+        assert all(a.equals(b) for a, b in zip(lazy.frames(), anchor_frame(list(lazy))))
