@@ -252,3 +252,21 @@ def test_fsync_paths_syncs_files_and_folders_together_and_reports_a_failure(tmp_
     with pytest.raises(FileNotFoundError):
         fsync_paths([*files, tmp_path / "gone"])  # every fsync is joined, then the failure raised
 
+
+
+def test_segmented_vectors_read_one_kind_as_the_joined_array_does():
+    """Indexing ``view[rows, kind]`` reads that vector of each row only; every form of index gives
+    what the joined array gives (float16 segments, a selection, runs and gathers)."""
+    from kbtools.store.vectors import SegmentedVectors
+
+    rng = np.random.default_rng(0)
+    parts = [rng.normal(size=(n, 4, 5)).astype(np.float16) for n in (3, 7, 2)]
+    joined = np.concatenate(parts).astype(np.float32)
+    for rows in (None, rng.permutation(12)[:9], np.arange(2, 11)):
+        view = SegmentedVectors(parts, rows)
+        ref = joined if rows is None else joined[rows]
+        for key in (np.array([0, 3, 1]), slice(1, 7), np.ones(len(view), bool), np.arange(len(view))):
+            for rest in ((), (0,), (2,), (-1,), (1, slice(None)), (0, 3), (slice(None), 2)):
+                got, want = view[(key, *rest)], ref[(key, *rest)]
+                assert got.dtype == np.float32 and got.shape == want.shape and np.array_equal(got, want), (key, rest)
+        assert np.array_equal(view.take(np.arange(len(view)), kind=2), ref[:, 2])

@@ -354,7 +354,7 @@ def _linker_state(bank: Bank) -> _LinkerVectors | None:
         have = np.flatnonzero(~np.isnan(order.astype(float)))
         for lo in range(0, len(have), _BLOCK):  # the content dimension only, a block at a time
             rows = have[lo : lo + _BLOCK]
-            out[rows] = data.take(order[rows].astype(np.int64))[:, 0, :]
+            out[rows] = data.take(order[rows].astype(np.int64), kind=0)
         return _LinkerVectors(out, n, mark, paths)
 
     return bank.derived("linker-vectors", build, on=("entries", "vectors"), grow=True)

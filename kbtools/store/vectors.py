@@ -78,26 +78,39 @@ class SegmentedVectors:
                 if picked.shape != (len(self),):
                     raise IndexError(f"boolean index of shape {picked.shape} for {len(self)} rows")
                 picked = np.flatnonzero(picked)
+        if rest and isinstance(rest[0], (int, np.integer)) and not isinstance(rest[0], bool):
+            kind = int(rest[0]) % max(self._tail[0], 1) if self._tail else int(rest[0])
+            out = self.take(picked.astype(np.int64, copy=False), kind=kind)  # one vector of each row read
+            return out[(slice(None), *rest[1:])] if rest[1:] else out
         out = self.take(picked.astype(np.int64, copy=False))
         return out[(slice(None), *rest)] if rest else out
 
     # -- reading ----------------------------------------------------------------------------
 
-    def take(self, picked: np.ndarray) -> np.ndarray:
+    def take(self, picked: np.ndarray, kind: int | None = None) -> np.ndarray:
         """The selected rows at ``picked`` (positions in this view), gathered from their segments
-        into one new float32 array."""
+        into one new float32 array; with ``kind``, only that vector of each row (``view[picked,
+        kind]``, shape (rows, d)), the others neither read nor converted.
+
+        >>> view = SegmentedVectors([np.arange(8, dtype=np.float16).reshape(2, 2, 2), np.ones((1, 2, 2))])
+        >>> view.take(np.array([2, 0]), kind=1).tolist()
+        [[1.0, 1.0], [2.0, 3.0]]
+        """
         picked = np.asarray(picked, dtype=np.int64)
         pos = picked if self.rows is None else self.rows[picked]
-        out = np.empty((len(pos), *self._tail), dtype=np.float32)
+        tail = self._tail if kind is None else self._tail[1:]
+        out = np.empty((len(pos), *tail), dtype=np.float32)
         if not len(pos):
             return out
         seg = np.searchsorted(self.offsets, pos, side="right") - 1
         for s in np.unique(seg):
             where = np.flatnonzero(seg == s)
             local = pos[where] - self.offsets[s]
-            part = self.parts[s]
+            part = self.parts[s] if kind is None else self.parts[s][:, kind]
             if len(where) == len(part) and np.array_equal(local, np.arange(len(part))):
                 out[where] = part  # a whole segment in order: one sequential read
+            elif len(local) and local[-1] - local[0] == len(local) - 1 and np.all(np.diff(local) == 1):
+                out[where] = part[local[0] : local[-1] + 1]  # a run in order: a slice, no gather
             else:
                 out[where] = part[local]
         return out
