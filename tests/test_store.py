@@ -270,3 +270,30 @@ def test_segmented_vectors_read_one_kind_as_the_joined_array_does():
                 got, want = view[(key, *rest)], ref[(key, *rest)]
                 assert got.dtype == np.float32 and got.shape == want.shape and np.array_equal(got, want), (key, rest)
         assert np.array_equal(view.take(np.arange(len(view)), kind=2), ref[:, 2])
+
+
+def test_a_compaction_that_cannot_carry_a_cache_still_commits(tmp_path, monkeypatch):
+    """Carrying the caches comes after the commit: a segment's ids that cannot be read then leave
+    the seal as it was (the cache is rebuilt later) and the compaction returns."""
+    bank = kb.create_bank(tmp_path / "b")
+    for i in range(3):
+        kb.report_learning(bank, content=f"Kiln {i} overheats after error K-7{i}.", actor="a", link=False)
+        kb.embed_bank(bank, embedder="hashing")
+    first = [bank.vector_segments()[0]["data"]]
+    bank.write_cache_file("index-x.kbx", "fp", lambda p: p.write_bytes(b"index"), meta={"segments": first})
+    fresh = kb.open_bank(bank.path)
+
+    def unreadable(segment):
+        raise OSError("gone")
+
+    swap = fresh._swap_manifest
+
+    def swapped(*args, **kw):  # the folded segments' ids go unreadable once the compaction committed
+        swap(*args, **kw)
+        monkeypatch.setattr(fresh, "vector_segment_ids", unreadable)
+
+    monkeypatch.setattr(fresh, "_swap_manifest", swapped)
+    report = fresh.compact()
+    assert report["vectors"] == {"segments": 1, "rows": 3, "caches_kept": 0}
+    again = kb.open_bank(bank.path)
+    assert len(again.vector_segments()) == 1 and again.cached_file_meta("index-x.kbx")[2]["segments"] == first

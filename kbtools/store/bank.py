@@ -1528,11 +1528,14 @@ class Bank:
             old = meta.get("segments") if isinstance(meta, dict) else None
             if "files" not in info or not isinstance(old, list) or not old or names[: len(old)] != old:
                 continue
-            later = [self.vector_segment_ids(seg) for seg in folded[len(old) :]]
-            appended = sorted(set(meta.get("appended_ids") or []).union(*(ids.tolist() for ids in later)))
-            info["meta"] = {**{k: v for k, v in meta.items() if k != "appended_ids"}, "segments": [into],
-                            **({"appended_ids": appended} if appended else {})}
-            _atomic_write_bytes(seal_path, json.dumps(info).encode())
+            try:  # after the commit: a seal that cannot be carried is left, its cache rebuilt
+                later = [self.vector_segment_ids(seg) for seg in folded[len(old) :]]
+                appended = sorted(set(meta.get("appended_ids") or []).union(*(ids.tolist() for ids in later)))
+                info["meta"] = {**{k: v for k, v in meta.items() if k != "appended_ids"}, "segments": [into],
+                                **({"appended_ids": appended} if appended else {})}
+                _atomic_write_bytes(seal_path, json.dumps(info).encode())
+            except (OSError, ValueError):
+                continue
             carried += 1
         return carried
 
