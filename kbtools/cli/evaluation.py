@@ -185,9 +185,9 @@ def _linker(args):
     """Show the linker settings connect, the write-time linker and kb explain use on this bank (the
     defaults for its embedder, with the bank's own values over them, marked *), or change them in
     one audited commit: --set KEY=VALUE (repeatable; e.g. h=0.6, w_title=0.3, max_new=4,
-    identifiers=false) and --reset KEY (back to the default; weights drops the calibration).
-    --dry-run shows the result without writing. A bad key or value is refused and nothing is
-    written."""
+    identifiers=false) and --reset KEY (back to the default; a calibration stores weights and
+    threshold: --reset weights --reset threshold drops it). --dry-run shows the result without
+    writing. A bad key or value is refused and nothing is written."""
     from kbtools.errors import ValidationError
     from kbtools.ops.maintenance import configure_linker
     from kbtools.store.bank import open_bank

@@ -220,7 +220,8 @@ def configure_linker(bank: Bank, values: dict | None = None, *, reset=(), dry_ru
                      actor: str = "configure") -> dict:
     """The bank's linker settings, after storing ``values`` (``{field: value}``, checked by
     ``check_linker_settings``; text is read as the field's type) and dropping the stored ``reset``
-    fields (back to the defaults for the bank's embedder; ``weights`` drops the calibration) in one
+    fields (back to the defaults for the bank's embedder; ``weights`` and ``threshold`` drop a
+    calibration, which stores both) in one
     audited commit; nothing is written when nothing changes or with ``dry_run``. ``connect``, the
     write-time linker and ``kb.explain`` read them. Returns ``settings`` (every field as the linker
     will use it), ``stored`` (the bank's own values) and ``changed`` (field: new value, None when
