@@ -270,6 +270,8 @@ def test_segmented_vectors_read_one_kind_as_the_joined_array_does():
                 got, want = view[(key, *rest)], ref[(key, *rest)]
                 assert got.dtype == np.float32 and got.shape == want.shape and np.array_equal(got, want), (key, rest)
         assert np.array_equal(view.take(np.arange(len(view)), kind=2), ref[:, 2])
+        with pytest.raises(IndexError):  # as the joined array: no kind past the fourth
+            view[np.array([0]), 4]
 
 
 def test_a_compaction_that_cannot_carry_a_cache_still_commits(tmp_path, monkeypatch):

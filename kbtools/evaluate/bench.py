@@ -443,17 +443,23 @@ def _bench_connect_vectors(tag, ents, demo, stats, vectors, index, scan_ms, kind
     ``count`` entries (the others created earlier: each sees the whole bank), in entries per second,
     beside the rate of a bare exact numpy scan per entry."""
     ids = ents.sort("created_at")["id"].tail(count).to_list()
-    faiss_threads(max(1, min(8, os.cpu_count() or 1)))  # as the connect job searches a chunk
-    try:
-        t = time.perf_counter()
-        plan = plan_connect(ents, demo.edges, demo.triples, ids=ids, vectors=vectors, neighbors=index, stats=stats)
-        secs = time.perf_counter() - t
-    finally:
-        faiss_threads(1)
+    plan, secs = _timed_connect(ents, demo, stats, vectors, index, ids)
     name = f"connect throughput with vectors (newest {len(ids):,})" + ("" if kind == "text" else f", {kind} vectors")
     return (tag, name, len(ids) / secs, "entries/s",
             {"baseline": "exact numpy scan, one entry at a time", "baseline_value": 1000.0 / scan_ms,
              "note": f"{plan.report['links']} links in {secs:.1f} s; {_VECTORS[kind]}; target 5,000/s at 100k"})
+
+
+def _timed_connect(ents, demo, stats, vectors, index, ids):
+    """``plan_connect`` of ``ids`` (None: every entry never linked) with the neighbour index and
+    faiss's threads as the connect job sets them, and its seconds."""
+    faiss_threads(max(1, min(8, os.cpu_count() or 1)))  # as the connect job searches a chunk
+    try:
+        t = time.perf_counter()
+        plan = plan_connect(ents, demo.edges, demo.triples, ids=ids, vectors=vectors, neighbors=index, stats=stats)
+        return plan, time.perf_counter() - t
+    finally:
+        faiss_threads(1)
 
 
 def _bench_connect_whole(tag, ents, demo, stats, vectors, index, scan_ms):
@@ -471,13 +477,7 @@ def _bench_connect_whole(tag, ents, demo, stats, vectors, index, scan_ms):
     >>> row[1], row[3], row[2] > 0
     ('connect throughput with vectors (the whole bank)', 'entries/s', True)
     """
-    faiss_threads(max(1, min(8, os.cpu_count() or 1)))  # as the connect job searches a chunk
-    try:
-        t = time.perf_counter()
-        plan = plan_connect(ents, demo.edges, demo.triples, vectors=vectors, neighbors=index, stats=stats)
-        secs = time.perf_counter() - t
-    finally:
-        faiss_threads(1)
+    plan, secs = _timed_connect(ents, demo, stats, vectors, index, None)
     report = plan.report
     return (tag, "connect throughput with vectors (the whole bank)", report["entries"] / secs, "entries/s",
             {"baseline": "exact numpy scan, one entry at a time", "baseline_value": 1000.0 / scan_ms,

@@ -79,8 +79,10 @@ class SegmentedVectors:
                     raise IndexError(f"boolean index of shape {picked.shape} for {len(self)} rows")
                 picked = np.flatnonzero(picked)
         if rest and isinstance(rest[0], (int, np.integer)) and not isinstance(rest[0], bool):
-            kind = int(rest[0]) % max(self._tail[0], 1) if self._tail else int(rest[0])
-            out = self.take(picked.astype(np.int64, copy=False), kind=kind)  # one vector of each row read
+            kind = int(rest[0])
+            if not -self._tail[0] <= kind < self._tail[0]:
+                raise IndexError(f"index {kind} is out of bounds for {self._tail[0]} vectors per row")
+            out = self.take(picked.astype(np.int64, copy=False), kind=kind % self._tail[0])  # one vector of each row read
             return out[(slice(None), *rest[1:])] if rest[1:] else out
         out = self.take(picked.astype(np.int64, copy=False))
         return out[(slice(None), *rest)] if rest else out
