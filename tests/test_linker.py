@@ -450,6 +450,31 @@ def test_connect_equals_one_by_one_with_an_approximate_index(seed, max_degree, m
     assert e1.select("id", "status", "linked_at").sort("id").equals(e2.select("id", "status", "linked_at").sort("id"))
 
 
+
+@pytest.mark.parametrize("make", [_flat, _weak_hnsw, _ivf_sq8])
+def test_candidates_carry_the_exact_cosines_the_evidence_would_compute(make):
+    """The index's hits are re-scored exactly once: the candidates carry those cosines (NaN for the
+    pairs no index search returned), and the evidence read from them equals the evidence that
+    gathers every pair's vectors again, bit for bit."""
+    from kbtools.linker.evidence import candidate_pairs, pair_cosine, pair_evidence
+    from kbtools.linker.planning import _Context
+
+    entries, edges, triples, vectors = synthetic_bank(200, seed=7)
+    index = make(vectors)
+    ctx = _Context.open(entries, edges, triples, None, LINKER_DEFAULTS, NOW, vectors, None, index)
+    rows = np.flatnonzero(ctx.stats.kind >= 0)
+    for chunk in (rows[-1:], rows[-60:]):
+        pairs = candidate_pairs(ctx.stats, chunk, rel=ctx.rel, open_=ctx.open_, linked=ctx.linked,
+                                settings=LINKER_DEFAULTS, vectors=vectors, neighbors=index, eligible=ctx.eligible())
+        known = np.flatnonzero(~np.isnan(pairs["cos"]))
+        assert 0 < len(known) < len(pairs["c"])  # some from the index, some only lexical or same-session
+        assert np.array_equal(pairs["cos"][known], pair_cosine(pairs["m"][known], pairs["c"][known], vectors=vectors))
+        plain = pair_evidence(ctx.stats, pairs["m"], pairs["c"], rel=ctx.rel, settings=LINKER_DEFAULTS, vectors=vectors)
+        carried = pair_evidence(ctx.stats, pairs["m"], pairs["c"], rel=ctx.rel, settings=LINKER_DEFAULTS,
+                                vectors=vectors, known_cos=pairs["cos"])
+        assert plain.keys() == carried.keys()
+        assert all(np.array_equal(plain[k], carried[k]) for k in plain)
+
 def test_index_neighbours_respect_visibility():
     rows = [("00000001", "decision", "Decision: use Redis for the Atlas cache", None, "{}", "superseded"),
             ("00000003", "knowledge", "Redis cache for Atlas keeps sessions warm", None, "{}", "archived"),

@@ -123,10 +123,13 @@ def _hit_cosines(vectors, rows: np.ndarray, found: np.ndarray) -> np.ndarray:
     return out
 
 
-def pair_evidence(stats: TermStats, ms, cs, *, rel: Relations, settings: LinkerSettings, vectors=None, cosine=None) -> dict:
+def pair_evidence(stats: TermStats, ms, cs, *, rel: Relations, settings: LinkerSettings, vectors=None, cosine=None,
+                  known_cos=None) -> dict:
     """share, sem, bridge, time, cue, raw, prior, score and the gate for each pair (ms[i], cs[i]).
 
-    ``ms`` is the entry being linked, ``cs`` its candidates.
+    ``ms`` is the entry being linked, ``cs`` its candidates. ``known_cos``: per pair, its cosine
+    from ``vectors`` when computed already (``candidate_pairs``' ``cos``; NaN where not), so that
+    only the others are gathered.
     """
     ms, cs = np.asarray(ms, np.int64), np.asarray(cs, np.int64)
     shared_w, shared_n, strong_n, entity_w = _shared(stats, ms, cs)
@@ -134,7 +137,12 @@ def pair_evidence(stats: TermStats, ms, cs, *, rel: Relations, settings: LinkerS
     overlap = np.divide(shared_w, denom, out=np.zeros(len(ms)), where=denom > 0)
     halved = (shared_n > 0) & (strong_n == 0)
     share = np.where(halved, overlap / 2.0, overlap)
-    cos = pair_cosine(ms, cs, vectors=vectors, cosine=cosine)
+    if known_cos is None or vectors is None:
+        cos = pair_cosine(ms, cs, vectors=vectors, cosine=cosine)
+    else:
+        cos = np.array(known_cos, np.float64)
+        missing = np.flatnonzero(np.isnan(cos))
+        cos[missing] = pair_cosine(ms[missing], cs[missing], vectors=vectors)
     half = settings.h / 2.0
     sem = np.clip((cos - half) / half, 0.0, 1.0)
     bridge = _bridge(stats, ms, cs, rel)
@@ -458,12 +466,12 @@ def candidate_pairs(
             searched = search_neighbours(stats, rows, vectors, neighbors, open_=open_, linked=linked,
                                          settings=settings, eligible=eligible)
         searched, hits = searched
-        b, c, pos, low, sure = index_neighbours(stats, rows[searched], vectors, neighbors, open_, linked, k,
-                                                settings.candidates, hits=hits)
+        b, c, pos, low, sure, cos = index_neighbours(stats, rows[searched], vectors, neighbors, open_, linked, k,
+                                                     settings.candidates, hits=hits, cosines=True)
         b = searched[b]
         floor = np.full(len(rows), np.inf)
         floor[searched] = low
-        parts.append(("nn", b, c, pos))
+        parts.append(("nn", b, c, pos, cos))
         unsure = np.flatnonzero((floor > -np.inf) & (np.bincount(b[sure], minlength=len(rows)) < k))
         if unsure.size:
             b2, c2, pos2 = _exact_neighbours(stats, rows[unsure], vectors, open_, linked, k)
@@ -568,7 +576,8 @@ def _visible_count(stats, rows, eligible, linked) -> np.ndarray:
     return earlier[stats.rank[rows]] + always
 
 
-def index_neighbours(stats: TermStats, rows, vectors, neighbors, open_, linked, k: int, base: int, hits=None):
+def index_neighbours(stats: TermStats, rows, vectors, neighbors, open_, linked, k: int, base: int, hits=None,
+                     cosines: bool = False):
     """Nearest neighbours from an index: ``4 base + 1`` hits per row, or as many as ``hits`` holds
     (see :func:`search_neighbours`; numbers that do not depend on ``k`` or the batch, so one
     entry and a batch search alike), the visible ones re-scored exactly, the best ``k`` kept (ties:
@@ -577,12 +586,14 @@ def index_neighbours(stats: TermStats, rows, vectors, neighbors, open_, linked, 
     its row's floor. A visible entry the search did not return scores at most the floor (exactly
     so for a flat index), so the kept entries above the floor are the row's true best. ``hits``:
     the index's (scores, rows) for these rows, or a list of ``(positions among rows, (scores,
-    rows))``, searched already."""
+    rows))``, searched already. ``cosines``: also return each kept pair's exact cosine (the bits
+    of ``pair_cosine``)."""
     rows = np.asarray(rows, np.int64)
     fetch = _fetch(base, neighbors)
     if len(rows) == 0 or fetch <= 0:
         empty = np.zeros(0, np.int64)
-        return empty, empty, empty, np.full(len(rows), -np.inf), np.zeros(0, bool)
+        out = empty, empty, empty, np.full(len(rows), -np.inf), np.zeros(0, bool)
+        return (*out, np.zeros(0)) if cosines else out
     if hits is None:
         hits = neighbors.search(np.ascontiguousarray(vectors[rows], dtype=np.float32), fetch)
     if isinstance(hits, tuple):
@@ -590,14 +601,16 @@ def index_neighbours(stats: TermStats, rows, vectors, neighbors, open_, linked, 
     floor = np.full(len(rows), -np.inf)
     parts = []
     for at, found in hits:
-        b, c, pos, low, sure = _index_hits(stats, rows[at], vectors, int(neighbors.ntotal), open_, linked, k, found)
+        b, c, pos, low, sure, cos = _index_hits(stats, rows[at], vectors, int(neighbors.ntotal), open_, linked, k, found)
         floor[at] = low
-        parts.append((at[b], c, pos, sure))
+        parts.append((at[b], c, pos, sure, cos))
     if len(parts) == 1:
-        return (*parts[0][:3], floor, parts[0][3])
-    b, c, pos, sure = (np.concatenate(x) for x in zip(*parts))
-    order = np.lexsort((pos, b))
-    return b[order], c[order], pos[order], floor, sure[order]
+        b, c, pos, sure, cos = parts[0]
+    else:
+        b, c, pos, sure, cos = (np.concatenate(x) for x in zip(*parts))
+        order = np.lexsort((pos, b))
+        b, c, pos, sure, cos = b[order], c[order], pos[order], sure[order], cos[order]
+    return (b, c, pos, floor, sure, cos) if cosines else (b, c, pos, floor, sure)
 
 
 def _index_hits(stats, rows, vectors, total, open_, linked, k, hits):
@@ -617,7 +630,7 @@ def _index_hits(stats, rows, vectors, total, open_, linked, k, hits):
     b, c, v = b[order], c[order], v[order]
     pos = np.arange(len(b)) - np.searchsorted(b, np.arange(len(rows)))[b]
     keep = pos < k
-    return b[keep], c[keep], pos[keep].astype(np.int64), floor, v[keep] > floor[b[keep]]
+    return b[keep], c[keep], pos[keep].astype(np.int64), floor, v[keep] > floor[b[keep]], v[keep]
 
 
 def use_exact_neighbours(cos, floor, live, k: int) -> bool:
@@ -676,7 +689,10 @@ def _union(rows, parts, n):
     for name in names:
         out[f"pos_{name}"] = np.full(len(uniq), _SENTINEL, np.int64)
     offset = 0
-    for name, _, _, pos in parts:
-        np.minimum.at(out[f"pos_{name}"], inv[offset : offset + len(pos)], pos)
+    for name, _, _, pos, *cos in parts:
+        at = inv[offset : offset + len(pos)]
+        np.minimum.at(out[f"pos_{name}"], at, pos)
+        if cos:  # exact cosines the source computed already (``pair_evidence`` reads them)
+            out.setdefault("cos", np.full(len(uniq), np.nan))[at] = cos[0]
         offset += len(pos)
     return out

@@ -72,7 +72,7 @@ def plan_links(entry_id, entries, edges, triples, *, vectors=None, cosine=None, 
                             settings=settings, vectors=vectors, neighbors=neighbors, eligible=ctx.eligible())
     struct = ctx.structural(row)
     ev = pair_evidence(ctx.stats, pairs["m"], pairs["c"], rel=ctx.rel, settings=settings,
-                       vectors=vectors, cosine=cosine)
+                       vectors=vectors, cosine=cosine, known_cos=pairs.get("cos"))
     state = _State(ctx, ctx.edge_index_for(row, pairs["c"][ev["linked"]], struct))  # only those can be linked
     state.link_entry(row, pairs, ev, struct, choice=_Choice(pairs, ev, ctx.stats, settings, state.index, 1))
     return state.plan({"entry": entry_id, "candidates": int(len(pairs["c"]))})
@@ -133,7 +133,8 @@ def plan_connect(entries, edges, triples, *, ids=None, vectors=None, cosine=None
             pairs = candidate_pairs(st, rows, rel=ctx.rel, open_=ctx.open_, linked=ctx.linked, settings=settings,
                                     vectors=vectors, neighbors=neighbors, eligible=eligible, margin=margin,
                                     searched=searched)
-            ev = pair_evidence(st, pairs["m"], pairs["c"], rel=ctx.rel, settings=settings, vectors=vectors, cosine=cosine)
+            ev = pair_evidence(st, pairs["m"], pairs["c"], rel=ctx.rel, settings=settings, vectors=vectors,
+                               cosine=cosine, known_cos=pairs.get("cos"))
             bounds = np.searchsorted(pairs["b"], np.arange(len(rows) + 1)).tolist()
             choice = _Choice(pairs, ev, st, settings, state.index, len(rows))
             for b, row in enumerate(rows.tolist()):
