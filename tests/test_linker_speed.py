@@ -100,6 +100,37 @@ def test_dense_neighbours_are_the_same_whatever_the_block_size(monkeypatch):
     assert len(whole[0]) > 300
 
 
+def test_dense_neighbours_read_a_row_whole_when_its_ties_run_past_the_picked_columns():
+    """Vectors in five directions: each row ties with dozens of columns at its k-th, more than the
+    columns picked first (``_TIE_ROOM``); the scan still returns a brute force's list (exact
+    cosine, then the newer entry) and each pair's exact cosine."""
+    from kbtools.demo import synthetic_bank
+    from kbtools.linker import evidence
+    from kbtools.linker.terms import TermStats
+
+    demo = synthetic_bank(entries=300, seed=2)
+    stats = TermStats.build(demo.entries)
+    n = len(stats.ids)
+    rng = np.random.default_rng(7)
+    directions = rng.normal(size=(5, 16))
+    vectors = directions[rng.integers(0, 5, n)].astype(np.float32)
+    vectors /= np.linalg.norm(vectors, axis=1, keepdims=True)
+    open_, linked = np.ones(n, bool), np.zeros(n, bool)
+    linked[::9] = True
+    rows = rng.permutation(n)[:90]
+    k = 4
+    assert k + evidence._TIE_ROOM < n // 5
+    b, c, pos, cos = evidence._exact_neighbours(stats, rows, vectors, open_, linked, k)
+    want = []
+    for i, row in enumerate(rows.tolist()):
+        cols = np.flatnonzero(evidence._visible(stats, rows[i : i + 1], open_, linked)[0])
+        exact = evidence.pair_cosine(np.full(len(cols), row), cols, vectors=vectors)
+        order = np.lexsort((-stats.rank[cols], -exact))[:k]
+        want += [(i, int(x), float(y)) for x, y in zip(cols[order], exact[order])]
+    assert list(zip(b.tolist(), c.tolist(), cos.tolist())) == want
+    assert np.array_equal(cos, evidence.pair_cosine(rows[b], c, vectors=vectors))
+
+
 def test_a_big_banks_edges_gathered_row_by_row_plan_the_same_links(monkeypatch):
     from kbtools.demo import synthetic_bank
     from kbtools.linker import planning, state

@@ -334,29 +334,49 @@ def _votes(stats: TermStats, rows: np.ndarray, rel: Relations, settings: LinkerS
     return found[kept] // n, found[kept] % n, sums[kept]
 
 
-def _top_k(values: np.ndarray, k: int, rank: np.ndarray, floor: float, exact=None, slack: float = 0.0):
-    """Per row, the k columns with the highest value above ``floor`` (ties: the newer entry first).
+def _top_k(values: np.ndarray, k: int, rank: np.ndarray, exact, slack: float = 0.0):
+    """Per row, the k columns with the highest value above -inf (ties: the newer entry first), and
+    their exact values.
 
-    With ``exact(r, c)``, values are approximate (a BLAS product whose last bits depend on the
-    batch): the columns within ``slack`` of the k-th are re-scored exactly, pair by pair, so that the
-    choice does not depend on how many rows were computed together.
+    ``values`` are approximate (a BLAS product whose last bits depend on the batch): the columns
+    within ``slack`` of the k-th are re-scored exactly by ``exact(r, c)`` (a matrix of column
+    numbers per row of ``r``: their exact values), so that the choice does not depend on how many
+    rows were computed together. Each row's ``k + _TIE_ROOM`` highest columns are picked first; a
+    row whose ties run past them is read whole.
     """
+    empty = np.zeros(0, np.int64)
     if values.size == 0 or k <= 0:
-        return (np.zeros(0, np.int64),) * 3
-    n = values.shape[1]
+        return empty, empty, empty, np.zeros(0)
+    n_rows, n = values.shape
+    take = min(n, k + _TIE_ROOM)
+    top = np.argpartition(values, n - take, axis=1)[:, n - take :] if take < n else np.tile(np.arange(n), (n_rows, 1))
+    v = np.take_along_axis(values, top, axis=1).astype(np.float64)  # a float32 is exact as a float64
     if n > k:
-        thr = np.partition(values, n - k, axis=1)[:, n - k]
-        ok = (values >= (thr - slack)[:, None]) & (values > floor)
+        thr = np.partition(v, take - k, axis=1)[:, take - k]  # the k-th highest of the row
+        ok = (v >= (thr - slack)[:, None]) & (v > -np.inf)
+        whole = np.flatnonzero((take < n) & (v.min(axis=1) >= thr - slack) & (v.min(axis=1) > -np.inf))
     else:
-        ok = values > floor
-    r, c = np.nonzero(ok)
-    v = values[r, c] if exact is None else exact(r, c)
-    order = np.lexsort((-rank[c], -v, r))
-    r, c = r[order], c[order]
-    starts = np.searchsorted(r, np.arange(values.shape[0]))
+        ok, whole = v > -np.inf, empty
+    ok[whole] = False
+    r, j = np.nonzero(ok)
+    c = top[r, j]
+    x = exact(np.arange(n_rows), top)[r, j] if len(r) else np.zeros(0)
+    if len(whole):  # ties past the picked columns: every column within the slack of the k-th
+        wide = values[whole].astype(np.float64)
+        r2, c2 = np.nonzero((wide >= (thr[whole] - slack)[:, None]) & (wide > -np.inf))
+        r2 = whole[r2]
+        x2 = exact(r2, c2[:, None])[:, 0]
+        r, c, x = np.concatenate([r, r2]), np.concatenate([c, c2]), np.concatenate([x, x2])
+    order = np.lexsort((-rank[c], -x, r))
+    r, c, x = r[order], c[order], x[order]
+    starts = np.searchsorted(r, np.arange(n_rows))
     pos = np.arange(len(r)) - starts[r]
     keep = pos < k
-    return r[keep].astype(np.int64), c[keep].astype(np.int64), pos[keep].astype(np.int64)
+    return r[keep].astype(np.int64), c[keep].astype(np.int64), pos[keep].astype(np.int64), x[keep]
+
+
+#: Columns picked per row of a dense block past its k best, before the exact re-scoring (see ``_top_k``)
+_TIE_ROOM = 8
 
 
 def _visible_pairs(stats: TermStats, rows: np.ndarray, b: np.ndarray, c: np.ndarray, open_, linked) -> np.ndarray:
@@ -474,8 +494,8 @@ def candidate_pairs(
         parts.append(("nn", b, c, pos, cos))
         unsure = np.flatnonzero((floor > -np.inf) & (np.bincount(b[sure], minlength=len(rows)) < k))
         if unsure.size:
-            b2, c2, pos2 = _exact_neighbours(stats, rows[unsure], vectors, open_, linked, k)
-            parts.append(("nnx", unsure[b2], c2, pos2))
+            b2, c2, pos2, cos2 = _exact_neighbours(stats, rows[unsure], vectors, open_, linked, k)
+            parts.append(("nnx", unsure[b2], c2, pos2, cos2))
     elif vectors is not None:
         parts.append(("nn", *_exact_neighbours(stats, rows, vectors, open_, linked, k)))
     parts.append(("session", *_session(stats, rows, open_, linked, settings.session_candidates + margin)))
@@ -485,11 +505,12 @@ def candidate_pairs(
     return out
 
 
-_DENSE_CELLS = 4_000_000  #: scores of one dense block (rows x columns): 32 MB as float64
+_DENSE_CELLS = 4_000_000  #: scores of one dense block (rows x columns): 16 MB as float32
 
 
 def _exact_neighbours(stats, rows, vectors, open_, linked, k):
-    """The dense scan: per row, the k visible entries of highest cosine (ties: the newer first).
+    """The dense scan: per row, the k visible entries of highest cosine (ties: the newer first), as
+    ``b, c, pos`` and each pair's exact cosine (the bits of ``pair_cosine``).
 
     Rows are scanned in blocks of at most ``_DENSE_CELLS`` scores, in rank order, and only the
     columns some row of a block could see are scored (all of them once that is most of the bank):
@@ -497,7 +518,7 @@ def _exact_neighbours(stats, rows, vectors, open_, linked, k):
     row's values never depend on its block (near ties are re-scored exactly, see ``_top_k``)."""
     rows = np.asarray(rows, np.int64)
     if len(rows) == 0:
-        return (np.zeros(0, np.int64),) * 3
+        return (np.zeros(0, np.int64),) * 3 + (np.zeros(0),)
     n = len(stats.ids)
     base = open_ & (stats.kind >= 0)
     order = np.argsort(stats.rank[rows], kind="stable")
@@ -511,12 +532,12 @@ def _exact_neighbours(stats, rows, vectors, open_, linked, k):
         cost = (ends - i) * width[ends - 1]  # increasing: the widths grow with the rank
         end = int(ends[max(0, int(np.searchsorted(cost, _DENSE_CELLS, side="right")) - 1)])
         block = order[i:end]
-        r, c, pos = _exact_block(stats, rows[block], vectors, open_, linked, k)
-        parts.append((block[r], c, pos))
+        r, c, pos, cos = _exact_block(stats, rows[block], vectors, open_, linked, k)
+        parts.append((block[r], c, pos, cos))
         i = end
-    b, c, pos = (np.concatenate(x) for x in zip(*parts))
+    b, c, pos, cos = (np.concatenate(x) for x in zip(*parts))
     keep = np.lexsort((pos, b))
-    return b[keep], c[keep], pos[keep]
+    return b[keep], c[keep], pos[keep], cos[keep]
 
 
 def _exact_block(stats, rows, vectors, open_, linked, k):
@@ -524,16 +545,19 @@ def _exact_block(stats, rows, vectors, open_, linked, k):
     n = len(stats.ids)
     seen = open_ & (stats.kind >= 0) & (linked | (stats.rank < stats.rank[rows].max()))
     cols = np.flatnonzero(seen) if 2 * int(np.count_nonzero(seen)) < n else None
-    sims = _similarities(vectors, rows, cols)
     if cols is None:
+        sims = _similarities(vectors, rows)
         sims[~_visible(stats, rows, open_, linked)] = -np.inf
-        exact = lambda r, c: pair_cosine(rows[r], c, vectors=vectors)  # noqa: E731
-        return _top_k(sims, k, stats.rank, -np.inf, exact=exact, slack=_SLACK)
-    hidden = ~linked[cols][None, :] & (stats.rank[cols][None, :] >= stats.rank[rows][:, None])
+        exact = lambda r, c: _hit_cosines(vectors, rows[r], c)  # noqa: E731
+        return _top_k(sims, k, stats.rank, exact, slack=_SLACK)
+    if len(cols) and cols[-1] - cols[0] + 1 <= 1.25 * len(cols):  # nearly a run of rows: score the run (a view)
+        cols = np.arange(cols[0], cols[-1] + 1)
+    sims = _similarities(vectors, rows, cols)
+    hidden = ~seen[cols][None, :] | ~linked[cols][None, :] & (stats.rank[cols][None, :] >= stats.rank[rows][:, None])
     sims[hidden | (cols[None, :] == rows[:, None])] = -np.inf
-    exact = lambda r, c: pair_cosine(rows[r], cols[c], vectors=vectors)  # noqa: E731
-    r, c, pos = _top_k(sims, k, stats.rank[cols], -np.inf, exact=exact, slack=_SLACK)
-    return r, cols[c], pos
+    exact = lambda r, c: _hit_cosines(vectors, rows[r], cols[c])  # noqa: E731
+    r, c, pos, cos = _top_k(sims, k, stats.rank[cols], exact, slack=_SLACK)
+    return r, cols[c], pos, cos
 
 
 def _fetch(base: int, neighbors) -> int:
@@ -650,13 +674,18 @@ def use_exact_neighbours(cos, floor, live, k: int) -> bool:
 
 
 def _similarities(vectors, rows, cols=None) -> np.ndarray:
-    """Approximate cosines of rows against the bank (or its ``cols``): a BLAS product for a batch, a
-    plain loop for a few rows (a threaded BLAS call costs milliseconds of wake-up next to polars'
+    """Approximate cosines of rows against the bank (or its ``cols``), in the vectors' precision: a
+    BLAS product for a batch, a plain loop for a few rows (a threaded BLAS call costs milliseconds of wake-up next to polars'
     thread pool)."""
-    against = vectors if cols is None else vectors[cols]
+    if cols is None:
+        against = vectors
+    elif len(cols) and cols[-1] - cols[0] + 1 == len(cols):  # a run of rows (a bank in time order): a view
+        against = vectors[int(cols[0]) : int(cols[-1]) + 1]
+    else:
+        against = vectors[cols]
     if len(rows) <= 4:
-        return np.stack([np.einsum("ij,j->i", against, vectors[r]) for r in rows]).astype(np.float64)
-    return np.asarray(vectors[rows] @ against.T, dtype=np.float64)
+        return np.stack([np.einsum("ij,j->i", against, vectors[r]) for r in rows])
+    return vectors[rows] @ against.T
 
 
 def _session(stats, rows, open_, linked, k):
