@@ -277,3 +277,35 @@ def test_a_connect_leaves_the_garbage_collector_as_it_found_it(enabled):
         assert gc.isenabled() == enabled
     finally:
         gc.enable() if was else gc.disable()
+
+
+def test_shared_words_are_those_of_the_entrys_terms_in_weight_order():
+    """``why_text`` reads only the terms two entries share: the same words as reading every term of
+    the entry heaviest first (ties: by label, then as the entry holds them) and keeping the shared."""
+    from kbtools.demo import synthetic_bank
+    from kbtools.linker import wording
+    from kbtools.linker.terms import TermStats
+
+    demo = synthetic_bank(entries=500, seed=3)
+    stats = TermStats.build(demo.entries, known_entities=["line 3", "kiln"])
+    w, index = stats.w, stats.term_index
+
+    def brute(m, c):
+        am = stats.anchors[m]
+        facts = [(t, t.startswith("e:"), label.lower(), label.lower() if t.startswith("t:") else t[2:])
+                 for t, label in zip(am.terms, am.labels)]
+        facts.sort(key=lambda f: (-w[index[f[0]]], f[2]))
+        other = set(stats.anchors[c].terms)
+        shared = [f for f in facts if f[0] in other]
+        entity_words = {x for f in shared if f[1] for x in f[0][2:].split()}
+        return "shared: " + ", ".join([f[3] for f in shared if f[1] or f[2] not in entity_words][:3])
+
+    rng = np.random.default_rng(0)
+    e = dict(shared_n=1.0, sem=0.0, bridge=0.0, cue=0.0, time=0.0)
+    compared = 0
+    for m, c in rng.integers(0, 500, (3000, 2)).tolist():
+        if set(stats.anchors[m].terms) & set(stats.anchors[c].terms):
+            got = wording._why_words(stats, None, m, c, e, wording._term_places(stats, m))
+            assert got == brute(m, c)
+            compared += got.count(",") > 0
+    assert compared > 500

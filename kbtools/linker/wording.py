@@ -17,28 +17,46 @@ __all__ = ["why_text"]
 
 def why_text(stats: TermStats, rel, m: int, c: int, e: dict) -> str:
     """The evidence of a pair in words: "shared: line 3; similar meaning (0.30); ..."."""
-    return _why_words(stats, rel, m, c, e, _term_facts(stats, m))
+    return _why_words(stats, rel, m, c, e, _term_places(stats, m))
 
 
-def _term_facts(stats: TermStats, m: int) -> list[tuple]:
-    """Entry m's terms as (term, is an entity, label in lower case, shown as), heaviest first (ties:
-    by label, then as the entry holds them): the order ``why_text`` shows shared terms in."""
-    am = stats.anchors[m]
-    w, index = stats.w, stats.term_index
-    facts = [(t, t.startswith("e:"), label.lower(), label.lower() if t.startswith("t:") else t[2:])
-             for t, label in zip(am.terms, am.labels)]
-    facts.sort(key=lambda f: (-w[index[f[0]]], f[2]))
-    return facts
+def _term_places(stats: TermStats, m: int) -> dict[str, int]:
+    """Entry m's terms by their place in its anchor (what ``_why_words`` reads once per entry)."""
+    terms = stats.anchors[m].terms
+    return dict(zip(terms, range(len(terms))))
 
 
-def _why_words(stats: TermStats, rel, m: int, c: int, e: dict, facts: list[tuple]) -> str:
+def _shared_words(stats: TermStats, m: int, c: int, places: dict[str, int]) -> list[str]:
+    """The first three terms entries m and c share, as ``why_text`` shows them: heaviest first (ties:
+    by label in lower case, then as m holds them), a word of a shared entity only within it."""
+    shared = places.keys() & stats.anchors[c].terms
+    if not shared:
+        return []
+    labels, index, w = stats.anchors[m].labels, stats.term_index, _weights(stats)
+    entity_words = {x for t in shared if t.startswith("e:") for x in t[2:].split()}
+    shown = []
+    for _, low, _, t in sorted([(-w[index[t]], labels[places[t]].lower(), places[t], t) for t in shared]):
+        if t.startswith("e:"):
+            shown.append(t[2:])
+        elif low not in entity_words:
+            shown.append(low if t.startswith("t:") else t[2:])
+        if len(shown) == 3:
+            break
+    return shown
+
+
+def _weights(stats: TermStats) -> list[float]:
+    """The terms' weights as Python numbers, read once per statistics."""
+    held = stats._cache.get("weights list")
+    if held is None or held[0] is not stats.w:
+        held = stats._cache["weights list"] = (stats.w, stats.w.tolist())
+    return held[1]
+
+
+def _why_words(stats: TermStats, rel, m: int, c: int, e: dict, places: dict[str, int]) -> str:
     parts = []
     if e["shared_n"] > 0:
-        other = set(stats.anchors[c].terms)
-        shared = [f for f in facts if f[0] in other]
-        entity_words = {w for f in shared if f[1] for w in f[0][2:].split()}
-        shown = [f[3] for f in shared if f[1] or f[2] not in entity_words]
-        parts.append("shared: " + ", ".join(shown[:3]))
+        parts.append("shared: " + ", ".join(_shared_words(stats, m, c, places)))
     if e["sem"] > 0:
         parts.append(f"similar meaning ({e['cos']:.2f})")
     if e["bridge"] > 0:
