@@ -309,3 +309,27 @@ def test_shared_words_are_those_of_the_entrys_terms_in_weight_order():
             assert got == brute(m, c)
             compared += got.count(",") > 0
     assert compared > 500
+
+
+def test_the_kth_highest_vote_of_each_row_is_found_in_groups_as_row_by_row():
+    """``_above_kth`` partitions rows of about the same length together (padded with -inf): the
+    kept pairs are exactly those at or above each row's own k-th highest value, ties included."""
+    from kbtools.linker import evidence
+
+    rng = np.random.default_rng(5)
+    n_rows, k = 300, 7
+    lengths = rng.choice([0, 1, 7, 8, 9, 40, 300, 1025], size=n_rows)
+    r = np.repeat(np.arange(n_rows), lengths)
+    v = rng.integers(0, 12, len(r)).astype(np.float64) / 4  # many ties at the k-th
+    c = np.arange(len(r))
+    shuffled = rng.permutation(len(r))
+    got_r, got_c, got_v = evidence._above_kth(r[shuffled], c[shuffled], v[shuffled], k, n_rows)
+    want = []
+    for row in range(n_rows):
+        mine = np.flatnonzero(r == row)
+        kth = np.sort(v[mine])[-k] if len(mine) > k else -np.inf
+        want += [int(x) for x in mine if v[x] >= kth]
+    assert sorted(got_c.tolist()) == sorted(want)
+    assert (r[got_c] == got_r).all() and (v[got_c] == got_v).all()
+    assert np.all(np.diff(got_r) >= 0)  # by row, as ``_best`` reads them
+    assert len(want) < len(r)  # rows were cut

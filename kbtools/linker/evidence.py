@@ -414,16 +414,39 @@ def _best(r, c, v, k: int, rank: np.ndarray, n_rows: int):
     return r[keep].astype(np.int64), c[keep].astype(np.int64), pos[keep].astype(np.int64)
 
 
+#: Padded values sorted at once by ``_above_kth`` (8 MB)
+_GROUP_CELLS = 1_000_000
+
+
 def _above_kth(r, c, v, k: int, n_rows: int):
-    """The pairs whose value is at least their row's k-th highest (all of a row with k or fewer)."""
+    """The pairs whose value is at least their row's k-th highest (all of a row with k or fewer).
+
+    The rows with more than k pairs are read in groups of about the same length (up to the next
+    power of two, padded with -inf): one sort per group, not one call per row. A sort, not a
+    partition: votes repeat (a row of 7,419 votes held 49 values), and numpy's partition then
+    takes 20 times as long as a sort.
+
+    >>> import numpy as np
+    >>> r, c, v = _above_kth(np.array([1, 0, 0, 0, 1]), np.arange(5), np.array([0.2, 0.5, 0.9, 0.5, 0.1]), 2, 2)
+    >>> r.tolist(), c.tolist()
+    ([0, 0, 0, 1, 1], [1, 2, 3, 0, 4])
+    """
     order = np.argsort(r, kind="stable") if len(r) and np.any(np.diff(r) < 0) else None
     if order is not None:
         r, c, v = r[order], c[order], v[order]
     bounds = np.searchsorted(r, np.arange(n_rows + 1))
+    lengths = np.diff(bounds)
     thr = np.full(n_rows, -np.inf)
-    for row in np.flatnonzero(np.diff(bounds) > k).tolist():
-        part = v[bounds[row] : bounds[row + 1]]
-        thr[row] = np.partition(part, len(part) - k)[len(part) - k]
+    long = np.flatnonzero(lengths > k)
+    if long.size:
+        width = np.left_shift(1, np.ceil(np.log2(lengths[long])).astype(np.int64))  # >= the length
+        for w in np.unique(width).tolist():
+            group = long[width == w]
+            for lo in range(0, len(group), max(1, _GROUP_CELLS // w)):
+                part = group[lo : lo + max(1, _GROUP_CELLS // w)]
+                at = bounds[part][:, None] + np.arange(w)[None, :]
+                padded = np.where(at < bounds[part + 1][:, None], v[np.minimum(at, len(v) - 1)], -np.inf)
+                thr[part] = np.sort(padded, axis=1)[:, w - k]  # a partition crawls on rows of many equal votes
     keep = v >= thr[r]
     return r[keep], c[keep], v[keep]
 
