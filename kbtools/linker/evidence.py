@@ -106,7 +106,7 @@ def pair_cosine(ms, cs, *, vectors=None, cosine=None) -> np.ndarray:
         out = np.zeros(len(ms))
         for lo in range(0, len(ms), _COSINE_BLOCK):
             hi = lo + _COSINE_BLOCK
-            out[lo:hi] = np.einsum("ij,ij->i", vectors[cs[lo:hi]], vectors[ms[lo:hi]])
+            out[lo:hi] = np.einsum("ij,ij->i", _rows_at(vectors, cs[lo:hi]), _rows_at(vectors, ms[lo:hi]))
         return out
     if cosine is not None:
         return np.asarray(cosine(ms, cs), dtype=np.float64).reshape(len(ms))
@@ -119,8 +119,17 @@ def _hit_cosines(vectors, rows: np.ndarray, found: np.ndarray) -> np.ndarray:
     out = np.zeros(found.shape)
     step = max(1, _COSINE_BLOCK // max(found.shape[1], 1))
     for lo in range(0, len(rows), step):
-        out[lo : lo + step] = np.einsum("rkd,rd->rk", vectors[found[lo : lo + step]], vectors[rows[lo : lo + step]])
+        out[lo : lo + step] = np.einsum("rkd,rd->rk", _rows_at(vectors, found[lo : lo + step]),
+                                        _rows_at(vectors, rows[lo : lo + step]))
     return out
+
+
+def _rows_at(vectors, at: np.ndarray) -> np.ndarray:
+    """``vectors[at]`` (``at`` of any shape), gathered by ``np.take`` over the flat positions: twice
+    as fast as indexing with a 2-d array of rows (11 against 24 ms for 512 x 61 rows of 384)."""
+    if not isinstance(vectors, np.ndarray):
+        return vectors[at]
+    return np.take(vectors, at.reshape(-1), axis=0).reshape(*at.shape, *vectors.shape[1:])
 
 
 def pair_evidence(stats: TermStats, ms, cs, *, rel: Relations, settings: LinkerSettings, vectors=None, cosine=None,
