@@ -318,7 +318,8 @@ class _State:
         return held
 
     def _weakest(self, row):
-        self.ensure([row])  # every capped link of the row, to compare them
+        if self.index.capped_degree[row]:  # every capped link of the row, to compare them (none in the input: all here)
+            self.ensure([row])
         edges, faded = self.edges, self.faded
         return min((faded(edges[k]), k) for k in self.capped[row])[1]
 
