@@ -100,10 +100,12 @@ def test_dense_neighbours_are_the_same_whatever_the_block_size(monkeypatch):
     assert len(whole[0]) > 300
 
 
-def test_dense_neighbours_read_a_row_whole_when_its_ties_run_past_the_picked_columns():
+@pytest.mark.parametrize("stride", [8, 2])  # 8: a narrow block picks columns; 2: a wide one reads past a sampled bound
+@pytest.mark.parametrize("kind", ["directions", "random"])
+def test_dense_neighbours_read_a_row_whole_when_its_ties_run_past_the_picked_columns(monkeypatch, stride, kind):
     """Vectors in five directions: each row ties with dozens of columns at its k-th, more than the
-    columns picked first (``_TIE_ROOM``); the scan still returns a brute force's list (exact
-    cosine, then the newer entry) and each pair's exact cosine."""
+    columns picked first (``_TIE_ROOM``) or read past the sampled bound; the scan still returns a
+    brute force's list (exact cosine, then the newer entry) and each pair's exact cosine."""
     from kbtools.demo import synthetic_bank
     from kbtools.linker import evidence
     from kbtools.linker.terms import TermStats
@@ -112,9 +114,15 @@ def test_dense_neighbours_read_a_row_whole_when_its_ties_run_past_the_picked_col
     stats = TermStats.build(demo.entries)
     n = len(stats.ids)
     rng = np.random.default_rng(7)
-    directions = rng.normal(size=(5, 16))
-    vectors = directions[rng.integers(0, 5, n)].astype(np.float32)
+    if kind == "directions":
+        vectors = rng.normal(size=(5, 16))[rng.integers(0, 5, n)].astype(np.float32)
+    else:
+        vectors = rng.normal(size=(n, 16)).astype(np.float32)
     vectors /= np.linalg.norm(vectors, axis=1, keepdims=True)
+    monkeypatch.setattr(evidence, "_SAMPLE_STRIDE", stride)
+    sampled = []
+    monkeypatch.setattr(evidence, "_sampled_candidates", lambda *a, f=evidence._sampled_candidates: sampled.append(
+        f(*a)) or sampled[-1])
     open_, linked = np.ones(n, bool), np.zeros(n, bool)
     linked[::9] = True
     rows = rng.permutation(n)[:90]
@@ -129,6 +137,9 @@ def test_dense_neighbours_read_a_row_whole_when_its_ties_run_past_the_picked_col
         want += [(i, int(x), float(y)) for x, y in zip(cols[order], exact[order])]
     assert list(zip(b.tolist(), c.tolist(), cos.tolist())) == want
     assert np.array_equal(cos, evidence.pair_cosine(rows[b], c, vectors=vectors))
+    assert bool(sampled) == (stride == 2)
+    if sampled and kind == "directions":
+        assert sum(len(whole) for *_, whole in sampled) > 0  # rows whose ties reach the bound were read whole
 
 
 def test_a_big_banks_edges_gathered_row_by_row_plan_the_same_links(monkeypatch):

@@ -350,27 +350,32 @@ def _top_k(values: np.ndarray, k: int, rank: np.ndarray, exact, slack: float = 0
     ``values`` are approximate (a BLAS product whose last bits depend on the batch): the columns
     within ``slack`` of the k-th are re-scored exactly by ``exact(r, c)`` (a matrix of column
     numbers per row of ``r``: their exact values), so that the choice does not depend on how many
-    rows were computed together. Each row's ``k + _TIE_ROOM`` highest columns are picked first; a
-    row whose ties run past them is read whole.
+    rows were computed together. A wide block reads, per row, the columns at or above a bound read
+    off every ``_SAMPLE_STRIDE``-th column (``_sampled_candidates``); a narrow one picks each row's
+    ``k + _TIE_ROOM`` highest columns. A row whose ties may run past what was read is read whole.
     """
     empty = np.zeros(0, np.int64)
     if values.size == 0 or k <= 0:
         return empty, empty, empty, np.zeros(0)
     n_rows, n = values.shape
     take = min(n, k + _TIE_ROOM)
-    top = np.argpartition(values, n - take, axis=1)[:, n - take :] if take < n else np.tile(np.arange(n), (n_rows, 1))
-    v = np.take_along_axis(values, top, axis=1).astype(np.float64)  # a float32 is exact as a float64
-    if n > k:
-        thr = np.partition(v, take - k, axis=1)[:, take - k]  # the k-th highest of the row
-        ok = (v >= (thr - slack)[:, None]) & (v > -np.inf)
-        whole = np.flatnonzero((take < n) & (v.min(axis=1) >= thr - slack) & (v.min(axis=1) > -np.inf))
+    if n >= 4 * _SAMPLE_STRIDE * take:
+        r, c, thr, whole = _sampled_candidates(values, k, take, slack)
+        x = exact(r, c[:, None])[:, 0] if len(r) else np.zeros(0)
     else:
-        ok, whole = v > -np.inf, empty
-    ok[whole] = False
-    r, j = np.nonzero(ok)
-    c = top[r, j]
-    x = exact(np.arange(n_rows), top)[r, j] if len(r) else np.zeros(0)
-    if len(whole):  # ties past the picked columns: every column within the slack of the k-th
+        top = np.argpartition(values, n - take, axis=1)[:, n - take :] if take < n else np.tile(np.arange(n), (n_rows, 1))
+        v = np.take_along_axis(values, top, axis=1).astype(np.float64)  # a float32 is exact as a float64
+        if n > k:
+            thr = np.partition(v, take - k, axis=1)[:, take - k]  # the k-th highest of the row
+            ok = (v >= (thr - slack)[:, None]) & (v > -np.inf)
+            whole = np.flatnonzero((take < n) & (v.min(axis=1) >= thr - slack) & (v.min(axis=1) > -np.inf))
+        else:
+            ok, whole = v > -np.inf, empty
+        ok[whole] = False
+        r, j = np.nonzero(ok)
+        c = top[r, j]
+        x = exact(np.arange(n_rows), top)[r, j] if len(r) else np.zeros(0)
+    if len(whole):  # ties past the columns read: every column within the slack of the k-th
         wide = values[whole].astype(np.float64)
         r2, c2 = np.nonzero((wide >= (thr[whole] - slack)[:, None]) & (wide > -np.inf))
         r2 = whole[r2]
@@ -382,6 +387,31 @@ def _top_k(values: np.ndarray, k: int, rank: np.ndarray, exact, slack: float = 0
     pos = np.arange(len(r)) - starts[r]
     keep = pos < k
     return r[keep].astype(np.int64), c[keep].astype(np.int64), pos[keep].astype(np.int64), x[keep]
+
+
+#: A wide dense block reads every this many columns first, for a bound below each row's best (``_top_k``)
+_SAMPLE_STRIDE = 8
+
+
+def _sampled_candidates(values: np.ndarray, k: int, take: int, slack: float):
+    """``_top_k``'s columns of a wide block: per row, the ``take``-th highest of every
+    ``_SAMPLE_STRIDE``-th column is at most the row's own ``take``-th highest, so the columns at or
+    above it hold the row's best (about ``take * _SAMPLE_STRIDE`` of them, against an argpartition
+    of the whole row: 6.6 against 38.5 ms for 220 x 18,190). Returns ``r, c`` of the columns within
+    ``slack`` of their row's k-th highest value, that value per row (-inf for a row of k or fewer), and
+    the rows to read whole: those whose bound lies above it less the slack (a column between them
+    was not read); their columns are left out here."""
+    n_rows, n = values.shape
+    sample = np.ascontiguousarray(values[:, ::_SAMPLE_STRIDE])
+    bound = np.partition(sample, sample.shape[1] - take, axis=1)[:, sample.shape[1] - take]
+    flat = np.flatnonzero((values >= bound[:, None]) & (values > -np.inf))  # by row
+    r = flat // n
+    c = flat - r * n
+    v = values[r, c].astype(np.float64)  # a float32 is exact as a float64
+    thr = _kth_highest(np.searchsorted(r, np.arange(n_rows + 1)), v, k)  # -inf: k or fewer, all kept
+    short = (bound > -np.inf) & (bound > thr - slack)
+    ok = (v >= thr[r] - slack) & ~short[r]
+    return r[ok], c[ok], thr, np.flatnonzero(short)
 
 
 #: Columns picked per row of a dense block past its k best, before the exact re-scoring (see ``_top_k``)
@@ -443,9 +473,15 @@ def _above_kth(r, c, v, k: int, n_rows: int):
     order = np.argsort(r, kind="stable") if len(r) and np.any(np.diff(r) < 0) else None
     if order is not None:
         r, c, v = r[order], c[order], v[order]
-    bounds = np.searchsorted(r, np.arange(n_rows + 1))
+    keep = v >= _kth_highest(np.searchsorted(r, np.arange(n_rows + 1)), v, k)[r]
+    return r[keep], c[keep], v[keep]
+
+
+def _kth_highest(bounds: np.ndarray, v: np.ndarray, k: int) -> np.ndarray:
+    """Per row (its values ``v[bounds[i]:bounds[i + 1]]``), the k-th highest value; -inf for a row
+    of k values or fewer."""
     lengths = np.diff(bounds)
-    thr = np.full(n_rows, -np.inf)
+    thr = np.full(len(lengths), -np.inf)
     long = np.flatnonzero(lengths > k)
     if long.size:
         width = np.left_shift(1, np.ceil(np.log2(lengths[long])).astype(np.int64))  # >= the length
@@ -456,8 +492,7 @@ def _above_kth(r, c, v, k: int, n_rows: int):
                 at = bounds[part][:, None] + np.arange(w)[None, :]
                 padded = np.where(at < bounds[part + 1][:, None], v[np.minimum(at, len(v) - 1)], -np.inf)
                 thr[part] = np.sort(padded, axis=1)[:, w - k]  # a partition crawls on rows of many equal votes
-    keep = v >= thr[r]
-    return r[keep], c[keep], v[keep]
+    return thr
 
 
 def search_neighbours(stats: TermStats, rows, vectors, neighbors, *, open_, linked, settings: LinkerSettings,
