@@ -344,3 +344,26 @@ def test_the_kth_highest_vote_of_each_row_is_found_in_groups_as_row_by_row():
     assert (r[got_c] == got_r).all() and (v[got_c] == got_v).all()
     assert np.all(np.diff(got_r) >= 0)  # by row, as ``_best`` reads them
     assert len(want) < len(r)  # rows were cut
+
+
+def test_visible_pairs_read_through_one_array_as_through_the_flags():
+    """Many pairs read who may see whom from one array per flags (``_visible_from``); a few read the
+    flags: the same answer, superseded, unlinkable, linked and later entries included."""
+    from kbtools.demo import synthetic_bank
+    from kbtools.linker import evidence
+    from kbtools.linker.terms import TermStats
+
+    stats = TermStats.build(synthetic_bank(entries=400, seed=4).entries)
+    n = len(stats.ids)
+    rng = np.random.default_rng(1)
+    open_, linked = rng.random(n) < 0.9, rng.random(n) < 0.3
+    rows = rng.integers(0, n, 40)
+    b, c = rng.integers(0, 40, 5000), rng.integers(0, n, 5000)
+    c[:40] = rows[b[:40]]  # an entry never sees itself
+    many = evidence._visible_pairs(stats, rows, b, c, open_, linked)
+    few = np.concatenate([evidence._visible_pairs(stats, rows, b[i : i + 10], c[i : i + 10], open_, linked)
+                          for i in range(0, 5000, 10)])
+    m = rows[b]
+    want = open_[c] & (stats.kind[c] >= 0) & (linked[c] | (stats.rank[c] < stats.rank[m])) & (c != m)
+    assert np.array_equal(many, want) and np.array_equal(few, want)
+    assert 0 < want.sum() < len(want) and not many[:40].any()

@@ -422,7 +422,21 @@ def _visible_pairs(stats: TermStats, rows: np.ndarray, b: np.ndarray, c: np.ndar
     """Whether entry ``c`` may be linked from ``rows[b]``: linkable, not superseded or archived, not
     itself, and already linked or created earlier."""
     m = rows[b]
-    return open_[c] & (stats.kind[c] >= 0) & (linked[c] | (stats.rank[c] < stats.rank[m])) & (c != m)
+    if 8 * len(c) < len(stats.ids):  # a few pairs: the flags read directly
+        return open_[c] & (stats.kind[c] >= 0) & (linked[c] | (stats.rank[c] < stats.rank[m])) & (c != m)
+    return (_visible_from(stats, open_, linked)[c] < stats.rank[m]) & (c != m)
+
+
+def _visible_from(stats: TermStats, open_: np.ndarray, linked: np.ndarray) -> np.ndarray:
+    """Per entry, the rank an entry must exceed to see it: -1 when linked (every entry sees it),
+    its own rank when not linked yet, int64 max when it cannot be linked (kept while the flags are
+    the same arrays: one gather per pair instead of four)."""
+    held = stats._cache.get("visible from")
+    if held is None or held[0] is not open_ or held[1] is not linked or len(held[2]) != len(stats.ids):
+        rank = stats.rank.astype(np.int64)
+        held = (open_, linked, np.where(open_ & (stats.kind >= 0), np.where(linked, -1, rank), np.iinfo(np.int64).max))
+        stats._cache["visible from"] = held
+    return held[2]
 
 
 def _visible(stats: TermStats, rows: np.ndarray, open_: np.ndarray, linked: np.ndarray) -> np.ndarray:
