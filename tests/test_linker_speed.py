@@ -322,16 +322,22 @@ def test_shared_words_are_those_of_the_entrys_terms_in_weight_order():
     assert compared > 500
 
 
-def test_the_kth_highest_vote_of_each_row_is_found_in_groups_as_row_by_row():
-    """``_above_kth`` partitions rows of about the same length together (padded with -inf): the
-    kept pairs are exactly those at or above each row's own k-th highest value, ties included."""
+@pytest.mark.parametrize("values", ["two", "twelve", "distinct"])
+def test_the_kth_highest_vote_of_each_row_is_found_in_groups_as_row_by_row(monkeypatch, values):
+    """``_above_kth`` sorts rows of about the same length together (padded with -inf), a wide row
+    cut first at a sampled bound: the kept pairs are exactly those at or above each row's own k-th
+    highest value, ties included."""
     from kbtools.linker import evidence
 
     rng = np.random.default_rng(5)
     n_rows, k = 300, 7
     lengths = rng.choice([0, 1, 7, 8, 9, 40, 300, 1025], size=n_rows)
     r = np.repeat(np.arange(n_rows), lengths)
-    v = rng.integers(0, 12, len(r)).astype(np.float64) / 4  # many ties at the k-th
+    # two or twelve values: many ties at the k-th (two: half of a row at the bound, no cut is worth it)
+    levels = {"two": 2, "twelve": 12}.get(values)
+    v = rng.random(len(r)) if levels is None else rng.integers(0, levels, len(r)) / 4
+    cuts = []
+    monkeypatch.setattr(evidence, "_kth_highest", lambda b, x, k, f=evidence._kth_highest: cuts.append(len(x)) or f(b, x, k))
     c = np.arange(len(r))
     shuffled = rng.permutation(len(r))
     got_r, got_c, got_v = evidence._above_kth(r[shuffled], c[shuffled], v[shuffled], k, n_rows)
@@ -344,6 +350,7 @@ def test_the_kth_highest_vote_of_each_row_is_found_in_groups_as_row_by_row():
     assert (r[got_c] == got_r).all() and (v[got_c] == got_v).all()
     assert np.all(np.diff(got_r) >= 0)  # by row, as ``_best`` reads them
     assert len(want) < len(r)  # rows were cut
+    assert (len(cuts) > 1) == (values != "two")  # the wide rows' values above the bound, read again
 
 
 def test_visible_pairs_read_through_one_array_as_through_the_flags():
