@@ -743,10 +743,16 @@ def _index_hits(stats, rows, vectors, total, open_, linked, k, hits):
     low = np.where(hit, scores, np.inf).min(axis=1)
     floor = np.where(fetch >= total, -np.inf, np.where(np.isfinite(low), low, np.inf) + _SLACK)
     b = np.repeat(np.arange(len(rows), dtype=np.int64), fetch).reshape(found.shape)[hit]
-    c = found[hit]
-    ok = _visible_pairs(stats, rows, b, c, open_, linked)
-    b, c = b[ok], c[ok]
-    v = _hit_cosines(vectors, rows, np.where(hit, found, 0))[hit][ok]
+    seen = np.zeros(found.shape, bool)
+    seen[hit] = _visible_pairs(stats, rows, b, found[hit], open_, linked)
+    # only the visible hits are re-scored (about half of them in a whole-bank connect): each row's
+    # first, in the order the index returned them
+    counts = seen.sum(axis=1)
+    width = int(counts.max()) if len(rows) else 0
+    packed = np.take_along_axis(found, np.argsort(~seen, axis=1, kind="stable")[:, :width], axis=1)
+    valid = np.arange(width)[None, :] < counts[:, None]
+    b, c = np.nonzero(valid)[0], packed[valid]
+    v = _hit_cosines(vectors, rows, np.where(valid, packed, 0))[valid]
     order = np.lexsort((-stats.rank[c], -v, b))
     b, c, v = b[order], c[order], v[order]
     pos = np.arange(len(b)) - np.searchsorted(b, np.arange(len(rows)))[b]
