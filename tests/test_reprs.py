@@ -73,3 +73,17 @@ def test_progress_is_silent_by_default_and_a_bar_when_asked(tmp_path, demo_dir, 
     assert "replay" in capsys.readouterr().err
     with pytest.raises(kb.ValidationError, match="progress is True, False, None or a callable"):
         kb.embed_bank(bank, embedder="hashing", rebuild=True, progress="yes")
+
+
+def test_embed_progress_counts_entries_not_their_texts(tmp_path, demo_dir, monkeypatch):
+    """Each entry is embedded as several texts (one per dimension); the progress counts entries, up
+    to the number embedded, never past it (``kb embed`` printed 8000/2000 on the demo bank)."""
+    monkeypatch.setenv("KBTOOLS_EMBED_CACHE", "0")  # every text embedded, none from the cache
+    shutil.copytree(demo_dir / "business", tmp_path / "biz")
+    bank = kb.open_bank(tmp_path / "biz")
+    seen = []
+    out = kb.embed_bank(bank, embedder="hashing", chunk=64, progress=lambda d, t: seen.append((d, t)))
+    assert out["embedded"] == bank.entries.height and out["from_cache"] == 0
+    assert {t for _, t in seen} == {out["embedded"]}
+    assert [d for d, _ in seen] == sorted(d for d, _ in seen) and all(d <= t for d, t in seen)
+    assert seen[-1] == (out["embedded"], out["embedded"]) and len(seen) > 3

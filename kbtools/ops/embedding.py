@@ -98,7 +98,9 @@ def _embed_chunk(bank: Bank, rows: pl.DataFrame, hashes: np.ndarray, emb: Embedd
         data[found] = cached
     if (~found).any():
         hits = int(found.sum())
-        step = None if progress is None else (lambda done, total: progress(hits + done, rows.height))
+        fresh_rows = rows.height - hits  # embed_rows counts texts (one per dimension of an entry): read as entries
+        step = None if progress is None else (
+            lambda done, total: progress(hits + done * fresh_rows // max(total, 1), rows.height))
         fresh = embed_rows(rows.filter(pl.Series(~found)), emb, progress=step)
         data[~found] = fresh
         cache.put(hashes[~found], fresh)

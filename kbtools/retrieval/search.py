@@ -73,7 +73,7 @@ def embed_rows(entries: pl.DataFrame, embedder: Embedder, *, batch: int = 256, p
     n, d = entries.height, embedder.dim
     out = np.zeros((n, len(DIMENSIONS), d), dtype=np.float32)
     total = n * len(DIMENSIONS)
-    done = 0
+    done = reported = 0
     for j, dim in enumerate(DIMENSIONS):
         col = texts[dim]
         nonempty = np.flatnonzero([bool(t.strip()) for t in col])
@@ -83,7 +83,10 @@ def embed_rows(entries: pl.DataFrame, embedder: Embedder, *, batch: int = 256, p
             done += len(idx)
             if progress:
                 progress(done, total)
+                reported = done
         done += n - len(nonempty)
+    if progress and total and reported < total:
+        progress(total, total)  # the last texts were empty: no batch reported the end
     return out
 
 
