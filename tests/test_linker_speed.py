@@ -374,3 +374,25 @@ def test_visible_pairs_read_through_one_array_as_through_the_flags():
     want = open_[c] & (stats.kind[c] >= 0) & (linked[c] | (stats.rank[c] < stats.rank[m])) & (c != m)
     assert np.array_equal(many, want) and np.array_equal(few, want)
     assert 0 < want.sum() < len(want) and not many[:40].any()
+
+
+def test_shared_terms_of_a_pair_read_from_either_side_alike():
+    """``_shared`` reads the shorter posting list of each pair: the same sums, bit for bit, with the
+    pair's entries either way round, and a set intersection's counts and weights."""
+    from kbtools.demo import synthetic_bank
+    from kbtools.linker import evidence
+    from kbtools.linker.terms import TermStats
+
+    stats = TermStats.build(synthetic_bank(entries=400, seed=6).entries, known_entities=["line 3", "kiln"])
+    rng = np.random.default_rng(2)
+    ms, cs = rng.integers(0, 400, 3000), rng.integers(0, 400, 3000)
+    lengths = np.diff(stats.postings.indptr)
+    assert (lengths[ms] < lengths[cs]).any() and (lengths[ms] > lengths[cs]).any()
+    one, two = evidence._shared(stats, ms, cs), evidence._shared(stats, cs, ms)
+    assert all(np.array_equal(a, b) for a, b in zip(one, two))
+    w = stats.w
+    for i in range(0, 3000, 7):
+        terms = sorted(set(stats.postings[ms[i]].indices) & set(stats.postings[cs[i]].indices))
+        assert one[1][i] == len(terms)
+        assert one[0][i] == pytest.approx(float(sum(w[t] for t in terms)), rel=1e-12, abs=1e-12)
+    assert (one[1] > 0).sum() > 100

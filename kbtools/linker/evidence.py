@@ -225,15 +225,19 @@ def _bag_overlap(stats: TermStats, name: str, ms, cs) -> np.ndarray:
 def _shared(stats: TermStats, ms: np.ndarray, cs: np.ndarray):
     """Per pair: the summed weight, the number and the strong count of the terms both entries hold.
 
-    Reads the candidate's postings and looks each up in the entry's row (by posting key); sums are
+    Reads one entry's postings and looks each up in the other's row (by posting key); sums are
     numpy's reductions over each pair's terms in column order, as a sparse row product's sum."""
     p = len(ms)
     if p == 0 or stats.keys is None or stats.keys.size == 0:
         return np.zeros(p), np.zeros(p), np.zeros(p), np.zeros(p)
     indptr = stats.postings.indptr
-    pair, pos = _rows_of(indptr, cs)
+    # each pair reads the shorter of its two posting lists and looks its terms up in the other's
+    # keys (the sums are symmetric, and both lists run in column order: the same bits either way)
+    short = (indptr[ms + 1] - indptr[ms]) < (indptr[cs + 1] - indptr[cs])
+    read, other = np.where(short, ms, cs), np.where(short, cs, ms)
+    pair, pos = _rows_of(indptr, read)
     cols = stats.postings.indices[pos].astype(np.int64)
-    wanted = (ms[pair] << 32) | cols
+    wanted = (other[pair] << 32) | cols
     at = np.minimum(np.searchsorted(stats.keys, wanted), stats.keys.size - 1)
     hit = stats.keys[at] == wanted
     pair, cols, pos, at = pair[hit], cols[hit], pos[hit], at[hit]
