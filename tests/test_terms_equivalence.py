@@ -307,3 +307,21 @@ def test_statistics_from_their_parts_equal_a_fresh_build(source, tmp_path):
     _assert_equal_stats(grown, built)
     with pytest.raises(ValidationError):
         TermStats.from_parts(entries.head(10), built.parts(), built.anchors[:10], known_entities=known)
+
+
+def test_cues_read_by_polars_are_pythons_matches():
+    """``_cues`` runs the rules' patterns with polars (Rust regex): each text's fix, problem and
+    progress flags are those of the Python patterns, a word boundary next to a non-ASCII letter
+    included ("Théfixed" is no fix)."""
+    from kbtools.linker.rules import FIX_RE, PROBLEM_RE, PROGRESS_RE
+    from kbtools.linker.terms import _cues
+
+    texts = ODD_TEXTS + [
+        "Théfixed", "fixedé", "the pump was Fixed.", "ÉRROR and errors", "éerror", "an error—fixed", "Straße: resolved",
+        "ſolved it", "50% done", "KEEPS JAMMING", "it doesn't work", "won’t start", "time out, timed out", "",
+    ] + [entry_text(r) for r in synthetic_bank(entries=400, seed=3).entries.to_dicts()]
+    found = _cues(texts)
+    for name, pattern in (("fix", FIX_RE), ("problem", PROBLEM_RE), ("progress", PROGRESS_RE)):
+        want = [bool(pattern.search(t)) for t in texts]
+        assert found[name].tolist() == want, name
+    assert not found["fix"][len(ODD_TEXTS)] and found["fix"][len(ODD_TEXTS) + 2]
