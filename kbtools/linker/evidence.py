@@ -402,7 +402,7 @@ def _sampled_candidates(values: np.ndarray, k: int, take: int, slack: float):
     ``_SAMPLE_STRIDE``-th column is at most the row's own ``take``-th highest, so the columns at or
     above it hold the row's best (about ``take * _SAMPLE_STRIDE`` of them, against an argpartition
     of the whole row: 6.6 against 38.5 ms for 220 x 18,190). Returns ``r, c`` of the columns within
-    ``slack`` of their row's k-th highest value, that value per row (-inf for a row of k or fewer), and
+    ``slack`` of their row's k-th highest value, that value per row (-inf for a row of fewer), and
     the rows to read whole: those whose bound lies above it less the slack (a column between them
     was not read); their columns are left out here."""
     n_rows, n = values.shape
@@ -412,7 +412,7 @@ def _sampled_candidates(values: np.ndarray, k: int, take: int, slack: float):
     r = flat // n
     c = flat - r * n
     v = values[r, c].astype(np.float64)  # a float32 is exact as a float64
-    thr = _kth_highest(np.searchsorted(r, np.arange(n_rows + 1)), v, k)  # -inf: k or fewer, all kept
+    thr = _kth_highest(np.searchsorted(r, np.arange(n_rows + 1)), v, k)  # -inf: fewer than k, all kept
     short = (bound > -np.inf) & (bound > thr - slack)
     ok = (v >= thr[r] - slack) & ~short[r]
     return r[ok], c[ok], thr, np.flatnonzero(short)
@@ -489,16 +489,16 @@ def _above_kth(r, c, v, k: int, n_rows: int):
     order = np.argsort(r, kind="stable") if len(r) and np.any(np.diff(r) < 0) else None
     if order is not None:
         r, c, v = r[order], c[order], v[order]
-    keep = v >= _kth_highest(np.searchsorted(r, np.arange(n_rows + 1)), v, k)[r]
+    keep = v >= _kth_highest(np.searchsorted(r, np.arange(n_rows + 1)), v, k)[r]  # -inf: fewer than k, all kept
     return r[keep], c[keep], v[keep]
 
 
 def _kth_highest(bounds: np.ndarray, v: np.ndarray, k: int) -> np.ndarray:
     """Per row (its values ``v[bounds[i]:bounds[i + 1]]``), the k-th highest value; -inf for a row
-    of k values or fewer."""
+    of fewer than k values."""
     lengths = np.diff(bounds)
     thr = np.full(len(lengths), -np.inf)
-    long = np.flatnonzero(lengths > k)
+    long = np.flatnonzero(lengths >= k) if k > 0 else np.zeros(0, np.int64)
     if long.size:
         width = np.left_shift(1, np.ceil(np.log2(lengths[long])).astype(np.int64))  # >= the length
         for w in np.unique(width).tolist():
@@ -512,8 +512,8 @@ def _kth_highest(bounds: np.ndarray, v: np.ndarray, k: int) -> np.ndarray:
 
 
 def _padded_kth(padded: np.ndarray, k: int) -> np.ndarray:
-    """The k-th highest of each row of ``padded`` (more than k values, the rest -inf, at least half
-    of each row values). A wide row is first cut at a bound read off every 8th column (at most the
+    """The k-th highest of each row of ``padded`` (at least k values filling more than half of the
+    row, the rest -inf). A wide row is first cut at a bound read off every 8th column (at most the
     row's k-th highest): the values at or above it, about 8k, are sorted alone. A sort, not a
     partition: votes repeat (a row of 7,419 votes held 49 values), and numpy's partition then takes
     20 times as long as a sort."""
