@@ -513,14 +513,14 @@ def _kth_highest(bounds: np.ndarray, v: np.ndarray, k: int) -> np.ndarray:
 
 def _padded_kth(padded: np.ndarray, k: int) -> np.ndarray:
     """The k-th highest of each row of ``padded`` (at least k values filling more than half of the
-    row, the rest -inf). A wide row is first cut at a bound read off every 8th column (at most the
-    row's k-th highest): the values at or above it, about 8k, are sorted alone. A sort, not a
-    partition: votes repeat (a row of 7,419 votes held 49 values), and numpy's partition then takes
-    20 times as long as a sort."""
+    row, the rest -inf). A wide row is first cut at a bound read off every ``_SAMPLE_STRIDE``-th
+    column (at most the row's k-th highest), as ``_sampled_candidates`` cuts a dense block: the
+    values at or above it, about 8k, are sorted alone. A sort, not a partition: votes repeat (a row
+    of 7,419 votes held 49 values), and numpy's partition then takes 20 times as long as a sort."""
     w = padded.shape[1]
-    if w >= 32 * k:
-        sample = np.sort(padded[:, ::8], axis=1)
-        bound = sample[:, sample.shape[1] - k]  # the sample holds at least w / 16 >= 2k values
+    if w >= 4 * _SAMPLE_STRIDE * k:
+        sample = np.sort(padded[:, ::_SAMPLE_STRIDE], axis=1)
+        bound = sample[:, sample.shape[1] - k]  # more than half the row holds values: the sample at least 2k
         kept = padded >= bound[:, None]
         counts = kept.sum(axis=1)
         if counts.sum() * 4 <= padded.size:  # a cut worth it (not a row of ties)
