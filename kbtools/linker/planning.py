@@ -18,13 +18,12 @@ for each id in that order and applying each plan (``apply_links``) before the ne
 from __future__ import annotations
 
 import datetime as dt
-from concurrent.futures import ThreadPoolExecutor
-
 import numpy as np
 import polars as pl
 
 from kbtools.errors import EntryNotFound, ValidationError
-from kbtools.linker.evidence import candidate_pairs, pair_evidence, relations, search_neighbours
+from kbtools.linker.evidence import candidate_pairs, pair_evidence, relations
+from kbtools.linker.pipeline import ChunkWork, auto_workers, chunk_evidence
 from kbtools.linker.rules import KINDS, LINKER_DEFAULTS, LinkerSettings
 from kbtools.linker.state import LinkPlan, _Choice, _EdgeIndex, _State
 from kbtools.linker.terms import TermStats, gc_paused, metadata_of
@@ -79,10 +78,16 @@ def plan_links(entry_id, entries, edges, triples, *, vectors=None, cosine=None, 
 
 
 def plan_connect(entries, edges, triples, *, ids=None, vectors=None, cosine=None, neighbors=None, stats=None,
-                 settings: LinkerSettings = LINKER_DEFAULTS, now=None, progress=None, chunk=None) -> LinkPlan:
+                 settings: LinkerSettings = LINKER_DEFAULTS, now=None, progress=None, chunk=None,
+                 workers: int | None = None) -> LinkPlan:
     """Links for many entries (default: those never linked), vectorised; the same links as
     ``plan_links`` one entry at a time in created_at order (given the same ``neighbors`` index, see
     ``plan_links``). ``progress(done, total)`` is called after each chunk.
+
+    ``workers``: processes that compute the chunks' candidates and evidence ahead of the linking
+    (forked, Linux only; see ``pipeline.chunk_evidence``); 0 computes them here, None (default)
+    chooses (``pipeline.auto_workers``: one per core for a connect of three chunks or more). The
+    plan is the same either way.
 
     >>> import polars as pl, datetime as dt
     >>> t = dt.datetime(2026, 11, 1, tzinfo=dt.timezone.utc)
@@ -111,38 +116,27 @@ def plan_connect(entries, edges, triples, *, ids=None, vectors=None, cosine=None
     # without an index every entry of a chunk scans the bank densely: (chunk x bank) scores
     size = chunk or (512 if neighbors is not None else max(1, min(512, 4_000_000 // n)))
     total = len(chosen)
-
-    def search(rows):  # a chunk's candidates do not depend on the links planned so far
-        if vectors is None or neighbors is None:
-            return None
-        return search_neighbours(st, rows, vectors, neighbors, open_=ctx.open_, linked=ctx.linked, settings=settings,
-                                 eligible=eligible)
-
     chunks = [chosen[start : start + size] for start in range(0, total, size)]
-    # the next chunk's index search (faiss, outside the GIL) runs beside this chunk's candidates,
-    # evidence and sequential linking
+    work = ChunkWork(st, ctx.rel, ctx.open_, ctx.linked, settings, vectors=vectors, cosine=cosine, neighbors=neighbors,
+                     eligible=eligible, margin=margin)
+    if workers is None:
+        workers = auto_workers(len(chunks)) if cosine is None else 0  # a cosine function may not survive a fork
     # the link state makes a few small objects per link and no cycles: the collector would walk the
     # bank's objects again and again (5-10 % of a connect at 100k)
-    with gc_paused(), ThreadPoolExecutor(max_workers=1, thread_name_prefix="kb-link") as ahead:
-        coming = ahead.submit(search, chunks[0]) if chunks else None
-        done = 0
-        for i, rows in enumerate(chunks):
-            searched = coming.result()
-            if i + 1 < len(chunks):
-                coming = ahead.submit(search, chunks[i + 1])
-            pairs = candidate_pairs(st, rows, rel=ctx.rel, open_=ctx.open_, linked=ctx.linked, settings=settings,
-                                    vectors=vectors, neighbors=neighbors, eligible=eligible, margin=margin,
-                                    searched=searched)
-            ev = pair_evidence(st, pairs["m"], pairs["c"], rel=ctx.rel, settings=settings, vectors=vectors,
-                               cosine=cosine, known_cos=pairs.get("cos"))
-            bounds = np.searchsorted(pairs["b"], np.arange(len(rows) + 1)).tolist()
-            choice = _Choice(pairs, ev, st, settings, state.index, len(rows))
-            for b, row in enumerate(rows.tolist()):
-                state.link_entry(row, pairs, ev, structs[row], bounds[b], bounds[b + 1], choice, b)
-            done += len(rows)
-            if progress is not None:
-                progress(done, total)
-        return state.plan({"entries": total})  # the records' evidence is written here: no collector either
+    with gc_paused():
+        with chunk_evidence(work, chunks, workers=workers) as computed:
+            done = 0
+            for rows, (pairs, ev) in zip(chunks, computed):
+                bounds = np.searchsorted(pairs["b"], np.arange(len(rows) + 1)).tolist()
+                choice = _Choice(pairs, ev, st, settings, state.index, len(rows))
+                for b, row in enumerate(rows.tolist()):
+                    state.link_entry(row, pairs, ev, structs[row], bounds[b], bounds[b + 1], choice, b)
+                done += len(rows)
+                if progress is not None:
+                    progress(done, total)
+        plan = state.plan({"entries": total})  # the records' evidence is written here: no collector either
+        del state  # its records freed before the collector runs again: it would walk them all
+    return plan
 
 
 def apply_links(entries: pl.DataFrame, edges: pl.DataFrame, plan: LinkPlan) -> tuple[pl.DataFrame, pl.DataFrame]:

@@ -1,0 +1,117 @@
+"""A connect's chunks computed ahead (``kbtools.linker.pipeline``): worker processes give the plan
+computed in one process, a worker that dies hands its chunks back, and nothing is left running."""
+
+from __future__ import annotations
+
+import datetime as dt
+import multiprocessing
+import os
+
+import faiss
+import numpy as np
+import polars as pl
+import pytest
+from polars.testing import assert_frame_equal
+
+from kbtools.demo import synthetic_bank
+from kbtools.evaluate.bench import _text_vectors
+from kbtools.linker import TermStats, plan_connect
+from kbtools.linker.pipeline import ChunkWork, auto_workers, chunk_evidence
+from kbtools.linker.planning import _Context
+from kbtools.linker.rules import LINKER_DEFAULTS
+from kbtools.model.schema import SCHEMAS
+
+NOW = dt.datetime(2026, 11, 1, tzinfo=dt.timezone.utc)
+fork_only = pytest.mark.skipif(not auto_workers(10, cpus=2), reason="worker processes are forked on Linux only")
+
+
+@pytest.fixture(scope="module")
+def bank():
+    demo = synthetic_bank(entries=2_500, seed=5)
+    entries = demo.entries.with_columns(pl.lit(None).cast(SCHEMAS["entries"]["linked_at"]).alias("linked_at"))
+    vectors = _text_vectors(entries)
+    index = faiss.IndexHNSWFlat(vectors.shape[1], 16, faiss.METRIC_INNER_PRODUCT)  # approximate: order matters
+    index.add(vectors)
+    return entries, demo.edges, demo.triples, vectors, index, TermStats.build(entries)
+
+
+def _plans(bank, **kw):
+    entries, edges, triples, vectors, index, stats = bank
+    return [plan_connect(entries, edges, triples, stats=stats, now=NOW, chunk=300, workers=w, **kw) for w in (0, 2)]
+
+
+@fork_only
+def test_worker_processes_plan_what_one_process_plans(bank):
+    _, _, _, vectors, index, _ = bank
+    alone, forked = _plans(bank, vectors=vectors, neighbors=index)
+    assert alone.add.height > 1_000 and alone.report == forked.report
+    assert_frame_equal(alone.add, forked.add)
+    assert_frame_equal(alone.entry_updates, forked.entry_updates)
+    assert not multiprocessing.active_children()  # the workers were stopped
+
+
+@fork_only
+def test_worker_processes_without_vectors_plan_alike(bank):
+    alone, forked = _plans(bank)
+    assert alone.add.height > 1_000
+    assert_frame_equal(alone.add, forked.add)
+
+
+def _work(bank, cls=ChunkWork):
+    entries, edges, triples, vectors, index, stats = bank
+    ctx = _Context.open(entries, edges, triples, stats, LINKER_DEFAULTS, NOW, vectors, None, index)
+    rows = np.argsort(stats.rank, kind="stable")[:1_200]
+    work = cls(stats, ctx.rel, ctx.open_, ctx.linked, LINKER_DEFAULTS, vectors=vectors, neighbors=index,
+               eligible=ctx.eligible())
+    return work, [rows[i : i + 200] for i in range(0, len(rows), 200)]
+
+
+class _DiesOnThirdChunk(ChunkWork):
+    """A worker computing the third chunk exits at once, as one killed for memory would."""
+
+    def evidence(self, rows, searched=None):
+        if multiprocessing.parent_process() is not None and rows[0] == self.stats._cache["third chunk"]:
+            os._exit(3)
+        return super().evidence(rows, searched)
+
+
+def _same(a, b):
+    assert a.keys() == b.keys()
+    for key in a:
+        assert np.array_equal(a[key], b[key], equal_nan=a[key].dtype.kind == "f"), key
+
+
+@fork_only
+def test_a_dead_worker_hands_its_chunks_back(bank):
+    work, chunks = _work(bank, _DiesOnThirdChunk)
+    work.stats._cache["third chunk"] = chunks[2][0]
+    try:
+        with chunk_evidence(work, chunks, workers=2) as computed:
+            got = list(computed)
+        with chunk_evidence(work, chunks, workers=0) as computed:
+            want = list(computed)
+    finally:
+        del work.stats._cache["third chunk"]
+    assert len(got) == len(want) == len(chunks)
+    for (pairs, ev), (pairs2, ev2) in zip(got, want):
+        _same(pairs, pairs2)
+        _same(ev, ev2)
+    assert not multiprocessing.active_children()
+
+
+@fork_only
+def test_leaving_early_stops_the_workers(bank):
+    work, chunks = _work(bank)
+    with pytest.raises(RuntimeError, match="stop"):
+        with chunk_evidence(work, chunks, workers=2) as computed:
+            for i, _ in enumerate(computed):
+                if i == 1:
+                    raise RuntimeError("stop")
+    assert not multiprocessing.active_children()
+
+
+def test_workers_only_for_a_big_connect_on_several_cores():
+    assert auto_workers(2, cpus=8) == 0  # a fork costs more than two chunks gain
+    assert auto_workers(100, cpus=1) == 0
+    if auto_workers(100, cpus=2):  # Linux
+        assert auto_workers(100, cpus=2) == 2 and auto_workers(100, cpus=64) == 8
