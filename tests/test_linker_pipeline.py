@@ -115,3 +115,40 @@ def test_workers_only_for_a_big_connect_on_several_cores():
     assert auto_workers(100, cpus=1) == 0
     if auto_workers(100, cpus=2):  # Linux
         assert auto_workers(100, cpus=2) == 2 and auto_workers(100, cpus=64) == 8
+
+
+@fork_only
+def test_the_linking_works_while_it_waits_for_the_workers(bank):
+    work, chunks = _work(bank)
+    calls = []
+
+    def more() -> bool:  # what the linking does meanwhile (a connect writes evidence texts)
+        calls.append(1)
+        return len(calls) < 3
+
+    with chunk_evidence(work, chunks, workers=2, while_waiting=more) as computed:
+        assert len(list(computed)) == len(chunks)
+    # called while the first chunk was computed until it had nothing left, then once per later wait
+    assert 3 <= len(calls) < 3 + len(chunks)
+
+
+def test_evidence_written_early_reads_as_written_at_the_end(bank):
+    from kbtools.linker.state import _State
+
+    entries, edges, triples, vectors, index, stats = bank
+    written = []
+    original = _State.plan
+
+    def plan(self, report):  # the connect wrote no text while waiting (one process): write it all now
+        while self.write_evidence(most=7):
+            written.append(1)
+        return original(self, report)
+
+    _State.plan = plan
+    try:
+        early = plan_connect(entries, edges, triples, stats=stats, now=NOW, chunk=300, workers=0)
+    finally:
+        _State.plan = original
+    late = plan_connect(entries, edges, triples, stats=stats, now=NOW, chunk=300, workers=0)
+    assert len(written) > 100
+    assert_frame_equal(early.add, late.add)

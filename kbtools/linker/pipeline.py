@@ -111,15 +111,18 @@ def _can_fork() -> bool:
 
 
 @contextlib.contextmanager
-def chunk_evidence(work: ChunkWork, chunks: list[np.ndarray], *, workers: int = 0) -> Iterator[Iterator[tuple[dict, dict]]]:
+def chunk_evidence(work: ChunkWork, chunks: list[np.ndarray], *, workers: int = 0,
+                   while_waiting=None) -> Iterator[Iterator[tuple[dict, dict]]]:
     """An iterator of ``(pairs, ev)`` per chunk, in order, computed ahead: by ``workers`` forked
     processes, or (0) in this process with the next chunk's search in a thread. Leaving the context
     stops what it started; a worker that dies (killed, out of memory) hands its chunks back to this
-    process, so the connect still finishes with the same arrays."""
+    process, so the connect still finishes with the same arrays. ``while_waiting()``: called again
+    and again while the next chunk is not ready from the workers, as long as it returns True (it
+    has more to do)."""
     if workers > 0 and len(chunks) and _can_fork():
         work.prepare()
         with _forked(work, workers) as pool:
-            yield _from_processes(work, chunks, pool, workers)
+            yield _from_processes(work, chunks, pool, workers, while_waiting)
         return
     with ThreadPoolExecutor(max_workers=1, thread_name_prefix="kb-link") as ahead:
         yield _in_process(work, chunks, ahead)
@@ -167,7 +170,7 @@ def _chunk_in_worker(rows: np.ndarray) -> tuple[dict, dict]:
     return _WORK.evidence(rows)
 
 
-def _from_processes(work: ChunkWork, chunks, pool, workers: int) -> Iterator[tuple[dict, dict]]:
+def _from_processes(work: ChunkWork, chunks, pool, workers: int, while_waiting=None) -> Iterator[tuple[dict, dict]]:
     pending = collections.deque()
     broken = False
     for i, rows in enumerate(chunks):
@@ -178,6 +181,9 @@ def _from_processes(work: ChunkWork, chunks, pool, workers: int) -> Iterator[tup
                 broken = True
         result = None
         if pending:
+            busy = while_waiting is not None
+            while busy and not pending[0].done():
+                busy = while_waiting()
             try:
                 result = pending.popleft().result()
             except BrokenProcessPool:

@@ -124,7 +124,7 @@ def plan_connect(entries, edges, triples, *, ids=None, vectors=None, cosine=None
     # the link state makes a few small objects per link and no cycles: the collector would walk the
     # bank's objects again and again (5-10 % of a connect at 100k)
     with gc_paused():
-        with chunk_evidence(work, chunks, workers=workers) as computed:
+        with chunk_evidence(work, chunks, workers=workers, while_waiting=state.write_evidence) as computed:
             done = 0
             for rows, (pairs, ev) in zip(chunks, computed):
                 bounds = np.searchsorted(pairs["b"], np.arange(len(rows) + 1)).tolist()

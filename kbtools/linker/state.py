@@ -238,6 +238,8 @@ class _State:
         self.loaded_rows: set[int] = set()
         self.loaded_edges: set[int] = set()
         self._facts = (-1, {})  #: the last entry's terms by their place (``wording._term_places``)
+        self._unwritten: list[dict] = []  #: automatic records planned here, their evidence text maybe not written
+        self._written = 0  #: how many of them ``write_evidence`` went through
 
     def ensure(self, rows) -> None:
         """Load the input edges touching these rows (once: an edge removed later stays removed)."""
@@ -466,7 +468,21 @@ class _State:
         rec = self._new(src, dst, typ, "auto", float(e["score"]), None)
         rec["taken"] = origin is not None  # only a taken-over link's evidence says "from"
         rec["words"] = (m, c, e, origin)
+        self._unwritten.append(rec)
         return rec
+
+    def write_evidence(self, most: int = 256) -> bool:
+        """Write the evidence text of up to ``most`` more automatic links planned so far and still
+        planned (what a connect does while it waits for its next chunk, instead of all of it at the
+        end); whether some are left. The text is the same whenever it is written."""
+        records, start = self._unwritten, self._written
+        stop = min(start + most, len(records))
+        added = self.added
+        for rec in records[start:stop]:
+            if "words" in rec and added.get((rec["src"], rec["dst"], rec["type"])) is rec:
+                self._evidence(rec)
+        self._written = stop
+        return stop < len(records)
 
     def _evidence(self, rec) -> str | None:
         """The record's evidence text, written now for an automatic link planned here."""
