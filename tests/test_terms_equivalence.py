@@ -162,7 +162,7 @@ def test_frames_without_words_read_alike():
 
 
 _FIELDS = ("ids", "n", "vocab", "term_index", "df", "idf", "w", "is_entity", "hub", "capped", "total", "kind", "rank",
-           "time_us", "session", "fix", "problem", "progress", "keys", "strong_base", "strong_flag", "session_rows",
+           "time_us", "session", "fix", "problem", "progress", "strong_base", "strong_flag", "session_rows",
            "session_start", "row_of", "anchors")
 
 

@@ -113,9 +113,8 @@ class TermStats:
     fix: np.ndarray
     problem: np.ndarray
     progress: np.ndarray
-    #: per stored posting (CSR order): its key ``row << 32 | column`` and whether the term is strong for
-    #: that entry (not a place/machine of it; hubs are masked by ``strong_flag``)
-    keys: np.ndarray = field(default=None, repr=False)
+    #: per stored posting (CSR order): whether the term is strong for that entry (not a place/machine
+    #: of it; hubs are masked by ``strong_flag``)
     strong_base: np.ndarray = field(default=None, repr=False)
     #: entry rows grouped by session code: rows ``session_rows[session_start[s]:session_start[s + 1]]``
     session_rows: np.ndarray = field(default=None, repr=False)
@@ -131,7 +130,7 @@ class TermStats:
     #: the transposed postings as (base, rows, tail): terms x entries for the rows before ``rows``, and
     #: for the rows after (None when there are none), so that an append does not insert into every term
     _transposed: tuple = field(default=None, repr=False)
-    #: the growable arrays the postings, keys and strong flags are views of (see ``_Buffer``)
+    #: the growable arrays the postings and strong flags are views of (see ``_Buffer``)
     _buffers: dict = field(default_factory=dict, repr=False)
 
     @classmethod
@@ -170,7 +169,7 @@ class TermStats:
                 bags, bag_index, grown: dict | None = None):
         """The statistics from the postings (row-sorted CSR arrays) and the per-entry facts;
         ``grown`` holds what :meth:`extend` already has for the whole bank (``row_of``, ``df``,
-        ``is_entity``, ``postings_t``, ``keys``), else they are computed here."""
+        ``is_entity``, ``postings_t``), else they are computed here."""
         grown = grown or {}
         n_rows, n_terms = len(ids), len(term_index)
         buffers = grown.get("buffers")
@@ -190,19 +189,13 @@ class TermStats:
         w = np.where(is_entity, 1.5 * idf_, idf_)
         hub = df >= max(4.0, 0.15 * n)
         capped = df > max(50.0, 0.2 * n)
-        if "keys" in grown:
-            keys = grown["keys"]
-        else:
-            keys_buffer = buffers["keys"] = _Buffer(
-                (np.repeat(np.arange(n_rows, dtype=np.int64), np.diff(indptr)) << 32) | indices)
-            keys = keys_buffer.view(len(indices))
         order = grown["session_rows"] if "session_rows" in grown else np.argsort(facts["session"], kind="stable")
         counts = np.bincount(facts["session"] + 1, minlength=1) if n_rows else np.zeros(1, np.int64)
         session_start = np.concatenate([[0], np.cumsum(counts[1:])]).astype(np.int64) + (counts[0] if n_rows else 0)
         return cls(
             ids=ids, row_of=grown["row_of"] if "row_of" in grown else {i: k for k, i in enumerate(ids)}, n=n,
             vocab=vocab, term_index=term_index, df=df, idf=idf_, w=w, is_entity=is_entity, hub=hub, capped=capped,
-            postings=postings, anchors=anchors, kind=kinds, keys=keys, strong_base=strong_base,
+            postings=postings, anchors=anchors, kind=kinds, strong_base=strong_base,
             session_rows=order.astype(np.int64), session_start=session_start,
             known_entities=known, settings=settings, bags=bags, bag_index=bag_index, **facts, **cues,
             _transposed=grown["transposed"] if "transposed" in grown else (postings.T.tocsr(), n_rows, None),
@@ -320,7 +313,6 @@ class TermStats:
             "df": np.concatenate([self.df, np.zeros(n_terms - len(self.df), np.int64)])
             + np.bincount(new_indices, minlength=n_terms),
             "is_entity": np.concatenate([self.is_entity, np.array(added_terms, dtype=bool)]),
-            "keys": _grow(buffers, "keys", nnz, (new_rows << 32) | new_indices),
             "transposed": self._grown_transposed(new_rows, new_indices, indptr, indices, n_terms, entries.height),
             "buffers": buffers,
         }
