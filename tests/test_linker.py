@@ -280,8 +280,29 @@ def test_connect_invariants(seed, n, max_degree):
     auto = after.filter(pl.col("source") == "auto")
     if auto.height:
         assert pl.concat([auto["src"], auto["dst"]]).value_counts()["count"].max() <= max_degree
-        assert auto["weight"].min() >= LINKER_DEFAULTS.threshold * LINKER_DEFAULTS.takeover - 1e-9
+        # a link taken over loses a tenth at each decision of a chain that replaced its entry
+        takeovers = max(1, _longest_chain(after.filter(pl.col("type") == "supersedes")))
+        assert auto["weight"].min() >= LINKER_DEFAULTS.threshold * LINKER_DEFAULTS.takeover**takeovers - 1e-9
     assert (after["src"] != after["dst"]).all()
+
+
+def _longest_chain(supersedes: pl.DataFrame) -> int:
+    """The most supersedes edges one after another (decision C replaced B, which replaced A: 2)."""
+    replaced = dict(zip(supersedes["src"].to_list(), supersedes["dst"].to_list()))
+    longest = 0
+    for start in replaced:
+        seen, at = {start}, start
+        while at in replaced and replaced[at] not in seen:
+            at = replaced[at]
+            seen.add(at)
+        longest = max(longest, len(seen) - 1)
+    return longest
+
+
+def test_connect_invariants_at_a_chain_of_two_replaced_decisions():
+    """Hypothesis found it: a link of a decision replaced twice in one connect is taken over twice
+    (0.3886 x 0.9 x 0.9 = 0.3148, under the threshold times one takeover)."""
+    test_connect_invariants.hypothesis.inner_test(seed=142, n=32, max_degree=5)
 
 
 def test_noisy_or_is_bounded_and_monotone():
@@ -320,7 +341,7 @@ def test_errors_name_the_problem():
 def _same_stats(a, b):
     assert a.ids == b.ids and a.vocab == b.vocab and a.n == b.n
     for name in ("df", "idf", "w", "hub", "capped", "total", "kind", "rank", "time_us", "fix", "problem", "progress",
-                 "keys", "strong_flag"):
+                 "strong_flag"):
         assert np.array_equal(getattr(a, name), getattr(b, name)), name
     assert (a.postings != b.postings).nnz == 0 and (a.postings_t != b.postings_t).nnz == 0
     assert (a.strong != b.strong).nnz == 0 and (a.weighted != b.weighted).nnz == 0
