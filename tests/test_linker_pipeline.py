@@ -152,3 +152,24 @@ def test_evidence_written_early_reads_as_written_at_the_end(bank):
     late = plan_connect(entries, edges, triples, stats=stats, now=NOW, chunk=300, workers=0)
     assert len(written) > 100
     assert_frame_equal(early.add, late.add)
+
+
+def _in_a_daemon(work, chunks, conn):
+    try:
+        with chunk_evidence(work, chunks, workers=2) as computed:  # may not start processes: computes here
+            conn.send((auto_workers(100, cpus=2), len(list(computed)), len(multiprocessing.active_children())))
+    except BaseException as error:  # noqa: BLE001 - reported to the test
+        conn.send(repr(error))
+
+
+@fork_only
+def test_a_pool_worker_links_in_its_own_process(bank):
+    """A fleet runs banks in pool workers (dask's are daemonic, which may not start processes): a
+    connect there neither forks more workers on its own nor fails when asked to."""
+    work, chunks = _work(bank)
+    ours, theirs = multiprocessing.get_context("fork").Pipe()
+    child = multiprocessing.get_context("fork").Process(target=_in_a_daemon, args=(work, chunks, theirs), daemon=True)
+    child.start()
+    got = ours.recv() if ours.poll(120) else "no answer"
+    child.join(30)
+    assert got == (0, len(chunks), 0)

@@ -89,12 +89,13 @@ class ChunkWork:
 
 
 def auto_workers(chunks: int, *, cpus: int | None = None) -> int:
-    """Worker processes for a connect of this many chunks: none for a few chunks, on one core, or
-    where processes cannot be forked safely (only Linux forks here); else one per core, at most
-    ``MAX_WORKERS``."""
+    """Worker processes for a connect of this many chunks: none for a few chunks, on one core, in a
+    process that is itself a pool's worker (a fleet of banks spreads its banks over the cores
+    already; a daemonic one may not start processes), or where processes cannot be forked safely
+    (only Linux forks here); else one per core, at most ``MAX_WORKERS``."""
     if cpus is None:
         cpus = _cpus()
-    if chunks < PROCESSES_FROM or cpus < 2 or not _can_fork():
+    if chunks < PROCESSES_FROM or cpus < 2 or not _can_fork() or multiprocessing.parent_process() is not None:
         return 0
     return min(cpus, MAX_WORKERS)
 
@@ -107,7 +108,8 @@ def _cpus() -> int:
 
 
 def _can_fork() -> bool:
-    return sys.platform.startswith("linux") and "fork" in multiprocessing.get_all_start_methods()
+    return (sys.platform.startswith("linux") and "fork" in multiprocessing.get_all_start_methods()
+            and not multiprocessing.current_process().daemon)
 
 
 @contextlib.contextmanager
