@@ -390,6 +390,8 @@ def test_shared_terms_of_a_pair_read_from_either_side_alike():
     assert (lengths[ms] < lengths[cs]).any() and (lengths[ms] > lengths[cs]).any()
     one, two = evidence._shared(stats, ms, cs), evidence._shared(stats, cs, ms)
     assert all(np.array_equal(a, b) for a, b in zip(one, two))
+    few = evidence._shared(stats, ms[:100], cs[:100])  # a few pairs read every candidate's list
+    assert all(np.array_equal(a[:100], b) for a, b in zip(one, few))
     w = stats.w
     for i in range(0, 3000, 7):
         terms = sorted(set(stats.postings[ms[i]].indices) & set(stats.postings[cs[i]].indices))

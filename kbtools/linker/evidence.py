@@ -222,6 +222,9 @@ def _bag_overlap(stats: TermStats, name: str, ms, cs) -> np.ndarray:
     return np.divide(both, size, out=np.zeros(len(ms)), where=size > 0)
 
 
+_FEW_PAIRS = 512  #: up to this many pairs, ``_shared`` reads every candidate's list (no split by length)
+
+
 def _shared(stats: TermStats, ms: np.ndarray, cs: np.ndarray):
     """Per pair: the summed weight, the number and the strong count of the terms both entries hold.
 
@@ -231,6 +234,8 @@ def _shared(stats: TermStats, ms: np.ndarray, cs: np.ndarray):
     p = len(ms)
     if p == 0 or stats.postings.nnz == 0:
         return np.zeros(p), np.zeros(p), np.zeros(p), np.zeros(p)
+    if p <= _FEW_PAIRS:  # one entry's candidates: one lookup among its own keys costs least
+        return _shared_sums(stats, *_shared_hits(stats, ms, cs), p)
     indptr = stats.postings.indptr
     read_m = (indptr[ms + 1] - indptr[ms]) < (indptr[cs + 1] - indptr[cs])
     totals = [np.zeros(p) for _ in range(4)]
