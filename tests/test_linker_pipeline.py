@@ -76,7 +76,8 @@ class _DiesOnThirdChunk(ChunkWork):
 
 
 def _same(a, b):
-    assert a.keys() == b.keys()
+    """``a`` (from a worker: what the linking reads, or all) holds ``b``'s values."""
+    assert a.keys() <= b.keys() and {"m", "c"} <= a.keys()
     for key in a:
         assert np.array_equal(a[key], b[key], equal_nan=a[key].dtype.kind == "f"), key
 
@@ -173,3 +174,33 @@ def test_a_pool_worker_links_in_its_own_process(bank):
     got = ours.recv() if ours.poll(120) else "no answer"
     child.join(30)
     assert got == (0, len(chunks), 0)
+
+
+@fork_only
+def test_worker_processes_plan_replaced_decisions_alike(demo_dir):
+    """The engineering demo holds decisions replaced by others (superseded entries whose
+    replacement is known link in its name, ``_auto_links``; structural links): what the linking
+    reads of the workers' arrays covers those too."""
+    from kbtools.linker.state import _State
+
+    tables = demo_dir / "engineering" / "tables"
+    entries, edges, triples = (pl.read_parquet(sorted((tables / name).glob("*.parquet"))) for name in ("entries", "edges", "triples"))
+    entries = entries.with_columns(pl.lit(None).cast(SCHEMAS["entries"]["linked_at"]).alias("linked_at"))
+    edges = edges.filter(pl.col("source") != "auto")
+    calls = []
+    original = _State._auto_links
+
+    def counted(self, *args):
+        calls.append(1)
+        return original(self, *args)
+
+    _State._auto_links = counted
+    try:
+        alone, forked = (plan_connect(entries, edges, triples, now=NOW, chunk=150, workers=w) for w in (0, 2))
+    finally:
+        _State._auto_links = original
+    assert alone.report["structural"] > 0 and len(calls) >= 2 * 5  # 7 a run
+    assert alone.report == forked.report
+    assert_frame_equal(alone.add, forked.add)
+    assert_frame_equal(alone.remove, forked.remove)
+    assert_frame_equal(alone.entry_updates, forked.entry_updates)
