@@ -203,3 +203,12 @@ def test_worker_processes_plan_replaced_decisions_alike(demo_dir):
     assert_frame_equal(alone.add, forked.add)
     assert_frame_equal(alone.remove, forked.remove)
     assert_frame_equal(alone.entry_updates, forked.entry_updates)
+
+
+@pytest.mark.parametrize("workers", [-1, 1.5, True, "2"])
+def test_a_bad_number_of_workers_is_named(bank, workers):
+    from kbtools.errors import ValidationError
+
+    entries, edges, triples, _, _, stats = bank
+    with pytest.raises(ValidationError, match="workers"):
+        plan_connect(entries, edges, triples, stats=stats, now=NOW, workers=workers)

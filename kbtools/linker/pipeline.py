@@ -8,7 +8,6 @@ big connect, from worker processes forked with the bank already in memory: the l
 process and the numpy work of the next chunks then run on separate cores. Both give the same
 arrays, bit for bit (the same functions over the same inputs).
 
->>> import numpy as np
 >>> auto_workers(1, cpus=8), auto_workers(40, cpus=1), auto_workers(40, cpus=2) > 0
 (0, 0, True)
 """

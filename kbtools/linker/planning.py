@@ -18,6 +18,7 @@ for each id in that order and applying each plan (``apply_links``) before the ne
 from __future__ import annotations
 
 import datetime as dt
+
 import numpy as np
 import polars as pl
 
@@ -97,6 +98,9 @@ def plan_connect(entries, edges, triples, *, ids=None, vectors=None, cosine=None
     >>> plan_connect(entries, None, None, ids=[]).report["entries"]
     0
     """
+    if workers is not None and (isinstance(workers, bool) or not isinstance(workers, int) or workers < 0):
+        raise ValidationError("workers", workers, "a number of worker processes, 0 or more (None: one per core "
+                                                  "for a connect of three chunks or more)")
     ctx = _Context.open(entries, edges, triples, stats, settings, now, vectors, cosine, neighbors)
     st = ctx.stats
     if ids is None:
