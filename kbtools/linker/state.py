@@ -237,7 +237,7 @@ class _State:
         self.degree_delta: dict[int, int] = defaultdict(int)  #: capped links of a row, added minus removed
         self.loaded_rows: set[int] = set()
         self.loaded_edges: set[int] = set()
-        self._facts = (-1, {})  #: the last entry's terms by their place (``wording._term_places``)
+        self._facts = (-1, None)  #: the last entry's terms as its links' words read them (``wording._term_places``)
         self._unwritten: list[dict] = []  #: automatic records planned here, their evidence text maybe not written
         self._written = 0  #: how many of them ``write_evidence`` went through
 

@@ -20,29 +20,36 @@ def why_text(stats: TermStats, rel, m: int, c: int, e: dict) -> str:
     return _why_words(stats, rel, m, c, e, _term_places(stats, m))
 
 
-def _term_places(stats: TermStats, m: int) -> dict[str, int]:
-    """Entry m's terms by their place in its anchor (what ``_why_words`` reads once per entry)."""
-    terms = stats.anchors[m].terms
-    return dict(zip(terms, range(len(terms))))
+def _term_places(stats: TermStats, m: int) -> tuple:
+    """Entry m's terms as ``_why_words`` reads them, once per entry (it writes an entry's links one
+    after another): by their place in its anchor; in the order they are shown, heaviest first
+    (ties: by label in lower case, then as m holds them), each with what it shows and its word in
+    lower case (None for an entity); and its entities' words."""
+    anchor = stats.anchors[m]
+    terms, labels, index, w = anchor.terms, anchor.labels, stats.term_index, _weights(stats)
+    places = dict(zip(terms, range(len(terms))))
+    keyed = sorted([(-w[index[t]], labels[i].lower(), i, t) for t, i in places.items()])
+    shown = [(t, t[2:], None) if t.startswith("e:") else (t, low if t.startswith("t:") else t[2:], low)
+             for _, low, _, t in keyed]
+    entities = [(t, t[2:].split()) for t in places if t.startswith("e:")]
+    return places, shown, entities
 
 
-def _shared_words(stats: TermStats, m: int, c: int, places: dict[str, int]) -> list[str]:
-    """The first three terms entries m and c share, as ``why_text`` shows them: heaviest first (ties:
-    by label in lower case, then as m holds them), a word of a shared entity only within it."""
+def _shared_words(stats: TermStats, m: int, c: int, facts: tuple) -> list[str]:
+    """The first three terms entries m and c share, as ``why_text`` shows them (m's order, see
+    ``_term_places``), a word of a shared entity only within it."""
+    places, shown, entities = facts
     shared = places.keys() & stats.anchors[c].terms
     if not shared:
         return []
-    labels, index, w = stats.anchors[m].labels, stats.term_index, _weights(stats)
-    entity_words = {x for t in shared if t.startswith("e:") for x in t[2:].split()}
-    shown = []
-    for _, low, _, t in sorted([(-w[index[t]], labels[places[t]].lower(), places[t], t) for t in shared]):
-        if t.startswith("e:"):
-            shown.append(t[2:])
-        elif low not in entity_words:
-            shown.append(low if t.startswith("t:") else t[2:])
-        if len(shown) == 3:
-            break
-    return shown
+    hidden = {x for t, words in entities if t in shared for x in words} if entities else ()
+    out = []
+    for t, text, low in shown:
+        if t in shared and (low is None or low not in hidden):
+            out.append(text)
+            if len(out) == 3:
+                break
+    return out
 
 
 def _weights(stats: TermStats) -> list[float]:
@@ -53,10 +60,10 @@ def _weights(stats: TermStats) -> list[float]:
     return held[1]
 
 
-def _why_words(stats: TermStats, rel, m: int, c: int, e: dict, places: dict[str, int]) -> str:
+def _why_words(stats: TermStats, rel, m: int, c: int, e: dict, facts: tuple) -> str:
     parts = []
     if e["shared_n"] > 0:
-        parts.append("shared: " + ", ".join(_shared_words(stats, m, c, places)))
+        parts.append("shared: " + ", ".join(_shared_words(stats, m, c, facts)))
     if e["sem"] > 0:
         parts.append(f"similar meaning ({e['cos']:.2f})")
     if e["bridge"] > 0:
