@@ -111,7 +111,7 @@ def test_leaving_early_stops_the_workers(bank):
 
 
 def test_workers_only_for_a_big_connect_on_several_cores():
-    assert auto_workers(2, cpus=8) == 0  # a fork costs more than two chunks gain
+    assert auto_workers(4, cpus=8) == 0  # a fork costs what four chunks gain (2,000 entries: a connect job's transaction)
     assert auto_workers(100, cpus=1) == 0
     if auto_workers(100, cpus=2):  # Linux
         assert auto_workers(100, cpus=2) == 2 and auto_workers(100, cpus=64) == 8

@@ -33,9 +33,11 @@ from kbtools.linker.terms import TermStats
 
 __all__ = ["ChunkWork", "chunk_evidence", "auto_workers"]
 
-#: From this many chunks a connect forks worker processes (fewer: the fork and the first chunk's
-#: wait cost more than they save)
-PROCESSES_FROM = 3
+#: From this many chunks a connect forks worker processes. Fewer: the fork and the wait for the
+#: first chunk cost what the workers save (the newest 2,000 entries at 100k, four chunks: 1,753-2,041
+#: entries/s with two workers against 2,087-2,189 without; eight chunks: 2,173-2,401 against
+#: 2,005-2,623; sixteen: 2,254-2,588 against 2,103-2,378)
+PROCESSES_FROM = 6
 #: At most this many worker processes (the linking itself stays one sequential thread: past a few
 #: workers it is what the connect waits on)
 MAX_WORKERS = 8

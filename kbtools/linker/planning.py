@@ -87,7 +87,7 @@ def plan_connect(entries, edges, triples, *, ids=None, vectors=None, cosine=None
 
     ``workers``: processes that compute the chunks' candidates and evidence ahead of the linking
     (forked, Linux only; see ``pipeline.chunk_evidence``); 0 computes them here, None (default)
-    chooses (``pipeline.auto_workers``: one per core for a connect of three chunks or more). The
+    chooses (``pipeline.auto_workers``: one per core for a connect of six chunks or more). The
     plan is the same either way.
 
     >>> import polars as pl, datetime as dt
@@ -100,7 +100,7 @@ def plan_connect(entries, edges, triples, *, ids=None, vectors=None, cosine=None
     """
     if workers is not None and (isinstance(workers, bool) or not isinstance(workers, int) or workers < 0):
         raise ValidationError("workers", workers, "a number of worker processes, 0 or more (None: one per core "
-                                                  "for a connect of three chunks or more)")
+                                                  "for a connect of six chunks or more)")
     ctx = _Context.open(entries, edges, triples, stats, settings, now, vectors, cosine, neighbors)
     st = ctx.stats
     if ids is None:
