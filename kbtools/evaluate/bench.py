@@ -24,6 +24,7 @@ import polars as pl
 
 from kbtools.demo import synthetic_bank
 from kbtools.linker import TermStats, plan_connect, plan_links
+from kbtools.linker.pipeline import auto_workers
 from kbtools.model.schema import SCHEMAS
 from kbtools.ops.embedding import embed_bank
 from kbtools.ops.interchange import import_frames
@@ -447,7 +448,15 @@ def _bench_connect_vectors(tag, ents, demo, stats, vectors, index, scan_ms, kind
     name = f"connect throughput with vectors (newest {len(ids):,})" + ("" if kind == "text" else f", {kind} vectors")
     return (tag, name, len(ids) / secs, "entries/s",
             {"baseline": "exact numpy scan, one entry at a time", "baseline_value": 1000.0 / scan_ms,
-             "note": f"{plan.report['links']} links in {secs:.1f} s; {_VECTORS[kind]}; target 5,000/s at 100k"})
+             "note": f"{plan.report['links']} links in {secs:.1f} s; {_VECTORS[kind]}; {_workers(len(ids))}; "
+                     "target 5,000/s at 100k"})
+
+
+def _workers(entries: int) -> str:
+    """How a connect of this many entries with the neighbour index ran: its worker processes."""
+    workers = auto_workers(-(-entries // 512))
+    return f"{workers} worker processes" if workers else "one process"
+
 
 
 def _timed_connect(ents, demo, stats, vectors, index, ids):
@@ -482,7 +491,8 @@ def _bench_connect_whole(tag, ents, demo, stats, vectors, index, scan_ms):
     return (tag, "connect throughput with vectors (the whole bank)", report["entries"] / secs, "entries/s",
             {"baseline": "exact numpy scan, one entry at a time", "baseline_value": 1000.0 / scan_ms,
              "note": f"{report['entries']:,} entries, {report['links']:,} links in {secs:.1f} s, "
-                     f"{report.get('nn_exact', 0):,} scanned exactly; {_VECTORS['text']}; target 5,000/s at 100k"})
+                     f"{report.get('nn_exact', 0):,} scanned exactly; {_VECTORS['text']}; {_workers(report['entries'])}; "
+                     "target 5,000/s at 100k"})
 
 
 def _bench_deletion(tag, ents, vectors, size):
