@@ -212,3 +212,52 @@ def test_a_bad_number_of_workers_is_named(bank, workers):
     entries, edges, triples, _, _, stats = bank
     with pytest.raises(ValidationError, match="workers"):
         plan_connect(entries, edges, triples, stats=stats, now=NOW, workers=workers)
+
+
+_KILLED_PARENT = """
+import multiprocessing, sys, time
+import polars as pl
+from kbtools.demo import synthetic_bank
+from kbtools.linker import plan_connect
+demo = synthetic_bank(entries=2_000, seed=5)
+
+def progress(done, total):
+    print(" ".join(str(p.pid) for p in multiprocessing.active_children()), flush=True)
+    time.sleep(120)  # killed meanwhile
+
+plan_connect(demo.entries, demo.edges, demo.triples, chunk=200, workers=2, progress=progress)
+"""
+
+
+@fork_only
+def test_workers_end_with_a_killed_connect(tmp_path):
+    """A connect killed outright (a scheduler's SIGKILL, the OOM killer) leaves no worker behind
+    waiting for chunks with its copy of the bank's memory."""
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    proc = subprocess.Popen([sys.executable, "-c", _KILLED_PARENT], stdout=subprocess.PIPE, text=True,
+                            env={**os.environ, "ORT_DISABLE_TELEMETRY": "1"})
+    try:
+        workers = [int(p) for p in proc.stdout.readline().split()]
+    finally:
+        proc.send_signal(signal.SIGKILL)
+        proc.wait(30)
+    assert len(workers) == 2
+
+    def alive(pid: int) -> bool:
+        try:
+            os.kill(pid, 0)
+        except ProcessLookupError:
+            return False
+        return True
+
+    deadline = time.monotonic() + 20
+    while any(map(alive, workers)) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    left = [pid for pid in workers if alive(pid)]
+    for pid in left:  # this test stops what it started, even when the workers outlive their parent
+        os.kill(pid, signal.SIGKILL)
+    assert not left

@@ -159,6 +159,7 @@ _WORK: ChunkWork | None = None  #: in a worker process: what its chunks read (gi
 def _start_worker(work: ChunkWork) -> None:
     global _WORK
     _WORK = work
+    _die_with_parent()
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the caller's: it stops the pool
     # one thread each: the cores are the workers' and the linking's (idle BLAS and OpenMP threads
     # spin), and the linking, which the connect waits on, goes first
@@ -167,6 +168,24 @@ def _start_worker(work: ChunkWork) -> None:
     threadpool_limits(1)
     with contextlib.suppress(OSError):
         os.nice(5)
+
+
+def _die_with_parent() -> None:
+    """Ask Linux to kill this worker when the process that forked it ends (killed, out of memory, a
+    scheduler's SIGTERM): else the worker would wait on its queue for ever, holding its copy of the
+    bank's pages."""
+    import ctypes
+
+    parent = multiprocessing.parent_process()
+    try:
+        ctypes.CDLL(None, use_errno=True).prctl(_PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
+    except (OSError, AttributeError):  # no prctl: the pool's own checks remain
+        return
+    if parent is not None and os.getppid() != parent.pid:  # it ended before the request
+        os._exit(1)
+
+
+_PR_SET_PDEATHSIG = 1  #: prctl(2)
 
 
 def _chunk_in_worker(rows: np.ndarray) -> tuple[dict, dict]:
