@@ -290,12 +290,16 @@ def test_a_connect_leaves_the_garbage_collector_as_it_found_it(enabled):
         gc.enable() if was else gc.disable()
 
 
-def test_shared_words_are_those_of_the_entrys_terms_in_weight_order():
+@pytest.mark.parametrize("presorted", [32, 0])
+def test_shared_words_are_those_of_the_entrys_terms_in_weight_order(monkeypatch, presorted):
     """``why_text`` reads only the terms two entries share: the same words as reading every term of
-    the entry heaviest first (ties: by label, then as the entry holds them) and keeping the shared."""
+    the entry heaviest first (ties: by label, then as the entry holds them) and keeping the shared,
+    whether the entry's terms were put in order once (few terms) or each link's shared ones (0)."""
     from kbtools.demo import synthetic_bank
     from kbtools.linker import wording
     from kbtools.linker.terms import TermStats
+
+    monkeypatch.setattr(wording, "_PRESORTED_TERMS", presorted)
 
     demo = synthetic_bank(entries=500, seed=3)
     stats = TermStats.build(demo.entries, known_entities=["line 3", "kiln"])
