@@ -24,7 +24,7 @@ import polars as pl
 
 from kbtools.demo import synthetic_bank
 from kbtools.linker import TermStats, plan_connect, plan_links
-from kbtools.linker.pipeline import auto_workers
+from kbtools.linker.pipeline import CHUNK_ROWS, auto_workers
 from kbtools.model.schema import SCHEMAS
 from kbtools.ops.embedding import embed_bank
 from kbtools.ops.interchange import import_frames
@@ -454,9 +454,8 @@ def _bench_connect_vectors(tag, ents, demo, stats, vectors, index, scan_ms, kind
 
 def _workers(entries: int) -> str:
     """How a connect of this many entries with the neighbour index ran: its worker processes."""
-    workers = auto_workers(-(-entries // 512))
+    workers = auto_workers(-(-entries // CHUNK_ROWS))
     return f"{workers} worker processes" if workers else "one process"
-
 
 
 def _timed_connect(ents, demo, stats, vectors, index, ids):

@@ -31,7 +31,7 @@ from kbtools.linker.evidence import Relations, candidate_pairs, pair_evidence, s
 from kbtools.linker.rules import LinkerSettings
 from kbtools.linker.terms import TermStats
 
-__all__ = ["ChunkWork", "chunk_evidence", "auto_workers"]
+__all__ = ["ChunkWork", "chunk_evidence", "auto_workers", "CHUNK_ROWS"]
 
 #: From this many chunks a connect forks worker processes. Fewer: the fork and the wait for the
 #: first chunk cost what the workers save (the newest 2,000 entries at 100k, four chunks: 1,753-2,041
@@ -41,6 +41,9 @@ PROCESSES_FROM = 6
 #: At most this many worker processes (the linking itself stays one sequential thread: past a few
 #: workers it is what the connect waits on)
 MAX_WORKERS = 8
+#: Entries a connect links per chunk with a neighbour index (without one, fewer on a big bank: each
+#: entry of a chunk scans the bank densely)
+CHUNK_ROWS = 512
 #: Chunks computed ahead per worker (each holds its pairs' arrays until the linking reads them)
 _AHEAD = 2
 
@@ -86,7 +89,6 @@ class ChunkWork:
         if len(st.ids):
             st.transposed_parts()
             st.total  # noqa: B018 - read for its cache
-            st.strong_flag  # noqa: B018
 
 
 def auto_workers(chunks: int, *, cpus: int | None = None) -> int:

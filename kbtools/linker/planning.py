@@ -24,7 +24,7 @@ import polars as pl
 
 from kbtools.errors import EntryNotFound, ValidationError
 from kbtools.linker.evidence import candidate_pairs, pair_evidence, relations
-from kbtools.linker.pipeline import ChunkWork, auto_workers, chunk_evidence
+from kbtools.linker.pipeline import CHUNK_ROWS, ChunkWork, auto_workers, chunk_evidence
 from kbtools.linker.rules import KINDS, LINKER_DEFAULTS, LinkerSettings
 from kbtools.linker.state import LinkPlan, _Choice, _EdgeIndex, _State
 from kbtools.linker.terms import TermStats, gc_paused, metadata_of
@@ -118,7 +118,7 @@ def plan_connect(entries, edges, triples, *, ids=None, vectors=None, cosine=None
     eligible = ctx.eligible() if neighbors is not None else None
     n = max(len(st.ids), 1)
     # without an index every entry of a chunk scans the bank densely: (chunk x bank) scores
-    size = chunk or (512 if neighbors is not None else max(1, min(512, 4_000_000 // n)))
+    size = chunk or (CHUNK_ROWS if neighbors is not None else max(1, min(CHUNK_ROWS, 4_000_000 // n)))
     total = len(chosen)
     chunks = [chosen[start : start + size] for start in range(0, total, size)]
     work = ChunkWork(st, ctx.rel, ctx.open_, ctx.linked, settings, vectors=vectors, cosine=cosine, neighbors=neighbors,

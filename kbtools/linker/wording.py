@@ -23,8 +23,8 @@ def why_text(stats: TermStats, rel, m: int, c: int, e: dict) -> str:
 #: Up to this many terms an entry's terms are put in the order they are shown once, for all its
 #: links; an entry of more (long texts: the PEP bank's sections hold 79 on average) sorts each
 #: link's shared terms alone. A link's words and JSON, min of 7 runs over each bank's first 30,000
-#: links: at 100k (16 terms an entry) 11.3 us, against 14.2 sorting each link's and 11.0 sorting
-#: every entry's; on the PEP bank 23.9 us, against 23.4 and 27.7
+#: links, two runs: at 100k (16 terms an entry) 11.8-12.0 us, against 13.8-14.1 sorting each link's;
+#: on the PEP bank 22.9-23.0 us, against 21.9-24.3 (27.7 sorting every entry's)
 _PRESORTED_TERMS = 32
 
 
@@ -40,12 +40,10 @@ def _term_places(stats: TermStats, m: int) -> tuple:
 
 
 def _in_shown_order(stats: TermStats, m: int, terms) -> list[tuple]:
-    """(term, what it shows, its word in lower case - None for an entity -) of these (term, place)
-    of entry m, heaviest first (ties: by label in lower case, then as m holds them)."""
+    """(-weight, label in lower case, place, term) of these (term, place) of entry m, in the order
+    they are shown: heaviest first (ties: by label, then as m holds them)."""
     labels, index, w = stats.anchors[m].labels, stats.term_index, _weights(stats)
-    keyed = sorted([(-w[index[t]], labels[i].lower(), i, t) for t, i in terms])
-    return [(t, t[2:], None) if t.startswith("e:") else (t, low if t.startswith("t:") else t[2:], low)
-            for _, low, _, t in keyed]
+    return sorted([(-w[index[t]], labels[i].lower(), i, t) for t, i in terms])
 
 
 def _shared_words(stats: TermStats, m: int, c: int, facts: tuple) -> list[str]:
@@ -55,23 +53,19 @@ def _shared_words(stats: TermStats, m: int, c: int, facts: tuple) -> list[str]:
     shared = places.keys() & stats.anchors[c].terms
     if not shared:
         return []
+    if shown is None:  # an entry of many terms: its shared ones put in order alone
+        ordered = _in_shown_order(stats, m, [(t, places[t]) for t in shared])
+    else:
+        ordered = [key for key in shown if key[3] in shared]
     hidden = {x for t, words in entities if t in shared for x in words} if entities else ()
     out = []
-    if shown is None:  # an entry of many terms: its shared ones put in order alone
-        labels, index, w = stats.anchors[m].labels, stats.term_index, _weights(stats)
-        for _, low, _, t in sorted([(-w[index[t]], labels[places[t]].lower(), places[t], t) for t in shared]):
-            if t.startswith("e:"):
-                out.append(t[2:])
-            elif low not in hidden:
-                out.append(low if t.startswith("t:") else t[2:])
-            if len(out) == 3:
-                break
-        return out
-    for t, text, low in shown:
-        if t in shared and (low is None or low not in hidden):
-            out.append(text)
-            if len(out) == 3:
-                break
+    for _, low, _, t in ordered:
+        if t.startswith("e:"):
+            out.append(t[2:])
+        elif low not in hidden:
+            out.append(low if t.startswith("t:") else t[2:])
+        if len(out) == 3:
+            break
     return out
 
 
