@@ -21,7 +21,7 @@ from kbtools.errors import ValidationError
 from kbtools.linker.evidence import _SENTINEL, use_exact_neighbours
 from kbtools.linker.rules import KINDS, LinkerSettings, link_type
 from kbtools.linker.terms import TermStats, _rows_of
-from kbtools.linker.wording import _evidence_json, _term_places, _why_words
+from kbtools.linker.wording import _evidence_json, evidence_texts, why_text
 from kbtools.model.fading import fade
 from kbtools.model.schema import SCHEMAS, TIME, conform
 from kbtools.model.vocab import DOMINANCE_TYPES, normalize_type
@@ -196,14 +196,16 @@ class _Choice:
         self.bounds = np.searchsorted(b[self.pairs], np.arange(n_rows + 1)).tolist()
         self.c = c[self.pairs].tolist()
         self.base = index.pair_counts_of(pairs["m"][self.pairs], c[self.pairs]).tolist()
-        self._values = None
+        #: what a record and its evidence text read of each pair's evidence (arrays over ``pairs``)
+        self.text_values = {k: ev[k][self.pairs] for k in _TEXT_VALUES}
+        self.score = self.text_values["score"].tolist()
+        self.type_key = _type_keys(stats, {k: ev[k][self.pairs] for k in _TYPE_INPUTS}).tolist()
 
-    def values(self, ev: dict, p: int) -> dict:
-        """What the record of pair ``p`` (of this choice) reads of its evidence."""
-        if self._values is None:  # Python numbers, read once per chunk
-            self._values = {k: ev[k][self.pairs].tolist() for k in _RECORD_VALUES if k != "type_key"}
-            self._values["type_key"] = _type_keys(self.stats, {k: ev[k][self.pairs] for k in _TYPE_INPUTS}).tolist()
-        return {k: v[p] for k, v in self._values.items()}
+    def values(self, p: int) -> dict:
+        """What the record of pair ``p`` (of this choice) reads of its evidence, as Python numbers."""
+        out = {k: v[p].item() for k, v in self.text_values.items()}
+        out["type_key"] = self.type_key[p]
+        return out
 
 
 class _State:
@@ -237,7 +239,6 @@ class _State:
         self.degree_delta: dict[int, int] = defaultdict(int)  #: capped links of a row, added minus removed
         self.loaded_rows: set[int] = set()
         self.loaded_edges: set[int] = set()
-        self._facts = (-1, None)  #: the last entry's terms as its links' words read them (``wording._term_places``)
         self._unwritten: list[dict] = []  #: automatic records planned here, their evidence text maybe not written
         self._written = 0  #: how many of them ``write_evidence`` went through
 
@@ -426,7 +427,8 @@ class _State:
         tried = [p for p in range(choice.bounds[b], choice.bounds[b + 1])  # read before any is added
                  if cs[p] not in superseded and base[p] + delta.get(_pair(m, cs[p]), 0) <= 0][: self.s.max_new]
         for p in tried:
-            if self.add_capped(self._auto_record(m, m, None, cs[p], choice.values(ev, p)), base[p]):
+            if self.add_capped(self._auto_record(m, m, None, cs[p], choice.type_key[p], choice.score[p], choice, p),
+                               base[p]):
                 self.counts["links"] += 1
 
     def _auto_links(self, m, end, origin, pairs, ev, own, lo, hi):
@@ -454,45 +456,53 @@ class _State:
         score, rank = ev["score"], self.st.rank
         idx.sort(key=lambda i: (-score[lo + i], -rank[cs[i]]))
         for i in idx[: self.s.max_new]:
-            e = {k: ev[k][lo + i] for k in _RECORD_VALUES if k != "type_key"}
+            e = {k: ev[k][lo + i].item() for k in _TEXT_VALUES}
             e["type_key"] = int(_type_keys(self.st, {k: ev[k][lo + i : lo + i + 1] for k in _TYPE_INPUTS})[0])
-            if self.add_capped(self._auto_record(m, end, origin, cs[i], e), base[i]):
+            if self.add_capped(self._auto_record(m, end, origin, cs[i], e["type_key"], e["score"], e), base[i]):
                 self.counts["links"] += 1
 
-    def _auto_record(self, m, end, origin, c, e):
-        """The record of an automatic link between entry m (linked as ``end``) and candidate c, from
-        the pair's evidence ``e`` (``_RECORD_VALUES``); its evidence text is written when read
-        (``_evidence``: a link evicted later in the plan never needs it)."""
-        typ, m_is_src = _link_type(e["type_key"])
+    def _auto_record(self, m, end, origin, c, type_key: int, score: float, source, at: int | None = None):
+        """The record of an automatic link between entry m (linked as ``end``) and candidate c, of
+        this type key and score; its evidence text is written later from ``source``: the pair's
+        values (``_TEXT_VALUES``), or the chunk's ``_Choice`` and the pair's place ``at`` in it
+        (``write_evidence``, ``_evidence``: a link evicted later in the plan never needs it)."""
+        typ, m_is_src = _link_type(type_key)
         src, dst = (end, c) if m_is_src else (c, end)
-        rec = self._new(src, dst, typ, "auto", float(e["score"]), None)
+        rec = self._new(src, dst, typ, "auto", float(score), None)
         rec["taken"] = origin is not None  # only a taken-over link's evidence says "from"
-        rec["words"] = (m, c, e, origin)
+        rec["words"] = (m, c, source, at, origin)
         self._unwritten.append(rec)
         return rec
 
-    def write_evidence(self, most: int = 256) -> bool:
-        """Write the evidence text of up to ``most`` more automatic links planned so far and still
-        planned (what a connect does while it waits for its next chunk, instead of all of it at the
-        end); whether some are left. The text is the same whenever it is written."""
+    def write_evidence(self, most: int | None = 4096) -> bool:
+        """Write the evidence text of up to ``most`` (None: all) more automatic links planned so far
+        and still planned, all at once (``wording.evidence_texts``): what a connect does while it
+        waits for its next chunk, and at its end; whether some are left. The text is the same
+        whenever it is written, and the same as ``_evidence`` writes for one link."""
         records, start = self._unwritten, self._written
-        stop = min(start + most, len(records))
+        stop = len(records) if most is None else min(start + most, len(records))
         added = self.added
-        for rec in records[start:stop]:
-            if "words" in rec and added.get((rec["src"], rec["dst"], rec["type"])) is rec:
-                self._evidence(rec)
+        batch = [rec for rec in records[start:stop]
+                 if "words" in rec and added.get((rec["src"], rec["dst"], rec["type"])) is rec]
         self._written = stop
+        if batch:
+            words = [rec.pop("words") for rec in batch]
+            m, c, values = _text_inputs(words)
+            texts = evidence_texts(self.st, self.ctx.rel, m, c, values, [w[4] for w in words])
+            for rec, text in zip(batch, texts):
+                rec["evidence"] = text
+        if stop == len(records):  # all written: the list starts again (its records are done with)
+            records.clear()
+            self._written = 0
         return stop < len(records)
 
     def _evidence(self, rec) -> str | None:
         """The record's evidence text, written now for an automatic link planned here."""
         words = rec.pop("words", None)
         if words is not None:
-            m, c, e, origin = words
-            if self._facts[0] != m:
-                self._facts = (m, _term_places(self.st, m))
-            why = _why_words(self.st, self.ctx.rel, m, c, e, self._facts[1])
-            rec["evidence"] = _evidence_json(why, e, origin)
+            m, c, source, at, origin = words
+            e = source if at is None else source.values(at)
+            rec["evidence"] = _evidence_json(why_text(self.st, self.ctx.rel, m, c, e), e, origin)
         return rec["evidence"]
 
     def _take_over(self, old, new):
@@ -533,9 +543,8 @@ class _State:
 
     # -- the result
     def plan(self, report: dict) -> LinkPlan:
+        self.write_evidence(None)
         added = list(self.added.values())
-        for rec in added:
-            self._evidence(rec)
         add = _planned_edges(added, self.st.ids)
         orig = sorted(self.removed.values())
         remove = conform(self.ctx.edges_input[orig], "edges") if orig else _NO_EDGES
@@ -627,6 +636,29 @@ def _pair(a: int, b: int) -> tuple[int, int]:
     return (a, b) if a < b else (b, a)
 
 
-#: what an automatic link's record reads of its pair's evidence
-_RECORD_VALUES = ("type_key", "shared_n", "sem", "cos", "bridge", "cue", "time", "share", "score")
+#: what an automatic link's evidence text reads of its pair's evidence
+_TEXT_VALUES = ("shared_n", "sem", "cos", "bridge", "cue", "time", "share", "score")
 _TYPE_INPUTS = ("m", "c", "later", "time", "bridge_only")
+
+
+def _text_inputs(words: list[tuple]) -> tuple[np.ndarray, np.ndarray, dict]:
+    """The entries, candidates and evidence values (``_TEXT_VALUES``, arrays) of records' words
+    ``(m, c, source, at, origin)``: gathered per chunk's ``_Choice``, read from a dictionary of
+    values otherwise."""
+    m = np.fromiter((w[0] for w in words), np.int64, len(words))
+    c = np.fromiter((w[1] for w in words), np.int64, len(words))
+    values = {k: np.empty(len(words)) for k in _TEXT_VALUES}
+    by_choice: dict[int, tuple] = {}
+    for i, (_, _, source, at, _) in enumerate(words):
+        if at is None:
+            for k in _TEXT_VALUES:
+                values[k][i] = source[k]
+        else:
+            by_choice.setdefault(id(source), (source, [], []))
+            held = by_choice[id(source)]
+            held[1].append(i)
+            held[2].append(at)
+    for source, where, at in by_choice.values():
+        for k in _TEXT_VALUES:
+            values[k][where] = source.text_values[k][at]
+    return m, c, values
