@@ -422,6 +422,37 @@ class _Scrambled:
         return out, rows
 
 
+def test_an_hnsw_graph_is_searched_from_each_rows_own_node():
+    """``_index_search`` walks an HNSW graph's ground level from each row's own node: the hits of
+    faiss' search from the top but a few, best first, the row itself left out (its place missing),
+    one row alone as in a batch; another index is searched as such."""
+    import faiss
+
+    from kbtools.linker.evidence import _index_search
+
+    faiss.omp_set_num_threads(1)
+    rng = np.random.default_rng(4)
+    vectors = rng.normal(size=(3000, 32)).astype(np.float32)
+    vectors /= np.linalg.norm(vectors, axis=1, keepdims=True)
+    index = faiss.IndexHNSWFlat(32, 16, faiss.METRIC_INNER_PRODUCT)
+    index.hnsw.efSearch = 40
+    index.add(vectors)
+    rows = np.arange(0, 3000, 7)
+    fetch = 61
+    scores, found = _index_search(index, vectors[rows], rows, fetch)
+    assert found.shape == scores.shape == (len(rows), fetch) and (found[:, -1] == -1).all()
+    assert not (found == rows[:, None]).any() and (found[:, :-1] >= 0).all()
+    assert np.all(np.diff(scores[:, :-1], axis=1) <= 1e-6)
+    np.testing.assert_allclose(scores[:, :-1], np.take_along_axis(vectors[rows] @ vectors.T, found[:, :-1], axis=1), atol=1e-5)
+    _, top = index.search(vectors[rows], fetch)  # the row itself among them
+    same = [len(set(a[:-1]) & (set(b) - {r})) / (fetch - 1) for a, b, r in zip(found, top, rows)]
+    assert np.mean(same) > 0.97
+    alone = _index_search(index, vectors[rows[5:6]], rows[5:6], fetch)
+    assert np.array_equal(alone[1], found[5:6]) and np.array_equal(alone[0], scores[5:6])
+    flat = _flat(vectors)
+    assert np.array_equal(_index_search(flat, vectors[rows], rows, fetch)[1], flat.search(vectors[rows], fetch)[1])
+
+
 @pytest.mark.parametrize("seed,max_degree,ties", [(0, 12, False), (2, 3, False), (6, 12, True)])
 def test_flat_index_gives_the_links_of_the_exact_scan(seed, max_degree, ties):
     entries, edges, triples, vectors = synthetic_bank(200, seed=seed)

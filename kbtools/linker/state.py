@@ -485,7 +485,10 @@ class _State:
         batch = [rec for rec in records[start:stop]
                  if "words" in rec and added.get((rec["src"], rec["dst"], rec["type"])) is rec]
         self._written = stop
-        if batch:
+        if len(batch) < _FEW_TEXTS:  # one entry's links: numpy's set-up would cost more than the words
+            for rec in batch:
+                self._evidence(rec)
+        else:
             words = [rec.pop("words") for rec in batch]
             m, c, values = _text_inputs(words)
             texts = evidence_texts(self.st, self.ctx.rel, m, c, values, [w[4] for w in words])
@@ -636,6 +639,8 @@ def _pair(a: int, b: int) -> tuple[int, int]:
     return (a, b) if a < b else (b, a)
 
 
+#: Below this many links, ``write_evidence`` writes each link's text alone
+_FEW_TEXTS = 64
 #: what an automatic link's evidence text reads of its pair's evidence
 _TEXT_VALUES = ("shared_n", "sem", "cos", "bridge", "cue", "time", "share", "score")
 _TYPE_INPUTS = ("m", "c", "later", "time", "bridge_only")

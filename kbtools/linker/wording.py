@@ -280,7 +280,7 @@ def _shown_terms(stats: TermStats, rows: np.ndarray) -> dict:
     low = np.fromiter(map(by_label.__getitem__, labels), np.int64, len(labels))
     start = np.cumsum(length) - length
     row = np.repeat(np.arange(len(rows), dtype=np.int64), length)
-    heavier = np.unique(-stats.w, return_inverse=True)[1].ravel()[col]  # -weight as its rank
+    heavier = _weight_ranks(stats)[col]
     if len(rows) < 1 << 21 and len(stats.w) < 1 << 21 and len(lowers) < 1 << 21:
         # one stable sort of (row, -weight, label): ties keep the entry's own order
         order = np.argsort((row << 42) | (heavier << 21) | low, kind="stable")
@@ -292,6 +292,14 @@ def _shown_terms(stats: TermStats, rows: np.ndarray) -> dict:
     text = np.concatenate([np.array(lowers, dtype=object), names, [None]])[
         np.append(np.where(_is_word(stats)[col], low, len(lowers) + col), -1)]
     return dict(col=col, low=low, text=text, start=start, length=length, lowers=lowers, low_id=low_id)
+
+
+def _weight_ranks(stats: TermStats) -> np.ndarray:
+    """Each term's place among the distinct weights, heaviest first (kept for the statistics' weights)."""
+    held = stats._cache.get("weight ranks")
+    if held is None or held[0] is not stats.w:
+        held = stats._cache["weight ranks"] = (stats.w, np.unique(-stats.w, return_inverse=True)[1].ravel())
+    return held[1]
 
 
 def _names(stats: TermStats) -> np.ndarray:
