@@ -126,11 +126,15 @@ def chunk_evidence(work: ChunkWork, chunks: list[np.ndarray], *, workers: int = 
     has more to do)."""
     if workers > 0 and len(chunks) and _can_fork():
         work.prepare()
-        with _forked(work, workers) as pool:
-            yield _from_processes(work, chunks, pool, workers, while_waiting)
+        with _forked(work, workers) as pool, contextlib.closing(_from_processes(work, chunks, pool, workers,
+                                                                                 while_waiting)) as computed:
+            yield computed
         return
-    with ThreadPoolExecutor(max_workers=1, thread_name_prefix="kb-link") as ahead:
-        yield _in_process(work, chunks, ahead)
+    # closed on leaving: a caller that stops at the last chunk (a zip) leaves the generator open,
+    # holding ``while_waiting`` (and what it belongs to) until it is collected
+    with ThreadPoolExecutor(max_workers=1, thread_name_prefix="kb-link") as ahead, \
+            contextlib.closing(_in_process(work, chunks, ahead)) as computed:
+        yield computed
 
 
 def _in_process(work: ChunkWork, chunks, ahead) -> Iterator[tuple[dict, dict]]:

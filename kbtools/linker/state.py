@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import functools
 import json
+import operator
 from collections import defaultdict
 from dataclasses import dataclass
 
@@ -132,10 +133,18 @@ class _EdgeIndex:
         capped = known[capped_flag[known]]
         loops = src[capped] == dst[capped]
         self.capped_degree = np.bincount(np.concatenate([src[capped], dst[capped][~loops]]), minlength=n)
+        self._degrees = None
         starts = np.flatnonzero(np.append(True, pairs[1:] != pairs[:-1])) if pairs.size else np.zeros(0, np.int64)
         self.pair_keys = pairs[starts]
         self.pair_edges = np.diff(np.append(starts, pairs.size))
         self.n = n_pairs
+
+    @property
+    def degrees(self) -> list[int]:
+        """``capped_degree`` as a Python list (read link by link; made once per index)."""
+        if self._degrees is None:
+            self._degrees = self.capped_degree.tolist()
+        return self._degrees
 
     def pair_counts_of(self, a: np.ndarray, b: np.ndarray) -> np.ndarray:
         """How many input edges join rows a[i] and b[i] (either way, any type), per i."""
@@ -280,7 +289,7 @@ class _State:
 
     def degree(self, row: int) -> int:
         """The automatic (capped) links the row holds now."""
-        return int(self.index.capped_degree[row]) + self.degree_delta.get(row, 0)
+        return self.index.degrees[row] + self.degree_delta.get(row, 0)
 
     def add(self, rec, base: int | None = None):
         """Add (or replace) a record; ``base``: the input edges of its pair, when known."""
@@ -328,8 +337,8 @@ class _State:
 
     def add_capped(self, rec, base: int | None = None) -> bool:
         """Add an automatic link unless it would be the weakest at a full end; evict the weakest."""
-        cap = self.s.max_degree
-        full = [end for end in (rec["src"], rec["dst"]) if self.degree(end) >= cap]
+        cap, degrees, delta = self.s.max_degree, self.index.degrees, self.degree_delta
+        full = [end for end in (rec["src"], rec["dst"]) if degrees[end] + delta.get(end, 0) >= cap]
         if full:
             strength = self.faded(rec)
             weakest = {}
@@ -373,7 +382,7 @@ class _State:
             end = self._newest(m)
             origin = self.st.ids[m]
         if end is not None:
-            if choice is not None and end == m and not self._fresh_among(pairs["c"][lo:hi], takeovers):
+            if choice is not None and end == m and not (self.fresh_superseded and self._fresh_among(pairs["c"][lo:hi], takeovers)):
                 self._chosen_links(m, ev, choice, b)
             else:
                 self._auto_links(m, end, origin, pairs, ev, set(takeovers), lo, hi)
@@ -425,7 +434,8 @@ class _State:
             self.counts["nn_exact"] += 1
         superseded, delta, cs, base = self.superseded, self.pair_delta, choice.c, choice.base
         tried = [p for p in range(choice.bounds[b], choice.bounds[b + 1])  # read before any is added
-                 if cs[p] not in superseded and base[p] + delta.get(_pair(m, cs[p]), 0) <= 0][: self.s.max_new]
+                 if cs[p] not in superseded and base[p] + delta.get((m, cs[p]) if m < cs[p] else (cs[p], m), 0) <= 0
+                 ][: self.s.max_new]
         for p in tried:
             if self.add_capped(self._auto_record(m, m, None, cs[p], choice.type_key[p], choice.score[p], choice, p),
                                base[p]):
@@ -548,12 +558,11 @@ class _State:
     def plan(self, report: dict) -> LinkPlan:
         self.write_evidence(None)
         added = list(self.added.values())
-        add = _planned_edges(added, self.st.ids)
+        add = _planned_edges(added, self.st.ids, ids_of=lambda rows: _id_series(self.st)[rows])
         orig = sorted(self.removed.values())
         remove = conform(self.ctx.edges_input[orig], "edges") if orig else _NO_EDGES
         now = self.ctx.now_us
-        updates = pl.DataFrame([(self.st.ids[r], status, now if r in self.linked_rows else None)
-                                for r, status in self.updates.items()], schema=_UPDATES_SCHEMA, orient="row")
+        updates = _entry_updates(self.st, self.updates, self.linked_rows, now)
         report = dict(report)
         report.update({"links": int(self.counts["links"]), "structural": int(self.counts["structural"]),
                        "taken_over": int(self.counts["taken_over"]), "evicted": int(self.counts["evicted"]),
@@ -570,9 +579,11 @@ _EDGES_BY_COLUMN = 1_000
 _RECORD_KEYS = {"created_at": "created_us", "seen_at": "seen_us"}  #: the frame's columns a record names otherwise
 
 
-def _planned_edges(records: list[dict], ids, by_column: bool | None = None) -> pl.DataFrame:
+def _planned_edges(records: list[dict], ids, by_column: bool | None = None, ids_of=None) -> pl.DataFrame:
     """Edges-schema frame of the planned records (rows numbered by ``ids``): row tuples for a few
-    (see ``_edge_frame``), a column at a time for many (``by_column``: choose).
+    (see ``_edge_frame``), a column at a time for many (``by_column``: choose); ``ids_of(rows)``:
+    the ids of an array of rows as a polars Series, when the caller has one (a gather, not a
+    string made per record).
 
     >>> recs = [dict(src=0, dst=1, type="see_also", source="auto", note=None, evidence="{}", weight=0.5,
     ...     created_by="linker", created_us=1_700_000_000_000_000, seen_us=None)] * 3
@@ -583,16 +594,48 @@ def _planned_edges(records: list[dict], ids, by_column: bool | None = None) -> p
     if not (len(records) >= _EDGES_BY_COLUMN if by_column is None else by_column):
         return _edge_frame([{name: ids[r[name]] if name in ("src", "dst") else r[_RECORD_KEYS.get(name, name)]
                              for name in SCHEMAS["edges"]} for r in records])
+    # one pass over the records (scattered over the heap: a pass per column would miss the cache
+    # at every record again), then a column at a time
+    names = list(SCHEMAS["edges"])
+    values = dict(zip(names, zip(*map(operator.itemgetter(*(_RECORD_KEYS.get(n, n) for n in names)), records))))
     columns = []
     for name, dtype in SCHEMAS["edges"].items():
-        key = _RECORD_KEYS.get(name, name)
-        if name in ("src", "dst"):
-            columns.append(pl.Series(name, [ids[r[key]] for r in records], dtype=pl.String))
+        if name in ("src", "dst") and ids_of is not None:
+            columns.append(ids_of(np.fromiter(values[name], np.int64, len(records))).alias(name))
+        elif name in ("src", "dst"):
+            columns.append(pl.Series(name, [ids[r] for r in values[name]], dtype=pl.String))
         elif name in _RECORD_KEYS:  # epoch microseconds, read as the schema's datetimes
-            columns.append(pl.Series(name, [r[key] for r in records], dtype=pl.Int64).cast(dtype))
+            columns.append(pl.Series(name, values[name], dtype=pl.Int64).cast(dtype))
         else:
-            columns.append(pl.Series(name, [r[key] for r in records], dtype=dtype))
+            columns.append(pl.Series(name, values[name], dtype=dtype))
     return pl.DataFrame(columns)
+
+
+def _id_series(stats: TermStats) -> pl.Series:
+    """The entries' ids as a polars Series (kept for the statistics' ids)."""
+    held = stats._cache.get("id series")
+    if held is None or held[0] is not stats.ids:
+        held = stats._cache["id series"] = (stats.ids, pl.Series("id", stats.ids, dtype=pl.String))
+    return held[1]
+
+
+#: From this many entries, their updates' frame is built a column at a time
+_UPDATES_BY_COLUMN = 1_000
+
+
+def _entry_updates(stats: TermStats, updates: dict, linked_rows: set, now: int) -> pl.DataFrame:
+    """The plan's entry updates (id, status - None when unchanged -, linked_at: ``now`` for an
+    entry linked by the plan), in the order they were first made."""
+    if len(updates) < _UPDATES_BY_COLUMN:
+        return pl.DataFrame([(stats.ids[r], status, now if r in linked_rows else None) for r, status in updates.items()],
+                            schema=_UPDATES_SCHEMA, orient="row")
+    rows = np.fromiter(updates, np.int64, len(updates))
+    linked = np.fromiter((r in linked_rows for r in updates), bool, len(updates))
+    return pl.DataFrame({
+        "id": _id_series(stats)[rows],
+        "status": pl.Series(list(updates.values()), dtype=pl.String),
+        "linked_at": pl.Series(np.where(linked, now, 0), dtype=pl.Int64).cast(TIME).set(pl.Series(~linked), None),
+    })
 
 
 def _edge_frame(rows: list[dict]) -> pl.DataFrame:
