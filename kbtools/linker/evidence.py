@@ -102,25 +102,46 @@ def pair_cosine(ms, cs, *, vectors=None, cosine=None) -> np.ndarray:
     """
     ms, cs = np.asarray(ms, np.int64), np.asarray(cs, np.int64)
     if vectors is not None:
-        # a row-wise product, not BLAS: a pair's value must not depend on its batch (tested)
-        out = np.zeros(len(ms))
-        for lo in range(0, len(ms), _COSINE_BLOCK):
-            hi = lo + _COSINE_BLOCK
-            out[lo:hi] = np.einsum("ij,ij->i", _rows_at(vectors, cs[lo:hi]), _rows_at(vectors, ms[lo:hi]))
-        return out
+        return _dots(vectors, cs, ms)
     if cosine is not None:
         return np.asarray(cosine(ms, cs), dtype=np.float64).reshape(len(ms))
     return np.zeros(len(ms))
 
 
 def _hit_cosines(vectors, rows: np.ndarray, found: np.ndarray) -> np.ndarray:
-    """Cosine of each row with each of its (rows x k) ``found`` rows: ``pair_cosine``'s bits (the same
-    row-wise product, tested), without gathering a row's own vector once per hit."""
-    out = np.zeros(found.shape)
-    step = max(1, _COSINE_BLOCK // max(found.shape[1], 1))
-    for lo in range(0, len(rows), step):
-        out[lo : lo + step] = np.einsum("rkd,rd->rk", _rows_at(vectors, found[lo : lo + step]),
-                                        _rows_at(vectors, rows[lo : lo + step]))
+    """Cosine of each row with each of its (rows x k) ``found`` rows: ``pair_cosine``'s bits."""
+    rows, found = np.asarray(rows, np.int64), np.asarray(found, np.int64)
+    if found.size == 0:
+        return np.zeros(found.shape)
+    return _dots(vectors, found.reshape(-1), np.repeat(rows, found.shape[1])).reshape(found.shape)
+
+
+def _dots(vectors, a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """Per i, the product of rows ``a[i]`` and ``b[i]`` of ``vectors`` (float64), pair by pair, never
+    BLAS: a pair's value must not depend on its batch (tested). float32 vectors (a bank's) go to
+    faiss' pairwise product, which reads the rows where they lie (7 against 15 ms for a chunk's
+    30,720 index hits gathered for numpy); other arrays to numpy's row-wise product."""
+    n = len(a)
+    if n and isinstance(vectors, np.ndarray) and vectors.dtype == np.float32 and vectors.flags.c_contiguous \
+            and vectors.ndim == 2:
+        import faiss
+
+        out = np.empty(n, np.float32)
+        a, b = np.ascontiguousarray(a, np.int64), np.ascontiguousarray(b, np.int64)
+        threads = faiss.omp_get_max_threads()
+        if threads > 1:  # one thread: a few pairs would wait for a team, and a worker's core is its own
+            faiss.omp_set_num_threads(1)
+        try:
+            faiss.pairwise_indexed_inner_product(vectors.shape[1], n, faiss.swig_ptr(vectors), faiss.swig_ptr(a),
+                                                 faiss.swig_ptr(vectors), faiss.swig_ptr(b), faiss.swig_ptr(out))
+        finally:
+            if threads > 1:
+                faiss.omp_set_num_threads(threads)
+        return out.astype(np.float64)
+    out = np.zeros(n)
+    for lo in range(0, n, _COSINE_BLOCK):
+        hi = lo + _COSINE_BLOCK
+        out[lo:hi] = np.einsum("ij,ij->i", _rows_at(vectors, a[lo:hi]), _rows_at(vectors, b[lo:hi]))
     return out
 
 
@@ -829,7 +850,7 @@ def _index_hits(stats, rows, vectors, total, open_, linked, k, hits):
     packed = np.take_along_axis(found, np.argsort(~seen, axis=1, kind="stable")[:, :width], axis=1)
     valid = np.arange(width)[None, :] < counts[:, None]
     b, c = np.nonzero(valid)[0], packed[valid]
-    v = _hit_cosines(vectors, rows, np.where(valid, packed, 0))[valid]
+    v = _dots(vectors, c, rows[b])
     order = np.lexsort((-stats.rank[c], -v, b))
     b, c, v = b[order], c[order], v[order]
     pos = np.arange(len(b)) - np.searchsorted(b, np.arange(len(rows)))[b]
