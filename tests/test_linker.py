@@ -422,6 +422,39 @@ class _Scrambled:
         return out, rows
 
 
+@pytest.mark.parametrize("in_time_order", [True, False])
+def test_votes_cut_at_the_first_unseen_entry_are_the_votes_seen(in_time_order):
+    """A chunk's sparse product leaves out the entries after the last one any of its rows can see
+    (``_first_unseen``): the votes for the entries they can see are the same, bit for bit, with
+    entries linked already (seen by all) and rows in time order or shuffled."""
+    from kbtools.linker import evidence
+    from kbtools.linker.evidence import relations
+    from kbtools.linker.planning import _Context
+
+    entries, edges, triples, _ = synthetic_bank(600, seed=3)
+    if not in_time_order:
+        entries = entries.sample(fraction=1.0, shuffle=True, seed=1)
+    stats = TermStats.build(entries, known_entities=_known_entities(triples))
+    ctx = _Context.open(entries, edges, triples, stats, LINKER_DEFAULTS, NOW, None, None)
+    assert ctx.linked.any() and not ctx.linked.all()
+    chosen = np.flatnonzero(~ctx.linked & (stats.kind >= 0))
+    chosen = chosen[np.argsort(stats.rank[chosen], kind="stable")]
+    rel = relations(stats, triples)
+    dropped = total = 0
+    for lo in range(0, len(chosen), 50):
+        rows = chosen[lo : lo + 50]
+        cut = evidence._first_unseen(stats, rows, ctx.open_, ctx.linked)
+        got = []
+        for c in (None, cut):
+            r, e, v = evidence._votes(stats, rows, rel, LINKER_DEFAULTS, cut=c)
+            seen = (v > 0) & evidence._visible_pairs(stats, rows, r, e, ctx.open_, ctx.linked)
+            got.append((sorted(zip(r[seen].tolist(), e[seen].tolist(), v[seen].tolist())), len(v)))
+        assert got[0][0] == got[1][0] and got[1][1] <= got[0][1]
+        dropped, total = dropped + got[0][1] - got[1][1], total + got[0][1]
+    if in_time_order:  # the entries after a chunk: a good share of its votes
+        assert dropped > 0.2 * total
+
+
 def test_an_hnsw_graph_is_searched_from_each_rows_own_node():
     """``_index_search`` walks an HNSW graph's ground level from each row's own node: the hits of
     faiss' search from the top but a few, best first, the row itself left out (its place missing),

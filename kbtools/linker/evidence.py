@@ -262,6 +262,9 @@ def _shared(stats: TermStats, ms: np.ndarray, cs: np.ndarray):
     totals = [np.zeros(p) for _ in range(4)]
     for group, own, read in ((np.flatnonzero(~read_m), ms, cs), (np.flatnonzero(read_m), cs, ms)):
         if group.size:
+            # pairs by their own row: the terms looked up then run in order, and each search starts
+            # where the last ended (half the time of lookups in pair order, for the candidates' side)
+            group = group[np.argsort(own[group], kind="stable")]
             for total, part in zip(totals, _shared_sums(stats, *_shared_hits(stats, own[group], read[group]), len(group))):
                 total[group] = part  # a pair is in one group: its sums are that group's
     shared_w, shared_n, strong_n, entity_w = totals
@@ -369,14 +372,15 @@ def _query_terms(stats: TermStats, rows: np.ndarray, rel: Relations, settings: L
 _FEW_ROWS = 8
 
 
-def _votes(stats: TermStats, rows: np.ndarray, rel: Relations, settings: LinkerSettings):
-    """(row, entry, vote) of ``_query_matrix @ postings_t``, the zero votes left out. A few rows
-    sum their votes with numpy in the product's order (term by term, from 0.0), so both ways give
-    the same bits."""
+def _votes(stats: TermStats, rows: np.ndarray, rel: Relations, settings: LinkerSettings, cut: int | None = None):
+    """(row, entry, vote) of ``_query_matrix @ postings_t``, the zero votes left out; ``cut``: the
+    entries from this row on may be left out (none of the rows can see them, see
+    ``_first_unseen``). A few rows sum their votes with numpy in the product's order (term by
+    term, from 0.0), so both ways give the same bits."""
     transposed = stats.transposed_parts()  # an entry's postings are in one part: its votes sum there
     if len(rows) > _FEW_ROWS:
         q = _query_matrix(stats, rows, rel, settings)
-        votes = [(q @ pt).tocoo() for pt in transposed]
+        votes = [_product_before(stats, q, pt, cut).tocoo() for pt in transposed]
         return tuple(np.concatenate([getattr(v, name).astype(dtype) for v in votes])
                      for name, dtype in (("row", np.int64), ("col", np.int64), ("data", np.float64)))
     n = max(len(stats.ids), 1)
@@ -392,6 +396,40 @@ def _votes(stats: TermStats, rows: np.ndarray, rel: Relations, settings: LinkerS
     sums = np.bincount(inverse, weights=weights, minlength=len(found))
     kept = sums != 0.0
     return found[kept] // n, found[kept] % n, sums[kept]
+
+
+def _product_before(stats: TermStats, q: sp.csr_matrix, pt: sp.csr_matrix, cut: int | None) -> sp.csr_matrix:
+    """``q @ pt`` for ``pt``'s columns before ``cut`` (the rest may be missing), pt not copied: each
+    of its rows that q reads is split where its columns reach the cut, into a row kept and a row
+    q never reads. A connect's chunk sees the entries created before it: in a bank whose rows run
+    in time order, half the votes of a whole-bank connect go to entries after it (1,226 votes a
+    row at 100k, half of them unseen)."""
+    n_terms, n = pt.shape
+    if cut is None or cut >= n or not pt.has_sorted_indices or q.nnz == 0:
+        return q @ pt
+    terms = np.unique(q.indices)
+    held = stats._cache.get("term keys")
+    if held is None or held[0] is not pt:  # (term, entry) of each stored vote, sorted
+        keys = np.repeat(np.arange(n_terms, dtype=np.int64), np.diff(pt.indptr)) * n + pt.indices
+        held = stats._cache["term keys"] = (pt, keys)
+    indptr = pt.indptr.astype(np.int64)
+    ends = indptr[:-1].copy()
+    ends[terms] = np.searchsorted(held[1], terms * n + cut)
+    split = np.empty(2 * n_terms + 1, np.int64)
+    split[0::2], split[1::2] = indptr, ends
+    halves = sp.csr_matrix((pt.data, pt.indices, split), shape=(2 * n_terms, n), copy=False)
+    doubled = sp.csr_matrix((q.data, 2 * q.indices.astype(np.int64), q.indptr), shape=(q.shape[0], 2 * n_terms), copy=False)
+    return doubled @ halves
+
+
+def _first_unseen(stats: TermStats, rows: np.ndarray, open_, linked) -> int:
+    """The first entry row from which on none of these rows can see an entry (``_visible_pairs``):
+    the entries after it are neither linked nor created before the newest of the rows."""
+    vf = _visible_from(stats, open_, linked)
+    held = stats._cache.get("seen from after")
+    if held is None or held[0] is not vf:  # per entry row, the lowest rank that sees it or any row after it
+        held = stats._cache["seen from after"] = (vf, np.minimum.accumulate(vf[::-1])[::-1])
+    return int(np.searchsorted(held[1], int(stats.rank[rows].max()), side="left"))
 
 
 def _top_k(values: np.ndarray, k: int, rank: np.ndarray, exact, slack: float = 0.0):
@@ -672,7 +710,7 @@ def candidate_pairs(
     k = settings.candidates + margin
     parts = []
     if len(stats.vocab) and k > 0:
-        r, c, v = _votes(stats, rows, rel, settings)
+        r, c, v = _votes(stats, rows, rel, settings, cut=_first_unseen(stats, rows, open_, linked))
         ok = (v > 0.0) & _visible_pairs(stats, rows, r, c, open_, linked)
         parts.append(("index", *_best(r[ok], c[ok], v[ok], k, stats.rank, len(rows))))
     floor = None
