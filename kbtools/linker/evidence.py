@@ -753,11 +753,14 @@ def _exact_neighbours(stats, rows, vectors, open_, linked, k):
     if len(rows) == 0:
         return (np.zeros(0, np.int64),) * 3 + (np.zeros(0),)
     n = len(stats.ids)
-    base = open_ & (stats.kind >= 0)
     order = np.argsort(stats.rank[rows], kind="stable")
     ranks = stats.rank[rows[order]]
-    earlier = np.sort(stats.rank[base & ~linked])
-    seen = int(np.count_nonzero(base & linked)) + np.searchsorted(earlier, ranks)  # columns each row may see
+    held = stats._cache.get("linkable ranks")
+    if held is None or held[0] is not open_ or held[1] is not linked:  # kept per flags: a connect calls it per chunk
+        base = open_ & (stats.kind >= 0)
+        held = stats._cache["linkable ranks"] = (open_, linked, int(np.count_nonzero(base & linked)),
+                                                  np.sort(stats.rank[base & ~linked]))
+    seen = held[2] + np.searchsorted(held[3], ranks)  # columns each row may see
     width = np.where(2 * seen < n, np.maximum(seen, 1), n)
     parts, i = [], 0
     while i < len(rows):  # the longest run whose last (widest) row keeps the block under the cap
@@ -887,13 +890,18 @@ def _index_hits(stats, rows, vectors, total, open_, linked, k, hits):
     width = int(counts.max()) if len(rows) else 0
     packed = np.take_along_axis(found, np.argsort(~seen, axis=1, kind="stable")[:, :width], axis=1)
     valid = np.arange(width)[None, :] < counts[:, None]
-    b, c = np.nonzero(valid)[0], packed[valid]
-    v = _dots(vectors, c, rows[b])
-    order = np.lexsort((-stats.rank[c], -v, b))
-    b, c, v = b[order], c[order], v[order]
-    pos = np.arange(len(b)) - np.searchsorted(b, np.arange(len(rows)))[b]
-    keep = pos < k
-    return b[keep], c[keep], pos[keep].astype(np.int64), floor, v[keep] > floor[b[keep]], v[keep]
+    # each row's hits by cosine, then the newer entry: two stable sorts along the rows (a few
+    # dozen hits each), not one sort of all a chunk's hits by three keys
+    lower = np.full(packed.shape, np.inf)  # -cosine; a missing hit last
+    lower[valid] = -_dots(vectors, packed[valid], rows[np.nonzero(valid)[0]])
+    newer = np.where(valid, -stats.rank[np.where(valid, packed, 0)], 0)
+    by_rank = np.argsort(newer, axis=1, kind="stable")
+    order = np.take_along_axis(by_rank, np.argsort(np.take_along_axis(lower, by_rank, axis=1), axis=1, kind="stable"),
+                               axis=1)[:, :k]
+    c, v = np.take_along_axis(packed, order, axis=1), -np.take_along_axis(lower, order, axis=1)
+    b, pos = np.nonzero(np.take_along_axis(valid, order, axis=1))
+    c, v = c[b, pos], v[b, pos]
+    return b, c, pos, floor, v > floor[b], v
 
 
 def use_exact_neighbours(cos, floor, live, k: int) -> bool:
