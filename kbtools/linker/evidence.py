@@ -154,12 +154,13 @@ def _rows_at(vectors, at: np.ndarray) -> np.ndarray:
 
 
 def pair_evidence(stats: TermStats, ms, cs, *, rel: Relations, settings: LinkerSettings, vectors=None, cosine=None,
-                  known_cos=None) -> dict:
+                  known_cos=None, features: bool = True) -> dict:
     """share, sem, bridge, time, cue, raw, prior, score and the gate for each pair (ms[i], cs[i]).
 
     ``ms`` is the entry being linked, ``cs`` its candidates. ``known_cos``: per pair, its cosine
     from ``vectors`` when computed already (``candidate_pairs``' ``cos``; NaN where not), so that
-    only the others are gathered.
+    only the others are gathered. ``features``: also the title and author overlaps when the
+    settings do not score them (the calibration's features; False: zeros, for linking).
     """
     ms, cs = np.asarray(ms, np.int64), np.asarray(cs, np.int64)
     shared_w, shared_n, strong_n, entity_w = _shared(stats, ms, cs)
@@ -189,7 +190,9 @@ def pair_evidence(stats: TermStats, ms, cs, *, rel: Relations, settings: LinkerS
     ident = np.divide(entity_w, denom, out=np.zeros(len(ms)), where=denom > 0)
     days = np.abs(stats.time_us[ms] - stats.time_us[cs]) / 86_400e6
     near = np.exp(-days / max(settings.near_days, 1e-9))
-    author, title = _bag_overlap(stats, "author", ms, cs), _bag_overlap(stats, "title", ms, cs)
+    weighed = {name for name, _ in settings.weights}
+    author, title = ((_bag_overlap(stats, name, ms, cs) if features or weight or name in weighed else np.zeros(len(ms)))
+                     for name, weight in (("author", settings.w_author), ("title", settings.w_title)))
     if settings.w_near or settings.w_author or settings.w_title:
         raw = 1.0 - (1.0 - raw) * (1.0 - settings.w_near * near) * (1.0 - settings.w_author * author) \
             * (1.0 - settings.w_title * title)

@@ -79,7 +79,7 @@ class ChunkWork:
                                 settings=self.settings, vectors=self.vectors, neighbors=self.neighbors,
                                 eligible=self.eligible, margin=self.margin, searched=searched)
         ev = pair_evidence(self.stats, pairs["m"], pairs["c"], rel=self.rel, settings=self.settings,
-                           vectors=self.vectors, cosine=self.cosine, known_cos=pairs.get("cos"))
+                           vectors=self.vectors, cosine=self.cosine, known_cos=pairs.get("cos"), features=False)
         return pairs, ev
 
     def prepare(self) -> None:
