@@ -22,7 +22,7 @@ from kbtools.errors import ValidationError
 from kbtools.linker.evidence import _SENTINEL, use_exact_neighbours
 from kbtools.linker.rules import KINDS, LinkerSettings, link_type
 from kbtools.linker.terms import TermStats, _rows_of
-from kbtools.linker.wording import _evidence_json, evidence_texts, why_text
+from kbtools.linker.wording import _evidence_json, _term_places, _why_words, evidence_texts
 from kbtools.model.fading import fade
 from kbtools.model.schema import SCHEMAS, TIME, conform
 from kbtools.model.vocab import DOMINANCE_TYPES, normalize_type
@@ -248,6 +248,7 @@ class _State:
         self.degree_delta: dict[int, int] = defaultdict(int)  #: capped links of a row, added minus removed
         self.loaded_rows: set[int] = set()
         self.loaded_edges: set[int] = set()
+        self._facts = (-1, None)  #: the last entry's terms as its links' words read them (``wording._term_places``)
         self._unwritten: list[dict] = []  #: automatic records planned here, their evidence text maybe not written
         self._written = 0  #: how many of them ``write_evidence`` went through
 
@@ -515,7 +516,9 @@ class _State:
         if words is not None:
             m, c, source, at, origin = words
             e = source if at is None else source.values(at)
-            rec["evidence"] = _evidence_json(why_text(self.st, self.ctx.rel, m, c, e), e, origin)
+            if self._facts[0] != m:  # an entry's links are written one after another: its terms read once
+                self._facts = (m, _term_places(self.st, m))
+            rec["evidence"] = _evidence_json(_why_words(self.st, self.ctx.rel, m, c, e, self._facts[1]), e, origin)
         return rec["evidence"]
 
     def _take_over(self, old, new):
