@@ -357,6 +357,21 @@ def test_the_kth_highest_vote_of_each_row_is_found_in_groups_as_row_by_row(monke
     assert (len(cuts) > 1) == (values != "two")  # the wide rows' values above the bound, read again
 
 
+@pytest.mark.parametrize("length,k", [(1226, 24), (24, 24), (5, 24), (300, 1)])
+def test_one_rows_kth_highest_vote_is_the_groups(length, k):
+    """One entry's votes take a plain sort (``_above_kth`` with one row): the pairs kept are those
+    the grouped path keeps, ties at the k-th included."""
+    from kbtools.linker import evidence
+
+    rng = np.random.default_rng(length)
+    v = rng.integers(0, 40, length) / 8.0
+    r, c = np.zeros(length, np.int64), np.arange(length)
+    got = evidence._above_kth(r, c, v, k, 1)
+    two_rows = evidence._above_kth(np.append(r, 1), np.append(c, -1), np.append(v, 0.0), k, 2)
+    assert sorted(got[1].tolist()) == sorted(two_rows[1][two_rows[0] == 0].tolist())
+    assert len(got[1]) >= min(k, length)
+
+
 def test_visible_pairs_read_through_one_array_as_through_the_flags():
     """Many pairs read who may see whom from one array per flags (``_visible_from``); a few read the
     flags: the same answer, superseded, unlinkable, linked and later entries included."""

@@ -574,6 +574,9 @@ def _above_kth(r, c, v, k: int, n_rows: int):
     >>> r.tolist(), c.tolist()
     ([0, 0, 0, 1, 1], [1, 2, 3, 0, 4])
     """
+    if n_rows == 1:  # one entry's votes (linking one entry): one sort, none of the groups' set-up
+        keep = v >= (np.sort(v)[len(v) - k] if 0 < k <= len(v) else -np.inf)
+        return r[keep], c[keep], v[keep]
     order = np.argsort(r, kind="stable") if len(r) and np.any(np.diff(r) < 0) else None
     if order is not None:
         r, c, v = r[order], c[order], v[order]
