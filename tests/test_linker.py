@@ -422,6 +422,24 @@ class _Scrambled:
         return out, rows
 
 
+def test_a_plans_frames_are_the_same_built_row_by_row_or_a_column_at_a_time(monkeypatch):
+    """A big plan's edges and entry updates are built a column at a time (ids gathered from a
+    Series); a small one's row by row: the same frames either way."""
+    from kbtools.linker import state
+
+    entries, edges, triples, vectors = synthetic_bank(200, seed=2)
+    stats = TermStats.build(entries, known_entities=_known_entities(triples))
+    plans = []
+    for threshold in (10**9, 0):
+        monkeypatch.setattr(state, "_EDGES_BY_COLUMN", threshold)
+        monkeypatch.setattr(state, "_UPDATES_BY_COLUMN", threshold)
+        plans.append(plan_connect(entries, edges, triples, vectors=vectors, stats=stats, now=NOW))
+    rows, columns = plans
+    assert rows.add.height > 100 and rows.entry_updates["linked_at"].null_count() < rows.entry_updates.height
+    assert rows.add.equals(columns.add) and rows.add.schema == columns.add.schema
+    assert rows.entry_updates.equals(columns.entry_updates) and rows.entry_updates.schema == columns.entry_updates.schema
+
+
 @pytest.mark.parametrize("changes", [{}, {"w_title": 0.5, "w_author": 0.3}, {"weights": (("bias", -1.0), ("title", 3.0))}])
 def test_linking_reads_title_and_author_overlaps_only_where_they_score(monkeypatch, changes):
     """The connect leaves out the title and author overlaps when neither the noisy-OR nor the

@@ -11,6 +11,7 @@ array([0.787])
 
 from __future__ import annotations
 
+import contextlib
 from dataclasses import dataclass
 
 import numpy as np
@@ -128,21 +129,31 @@ def _dots(vectors, a: np.ndarray, b: np.ndarray) -> np.ndarray:
 
         out = np.empty(n, np.float32)
         a, b = np.ascontiguousarray(a, np.int64), np.ascontiguousarray(b, np.int64)
-        threads = faiss.omp_get_max_threads()
-        if threads > 1:  # one thread: a few pairs would wait for a team, and a worker's core is its own
-            faiss.omp_set_num_threads(1)
-        try:
+        with _one_faiss_thread():  # a few pairs would wait for a team, and a worker's core is its own
             faiss.pairwise_indexed_inner_product(vectors.shape[1], n, faiss.swig_ptr(vectors), faiss.swig_ptr(a),
                                                  faiss.swig_ptr(vectors), faiss.swig_ptr(b), faiss.swig_ptr(out))
-        finally:
-            if threads > 1:
-                faiss.omp_set_num_threads(threads)
         return out.astype(np.float64)
     out = np.zeros(n)
     for lo in range(0, n, _COSINE_BLOCK):
         hi = lo + _COSINE_BLOCK
         out[lo:hi] = np.einsum("ij,ij->i", _rows_at(vectors, a[lo:hi]), _rows_at(vectors, b[lo:hi]))
     return out
+
+
+@contextlib.contextmanager
+def _one_faiss_thread(when: bool = True):
+    """faiss' OpenMP threads set to one in this thread while inside (when ``when``), as they were after."""
+    import faiss
+
+    threads = faiss.omp_get_max_threads()
+    if not when or threads == 1:
+        yield
+        return
+    faiss.omp_set_num_threads(1)
+    try:
+        yield
+    finally:
+        faiss.omp_set_num_threads(threads)
 
 
 def _rows_at(vectors, at: np.ndarray) -> np.ndarray:
@@ -656,10 +667,10 @@ def _index_search(neighbors, queries: np.ndarray, rows: np.ndarray, fetch: int):
     100k made the same 382,221 links). The row itself is not among those hits (its place in the
     table is left missing), as it is among a search's (then dropped: it cannot see itself). Any
     other index is searched as such."""
-    hnsw = _hnsw_class()
-    if hnsw is None or not isinstance(neighbors, hnsw) or fetch < 2:
-        return neighbors.search(queries, fetch)
     import faiss
+
+    if not isinstance(neighbors, faiss.IndexHNSW) or fetch < 2:
+        return neighbors.search(queries, fetch)
 
     n = len(queries)
     scores = np.full((n, fetch), -np.inf, np.float32)
@@ -669,27 +680,12 @@ def _index_search(neighbors, queries: np.ndarray, rows: np.ndarray, fetch: int):
     start = np.full(n, np.finfo(np.float32).min, np.float32)
     got_scores = np.empty((n, fetch - 1), np.float32)
     got_rows = np.empty((n, fetch - 1), np.int64)
-    threads = faiss.omp_get_max_threads()
-    if n == 1:  # one row: no thread team (faiss' own search starts none for one query)
-        faiss.omp_set_num_threads(1)
-    try:
+    with _one_faiss_thread(n == 1):  # one row: no thread team (faiss' own search starts none for one query)
         neighbors.search_level_0(n, faiss.swig_ptr(queries), fetch - 1, faiss.swig_ptr(own), faiss.swig_ptr(start),
                                  faiss.swig_ptr(got_scores), faiss.swig_ptr(got_rows), 1, 1)
-    finally:
-        if n == 1:
-            faiss.omp_set_num_threads(threads)
     got_rows[got_rows == rows[:, None]] = -1  # should a faiss version list the start, it is not a hit
     scores[:, :-1], found[:, :-1] = got_scores, got_rows
     return scores, found
-
-
-def _hnsw_class():
-    """faiss' HNSW index class (None when faiss has none)."""
-    try:
-        import faiss
-    except ImportError:  # pragma: no cover - a core dependency
-        return None
-    return getattr(faiss, "IndexHNSW", None)
 
 
 def candidate_pairs(

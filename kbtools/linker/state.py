@@ -22,7 +22,7 @@ from kbtools.errors import ValidationError
 from kbtools.linker.evidence import _SENTINEL, use_exact_neighbours
 from kbtools.linker.rules import KINDS, LinkerSettings, link_type
 from kbtools.linker.terms import TermStats, _rows_of
-from kbtools.linker.wording import _evidence_json, _term_places, _why_words, evidence_texts
+from kbtools.linker.wording import _TEXT_VALUES, _evidence_json, _term_places, _why_words, evidence_texts
 from kbtools.model.fading import fade
 from kbtools.model.schema import SCHEMAS, TIME, conform
 from kbtools.model.vocab import DOMINANCE_TYPES, normalize_type
@@ -561,7 +561,7 @@ class _State:
     def plan(self, report: dict) -> LinkPlan:
         self.write_evidence(None)
         added = list(self.added.values())
-        add = _planned_edges(added, self.st.ids, ids_of=lambda rows: _id_series(self.st)[rows])
+        add = _planned_edges(added, self.st.ids, ids_of=lambda rows: self.st._id_series()[rows])
         orig = sorted(self.removed.values())
         remove = conform(self.ctx.edges_input[orig], "edges") if orig else _NO_EDGES
         now = self.ctx.now_us
@@ -614,14 +614,6 @@ def _planned_edges(records: list[dict], ids, by_column: bool | None = None, ids_
     return pl.DataFrame(columns)
 
 
-def _id_series(stats: TermStats) -> pl.Series:
-    """The entries' ids as a polars Series (kept for the statistics' ids)."""
-    held = stats._cache.get("id series")
-    if held is None or held[0] is not stats.ids:
-        held = stats._cache["id series"] = (stats.ids, pl.Series("id", stats.ids, dtype=pl.String))
-    return held[1]
-
-
 #: From this many entries, their updates' frame is built a column at a time
 _UPDATES_BY_COLUMN = 1_000
 
@@ -633,11 +625,10 @@ def _entry_updates(stats: TermStats, updates: dict, linked_rows: set, now: int) 
         return pl.DataFrame([(stats.ids[r], status, now if r in linked_rows else None) for r, status in updates.items()],
                             schema=_UPDATES_SCHEMA, orient="row")
     rows = np.fromiter(updates, np.int64, len(updates))
-    linked = np.fromiter((r in linked_rows for r in updates), bool, len(updates))
     return pl.DataFrame({
-        "id": _id_series(stats)[rows],
+        "id": stats._id_series()[rows],
         "status": pl.Series(list(updates.values()), dtype=pl.String),
-        "linked_at": pl.Series(np.where(linked, now, 0), dtype=pl.Int64).cast(TIME).set(pl.Series(~linked), None),
+        "linked_at": pl.Series([now if r in linked_rows else None for r in updates], dtype=pl.Int64).cast(TIME),
     })
 
 
@@ -687,8 +678,6 @@ def _pair(a: int, b: int) -> tuple[int, int]:
 
 #: Below this many links, ``write_evidence`` writes each link's text alone
 _FEW_TEXTS = 64
-#: what an automatic link's evidence text reads of its pair's evidence
-_TEXT_VALUES = ("shared_n", "sem", "cos", "bridge", "cue", "time", "share", "score")
 _TYPE_INPUTS = ("m", "c", "later", "time", "bridge_only")
 
 
@@ -705,10 +694,9 @@ def _text_inputs(words: list[tuple]) -> tuple[np.ndarray, np.ndarray, dict]:
             for k in _TEXT_VALUES:
                 values[k][i] = source[k]
         else:
-            by_choice.setdefault(id(source), (source, [], []))
-            held = by_choice[id(source)]
-            held[1].append(i)
-            held[2].append(at)
+            _, where, places = by_choice.setdefault(id(source), (source, [], []))
+            where.append(i)
+            places.append(at)
     for source, where, at in by_choice.values():
         for k in _TEXT_VALUES:
             values[k][where] = source.text_values[k][at]

@@ -181,6 +181,7 @@ def evidence_texts(stats: TermStats, rel, m, c, values: dict, origins=None) -> l
 
 
 _EVIDENCE_TEXT = _EVIDENCE.replace("%r", "%s") + "}"
+#: what an automatic link's evidence text reads of its pair's evidence
 _TEXT_VALUES = ("shared_n", "sem", "cos", "bridge", "cue", "time", "share", "score")
 
 
@@ -288,9 +289,9 @@ def _shown_terms(stats: TermStats, rows: np.ndarray) -> dict:
         place = np.arange(len(col), dtype=np.int64) - start[row]
         order = np.lexsort((place, low, heavier, row))
     col, low = col[order], low[order]
-    names = _names(stats)
+    names, is_word = _term_names(stats)
     text = np.concatenate([np.array(lowers, dtype=object), names, [None]])[
-        np.append(np.where(_is_word(stats)[col], low, len(lowers) + col), -1)]
+        np.append(np.where(is_word[col], low, len(lowers) + col), -1)]
     return dict(col=col, low=low, text=text, start=start, length=length, lowers=lowers, low_id=low_id)
 
 
@@ -302,19 +303,15 @@ def _weight_ranks(stats: TermStats) -> np.ndarray:
     return held[1]
 
 
-def _names(stats: TermStats) -> np.ndarray:
-    """Each term's name without its prefix (kept for the statistics' vocabulary)."""
+def _term_names(stats: TermStats) -> tuple[np.ndarray, np.ndarray]:
+    """Each term's name without its prefix, and whether it is a word (``t:``, shown as its label
+    in lower case); kept for the statistics' vocabulary."""
     held = stats._cache.get("term names")
     if held is None or held[0] is not stats.vocab:
-        held = stats._cache["term names"] = (stats.vocab, np.array([t[2:] for t in stats.vocab] + [None], dtype=object)[:-1],
-                                             np.fromiter((t.startswith("t:") for t in stats.vocab), bool, len(stats.vocab)))
-    return held[1]
-
-
-def _is_word(stats: TermStats) -> np.ndarray:
-    """Whether each term is a word (``t:``), read as its label in lower case."""
-    _names(stats)
-    return stats._cache["term names"][2]
+        names = np.array([t[2:] for t in stats.vocab] + [None], dtype=object)[:-1]
+        is_word = np.fromiter((t.startswith("t:") for t in stats.vocab), bool, len(stats.vocab))
+        held = stats._cache["term names"] = (stats.vocab, names, is_word)
+    return held[1], held[2]
 
 
 def _posting_keys(stats: TermStats, rows: np.ndarray) -> np.ndarray:
@@ -353,11 +350,9 @@ def _hidden_words(stats: TermStats, shown: dict, local: np.ndarray, c: np.ndarra
     if entity.size == 0:
         return np.zeros(0, np.int64)
     row = np.searchsorted(shown["start"], entity, side="right") - 1  # each entity term's row (none empty)
-    per_row = np.bincount(row, minlength=len(shown["start"]))
-    first = np.cumsum(per_row) - per_row
-    counts = per_row[local]
-    pair = np.repeat(np.arange(len(local), dtype=np.int64), counts)
-    at = entity[np.repeat(first[local], counts) + np.arange(int(counts.sum())) - np.repeat(np.cumsum(counts) - counts, counts)]
+    by_row = np.concatenate([[0], np.cumsum(np.bincount(row, minlength=len(shown["start"])))])
+    pair, at = _rows_of(by_row, local)  # each pair's entry's entity terms (places in ``entity``)
+    at = entity[at]
     both = _contains(held, (c[pair] << 32) | col[at])
     pair, cols = pair[both], col[at[both]]
     if pair.size == 0:
@@ -365,9 +360,7 @@ def _hidden_words(stats: TermStats, shown: dict, local: np.ndarray, c: np.ndarra
     low_id, vocab = shown["low_id"], stats.vocab
     distinct = np.unique(cols)
     words = [[low_id[w] for w in vocab[t][2:].split() if w in low_id] for t in distinct.tolist()]
-    sizes = np.array([len(w) for w in words], np.int64)
+    by_term = np.concatenate([[0], np.cumsum([len(w) for w in words])]).astype(np.int64)
     flat = np.array([w for ws in words for w in ws], np.int64)
-    which = np.searchsorted(distinct, cols)
-    reps = sizes[which]
-    word_at = np.repeat(np.cumsum(sizes)[which] - reps, reps) + np.arange(int(reps.sum())) - np.repeat(np.cumsum(reps) - reps, reps)
-    return np.unique(np.repeat(pair, reps) * n_low + flat[word_at])
+    hit, word_at = _rows_of(by_term, np.searchsorted(distinct, cols))  # each shared entity's words
+    return np.unique(pair[hit] * n_low + flat[word_at])
