@@ -218,6 +218,33 @@ def test_the_linking_state_counts_what_it_has_not_loaded():
     assert all(fresh.joined(k[0], k[1]) for k in fresh.edges)
 
 
+def test_the_weakest_capped_link_read_off_a_heap_is_the_least_of_the_rows_links(monkeypatch):
+    """Each row at its degree cap names as its weakest link the least (faded weight, key) of its
+    capped links, with input edges loaded late and links removed and added between the asks."""
+    from kbtools.demo.engineering import engineering_bank
+    from kbtools.linker import LINKER_DEFAULTS, planning
+    from kbtools.linker import state as linking
+
+    demo = engineering_bank(entries=600)
+    settings = LINKER_DEFAULTS.with_(max_degree=3)
+    first = planning.plan_connect(demo.entries, demo.edges, demo.triples, settings=settings)
+    edges = pl.concat([demo.edges, first.add])  # auto links in the input: rows loaded when they fill up
+    asked = []
+    heap = linking._State._weakest
+
+    def checked(self, row):
+        key = heap(self, row)
+        asked.append(row)
+        assert key == min((self.faded(self.edges[k]), k) for k in self.capped[row])[1]
+        return key
+
+    monkeypatch.setattr(linking._State, "_weakest", checked)
+    entries = demo.entries.with_columns(pl.lit(None, dtype=pl.Datetime("us", "UTC")).alias("linked_at"))
+    plan = planning.plan_connect(entries, edges, demo.triples, settings=settings.with_(max_degree=4))
+    assert plan.report["evicted"] and plan.report["capped"]
+    assert len(asked) > len(set(asked)) > 20  # rows asked again after links came and went
+
+
 def _one_entry(ctx, row, settings):
     from kbtools.linker.evidence import candidate_pairs, pair_evidence
 

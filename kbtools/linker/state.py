@@ -9,6 +9,8 @@ over entry after entry (``_State``), returned as a ``LinkPlan``. ``planning`` dr
 from __future__ import annotations
 
 import functools
+import heapq
+import itertools
 import json
 import operator
 from collections import defaultdict
@@ -249,6 +251,10 @@ class _State:
         self.loaded_rows: set[int] = set()
         self.loaded_edges: set[int] = set()
         self._facts = (-1, None)  #: the last entry's terms as its links' words read them (``wording._term_places``)
+        #: per row whose cap was reached: its capped records as a heap ``(faded, key, n, rec)``, those
+        #: removed since left in it (``_weakest``)
+        self._by_strength: dict[int, list] = {}
+        self._pushed = itertools.count()
         self._unwritten: list[dict] = []  #: automatic records planned here, their evidence text maybe not written
         self._written = 0  #: how many of them ``write_evidence`` went through
 
@@ -272,21 +278,26 @@ class _State:
 
     # -- bookkeeping
     def _put(self, rec):
-        key = (rec["src"], rec["dst"], rec["type"])
+        src, dst = rec["src"], rec["dst"]
+        key = (src, dst, rec["type"])
         self.edges[key] = rec
-        self.touching[rec["src"]].add(key)
-        self.touching[rec["dst"]].add(key)
+        self.touching[src].add(key)
+        self.touching[dst].add(key)
         if rec["source"] in _CAPPED:
-            self.capped[rec["src"]].add(key)
-            self.capped[rec["dst"]].add(key)
+            self.capped[src].add(key)
+            self.capped[dst].add(key)
+            if self._by_strength:
+                for end in {src, dst} & self._by_strength.keys():
+                    heapq.heappush(self._by_strength[end], (self.faded(rec), key, next(self._pushed), rec))
         return key
 
     def _count(self, rec, step: int) -> None:
-        self.pair_delta[_pair(rec["src"], rec["dst"])] += step
+        src, dst = rec["src"], rec["dst"]
+        self.pair_delta[(src, dst) if src < dst else (dst, src)] += step
         if rec["source"] in _CAPPED:
-            self.degree_delta[rec["src"]] += step
-            if rec["dst"] != rec["src"]:
-                self.degree_delta[rec["dst"]] += step
+            self.degree_delta[src] += step
+            if dst != src:
+                self.degree_delta[dst] += step
 
     def degree(self, row: int) -> int:
         """The automatic (capped) links the row holds now."""
@@ -331,16 +342,26 @@ class _State:
         return held
 
     def _weakest(self, row):
-        if self.index.capped_degree[row]:  # every capped link of the row, to compare them (none in the input: all here)
-            self.ensure([row])
-        edges, faded = self.edges, self.faded
-        return min((faded(edges[k]), k) for k in self.capped[row])[1]
+        """The key of the row's weakest capped link (faded weight, then key): the top of the row's
+        heap once its records removed since are dropped (a row at its cap is asked again and again
+        as its candidates come: 70,217 times in a connect at 100k)."""
+        heap = self._by_strength.get(row)
+        if heap is None:
+            if self.index.capped_degree[row]:  # every capped link of the row, to compare them (none in the input: all here)
+                self.ensure([row])
+            edges, faded, pushed = self.edges, self.faded, self._pushed
+            heap = self._by_strength[row] = [(faded(edges[k]), k, next(pushed), edges[k]) for k in self.capped[row]]
+            heapq.heapify(heap)
+        edges = self.edges
+        while edges.get(heap[0][1]) is not heap[0][3]:  # removed (or replaced) since it was pushed
+            heapq.heappop(heap)
+        return heap[0][1]
 
     def add_capped(self, rec, base: int | None = None) -> bool:
         """Add an automatic link unless it would be the weakest at a full end; evict the weakest."""
-        cap, degrees, delta = self.s.max_degree, self.index.degrees, self.degree_delta
-        full = [end for end in (rec["src"], rec["dst"]) if degrees[end] + delta.get(end, 0) >= cap]
-        if full:
+        cap, degrees, delta, src, dst = self.s.max_degree, self.index.degrees, self.degree_delta, rec["src"], rec["dst"]
+        if degrees[src] + delta.get(src, 0) >= cap or degrees[dst] + delta.get(dst, 0) >= cap:
+            full = [end for end in (src, dst) if degrees[end] + delta.get(end, 0) >= cap]
             strength = self.faded(rec)
             weakest = {}
             for end in full:
@@ -362,9 +383,9 @@ class _State:
             text, taken = None, False
         else:
             text, taken = (evidence, '"from"' in evidence) if isinstance(evidence, str) else (json.dumps(evidence), "from" in evidence)
-        return dict(src=src, dst=dst, type=typ, source=source, note=None, evidence=text,
-                    weight=float(weight), created_by="linker", created_us=now,
-                    seen_us=now if seen_us is None else seen_us, orig=None, taken=taken)
+        return {"src": src, "dst": dst, "type": typ, "source": source, "note": None, "evidence": text,
+                "weight": float(weight), "created_by": "linker", "created_us": now,
+                "seen_us": now if seen_us is None else seen_us, "orig": None, "taken": taken}
 
     # -- one entry
     def link_entry(self, m: int, pairs: dict, ev: dict, struct, lo: int = 0, hi: int | None = None,
@@ -433,10 +454,14 @@ class _State:
         """``_auto_links`` of an entry that links in its own name, from the chunk's ``choice``."""
         if choice.exact[b]:
             self.counts["nn_exact"] += 1
-        superseded, delta, cs, base = self.superseded, self.pair_delta, choice.c, choice.base
-        tried = [p for p in range(choice.bounds[b], choice.bounds[b + 1])  # read before any is added
-                 if cs[p] not in superseded and base[p] + delta.get((m, cs[p]) if m < cs[p] else (cs[p], m), 0) <= 0
-                 ][: self.s.max_new]
+        superseded, delta, cs, base, most = self.superseded, self.pair_delta, choice.c, choice.base, self.s.max_new
+        tried = []  # read before any is added
+        for p in range(choice.bounds[b], choice.bounds[b + 1]):
+            c = cs[p]
+            if c not in superseded and base[p] + delta.get((m, c) if m < c else (c, m), 0) <= 0:
+                tried.append(p)
+                if len(tried) == most:
+                    break
         for p in tried:
             if self.add_capped(self._auto_record(m, m, None, cs[p], choice.type_key[p], choice.score[p], choice, p),
                                base[p]):
