@@ -102,7 +102,8 @@ def test_dense_neighbours_are_the_same_whatever_the_block_size(monkeypatch):
 
 @pytest.mark.parametrize("stride", [8, 2])  # 8: a narrow block picks columns; 2: a wide one reads past a sampled bound
 @pytest.mark.parametrize("kind", ["directions", "random"])
-def test_dense_neighbours_read_a_row_whole_when_its_ties_run_past_the_picked_columns(monkeypatch, stride, kind):
+@pytest.mark.parametrize("closed", [False, True])  # True: every 11th entry archived, scored among the run and hidden
+def test_dense_neighbours_read_a_row_whole_when_its_ties_run_past_the_picked_columns(monkeypatch, stride, kind, closed):
     """Vectors in five directions: each row ties with dozens of columns at its k-th, more than the
     columns picked first (``_TIE_ROOM``) or read past the sampled bound; the scan still returns a
     brute force's list (exact cosine, then the newer entry) and each pair's exact cosine."""
@@ -111,7 +112,8 @@ def test_dense_neighbours_read_a_row_whole_when_its_ties_run_past_the_picked_col
     from kbtools.linker.terms import TermStats
 
     demo = synthetic_bank(entries=300, seed=2)
-    stats = TermStats.build(demo.entries)
+    # closed: rows in time order, so that a block's columns are a run of rows, archived ones among them
+    stats = TermStats.build(demo.entries.sort("created_at") if closed else demo.entries)
     n = len(stats.ids)
     rng = np.random.default_rng(7)
     if kind == "directions":
@@ -124,22 +126,53 @@ def test_dense_neighbours_read_a_row_whole_when_its_ties_run_past_the_picked_col
     monkeypatch.setattr(evidence, "_sampled_candidates", lambda *a, f=evidence._sampled_candidates: sampled.append(
         f(*a)) or sampled[-1])
     open_, linked = np.ones(n, bool), np.zeros(n, bool)
-    linked[::9] = True
+    linked[::9] = not closed  # closed: as a whole-bank connect, nothing linked before
+    if closed:
+        open_[::11] = False
+        monkeypatch.setattr(evidence, "_DENSE_CELLS", 2_000)  # blocks of early rows score a run of the entries before them
     rows = rng.permutation(n)[:90]
     k = 4
     assert k + evidence._TIE_ROOM < n // 5
     b, c, pos, cos = evidence._exact_neighbours(stats, rows, vectors, open_, linked, k)
+    assert list(zip(b.tolist(), c.tolist(), cos.tolist())) == _brute_neighbours(stats, rows, vectors, open_, linked, k)
+    assert np.array_equal(cos, evidence.pair_cosine(rows[b], c, vectors=vectors))
+    assert bool(sampled) == (stride == 2)
+    if sampled and kind == "directions":
+        assert sum(len(whole) for *_, whole in sampled) > 0  # rows whose ties reach the bound were read whole
+
+
+def _brute_neighbours(stats, rows, vectors, open_, linked, k):
+    """Per row, its k visible entries of highest exact cosine (ties: the newer first), one by one."""
+    from kbtools.linker import evidence
+
     want = []
     for i, row in enumerate(rows.tolist()):
         cols = np.flatnonzero(evidence._visible(stats, rows[i : i + 1], open_, linked)[0])
         exact = evidence.pair_cosine(np.full(len(cols), row), cols, vectors=vectors)
         order = np.lexsort((-stats.rank[cols], -exact))[:k]
         want += [(i, int(x), float(y)) for x, y in zip(cols[order], exact[order])]
-    assert list(zip(b.tolist(), c.tolist(), cos.tolist())) == want
-    assert np.array_equal(cos, evidence.pair_cosine(rows[b], c, vectors=vectors))
-    assert bool(sampled) == (stride == 2)
-    if sampled and kind == "directions":
-        assert sum(len(whole) for *_, whole in sampled) > 0  # rows whose ties reach the bound were read whole
+    return want
+
+
+def test_a_row_that_sees_fewer_than_k_entries_in_a_wide_block_keeps_only_those(monkeypatch):
+    """The first entries of a bank scanned in one block with later ones (read past a sampled bound):
+    they keep the few entries they see, never a hidden one."""
+    from kbtools.demo import synthetic_bank
+    from kbtools.linker import evidence
+    from kbtools.linker.terms import TermStats
+
+    stats = TermStats.build(synthetic_bank(entries=300, seed=2).entries)
+    n = len(stats.ids)
+    rng = np.random.default_rng(3)
+    vectors = rng.normal(size=(n, 16)).astype(np.float32)
+    vectors /= np.linalg.norm(vectors, axis=1, keepdims=True)
+    monkeypatch.setattr(evidence, "_SAMPLE_STRIDE", 2)
+    open_, linked = np.ones(n, bool), np.zeros(n, bool)
+    by_rank = np.argsort(stats.rank, kind="stable")
+    rows = np.concatenate([by_rank[:3], by_rank[-60:]])  # ranks 0, 1, 2 see 0, 1, 2 entries
+    b, c, pos, cos = evidence._exact_neighbours(stats, rows, vectors, open_, linked, 4)
+    assert np.bincount(b, minlength=len(rows))[:3].tolist() == [0, 1, 2]
+    assert list(zip(b.tolist(), c.tolist(), cos.tolist())) == _brute_neighbours(stats, rows, vectors, open_, linked, 4)
 
 
 def test_a_big_banks_edges_gathered_row_by_row_plan_the_same_links(monkeypatch):

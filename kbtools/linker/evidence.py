@@ -507,7 +507,11 @@ def _sampled_candidates(values: np.ndarray, k: int, take: int, slack: float):
     n_rows, n = values.shape
     sample = np.ascontiguousarray(values[:, ::_SAMPLE_STRIDE])
     bound = np.partition(sample, sample.shape[1] - take, axis=1)[:, sample.shape[1] - take]
-    flat = np.flatnonzero((values >= bound[:, None]) & (values > -np.inf))  # by row
+    above = values >= bound[:, None]
+    low = np.flatnonzero(bound == -np.inf)  # a row of fewer than ``take`` sampled values: -inf is not above
+    if len(low):
+        above[low] &= values[low] > -np.inf
+    flat = np.flatnonzero(above)  # by row
     r = flat // n
     c = flat - r * n
     v = values[r, c].astype(np.float64)  # a float32 is exact as a float64
@@ -791,11 +795,29 @@ def _exact_block(stats, rows, vectors, open_, linked, k):
     if len(cols) and cols[-1] - cols[0] + 1 <= 1.25 * len(cols):  # nearly a run of rows: score the run (a view)
         cols = np.arange(cols[0], cols[-1] + 1)
     sims = _similarities(vectors, rows, cols)
-    hidden = ~seen[cols][None, :] | ~linked[cols][None, :] & (stats.rank[cols][None, :] >= stats.rank[rows][:, None])
-    sims[hidden | (cols[None, :] == rows[:, None])] = -np.inf
+    _hide(sims, stats, rows, cols, seen, linked)
     exact = lambda r, c: _hit_cosines(vectors, rows[r], cols[c])  # noqa: E731
     r, c, pos, cos = _top_k(sims, k, stats.rank[cols], exact, slack=_SLACK)
     return r, cols[c], pos, cos
+
+
+def _hide(sims: np.ndarray, stats, rows: np.ndarray, cols: np.ndarray, seen: np.ndarray, linked: np.ndarray) -> None:
+    """Set to -inf the scores of ``rows`` (sorted by rank) against ``cols`` (sorted) that a row
+    cannot see: entries no row of the block sees, entries not linked and created no earlier than
+    the row, and the row itself. Only the columns where that can happen are read (the block's own
+    span of ranks, a few hundred), not a mask of the whole block."""
+    if len(cols) == 0:
+        return
+    rank = stats.rank[cols]
+    late = np.flatnonzero(~seen[cols] | ~linked[cols] & (rank >= stats.rank[rows].min()))
+    if len(late):
+        part = sims[:, late]
+        part[~seen[cols[late]][None, :] | (rank[late][None, :] >= stats.rank[rows][:, None])
+             & ~linked[cols[late]][None, :]] = -np.inf
+        sims[:, late] = part
+    at = np.minimum(np.searchsorted(cols, rows), len(cols) - 1)
+    own = np.flatnonzero(cols[at] == rows)
+    sims[own, at[own]] = -np.inf
 
 
 def _fetch(base: int, neighbors) -> int:
