@@ -63,6 +63,9 @@ class ChunkWork:
     neighbors: object = None
     eligible: np.ndarray | None = None
     margin: int = 0
+    #: the names of the pairs' and of the evidence's arrays a worker process sends back (None: all):
+    #: the linking reads 21 of their 32 arrays, two thirds of the bytes a chunk sends
+    keep: tuple[tuple[str, ...], tuple[str, ...]] | None = None
 
     def search(self, rows: np.ndarray):
         """The neighbour-index search of these rows (None without an index): GIL-free faiss."""
@@ -195,7 +198,11 @@ _PR_SET_PDEATHSIG = 1  #: prctl(2)
 
 
 def _chunk_in_worker(rows: np.ndarray) -> tuple[dict, dict]:
-    return _WORK.evidence(rows)
+    pairs, ev = _WORK.evidence(rows)
+    if _WORK.keep is None:
+        return pairs, ev
+    pair_names, evidence_names = _WORK.keep
+    return {k: pairs[k] for k in pair_names if k in pairs}, {k: ev[k] for k in evidence_names}
 
 
 def _from_processes(work: ChunkWork, chunks, pool, workers: int, while_waiting=None) -> Iterator[tuple[dict, dict]]:

@@ -26,7 +26,7 @@ from kbtools.errors import EntryNotFound, ValidationError
 from kbtools.linker.evidence import candidate_pairs, pair_evidence, relations
 from kbtools.linker.pipeline import CHUNK_ROWS, ChunkWork, auto_workers, chunk_evidence
 from kbtools.linker.rules import KINDS, LINKER_DEFAULTS, LinkerSettings
-from kbtools.linker.state import LinkPlan, _Choice, _EdgeIndex, _State
+from kbtools.linker.state import LINKING_READS, LinkPlan, _Choice, _EdgeIndex, _State
 from kbtools.linker.terms import TermStats, gc_paused, metadata_of
 from kbtools.linker.wording import why_text
 from kbtools.model.schema import SCHEMAS, conform
@@ -122,7 +122,7 @@ def plan_connect(entries, edges, triples, *, ids=None, vectors=None, cosine=None
     total = len(chosen)
     chunks = [chosen[start : start + size] for start in range(0, total, size)]
     work = ChunkWork(st, ctx.rel, ctx.open_, ctx.linked, settings, vectors=vectors, cosine=cosine, neighbors=neighbors,
-                     eligible=eligible, margin=margin)
+                     eligible=eligible, margin=margin, keep=LINKING_READS)
     if workers is None:
         workers = auto_workers(len(chunks)) if cosine is None else 0  # a cosine function may not survive a fork
     # the link state makes a few small objects per link and no cycles: the collector would walk the

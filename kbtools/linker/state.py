@@ -704,6 +704,10 @@ def _pair(a: int, b: int) -> tuple[int, int]:
 #: Below this many links, ``write_evidence`` writes each link's text alone
 _FEW_TEXTS = 64
 _TYPE_INPUTS = ("m", "c", "later", "time", "bridge_only")
+#: What the linking reads of a chunk's pairs and of their evidence (``_Choice``, ``link_entry``):
+#: all a worker process sends back (``pipeline.ChunkWork.keep``)
+LINKING_READS = (("b", "m", "c", "pos_index", "pos_nn", "pos_nnx", "pos_session", "nn_floor"),
+                 tuple(dict.fromkeys((*_TEXT_VALUES, *_TYPE_INPUTS, "linked", "score"))))
 
 
 def _text_inputs(words: list[tuple]) -> tuple[np.ndarray, np.ndarray, dict]:
