@@ -287,9 +287,13 @@ class _State:
             self.capped[src].add(key)
             self.capped[dst].add(key)
             if self._by_strength:
-                for end in {src, dst} & self._by_strength.keys():
-                    heapq.heappush(self._by_strength[end], (self.faded(rec), key, next(self._pushed), rec))
+                self._push(rec, key)
         return key
+
+    def _push(self, rec, key) -> None:
+        """A capped record onto the heaps of its ends that have one (``_weakest``)."""
+        for end in {rec["src"], rec["dst"]} & self._by_strength.keys():
+            heapq.heappush(self._by_strength[end], (self.faded(rec), key, next(self._pushed), rec))
 
     def _count(self, rec, step: int) -> None:
         src, dst = rec["src"], rec["dst"]
@@ -462,10 +466,42 @@ class _State:
                 tried.append(p)
                 if len(tried) == most:
                     break
+        if not tried:
+            return
+        # the common link inline (a whole-bank connect plans 450,000): a new record, its key not
+        # held, no input edge between the two and neither end at its cap; any other goes through
+        # ``_auto_record`` and ``add_capped``
+        cap, degrees, degree_delta, edges, now = self.s.max_degree, self.index.degrees, self.degree_delta, self.edges, \
+            self.ctx.now_us
+        unwritten, added, touching, capped, types = self._unwritten, self.added, self.touching, self.capped, choice.type_key
+        heaps = self._by_strength
+        linked = 0
         for p in tried:
-            if self.add_capped(self._auto_record(m, m, None, cs[p], choice.type_key[p], choice.score[p], choice, p),
-                               base[p]):
-                self.counts["links"] += 1
+            c = cs[p]
+            typ, m_is_src = _link_type(types[p])
+            src, dst = (m, c) if m_is_src else (c, m)
+            key = (src, dst, typ)
+            if (base[p] or key in edges or degrees[src] + degree_delta.get(src, 0) >= cap
+                    or degrees[dst] + degree_delta.get(dst, 0) >= cap):
+                linked += self.add_capped(self._auto_record(m, m, None, c, types[p], choice.score[p], choice, p), base[p])
+                continue
+            rec = {"src": src, "dst": dst, "type": typ, "source": "auto", "note": None, "evidence": None,
+                   "weight": float(choice.score[p]), "created_by": "linker", "created_us": now, "seen_us": now,
+                   "orig": None, "taken": False, "words": (m, c, choice, p, None)}
+            unwritten.append(rec)
+            edges[key] = added[key] = rec
+            touching[src].add(key)
+            touching[dst].add(key)
+            capped[src].add(key)
+            capped[dst].add(key)
+            if heaps and (src in heaps or dst in heaps):
+                self._push(rec, key)
+            delta[(src, dst) if src < dst else (dst, src)] += 1
+            degree_delta[src] += 1
+            if dst != src:
+                degree_delta[dst] += 1
+            linked += 1
+        self.counts["links"] += linked
 
     def _auto_links(self, m, end, origin, pairs, ev, own, lo, hi):
         # entries superseded earlier in this run give their place in a candidate list to the next;
