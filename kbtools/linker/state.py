@@ -387,9 +387,12 @@ class _State:
             text, taken = None, False
         else:
             text, taken = (evidence, '"from"' in evidence) if isinstance(evidence, str) else (json.dumps(evidence), "from" in evidence)
-        return {"src": src, "dst": dst, "type": typ, "source": source, "note": None, "evidence": text,
-                "weight": float(weight), "created_by": "linker", "created_us": now,
-                "seen_us": now if seen_us is None else seen_us, "orig": None, "taken": taken}
+        rec = {"src": src, "dst": dst, "type": typ, "source": source, "note": None, "evidence": text,
+               "weight": float(weight), "created_by": "linker", "created_us": now,
+               "seen_us": now if seen_us is None else seen_us, "orig": None, "taken": taken}
+        if seen_us is None:  # seen now: ``faded`` would return its weight (a fading link of age 0)
+            rec["faded"] = rec["weight"]
+        return rec
 
     # -- one entry
     def link_entry(self, m: int, pairs: dict, ev: dict, struct, lo: int = 0, hi: int | None = None,
@@ -488,6 +491,7 @@ class _State:
             rec = {"src": src, "dst": dst, "type": typ, "source": "auto", "note": None, "evidence": None,
                    "weight": float(choice.score[p]), "created_by": "linker", "created_us": now, "seen_us": now,
                    "orig": None, "taken": False, "words": (m, c, choice, p, None)}
+            rec["faded"] = rec["weight"]  # seen now: ``faded`` would return its weight
             unwritten.append(rec)
             edges[key] = added[key] = rec
             touching[src].add(key)
