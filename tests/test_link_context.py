@@ -167,8 +167,8 @@ def test_the_cached_neighbour_index_grows_by_the_entries_appended_since(hnsw_ban
     assert again.cached_file_meta(link_context.NEIGHBOURS_FILE)[2]["rows"] == 634  # grown by 5 %: written
 
 
-@pytest.mark.parametrize("change", ["re-embedded", "deleted", "damaged", "other embedder"])
-def test_a_stale_or_damaged_cached_neighbour_index_is_rebuilt(hnsw_bank, change):
+@pytest.mark.parametrize("change", ["re-embedded", "deleted", "damaged", "other embedder", "older format"])
+def test_a_stale_or_damaged_cached_neighbour_index_is_rebuilt(hnsw_bank, change, monkeypatch):
     bank, built = hnsw_bank
     link_context.neighbour_index(bank, link_context.linker_vectors(bank))
     eid = bank.entries["id"][3]
@@ -182,6 +182,8 @@ def test_a_stale_or_damaged_cached_neighbour_index_is_rebuilt(hnsw_bank, change)
         data = bytearray(path.read_bytes())
         data[len(data) // 2] ^= 0xFF
         path.write_bytes(bytes(data))
+    elif change == "older format":  # as kept by an earlier kbtools (another kind of codes)
+        monkeypatch.setattr(link_context, "_NEIGHBOURS_FORMAT", link_context._NEIGHBOURS_FORMAT + 1)
     else:
         kb.embed_bank(bank, embedder="hashing-char", rebuild=True)
     again, index = _index_of(bank.path)
