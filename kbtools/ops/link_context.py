@@ -390,8 +390,9 @@ NEIGHBOURS_FLAT_BELOW = 20_000
 NEIGHBOURS_IVF_FROM = 300_000
 #: efSearch 40, not 64: at 100k the exact top 24 of 1,000 text-vector queries are found 0.9946 of
 #: the time against 0.9961, the search costs a third less, and a whole-bank connect makes the same
-#: links but 3 of 382,222 (issue 13, sixth session)
-_HNSW_M, _HNSW_EF_CONSTRUCTION, _HNSW_EF_SEARCH = 32, 80, 40
+#: links but 3 of 382,222 (issue 13, sixth session). M 16, not 32: a search reads half the
+#: neighbours per node, 15-28 % less time (see ``new_neighbour_index``)
+_HNSW_M, _HNSW_EF_CONSTRUCTION, _HNSW_EF_SEARCH = 16, 80, 40
 
 
 def faiss_threads(threads: int = 1):
@@ -404,22 +405,28 @@ def faiss_threads(threads: int = 1):
 
 def new_neighbour_index(vectors: np.ndarray):
     """An empty neighbour index for these vectors (add them next): flat (exact) for a small bank,
-    HNSW over 8-bit codes (M 32, efSearch 40; one range for all dimensions, trained here on
+    HNSW over 8-bit codes (M 16, efSearch 40; one range for all dimensions, trained here on
     ``vectors``) for a large one, and from ``NEIGHBOURS_IVF_FROM`` entries an inverted file with 8-bit codes (√n lists,
     a tenth visited; trained here on a seeded sample): an HNSW graph over a million vectors takes
     longer to build than the bank takes to link.
 
     The linker re-scores every hit with the exact vectors, so 8-bit codes cost no recall after
     re-scoring (0.987 of the exact top 41 at 100k, as full vectors); they make the graph a quarter
-    of the memory, its search about a third faster and its build about 40 % faster. One range for
-    all dimensions (faiss ``QT_8bit_uniform``), not one per dimension: a value decodes with one
-    multiply less, and the exact top 24 among a search's first 29 hits are found as often (2,000
-    queries: 0.9976 against 0.9974 at 100k text vectors, 0.277 against 0.275 at 100k random ones,
-    0.9879 against 0.9888 on the PEP bank's 8,179 vectors); a whole-bank connect at 100k makes the
-    same links but one, its workers spending 26.7-27.4 against 28.4-30.1 core-seconds, and the
-    index builds in 15 against 19 s (issue 13, eleventh session). Rows added later are coded with
-    the range of the first build (a value outside it is clipped in the code, never in the
-    re-scored cosine)."""
+    of the memory, its search about a third faster and its build about 40 % faster.
+
+    Issue 13, eleventh session: one range for all dimensions (faiss ``QT_8bit_uniform``), not one
+    per dimension, decodes a value with one multiply less and finds the exact top 24 among a
+    search's first 29 hits as often (2,000 queries: 0.9976 against 0.9974 at 100k text vectors,
+    0.277 against 0.275 at 100k random ones, 0.9879 against 0.9888 on the PEP bank's 8,179
+    vectors). M 16 rather than 32 then reads half the neighbours per node: a whole-bank connect at
+    100k spends 25.6-28.2 against 29.3-29.7 core-seconds in its workers (20.1-22.8 against
+    22.6-22.9 s) and makes 13 of its 382,222 links otherwise; the exact top 24 are found 0.9932
+    of the time (0.158 for random vectors, whose fallback to the exact scan then runs more often;
+    0.9832 on PEP's vectors). On the PEP bank linked through such an index the linker recovers
+    the same 23.14 % of the held-out human edges at 1.93 % precision with either M or the
+    per-dimension codes. The index builds in 13 against 19 s, its graph half the size. Rows
+    added later are coded with the range of the first build (a value outside it is clipped in
+    the code, never in the re-scored cosine)."""
     faiss = faiss_threads(1)
     d = vectors.shape[1]
     if len(vectors) < NEIGHBOURS_FLAT_BELOW:
@@ -502,7 +509,7 @@ def neighbour_index(bank: Bank, vectors: np.ndarray | None):
 NEIGHBOURS_FILE = "linker-neighbours.faiss"
 #: A neighbour index read from the cache and grown by this share of its rows is written again.
 NEIGHBOURS_RESAVE = 0.05
-_NEIGHBOURS_FORMAT = 2  #: 2: codes with one range for all dimensions (a cached index of format 1 is built again)
+_NEIGHBOURS_FORMAT = 2  #: 2: M 16, codes with one range for all dimensions (a cached index of format 1 is built again)
 
 
 def _ids_digest(ids: pl.Series) -> str:
