@@ -45,6 +45,18 @@ def bank():
     return _bank()
 
 
+@pytest.fixture(params=[False, True], ids=["by batch", "from the table"])
+def words_of(bank, request):
+    """The bank, its entries' terms put in the order they are shown batch by batch, or once for
+    all of them (``shown_terms_table``, as a connect of most of a bank does)."""
+    stats, _ = bank
+    if request.param:
+        wording.shown_terms_table(stats)
+        assert "shown terms" in stats._cache
+    yield bank
+    stats._cache.pop("shown terms", None)
+
+
 def _pairs_sharing(stats: TermStats, rng, count: int) -> tuple[np.ndarray, np.ndarray]:
     n = len(stats.ids)
     pairs = rng.integers(0, n, (count * 4, 2))
@@ -75,8 +87,8 @@ def _values(stats: TermStats, m, c, rng) -> dict:
     )
 
 
-def test_many_links_read_as_each_link_written_alone(bank):
-    stats, rel = bank
+def test_many_links_read_as_each_link_written_alone(words_of):
+    stats, rel = words_of
     rng = np.random.default_rng(7)
     m, c = _pairs_sharing(stats, rng, 3000)
     values = _values(stats, m, c, rng)
@@ -102,9 +114,9 @@ def _first_shared_place(stats, a, b) -> int:
     return next(i for i, key in enumerate(places) if key[3] in other)
 
 
-def test_a_word_of_a_shared_entity_is_hidden_in_a_batch_as_alone(bank):
+def test_a_word_of_a_shared_entity_is_hidden_in_a_batch_as_alone(words_of):
     """"line" is a word of the shared entity "line 3": the entity is shown, the word is not."""
-    stats, rel = bank
+    stats, rel = words_of
     row = stats.row_of
     m = np.array([row["x60"], row["x60"], row["x70"]])
     c = np.array([row["x62"], row["x70"], row["x72"]])

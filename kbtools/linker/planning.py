@@ -33,6 +33,10 @@ from kbtools.model.schema import SCHEMAS, conform
 
 __all__ = ["LinkPlan", "plan_links", "plan_connect", "apply_links", "why_text"]
 
+#: A connect of this many entries, half the bank or more, puts every entry's terms in the order its
+#: links show them once (``wording.shown_terms_table``) rather than batch by batch
+_SHOWN_TABLE_FROM = 10_000
+
 
 # ---------------------------------------------------------------- public door
 
@@ -115,6 +119,7 @@ def plan_connect(entries, edges, triples, *, ids=None, vectors=None, cosine=None
     structs = {int(r): ctx.structural(int(r)) for r in chosen}
     margin = len({t for s in structs.values() for typ, t in s if typ == "supersedes" and t is not None})
     state = _State(ctx, ctx.edge_index())
+    state.most_entries = len(chosen) >= _SHOWN_TABLE_FROM and 2 * len(chosen) >= len(st.ids)
     eligible = ctx.eligible() if neighbors is not None else None
     n = max(len(st.ids), 1)
     # without an index every entry of a chunk scans the bank densely: (chunk x bank) scores

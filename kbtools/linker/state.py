@@ -24,7 +24,7 @@ from kbtools.errors import ValidationError
 from kbtools.linker.evidence import _SENTINEL, use_exact_neighbours
 from kbtools.linker.rules import KINDS, LinkerSettings, link_type
 from kbtools.linker.terms import TermStats, _rows_of
-from kbtools.linker.wording import _TEXT_VALUES, _evidence_json, _term_places, _why_words, evidence_texts
+from kbtools.linker.wording import _TEXT_VALUES, _evidence_json, _term_places, _why_words, evidence_texts, shown_terms_table
 from kbtools.model.fading import fade
 from kbtools.model.schema import SCHEMAS, TIME, conform
 from kbtools.model.vocab import DOMINANCE_TYPES, normalize_type
@@ -257,6 +257,9 @@ class _State:
         self._pushed = itertools.count()
         self._unwritten: list[dict] = []  #: automatic records planned here, their evidence text maybe not written
         self._written = 0  #: how many of them ``write_evidence`` went through
+        #: whether the words of most of the bank's entries will be written: their terms are put in
+        #: order once for all entries (``wording.shown_terms_table``), at the first batch of texts
+        self.most_entries = False
 
     def ensure(self, rows) -> None:
         """Load the input edges touching these rows (once: an edge removed later stays removed)."""
@@ -567,6 +570,8 @@ class _State:
         else:
             words = [rec.pop("words") for rec in batch]
             m, c, values = _text_inputs(words)
+            if self.most_entries:
+                shown_terms_table(self.st)  # made once (kept with the statistics)
             texts = evidence_texts(self.st, self.ctx.rel, m, c, values, [w[4] for w in words])
             for rec, text in zip(batch, texts):
                 rec["evidence"] = text
