@@ -49,7 +49,8 @@ def plan_links(entry_id, entries, edges, triples, *, vectors=None, cosine=None, 
     ``neighbors``, with ``vectors``: a nearest-neighbour index over the entries' rows (a
     ``faiss.Index`` over ``vectors`` in row order, or any object with ``ntotal`` and
     ``search(x (m, d) float32, k) -> (scores, rows)``, rows -1 when missing), searched instead of
-    scanning every vector. It fetches ``4 candidates + 1`` hits, keeps the visible ones (linked
+    scanning every vector. It fetches about 1.5 ``candidates`` hits per visible share of the index
+    (1.5 to 6 ``candidates``, plus one), keeps the visible ones (linked
     already or created earlier, neither superseded nor archived) and re-scores them exactly; when
     fewer than ``candidates`` of them score above the lowest hit (plus 1e-4) the entry falls back to
     the exact scan, and an entry that can see under a quarter of the index (few entries linked or
