@@ -436,7 +436,7 @@ def new_neighbour_index(vectors: np.ndarray):
     index = faiss.IndexHNSWSQ(d, faiss.ScalarQuantizer.QT_8bit_uniform, _HNSW_M, faiss.METRIC_INNER_PRODUCT)
     index.hnsw.efConstruction = _HNSW_EF_CONSTRUCTION
     index.hnsw.efSearch = _HNSW_EF_SEARCH
-    index.train(np.ascontiguousarray(vectors, dtype=np.float32))  # each dimension's range: one pass
+    index.train(np.ascontiguousarray(vectors, dtype=np.float32))  # the codes' range: one pass
     return index
 
 
@@ -468,7 +468,7 @@ def neighbour_index(bank: Bank, vectors: np.ndarray | None):
 
     An HNSW or inverted-file index is also kept in the bank's ``cache/`` (``NEIGHBOURS_FILE``), so
     a new process (a scheduled ``kb connect``, the first linked add of a server) reads it instead of
-    building it again (54 s for HNSW at 100k entries on two cores), and grows it by the entries
+    building it again (12-14 s for HNSW at 100k entries on two cores), and grows it by the entries
     appended since. It is written when built from scratch, and again once it has grown by
     ``NEIGHBOURS_RESAVE`` of its rows; a read-only bank writes nothing."""
     if vectors is None or len(vectors) == 0:
