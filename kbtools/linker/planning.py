@@ -25,7 +25,7 @@ import polars as pl
 from kbtools.errors import EntryNotFound, ValidationError
 from kbtools.linker.evidence import candidate_pairs, pair_evidence, relations
 from kbtools.linker.pipeline import CHUNK_ROWS, ChunkWork, auto_workers, chunk_evidence
-from kbtools.linker.rules import KINDS, LINKER_DEFAULTS, LinkerSettings
+from kbtools.linker.rules import KINDS, LINKER_DEFAULTS, LinkerSettings, kind_code
 from kbtools.linker.state import LINKING_READS, LinkPlan, _Choice, _EdgeIndex, _State
 from kbtools.linker.terms import TermStats, gc_paused, metadata_of
 from kbtools.linker.wording import why_text
@@ -36,6 +36,7 @@ __all__ = ["LinkPlan", "plan_links", "plan_connect", "apply_links", "why_text"]
 #: A connect of this many entries, half the bank or more, puts every entry's terms in the order its
 #: links show them once (``wording.shown_terms_table``) rather than batch by batch
 _SHOWN_TABLE_FROM = 10_000
+_DECISION = kind_code("decision")  #: a decision's code in ``TermStats.kind``
 
 
 # ---------------------------------------------------------------- public door
@@ -117,10 +118,24 @@ def plan_connect(entries, edges, triples, *, ids=None, vectors=None, cosine=None
         chosen = np.array(sorted({st.row_of[i] for i in ids}), dtype=np.int64)
         chosen = chosen[st.kind[chosen] >= 0]
     chosen = chosen[np.argsort(st.rank[chosen], kind="stable")]
-    structs = {int(r): ctx.structural(int(r)) for r in chosen}
+    # the decisions' structural links first: the entries they supersede widen every candidate list
+    # (``margin``); the others' are read as each entry is linked
+    structs = {r: ctx.structural(r) for r in chosen[st.kind[chosen] == _DECISION].tolist()}
     margin = len({t for s in structs.values() for typ, t in s if typ == "supersedes" and t is not None})
-    state = _State(ctx, ctx.edge_index())
-    state.most_entries = len(chosen) >= _SHOWN_TABLE_FROM and 2 * len(chosen) >= len(st.ids)
+    made = []  # the link state, made once the workers have started (its edge index: 0.4 s at 100k)
+
+    def linking() -> _State:
+        if not made:
+            made.append(_State(ctx, ctx.edge_index()))
+            made[0].most_entries = len(chosen) >= _SHOWN_TABLE_FROM and 2 * len(chosen) >= len(st.ids)
+        return made[0]
+
+    def while_waiting() -> bool:
+        if not made:  # the first chunks are being computed: make the state meanwhile
+            linking()
+            return True
+        return made[0].write_evidence()
+
     eligible = ctx.eligible() if neighbors is not None else None
     n = max(len(st.ids), 1)
     # without an index every entry of a chunk scans the bank densely: (chunk x bank) scores
@@ -134,16 +149,20 @@ def plan_connect(entries, edges, triples, *, ids=None, vectors=None, cosine=None
     # the link state makes a few small objects per link and no cycles: the collector would walk the
     # bank's objects again and again (5-10 % of a connect at 100k)
     with gc_paused():
-        with chunk_evidence(work, chunks, workers=workers, while_waiting=state.write_evidence) as computed:
+        with chunk_evidence(work, chunks, workers=workers, while_waiting=while_waiting) as computed:
             done = 0
             for rows, (pairs, ev) in zip(chunks, computed):
+                state = linking()
                 bounds = np.searchsorted(pairs["b"], np.arange(len(rows) + 1)).tolist()
                 choice = _Choice(pairs, ev, st, settings, state.index, len(rows))
                 for b, row in enumerate(rows.tolist()):
-                    state.link_entry(row, pairs, ev, structs[row], bounds[b], bounds[b + 1], choice, b)
+                    struct = structs[row] if row in structs else ctx.structural(row)
+                    state.link_entry(row, pairs, ev, struct, bounds[b], bounds[b + 1], choice, b)
                 done += len(rows)
                 if progress is not None:
                     progress(done, total)
+        state = linking()
+        made.clear()
         plan = state.plan({"entries": total})  # the records' evidence is written here: no collector either
         del state  # its records freed before the collector runs again: it would walk them all
     return plan
