@@ -391,6 +391,7 @@ class _State:
         return True
 
     def _new(self, src, dst, typ, source, weight, evidence, seen_us=None):
+        # ``_chosen_links`` makes the records of most automatic links itself, with the same keys
         now = self.ctx.now_us
         if evidence is None:  # written later (``_evidence``)
             text, taken = None, False
@@ -482,7 +483,8 @@ class _State:
             return
         # the common link inline (a whole-bank connect plans 450,000): a new record, its key not
         # held, no input edge between the two and neither end at its cap; any other goes through
-        # ``_auto_record`` and ``add_capped``
+        # ``_auto_record`` and ``add_capped``, whose record and bookkeeping (``_new``, ``_put``,
+        # ``_count``) this repeats (tested: the same plans with ``_INLINE_LINKS`` off)
         cap, degrees, degree_delta, edges, now = self.s.max_degree, self.index.degrees, self.degree_delta, self.edges, \
             self.ctx.now_us
         unwritten, added, touching, capped, types = self._unwritten, self.added, self.touching, self.capped, choice.type_key
@@ -494,7 +496,7 @@ class _State:
             src, dst = (m, c) if m_is_src else (c, m)
             key = (src, dst, typ)
             if (base[p] or key in edges or degrees[src] + degree_delta.get(src, 0) >= cap
-                    or degrees[dst] + degree_delta.get(dst, 0) >= cap):
+                    or degrees[dst] + degree_delta.get(dst, 0) >= cap or not _INLINE_LINKS):
                 linked += self.add_capped(self._auto_record(m, m, None, c, types[p], choice.score[p], choice, p), base[p])
                 continue
             rec = {"src": src, "dst": dst, "type": typ, "source": "auto", "note": None, "evidence": None,
@@ -754,6 +756,8 @@ def _pair(a: int, b: int) -> tuple[int, int]:
 
 #: Below this many links, ``write_evidence`` writes each link's text alone
 _FEW_TEXTS = 64
+#: Whether ``_chosen_links`` makes an entry's common links inline (False: all through ``add_capped``)
+_INLINE_LINKS = True
 _TYPE_INPUTS = ("m", "c", "later", "time", "bridge_only")
 #: What the linking reads of a chunk's pairs and of their evidence (``_Choice``, ``link_entry``):
 #: all a worker process sends back (``pipeline.ChunkWork.keep``)
