@@ -6,7 +6,8 @@ reaches the chunk. ``chunk_evidence`` yields them chunk after chunk, in order, e
 process (the next chunk's neighbour-index search in a thread: faiss runs outside the GIL) or, for a
 big connect, from worker processes forked with the bank already in memory: the linking in this
 process and the numpy work of the next chunks then run on separate cores. Both give the same
-arrays, bit for bit (the same functions over the same inputs).
+arrays, bit for bit (the same functions over the same inputs); a worker sends back only those the
+linking reads (``ChunkWork.keep``).
 
 >>> auto_workers(1, cpus=8), auto_workers(40, cpus=1), auto_workers(40, cpus=2) > 0
 (0, 0, True)
