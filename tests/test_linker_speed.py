@@ -147,7 +147,8 @@ def _brute_neighbours(stats, rows, vectors, open_, linked, k):
 
     want = []
     for i, row in enumerate(rows.tolist()):
-        cols = np.flatnonzero(evidence._visible(stats, rows[i : i + 1], open_, linked)[0])
+        cols = np.flatnonzero(open_ & (stats.kind >= 0) & (linked | (stats.rank < stats.rank[row])))
+        cols = cols[cols != row]  # linkable, and linked or created earlier; not itself
         exact = evidence.pair_cosine(np.full(len(cols), row), cols, vectors=vectors)
         order = np.lexsort((-stats.rank[cols], -exact))[:k]
         want += [(i, int(x), float(y)) for x, y in zip(cols[order], exact[order])]

@@ -546,13 +546,6 @@ def _visible_from(stats: TermStats, open_: np.ndarray, linked: np.ndarray) -> np
     return held[2]
 
 
-def _visible(stats: TermStats, rows: np.ndarray, open_: np.ndarray, linked: np.ndarray) -> np.ndarray:
-    """(rows x entries) mask of ``_visible_pairs`` (for the dense nearest-neighbour scores)."""
-    mask = (open_ & (stats.kind >= 0))[None, :] & (linked[None, :] | (stats.rank[None, :] < stats.rank[rows][:, None]))
-    mask[np.arange(len(rows)), rows] = False
-    return mask
-
-
 def _best(r, c, v, k: int, rank: np.ndarray, n_rows: int):
     """Per row, the k (row, column) pairs with the highest value (ties: the newer entry first).
 
@@ -789,31 +782,31 @@ def _exact_block(stats, rows, vectors, open_, linked, k):
     cols = np.flatnonzero(seen) if 2 * int(np.count_nonzero(seen)) < n else None
     if cols is None:
         sims = _similarities(vectors, rows)
-        sims[~_visible(stats, rows, open_, linked)] = -np.inf
+        _hide(sims, stats, rows, np.arange(n), open_, linked)
         exact = lambda r, c: _hit_cosines(vectors, rows[r], c)  # noqa: E731
         return _top_k(sims, k, stats.rank, exact, slack=_SLACK)
     if len(cols) and cols[-1] - cols[0] + 1 <= 1.25 * len(cols):  # nearly a run of rows: score the run (a view)
         cols = np.arange(cols[0], cols[-1] + 1)
     sims = _similarities(vectors, rows, cols)
-    _hide(sims, stats, rows, cols, seen, linked)
+    _hide(sims, stats, rows, cols, open_, linked)
     exact = lambda r, c: _hit_cosines(vectors, rows[r], cols[c])  # noqa: E731
     r, c, pos, cos = _top_k(sims, k, stats.rank[cols], exact, slack=_SLACK)
     return r, cols[c], pos, cos
 
 
-def _hide(sims: np.ndarray, stats, rows: np.ndarray, cols: np.ndarray, seen: np.ndarray, linked: np.ndarray) -> None:
-    """Set to -inf the scores of ``rows`` (sorted by rank) against ``cols`` (sorted) that a row
-    cannot see: entries no row of the block sees, entries not linked and created no earlier than
-    the row, and the row itself. Only the columns where that can happen are read (the block's own
-    span of ranks, a few hundred), not a mask of the whole block."""
+def _hide(sims: np.ndarray, stats, rows: np.ndarray, cols: np.ndarray, open_: np.ndarray, linked: np.ndarray) -> None:
+    """Set to -inf the scores of ``rows`` against ``cols`` (sorted) that a row cannot see
+    (``_visible_pairs``: the rank an entry must exceed to be seen, ``_visible_from``) and of the row
+    itself. Only the columns some row of the block cannot see are read (those not linkable, and
+    those not linked from the block's lowest rank on: a few hundred), not a mask of the block."""
     if len(cols) == 0:
         return
-    rank = stats.rank[cols]
-    late = np.flatnonzero(~seen[cols] | ~linked[cols] & (rank >= stats.rank[rows].min()))
+    needs = _visible_from(stats, open_, linked)[cols]
+    ranks = stats.rank[rows]
+    late = np.flatnonzero(needs >= ranks.min())
     if len(late):
         part = sims[:, late]
-        part[~seen[cols[late]][None, :] | (rank[late][None, :] >= stats.rank[rows][:, None])
-             & ~linked[cols[late]][None, :]] = -np.inf
+        part[needs[late][None, :] >= ranks[:, None]] = -np.inf
         sims[:, late] = part
     at = np.minimum(np.searchsorted(cols, rows), len(cols) - 1)
     own = np.flatnonzero(cols[at] == rows)

@@ -264,19 +264,23 @@ def shown_terms_table(stats: TermStats) -> None:
     rows), kept with the statistics: a connect that writes the words of most of a bank's entries
     then gathers each batch's from it (at 100k: 1.6 million terms, once, against 195 batches that
     each read their entries' labels into sets and dictionaries of their own)."""
-    held = stats._cache.get("shown terms")
-    if held is None or held[0] is not stats.anchors or held[1] is not stats.w:
+    if _shown_table(stats) is None:
         stats._cache["shown terms"] = (stats.anchors, stats.w, _shown_terms_of(stats, np.arange(len(stats.ids))))
+
+
+def _shown_table(stats: TermStats) -> dict | None:
+    """``shown_terms_table``'s table when it was made for these statistics' anchors and weights."""
+    held = stats._cache.get("shown terms")
+    return held[2] if held is not None and held[0] is stats.anchors and held[1] is stats.w else None
 
 
 def _shown_terms(stats: TermStats, rows: np.ndarray) -> dict:
     """``_shown_terms_of`` these rows, gathered from ``shown_terms_table`` when it was made for
     these statistics (the same arrays but for ``low``: a label's place among all the bank's
     labels, not the batch's, in the same order)."""
-    held = stats._cache.get("shown terms")
-    if held is None or held[0] is not stats.anchors or held[1] is not stats.w:
+    table = _shown_table(stats)
+    if table is None:
         return _shown_terms_of(stats, rows)
-    table = held[2]
     _, pos = _rows_of(table["indptr"], rows)
     length = table["length"][rows]
     return dict(col=table["col"][pos], low=table["low"][pos], text=np.append(table["text"][pos], None),
