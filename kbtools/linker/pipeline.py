@@ -20,7 +20,6 @@ import contextlib
 import multiprocessing
 import os
 import signal
-import sys
 from concurrent.futures import ProcessPoolExecutor, ThreadPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass
@@ -28,6 +27,7 @@ from typing import Iterator
 
 import numpy as np
 
+from kbtools.linker import forks
 from kbtools.linker.evidence import Relations, candidate_pairs, pair_evidence, search_neighbours
 from kbtools.linker.rules import LinkerSettings
 from kbtools.linker.terms import TermStats
@@ -101,22 +101,10 @@ def auto_workers(chunks: int, *, cpus: int | None = None) -> int:
     already; a daemonic one may not start processes), or where processes cannot be forked safely
     (only Linux forks here); else one per core, at most ``MAX_WORKERS``."""
     if cpus is None:
-        cpus = _cpus()
-    if chunks < PROCESSES_FROM or cpus < 2 or not _can_fork() or multiprocessing.parent_process() is not None:
+        cpus = forks.cpus()
+    if chunks < PROCESSES_FROM or cpus < 2 or not forks.may_fork():
         return 0
     return min(cpus, MAX_WORKERS)
-
-
-def _cpus() -> int:
-    try:
-        return len(os.sched_getaffinity(0))
-    except AttributeError:  # not on Linux
-        return os.cpu_count() or 1
-
-
-def _can_fork() -> bool:
-    return (sys.platform.startswith("linux") and "fork" in multiprocessing.get_all_start_methods()
-            and not multiprocessing.current_process().daemon)
 
 
 @contextlib.contextmanager
@@ -128,7 +116,7 @@ def chunk_evidence(work: ChunkWork, chunks: list[np.ndarray], *, workers: int = 
     process, so the connect still finishes with the same arrays. ``while_waiting()``: called again
     and again while the next chunk is not ready from the workers, as long as it returns True (it
     has more to do)."""
-    if workers > 0 and len(chunks) and _can_fork():
+    if workers > 0 and len(chunks) and forks.can_fork():
         work.prepare()
         with _forked(work, workers) as pool, contextlib.closing(_from_processes(work, chunks, pool, workers,
                                                                                  while_waiting)) as computed:
@@ -169,7 +157,8 @@ _WORK: ChunkWork | None = None  #: in a worker process: what its chunks read (gi
 def _start_worker(work: ChunkWork) -> None:
     global _WORK
     _WORK = work
-    _die_with_parent()
+    forks.die_with_parent()
+    forks.keep_freed_memory()
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the caller's: it stops the pool
     # one thread each: the cores are the workers' and the linking's (idle BLAS and OpenMP threads
     # spin), and the linking, which the connect waits on, goes first
@@ -178,24 +167,6 @@ def _start_worker(work: ChunkWork) -> None:
     threadpool_limits(1)
     with contextlib.suppress(OSError):
         os.nice(5)
-
-
-def _die_with_parent() -> None:
-    """Ask Linux to kill this worker when the process that forked it ends (killed, out of memory, a
-    scheduler's SIGTERM): else the worker would wait on its queue for ever, holding its copy of the
-    bank's pages."""
-    import ctypes
-
-    parent = multiprocessing.parent_process()
-    try:
-        ctypes.CDLL(None, use_errno=True).prctl(_PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
-    except (OSError, AttributeError):  # no prctl: the pool's own checks remain
-        return
-    if parent is not None and os.getppid() != parent.pid:  # it ended before the request
-        os._exit(1)
-
-
-_PR_SET_PDEATHSIG = 1  #: prctl(2)
 
 
 def _chunk_in_worker(rows: np.ndarray) -> tuple[dict, dict]:
