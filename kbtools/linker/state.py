@@ -33,6 +33,7 @@ __all__ = ["LinkPlan"]
 
 _FADING = ("auto", "review", "feedback")
 _CAPPED = ("auto", "review")
+_NONE: frozenset = frozenset()
 _COPIED = ("feedback", "manual", "author")
 _UPDATES_SCHEMA = {"id": pl.String, "status": pl.String, "linked_at": TIME}
 _NO_EDGES = pl.DataFrame(schema=SCHEMAS["edges"])  #: frames are immutable: one empty plan frame serves all
@@ -239,6 +240,9 @@ class _State:
         self.ctx, self.st, self.s = ctx, ctx.stats, ctx.settings
         self.index = index
         self.edges: dict[tuple, dict] = {}
+        #: per row, the keys of its records: the capped ones (automatic and review links) in
+        #: ``capped``, the others in ``touching`` (each key in one of them: a whole-bank connect's
+        #: 450,000 automatic links add to one set per end, not two; ``_touching`` reads both)
         self.touching: dict[int, set] = defaultdict(set)
         self.capped: dict[int, set] = defaultdict(set)
         self.added: dict[tuple, dict] = {}
@@ -290,14 +294,19 @@ class _State:
         src, dst = rec["src"], rec["dst"]
         key = (src, dst, rec["type"])
         self.edges[key] = rec
-        self.touching[src].add(key)
-        self.touching[dst].add(key)
         if rec["source"] in _CAPPED:
             self.capped[src].add(key)
             self.capped[dst].add(key)
             if self._by_strength:
                 self._push(rec, key)
+        else:
+            self.touching[src].add(key)
+            self.touching[dst].add(key)
         return key
+
+    def _touching(self, row) -> set:
+        """The keys of every record touching the row (``touching`` and ``capped``)."""
+        return self.touching.get(row, _NONE) | self.capped.get(row, _NONE)
 
     def _push(self, rec, key) -> None:
         """A capped record onto the heaps of its ends that have one (``_weakest``)."""
@@ -329,9 +338,9 @@ class _State:
 
     def remove(self, key):
         rec = self.edges.pop(key)
+        held = self.capped if rec["source"] in _CAPPED else self.touching
         for end in (rec["src"], rec["dst"]):
-            self.touching[end].discard(key)
-            self.capped[end].discard(key)
+            held[end].discard(key)
         self._count(rec, -1)
         if rec["orig"] is not None:
             self.removed[key] = rec["orig"]
@@ -447,7 +456,7 @@ class _State:
                 continue
             if (m, t, typ) in self.edges:
                 continue
-            for key in [k for k in self.touching[m] if t in (k[0], k[1]) and self.edges[k]["source"] in _FADING]:
+            for key in [k for k in self._touching(m) if t in (k[0], k[1]) and self.edges[k]["source"] in _FADING]:
                 self.remove(key)
             why = {"part_of": "a goal's parent", "supersedes": "the decision it replaces",
                    "derived_from": "an insight's evidence"}[typ]
@@ -487,7 +496,7 @@ class _State:
         # ``_count``) this repeats (tested: the same plans with ``_INLINE_LINKS`` off)
         cap, degrees, degree_delta, edges, now = self.s.max_degree, self.index.degrees, self.degree_delta, self.edges, \
             self.ctx.now_us
-        unwritten, added, touching, capped, types = self._unwritten, self.added, self.touching, self.capped, choice.type_key
+        unwritten, added, capped, types = self._unwritten, self.added, self.capped, choice.type_key
         heaps = self._by_strength
         linked = 0
         for p in tried:
@@ -505,8 +514,6 @@ class _State:
             rec["faded"] = rec["weight"]  # seen now: ``faded`` would return its weight
             unwritten.append(rec)
             edges[key] = added[key] = rec
-            touching[src].add(key)
-            touching[dst].add(key)
             capped[src].add(key)
             capped[dst].add(key)
             if heaps and (src in heaps or dst in heaps):
@@ -601,8 +608,8 @@ class _State:
 
     def _take_over(self, old, new):
         self.ensure([old, new])
-        self.ensure([x for k in self.touching[old] for x in k[:2]])
-        keys = sorted(self.touching[old], key=lambda k: (-self.faded(self.edges[k]), k))
+        self.ensure([x for k in self._touching(old) for x in k[:2]])
+        keys = sorted(self._touching(old), key=lambda k: (-self.faded(self.edges[k]), k))
         for key in keys:
             rec = self.edges.get(key)
             if rec is None or rec["type"] == "supersedes" and rec["src"] == new:
@@ -768,20 +775,23 @@ LINKING_READS = (("b", "m", "c", "pos_index", "pos_nn", "pos_nnx", "pos_session"
 def _text_inputs(words: list[tuple]) -> tuple[np.ndarray, np.ndarray, dict]:
     """The entries, candidates and evidence values (``_TEXT_VALUES``, arrays) of records' words
     ``(m, c, source, at, origin)``: gathered per chunk's ``_Choice``, read from a dictionary of
-    values otherwise."""
-    m = np.fromiter((w[0] for w in words), np.int64, len(words))
-    c = np.fromiter((w[1] for w in words), np.int64, len(words))
-    values = {k: np.empty(len(words)) for k in _TEXT_VALUES}
-    by_choice: dict[int, tuple] = {}
-    for i, (_, _, source, at, _) in enumerate(words):
-        if at is None:
+    values otherwise. The words come in runs of one source (the records of a chunk's links are
+    planned one after another): each run is one gather."""
+    n = len(words)
+    ms, cs, sources, ats, _ = zip(*words) if n else ((),) * 5
+    m, c = np.fromiter(ms, np.int64, n), np.fromiter(cs, np.int64, n)
+    values = {k: np.empty(n) for k in _TEXT_VALUES}
+    held = np.empty(n, dtype=object)
+    held[:] = sources
+    starts = np.flatnonzero(np.concatenate([[True], held[1:] != held[:-1]])).tolist() if n else []
+    for lo, hi in zip(starts, [*starts[1:], n]):
+        source = sources[lo]
+        if isinstance(source, _Choice):
+            at = np.fromiter(ats[lo:hi], np.int64, hi - lo)
             for k in _TEXT_VALUES:
-                values[k][i] = source[k]
-        else:
-            _, where, places = by_choice.setdefault(id(source), (source, [], []))
-            where.append(i)
-            places.append(at)
-    for source, where, at in by_choice.values():
-        for k in _TEXT_VALUES:
-            values[k][where] = source.text_values[k][at]
+                values[k][lo:hi] = source.text_values[k][at]
+        else:  # a dictionary of one pair's values
+            for i in range(lo, hi):
+                for k in _TEXT_VALUES:
+                    values[k][i] = sources[i][k]
     return m, c, values
