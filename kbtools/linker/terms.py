@@ -837,12 +837,19 @@ def _cues(texts: list[str]) -> dict:
     read as ``#`` (the same class, in no pattern), and a text then all ASCII is read with ASCII
     boundaries and classes, the same matches there (0.2 s); the others as they are."""
     column = pl.Series("text", texts, dtype=pl.String)
-    narrow = column.str.replace_all(r"[^\x00-\x7F\w]", "#")
-    others = np.flatnonzero(narrow.str.contains(r"[^\x00-\x7F]").fill_null(False).to_numpy())
+    patterns = (("fix", FIX_RE), ("problem", PROBLEM_RE), ("progress", PROGRESS_RE))
+    narrow = pl.col("text").str.replace_all(r"[^\x00-\x7F\w]", "#")
+    # one streaming query: the texts in parts on every core, the patterns side by side
+    read = pl.LazyFrame([column]).select(
+        narrow.str.contains(r"[^\x00-\x7F]").fill_null(False).alias("wide"),
+        *(narrow.str.contains(("(?i-u)" if pattern.flags & re.IGNORECASE else "(?-u)") + pattern.pattern)
+          .fill_null(False).alias(name) for name, pattern in patterns),
+    ).collect(engine="streaming")
+    others = np.flatnonzero(read["wide"].to_numpy())
     out = {}
-    for name, pattern in (("fix", FIX_RE), ("problem", PROBLEM_RE), ("progress", PROGRESS_RE)):
+    for name, pattern in patterns:
         flags = "i" if pattern.flags & re.IGNORECASE else ""
-        found = narrow.str.contains(f"(?{flags}-u)" + pattern.pattern).fill_null(False).to_numpy().astype(bool)
+        found = read[name].to_numpy().astype(bool)
         if others.size:
             found[others] = column.gather(others).str.contains((f"(?{flags})" if flags else "") + pattern.pattern) \
                 .fill_null(False).to_numpy().astype(bool)
