@@ -228,6 +228,24 @@ def test_links_made_inline_plan_as_through_add_capped(monkeypatch):
     assert inline.entry_updates.equals(through.entry_updates)
 
 
+def test_the_evidence_text_is_written_only_for_links_still_planned(monkeypatch):
+    """A link evicted (or replaced) before its text is written never gets one: the batches of
+    texts hold no more links than the plan's automatic ones."""
+    from kbtools.demo.engineering import engineering_bank
+    from kbtools.linker import LINKER_DEFAULTS, planning
+    from kbtools.linker import state as linking
+
+    demo = engineering_bank(entries=600)
+    written = []
+    texts = linking.evidence_texts
+    monkeypatch.setattr(linking, "evidence_texts", lambda *a, **k: written.append(len(a[2])) or texts(*a, **k))
+    plan = planning.plan_connect(demo.entries, demo.edges, demo.triples, settings=LINKER_DEFAULTS.with_(max_degree=3),
+                                 now=demo.entries["created_at"].max())
+    auto = plan.add.filter(pl.col("source") == "auto")
+    assert plan.report["evicted"] > 50 and written
+    assert sum(written) <= auto.height and auto["evidence"].null_count() == 0
+
+
 def test_pair_cosines_do_not_depend_on_their_batch():
     from kbtools.linker.evidence import pair_cosine
 

@@ -338,6 +338,7 @@ class _State:
 
     def remove(self, key):
         rec = self.edges.pop(key)
+        rec["gone"] = True  # no longer planned: ``write_evidence`` skips it (a record is never added again)
         held = self.capped if rec["source"] in _CAPPED else self.touching
         for end in (rec["src"], rec["dst"]):
             held[end].discard(key)
@@ -390,6 +391,7 @@ class _State:
                 weakest[end] = self._weakest(end)
                 if self.faded(self.edges[weakest[end]]) >= strength:
                     self.counts["capped"] += 1
+                    rec["gone"] = True  # never planned (its text is not written)
                     return False
             for end in full:
                 while self.degree(end) >= cap:
@@ -575,9 +577,7 @@ class _State:
         whenever it is written, and the same as ``_evidence`` writes for one link."""
         records, start = self._unwritten, self._written
         stop = len(records) if most is None else min(start + most, len(records))
-        added = self.added
-        batch = [rec for rec in records[start:stop]
-                 if "words" in rec and added.get((rec["src"], rec["dst"], rec["type"])) is rec]
+        batch = [rec for rec in records[start:stop] if "words" in rec and "gone" not in rec]
         self._written = stop
         if len(batch) < _FEW_TEXTS:  # one entry's links: numpy's set-up would cost more than the words
             for rec in batch:
