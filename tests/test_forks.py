@@ -60,6 +60,20 @@ def test_spread_raises_what_a_worker_raised():
         forks.spread(_fails_after_the_first, [0, 3, 6])
 
 
+_PARENT = os.getpid()
+
+
+def _dies_in_a_worker(lo, hi):
+    if os.getpid() != _PARENT:  # a worker killed mid-slice (as by the kernel's out-of-memory killer)
+        os.kill(os.getpid(), 9)
+    return list(range(lo, hi))
+
+
+@linux
+def test_a_slice_whose_worker_dies_runs_here_and_the_result_is_whole():
+    assert forks.spread(_dies_in_a_worker, [0, 2, 4, 7]) == [[0, 1], [2, 3], [4, 5, 6]]
+
+
 def _may_fork_here():
     return forks.may_fork(), forks.spread(_pid_and_range, [0, 1, 2])
 

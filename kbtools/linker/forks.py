@@ -17,6 +17,7 @@ import os
 import signal
 import sys
 from concurrent.futures import ProcessPoolExecutor
+from concurrent.futures.process import BrokenProcessPool
 from typing import Callable, TypeVar
 
 import numpy as np
@@ -118,7 +119,9 @@ def spread(job: Callable[[int, int], T], bounds: list[int]) -> list[T]:
     """``[job(lo, hi) for each slice bounds[k]:bounds[k + 1]]``, in order: the first slice in this
     process, the others in forked worker processes at the same time (``job`` need not pickle: a
     worker has it from the fork; what it returns is pickled back). One slice, or where this process
-    may not fork (``may_fork``): all slices here, one after another."""
+    may not fork (``may_fork``): all slices here, one after another. Where the fork fails (no
+    processes left) or a worker dies (killed, out of memory), its slices run here: the result is
+    the same. What ``job`` raises in a worker is raised here."""
     global _JOB
 
     slices = list(zip(bounds[:-1], bounds[1:]))
@@ -128,8 +131,16 @@ def spread(job: Callable[[int, int], T], bounds: list[int]) -> list[T]:
     try:
         with ProcessPoolExecutor(max_workers=len(slices) - 1, mp_context=multiprocessing.get_context("fork"),
                                  initializer=_start_slice_worker) as pool:
-            later = [pool.submit(_slice, lo, hi) for lo, hi in slices[1:]]
-            first = job(*slices[0])
-            return [first, *(f.result() for f in later)]
+            try:
+                later = [pool.submit(_slice, lo, hi) for lo, hi in slices[1:]]
+            except (OSError, BrokenProcessPool):  # the fork failed: every slice here
+                return [job(lo, hi) for lo, hi in slices]
+            out = [job(*slices[0])]
+            for (lo, hi), future in zip(slices[1:], later):
+                try:
+                    out.append(future.result())
+                except BrokenProcessPool:  # its worker died: the slice here
+                    out.append(job(lo, hi))
+            return out
     finally:
         _JOB = None
