@@ -60,6 +60,19 @@ def test_spread_raises_what_a_worker_raised():
         forks.spread(_fails_after_the_first, [0, 3, 6])
 
 
+@linux
+def test_threads_spreading_at_once_each_run_their_own_job():
+    from concurrent.futures import ThreadPoolExecutor
+
+    def spread_with(tag):
+        return forks.spread(lambda lo, hi: [(tag, x) for x in range(lo, hi)], [0, 3, 6, 9])
+
+    with ThreadPoolExecutor(4) as threads:
+        results = list(threads.map(spread_with, range(12)))
+    for tag, out in enumerate(results):
+        assert out == [[(tag, x) for x in range(lo, lo + 3)] for lo in (0, 3, 6)]
+
+
 _PARENT = os.getpid()
 
 

@@ -92,7 +92,9 @@ def _slice(lo: int, hi: int):
     return _JOB(lo, hi)
 
 
-def _start_slice_worker() -> None:
+def _start_slice_worker(job: Callable) -> None:
+    global _JOB
+    _JOB = job  # given at the fork (never pickled): each worker has its own call's job
     die_with_parent()
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the caller's
 
@@ -122,25 +124,21 @@ def spread(job: Callable[[int, int], T], bounds: list[int]) -> list[T]:
     may not fork (``may_fork``): all slices here, one after another. Where the fork fails (no
     processes left) or a worker dies (killed, out of memory), its slices run here: the result is
     the same. What ``job`` raises in a worker is raised here."""
-    global _JOB
-
     slices = list(zip(bounds[:-1], bounds[1:]))
     if len(slices) <= 1 or not may_fork():
         return [job(lo, hi) for lo, hi in slices]
-    _JOB = job
-    try:
-        with ProcessPoolExecutor(max_workers=len(slices) - 1, mp_context=multiprocessing.get_context("fork"),
-                                 initializer=_start_slice_worker) as pool:
+    # the job goes to the workers as the pool's initializer argument, copied by the fork: two
+    # threads spreading at once each fork their own job
+    with ProcessPoolExecutor(max_workers=len(slices) - 1, mp_context=multiprocessing.get_context("fork"),
+                             initializer=_start_slice_worker, initargs=(job,)) as pool:
+        try:
+            later = [pool.submit(_slice, lo, hi) for lo, hi in slices[1:]]
+        except (OSError, BrokenProcessPool):  # the fork failed: every slice here
+            return [job(lo, hi) for lo, hi in slices]
+        out = [job(*slices[0])]
+        for (lo, hi), future in zip(slices[1:], later):
             try:
-                later = [pool.submit(_slice, lo, hi) for lo, hi in slices[1:]]
-            except (OSError, BrokenProcessPool):  # the fork failed: every slice here
-                return [job(lo, hi) for lo, hi in slices]
-            out = [job(*slices[0])]
-            for (lo, hi), future in zip(slices[1:], later):
-                try:
-                    out.append(future.result())
-                except BrokenProcessPool:  # its worker died: the slice here
-                    out.append(job(lo, hi))
-            return out
-    finally:
-        _JOB = None
+                out.append(future.result())
+            except BrokenProcessPool:  # its worker died: the slice here
+                out.append(job(lo, hi))
+        return out
