@@ -532,8 +532,9 @@ def anchors_of(texts, knowns, *, keep_identifiers: bool = True) -> list[Anchor]:
 #: of about equal length at once (at most ``_MOST_PARTS``), one in this process and the others in
 #: forked processes. The entity pass is Python (regular expressions and the name rules): 6.2-6.6 s
 #: of the PEP bank's 7.3-8.1 s build (13.7 million characters, 8,179 entries), which then takes
-#: 5.4 s on two cores; below a million characters the fork and the pickled results cost about what
-#: a second core saves
+#: 4.5-5.4 s on two cores. The fork and the pickled results cost 0.1-0.3 s at the bench's 100k
+#: entries (23 million characters); a million characters take 0.06-0.5 s in one pass (the bench's
+#: texts, the PEP bank's), so the line is drawn there, roughly where a second core starts to pay
 _SPREAD_FROM = 1_000_000
 _MOST_PARTS = 4
 
