@@ -12,7 +12,6 @@ import functools
 import heapq
 import itertools
 import json
-import operator
 from collections import defaultdict
 from dataclasses import dataclass
 
@@ -22,6 +21,7 @@ import scipy.sparse as sp
 
 from kbtools.errors import ValidationError
 from kbtools.linker.evidence import _SENTINEL, use_exact_neighbours
+from kbtools.linker.planned import PlannedColumns
 from kbtools.linker.rules import KINDS, LinkerSettings, link_type
 from kbtools.linker.terms import TermStats, _rows_of
 from kbtools.linker.wording import _TEXT_VALUES, _evidence_json, _term_places, _why_words, evidence_texts, shown_terms_table
@@ -246,6 +246,8 @@ class _State:
         self.touching: dict[int, set] = defaultdict(set)
         self.capped: dict[int, set] = defaultdict(set)
         self.added: dict[tuple, dict] = {}
+        #: the added records' columns, a place per record (``rec["at"]``): the plan's frame of a big connect
+        self.planned = PlannedColumns(ctx.now_us)
         self.removed: dict[tuple, int] = {}
         held = self.st._cache.get("superseded rows")  # the flags are kept per entries frame
         if held is None or held[0] is not ctx.superseded:
@@ -335,6 +337,7 @@ class _State:
         self._put(rec)
         self._count(rec, 1)
         self.added[key] = rec
+        rec["at"] = self.planned.put(rec)
 
     def remove(self, key):
         rec = self.edges.pop(key)
@@ -345,8 +348,9 @@ class _State:
         self._count(rec, -1)
         if rec["orig"] is not None:
             self.removed[key] = rec["orig"]
-        else:
+        else:  # planned here: in ``added`` and ``planned``
             self.added.pop(key, None)
+            self.planned.drop(rec["at"])
 
     def joined(self, a, b) -> bool:
         return self.pair_delta.get(_pair(a, b), 0) + self.index.pair_count(a, b) > 0
@@ -499,6 +503,7 @@ class _State:
         cap, degrees, degree_delta, edges, now = self.s.max_degree, self.index.degrees, self.degree_delta, self.edges, \
             self.ctx.now_us
         unwritten, added, capped, types = self._unwritten, self.added, self.capped, choice.type_key
+        put = self.planned.put_auto
         heaps = self._by_strength
         linked = 0
         for p in tried:
@@ -510,9 +515,10 @@ class _State:
                     or degrees[dst] + degree_delta.get(dst, 0) >= cap or not _INLINE_LINKS):
                 linked += self.add_capped(self._auto_record(m, m, None, c, types[p], choice.score[p], choice, p), base[p])
                 continue
+            weight = float(choice.score[p])
             rec = {"src": src, "dst": dst, "type": typ, "source": "auto", "note": None, "evidence": None,
-                   "weight": float(choice.score[p]), "created_by": "linker", "created_us": now, "seen_us": now,
-                   "orig": None, "taken": False, "words": (m, c, choice, p, None)}
+                   "weight": weight, "created_by": "linker", "created_us": now, "seen_us": now,
+                   "orig": None, "taken": False, "words": (m, c, choice, p, None), "at": put(src, dst, typ, weight)}
             rec["faded"] = rec["weight"]  # seen now: ``faded`` would return its weight
             unwritten.append(rec)
             edges[key] = added[key] = rec
@@ -588,8 +594,9 @@ class _State:
             if self.most_entries:
                 shown_terms_table(self.st)  # made once (kept with the statistics)
             texts = evidence_texts(self.st, self.ctx.rel, m, c, values, [w[4] for w in words])
+            written = self.planned.evidence
             for rec, text in zip(batch, texts):
-                rec["evidence"] = text
+                rec["evidence"] = written[rec["at"]] = text
         if stop == len(records):  # all written: the list starts again (its records are done with)
             records.clear()
             self._written = 0
@@ -604,6 +611,8 @@ class _State:
             if self._facts[0] != m:  # an entry's links are written one after another: its terms read once
                 self._facts = (m, _term_places(self.st, m))
             rec["evidence"] = _evidence_json(_why_words(self.st, self.ctx.rel, m, c, e, self._facts[1]), e, origin)
+            if "at" in rec:  # planned (not refused at a full cap)
+                self.planned.write(rec["at"], rec["evidence"])
         return rec["evidence"]
 
     def _take_over(self, old, new):
@@ -645,8 +654,10 @@ class _State:
     # -- the result
     def plan(self, report: dict) -> LinkPlan:
         self.write_evidence(None)
-        added = list(self.added.values())
-        add = _planned_edges(added, self.st.ids, ids_of=lambda rows: self.st._id_series()[rows])
+        if len(self.added) < _EDGES_BY_COLUMN:
+            add = _planned_edges(list(self.added.values()), self.st.ids)
+        else:  # read from the columns kept as the records were planned, not from the records
+            add = self.planned.frame(lambda rows: self.st._id_series()[rows])
         orig = sorted(self.removed.values())
         remove = conform(self.ctx.edges_input[orig], "edges") if orig else _NO_EDGES
         now = self.ctx.now_us
@@ -662,41 +673,24 @@ class _State:
         return LinkPlan(add=add, remove=remove, entry_updates=updates, report=report)
 
 
-#: From this many planned edges, their frame is built a column at a time (four times faster than rows)
+#: From this many planned edges, their frame is built from the plan's columns (``PlannedColumns``),
+#: not row by row from the records (four times faster for many; a Series per column costs five
+#: times more for one entry's few links)
 _EDGES_BY_COLUMN = 1_000
 _RECORD_KEYS = {"created_at": "created_us", "seen_at": "seen_us"}  #: the frame's columns a record names otherwise
 
 
-def _planned_edges(records: list[dict], ids, by_column: bool | None = None, ids_of=None) -> pl.DataFrame:
-    """Edges-schema frame of the planned records (rows numbered by ``ids``): row tuples for a few
-    (see ``_edge_frame``), a column at a time for many (``by_column``: choose); ``ids_of(rows)``:
-    the ids of an array of rows as a polars Series, when the caller has one (a gather, not a
-    string made per record).
+def _planned_edges(records: list[dict], ids) -> pl.DataFrame:
+    """Edges-schema frame of a few planned records (rows numbered by ``ids``), row by row (see
+    ``_edge_frame``).
 
     >>> recs = [dict(src=0, dst=1, type="see_also", source="auto", note=None, evidence="{}", weight=0.5,
     ...     created_by="linker", created_us=1_700_000_000_000_000, seen_us=None)] * 3
-    >>> few, many = _planned_edges(recs, ("a", "b")), _planned_edges(recs, ("a", "b"), by_column=True)
-    >>> few.equals(many), few.schema == many.schema, many["src"].to_list()
-    (True, True, ['a', 'a', 'a'])
+    >>> _planned_edges(recs, ("a", "b"))["src"].to_list()
+    ['a', 'a', 'a']
     """
-    if not (len(records) >= _EDGES_BY_COLUMN if by_column is None else by_column):
-        return _edge_frame([{name: ids[r[name]] if name in ("src", "dst") else r[_RECORD_KEYS.get(name, name)]
-                             for name in SCHEMAS["edges"]} for r in records])
-    # one pass over the records (scattered over the heap: a pass per column would miss the cache
-    # at every record again), then a column at a time
-    names = list(SCHEMAS["edges"])
-    values = dict(zip(names, zip(*map(operator.itemgetter(*(_RECORD_KEYS.get(n, n) for n in names)), records))))
-    columns = []
-    for name, dtype in SCHEMAS["edges"].items():
-        if name in ("src", "dst") and ids_of is not None:
-            columns.append(ids_of(np.fromiter(values[name], np.int64, len(records))).alias(name))
-        elif name in ("src", "dst"):
-            columns.append(pl.Series(name, [ids[r] for r in values[name]], dtype=pl.String))
-        elif name in _RECORD_KEYS:  # epoch microseconds, read as the schema's datetimes
-            columns.append(pl.Series(name, values[name], dtype=pl.Int64).cast(dtype))
-        else:
-            columns.append(pl.Series(name, values[name], dtype=dtype))
-    return pl.DataFrame(columns)
+    return _edge_frame([{name: ids[r[name]] if name in ("src", "dst") else r[_RECORD_KEYS.get(name, name)]
+                         for name in SCHEMAS["edges"]} for r in records])
 
 
 #: From this many entries, their updates' frame is built a column at a time
