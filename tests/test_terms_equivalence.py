@@ -10,7 +10,9 @@ synthetic bank, both demo banks and a slice of the real PEP bank, and ``extend``
 
 from __future__ import annotations
 
+import gc
 import gzip
+import weakref
 
 import numpy as np
 import polars as pl
@@ -20,7 +22,7 @@ from kbtools.demo.banks import synthetic_bank
 from kbtools.linker.anchors import Anchor, anchor, anchors_of
 from kbtools.linker.rules import LINKER_DEFAULTS, kind_code
 from kbtools.errors import ValidationError
-from kbtools.linker.terms import TermStats, _is_asset, authors_of, entry_text
+from kbtools.linker.terms import TermStats, _is_asset, authors_of, entry_text, gc_paused
 from kbtools.linker.text import content_words, stem
 
 COLUMNS = ("id", "kind", "title", "summary", "content", "useful_for", "steps", "systems", "session_id", "metadata")
@@ -327,3 +329,40 @@ def test_cues_read_by_polars_are_pythons_matches():
         want = [bool(pattern.search(t)) for t in texts]
         assert found[name].tolist() == want, name
     assert not found["fix"][len(ODD_TEXTS)] and found["fix"][len(ODD_TEXTS) + 2]
+
+
+class _Node:
+    other = None
+
+
+def test_gc_paused_puts_what_it_made_in_the_oldest_generation_without_a_collection():
+    """The objects made while the collector is paused join the oldest generation at once (a young
+    collection would walk every one of them first); cyclic garbage made meanwhile is still
+    collected, and the collector runs again afterwards."""
+    assert gc.isenabled()
+    with gc_paused():
+        assert not gc.isenabled()
+        made = [_Node() for _ in range(2_000)]
+    assert gc.isenabled()
+    oldest = {id(x) for x in gc.get_objects(generation=2)}
+    assert all(id(x) in oldest for x in made)
+    with gc_paused():
+        a, b = _Node(), _Node()
+        a.other, b.other = b, a
+        gone = weakref.ref(a)
+        del a, b
+    gc.collect()
+    assert gone() is None
+
+
+def test_gc_paused_leaves_a_callers_frozen_objects_frozen():
+    """A caller that froze objects of its own (``gc.freeze``) keeps them frozen: the pause then
+    ends as a plain ``gc.enable``."""
+    gc.freeze()
+    try:
+        frozen = gc.get_freeze_count()
+        with gc_paused():
+            made = [_Node() for _ in range(100)]
+        assert gc.get_freeze_count() == frozen and gc.isenabled() and len(made) == 100
+    finally:
+        gc.unfreeze()

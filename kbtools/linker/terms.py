@@ -506,13 +506,23 @@ def _is_asset(key: str) -> bool:
 def gc_paused():
     """Python's cyclic garbage collector paused while a bank's per-entry objects are made: they form
     no cycles, and the collector would walk the growing heap again and again (a tenth of a 100k
-    build); it runs again afterwards as it did before."""
+    build); it runs again afterwards as it did before.
+
+    The objects made meanwhile then join the oldest generation at once (``gc.freeze`` and
+    ``gc.unfreeze``: no collection), where two young collections would have moved them after
+    walking all of them, the first one at the very next allocation: 0.12-0.19 s of a 100k build
+    (the pause's end under cProfile, gone with the change). A full collection still walks them, as
+    it would have. Not where the caller froze objects of its own (``gc.freeze``):
+    unfreezing would release them."""
     enabled = gc.isenabled()
     gc.disable()
     try:
         yield
     finally:
         if enabled:
+            if gc.get_freeze_count() == 0:
+                gc.freeze()
+                gc.unfreeze()
             gc.enable()
 
 
