@@ -50,9 +50,6 @@ class PlannedColumns:
         #: an automatic link's source, note, author, created and seen times (epoch microseconds)
         self._auto = ("auto", None, "linker", now_us, now_us)
 
-    def __len__(self) -> int:
-        return len(self.src)
-
     def put_auto(self, src: int, dst: int, typ: str, weight: float) -> int:
         """The place of an automatic link planned now (its evidence text is written later)."""
         at = len(self.src)
@@ -85,7 +82,7 @@ class PlannedColumns:
         in epoch microseconds read as the schema's datetimes); ``ids_of(rows)``: the ids of an
         array of rows as a polars Series."""
         n = len(self.src)
-        keep = np.frombuffer(bytes(self.alive), dtype=np.bool_) if n else np.zeros(0, bool)
+        keep = np.frombuffer(bytes(self.alive), dtype=np.bool_)
         rows = np.flatnonzero(keep)
         mask = pl.Series(keep)
         source, note, created_by, created, seen = ([value] * n for value in self._auto)

@@ -594,9 +594,9 @@ class _State:
             if self.most_entries:
                 shown_terms_table(self.st)  # made once (kept with the statistics)
             texts = evidence_texts(self.st, self.ctx.rel, m, c, values, [w[4] for w in words])
-            written = self.planned.evidence
             for rec, text in zip(batch, texts):
-                rec["evidence"] = written[rec["at"]] = text
+                rec["evidence"] = text
+                self.planned.write(rec["at"], text)
         if stop == len(records):  # all written: the list starts again (its records are done with)
             records.clear()
             self._written = 0
