@@ -542,6 +542,42 @@ def test_an_hnsw_graph_is_searched_from_each_rows_own_node():
     assert np.array_equal(_index_search(flat, vectors[rows], rows, fetch)[1], flat.search(vectors[rows], fetch)[1])
 
 
+def test_a_search_from_a_rows_own_node_has_a_narrower_beam_and_finds_the_exact_top():
+    """From its own node a row's search keeps ``_OWN_NODE_BEAM`` of the index's efSearch: fewer
+    distances than the whole beam from the same start, the exact top 10 found as often but a few,
+    and the index's efSearch (what a search from the top reads) left as it was."""
+    import faiss
+
+    from kbtools.linker import evidence
+    from kbtools.linker.evidence import _index_search
+
+    faiss.omp_set_num_threads(1)
+    rng = np.random.default_rng(5)
+    centres = rng.normal(size=(30, 32))
+    vectors = (centres[rng.integers(0, 30, 4000)] + 1.5 * rng.normal(size=(4000, 32))).astype(np.float32)
+    vectors /= np.linalg.norm(vectors, axis=1, keepdims=True)
+    index = faiss.IndexHNSWFlat(32, 16, faiss.METRIC_INNER_PRODUCT)
+    index.hnsw.efSearch = 40
+    index.add(vectors)
+    rows = np.arange(0, 4000, 5)
+    exact = vectors[rows] @ vectors.T
+    exact[np.arange(len(rows)), rows] = -np.inf
+    truth = np.argsort(-exact, axis=1)[:, :10]
+
+    def searched(share):
+        faiss.cvar.hnsw_stats.reset()
+        with pytest.MonkeyPatch.context() as mp:
+            mp.setattr(evidence, "_OWN_NODE_BEAM", share)
+            found = _index_search(index, vectors[rows], rows, 25)[1]
+        recall = np.mean([len(set(t) & set(f)) / 10 for t, f in zip(truth, found)])
+        return faiss.cvar.hnsw_stats.ndis / len(rows), recall
+
+    narrow, whole = searched(evidence._OWN_NODE_BEAM), searched(1.0)
+    assert evidence._OWN_NODE_BEAM < 1.0 and index.hnsw.efSearch == 40
+    assert narrow[0] < 0.9 * whole[0]  # fewer distances
+    assert narrow[1] > 0.97 and narrow[1] > whole[1] - 0.01  # the exact top 10 as often but a few
+
+
 @pytest.mark.parametrize("seed,max_degree,ties", [(0, 12, False), (2, 3, False), (6, 12, True)])
 def test_flat_index_gives_the_links_of_the_exact_scan(seed, max_degree, ties):
     entries, edges, triples, vectors = synthetic_bank(200, seed=seed)
