@@ -140,19 +140,35 @@ def test_connect_killed_midway_then_rerun_finishes_without_doubling(tmp_path, de
 
 
 def test_second_run_exits_3_while_the_first_holds_the_bank(tmp_path, demo_dir):
+    # The first run is a real process holding the job's lock until the test lets it go, so the
+    # second always meets it held: a real `kb connect` on the demo finishes in a fraction of a
+    # second, sooner than a second interpreter starts, and racing it made this test flaky.
     bank = _copy(demo_dir, tmp_path)
+    unlinked = bank.entries["linked_at"].null_count()
+    assert unlinked > 0
     env = dict(os.environ, ORT_DISABLE_TELEMETRY="1")
-    first = subprocess.Popen([*JOB, "connect", str(bank.path)], env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
-    lock = bank.path / ".job-connect.lock"
-    deadline = time.time() + 60
-    while time.time() < deadline and not (lock.exists() and lock.read_text().startswith("pid")):
-        time.sleep(0.02)
-    second = subprocess.run([*JOB, "connect", str(bank.path), "--json"], env=env, capture_output=True, text=True, timeout=120)
-    first.wait(timeout=300)
+    hold = ("import sys, kbtools as kb\n"
+            "from kbtools.ops.jobs import job_lock\n"
+            "with job_lock(kb.open_bank(sys.argv[1]), 'connect'):\n"
+            "    print('held', flush=True)\n"
+            "    sys.stdin.read()\n")
+    first = subprocess.Popen([sys.executable, "-c", hold, str(bank.path)], env=env, text=True,
+                             stdin=subprocess.PIPE, stdout=subprocess.PIPE)
+    try:
+        assert first.stdout.readline().strip() == "held"
+        second = subprocess.run([*JOB, "connect", str(bank.path), "--json"], env=env, capture_output=True, text=True, timeout=120)
+    finally:
+        first.stdin.close()
+        first.wait(timeout=60)
     assert first.returncode == 0
-    assert second.returncode == 3
+    assert second.returncode == 3, second.stdout + second.stderr
     out = json.loads(second.stdout)
     assert out["status"] == "running" and "already running" in out["error"]
+    assert f"pid {first.pid}" in out["error"]  # names the holder
+    assert kb.open_bank(bank.path).entries["linked_at"].null_count() == unlinked  # and did nothing
+    third = subprocess.run([*JOB, "connect", str(bank.path), "--json"], env=env, capture_output=True, text=True, timeout=300)
+    assert third.returncode == 0, third.stdout + third.stderr  # the lock went with its holder
+    assert kb.open_bank(bank.path).entries["linked_at"].null_count() == 0
 
 
 def test_decay_prunes_faded_and_dangling_but_never_trusted(tmp_path):
