@@ -3,7 +3,7 @@
 # browser tests) and run the whole test suite.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-bash scripts/setup.sh "notebook,dev,mcp,duckdb,pandas,dask"
+bash scripts/setup.sh "notebook,dev,mcp,duckdb,pandas,dask,fast"
 if ! command -v chromium >/dev/null 2>&1 && [ "$(id -u)" = "0" ] && command -v apt-get >/dev/null 2>&1; then
   (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null) \
     || echo "could not install chromium: the browser tests will say why they skip"

@@ -24,7 +24,7 @@ import polars as pl
 
 from kbtools.demo import synthetic_bank
 from kbtools.linker import TermStats, plan_connect, plan_links
-from kbtools.linker.pipeline import CHUNK_ROWS, auto_workers
+from kbtools.linker.pipeline import CHUNK_ROWS, auto_workers, use_kernels
 from kbtools.model.schema import SCHEMAS
 from kbtools.ops.embedding import embed_bank
 from kbtools.ops.interchange import import_frames
@@ -453,9 +453,12 @@ def _bench_connect_vectors(tag, ents, demo, stats, vectors, index, scan_ms, kind
 
 
 def _workers(entries: int) -> str:
-    """How a connect of this many entries with the neighbour index ran: its worker processes."""
-    workers = auto_workers(-(-entries // CHUNK_ROWS))
-    return f"{workers} worker processes" if workers else "one process"
+    """How a connect of this many entries with the neighbour index ran: its worker processes, and
+    whether they ran the compiled loops (``linker.kernels``, the ``fast`` extra)."""
+    chunks = -(-entries // CHUNK_ROWS)
+    workers = auto_workers(chunks)
+    how = f"{workers} worker processes" if workers else "one process"
+    return how + (", compiled loops (numba)" if use_kernels(chunks) else ", numpy steps")
 
 
 def _timed_connect(ents, demo, stats, vectors, index, ids):

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import collections
 import contextlib
+import importlib.util
 import multiprocessing
 import os
 import signal
@@ -28,11 +29,11 @@ from typing import Iterator
 import numpy as np
 
 from kbtools.linker import forks
-from kbtools.linker.evidence import Relations, candidate_pairs, pair_evidence, search_neighbours
+from kbtools.linker.evidence import Relations, candidate_pairs, kernel_parts, pair_evidence, search_neighbours
 from kbtools.linker.rules import LinkerSettings
 from kbtools.linker.terms import TermStats
 
-__all__ = ["ChunkWork", "chunk_evidence", "auto_workers", "CHUNK_ROWS"]
+__all__ = ["ChunkWork", "chunk_evidence", "auto_workers", "use_kernels", "CHUNK_ROWS", "KERNELS_FROM"]
 
 #: From this many chunks a connect forks worker processes. Fewer: the fork and the wait for the
 #: first chunk cost what the workers save (the newest 2,000 entries at 100k, four chunks: 1,753-2,041
@@ -45,6 +46,11 @@ MAX_WORKERS = 8
 #: Entries a connect links per chunk with a neighbour index (without one, fewer on a big bank: each
 #: entry of a chunk scans the bank densely)
 CHUNK_ROWS = 512
+#: From this many chunks a connect runs two of its steps as compiled loops (``kernels``, with numba
+#: installed: the ``fast`` extra), each process that computes chunks having read them back from
+#: numba's cache first (about 0.8 s: numba's import and the code). They save about 20 ms a chunk
+#: (the shared terms, the best votes) and give the same bits
+KERNELS_FROM = 40
 #: Chunks computed ahead per worker (each holds its pairs' arrays until the linking reads them)
 _AHEAD = 2
 
@@ -67,6 +73,8 @@ class ChunkWork:
     #: the names of the pairs' and of the evidence's arrays a worker process sends back (None: all):
     #: the linking reads 21 of their 32 arrays, two thirds of the bytes a chunk sends
     keep: tuple[tuple[str, ...], tuple[str, ...]] | None = None
+    #: whether the processes computing chunks run the compiled loops (``use_kernels``)
+    kernels: bool = False
 
     def search(self, rows: np.ndarray):
         """The neighbour-index search of these rows (None without an index): GIL-free faiss."""
@@ -93,6 +101,23 @@ class ChunkWork:
         if len(st.ids):
             st.transposed_parts()
             st.total  # noqa: B018 - read for its cache
+            if self.kernels:
+                kernel_parts(st)
+
+    def warm(self) -> None:
+        """In a process about to compute chunks: the compiled loops read back, when they are used."""
+        if self.kernels:
+            from kbtools.linker import kernels
+
+            kernels.warm()
+
+
+def use_kernels(chunks: int) -> bool:
+    """Whether a connect of this many chunks runs the compiled loops: from ``KERNELS_FROM`` chunks,
+    with numba installed and ``KB_KERNELS`` not ``numpy``."""
+    if chunks < KERNELS_FROM or os.environ.get("KB_KERNELS", "").strip().lower() == "numpy":
+        return False
+    return importlib.util.find_spec("numba") is not None
 
 
 def auto_workers(chunks: int, *, cpus: int | None = None) -> int:
@@ -117,11 +142,12 @@ def chunk_evidence(work: ChunkWork, chunks: list[np.ndarray], *, workers: int = 
     and again while the next chunk is not ready from the workers, as long as it returns True (it
     has more to do)."""
     if workers > 0 and len(chunks) and forks.can_fork():
-        work.prepare()
+        work.prepare()  # the workers warm the compiled loops themselves, side by side
         with _forked(work, workers) as pool, contextlib.closing(_from_processes(work, chunks, pool, workers,
                                                                                  while_waiting)) as computed:
             yield computed
         return
+    work.warm()
     # closed on leaving: a caller that stops at the last chunk (a zip) leaves the generator open,
     # holding ``while_waiting`` (and what it belongs to) until it is collected
     with ThreadPoolExecutor(max_workers=1, thread_name_prefix="kb-link") as ahead, \
@@ -167,6 +193,7 @@ def _start_worker(work: ChunkWork) -> None:
     threadpool_limits(1)
     with contextlib.suppress(OSError):
         os.nice(5)
+    work.warm()
 
 
 def _chunk_in_worker(rows: np.ndarray) -> tuple[dict, dict]:

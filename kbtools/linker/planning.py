@@ -24,7 +24,7 @@ import polars as pl
 
 from kbtools.errors import EntryNotFound, ValidationError
 from kbtools.linker.evidence import candidate_pairs, pair_evidence, relations
-from kbtools.linker.pipeline import CHUNK_ROWS, ChunkWork, auto_workers, chunk_evidence
+from kbtools.linker.pipeline import CHUNK_ROWS, ChunkWork, auto_workers, chunk_evidence, use_kernels
 from kbtools.linker.rules import KINDS, LINKER_DEFAULTS, LinkerSettings, kind_code
 from kbtools.linker.state import LINKING_READS, LinkPlan, _Choice, _EdgeIndex, _State
 from kbtools.linker.terms import TermStats, gc_paused, metadata_of
@@ -143,7 +143,7 @@ def plan_connect(entries, edges, triples, *, ids=None, vectors=None, cosine=None
     total = len(chosen)
     chunks = [chosen[start : start + size] for start in range(0, total, size)]
     work = ChunkWork(st, ctx.rel, ctx.open_, ctx.linked, settings, vectors=vectors, cosine=cosine, neighbors=neighbors,
-                     eligible=eligible, margin=margin, keep=LINKING_READS)
+                     eligible=eligible, margin=margin, keep=LINKING_READS, kernels=use_kernels(len(chunks)))
     if workers is None:
         workers = auto_workers(len(chunks)) if cosine is None else 0  # a cosine function may not survive a fork
     # the link state makes a few small objects per link and no cycles: the collector would walk the
