@@ -14,8 +14,8 @@ compare both on generated and real banks; ``KB_KERNELS=numpy`` turns the compile
 Without numba, or with ``KB_KERNELS=numpy``, :func:`available` is False and the linker runs its
 numpy steps. The loops run once :func:`warm` has compiled them: about 6 s the first time on a
 machine, then read back from numba's cache beside this module in about 0.5 s (and 0.4 s for
-numba's own import). In a connect of many chunks (``pipeline.KERNELS_FROM``) each process that
-computes chunks does it first, the worker processes side by side.
+numba's own import), once a process. A connect of many chunks (``pipeline.KERNELS_FROM``) does it
+before it forks its worker processes, which start with the loops in memory.
 
 >>> import numpy as np
 >>> indptr, indices = np.array([0, 2, 4]), np.array([1, 3, 1, 2], np.int32)
@@ -272,11 +272,13 @@ def ready() -> bool:
 
 
 def warm() -> bool:
-    """Compile (or read from numba's cache) both loops now: before a connect forks its workers,
-    so that each does not compile them again. From then on ``ready()``; returns it."""
+    """Compile (or read from numba's cache) both loops now, once a process: a connect does it
+    before it forks its workers, which then have them. From then on ``ready()``; returns it."""
     global _warmed
     if not available():
         return False
+    if _warmed:
+        return True
     indptr, indices = np.array([0, 1, 2], np.int32), np.array([0, 0], np.int32)
     flags = np.zeros(2, bool)
     one = np.array([0], np.int64)

@@ -47,9 +47,9 @@ MAX_WORKERS = 8
 #: entry of a chunk scans the bank densely)
 CHUNK_ROWS = 512
 #: From this many chunks a connect runs two of its steps as compiled loops (``kernels``, with numba
-#: installed: the ``fast`` extra), each process that computes chunks having read them back from
-#: numba's cache first (about 0.8 s: numba's import and the code). They save about 20 ms a chunk
-#: (the shared terms, the best votes) and give the same bits
+#: installed: the ``fast`` extra), read back from numba's cache before the workers fork (about
+#: 0.9 s once a process: numba's import and the code). They save about 20 ms a chunk (the shared
+#: terms, the best votes) and give the same bits
 KERNELS_FROM = 40
 #: Chunks computed ahead per worker (each holds its pairs' arrays until the linking reads them)
 _AHEAD = 2
@@ -105,7 +105,8 @@ class ChunkWork:
                 kernel_parts(st)
 
     def warm(self) -> None:
-        """In a process about to compute chunks: the compiled loops read back, when they are used."""
+        """The compiled loops read back, when this connect uses them (once a process; a worker
+        forked after it has them)."""
         if self.kernels:
             from kbtools.linker import kernels
 
@@ -142,7 +143,8 @@ def chunk_evidence(work: ChunkWork, chunks: list[np.ndarray], *, workers: int = 
     and again while the next chunk is not ready from the workers, as long as it returns True (it
     has more to do)."""
     if workers > 0 and len(chunks) and forks.can_fork():
-        work.prepare()  # the workers warm the compiled loops themselves, side by side
+        work.prepare()
+        work.warm()  # the workers start with the compiled loops in memory
         with _forked(work, workers) as pool, contextlib.closing(_from_processes(work, chunks, pool, workers,
                                                                                  while_waiting)) as computed:
             yield computed
