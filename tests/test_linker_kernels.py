@@ -142,3 +142,14 @@ def test_only_a_big_connect_uses_them_and_a_small_write_never_imports_numba(tmp_
     assert out.returncode == 0, out.stderr
     links, imported = out.stdout.split()
     assert int(links) > 0 and imported == "False"  # linked at write time, with the numpy steps
+
+
+def test_a_failing_compile_warns_and_leaves_the_numpy_steps(monkeypatch):
+    def broken(*args):
+        raise RuntimeError("LLVM says no")
+
+    monkeypatch.setattr(kernels, "_warmed", False)
+    monkeypatch.setattr(kernels, "_shared", broken)
+    with pytest.warns(RuntimeWarning, match="numpy steps run instead"):
+        assert kernels.warm() is False
+    assert not kernels.ready() and evidence._kernels() is None

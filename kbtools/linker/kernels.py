@@ -29,6 +29,7 @@ True
 from __future__ import annotations
 
 import os
+import warnings
 
 import numpy as np
 
@@ -273,7 +274,8 @@ def ready() -> bool:
 
 def warm() -> bool:
     """Compile (or read from numba's cache) both loops now, once a process: a connect does it
-    before it forks its workers, which then have them. From then on ``ready()``; returns it."""
+    before it forks its workers, which then have them. From then on ``ready()``; returns it.
+    Should numba fail (a compiler error, an unreadable cache), it warns and the numpy steps run."""
     global _warmed
     if not available():
         return False
@@ -282,9 +284,18 @@ def warm() -> bool:
     indptr, indices = np.array([0, 1, 2], np.int32), np.array([0, 0], np.int32)
     flags = np.zeros(2, bool)
     one = np.array([0], np.int64)
-    shared_sums(indptr, indices, np.ones(1), flags[:1], flags, flags[:1], one, one + 1)
-    best_votes(indptr[:2], indices[:1], np.ones(1), joined_parts([(indptr[:2], indices[:1], np.ones(1))]), 2, one,
-               one + 1, visibility(np.array([-1, -1]), np.arange(2)), 2, 1)
+    try:
+        shared = shared_sums(indptr, indices, np.ones(1), flags[:1], flags, flags[:1], one, one + 1)
+        best = best_votes(indptr[:2], indices[:1], np.ones(1), joined_parts([(indptr[:2], indices[:1], np.ones(1))]),
+                          2, one + 1, one + 1, visibility(np.array([-1, -1]), np.arange(2)), 2, 1)
+    except Exception as err:  # noqa: BLE001 - any failure of numba leaves the numpy steps, which give the same bits
+        warnings.warn(f"the linker's compiled loops could not be made ({type(err).__name__}: {err}); "
+                      "the numpy steps run instead (the same results, slower)", RuntimeWarning, stacklevel=2)
+        return False
+    if shared[1].tolist() != [1.0] or best[1].tolist() != [0]:  # the pair shares term 0; row 1 sees row 0
+        warnings.warn("the linker's compiled loops gave a wrong answer on a known case; the numpy steps run "
+                      "instead", RuntimeWarning, stacklevel=2)
+        return False
     _warmed = True
     return True
 
