@@ -153,3 +153,20 @@ def test_a_failing_compile_warns_and_leaves_the_numpy_steps(monkeypatch):
     with pytest.warns(RuntimeWarning, match="numpy steps run instead"):
         assert kernels.warm() is False
     assert not kernels.ready() and evidence._kernels() is None
+
+
+def test_without_a_writable_cache_the_loops_compile_in_the_process(monkeypatch):
+    numba = kernels.numba
+    real = numba.njit
+
+    def njit(*args, **options):
+        if options.get("cache"):
+            raise RuntimeError("cannot cache function: no locator available")  # what numba raises then
+        return real(*args, **options)
+
+    monkeypatch.setattr(numba, "njit", njit)
+
+    def twice(x):
+        return 2 * x
+
+    assert kernels._jit()(twice)(21) == 42

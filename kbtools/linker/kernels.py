@@ -46,16 +46,23 @@ def _fixed(a, dtype=None) -> np.ndarray:
 
 try:  # the ``fast`` extra
     import numba
-except ImportError:  # pragma: no cover - the numpy steps run instead
+except Exception:  # noqa: BLE001 - not installed, or not importable here (a numpy it does not know): the numpy steps
     numba = None
 
 
 def _jit(**options):
-    """numba's ``njit``, its compiled code cached on disk beside this module; without numba, the
-    plain function (never called: ``available`` is False)."""
+    """numba's ``njit``, its compiled code cached on disk beside this module (or in numba's user
+    cache); without numba, the plain function (never called: ``available`` is False)."""
     if numba is None:
         return lambda fn: fn
-    return numba.njit(cache=True, nogil=True, **options)
+
+    def compiled(fn):
+        try:
+            return numba.njit(cache=True, nogil=True, **options)(fn)
+        except RuntimeError:  # no cache location writable: compiled anew in each process instead
+            return numba.njit(nogil=True, **options)(fn)
+
+    return compiled
 
 
 @_jit()
