@@ -1,6 +1,6 @@
 """Compiled loops for two of the linker's steps, with numba when it is installed (the ``fast`` extra).
 
-A whole-bank connect spends about a quarter of its CPU in two steps that numpy can only do with
+A whole-bank connect spent about a fifth of its CPU in two steps that numpy can only do with
 sorts and binary searches over every pair's terms: the shared terms of each candidate pair
 (``evidence._shared``) and each row's best lexical candidates, the votes of its rarest terms
 (``evidence._votes`` then ``evidence._best``). Here each is one loop per pair or per row, compiled
