@@ -24,7 +24,7 @@ import polars as pl
 
 from kbtools.demo import synthetic_bank
 from kbtools.linker import TermStats, plan_connect, plan_links
-from kbtools.linker.pipeline import CHUNK_ROWS, auto_workers, use_kernels
+from kbtools.linker.pipeline import CHUNK_ROWS, KERNELS_FROM, auto_workers, use_kernels
 from kbtools.model.schema import SCHEMAS
 from kbtools.ops.embedding import embed_bank
 from kbtools.ops.interchange import import_frames
@@ -488,7 +488,7 @@ def _bench_kernels(tag, entries: int) -> list:
     t = time.perf_counter()
     kernels.warm()
     return [(tag, "compiled loops read back (numba, once a process)", time.perf_counter() - t, "s",
-             {"note": "the shared terms and the best votes of a connect of 40 chunks or more; the first time on a "
+             {"note": f"the shared terms and the best votes of a connect of {KERNELS_FROM} chunks or more; the first time on a "
                       "machine this compiles them (about 6 s), then numba's cache holds them; the connect below "
                       "starts with them in memory"})]
 

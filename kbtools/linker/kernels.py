@@ -162,9 +162,6 @@ def _shared(indptr, indices, w, hub, strong_base, is_entity, ms, cs):
                     strong += np.float64(strong_base[a]) + np.float64(strong_base[b])
                     if is_entity[ta]:
                         entity += weight
-                else:
-                    strong += 0.0
-                    entity += 0.0
                 a += 1
                 b += 1
         shared_n[i] = n
