@@ -211,13 +211,20 @@ class _Choice:
             near = np.where(self.exact[b], pairs["pos_nnx"] < k, near)
         ok = np.flatnonzero((lexical | near) & ev["linked"])
         self.pairs = ok[np.lexsort((-rank[c[ok]], -ev["score"][ok], b[ok]))]
-        self.bounds = np.searchsorted(b[self.pairs], np.arange(n_rows + 1)).tolist()
-        self.c = c[self.pairs].tolist()
-        self.base = index.pair_counts_of(pairs["m"][self.pairs], c[self.pairs]).tolist()
         #: what a record and its evidence text read of each pair's evidence (arrays over ``pairs``)
         self.text_values = {k: ev[k][self.pairs] for k in _TEXT_VALUES}
-        self.score = self.text_values["score"].tolist()
-        self.type_key = _type_keys(stats, {k: ev[k][self.pairs] for k in _TYPE_INPUTS}).tolist()
+        #: per row its pairs' bounds, per pair the candidate, the input edges joining the two, the
+        #: score and the type key, as arrays (the link lane's) and as lists (the state's, made when read)
+        self.arrays = {"bounds": np.searchsorted(b[self.pairs], np.arange(n_rows + 1)), "c": c[self.pairs],
+                       "base": index.pair_counts_of(pairs["m"][self.pairs], c[self.pairs]),
+                       "score": self.text_values["score"],
+                       "type_key": _type_keys(stats, {k: ev[k][self.pairs] for k in _TYPE_INPUTS})}
+
+    bounds = functools.cached_property(lambda self: self.arrays["bounds"].tolist())
+    c = functools.cached_property(lambda self: self.arrays["c"].tolist())
+    base = functools.cached_property(lambda self: self.arrays["base"].tolist())
+    score = functools.cached_property(lambda self: self.arrays["score"].tolist())
+    type_key = functools.cached_property(lambda self: self.arrays["type_key"].tolist())
 
     def values(self, p: int) -> dict:
         """What the record of pair ``p`` (of this choice) reads of its evidence, as Python numbers."""
@@ -272,6 +279,8 @@ class _State:
         #: whether the words of most of the bank's entries will be written: their terms are put in
         #: order once for all entries (``wording.shown_terms_table``), at the first batch of texts
         self.most_entries = False
+        #: the links a big connect's compiled lane made (``lane.LinkLane``), until it hands them over
+        self.lane = None
 
     def ensure(self, rows) -> None:
         """Load the input edges touching these rows (once: an edge removed later stays removed)."""
@@ -581,6 +590,10 @@ class _State:
         and still planned, all at once (``wording.evidence_texts``): what a connect does while it
         waits for its next chunk, and at its end; whether some are left. The text is the same
         whenever it is written, and the same as ``_evidence`` writes for one link."""
+        if self.lane is not None:
+            if self.most_entries:
+                shown_terms_table(self.st)
+            return self.lane.write_texts(self.st, self.ctx.rel, most)
         records, start = self._unwritten, self._written
         stop = len(records) if most is None else min(start + most, len(records))
         batch = [rec for rec in records[start:stop] if "words" in rec and "gone" not in rec]
@@ -652,9 +665,20 @@ class _State:
                 self.counts["taken_over"] += 1
 
     # -- the result
+    def hand_over(self) -> None:
+        """The lane's links (``lane.LinkLane``) become this state's records: it links from here."""
+        if self.lane is not None:
+            lane, self.lane = self.lane, None
+            lane.materialize(self)
+
     def plan(self, report: dict) -> LinkPlan:
+        flushed = self.lane is not None and len(self.added) + self.lane.live() >= _EDGES_BY_COLUMN
+        if flushed:  # the lane linked to the end: its links are read from its arrays
+            self.lane, lane = None, self.lane
+            lane.flush(self)
+        self.hand_over()
         self.write_evidence(None)
-        if len(self.added) < _EDGES_BY_COLUMN:
+        if len(self.added) < _EDGES_BY_COLUMN and not flushed:
             add = _planned_edges(list(self.added.values()), self.st.ids)
         else:  # read from the columns kept as the records were planned, not from the records
             add = self.planned.frame(lambda rows: self.st._id_series()[rows])
