@@ -35,7 +35,7 @@ import warnings
 
 import numpy as np
 
-__all__ = ["available", "ready", "warm", "shared_sums", "joined_parts", "visibility", "best_votes", "lane_rows"]
+__all__ = ["available", "ready", "warm", "shared_sums", "joined_parts", "visibility", "best_votes", "lane_rows", "shared_words"]
 
 
 def _fixed(a, dtype=None) -> np.ndarray:
@@ -262,6 +262,46 @@ def _best(q_indptr, q_terms, q_weights, parts_indptr, parts_indices, parts_data,
     return out_r[:written], out_c[:written], out_pos[:written]
 
 
+@_jit(inline="always")
+def _holds(indices, lo, hi, t):
+    # whether the sorted ``indices[lo:hi]`` (a row's postings) hold term t
+    end = hi
+    while lo < hi:
+        mid = (lo + hi) // 2
+        if indices[mid] < t:
+            lo = mid + 1
+        else:
+            hi = mid
+    return lo < end and indices[lo] == t
+
+
+@_jit()
+def _words(starts, lengths, ms, cs, col, low, is_entity, indptr, indices, word_ptr, word_entity):
+    n = len(cs)
+    out = np.full((n, 3), -1, np.int64)
+    for i in range(n):
+        c, m = cs[i], ms[i]
+        lo, hi = indptr[c], indptr[c + 1]
+        found = 0
+        for j in range(starts[i], starts[i] + lengths[i]):
+            t = col[j]
+            if not _holds(indices, lo, hi, t):
+                continue
+            if not is_entity[t]:  # not shown when it is a word of an entity both hold (the entity is)
+                word, hidden = low[j], False
+                for q in range(word_ptr[word], word_ptr[word + 1]):
+                    e = word_entity[q]
+                    if _holds(indices, lo, hi, e) and _holds(indices, indptr[m], indptr[m + 1], e):
+                        hidden = True
+                        break
+                if hidden:
+                    continue
+            out[i, found] = j
+            found += 1
+            if found == 3:
+                break
+    return out
+
 # ---------------------------------------------------------------- the link lane (``lane.LinkLane``)
 # A link's ends hold it in a list each: node 2 * link in its source's, 2 * link + 1 in its
 # target's (``head`` per row, ``nxt`` per node); a list holds the row's live links only.
@@ -435,12 +475,16 @@ def warm() -> bool:
         best = best_votes(indptr[:2], indices[:1], np.ones(1), joined_parts([(indptr[:2], indices[:1], np.ones(1))]),
                           2, one + 1, one + 1, visibility(np.array([-1, -1]), np.arange(2)), 2, 1)
         lane = _lane_known_case()
+        words = shared_words(np.array([0]), np.array([2]), one, one + 1, np.array([0, 1]), np.array([0, 1]), flags,
+                             np.array([0, 1, 2]), np.array([1, 1], np.int32), np.array([0, 0, 0]), np.zeros(0))
     except Exception as err:  # noqa: BLE001 - any failure of numba leaves the numpy steps, which give the same bits
         warnings.warn(f"the linker's compiled loops could not be made ({type(err).__name__}: {err}); "
                       "the numpy steps run instead (the same results, slower)", RuntimeWarning, stacklevel=2)
         return False
     # the pair shares term 0; row 1 sees row 0; at a cap of one, the stronger link evicts the weaker
-    if shared[1].tolist() != [1.0] or best[1].tolist() != [0] or lane != ([2, 2, 1, 0, 0], [0, 1]):
+    # and of the entry's two terms the candidate holds the second, at place 1
+    if shared[1].tolist() != [1.0] or best[1].tolist() != [0] or lane != ([2, 2, 1, 0, 0], [0, 1]) \
+            or words.tolist() != [[1, -1, -1]]:
         warnings.warn("the linker's compiled loops gave a wrong answer on a known case; the numpy steps run "
                       "instead", RuntimeWarning, stacklevel=2)
         return False
@@ -516,3 +560,15 @@ def lane_rows(rows, pure, bounds, cs, base, score, typ, m_is_src, exact, chunk: 
                  _fixed(base, np.int64), _fixed(score, np.float64), _fixed(typ, np.int64), _fixed(m_is_src, bool),
                  _fixed(exact, bool), int(chunk), _fixed(superseded, bool), _fixed(input_deg, np.int64), deg, head, nxt,
                  l_src, l_dst, l_typ, l_w, l_alive, l_m, l_p, l_chunk, counts, int(cap), int(max_new))
+
+
+def shared_words(starts, lengths, ms, cs, col, low, is_entity, indptr, indices, word_ptr, word_entity) -> np.ndarray:
+    """Per pair (``ms[i]``, ``cs[i]``), the places (in ``col``/``low``; -1: none) of the first three
+    terms the entry shows (its terms at ``starts[i]``, ``lengths[i]`` places, in the order shown)
+    that the candidate holds too (``indptr``/``indices``: the postings, each row's terms sorted); a
+    term that is not an entity is passed over when its label (``low``) is a word of an entity both
+    hold (``word_ptr``/``word_entity``: per label, the entities with it in their name):
+    ``wording._shared_words_many``' places."""
+    return _words(_fixed(starts, np.int64), _fixed(lengths, np.int64), _fixed(ms, np.int64), _fixed(cs, np.int64),
+                  _fixed(col, np.int64), _fixed(low, np.int64), _fixed(is_entity, bool), _fixed(indptr, np.int64),
+                  _fixed(indices, np.int32), _fixed(word_ptr, np.int64), _fixed(word_entity, np.int64))
