@@ -1,4 +1,4 @@
-"""Compiled loops for three of the linker's steps, with numba when it is installed (the ``fast`` extra).
+"""Compiled loops for four of the linker's steps, with numba when it is installed (the ``fast`` extra).
 
 A whole-bank connect spent about a fifth of its CPU in two steps that numpy can only do with
 sorts and binary searches over every pair's terms: the shared terms of each candidate pair
@@ -6,7 +6,8 @@ sorts and binary searches over every pair's terms: the shared terms of each cand
 (``evidence._votes`` then ``evidence._best``). Here each is one loop per pair or per row, compiled
 by numba: a merge of two sorted posting lists, and a dense accumulator with a small heap. The
 third is the link lane's (``lane.LinkLane``): the sequential linking of a big connect's pure rows
-over arrays, the state's decisions link for link.
+over arrays, the state's decisions link for link. The fourth finds the first three shared words
+of each link's evidence text (``wording._compiled_words``) in the table of every entry's terms.
 
 They give the numpy steps' results bit for bit: the same terms summed in the same order (a
 segment's sum as ``numpy.add.reduceat`` makes it: its first value plus numpy's pairwise sum of
@@ -14,7 +15,7 @@ the rest; a vote as scipy's sparse product sums it: term by term from 0.0), the 
 compare both on generated and real banks; ``KB_KERNELS=numpy`` turns the compiled loops off.
 
 Without numba, or with ``KB_KERNELS=numpy``, :func:`available` is False and the linker runs its
-numpy steps. The loops run once :func:`warm` has compiled them: about 6 s the first time on a
+numpy steps. The loops run once :func:`warm` has compiled them: about 10 s the first time on a
 machine, then read back from numba's cache beside this module in about 0.5 s (and 0.4 s for
 numba's own import), once a process. A connect of many chunks (``pipeline.KERNELS_FROM``) does it
 before it forks its worker processes, which start with the loops in memory.

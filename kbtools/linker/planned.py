@@ -29,6 +29,7 @@ __all__ = ["PlannedColumns"]
 
 #: A record's fields that an automatic link planned now holds the same values of (``PlannedColumns._auto``)
 _CONSTANT = ("source", "note", "created_by", "created_us", "seen_us")
+_CONSTANT_COLUMNS = ("source", "note", "created_by", "created_at", "seen_at")  #: their columns in the frame
 
 
 class PlannedColumns:
@@ -91,6 +92,9 @@ class PlannedColumns:
         schema = SCHEMAS["edges"]
 
         def kept(name: str, values: list, dtype=None) -> pl.Series:
+            if not self.others and name in _CONSTANT_COLUMNS:  # every record's the same: no list of n values read
+                value = self._auto[_CONSTANT_COLUMNS.index(name)]
+                return pl.repeat(value, len(rows), dtype=dtype or schema[name], eager=True).alias(name)
             return pl.Series(name, values, dtype=dtype or schema[name]).filter(mask)
 
         return pl.DataFrame([
