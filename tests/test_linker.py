@@ -686,3 +686,26 @@ def test_neighbour_index_errors():
         plan_links(eid, entries, edges, triples, vectors=vectors, neighbors=_flat(vectors[:10]), now=NOW)
     with pytest.raises(ValidationError, match="neighbors"):
         plan_connect(entries, edges, triples, vectors=vectors, neighbors=object(), now=NOW)
+
+
+def test_a_rows_voting_terms_come_in_the_order_of_the_five_keys():
+    """``_query_terms`` sorts a chunk's terms by one key per term (``_vote_order``, made once): the
+    order of (row; held by others first; higher IDF; heavier; lower term), ties included (terms
+    of one IDF and weight), so the same terms vote."""
+    from kbtools.linker.evidence import _query_terms, relations
+    from kbtools.linker.terms import _rows_of
+
+    entries, _, triples, _ = synthetic_bank(300, seed=4)
+    stats = TermStats.build(entries, known_entities=_known_entities(triples))
+    rows = np.arange(len(stats.ids))
+    r, pos = _rows_of(stats.postings.indptr, rows)
+    t = stats.postings.indices[pos].astype(np.int64)
+    order = np.lexsort((t, -stats.w[t], -stats.idf[t], stats.df[t] <= 1, r))
+    r, t = r[order], t[order]
+    place = np.arange(len(r)) - np.searchsorted(r, np.arange(len(rows)))[r]
+    keep = (place < LINKER_DEFAULTS.query_terms) & ~stats.capped[t]
+    want = np.lexsort((t[keep], r[keep]))
+    got_r, got_t = _query_terms(stats, rows, relations(stats, None), LINKER_DEFAULTS)
+    assert np.array_equal(got_r, r[keep][want]) and np.array_equal(got_t, t[keep][want])
+    assert len(np.unique(stats.idf[t])) < len(np.unique(t))  # terms of equal IDF: the later keys decide
+    assert (place >= LINKER_DEFAULTS.query_terms).any()  # rows with more terms than vote

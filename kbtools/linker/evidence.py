@@ -376,7 +376,8 @@ def _query_terms(stats: TermStats, rows: np.ndarray, rel: Relations, settings: L
     r, pos = _rows_of(stats.postings.indptr, rows)
     t = stats.postings.indices[pos].astype(np.int64)
     # a term only this entry holds nominates nobody: the voting terms are the rarest shared ones
-    order = np.lexsort((t, -stats.w[t], -stats.idf[t], stats.df[t] <= 1, r))
+    # (per row by ``_vote_order``: held by others first, then the higher IDF, the heavier, the term)
+    order = np.argsort(r * len(stats.w) + _vote_order(stats)[t])
     r, t = r[order], t[order]
     starts = np.searchsorted(r, np.arange(len(rows)))
     pos = np.arange(len(r)) - starts[r]
@@ -393,6 +394,28 @@ def _query_terms(stats: TermStats, rows: np.ndarray, rel: Relations, settings: L
         r, t = np.concatenate([r, rr[keep]]), np.concatenate([t, tt[keep]])
     order = np.lexsort((t, r))  # related entities are not the row's own terms: no pair twice
     return r[order], t[order]
+
+
+def _vote_order(stats: TermStats) -> np.ndarray:
+    """Each term's place in the order a row's voting terms are chosen: held by other entries first
+    (a document frequency over 1), then the higher IDF, then the heavier, then the lower term;
+    kept for the statistics' arrays (one sort of the vocabulary instead of a five-key sort a chunk).
+
+    >>> import polars as pl, datetime as dt
+    >>> t = dt.datetime(2026, 1, 1, tzinfo=dt.timezone.utc)
+    >>> stats = TermStats.build(pl.DataFrame({"id": ["a", "b"], "kind": ["event", "event"], "created_at": [t, t],
+    ...     "content": ["The kiln at Oslo cracked", "Oslo kiln cracked again"]}))
+    >>> order = _vote_order(stats)
+    >>> sorted(order.tolist()) == list(range(len(stats.w)))
+    True
+    """
+    held = stats._cache.get("vote order")
+    if held is None or held[0] is not stats.w or held[1] is not stats.idf or held[2] is not stats.df:
+        terms = np.arange(len(stats.w))
+        place = np.empty(len(terms), np.int64)
+        place[np.lexsort((terms, -stats.w, -stats.idf, stats.df <= 1))] = terms
+        held = stats._cache["vote order"] = (stats.w, stats.idf, stats.df, place)
+    return held[3]
 
 
 #: Up to this many rows, votes are summed with numpy (a sparse product's set-up costs more than the sums)
