@@ -87,6 +87,16 @@ def test_the_lane_plans_what_the_state_plans(monkeypatch, lanes, cap, workers):
         assert with_lane.report["evicted"] > 1000 and with_lane.report["capped"] > 1000
 
 
+def test_a_small_plan_from_the_lane_is_read_from_its_records(monkeypatch, lanes):
+    """A plan of fewer links than ``state._EDGES_BY_COLUMN`` is built row by row from records: the
+    lane hands its links over at the end, and the frames are the state's."""
+    monkeypatch.setattr(linking, "_EDGES_BY_COLUMN", 10**9)
+    demo = synthetic_bank(entries=3000, seed=11)
+    with_lane, without = _both(monkeypatch, _unlinked(demo), demo.edges, demo.triples)
+    _same(with_lane, without)
+    assert lanes.rows == with_lane.report["entries"] and len(lanes.handed) == 1 and lanes.handed[0] > 5000
+
+
 def test_a_structural_or_superseded_row_hands_over(monkeypatch, lanes):
     demo = synthetic_bank(entries=3000, seed=11)
     entries = _unlinked(demo).sort("created_at")
