@@ -367,6 +367,19 @@ def _lane_remove(link, head, nxt, l_src, l_dst, l_alive, deg):
 
 
 @_jit()
+def _lane_evict(row, weak, cap, input_deg, deg, head, nxt, l_w, l_src, l_dst, l_typ, l_alive):
+    # the row's weakest links removed until it is under its cap: ``weak`` (found before) first,
+    # unless the other end's eviction took it; how many
+    evicted = 0
+    while input_deg[row] + deg[row] >= cap:
+        gone = weak if weak >= 0 and l_alive[weak] else _lane_weakest(row, head, nxt, l_w, l_src, l_dst, l_typ)
+        weak = -1
+        _lane_remove(gone, head, nxt, l_src, l_dst, l_alive, deg)
+        evicted += 1
+    return evicted
+
+
+@_jit()
 def _lane(rows, pure, bounds, cs, base, score, typ, m_is_src, exact, chunk, superseded, input_deg, deg, head, nxt,
           l_src, l_dst, l_typ, l_w, l_alive, l_m, l_p, l_chunk, counts, cap, max_new):
     # counts: links made (live or not), links, evicted, refused at a full cap, rows scanned exactly
@@ -418,19 +431,10 @@ def _lane(rows, pure, bounds, cs, base, score, typ, m_is_src, exact, chunk, supe
                 if l_w[weak_dst] >= w:
                     counts[3] += 1
                     continue
-            # the weakest found, unless the other end's eviction took it
-            while src_full and input_deg[src] + deg[src] >= cap:
-                gone = weak_src if weak_src >= 0 and l_alive[weak_src] else \
-                    _lane_weakest(src, head, nxt, l_w, l_src, l_dst, l_typ)
-                weak_src = -1
-                _lane_remove(gone, head, nxt, l_src, l_dst, l_alive, deg)
-                counts[2] += 1
-            while dst_full and input_deg[dst] + deg[dst] >= cap:
-                gone = weak_dst if weak_dst >= 0 and l_alive[weak_dst] else \
-                    _lane_weakest(dst, head, nxt, l_w, l_src, l_dst, l_typ)
-                weak_dst = -1
-                _lane_remove(gone, head, nxt, l_src, l_dst, l_alive, deg)
-                counts[2] += 1
+            if src_full:
+                counts[2] += _lane_evict(src, weak_src, cap, input_deg, deg, head, nxt, l_w, l_src, l_dst, l_typ, l_alive)
+            if dst_full:
+                counts[2] += _lane_evict(dst, weak_dst, cap, input_deg, deg, head, nxt, l_w, l_src, l_dst, l_typ, l_alive)
             link = counts[0]
             counts[0] += 1
             l_src[link], l_dst[link], l_typ[link], l_w[link], l_alive[link] = src, dst, typ[p], w, 1
