@@ -112,52 +112,33 @@ class LinkLane:
         return m, c, values
 
     def materialize(self, state) -> None:
-        """Hand the lane's links to the state (``state._State``) as the records, counts and places
-        its own links would have made, in the order they were made; the state links from here."""
+        """Hand the lane's links to the state (``state._State``) as the records its own links would
+        have made (``_new``, ``add``), in the order they were made; the state links from here."""
         made = int(self.counts[0])
         links = np.flatnonzero(self.alive[:made])
-        now = state.ctx.now_us
-        edges, added, capped, unwritten = state.edges, state.added, state.capped, state._unwritten
-        pair_delta, degree_delta, put, write = state.pair_delta, state.degree_delta, state.planned.put_auto, \
-            state.planned.write
         for link, src, dst, typ, weight, m, chunk, p in zip(
                 links.tolist(), self.src[links].tolist(), self.dst[links].tolist(), self.typ[links].tolist(),
                 self.weight[links].tolist(), self.m[links].tolist(), self.chunk[links].tolist(),
                 self.place[links].tolist()):
-            name = TYPE_NAMES[typ]
-            key = (src, dst, name)
-            rec = {"src": src, "dst": dst, "type": name, "source": "auto", "note": None, "evidence": None,
-                   "weight": weight, "created_by": "linker", "created_us": now, "seen_us": now, "orig": None,
-                   "taken": False, "at": put(src, dst, name, weight), "faded": weight}
+            rec = state._new(src, dst, TYPE_NAMES[typ], "auto", weight, None)
+            state.add(rec, 0)  # no input edge joins a pair the lane linked
             text = self.texts.get(link)
             if text is None:
                 rec["words"] = (m, src + dst - m, self.choices[chunk], p, None)
-                unwritten.append(rec)
+                state._unwritten.append(rec)
             else:
                 rec["evidence"] = text
-                write(rec["at"], text)
-            edges[key] = added[key] = rec
-            capped[src].add(key)
-            capped[dst].add(key)
-            pair_delta[(src, dst) if src < dst else (dst, src)] += 1
-            degree_delta[src] += 1
-            degree_delta[dst] += 1
+                state.planned.write(rec["at"], text)
         self._count_into(state)
 
     def flush(self, state) -> None:
         """The lane's links still planned into the state's plan columns (``planned.PlannedColumns``),
         their texts written: the plan of a connect the lane linked to its end."""
         self.write_texts(state.st, state.ctx.rel, None)
-        made = int(self.counts[0])
-        links = np.flatnonzero(self.alive[:made])
-        planned = state.planned
-        names = np.array(TYPE_NAMES, dtype=object)
-        planned.src.extend(self.src[links].tolist())
-        planned.dst.extend(self.dst[links].tolist())
-        planned.type.extend(names[self.typ[links]].tolist())
-        planned.weight.extend(self.weight[links].tolist())
-        planned.evidence.extend(map(self.texts.__getitem__, links.tolist()))
-        planned.alive.extend(b"\x01" * links.size)
+        links = np.flatnonzero(self.alive[: int(self.counts[0])])
+        state.planned.extend_auto(self.src[links].tolist(), self.dst[links].tolist(),
+                                  np.array(TYPE_NAMES, dtype=object)[self.typ[links]].tolist(),
+                                  self.weight[links].tolist(), [self.texts[k] for k in links.tolist()])
         self._count_into(state)
 
     def _count_into(self, state) -> None:

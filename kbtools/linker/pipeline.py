@@ -46,10 +46,10 @@ MAX_WORKERS = 8
 #: Entries a connect links per chunk with a neighbour index (without one, fewer on a big bank: each
 #: entry of a chunk scans the bank densely)
 CHUNK_ROWS = 512
-#: From this many chunks a connect runs two of its steps as compiled loops (``kernels``, with numba
-#: installed: the ``fast`` extra), read back from numba's cache before the workers fork (about
-#: 0.9 s once a process: numba's import and the code). They save about 20 ms a chunk (the shared
-#: terms, the best votes) and give the same bits
+#: From this many chunks a connect runs compiled loops (``kernels``, with numba installed: the
+#: ``fast`` extra): the shared terms and the best votes in its workers, the link lane and the
+#: evidence's shared words in the linking process. They are read back from numba's cache before
+#: the workers fork (about 0.9 s once a process: numba's import and the code) and give the same bits
 KERNELS_FROM = 40
 #: Chunks computed ahead per worker (each holds its pairs' arrays until the linking reads them)
 _AHEAD = 2

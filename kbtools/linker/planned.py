@@ -62,6 +62,15 @@ class PlannedColumns:
         self.alive.append(1)
         return at
 
+    def extend_auto(self, src: list, dst: list, types: list, weights: list, evidence: list) -> None:
+        """Many automatic links planned now, their evidence texts written (a link lane's, in order)."""
+        self.src.extend(src)
+        self.dst.extend(dst)
+        self.type.extend(types)
+        self.weight.extend(weights)
+        self.evidence.extend(evidence)
+        self.alive.extend(b"\x01" * len(src))
+
     def put(self, rec: dict) -> int:
         """The place of any planned record (``state._State._new``'s fields)."""
         at = self.put_auto(rec["src"], rec["dst"], rec["type"], rec["weight"])
@@ -86,15 +95,17 @@ class PlannedColumns:
         keep = np.frombuffer(bytes(self.alive), dtype=np.bool_)
         rows = np.flatnonzero(keep)
         mask = pl.Series(keep)
-        source, note, created_by, created, seen = ([value] * n for value in self._auto)
-        for at, rec in self.others.items():
-            source[at], note[at], created_by[at], created[at], seen[at] = (rec[name] for name in _CONSTANT)
         schema = SCHEMAS["edges"]
+        if self.others:  # the columns every automatic link holds the same, with the others' own values
+            source, note, created_by, created, seen = ([value] * n for value in self._auto)
+            for at, rec in self.others.items():
+                source[at], note[at], created_by[at], created[at], seen[at] = (rec[name] for name in _CONSTANT)
+        else:  # one value each (``kept`` repeats it)
+            source, note, created_by, created, seen = self._auto
 
-        def kept(name: str, values: list, dtype=None) -> pl.Series:
-            if not self.others and name in _CONSTANT_COLUMNS:  # every record's the same: no list of n values read
-                value = self._auto[_CONSTANT_COLUMNS.index(name)]
-                return pl.repeat(value, len(rows), dtype=dtype or schema[name], eager=True).alias(name)
+        def kept(name: str, values, dtype=None) -> pl.Series:
+            if not self.others and name in _CONSTANT_COLUMNS:  # every record's the same value
+                return pl.repeat(values, len(rows), dtype=dtype or schema[name], eager=True).alias(name)
             return pl.Series(name, values, dtype=dtype or schema[name]).filter(mask)
 
         return pl.DataFrame([

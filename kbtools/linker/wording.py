@@ -10,10 +10,10 @@ from __future__ import annotations
 import functools
 import json
 import math
-import sys
 
 import numpy as np
 
+from kbtools.linker.evidence import _kernels
 from kbtools.linker.terms import TermStats, _rows_of
 
 __all__ = ["why_text", "evidence_texts"]
@@ -275,8 +275,8 @@ def _compiled_words(stats: TermStats, m: np.ndarray, c: np.ndarray) -> np.ndarra
     words: per pair its entry's terms in the order shown, the first three the candidate holds, a
     term not when its label is a word of an entity both hold."""
     table = _shown_table(stats)
-    held = sys.modules.get("kbtools.linker.kernels")
-    if table is None or held is None or not held.ready():
+    held = _kernels()
+    if table is None or held is None:
         return None
     word_ptr, word_entity = _entities_by_word(stats, table)
     words = held.shared_words(table["indptr"][m], table["length"][m], m, c, table["col"], table["low"],
