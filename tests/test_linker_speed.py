@@ -488,8 +488,8 @@ def test_one_rows_kth_highest_vote_is_the_groups(length, k):
 
 
 def test_visible_pairs_read_through_one_array_as_through_the_flags():
-    """Many pairs read who may see whom from one array per flags (``_visible_from``); a few read the
-    flags: the same answer, superseded, unlinkable, linked and later entries included."""
+    """Pairs read who may see whom from one array per flags (``_visible_from``), many or a few at a
+    time: the flags' answer, superseded, unlinkable, linked and later entries included."""
     from kbtools.demo import synthetic_bank
     from kbtools.linker import evidence
     from kbtools.linker.terms import TermStats

@@ -11,7 +11,10 @@ array([0.787])
 
 from __future__ import annotations
 
+import bisect
 import contextlib
+import functools
+import math
 import sys
 from dataclasses import dataclass
 
@@ -130,9 +133,15 @@ def _dots(vectors, a: np.ndarray, b: np.ndarray) -> np.ndarray:
 
         out = np.empty(n, np.float32)
         a, b = np.ascontiguousarray(a, np.int64), np.ascontiguousarray(b, np.int64)
-        with _one_faiss_thread():  # a few pairs would wait for a team, and a worker's core is its own
+        threads = faiss.omp_get_max_threads()  # one: a few pairs would wait for a team, and a worker's core is its own
+        if threads > 1:
+            faiss.omp_set_num_threads(1)
+        try:
             faiss.pairwise_indexed_inner_product(vectors.shape[1], n, faiss.swig_ptr(vectors), faiss.swig_ptr(a),
                                                  faiss.swig_ptr(vectors), faiss.swig_ptr(b), faiss.swig_ptr(out))
+        finally:
+            if threads > 1:
+                faiss.omp_set_num_threads(threads)
         return out.astype(np.float64)
     out = np.zeros(n)
     for lo in range(0, n, _COSINE_BLOCK):
@@ -275,7 +284,7 @@ def _shared(stats: TermStats, ms: np.ndarray, cs: np.ndarray):
     (``_shared_hits``); sums are numpy's reductions over each pair's terms in column order, as a
     sparse row product's sum (both lists run in column order: the same bits from either side)."""
     p = len(ms)
-    if p == 0 or stats.postings.nnz == 0:
+    if p == 0 or stats.postings.indptr[-1] == 0:
         return np.zeros(p), np.zeros(p), np.zeros(p), np.zeros(p)
     compiled = _kernels() if p > _FEW_PAIRS else None
     if compiled is not None:  # a merge of the two lists per pair (about a quarter of the time)
@@ -304,6 +313,14 @@ def _shared_hits(stats: TermStats, own: np.ndarray, read: np.ndarray):
     candidates, hold a few thousand keys that stay in the cache; a search among the bank's keys
     misses it at every step (a third slower on either bank)."""
     indptr = stats.postings.indptr
+    if len(own) and own[0] == own[-1] and (own == own[0]).all():  # one entry's pairs: its terms are the keys
+        lo, hi = int(indptr[own[0]]), int(indptr[own[0] + 1])
+        own_keys = stats.postings.indices[lo:hi].astype(np.int64)  # sorted, as a row's
+        pair, pos = _rows_of(indptr, read)
+        cols = stats.postings.indices[pos].astype(np.int64)
+        at = np.minimum(np.searchsorted(own_keys, cols), max(hi - lo - 1, 0))
+        hit = own_keys[at] == cols if hi > lo else np.zeros(len(cols), bool)
+        return pair[hit], cols[hit], pos[hit], lo + at[hit]
     rows, local = np.unique(own, return_inverse=True)
     own_row, own_pos = _rows_of(indptr, rows)
     own_keys = (own_row << 32) | stats.postings.indices[own_pos].astype(np.int64)  # sorted, as the rows
@@ -377,12 +394,17 @@ def _query_terms(stats: TermStats, rows: np.ndarray, rel: Relations, settings: L
     t = stats.postings.indices[pos].astype(np.int64)
     # a term only this entry holds nominates nobody: the voting terms are the rarest shared ones
     # (per row by ``_vote_order``: held by others first, then the higher IDF, the heavier, the term)
-    order = np.argsort(r * len(stats.w) + _vote_order(stats)[t])
-    r, t = r[order], t[order]
-    starts = np.searchsorted(r, np.arange(len(rows)))
-    pos = np.arange(len(r)) - starts[r]
-    keep = (pos < settings.query_terms) & ~stats.capped[t]
-    r, t = r[keep], t[keep]
+    if len(rows) == 1:  # one row: its first terms in that order
+        t = t[np.argsort(_vote_order(stats)[t])][: settings.query_terms]
+        t = t[~stats.capped[t]]
+        r = np.zeros(len(t), np.int64)
+    else:
+        order = np.argsort(r * len(stats.w) + _vote_order(stats)[t])
+        r, t = r[order], t[order]
+        starts = np.searchsorted(r, np.arange(len(rows)))
+        pos = np.arange(len(r)) - starts[r]
+        keep = (pos < settings.query_terms) & ~stats.capped[t]
+        r, t = r[keep], t[keep]
     if rel.cols.size:
         own = stats.postings[rows]
         related = (own @ rel.any).tocsr()
@@ -434,18 +456,40 @@ def _votes(stats: TermStats, rows: np.ndarray, rel: Relations, settings: LinkerS
         return tuple(np.concatenate([getattr(v, name).astype(dtype) for v in votes])
                      for name, dtype in (("row", np.int64), ("col", np.int64), ("data", np.float64)))
     n = max(len(stats.ids), 1)
+    one = len(rows) == 1  # one row: its keys are the entries voted for
     q_rows, q_terms = _query_terms(stats, rows, rel, settings)
     q_weights = stats.w[q_terms]
     keys, weights = [], []
     for pt in transposed:
         which, pos = _rows_of(pt.indptr, q_terms)
-        keys.append(q_rows[which] * n + pt.indices[pos].astype(np.int64))
+        keys.append(pt.indices[pos].astype(np.int64) if one else q_rows[which] * n + pt.indices[pos].astype(np.int64))
         weights.append(q_weights[which] * pt.data[pos])
     keys, weights = (np.concatenate(x) if len(x) > 1 else x[0] for x in (keys, weights))
-    found, inverse = np.unique(keys, return_inverse=True)
+    found, inverse = _unique_runs(keys)
     sums = np.bincount(inverse, weights=weights, minlength=len(found))
     kept = sums != 0.0
+    if one:
+        return np.zeros(int(np.count_nonzero(kept)), np.int64), found[kept], sums[kept]
     return found[kept] // n, found[kept] % n, sums[kept]
+
+
+def _unique_runs(keys: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """``np.unique(keys, return_inverse=True)`` of keys that come as a few sorted runs (a row's
+    votes: one posting list per term), by a stable sort, which merges runs: half the time of
+    numpy's, whose set-up alone costs more than sorting one entry's hundred candidates.
+
+    >>> keys = np.array([2, 5, 9, 1, 5, 7, 2])
+    >>> [x.tolist() for x in _unique_runs(keys)] == [x.tolist() for x in np.unique(keys, return_inverse=True)]
+    True
+    """
+    order = np.argsort(keys, kind="stable")
+    ordered = keys[order]
+    first = np.empty(len(keys), bool)
+    first[:1] = True
+    np.not_equal(ordered[1:], ordered[:-1], out=first[1:])
+    inverse = np.empty(len(keys), np.int64)
+    inverse[order] = np.cumsum(first) - 1
+    return ordered[first], inverse
 
 
 def _product_before(stats: TermStats, q: sp.csr_matrix, pt: sp.csr_matrix, cut: int | None) -> sp.csr_matrix:
@@ -599,10 +643,8 @@ _TIE_ROOM = 8
 
 def _visible_pairs(stats: TermStats, rows: np.ndarray, b: np.ndarray, c: np.ndarray, open_, linked) -> np.ndarray:
     """Whether entry ``c`` may be linked from ``rows[b]``: linkable, not superseded or archived, not
-    itself, and already linked or created earlier."""
-    m = rows[b]
-    if 8 * len(c) < len(stats.ids):  # a few pairs: the flags read directly
-        return open_[c] & (stats.kind[c] >= 0) & (linked[c] | (stats.rank[c] < stats.rank[m])) & (c != m)
+    itself, and already linked or created earlier (one gather of ``_visible_from``, kept per flags)."""
+    m = rows[0] if len(rows) == 1 else rows[b]  # one row: its rank read once
     return (_visible_from(stats, open_, linked)[c] < stats.rank[m]) & (c != m)
 
 
@@ -655,7 +697,7 @@ def _above_kth(r, c, v, k: int, n_rows: int):
     ([0, 0, 0, 1, 1], [1, 2, 3, 0, 4])
     """
     if n_rows == 1:  # one entry's votes (linking one entry): one sort, none of the groups' set-up
-        keep = v >= (np.sort(v)[len(v) - k] if 0 < k <= len(v) else -np.inf)
+        keep = v >= (np.partition(v, len(v) - k)[len(v) - k] if 0 < k <= len(v) else -np.inf)
         return r[keep], c[keep], v[keep]
     order = np.argsort(r, kind="stable") if len(r) and np.any(np.diff(r) < 0) else None
     if order is not None:
@@ -719,8 +761,8 @@ def search_neighbours(stats: TermStats, rows, vectors, neighbors, *, open_, link
     fetches = _fetches(visible[searched], settings.candidates, total)
     queries = np.ascontiguousarray(vectors[rows[searched]], dtype=np.float32)
     hits = []
-    for fetch in np.unique(fetches).tolist():
-        at = np.flatnonzero(fetches == fetch)
+    for fetch in (np.unique(fetches) if len(fetches) > 1 else fetches).tolist():
+        at = np.flatnonzero(fetches == fetch) if len(fetches) > 1 else np.zeros(1, np.int64)
         hits.append((at, _index_search(neighbors, queries if len(at) == len(queries) else queries[at],
                                        rows[searched[at]], fetch)))
     return searched, hits
@@ -736,6 +778,9 @@ def search_neighbours(stats: TermStats, rows, vectors, neighbors, *, open_, link
 #: ``test_a_compaction_keeps_an_index_built_before_the_last_segments_to_grow_it``); one started at
 #: the row's own node begins among them (issue 13, fourteenth session)
 _OWN_NODE_BEAM = 0.8
+
+
+_LOWEST_SCORE = np.finfo(np.float32).min  #: a search's start scored so that it never takes a hit's place
 
 
 def _index_search(neighbors, queries: np.ndarray, rows: np.ndarray, fetch: int):
@@ -761,16 +806,24 @@ def _index_search(neighbors, queries: np.ndarray, rows: np.ndarray, fetch: int):
     found = np.full((n, fetch), -1, np.int64)
     own = np.ascontiguousarray(rows, dtype=np.int32)
     # the start's own score, given low: it never takes a place among the hits
-    start = np.full(n, np.finfo(np.float32).min, np.float32)
+    start = np.full(n, _LOWEST_SCORE, np.float32)
     got_scores = np.empty((n, fetch - 1), np.float32)
     got_rows = np.empty((n, fetch - 1), np.int64)
-    beam = faiss.SearchParametersHNSW(efSearch=max(1, round(_OWN_NODE_BEAM * neighbors.hnsw.efSearch)))
+    beam = _beam(max(1, round(_OWN_NODE_BEAM * neighbors.hnsw.efSearch)))
     with _one_faiss_thread(n == 1):  # one row: no thread team (faiss' own search starts none for one query)
         neighbors.search_level_0(n, faiss.swig_ptr(queries), fetch - 1, faiss.swig_ptr(own), faiss.swig_ptr(start),
                                  faiss.swig_ptr(got_scores), faiss.swig_ptr(got_rows), 1, 1, beam)
     got_rows[got_rows == rows[:, None]] = -1  # should a faiss version list the start, it is not a hit
     scores[:, :-1], found[:, :-1] = got_scores, got_rows
     return scores, found
+
+
+@functools.lru_cache(maxsize=16)
+def _beam(ef: int):
+    """faiss' search parameters of this beam, made once (read only by a search: shared by threads)."""
+    import faiss
+
+    return faiss.SearchParametersHNSW(efSearch=ef)
 
 
 def candidate_pairs(
@@ -802,11 +855,15 @@ def candidate_pairs(
         if best is not None:
             parts.append(("index", *best))
         else:
-            r, c, v = _votes(stats, rows, rel, settings, cut=_first_unseen(stats, rows, open_, linked))
+            cut = _first_unseen(stats, rows, open_, linked) if len(rows) > _FEW_ROWS else None  # a product's
+            r, c, v = _votes(stats, rows, rel, settings, cut=cut)
             ok = (v > 0.0) & _visible_pairs(stats, rows, r, c, open_, linked)
             parts.append(("index", *_best(r[ok], c[ok], v[ok], k, stats.rank, len(rows))))
     floor = None
-    if vectors is not None and neighbors is not None:
+    if vectors is not None and neighbors is not None and searched is None and len(rows) == 1 \
+            and _fetch(settings.candidates, neighbors) > 0:  # one entry linked: its own few steps
+        floor = _row_neighbours(stats, rows, vectors, neighbors, open_, linked, eligible, settings, k, parts)
+    elif vectors is not None and neighbors is not None:
         if searched is None:
             searched = search_neighbours(stats, rows, vectors, neighbors, open_=open_, linked=linked,
                                          settings=settings, eligible=eligible)
@@ -828,6 +885,49 @@ def candidate_pairs(
     if floor is not None:
         out["nn_floor"] = floor[out["b"]]
     return out
+
+
+def _row_neighbours(stats, rows, vectors, neighbors, open_, linked, eligible, settings, k, parts) -> np.ndarray:
+    """``candidate_pairs``' neighbour parts for one row (``rows``, of one), added to ``parts``, and
+    its floor: the steps of ``search_neighbours``, ``index_neighbours`` and the exact fallback, a
+    row's numbers as Python numbers (one entry's link makes a few dozen numpy calls fewer, each
+    a few microseconds)."""
+    if eligible is None:
+        eligible = open_ & (stats.kind >= 0)
+    base, total = settings.candidates, int(neighbors.ntotal)
+    visible = int(_visible_count(stats, rows, eligible, linked)[0])
+    floor, sure = np.inf, 0
+    if visible * _fetch(base, neighbors) >= total * base:  # it sees a quarter of the index or more: searched
+        fetch = _fetch_count(visible, base, total)
+        scores, found = _search_row(neighbors, vectors, int(rows[0]), fetch)
+        b, c, pos, low, above, cos = _row_hits(stats, rows, vectors, total, open_, linked, k, scores, found, fetch)
+        floor, sure = float(low[0]), int(np.count_nonzero(above))
+        parts.append(("nn", b, c, pos, cos))
+    else:
+        empty = np.zeros(0, np.int64)
+        parts.append(("nn", empty, empty, empty, np.zeros(0)))
+    if floor > -np.inf and sure < k:
+        parts.append(("nnx", *_exact_neighbours(stats, rows, vectors, open_, linked, k)))
+    return np.array([floor])
+
+
+def _search_row(neighbors, vectors, row: int, fetch: int) -> tuple[np.ndarray, np.ndarray]:
+    """``_index_search`` of one row, as 1-d arrays (scores, rows): its hits but the missing last
+    place an HNSW search from the row's own node leaves."""
+    import faiss
+
+    query = np.ascontiguousarray(vectors[row : row + 1], dtype=np.float32)
+    if not isinstance(neighbors, faiss.IndexHNSW) or fetch < 2:
+        scores, found = neighbors.search(query, fetch)
+        return np.asarray(scores[0]), np.asarray(found[0], np.int64)
+    scores, found = np.empty(fetch - 1, np.float32), np.empty(fetch - 1, np.int64)
+    own, start = np.array([row], np.int32), np.array([_LOWEST_SCORE], np.float32)
+    with _one_faiss_thread():
+        neighbors.search_level_0(1, faiss.swig_ptr(query), fetch - 1, faiss.swig_ptr(own), faiss.swig_ptr(start),
+                                 faiss.swig_ptr(scores), faiss.swig_ptr(found), 1, 1,
+                                 _beam(max(1, round(_OWN_NODE_BEAM * neighbors.hnsw.efSearch))))
+    found[found == row] = -1
+    return scores, found
 
 
 _DENSE_CELLS = 4_000_000  #: scores of one dense block (rows x columns): 16 MB as float32
@@ -928,10 +1028,21 @@ def _fetches(visible: np.ndarray, base: int, total: int) -> np.ndarray:
     >>> _fetches(np.array([1000, 500, 375, 260]), 40, 1000).tolist()
     [61, 121, 161, 241]
     """
-    steps = np.array([int(np.ceil(m * base)) for m in _FETCH_STEPS], np.int64)
+    steps = np.ceil(np.array(_FETCH_STEPS) * base).astype(np.int64)
     need = 1.5 * base * total / np.maximum(np.asarray(visible, np.float64), 1.0)
     step = np.minimum(np.searchsorted(steps, need - 1e-9), len(steps) - 1)
     return np.minimum(steps[step] + 1, total)
+
+
+def _fetch_count(visible: int, base: int, total: int) -> int:
+    """``_fetches`` of one row, in Python numbers (the same arithmetic: the same number).
+
+    >>> all(_fetch_count(v, 40, 1000) == _fetches(np.array([v]), 40, 1000)[0] for v in range(0, 1001, 7))
+    True
+    """
+    steps = [math.ceil(m * base) for m in _FETCH_STEPS]
+    step = min(bisect.bisect_left(steps, 1.5 * base * total / max(float(visible), 1.0) - 1e-9), len(steps) - 1)
+    return min(steps[step] + 1, total)
 
 
 def _visible_count(stats, rows, eligible, linked) -> np.ndarray:
@@ -992,6 +1103,8 @@ def _index_hits(stats, rows, vectors, total, open_, linked, k, hits):
     n = len(stats.ids)
     scores, found = np.asarray(hits[0], np.float64), np.asarray(hits[1], np.int64)
     fetch = found.shape[1]
+    if len(rows) == 1:
+        return _row_hits(stats, rows, vectors, total, open_, linked, k, scores[0], found[0])
     hit = (found >= 0) & (found < n)
     low = np.where(hit, scores, np.inf).min(axis=1)
     floor = np.where(fetch >= total, -np.inf, np.where(np.isfinite(low), low, np.inf) + _SLACK)
@@ -1016,6 +1129,21 @@ def _index_hits(stats, rows, vectors, total, open_, linked, k, hits):
     b, pos = np.nonzero(np.take_along_axis(valid, order, axis=1))
     c, v = c[b, pos], v[b, pos]
     return b, c, pos, floor, v > floor[b], v
+
+
+def _row_hits(stats, rows, vectors, total, open_, linked, k, scores, found, fetch=None):
+    """``_index_hits`` of one row (``scores``, ``found``: its hits, of ``fetch`` fetched, default
+    all), in a third of the steps: the same pairs, order and bits (a row's hits in the index's
+    order, its visible ones by cosine then the newer entry)."""
+    hit = (found >= 0) & (found < len(stats.ids))
+    low = float(scores[hit].min()) if hit.any() else np.inf
+    floor = -np.inf if (len(found) if fetch is None else fetch) >= total else (low if np.isfinite(low) else np.inf) + _SLACK
+    found = found[hit]
+    packed = found[_visible_pairs(stats, rows, np.zeros(len(found), np.int64), found, open_, linked)]
+    cos = _dots(vectors, packed, np.full(len(packed), rows[0], np.int64))
+    order = np.lexsort((-stats.rank[packed], -cos))[:k]
+    c, v = packed[order], cos[order]
+    return np.zeros(len(c), np.int64), c, np.arange(len(c), dtype=np.int64), np.array([floor]), v > floor, v
 
 
 def use_exact_neighbours(cos, floor, live, k: int) -> bool:
@@ -1052,6 +1180,14 @@ def _similarities(vectors, rows, cols=None) -> np.ndarray:
 def _session(stats, rows, open_, linked, k):
     """Per row, the k visible entries of its session closest in time (ties: the newer first)."""
     empty = (np.zeros(0, np.int64),) * 3
+    if len(rows) == 1:  # one row: its session's slice
+        s = int(stats.session[rows[0]])
+        if s < 0 or k <= 0:
+            return empty
+        c = stats.session_rows[stats.session_start[s] : stats.session_start[s + 1]]
+        c = c[_visible_pairs(stats, rows, None, c, open_, linked)]
+        c = c[np.lexsort((-stats.rank[c], np.abs(stats.time_us[c] - stats.time_us[rows[0]])))[:k]]
+        return np.zeros(len(c), np.int64), c, np.arange(len(c), dtype=np.int64)
     s = stats.session[rows]
     have = np.flatnonzero(s >= 0)
     if have.size == 0 or k <= 0:
@@ -1073,9 +1209,13 @@ def _union(rows, parts, n):
     empty = np.zeros(0, np.int64)
     if sum(len(p[1]) for p in parts) == 0:
         return {"b": empty, "m": empty, "c": empty, **{f"pos_{x}": empty for x in names}}
-    keys = np.concatenate([p[1] * n + p[2] for p in parts])
-    uniq, inv = np.unique(keys, return_inverse=True)
-    out = {"b": uniq // n, "m": rows[uniq // n], "c": uniq % n}
+    if len(rows) == 1:  # one row: its candidates are the keys
+        uniq, inv = _unique_runs(np.concatenate([p[2] for p in parts]).astype(np.int64, copy=False))
+        out = {"b": np.zeros(len(uniq), np.int64), "m": np.full(len(uniq), rows[0], np.int64), "c": uniq}
+    else:
+        keys = np.concatenate([p[1] * n + p[2] for p in parts])
+        uniq, inv = np.unique(keys, return_inverse=True)
+        out = {"b": uniq // n, "m": rows[uniq // n], "c": uniq % n}
     for name in names:
         out[f"pos_{name}"] = np.full(len(uniq), _SENTINEL, np.int64)
     offset = 0

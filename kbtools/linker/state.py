@@ -26,7 +26,7 @@ from kbtools.linker.rules import KINDS, LinkerSettings, link_type
 from kbtools.linker.terms import TermStats, _rows_of
 from kbtools.linker.wording import _TEXT_VALUES, _evidence_json, _term_places, _why_words, evidence_texts, shown_terms_table
 from kbtools.model.fading import fade
-from kbtools.model.schema import SCHEMAS, TIME, conform
+from kbtools.model.schema import SCHEMAS, TIME, conform, rows_frame
 from kbtools.model.vocab import DOMINANCE_TYPES, normalize_type
 
 __all__ = ["LinkPlan"]
@@ -226,9 +226,12 @@ class _Choice:
     score = functools.cached_property(lambda self: self.arrays["score"].tolist())
     type_key = functools.cached_property(lambda self: self.arrays["type_key"].tolist())
 
+    #: ``text_values`` as lists (Python numbers), made when a record first reads them
+    text_lists = functools.cached_property(lambda self: {k: v.tolist() for k, v in self.text_values.items()})
+
     def values(self, p: int) -> dict:
         """What the record of pair ``p`` (of this choice) reads of its evidence, as Python numbers."""
-        out = {k: v[p].item() for k, v in self.text_values.items()}
+        out = {k: v[p] for k, v in self.text_lists.items()}
         out["type_key"] = self.type_key[p]
         return out
 
@@ -258,8 +261,10 @@ class _State:
         self.removed: dict[tuple, int] = {}
         held = self.st._cache.get("superseded rows")  # the flags are kept per entries frame
         if held is None or held[0] is not ctx.superseded:
-            held = self.st._cache["superseded rows"] = (ctx.superseded, np.flatnonzero(ctx.superseded).tolist())
-        self.superseded = set(held[1])
+            held = self.st._cache["superseded rows"] = (ctx.superseded, frozenset(np.flatnonzero(ctx.superseded).tolist()))
+        #: the rows superseded before the plan (kept per flags, shared) and, once this plan supersedes
+        #: one, a copy holding those too (one entry's link reads a bank's thousands without copying them)
+        self.superseded: frozenset[int] | set[int] = held[1]
         self.fresh_superseded: set[int] = set()  #: superseded by this plan (they were candidates before)
         self.replaced_by: dict[int, int] = dict(index.replaced_by)
         self.updates: dict[int, str | None] = {}
@@ -478,6 +483,8 @@ class _State:
             self.add(self._new(m, t, typ, "structure", 1.0, {"why": why, "signals": {}}))
             self.counts["structural"] += 1
             if typ == "supersedes":
+                if isinstance(self.superseded, frozenset):
+                    self.superseded = set(self.superseded)
                 self.superseded.add(t)
                 if not self.ctx.superseded[t]:
                     self.fresh_superseded.add(t)
@@ -705,16 +712,25 @@ _RECORD_KEYS = {"created_at": "created_us", "seen_at": "seen_us"}  #: the frame'
 
 
 def _planned_edges(records: list[dict], ids) -> pl.DataFrame:
-    """Edges-schema frame of a few planned records (rows numbered by ``ids``), row by row (see
-    ``_edge_frame``).
+    """Edges-schema frame of a few planned records (rows numbered by ``ids``; times in epoch
+    microseconds, read as such by the schema's microsecond datetimes), built from row tuples in one
+    call (``rows_frame``; no lazy query: one planned entry must not wait on polars' thread pool;
+    a Series per column costs five times more).
 
     >>> recs = [dict(src=0, dst=1, type="see_also", source="auto", note=None, evidence="{}", weight=0.5,
     ...     created_by="linker", created_us=1_700_000_000_000_000, seen_us=None)] * 3
-    >>> _planned_edges(recs, ("a", "b"))["src"].to_list()
-    ['a', 'a', 'a']
+    >>> frame = _planned_edges(recs, ("a", "b"))
+    >>> frame.columns[:3], frame["dst"].to_list(), frame["created_at"].dt.year()[0]
+    (['src', 'dst', 'type'], ['b', 'b', 'b'], 2023)
     """
-    return _edge_frame([{name: ids[r[name]] if name in ("src", "dst") else r[_RECORD_KEYS.get(name, name)]
-                         for name in SCHEMAS["edges"]} for r in records])
+    if not records:
+        return _NO_EDGES
+    return rows_frame([(ids[r["src"]], ids[r["dst"]], *(r[key] for key in _RECORD_COLUMNS)) for r in records],
+                      SCHEMAS["edges"])
+
+
+#: A record's keys of the edges schema's columns after its first two, src and dst, in order
+_RECORD_COLUMNS = tuple(_RECORD_KEYS.get(name, name) for name in SCHEMAS["edges"])[2:]
 
 
 #: From this many entries, their updates' frame is built a column at a time
@@ -725,29 +741,14 @@ def _entry_updates(stats: TermStats, updates: dict, linked_rows: set, now: int) 
     """The plan's entry updates (id, status - None when unchanged -, linked_at: ``now`` for an
     entry linked by the plan), in the order they were first made."""
     if len(updates) < _UPDATES_BY_COLUMN:
-        return pl.DataFrame([(stats.ids[r], status, now if r in linked_rows else None) for r, status in updates.items()],
-                            schema=_UPDATES_SCHEMA, orient="row")
+        return rows_frame([(stats.ids[r], status, now if r in linked_rows else None) for r, status in updates.items()],
+                          _UPDATES_SCHEMA)
     rows = np.fromiter(updates, np.int64, len(updates))
     return pl.DataFrame({
         "id": stats._id_series()[rows],
         "status": pl.Series(list(updates.values()), dtype=pl.String),
         "linked_at": pl.Series([now if r in linked_rows else None for r in updates], dtype=pl.Int64).cast(TIME),
     })
-
-
-def _edge_frame(rows: list[dict]) -> pl.DataFrame:
-    """Edges-schema frame of planned edges (times in epoch microseconds, read as such by the
-    schema's microsecond datetimes), built from row tuples in one call (no lazy query: one planned
-    entry must not wait on polars' thread pool; a Series per column costs five times more).
-
-    >>> _edge_frame([dict(src="a", dst="b", type="see_also", source="auto", note=None, evidence="{}",
-    ...     weight=0.5, created_by="linker", created_at=1_700_000_000_000_000, seen_at=None)])["created_at"].dt.year()[0]
-    2023
-    """
-    schema = SCHEMAS["edges"]
-    if not rows:
-        return _NO_EDGES
-    return pl.DataFrame([tuple(r[name] for name in schema) for r in rows], schema=schema, orient="row")
 
 
 _TYPE_FLAGS = ("fix_a", "problem_a", "progress_a", "fix_b", "problem_b", "progress_b", "a_later", "same_session",
@@ -758,12 +759,22 @@ def _type_keys(stats: TermStats, ev: dict) -> np.ndarray:
     """What decides the type of each pair's link (``link_type``'s arguments) as one integer: the
     two kind codes and nine flags."""
     ms, cs = ev["m"], ev["c"]
-    flags = (stats.fix[ms], stats.problem[ms], stats.progress[ms], stats.fix[cs], stats.problem[cs],
-             stats.progress[cs], ev["later"], ev["time"] > 0, ev["bridge_only"])
+    cues = _cue_codes(stats)  # an entry's three flags in one gather
     key = (stats.kind[ms].astype(np.int64) << 8) | stats.kind[cs].astype(np.int64)
-    for flag in flags:
+    key = (((key << 3) | cues[ms]) << 3) | cues[cs]
+    for flag in (ev["later"], ev["time"] > 0, ev["bridge_only"]):
         key = (key << 1) | np.asarray(flag, bool)
     return key
+
+
+def _cue_codes(stats: TermStats) -> np.ndarray:
+    """Per entry, its fix, problem and progress flags as the three bits ``_type_keys`` shifts in
+    one after another (kept per flag arrays)."""
+    held = stats._cache.get("cue codes")
+    if held is None or held[0] is not stats.fix or held[1] is not stats.problem or held[2] is not stats.progress:
+        code = (stats.fix.astype(np.int64) << 2) | (stats.problem.astype(np.int64) << 1) | stats.progress.astype(np.int64)
+        held = stats._cache["cue codes"] = (stats.fix, stats.problem, stats.progress, code)
+    return held[3]
 
 
 @functools.lru_cache(maxsize=4096)

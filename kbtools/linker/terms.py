@@ -674,7 +674,16 @@ def _postings_of(anchors, term_index: dict, base: int = 0):
 
 
 def _rows_of(indptr: np.ndarray, rows: np.ndarray):
-    """The stored positions of these CSR rows, in order, and for each the index of its row in ``rows``."""
+    """The stored positions of these CSR rows, in order, and for each the index of its row in ``rows``.
+
+    >>> _rows_of(np.array([0, 2, 2, 5]), np.array([2, 0]))
+    (array([0, 0, 0, 1, 1]), array([2, 3, 4, 0, 1]))
+    >>> _rows_of(np.array([0, 2, 2, 5]), np.array([2]))
+    (array([0, 0, 0]), array([2, 3, 4]))
+    """
+    if len(rows) == 1:  # one entry's row (linking one entry reads a few): a slice, a tenth of the steps
+        lo, hi = int(indptr[rows[0]]), int(indptr[rows[0] + 1])
+        return np.zeros(hi - lo, np.int64), np.arange(lo, hi, dtype=np.int64)
     lo, hi = indptr[rows].astype(np.int64), indptr[rows + 1].astype(np.int64)
     lengths = hi - lo
     pair = np.repeat(np.arange(len(rows), dtype=np.int64), lengths)
