@@ -186,7 +186,8 @@ def pair_evidence(stats: TermStats, ms, cs, *, rel: Relations, settings: LinkerS
     ms, cs = np.asarray(ms, np.int64), np.asarray(cs, np.int64)
     shared_w, shared_n, strong_n, entity_w = _shared(stats, ms, cs)
     denom = np.minimum(stats.totals(ms), stats.totals(cs))
-    overlap = np.divide(shared_w, denom, out=np.zeros(len(ms)), where=denom > 0)
+    some = denom > 0
+    overlap = np.divide(shared_w, denom, out=np.zeros(len(ms)), where=some)
     halved = (shared_n > 0) & (strong_n == 0)
     share = np.where(halved, overlap / 2.0, overlap)
     if known_cos is None or vectors is None:
@@ -199,7 +200,8 @@ def pair_evidence(stats: TermStats, ms, cs, *, rel: Relations, settings: LinkerS
     sem = np.clip((cos - half) / half, 0.0, 1.0)
     bridge = _bridge(stats, ms, cs, rel)
     same = (stats.session[ms] >= 0) & (stats.session[ms] == stats.session[cs])
-    close = np.abs(stats.time_us[ms] - stats.time_us[cs]) <= settings.session_window_s * 1e6
+    apart = np.abs(stats.time_us[ms] - stats.time_us[cs])
+    close = apart <= settings.session_window_s * 1e6
     time = np.where(same, np.where(close, 1.0, 0.5), 0.0)
     km, kc = stats.kind[ms], stats.kind[cs]
     later = stats.rank[ms] > stats.rank[cs]
@@ -208,8 +210,8 @@ def pair_evidence(stats: TermStats, ms, cs, *, rel: Relations, settings: LinkerS
     )
     cue = (resolves & (time == 1.0) & (shared_n > 0)).astype(np.float64)
     raw = noisy_or(share, sem, bridge, time, cue, omega=settings.omega)
-    ident = np.divide(entity_w, denom, out=np.zeros(len(ms)), where=denom > 0)
-    days = np.abs(stats.time_us[ms] - stats.time_us[cs]) / 86_400e6
+    ident = np.divide(entity_w, denom, out=np.zeros(len(ms)), where=some)
+    days = apart / 86_400e6
     near = np.exp(-days / max(settings.near_days, 1e-9))
     weighed = {name for name, _ in settings.weights}
     author, title = ((_bag_overlap(stats, name, ms, cs) if features or weight or name in weighed else np.zeros(len(ms)))

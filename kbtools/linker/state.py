@@ -266,7 +266,8 @@ class _State:
         #: one, a copy holding those too (one entry's link reads a bank's thousands without copying them)
         self.superseded: frozenset[int] | set[int] = held[1]
         self.fresh_superseded: set[int] = set()  #: superseded by this plan (they were candidates before)
-        self.replaced_by: dict[int, int] = dict(index.replaced_by)
+        #: per superseded row, the row replacing it: the index's (shared), copied once this plan supersedes one
+        self.replaced_by: dict[int, int] = index.replaced_by
         self.updates: dict[int, str | None] = {}
         self.counts = defaultdict(int)
         self.linked_rows: set[int] = set()
@@ -488,6 +489,8 @@ class _State:
                 self.superseded.add(t)
                 if not self.ctx.superseded[t]:
                     self.fresh_superseded.add(t)
+                if self.replaced_by is self.index.replaced_by:
+                    self.replaced_by = dict(self.replaced_by)
                 self.replaced_by[t] = m
                 self.updates[t] = "superseded"
                 takeovers.append(t)
