@@ -133,15 +133,9 @@ def _dots(vectors, a: np.ndarray, b: np.ndarray) -> np.ndarray:
 
         out = np.empty(n, np.float32)
         a, b = np.ascontiguousarray(a, np.int64), np.ascontiguousarray(b, np.int64)
-        threads = faiss.omp_get_max_threads()  # one: a few pairs would wait for a team, and a worker's core is its own
-        if threads > 1:
-            faiss.omp_set_num_threads(1)
-        try:
+        with _one_faiss_thread():  # a few pairs would wait for a team, and a worker's core is its own
             faiss.pairwise_indexed_inner_product(vectors.shape[1], n, faiss.swig_ptr(vectors), faiss.swig_ptr(a),
                                                  faiss.swig_ptr(vectors), faiss.swig_ptr(b), faiss.swig_ptr(out))
-        finally:
-            if threads > 1:
-                faiss.omp_set_num_threads(threads)
         return out.astype(np.float64)
     out = np.zeros(n)
     for lo in range(0, n, _COSINE_BLOCK):
@@ -763,8 +757,8 @@ def search_neighbours(stats: TermStats, rows, vectors, neighbors, *, open_, link
     fetches = _fetches(visible[searched], settings.candidates, total)
     queries = np.ascontiguousarray(vectors[rows[searched]], dtype=np.float32)
     hits = []
-    for fetch in (np.unique(fetches) if len(fetches) > 1 else fetches).tolist():
-        at = np.flatnonzero(fetches == fetch) if len(fetches) > 1 else np.zeros(1, np.int64)
+    for fetch in np.unique(fetches).tolist():
+        at = np.flatnonzero(fetches == fetch)
         hits.append((at, _index_search(neighbors, queries if len(at) == len(queries) else queries[at],
                                        rows[searched[at]], fetch)))
     return searched, hits
@@ -806,17 +800,25 @@ def _index_search(neighbors, queries: np.ndarray, rows: np.ndarray, fetch: int):
     n = len(queries)
     scores = np.full((n, fetch), -np.inf, np.float32)
     found = np.full((n, fetch), -1, np.int64)
+    scores[:, :-1], found[:, :-1] = _ground_search(neighbors, queries, rows, fetch - 1)
+    return scores, found
+
+
+def _ground_search(neighbors, queries: np.ndarray, rows: np.ndarray, hits: int) -> tuple[np.ndarray, np.ndarray]:
+    """An HNSW graph's ``hits`` best on its ground level from each row's own node, with
+    ``_OWN_NODE_BEAM`` of its beam: (scores, rows), each (len(rows), hits), the row itself never
+    among them (see ``_index_search``)."""
+    import faiss
+
+    n = len(queries)
     own = np.ascontiguousarray(rows, dtype=np.int32)
-    # the start's own score, given low: it never takes a place among the hits
-    start = np.full(n, _LOWEST_SCORE, np.float32)
-    got_scores = np.empty((n, fetch - 1), np.float32)
-    got_rows = np.empty((n, fetch - 1), np.int64)
+    start = np.full(n, _LOWEST_SCORE, np.float32)  # the start's own score, given low: it never takes a hit's place
+    scores, found = np.empty((n, hits), np.float32), np.empty((n, hits), np.int64)
     beam = _beam(max(1, round(_OWN_NODE_BEAM * neighbors.hnsw.efSearch)))
     with _one_faiss_thread(n == 1):  # one row: no thread team (faiss' own search starts none for one query)
-        neighbors.search_level_0(n, faiss.swig_ptr(queries), fetch - 1, faiss.swig_ptr(own), faiss.swig_ptr(start),
-                                 faiss.swig_ptr(got_scores), faiss.swig_ptr(got_rows), 1, 1, beam)
-    got_rows[got_rows == rows[:, None]] = -1  # should a faiss version list the start, it is not a hit
-    scores[:, :-1], found[:, :-1] = got_scores, got_rows
+        neighbors.search_level_0(n, faiss.swig_ptr(queries), hits, faiss.swig_ptr(own), faiss.swig_ptr(start),
+                                 faiss.swig_ptr(scores), faiss.swig_ptr(found), 1, 1, beam)
+    found[found == np.asarray(rows)[:, None]] = -1  # should a faiss version list the start, it is not a hit
     return scores, found
 
 
@@ -914,22 +916,16 @@ def _row_neighbours(stats, rows, vectors, neighbors, open_, linked, eligible, se
 
 
 def _search_row(neighbors, vectors, row: int, fetch: int) -> tuple[np.ndarray, np.ndarray]:
-    """``_index_search`` of one row, as 1-d arrays (scores, rows): its hits but the missing last
-    place an HNSW search from the row's own node leaves."""
+    """``_index_search`` of one row, as 1-d arrays (scores, rows): its hits, without the missing
+    last place of a search from the row's own node."""
     import faiss
 
     query = np.ascontiguousarray(vectors[row : row + 1], dtype=np.float32)
     if not isinstance(neighbors, faiss.IndexHNSW) or fetch < 2:
         scores, found = neighbors.search(query, fetch)
         return np.asarray(scores[0]), np.asarray(found[0], np.int64)
-    scores, found = np.empty(fetch - 1, np.float32), np.empty(fetch - 1, np.int64)
-    own, start = np.array([row], np.int32), np.array([_LOWEST_SCORE], np.float32)
-    with _one_faiss_thread():
-        neighbors.search_level_0(1, faiss.swig_ptr(query), fetch - 1, faiss.swig_ptr(own), faiss.swig_ptr(start),
-                                 faiss.swig_ptr(scores), faiss.swig_ptr(found), 1, 1,
-                                 _beam(max(1, round(_OWN_NODE_BEAM * neighbors.hnsw.efSearch))))
-    found[found == row] = -1
-    return scores, found
+    scores, found = _ground_search(neighbors, query, np.array([row], np.int64), fetch - 1)
+    return scores[0], found[0]
 
 
 _DENSE_CELLS = 4_000_000  #: scores of one dense block (rows x columns): 16 MB as float32

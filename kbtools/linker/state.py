@@ -230,10 +230,18 @@ class _Choice:
     text_lists = functools.cached_property(lambda self: {k: v.tolist() for k, v in self.text_values.items()})
 
     def values(self, p: int) -> dict:
-        """What the record of pair ``p`` (of this choice) reads of its evidence, as Python numbers."""
-        out = {k: v[p] for k, v in self.text_lists.items()}
+        """What the record of pair ``p`` (of this choice) reads of its evidence, as Python numbers:
+        from lists of all of them for one entry's few pairs, else this pair's alone (a chunk's
+        lists would hold a hundred thousand numbers for a record or two written one by one)."""
+        if len(self.pairs) <= _LISTED_PAIRS:
+            out = {k: v[p] for k, v in self.text_lists.items()}
+        else:
+            out = {k: v[p].item() for k, v in self.text_values.items()}
         out["type_key"] = self.type_key[p]
         return out
+
+
+_LISTED_PAIRS = 256  #: up to this many pairs, a choice's values are read as lists (``_Choice.values``)
 
 
 class _State:

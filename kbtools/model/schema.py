@@ -114,8 +114,8 @@ def rows_frame(rows: list[tuple], schema) -> pl.DataFrame:
 
     That constructor spends four fifths of its time on five rows (100 of 120 us) in Python-level
     schema handling before polars' own row reader; this calls the reader directly when polars has
-    it where 1.x and 2.x keep it, and checks that it gives the constructor's frame on the first
-    rows of each schema, else (or on any error of its own) uses the constructor.
+    it where 1.x and 2.x keep it, once it gave the constructor's frame on the first rows built in
+    that schema; else (no such reader, another frame, or an error of the check) the constructor.
 
     >>> import datetime as dt
     >>> frame = rows_frame([("a", 0.5, 1_700_000_000_000_000), (None, 1.0, None)],
@@ -126,7 +126,8 @@ def rows_frame(rows: list[tuple], schema) -> pl.DataFrame:
     held = _ROW_READERS.get(id(schema))  # by identity: hashing a schema's dtypes costs more than the frame
     if held is None or held[0] is not schema:
         built = pl.DataFrame(rows, schema=schema, orient="row")
-        _ROW_READERS[id(schema)] = (schema, _checked_reader(rows, schema, built))
+        if rows:  # checked on rows, not on an empty frame
+            _ROW_READERS[id(schema)] = (schema, _checked_reader(rows, schema, built))
         return built
     read = held[1]
     if read is False:
