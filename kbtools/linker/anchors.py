@@ -464,22 +464,56 @@ def _column_stems(texts: list[str]):
     )
     if words.height == 0:
         return [], np.zeros(0, np.int64), np.zeros(0, np.int64), [], np.zeros(len(texts) + 1, np.int64)
-    unique = words["surface"].unique()
-    surfaces = unique.to_list()
+    surfaces, word = _word_codes(words["surface"])
     stem_of: dict[str, int] = {}
     stem_code = np.fromiter(
         (-1 if (st := _content_stem(w)) is None else stem_of.setdefault(st, len(stem_of)) for w in surfaces),
         dtype=np.int64, count=len(surfaces),
     )
-    word = words["surface"].replace_strict(unique, np.arange(len(surfaces)), return_dtype=pl.Int64).to_numpy()
     row = words["row"].to_numpy().astype(np.int64)
     code = stem_code[word]
     keep = np.flatnonzero(code >= 0)
-    key = row[keep] * max(len(stem_of), 1) + code[keep]
-    first = pl.Series(key).is_first_distinct().to_numpy()
-    keep = keep[first]
+    keep = keep[_first_of_each(row[keep] * max(len(stem_of), 1) + code[keep])]
     counts = np.bincount(row[keep], minlength=len(texts))
     return list(stem_of), code[keep], word[keep], surfaces, np.concatenate([[0], np.cumsum(counts)])
+
+
+def _word_codes(column: pl.Series) -> tuple[list[str], np.ndarray]:
+    """The distinct strings of a column (no nulls) and, per value, the index of its string among
+    them: a cast to a categorical of its own (one hashing pass: 0.05 s for the 4.1 million words of
+    the bench's 100k entries, against 0.19 s for ``unique`` then ``replace_strict``, which a polars
+    without ``pl.Categories`` (before 1.32) still takes).
+
+    >>> _word_codes(pl.Series(["to", "be", "to"]))
+    (['to', 'be'], array([0, 1, 0]))
+    """
+    categories = getattr(pl, "Categories", None)
+    if categories is not None:
+        own = categories.random()  # a fresh mapping, not the process-wide one: only these strings, ids from 0
+        read = column.cast(pl.Categorical(own))  # kept until the strings are read: the mapping lives with it
+        strings = own.to_series().to_list()
+        codes = read.to_physical().to_numpy().astype(np.int64)
+        if len(strings) > int(codes.max(initial=-1)):
+            return strings, codes
+    unique = column.unique(maintain_order=True)
+    return unique.to_list(), column.replace_strict(unique, np.arange(len(unique)), return_dtype=pl.Int64).to_numpy()
+
+
+def _first_of_each(keys: np.ndarray) -> np.ndarray:
+    """Whether each key is the first of its value, in order. A stable sort: the keys come nearly
+    sorted (row major), which numpy's stable sort reads as long runs (0.08 s for 4.1 million keys,
+    against 0.13-0.22 s for polars' ``is_first_distinct``).
+
+    >>> _first_of_each(np.array([5, 3, 5, 3, 7])).tolist()
+    [True, True, False, False, True]
+    """
+    order = np.argsort(keys, kind="stable")
+    ranked = keys[order]
+    first = np.ones(len(keys), bool)
+    first[1:] = ranked[1:] != ranked[:-1]
+    out = np.zeros(len(keys), bool)
+    out[order[first]] = True
+    return out
 
 
 def _column_words(texts: list[str], prefix: str = "t:"):
