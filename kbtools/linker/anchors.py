@@ -539,7 +539,10 @@ def anchors_of(texts, knowns, *, keep_identifiers: bool = True) -> list[Anchor]:
         digits, codes, assets = _hints(pl.Series(texts, dtype=pl.String))
 
     def entity_pass(lo: int, hi: int) -> tuple[list, list]:
-        return _entity_pass(texts[lo:hi], knowns[lo:hi], keep_identifiers, digits[lo:hi], codes[lo:hi], assets[lo:hi])
+        found, stripped = _entity_pass(texts[lo:hi], knowns[lo:hi], keep_identifiers, digits[lo:hi], codes[lo:hi],
+                                       assets[lo:hi])
+        # a text left whole comes back as None: a worker then pickles only the texts it changed
+        return found, [None if rest is text else rest for rest, text in zip(stripped, texts[lo:hi])]
 
     sizes = np.fromiter(map(len, texts), np.int64, len(texts))
     parts = min(forks.cpus(), _MOST_PARTS) if int(sizes.sum()) >= _SPREAD_FROM else 1
@@ -547,6 +550,7 @@ def anchors_of(texts, knowns, *, keep_identifiers: bool = True) -> list[Anchor]:
     for keys, rest in forks.spread(entity_pass, forks.balanced_bounds(sizes, parts)):
         found += keys
         stripped += rest
+    stripped = [text if rest is None else rest for rest, text in zip(stripped, texts)]
     terms, surfaces, offsets = _column_words(stripped)
     out = []
     for k, keys in enumerate(found):
