@@ -126,6 +126,16 @@ def test_anchor_entities():
     assert "t:keep" not in anchor("The fault keeps coming back").terms  # light verbs and stop words go
 
 
+def test_an_asset_is_a_noun_then_a_whole_number_or_one_capital_letter():
+    assets = lambda text: [e for e in anchor(text).entities if e.split(" ")[0] in ("line", "server", "bay", "cell", "press")]
+    assert assets("Line B stopped; the crew moved to bay C and press No. 12, then cell 4b") == [
+        "line b", "bay c", "press 12", "cell 4b"]
+    # an ordinary word after the noun is no asset ("line i", "server o" on the PEP bank)
+    assert assets("The line is long and the server on duty restarts; line a is not one either") == []
+    # a number is taken whole or not at all: never "line 1" out of "line 12)" or "line 12.5"
+    assert assets("see (line 12) and line 12.5, then line 3.") == ["line 3"]
+
+
 # ---------------------------------------------------------------- statistics, hubs, caps
 
 

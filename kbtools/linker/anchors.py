@@ -63,8 +63,13 @@ _ROLE_RE = re.compile(r":([a-z]{2,12}):`(?:[^`<]*<)?~?!?0*([\w.+/-]+?)>?`")
 _CODE_RE = re.compile(
     r"(?<![\w.@/])(?:[A-Za-z_]\w+(?:\.[A-Za-z_]\w*)+|__\w+__|[a-z][a-z0-9]*(?:_[a-z0-9]+)+)(?![\w@/]|\.\w)"
 )
+#: "line 3", "press No. 12", "cell 4B", "bay C": the noun in any case, then a number (with one
+#: letter) or one capital letter. The number is taken whole (an atomic group): "line 12)" or
+#: "line 12.5" name no asset, where a number cut short made "line 1"; the letter is a capital even
+#: though the noun's case is free: "line is", "server on" made "line i" and "server o" (105 and 99
+#: of the PEP bank's 844 assets)
 _ASSET_RE = re.compile(
-    r"\b(" + "|".join(ASSET_NOUNS) + r")\s+(?:no\.?\s*|#)?(\d+[A-Za-z]?|[A-Z])(?![\w)/.-]\w)(?!\))",
+    r"\b(" + "|".join(ASSET_NOUNS) + r")\s+(?:no\.?\s*|#)?((?>\d+[A-Za-z]?)|(?-i:[A-Z]))(?![\w)/.-]\w)(?!\))",
     re.IGNORECASE,
 )
 _BOUNDARY_RE = re.compile(r"(?:^|[.!?;:]\s+|\n\s*|\(\s*|(?:^|\s)(?:\d+[.)]|[-*\u2022])\s+)$")
