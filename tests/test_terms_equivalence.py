@@ -380,3 +380,29 @@ def test_gc_paused_leaves_a_callers_frozen_objects_frozen():
         assert gc.get_freeze_count() >= len(own) and gc.isenabled()
     finally:
         gc.unfreeze()
+
+
+def test_a_names_boundary_is_read_as_in_the_copied_tail():
+    """``_boundary`` reads the tail before a name in place; ``_names`` (the oracle) copies it, an
+    ``x`` first where the text's start lies outside it. Random texts of the characters that decide
+    (sentence ends, spaces of every kind, list marks, digits of other scripts, framing prefixes),
+    the name at every kind of place: the start, inside the tail's reach, just past it, the end."""
+    import random
+    import re
+
+    from kbtools.linker import anchors as A
+
+    def copied(text, start):
+        before = text[:start] if start <= A._TAIL else "x" + text[start - A._TAIL : start]
+        at = bool(A._BOUNDARY_RE.search(before))
+        return at, at and bool(A._PREFIX_RE.search(re.split(r"[.!?;\n]\s*", before)[-1]))
+
+    rng = random.Random(7)
+    alphabet = list("ab Z.!?;:\n\t(-*\u2022)0123456789 \u00a0\u2003\u0663\u00b2") + ["Goal: ", "1. ", "12) ", "\n  "] + [
+        " " * 85, "7" * 84, "\n" * 90]  # runs past the tail: where its start is read
+    for _ in range(20_000):
+        text = "".join(rng.choice(alphabet) for _ in range(rng.randint(0, 120)))
+        for start in {0, rng.randint(0, len(text)), len(text), min(len(text), A._TAIL), min(len(text), A._TAIL + 1)}:
+            named = text[:start] + "Name" + text[start:]
+            assert A._boundary(named, start) == copied(named, start), (named, start)
+            assert A._boundary(named, start, False) == (copied(named, start)[0], False)

@@ -269,20 +269,26 @@ def _distinctive_fast(word: str) -> bool:
 
 def _boundary(text: str, start: int, prefix: bool = True) -> tuple[bool, bool]:
     """Whether a name at ``start`` opens a sentence, and (when ``prefix``) whether it follows a
-    framing prefix."""
-    before = text[:start] if start <= _TAIL else "x" + text[start - _TAIL : start]
-    # a boundary match ends the text: it starts at most three characters before the last one that
+    framing prefix: ``_names``' reading of the tail before it (``_TAIL`` characters, the text's
+    start only when it lies within them), here without copying the tail."""
+    lo = 0 if start <= _TAIL else start - _TAIL
+    # a boundary match ends the tail: it starts at most three characters before the last one that
     # is not a space, or before a run of digits there ("12. "); search from there (``^`` still
-    # matches only at the real start), not from every character
-    body = before.rstrip()
-    pos = len(body) - 3
-    if body and body[-1] in ".)":
-        k = len(body) - 1
-        while k > 0 and body[k - 1].isdecimal():
+    # matches only at the text's real start, and ``$`` at ``start``), not from every character
+    end = start
+    while end > lo and text[end - 1].isspace():
+        end -= 1
+    pos = end - 3
+    if end > lo and text[end - 1] in ".)":
+        k = end - 1
+        while k > lo and text[k - 1].isdecimal():
             k -= 1
         pos = min(pos, k - 2)
-    at = bool(_BOUNDARY_RE.search(before, max(pos, 0)))
-    return at, prefix and at and bool(_PREFIX_RE.search(re.split(r"[.!?;\n]\s*", before)[-1]))
+    at = _BOUNDARY_RE.search(text, max(pos, lo), start) is not None
+    if not (prefix and at):
+        return at, False
+    before = text[:start] if start <= _TAIL else "x" + text[start - _TAIL : start]
+    return True, bool(_PREFIX_RE.search(re.split(r"[.!?;\n]\s*", before)[-1]))
 
 
 def _name_key(words: list[str], at_start: bool) -> str | None:
