@@ -14,7 +14,7 @@ are the entity keys as ``e:<key>`` plus the content words as ``t:<stem>``.
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from functools import lru_cache
 
@@ -705,9 +705,13 @@ def _column_words(texts: list[str], prefix: str = "t:"):
     return stems[codes].tolist(), labels[words].tolist(), offsets.tolist()
 
 
-def anchors_of(texts, knowns, *, keep_identifiers: bool = True) -> list[Anchor]:
+def anchors_of(texts, knowns, *, keep_identifiers: bool = True,
+               on_words_read: Callable[[], None] | None = None) -> list[Anchor]:
     """``[anchor(t, known_entities=k, keep_identifiers=...) for t, k in zip(texts, knowns)]``, with
     the content words of all texts read at once (an empty text's anchor has no labels).
+    ``on_words_read()``: called once the entities (by forked workers too) and the content words
+    are read, before the anchors are made of them: where a caller starts work of its own in a
+    thread, beside the Python steps that end a build (the cores were busy until then).
 
     >>> anchors_of(["Line 3 keeps faulting with error E-217.", ""], [(), ()])[0].terms
     ('e:e-217', 'e:line 3', 't:line', 't:fault', 't:error')
@@ -732,6 +736,8 @@ def anchors_of(texts, knowns, *, keep_identifiers: bool = True) -> list[Anchor]:
         stripped += rest
     stripped = [text if rest is None else rest for rest, text in zip(stripped, texts)]
     terms, surfaces, offsets = _column_words(stripped)
+    if on_words_read is not None:
+        on_words_read()
     out = []
     for k, keys in enumerate(found):
         if keys is None:
