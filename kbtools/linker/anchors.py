@@ -753,12 +753,13 @@ def anchors_of(texts, knowns, *, keep_identifiers: bool = True,
 
 #: From this many characters of text ``anchors_of`` reads the entities in ``forks.cpus()`` slices
 #: of about equal length at once (at most ``_MOST_PARTS``), one in this process and the others in
-#: forked processes. The entity pass is Python (regular expressions and the name rules): 6.2-6.6 s
-#: of the PEP bank's 7.3-8.1 s build (13.7 million characters, 8,179 entries), which then takes
-#: 4.5-5.4 s on two cores. The fork and the pickled results cost 0.1-0.3 s at the bench's 100k
-#: entries (23 million characters); a million characters take 0.06-0.5 s in one pass (the bench's
-#: texts, the PEP bank's), so the line is drawn there, roughly where a second core starts to pay
-_SPREAD_FROM = 1_000_000
+#: forked processes. The entity pass is Python (regular expressions and the name rules): on the
+#: bench's texts 0.03 s a million characters in one pass, on the PEP bank's 0.09 s (its serial pass,
+#: 15.2 million characters, 1.3-1.5 s). Measured on slices of both (``anchors_of``, one process
+#: against two): at a million characters 59 against 66 ms and 108 against 108 ms; at two million
+#: 107 against 121 and 204 against 176 ms; at four 184 against 186 and 406 against 321 ms. The
+#: line is drawn at two million, where the PEP bank's texts start to gain and the bench's lose little
+_SPREAD_FROM = 2_000_000
 _MOST_PARTS = 4
 
 
