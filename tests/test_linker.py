@@ -136,6 +136,14 @@ def test_an_asset_is_a_noun_then_a_whole_number_or_one_capital_letter():
     assert assets("see (line 12) and line 12.5, then line 3.") == ["line 3"]
 
 
+def test_a_name_ends_at_a_line_break():
+    # a heading and the sentence under it are two things ("abstract this pep" was an entity of 348 PEP sections)
+    assert anchor("Import Modules from Zip Archives — Abstract\nThis PEP adds the ability").entities == (
+        "import modules", "zip archives", "abstract", "pep")
+    assert "python software foundation" in anchor("We asked the Python Software Foundation.").entities
+    assert "python software" in anchor("We asked the Python Software\nFoundation.").entities  # a wrapped name is cut
+
+
 # ---------------------------------------------------------------- statistics, hubs, caps
 
 
