@@ -406,3 +406,19 @@ def test_a_names_boundary_is_read_as_in_the_copied_tail():
             named = text[:start] + "Name" + text[start:]
             assert A._boundary(named, start) == copied(named, start), (named, start)
             assert A._boundary(named, start, False) == (copied(named, start)[0], False)
+
+
+def test_word_codes_read_alike_without_a_categorical_of_their_own(monkeypatch):
+    """``_word_codes`` codes a column's strings by a categorical of its own; a polars without
+    ``pl.Categories`` (before 1.32) takes ``unique`` then ``replace_strict``: the same strings for
+    the same values, and the content words of a column read alike either way."""
+    from kbtools.linker import anchors as A
+
+    texts = ODD_TEXTS * 3 + [entry_text(r) for r in synthetic_bank(entries=200, seed=5).entries.to_dicts()]
+    column = pl.Series(["to", "be", "or", "not", "to", "be"])
+    strings, codes = A._word_codes(column)
+    whole = A._column_words(texts)
+    monkeypatch.delattr(pl, "Categories", raising=False)
+    old_strings, old_codes = A._word_codes(column)
+    assert [strings[c] for c in codes] == [old_strings[c] for c in old_codes] == column.to_list()
+    assert A._column_words(texts) == whole
