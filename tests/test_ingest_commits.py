@@ -107,3 +107,16 @@ def test_prefix_resolution_is_unique_and_long_enough():
                          patterns=[{"pattern": r"\b([0-9a-f]{7,40})\b", "resolve": "prefix"}])
     assert plan.add.select("src", "dst").rows() == [("aaaaaaaa", "bbbbbbbb")]
 
+
+
+def test_cli_refuses_a_bad_commits_file_before_creating_the_bank(tmp_path):
+    good = {"sha": "a" * 40, "parents": [], "author": "A", "date": "2026-01-01T00:00:00Z", "subject": "s", "body": ""}
+    path = tmp_path / "c.jsonl"
+    path.write_text(json.dumps(good) + "\n" + json.dumps({**good, "date": "yesterday"}) + "\n")
+    out = subprocess.run([sys.executable, "-m", "kbtools", "ingest", str(tmp_path / "b"), "--create", "--from", str(path)],
+                         capture_output=True, text=True, timeout=120)
+    assert out.returncode == 1 and "row 2" in out.stderr and "date" in out.stderr
+    assert not (tmp_path / "b").exists()
+    out = subprocess.run([sys.executable, "-m", "kbtools", "ingest", str(tmp_path / "b"), "--create", "--from",
+                          str(CURL), "--shape", "documents", "--limit", "3"], capture_output=True, text=True, timeout=120)
+    assert out.returncode == 1 and "--limit" in out.stderr

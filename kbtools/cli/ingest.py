@@ -40,16 +40,20 @@ def _ingest(args):
     from kbtools.ops.ingest import ingest
     from kbtools.store.bank import create_bank, open_bank
 
-    from kbtools.ops.ingest_commits import ingest_commits, is_commits_file
+    from kbtools.ops.ingest_commits import ingest_commits, is_commits_file, plan_commits, read_commits
 
     commits = args.shape == "commits" or (args.shape == "auto" and is_commits_file(args.source))
     if args.limit is not None and not commits:
         from kbtools.errors import ValidationError
 
         raise ValidationError("--limit", args.limit, "applies to a commits file (--shape commits) only")
+    records = None
+    if commits:  # a bad file is refused before a bank is created
+        records = read_commits(args.source, limit=args.limit)
+        plan_commits(records)
     bank = create_bank(args.path) if args.create else open_bank(args.path)
     if commits:
-        report = ingest_commits(bank, args.source, limit=args.limit, guard=args.guard, dry_run=args.dry_run,
+        report = ingest_commits(bank, args.source, records=records, guard=args.guard, dry_run=args.dry_run,
                                 actor=args.actor, progress=_progress("ingest"))
         return report, format_ingest(report) + flagged_text(report.get("flagged") or [])
     report = ingest(

@@ -166,9 +166,10 @@ def plan_commits(records: Sequence[dict], *, kind: str = "knowledge",
 
 
 def ingest_commits(bank: Bank, source: str | os.PathLike, *, limit: int | None = None, guard: str = "report",
-                   dry_run: bool = False, actor: str = "ingest",
+                   dry_run: bool = False, actor: str = "ingest", records: Sequence[dict] | None = None,
                    progress: Callable[[int, int], None] | None = None) -> dict:
-    """Ingest a commits file (:func:`read_commits`) into ``bank`` in one transaction, recording
+    """Ingest a commits file (:func:`read_commits`; ``records``: the records already read from
+    ``source``, so that a caller can check the file before creating a bank) into ``bank`` in one transaction, recording
     :data:`COMMIT_CITE` for backfill; commits already in the bank are skipped, so a second run adds
     nothing. Returns the report (entries, the references the pattern resolves, the flagged rows).
 
@@ -181,7 +182,7 @@ def ingest_commits(bank: Bank, source: str | os.PathLike, *, limit: int | None =
     >>> ingest_commits(create_bank(d / "bank"), d / "c.jsonl")["entries"]
     1
     """
-    records = read_commits(source, limit=limit)
+    records = read_commits(source, limit=limit) if records is None else records
     plan = plan_commits(records, progress=progress)
     new_entries = plan.entries.join(bank.entries.select("id"), on="id", how="anti")
     report = {**plan.report, "source": str(source), "shape": "commits",
