@@ -16,6 +16,16 @@ def _ingest(args):
     them as cites edges with the citing sentence as the note. A .bpmn file, or a folder of them,
     goes to the BPMN importer.
 
+    A JSONL file of commits (each record: sha, parents, author, date, subject, body, as git log
+    shows them) is read as a history, one entry per commit (--shape commits; detected by default):
+    id the short hash, title the subject, content the body, created_at the date; author, parents
+    and the Fixes/Closes/Ref #N numbers kept as metadata (not edges); hashes in the messages
+    (Follow-up to <sha>, This reverts commit <sha>, a hash in prose) resolved by unique prefix
+    by `kb backfill` as cites edges. --limit N reads the first N records only.
+
+      kb ingest banks/curl --create --from ../shared/data/curl-commits.jsonl.gz   # then:
+      kb backfill banks/curl && kb embed banks/curl --embedder minilm-static
+
       kb ingest banks/notes --create --from docs/                      # .md / .rst / .txt, recursively
       kb ingest banks/peps --create --from data/peps/peps.jsonl.gz --text-field body --key pep \\
           --format rst --title-field Title --title-format 'PEP {key}: {title}' \\
@@ -30,7 +40,22 @@ def _ingest(args):
     from kbtools.ops.ingest import ingest
     from kbtools.store.bank import create_bank, open_bank
 
+    from kbtools.ops.ingest_commits import ingest_commits, is_commits_file, plan_commits, read_commits
+
+    commits = args.shape == "commits" or (args.shape == "auto" and is_commits_file(args.source))
+    if args.limit is not None and not commits:
+        from kbtools.errors import ValidationError
+
+        raise ValidationError("--limit", args.limit, "applies to a commits file (--shape commits) only")
+    records = None
+    if commits:  # a bad file is refused before a bank is created
+        records = read_commits(args.source, limit=args.limit)
+        plan_commits(records)
     bank = create_bank(args.path) if args.create else open_bank(args.path)
+    if commits:
+        report = ingest_commits(bank, args.source, records=records, guard=args.guard, dry_run=args.dry_run,
+                                actor=args.actor, progress=_progress("ingest"))
+        return report, format_ingest(report) + flagged_text(report.get("flagged") or [])
     report = ingest(
         bank, args.source, text_field=args.text_field, key_field=args.key, fmt=args.format, cap=args.cap,
         max_level=args.level, title_field=args.title_field, title_format=args.title_format,
@@ -51,6 +76,11 @@ register_args("ingest", lambda p: (
     p.add_argument("--from", dest="source", required=True,
                    help="a folder, a .md / .rst / .txt file, a .jsonl(.gz) file, or a .bpmn file / folder"),
     p.add_argument("--create", action="store_true", help="create the bank first"),
+    p.add_argument("--shape", choices=("auto", "documents", "commits"), default="auto",
+                   help="what the source holds: documents (sections become entries) or commits (JSONL with sha, "
+                        "parents, author, date, subject, body: one entry per commit); auto (default) detects "
+                        "commits by the first record's fields"),
+    p.add_argument("--limit", type=int, help="commits: read only the first N records"),
     p.add_argument("--text-field", default="text", help="JSONL: the field holding the text (default text)"),
     p.add_argument("--key", help="JSONL: the field holding the document key other documents cite (default: line number)"),
     p.add_argument("--format", choices=("markdown", "rst", "text"), help="the documents' format (default: by file suffix)"),

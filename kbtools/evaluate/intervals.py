@@ -1,5 +1,6 @@
 """Confidence intervals for the evaluation reports: Wilson 95 % for proportions, a seeded
-percentile bootstrap for means.
+percentile bootstrap for means, and paired bootstrap draws of ratios of sums (a recovered share
+over entries, and the difference between two arms on the same resamples).
 
 Both are deterministic: the same counts (and, for the bootstrap, the same values and seed) give
 the same interval. An empty sample has no estimate: the rate or mean is ``None`` and the interval
@@ -23,7 +24,8 @@ import numpy as np
 
 from kbtools.errors import ValidationError
 
-__all__ = ["Z95", "BOOTSTRAP_SAMPLES", "wilson_interval", "bootstrap_mean_interval", "proportion", "mean_summary"]
+__all__ = ["Z95", "BOOTSTRAP_SAMPLES", "wilson_interval", "bootstrap_mean_interval", "bootstrap_ratios", "proportion",
+           "mean_summary"]
 
 #: The two-sided 95 % normal quantile.
 Z95: float = 1.959963984540054
@@ -105,3 +107,33 @@ def _check_counts(successes, n) -> None:
             raise ValidationError(name, value, "a count is an integer >= 0")
     if successes > n:
         raise ValidationError("successes", successes, f"cannot exceed the number of trials ({n})")
+
+
+def bootstrap_ratios(numerators, denominators, *, seed: int = 0, samples: int = BOOTSTRAP_SAMPLES) -> np.ndarray:
+    """Seeded bootstrap draws of ratios of sums over units: ``numerators`` is ``(arms, units)``,
+    ``denominators`` ``(units,)``; each draw resamples the units with replacement (the same units
+    for every arm, so that differences between arms are paired) and gives ``sum(num) / sum(den)``
+    per arm: an ``(arms, samples)`` array (nan where a draw's denominators sum to 0).
+
+    >>> d = bootstrap_ratios([[1, 0, 1, 1], [1, 1, 1, 1]], [1, 1, 1, 1], seed=0, samples=200)
+    >>> d.shape, bool((d[1] == 1.0).all()), bool((d[0] <= d[1]).all())
+    ((2, 200), True, True)
+    """
+    if not isinstance(samples, int) or samples < 1:
+        raise ValidationError("samples", samples, "the bootstrap draws at least one resample")
+    num = np.atleast_2d(np.asarray(numerators, dtype=np.float64))
+    den = np.asarray(denominators, dtype=np.float64)
+    if num.shape[1] != den.shape[0]:
+        raise ValidationError("numerators", num.shape, f"needs one column per unit ({den.shape[0]})")
+    if den.size == 0:
+        return np.full((num.shape[0], samples), np.nan)
+    rng = np.random.default_rng(seed)
+    out = np.empty((num.shape[0], samples))
+    step = max(1, 4_000_000 // den.size)
+    for lo in range(0, samples, step):
+        idx = rng.integers(0, den.size, size=(min(step, samples - lo), den.size))
+        d = den[idx].sum(axis=1)
+        with np.errstate(invalid="ignore", divide="ignore"):
+            for a in range(num.shape[0]):
+                out[a, lo : lo + len(idx)] = np.where(d > 0, num[a][idx].sum(axis=1) / d, np.nan)
+    return out

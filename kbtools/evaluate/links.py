@@ -1,14 +1,32 @@
-"""Link recovery: does the write-time linker find the links people made?
+"""Link recovery: does the write-time linker find the links people made, beyond what a simple
+baseline finds at the same number of links?
 
-The trusted human edges of a bank (citations, supersessions, requirements, corrections: any edge of
-a trusted, person- or text-made source whose type is not structure) are taken out into a held-out
-set; the linker runs over a copy of the frames in memory (``plan_connect``: the bank under
-evaluation is never written); and its automatic links are compared with the held-out pairs
-(unordered: "A cites B" is found by a link either way). Beside it, at the same number of links:
+The protocol (``kb eval links``), leak-free by construction:
 
-- ``knn``: plain cosine nearest neighbours (each entry's nearest, the most similar pairs first);
-- ``lexical``: the linker without vectors (its inverted-index arm and text evidence alone), at its
-  own number of links.
+1. **Hold out.** The trusted human edges of a bank (citations, supersessions, requirements,
+   corrections: any edge of a trusted, person- or text-made source whose type is not structure)
+   are taken out into a held-out set; the frames are copied in memory (the bank under evaluation
+   is never written).
+2. **Mask.** Every held-out edge's citation token (a ``PEP N`` / ``:pep:`` mention, an 8-hex id,
+   an abbreviated commit hash, a citation pattern's match: the text backfill made the edge from)
+   is masked in both ends' text (:func:`~kbtools.evaluate.masking.mask_citations`), for every arm
+   alike; the masked entries' content vectors are embedded again from the masked text (in memory)
+   when the caller gives the embedder, so that the vectors do not carry the token either.
+3. **Link.** The linker (the seed's priors: no weights fitted on these edges) runs over the masked
+   frames (``plan_connect``); beside it, at the linker's number of links, the baselines of
+   :mod:`kbtools.evaluate.baselines`: ``knn`` (the globally most similar pairs), ``knn_per_entry``
+   (every entry's nearest neighbour, then every entry's second, ...) and ``rerank`` (each entry's
+   50 cosine nearest re-ranked by cosine + 0.02 x the idf of the shared terms held by at most 20
+   entries, taken per entry); and ``lexical``, the linker without vectors, at its own number of links.
+4. **Score.** Links are compared with the held-out pairs (unordered: "A cites B" is found by a link
+   either way): recovered share with a bootstrap 95 % interval over the citing entries, precision,
+   links per entry; the strongest baseline (the best recovered share among the baselines at the
+   linker's number of links, and the lexical arm when it makes no more links than the linker) and
+   the linker's margin over it, with a paired bootstrap interval.
+5. **Calibrate on one half only.** With ``calibrate``, evidence weights are fitted on the held-out
+   pairs whose two ends both lie in one seeded half of the entries (:func:`split_half`'s
+   complement) and scored only on the pairs whose citing entry lies in the other half, where no
+   pair was ever a training label; the report says which half is which.
 
 What counts as human: sources ``author``, ``citation_backfill``, ``metadata_backfill``, ``import``
 and ``manual`` (a person wrote the link, or the text that names it); not ``judge`` (dedup merges),
@@ -27,21 +45,36 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass, field
+from typing import Callable
 
 import numpy as np
 import polars as pl
 
+from kbtools.evaluate.baselines import (RERANK_LAMBDA, RERANK_MAX_DF, RERANK_TOP, knn_pairs, neighbour_lists,
+                                        per_entry_pairs, rank_terms, rerank_scores)
+from kbtools.evaluate.intervals import bootstrap_ratios
+from kbtools.evaluate.masking import MASKED_FIELDS, mask_citations
 from kbtools.linker import LINKER_DEFAULTS, LinkerSettings, TermStats, plan_connect
 from kbtools.linker.calibration import (HUMAN_SOURCES, STRUCTURE_TYPES, calibrate_weights, held_out_frames,
                                         human_edges, split_half)
-from kbtools.linker.planning import _known_entities
 from kbtools.linker.rules import kind_code
 
-__all__ = ["HUMAN_SOURCES", "STRUCTURE_TYPES", "LinkRecovery", "human_edges", "evaluate_links", "knn_pairs",
-           "split_half", "recovery", "calibrate_weights", "held_out_frames", "link_recovery"]
+__all__ = ["HUMAN_SOURCES", "STRUCTURE_TYPES", "BASELINES", "LinkRecovery", "human_edges", "evaluate_links",
+           "knn_pairs", "split_half", "recovery", "calibrate_weights", "held_out_frames", "link_recovery",
+           "recovery_intervals"]
+
+#: The baseline arms scored at a linker arm's number of links.
+BASELINES: tuple[str, ...] = ("knn", "knn_per_entry", "rerank")
+
 
 def _pairs(src, dst) -> set[tuple[str, str]]:
     return {(a, b) if a < b else (b, a) for a, b in zip(src, dst) if a != b}
+
+
+def _known_entities(triples) -> tuple[str, ...]:
+    if triples is None or triples.height == 0:
+        return ()
+    return tuple(set(triples["subject"].drop_nulls().to_list()) | set(triples["object"].drop_nulls().to_list()))
 
 
 def recovery(links: set, held: set, *, n_entries: int) -> dict:
@@ -56,55 +89,44 @@ def recovery(links: set, held: set, *, n_entries: int) -> dict:
             "precision": round(hits / len(links), 4) if links else 0.0}
 
 
-def knn_pairs(ids, vectors: np.ndarray, budget: int, *, exclude: set = frozenset(), k: int | None = None,
-              linkable=None, block: int = 1024) -> set[tuple[str, str]]:
-    """The ``budget`` most similar unordered pairs among each entry's ``k`` cosine nearest neighbours
-    (exact numpy scan; ``vectors`` L2-normalised, rows aligned with ``ids``), skipping ``exclude``.
+def recovery_intervals(found: dict[str, set], citing: dict[tuple[str, str], str], *, seed: int = 0,
+                       samples: int = 2000) -> tuple[dict, np.ndarray, list[str]]:
+    """Bootstrap draws of each arm's recovered share over the citing entries: ``citing`` maps each
+    held-out pair to the entry that cites (the unit resampled); returns ``({arm: (lo, hi)}, draws,
+    arms)`` with ``draws`` ``(arms, samples)``, the same resamples for every arm (paired).
 
-    >>> import numpy as np
-    >>> v = np.array([[1.0, 0.0], [0.9, 0.436], [0.0, 1.0]])
-    >>> sorted(knn_pairs(["a", "b", "c"], v, 1))
-    [('a', 'b')]
+    >>> iv, draws, names = recovery_intervals({"x": {("a", "b")}}, {("a", "b"): "a", ("c", "d"): "c"}, samples=50)
+    >>> names, draws.shape
+    (['x'], (1, 50))
     """
-    ids = list(ids)
-    n = len(ids)
-    if budget <= 0 or n < 2:
-        return set()
-    vec = np.ascontiguousarray(vectors, dtype=np.float32)
-    ok = np.ones(n, bool) if linkable is None else np.asarray(linkable, bool)
-    ok &= np.linalg.norm(vec, axis=1) > 0
-    k = min(n - 1, k or max(8, 4 * -(-2 * budget // max(int(ok.sum()), 1))))
-    rows, cols, sims = [], [], []
-    for lo in range(0, n, block):
-        part = np.arange(lo, min(n, lo + block))
-        s = vec[part] @ vec.T
-        s[:, ~ok] = -np.inf
-        s[np.arange(len(part)), part] = -np.inf
-        top = np.argpartition(-s, k - 1, axis=1)[:, :k]
-        val = np.take_along_axis(s, top, 1)
-        keep = np.isfinite(val) & ok[part][:, None]
-        rows.append(np.repeat(part, k).reshape(len(part), k)[keep])
-        cols.append(top[keep])
-        sims.append(val[keep])
-    r, c, v = np.concatenate(rows), np.concatenate(cols), np.concatenate(sims)
-    out: set = set()
-    for i in np.argsort(-v, kind="stable"):
-        a, b = ids[r[i]], ids[c[i]]
-        pair = (a, b) if a < b else (b, a)
-        if pair in out or pair in exclude:
-            continue
-        out.add(pair)
-        if len(out) >= budget:
-            break
-    return out
+    units = sorted(set(citing.values()))
+    col = {u: i for i, u in enumerate(units)}
+    den = np.zeros(len(units))
+    for u in citing.values():
+        den[col[u]] += 1
+    names = list(found)
+    num = np.zeros((len(names), len(units)))
+    for a, name in enumerate(names):
+        for pair in found[name]:
+            u = citing.get(pair)
+            if u is not None:
+                num[a, col[u]] += 1
+    draws = bootstrap_ratios(num, den, seed=seed, samples=samples)
+    iv = {}
+    for a, name in enumerate(names):
+        d = draws[a][np.isfinite(draws[a])]
+        iv[name] = (round(float(np.percentile(d, 2.5)), 4), round(float(np.percentile(d, 97.5)), 4)) if d.size else (None, None)
+    return iv, draws, names
 
 
 @dataclass(frozen=True)
 class LinkRecovery:
-    """The link-recovery report: per arm (``linker``, ``knn``, ``lexical``, and any extra arms) its
-    links, links per entry, hits, recovered share and precision against the held-out human edges;
-    ``held_out`` counts them by type; ``test`` holds the same figures on the evaluation half only
-    (the pairs whose citing entry is in :func:`split_half`), where a calibrated arm is scored."""
+    """The link-recovery report: per arm its links, links per entry, hits, recovered share (with a
+    bootstrap 95 % interval over the citing entries, ``lo`` / ``hi``), precision and ``budget``
+    (whose number of links it was given); ``held_out`` counts the held-out edges by type;
+    ``margins`` per linker arm: the strongest baseline at its number of links and the margin in
+    points with its paired interval; ``test`` the same figures on the evaluation half (where a
+    calibrated arm is scored); ``mask`` what was masked; ``protocol`` the words of the method."""
 
     bank: str
     entries: int
@@ -113,21 +135,36 @@ class LinkRecovery:
     test: dict = field(default_factory=dict)
     settings: dict = field(default_factory=dict)
     seconds: float = 0.0
+    margins: dict = field(default_factory=dict)
+    mask: dict = field(default_factory=dict)
+    protocol: dict = field(default_factory=dict)
 
     def to_dict(self) -> dict:
         return {"bank": self.bank, "entries": self.entries, "held_out": self.held_out, "arms": self.arms,
-                "test": self.test, "settings": self.settings, "seconds": self.seconds}
+                "margins": self.margins, "test": self.test, "mask": self.mask, "protocol": self.protocol,
+                "settings": self.settings, "seconds": self.seconds}
 
     def to_markdown(self) -> str:
         lines = [f"## Link recovery: {self.bank}", "",
                  f"{self.entries} entries; held out {sum(self.held_out.values())} human edges "
-                 f"({', '.join(f'{k} {v}' for k, v in sorted(self.held_out.items()))})", "",
-                 "| arm | links | links/entry | recovered | precision | recovered (test half) |",
-                 "|---|---|---|---|---|---|"]
+                 f"({', '.join(f'{k} {v}' for k, v in sorted(self.held_out.items()))}); masked "
+                 f"{self.mask.get('tokens_masked', 0)} citation tokens in {self.mask.get('entries_masked', 0)} entries; "
+                 f"vectors: {self.protocol.get('vectors', '')}", "",
+                 "| arm | budget | links | links/entry | recovered (95 % interval) | precision | recovered (test half) |",
+                 "|---|---|---|---|---|---|---|"]
         for name, a in self.arms.items():
             t = self.test.get(name, {})
-            lines.append(f"| {name} | {a['links']} | {a['links_per_entry']} | {100 * a['recovered']:.1f} % | "
-                         f"{100 * a['precision']:.1f} % | {100 * t.get('recovered', 0):.1f} % |")
+            iv = f" ({100 * a['lo']:.1f}–{100 * a['hi']:.1f})" if a.get("lo") is not None else ""
+            lines.append(f"| {name} | {a.get('budget', '')} | {a['links']} | {a['links_per_entry']} | "
+                         f"{100 * a['recovered']:.1f} %{iv} | {100 * a['precision']:.1f} % | "
+                         f"{100 * t.get('recovered', 0):.1f} % |")
+        for name, m in self.margins.items():
+            if m.get("baseline"):
+                lines += ["", f"**{name}** against the strongest baseline, **{m['baseline']}** ({m['scored_on']}): "
+                              f"{m['points']:+.1f} points (95 % interval {m['lo']:+.1f} to {m['hi']:+.1f})"]
+        cal = self.protocol.get("calibration")
+        if cal:
+            lines += ["", f"calibration: {cal}"]
         return "\n".join(lines)
 
 
@@ -137,14 +174,55 @@ def _linker_pairs(entries, edges, triples, *, vectors, settings, stats=None) -> 
     return _pairs(auto["src"].to_list(), auto["dst"].to_list())
 
 
+def _texts(entries: pl.DataFrame) -> list[str]:
+    """Each entry's text as the re-rank reads it: its masked text fields joined."""
+    cols = [c for c in MASKED_FIELDS if c in entries.columns]
+    out = []
+    for row in entries.select(cols).iter_rows():
+        parts = []
+        for v in row:
+            parts.extend(v if isinstance(v, list) else [v] if isinstance(v, str) else [])
+        out.append("\n".join(p for p in parts if p))
+    return out
+
+
+def _reembedded(vectors, masked: pl.DataFrame, rows: list[int], embed) -> np.ndarray:
+    vec = np.array(vectors, dtype=np.float32, copy=True)
+    if rows and embed is not None:
+        fresh = np.asarray(embed(masked[rows]), dtype=np.float32)
+        norms = np.linalg.norm(fresh, axis=1, keepdims=True)
+        vec[rows] = np.where(norms > 0, fresh / np.where(norms > 0, norms, 1.0), 0.0)
+    return vec
+
+
+def _margin(found, held_pairs, citing, linker: str, baselines: list[str], *, seed: int, scored_on: str) -> dict:
+    """The strongest of ``baselines`` and ``linker``'s margin over it, with a paired interval."""
+    if not baselines or not held_pairs:
+        return {}
+    rec = {b: len(found[b] & held_pairs) / len(held_pairs) for b in baselines}
+    best = max(baselines, key=lambda b: (rec[b], -baselines.index(b)))
+    _, draws, names = recovery_intervals({linker: found[linker], best: found[best]}, citing, seed=seed)
+    diff = draws[0] - draws[1]
+    diff = diff[np.isfinite(diff)]
+    points = 100 * (len(found[linker] & held_pairs) / len(held_pairs) - rec[best])
+    lo, hi = (np.percentile(diff, [2.5, 97.5]) * 100) if diff.size else (np.nan, np.nan)
+    return {"baseline": best, "baseline_recovered": round(rec[best], 4), "points": round(float(points), 2),
+            "lo": round(float(lo), 2), "hi": round(float(hi), 2), "scored_on": scored_on}
+
+
 def evaluate_links(entries: pl.DataFrame, edges: pl.DataFrame, triples=None, *, vectors=None,
                    settings: LinkerSettings = LINKER_DEFAULTS, arms: dict | None = None, bank: str = "",
-                   seed: int = 0, calibrate: bool = False, calibrate_threshold: float = 0.5) -> LinkRecovery:
-    """Hold out the human edges, link the entries in memory, compare with kNN at an equal budget.
+                   seed: int = 0, calibrate: bool = False, calibrate_threshold: float = 0.5,
+                   patterns=(), embed: Callable[[pl.DataFrame], np.ndarray] | None = None,
+                   embedder_name: str = "") -> LinkRecovery:
+    """Hold out the human edges, mask their citation tokens, link the masked entries in memory,
+    compare with the baselines at the same number of links (the module docstring's protocol).
 
-    ``vectors``: content vectors aligned with ``entries`` (L2-normalised; None: no kNN arm, the
-    linker runs lexically). ``arms``: extra ``{name: LinkerSettings}`` linker arms, each scored like
-    the linker (a calibrated arm is scored on the evaluation half, ``test``).
+    ``vectors``: content vectors aligned with ``entries`` (L2-normalised; None: no vector arms, the
+    linker runs lexically). ``patterns``: the bank's citation patterns (what the mask resolves
+    through). ``embed``: rows -> content vectors, to embed the masked entries again (None: the
+    given vectors are kept, and the report says so). ``arms``: extra ``{name: LinkerSettings}``
+    linker arms, each scored like the linker and given its own baselines.
 
     >>> import polars as pl, datetime as dt
     >>> t = dt.datetime(2026, 1, 1, tzinfo=dt.timezone.utc)
@@ -156,54 +234,143 @@ def evaluate_links(entries: pl.DataFrame, edges: pl.DataFrame, triples=None, *, 
     (1.0, {'cites': 1})
     """
     started = time.perf_counter()
-    ents, kept, held = held_out_frames(entries, edges)
+    raw, kept, held = held_out_frames(entries, edges)
+    ents, mask_report = mask_citations(raw, held, patterns=patterns)
+    masked_rows = mask_report.pop("rows")
     held_pairs = _pairs(held["src"].to_list(), held["dst"].to_list())
+    citing: dict = {}
+    for a, b in held.select("src", "dst").iter_rows():
+        if a != b:
+            citing.setdefault((a, b) if a < b else (b, a), a)
     ids = ents["id"].to_list()
     test_ids = split_half(ids, seed=seed)
-    test_pairs = {p for p in held_pairs if p[0] in test_ids or p[1] in test_ids}
+    train_ids = set(ids) - test_ids
+    test_pairs = {p for p in held_pairs if citing[p] in test_ids}
+    test_citing = {p: citing[p] for p in test_pairs}
     n = ents.height
+    if vectors is not None:
+        vectors = _reembedded(vectors, ents, masked_rows, embed)
     stats = TermStats.build(ents, known_entities=_known_entities(triples), settings=settings)
     structure = _pairs(kept["src"].to_list(), kept["dst"].to_list()) if kept.height else set()
-    out, test = {}, {}
-    found = {"linker": _linker_pairs(ents, kept, triples, vectors=vectors, settings=settings, stats=stats)}
-    if vectors is not None:
-        linkable = np.array([kind_code(k) >= 0 for k in ents["kind"].to_list()])
-        found["knn"] = knn_pairs(ids, vectors, len(found["linker"]), exclude=structure, linkable=linkable)
-        found["lexical"] = _linker_pairs(ents, kept, triples, vectors=None, settings=settings, stats=stats)
-    else:  # without vectors the linker is its lexical arm
-        found["lexical"] = found["linker"]
+    timing: dict = {}
+
+    def timed(name, fn):
+        t0 = time.perf_counter()
+        out = fn()
+        timing[name] = round(time.perf_counter() - t0, 2)
+        return out
+
+    found = {"linker": timed("linker", lambda: _linker_pairs(ents, kept, triples, vectors=vectors, settings=settings,
+                                                             stats=stats))}
+    budget_of = {"linker": "own"}
+    linker_arms = ["linker"]
     arms = dict(arms or {})
+    calibration = None
     if calibrate:
-        train = set(ids) - test_ids
-        weights, calibration = calibrate_weights(entries, edges, triples, vectors=vectors, settings=settings,
-                                                 train_ids=train, stats=stats)
+        # fit only on pairs with both ends in the training half: no pair scored on the test half
+        # was ever a training label
+        train_held = held.filter(pl.col("src").is_in(list(train_ids)) & pl.col("dst").is_in(list(train_ids)))
+        weights, calibration = calibrate_weights(ents, pl.concat([kept, train_held], how="diagonal_relaxed"),
+                                                 triples, vectors=vectors, settings=settings, train_ids=train_ids,
+                                                 stats=stats)
         if weights:
             arms["calibrated"] = settings.with_(weights=weights, threshold=calibrate_threshold)
     for name, arm in arms.items():
         arm_stats = stats if arm.identifiers == settings.identifiers else None
-        found[name] = _linker_pairs(ents, kept, triples, vectors=vectors, settings=arm, stats=arm_stats)
-        if vectors is not None:
-            found[f"knn@{name}"] = knn_pairs(ids, vectors, len(found[name]), exclude=structure, linkable=linkable)
+        found[name] = timed(name, lambda arm=arm, s=arm_stats: _linker_pairs(ents, kept, triples, vectors=vectors,
+                                                                             settings=arm, stats=s))
+        budget_of[name] = "own"
+        linker_arms.append(name)
+    if vectors is not None:
+        linkable = np.array([kind_code(k) >= 0 for k in ents["kind"].to_list()])
+        t0 = time.perf_counter()
+        most = max(len(found[a]) for a in linker_arms)
+        k = max(RERANK_TOP, 4 * -(-most // max(int(linkable.sum()), 1)))
+        nbr, sim = neighbour_lists(vectors, k=k, linkable=linkable)
+        score = rerank_scores([rank_terms(t) for t in _texts(ents)], nbr[:, :RERANK_TOP], sim[:, :RERANK_TOP],
+                              lam=RERANK_LAMBDA, max_df=RERANK_MAX_DF)
+        order = np.argsort(-score, axis=1, kind="stable")
+        rr_nbr, rr_score = np.take_along_axis(nbr[:, :RERANK_TOP], order, 1), np.take_along_axis(score, order, 1)
+        timing["neighbours"] = round(time.perf_counter() - t0, 2)
+        for a in linker_arms:
+            budget = len(found[a])
+            suffix = "" if a == "linker" else f"@{a}"
+            found[f"knn{suffix}"] = knn_pairs(ids, vectors, budget, exclude=structure, linkable=linkable)
+            found[f"knn_per_entry{suffix}"] = per_entry_pairs(ids, nbr, sim, budget, exclude=structure)
+            found[f"rerank{suffix}"] = per_entry_pairs(ids, rr_nbr, rr_score, budget, exclude=structure)
+            for b in BASELINES:
+                budget_of[f"{b}{suffix}"] = a
+        found["lexical"] = timed("lexical", lambda: _linker_pairs(ents, kept, triples, vectors=None, settings=settings,
+                                                                  stats=stats))
+    else:  # without vectors the linker is its lexical arm
+        found["lexical"] = found["linker"]
+    budget_of["lexical"] = "own"
+    intervals, _, _ = recovery_intervals(found, citing, seed=seed)
+    test_intervals, _, _ = recovery_intervals(found, test_citing, seed=seed)
+    out, test = {}, {}
     for name, pairs in found.items():
-        out[name] = recovery(pairs, held_pairs, n_entries=n)
-        test[name] = recovery({p for p in pairs if p[0] in test_ids or p[1] in test_ids}, test_pairs, n_entries=n)
+        lo, hi = intervals[name]
+        out[name] = {**recovery(pairs, held_pairs, n_entries=n), "lo": lo, "hi": hi, "budget": budget_of[name]}
+        tlo, thi = test_intervals[name]
+        test[name] = {**recovery({p for p in pairs if p[0] in test_ids or p[1] in test_ids}, test_pairs, n_entries=n),
+                      "lo": tlo, "hi": thi}
+    margins = {}
+    if vectors is not None:
+        for a in linker_arms:
+            suffix = "" if a == "linker" else f"@{a}"
+            base = [f"{b}{suffix}" for b in BASELINES]
+            if len(found["lexical"]) <= len(found[a]):
+                base.append("lexical")
+            if a == "calibrated":
+                margins[a] = _margin(found, test_pairs, test_citing, a, base, seed=seed,
+                                     scored_on=f"test half: {len(test_pairs)} pairs cited from {len(test_ids)} entries")
+            else:
+                margins[a] = _margin(found, held_pairs, citing, a, base, seed=seed,
+                                     scored_on=f"all {len(held_pairs)} held-out pairs")
     held_by_type = dict(held.group_by("type").len().iter_rows()) if held.height else {}
+    vec_words = ("none (lexical only)" if vectors is None else
+                 f"the masked entries embedded again from the masked text ({embedder_name or 'the given embedder'})"
+                 if embed is not None else "as given (the masked entries' vectors were not embedded again)")
+    protocol = {"held_out": "trusted human edges (not structure), both ends' citation tokens masked",
+                "vectors": vec_words, "linker": "the seed's priors (no weights fitted on the held-out edges)",
+                "baselines": {"knn": "globally most similar pairs", "knn_per_entry": "each entry's r-th neighbour, round r",
+                              "rerank": f"top {RERANK_TOP} cosine + {RERANK_LAMBDA} x idf of shared terms with df <= "
+                                        f"{RERANK_MAX_DF}, per entry"},
+                "interval": "bootstrap 95 % over citing entries (2,000 resamples, seeded)", "seed": seed}
+    if calibrate:
+        protocol["calibration"] = (f"fitted on the pairs with both ends in half A ({len(train_ids)} entries, seed {seed}); "
+                                   f"scored on the pairs cited from half B ({len(test_ids)} entries)"
+                                   + ("" if calibration and calibration.get("calibrated") else
+                                      ": too few trusted pairs, the seed's priors kept (no calibrated arm)"))
     extra = {"calibration": calibration} if calibrate else {}
     return LinkRecovery(bank=bank, entries=n, held_out={k: int(v) for k, v in held_by_type.items()}, arms=out,
-                        test=test, settings={"threshold": settings.threshold, "max_new": settings.max_new, **extra},
-                        seconds=round(time.perf_counter() - started, 2))
+                        test=test, settings={"threshold": settings.threshold, "max_new": settings.max_new,
+                                             "seconds": timing, **extra},
+                        seconds=round(time.perf_counter() - started, 2), margins=margins, mask=mask_report,
+                        protocol=protocol)
 
 
-def link_recovery(bank, *, calibrate: bool = False, seed: int = 0, arms: dict | None = None) -> LinkRecovery:
-    """:func:`evaluate_links` on a bank (read only): its frames, its content vectors and its linker
-    settings (the seed's priors: a bank's stored calibrated weights are left out, so that the
-    ``linker`` arm is never scored on the edges it was fitted on; ``calibrate`` refits on one half).
+def link_recovery(bank, *, calibrate: bool = False, seed: int = 0, arms: dict | None = None,
+                  reembed: bool = True) -> LinkRecovery:
+    """:func:`evaluate_links` on a bank (read only): its frames, its content vectors, its citation
+    patterns and its linker settings (the seed's priors: a bank's stored calibrated weights are
+    left out, so that the ``linker`` arm is never scored on the edges it was fitted on;
+    ``calibrate`` refits on one half). ``reembed``: embed the masked entries again with the bank's
+    embedder, in memory (nothing is written).
 
     >>> report = link_recovery(kb.open_bank("banks/peps", readonly=True))  # doctest: +SKIP
     """
     from kbtools.ops.link_context import linker_settings, linker_vectors
+    from kbtools.retrieval.search import bank_embedder, embed_rows
 
     settings = linker_settings(bank)
     settings = settings.with_(weights=(), threshold=LINKER_DEFAULTS.threshold) if settings.weights else settings
-    return evaluate_links(bank.entries, bank.edges, bank.triples, vectors=linker_vectors(bank), settings=settings,
-                          arms=arms, bank=str(bank.path), seed=seed, calibrate=calibrate)
+    vectors = linker_vectors(bank)
+    embed, name = None, ""
+    if reembed and vectors is not None:
+        embedder = bank_embedder(bank)
+        name = embedder.name
+        embed = lambda rows: embed_rows(rows, embedder)[:, 0]  # noqa: E731 - the content dimension
+    return evaluate_links(bank.entries, bank.edges, bank.triples, vectors=vectors, settings=settings,
+                          arms=arms, bank=str(bank.path), seed=seed, calibrate=calibrate,
+                          patterns=bank.settings.get("citations") or (), embed=embed, embedder_name=name)

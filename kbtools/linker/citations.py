@@ -30,7 +30,8 @@ from kbtools.linker.sections import sentences
 from kbtools.model.schema import SCHEMAS
 from kbtools.model.vocab import METADATA_LINK_TYPES
 
-__all__ = ["BackfillPlan", "plan_backfill", "citing_sentence", "plan_pattern_citations", "document_keys", "normalize_key", "NOTE_LIMIT"]
+__all__ = ["BackfillPlan", "plan_backfill", "citing_sentence", "plan_pattern_citations", "document_keys", "normalize_key",
+           "prefix_resolver", "NOTE_LIMIT"]
 
 _TOKEN = r"\b[0-9a-f]{7,8}\b"
 
@@ -160,11 +161,13 @@ def document_keys(entries: pl.DataFrame) -> dict[str, str]:
 
 
 def plan_pattern_citations(entries: pl.DataFrame, pattern: str, keys: dict[str, str], *,
-                           limit: int = NOTE_LIMIT) -> tuple[pl.DataFrame, dict]:
+                           limit: int = NOTE_LIMIT, prefix: bool = False) -> tuple[pl.DataFrame, dict]:
     """``cites`` edges for references matched by ``pattern`` (its first group is the key),
     resolved through ``keys`` (key -> entry id, see :func:`document_keys`); the note is the whole
     citing sentence. A reference to the citing entry's own document is skipped; unresolved keys
-    are counted and listed.
+    are counted and listed. ``prefix``: a reference names a key by any unique prefix of at least 7
+    characters (an abbreviated commit hash; see :func:`prefix_resolver`); a prefix two keys share
+    is counted as ambiguous and left out.
 
     >>> e = pl.DataFrame({"id": ["a1", "b2"], "content": ["As PEP 8\\nsays, indent. See PEP 999.", "x"],
     ...                   "metadata": ['{"key": "1"}', '{"key": "8", "head": true}']})
@@ -181,17 +184,20 @@ def plan_pattern_citations(entries: pl.DataFrame, pattern: str, keys: dict[str, 
     own = {}
     if "metadata" in entries.columns:
         own = dict(entries.select("id", pl.col("metadata").str.json_path_match("$.key")).drop_nulls().iter_rows())
+    norm = (lambda v: str(v).strip().lower()) if prefix else normalize_key
+    lookup = prefix_resolver(keys) if prefix else keys.get
     rows, unresolved, self_cites, found = [], {}, 0, 0
     for eid, content in entries.select("id", "content").iter_rows():
         seen: set[str] = set()
         for m in rx.finditer(content or ""):
-            key = normalize_key(m.group(1))
+            key = norm(m.group(1))
             found += 1
-            dst = keys.get(key)
+            dst = lookup(key)
             if dst is None:
                 unresolved[key] = unresolved.get(key, 0) + 1
                 continue
-            if dst == eid or (eid in own and normalize_key(own[eid]) == key):
+            mine = norm(own[eid]) if eid in own else None
+            if dst == eid or (mine is not None and (mine.startswith(key) if prefix else mine == key)):
                 self_cites += 1
                 continue
             if dst in seen:
@@ -205,11 +211,40 @@ def plan_pattern_citations(entries: pl.DataFrame, pattern: str, keys: dict[str, 
     return edges, report
 
 
+def prefix_resolver(keys: dict[str, str], *, shortest: int = 7):
+    """A lookup ``prefix -> entry id`` over ``keys`` (key -> entry id): a prefix of at least
+    ``shortest`` characters that starts exactly one key resolves to its entry; shorter, unknown
+    or shared prefixes resolve to None.
+
+    >>> look = prefix_resolver({"5c61e168698a72b8": "e1", "5c61e1aa00000000": "e2"})
+    >>> look("5c61e16869"), look("5c61e1"), look("5c61e1a")
+    ('e1', None, 'e2')
+    """
+    import bisect
+
+    ordered = sorted((str(k).strip().lower(), v) for k, v in keys.items())
+    names = [k for k, _ in ordered]
+
+    def lookup(token: str):
+        token = str(token).strip().lower()
+        if len(token) < shortest:
+            return None
+        i = bisect.bisect_left(names, token)
+        if i >= len(names) or not names[i].startswith(token):
+            return None
+        if i + 1 < len(names) and names[i + 1].startswith(token):
+            return None
+        return ordered[i][1]
+
+    return lookup
+
+
 def plan_backfill(entries: pl.DataFrame, edges: pl.DataFrame, *, patterns=()) -> BackfillPlan:
     """The ``cites`` and metadata edges the bank's prose and dedup metadata imply and it lacks.
 
     ``patterns``: citation patterns recorded by ingest (``{"pattern": regex}``, group 1 the key),
-    resolved through the documents' keys (:func:`plan_pattern_citations`).
+    resolved through the documents' keys (:func:`plan_pattern_citations`); ``"resolve": "prefix"``
+    in a pattern resolves a key by its unique prefix (abbreviated commit hashes).
     """
     if entries.height == 0:
         return BackfillPlan(pl.DataFrame(schema=SCHEMAS["edges"]), {"edges_planned": 0})
@@ -218,7 +253,7 @@ def plan_backfill(entries: pl.DataFrame, edges: pl.DataFrame, *, patterns=()) ->
     parts = [cites]
     keys = document_keys(entries) if patterns else {}
     for spec in patterns:
-        found, rep = plan_pattern_citations(entries, spec["pattern"], keys)
+        found, rep = plan_pattern_citations(entries, spec["pattern"], keys, prefix=spec.get("resolve") == "prefix")
         parts.append(found)
         rep1 = {**rep1, "patterns": [*rep1.get("patterns", []), {**rep, "unresolved_keys": rep["unresolved_keys"][:20]}]}
     cites = pl.concat(parts, how="diagonal_relaxed")

@@ -1,0 +1,136 @@
+"""Masking held-out citations: a link the text names outright is not a link to recover.
+
+A held-out human edge was often made from text: backfill turned ``As PEP 484 says`` or ``Follow-up
+to 1086f513b8`` into a ``cites`` edge, with the citing sentence as its note. Left in place, that
+token lets any arm re-find the edge by matching the cited entry's title or id, which measures
+backfill, not linking. :func:`mask_citations` removes, from both ends of every held-out edge, each
+token that names the other end by the rules backfill resolves with:
+
+- a hex token (7 to 40 characters) equal to the other end's id, or a prefix (7 characters or more)
+  of its id or of its document key (a commit's full hash);
+- a match of one of the bank's citation patterns (``--cite``, ``{"pattern": regex}``, group 1 a
+  document key) whose key resolves to the other end (exactly, or by unique prefix for a pattern
+  with ``"resolve": "prefix"``).
+
+Every text the linker and the baselines read (title, summary, content, useful_for, steps) is
+masked alike; nothing else changes. The masked token is replaced by :data:`MASK`.
+
+>>> import polars as pl
+>>> e = pl.DataFrame({"id": ["a1b2c3d4", "b2c3d4e5"], "title": ["Notes", "PEP 8: Style"],
+...                   "content": ["As b2c3d4e5 and PEP 8 say, indent.", "Indent."],
+...                   "metadata": ['{}', '{"key": "8", "head": true}']})
+>>> held = pl.DataFrame({"src": ["a1b2c3d4"], "dst": ["b2c3d4e5"]})
+>>> masked, report = mask_citations(e, held, patterns=[{"pattern": r"PEP\\s*(\\d+)"}])
+>>> masked["content"][0], report["tokens_masked"]
+('As [ref] and [ref] say, indent.', 2)
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Iterable
+
+import polars as pl
+
+from kbtools.linker.citations import document_keys, normalize_key, prefix_resolver
+
+__all__ = ["MASK", "MASKED_FIELDS", "mask_citations"]
+
+#: What a masked citation token becomes.
+MASK = "[ref]"
+#: The text columns masked (those present).
+MASKED_FIELDS: tuple[str, ...] = ("title", "summary", "content", "useful_for", "steps")
+_HEX = re.compile(r"(?<![0-9A-Za-z])[0-9a-f]{7,40}(?![0-9A-Za-z])")
+
+
+def _partners(held: pl.DataFrame) -> dict[str, set[str]]:
+    out: dict[str, set[str]] = {}
+    for a, b in held.select("src", "dst").iter_rows():
+        if a != b:
+            out.setdefault(a, set()).add(b)
+            out.setdefault(b, set()).add(a)
+    return out
+
+
+def _doc_keys_of(entries: pl.DataFrame) -> dict[str, str]:
+    """Entry id -> its document key (lower case), from the metadata ingest writes."""
+    if "metadata" not in entries.columns:
+        return {}
+    keys = entries.select("id", pl.col("metadata").str.json_path_match("$.key").alias("key")).drop_nulls()
+    return {i: str(k).strip().lower() for i, k in keys.iter_rows()}
+
+
+def _matchers(entries: pl.DataFrame, patterns: Iterable[dict]):
+    """``(regex, resolve)`` per pattern: ``resolve(match) -> entry id or None``."""
+    keys = document_keys(entries)
+    out = []
+    for spec in patterns:
+        rx = re.compile(spec["pattern"])
+        if spec.get("resolve") == "prefix":
+            look = prefix_resolver(keys)
+            out.append((rx, lambda m, look=look: look(m.group(1))))
+        else:
+            out.append((rx, lambda m: keys.get(normalize_key(m.group(1)))))
+    return out
+
+
+def mask_citations(entries: pl.DataFrame, held: pl.DataFrame, *, patterns: Iterable[dict] = (),
+                   mask: str = MASK) -> tuple[pl.DataFrame, dict]:
+    """``(entries with every held-out citation token masked, report)`` (pure; see the module
+    docstring). ``held``: the held-out edges (``src``, ``dst``); ``patterns``: the bank's citation
+    patterns (``bank.settings["citations"]``). The report counts the entries and tokens masked, by
+    rule (``id`` for hex ids and hashes, ``pattern`` for citation-pattern matches), and lists the
+    masked entries' row numbers (``rows``)."""
+    partners = _partners(held)
+    report = {"entries_masked": 0, "tokens_masked": 0, "by_rule": {"id": 0, "pattern": 0}, "rows": []}
+    if not partners or entries.height == 0:
+        return entries, report
+    ids = entries["id"].to_list()
+    doc_key = _doc_keys_of(entries)
+    matchers = _matchers(entries, patterns)
+    counts = {"id": 0, "pattern": 0}
+
+    def names_partner_hex(token: str, mine: set[str]) -> bool:
+        for p in mine:
+            if token == p or (len(token) >= 7 and (p.startswith(token) or doc_key.get(p, "").startswith(token))):
+                return True
+        return False
+
+    def masked_text(text, mine: set[str]):
+        if not text:
+            return text
+        for rx, resolve in matchers:
+            def sub(m, resolve=resolve):
+                if resolve(m) in mine:
+                    counts["pattern"] += 1
+                    return mask
+                return m.group(0)
+            text = rx.sub(sub, text)
+
+        def sub_hex(m):
+            if names_partner_hex(m.group(0), mine):
+                counts["id"] += 1
+                return mask
+            return m.group(0)
+        return _HEX.sub(sub_hex, text)
+
+    fields = [f for f in MASKED_FIELDS if f in entries.columns]
+    columns = {f: entries[f].to_list() for f in fields}
+    touched: list[int] = []
+    for row, eid in enumerate(ids):
+        mine = partners.get(eid)
+        if not mine:
+            continue
+        before = sum(counts.values())
+        for f in fields:
+            value = columns[f][row]
+            if isinstance(value, list):
+                columns[f][row] = [masked_text(v, mine) for v in value]
+            elif isinstance(value, str):
+                columns[f][row] = masked_text(value, mine)
+        if sum(counts.values()) > before:
+            touched.append(row)
+    out = entries.with_columns([pl.Series(f, columns[f], dtype=entries.schema[f]) for f in fields])
+    report = {"entries_masked": len(touched), "tokens_masked": sum(counts.values()), "by_rule": dict(counts),
+              "rows": touched}
+    return out, report
