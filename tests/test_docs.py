@@ -53,6 +53,11 @@ def test_public_functions_show_an_example_or_are_in_the_docs():
     assert not lacking, f"public functions with neither a doctest example nor an example in README.md or docs/: {lacking}"
 
 
+def test_every_subcommand_is_named_in_the_readme():
+    for name in _subcommands():
+        assert f"`kb {name}`" in README, f"kb {name} is not in the README's table of commands"
+
+
 @pytest.mark.parametrize("name", sorted(_subcommands()))
 def test_every_subcommand_has_a_section_with_each_of_its_long_flags(name):
     section = _section(CLI_DOC, f"kb {name}")
