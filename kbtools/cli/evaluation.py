@@ -9,7 +9,7 @@ from kbtools.cli.base import command, progress as _progress, register_args
 
 __all__: list[str] = []
 
-@command("bench", "measure the budgets of DESIGN.md in one run, each beside a baseline")
+@command("bench", "measure the performance budgets in one run, each beside a baseline (docs/performance.md)")
 def _bench(args):
     """Measure fold, opening, writing, query latency (10k exact, 100k HNSW with recall), index
     build, graph analytics, write-time linking and connect, and peak memory. Takes a few minutes;
