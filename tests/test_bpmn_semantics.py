@@ -55,6 +55,29 @@ def test_compensation_handler_and_its_boundary_event_are_no_holes():
     assert set(workflow_holes(bare.entries, bare.edges).select("title", "hole").iter_rows()) == {("Undo booking", "dead_end")}
 
 
+def test_a_compensation_association_is_read_wherever_the_tool_puts_it():
+    xml = (DATA / "compensation.bpmn").read_text()
+    line = re.search(r'\s*(<bpmn:association id="A1"[^>]*/>)', xml)
+    moved = xml.replace(line.group(0), "").replace(
+        "  <bpmn:process", '  <bpmn:collaboration id="C"><bpmn:participant id="P1" name="Agency" '
+        f'processRef="Process_compensation" />{line.group(1)}</bpmn:collaboration>\n  <bpmn:process', 1)
+    model = parse_bpmn(moved.encode(), file="moved.bpmn")
+    assert workflow_holes(model.entries, model.edges).height == 0
+    dangling = moved.replace('targetRef="Cancel"', 'targetRef="Cancel_gone"')
+    model = parse_bpmn(dangling.encode(), file="dangling.bpmn")
+    assert [b["element"] for b in model.broken] == ["A1"]
+    assert {("Undo booking", "dead_end"), ("Undo booking", "broken_reference")} <= set(
+        workflow_holes(model.entries, model.edges).select("title", "hole").iter_rows())
+
+
+def test_a_broken_declaration_from_another_writer_is_read_as_one_finding():
+    entries = pl.DataFrame({"id": ["a"], "kind": ["step"], "title": ["Pack"],
+                            "metadata": ['{"flow": "f", "start": true, "end": true, "broken": "the label printer is gone"}']})
+    edges = pl.DataFrame(schema={"src": pl.String, "dst": pl.String, "type": pl.String, "source": pl.String})
+    row = workflow_holes(entries, edges).filter(pl.col("hole") == "broken_reference").row(0, named=True)
+    assert "the label printer is gone" in row["explanation"]
+
+
 def test_activities_of_an_ad_hoc_sub_process_run_in_any_order():
     flows = process_flows(model_of("adhoc.bpmn").entries, model_of("adhoc.bpmn").edges)
     inner = flows.filter(pl.col("flow") == "Trip planning / Plan trip").row(0, named=True)

@@ -50,6 +50,17 @@ def _declared(key: str) -> pl.Expr:
     return (pl.col("metadata").str.json_path_match(f"$.{key}") == "true").fill_null(False).alias(key)
 
 
+def _findings(text: str) -> list[dict]:
+    """A ``broken`` declaration as a list of {element, problem} (an importer writes a JSON list;
+    anything else a writer put there is read as one problem)."""
+    try:
+        value = json.loads(text)
+    except ValueError:
+        value = text
+    items = value if isinstance(value, list) else [value]
+    return [i if isinstance(i, dict) else {"element": "", "problem": str(i)} for i in items]
+
+
 def process_edges(edges: pl.DataFrame, type_: str) -> pl.DataFrame:
     """Trusted edges of one process type without self-loops: src, dst, note (first of duplicates).
 
@@ -183,7 +194,7 @@ class ProcessGraph:
         broken = entries.filter(pl.col("id").is_in(step_ids)).select(
             "id", pl.col("metadata").str.json_path_match("$.broken").alias("broken")) \
             if "metadata" in entries.columns else pl.DataFrame(schema={"id": pl.String, "broken": pl.String})
-        self.broken = {i: json.loads(b) for i, b in broken.drop_nulls("broken").iter_rows()}
+        self.broken = {i: _findings(b) for i, b in broken.drop_nulls("broken").iter_rows()}
         flow_roles = (self.owned.join(self.steps.select(pl.col("id").alias("src"), "flow"), on="src")
                       .group_by("flow", "role").len().sort(["flow", "len", "role"], descending=[False, True, False])
                       .unique("flow", keep="first"))

@@ -177,6 +177,7 @@ class _Reader:
         self.dropped_refs: dict[str, str] = {}  # data object references left out, and why (not listed yet)
         self.dropped_pid: dict[str, str] = {}
         self.dropped_used: set[str] = set()
+        self.compensating: set[str] = set()  # compensation boundary events (their associations lead on)
         self.ids = {el.get("id") for el in root.iter() if el.get("id")}
         self.stores = {s.get("id"): s for s in root.iter(f"{{{BPMN_NS}}}dataStore")}
         self.participants = {p.get("id") for p in root.iter(f"{{{BPMN_NS}}}participant")}
@@ -244,6 +245,7 @@ class _Reader:
             pid = proc.get("id")
             self.container(pid, proc, self.flows[pid], owner=None, parent=None)
         self.message_flows()
+        self.compensations()
         for ref, problem in sorted(self.dropped_refs.items()):  # data object references nothing uses
             self.broken(self.dropped_pid[ref], ref, f"{problem}; left out")
 
@@ -290,7 +292,6 @@ class _Reader:
         for el in box.findall(f"{{{BPMN_NS}}}sequenceFlow"):
             self.sequence_flow(pid, el, nodes, gone, box)
         self.links(pid, box, nodes, found)
-        self.compensations(pid, box, nodes, found)
 
     def node(self, pid: str, el: ET.Element, flow: str, *, adhoc: bool = False) -> str:
         local = _local(el.tag)
@@ -310,6 +311,7 @@ class _Reader:
             meta["trigger"] = trigger
         if trigger == "compensate" and local == "boundaryEvent":
             meta["compensation"] = True
+            self.compensating.add(el.get("id"))
         if trigger == "link":
             meta["link"] = self.link_name(el)
         if local == "callActivity" and el.get("calledElement"):
@@ -369,18 +371,21 @@ class _Reader:
             if targets:
                 self.edge(nodes[eid], nodes[targets[0]], "precedes", f"link: {name}", {"element": eid, "link": True})
 
-    def compensations(self, pid: str, box: ET.Element, nodes: dict[str, str], found: dict[str, ET.Element]) -> None:
-        """The association from a compensation boundary event to its handler, as the handler's way in."""
-        for el in box.findall(f"{{{BPMN_NS}}}association"):
+    def compensations(self) -> None:
+        """The association from a compensation boundary event to its handler, as the handler's way
+        in (wherever the tool put the association: in the process, a sub-process or the
+        collaboration); an association that names nothing is broken."""
+        for el in self.root.iter(f"{{{BPMN_NS}}}association"):
             aid = el.get("id") or ""
             src, dst = _ref(el, "sourceRef"), _ref(el, "targetRef")
             missing = [f"{r} {v!r}" for r, v in (("sourceRef", src), ("targetRef", dst)) if v not in self.ids]
             if missing:
-                self.broken(pid, aid, f"the association's {' and '.join(missing)} names no element of the document",
-                            nodes.get(src) or nodes.get(dst))
+                self.broken(None, aid, f"the association's {' and '.join(missing)} names no element of the document",
+                            self.elements.get(src or "") or self.elements.get(dst or ""))
                 continue
-            if src in nodes and dst in nodes and self.trigger(found[src]) == "compensate":
-                self.edge(nodes[src], nodes[dst], "precedes", "compensation", {"element": aid, "compensation": True})
+            if src in self.compensating and dst in self.elements:
+                self.edge(self.elements[src], self.elements[dst], "precedes", "compensation",
+                          {"element": aid, "compensation": True})
 
     def lanes(self, pid: str, box: ET.Element, flow: str) -> dict[str, str]:
         """flowNodeRef -> role entry id of the innermost lane (nested lanes part_of their parent)."""
