@@ -261,7 +261,9 @@ class _Reader:
         for eid, el in found.items():
             host = _ref(el, "attachedToRef")
             if _local(el.tag) == "boundaryEvent" and (host not in found or _local(found[host].tag) not in _TASKS | _SUBS):
-                what = "names no element of" if host not in found else f"is a <{_local(found[host].tag)}>, not an activity, in"
+                what = (f"is a <{_local(found[host].tag)}>, not an activity, in" if host in found else
+                        "is an element outside the event's own (sub-)process in" if host in self.ids else
+                        "names no element of")
                 gone[eid] = f"attachedToRef {host!r} {what} process {pid!r}"
         nodes = {eid: self.node(pid, el, flow, adhoc=adhoc) for eid, el in found.items() if eid not in gone}
         if nodes and pid not in self.anchors:
