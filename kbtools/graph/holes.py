@@ -47,7 +47,7 @@ flow are two tokens: a step both reach with no merging gateway in between runs t
 join), as after a parallel split. A successor in another flow (a hand-off)
 counts as a successor. Each question names the owner's role when it is known ("Ask the Sales rep:
 ..."): the step's own role, for artifacts the role of the step that needs or makes it, for steps
-without an owner the role that owns most of the flow.
+without an owner the role that owns most of the flow (else the participant whose pool holds it).
 
 >>> import polars as pl, json
 >>> entries = pl.DataFrame({"id": ["s1", "d1", "r1"], "kind": ["step", "decision", "role"],
@@ -70,12 +70,13 @@ from kbtools.graph.flows import ProcessGraph
 __all__ = ["HOLE_KINDS", "HOLE_SEVERITY", "workflow_holes", "process_flows"]
 
 #: Hole kinds in report order.
-HOLE_KINDS: tuple[str, ...] = ("broken_reference", "dead_end", "one_branch", "closed_loop", "deadlock", "runs_twice",
-                               "unproduced_input", "unreachable", "no_owner", "unused_output")
+HOLE_KINDS: tuple[str, ...] = ("broken_reference", "dead_end", "one_branch", "closed_loop", "deadlock",
+                               "runs_twice", "unproduced_input", "unreachable", "no_owner", "unused_output")
 #: Severity of each hole kind (see the module doc for the reasons).
 HOLE_SEVERITY: dict[str, str] = {
-    "broken_reference": "high", "dead_end": "high", "one_branch": "high", "closed_loop": "high", "deadlock": "high", "runs_twice": "high",
-    "unproduced_input": "high", "unreachable": "medium", "no_owner": "medium", "unused_output": "low",
+    "broken_reference": "high", "dead_end": "high", "one_branch": "high", "closed_loop": "high",
+    "deadlock": "high", "runs_twice": "high", "unproduced_input": "high", "unreachable": "medium",
+    "no_owner": "medium", "unused_output": "low",
 }
 _SEVERITY_RANK = {"high": 0, "medium": 1, "low": 2}
 _HOLE_SCHEMA = {"id": pl.String, "title": pl.String, "flow": pl.String, "hole": pl.String,
