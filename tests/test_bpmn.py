@@ -166,8 +166,8 @@ def test_collaboration_pools_name_flows_and_messages_are_handoffs():
     ("not_bpmn.bpmn", ["not BPMN 2.0 <definitions>"]),
 ])
 def test_bad_files_raise_a_named_error(name, words):
-    with pytest.raises(BpmnError) as err:
-        parse_bpmn((DATA / "invalid" / name).read_bytes(), file=name)
+    with pytest.raises(BpmnError) as err:  # strict: a dangling reference refuses the file too
+        parse_bpmn((DATA / "invalid" / name).read_bytes(), file=name, strict=True)
     assert all(w in str(err.value) for w in words) and isinstance(err.value, kb.KbError)
 
 
@@ -223,7 +223,7 @@ def test_a_bad_file_in_a_folder_writes_nothing(tmp_path):
     shutil.copy(DATA / "invalid" / "bad_ref.bpmn", folder / "b_bad.bpmn")
     bank = kb.create_bank(tmp_path / "bank")
     with pytest.raises(BpmnError, match="Flow_dangling"):
-        ingest_bpmn(bank, folder)
+        ingest_bpmn(bank, folder, strict=True)
     bank = kb.open_bank(tmp_path / "bank")
     assert bank.entries.height == 0 and bank.edges.height == 0 and bank.events.height == 0
     shutil.copy(DATA / "deadlock.bpmn", folder / "b_bad.bpmn")  # the same process id twice
@@ -236,8 +236,10 @@ def test_folder_ingest_dry_run_and_progress(tmp_path):
     ticks = []
     report = ingest_bpmn(bank, DATA, dry_run=True, progress=lambda done, total: ticks.append((done, total)))
     assert report["dry_run"] and report["created"] > 100 and bank.entries.height == 0
-    assert ticks[-1] == (13, 13) and len(report["files"]) == 13
-    assert report["holes"] == 11  # the holes of the parametrized table above, summed
+    files = sorted(DATA.glob("*.bpmn"))
+    assert len(files) == 22 and ticks[-1] == (22, 22) and len(report["files"]) == 22
+    assert report["holes"] == sum(holes_of(p.name).height for p in files) == 16  # each file's holes, summed
+    assert {b["element"] for b in report["broken"]} == {"F_ghost", "Late", "Ref_label"}  # broken_refs.bpmn
 
 
 def test_export_colours_the_holes(tmp_path):

@@ -94,8 +94,10 @@ def _holes(args):
     deadlocks (a parallel join waiting for a path an exclusive split skips), steps that run twice
     after a parallel split, unproduced inputs, unused outputs, unreachable steps (one row for the
     first, with what it cuts off), steps or whole flows with no owner. Declared flows (metadata
-    "flow") and flows inferred from precedes edges alone are both walked. --format bpmn writes each
-    ingested BPMN diagram back with its holes coloured (bpmn.io colours) to --out."""
+    "flow") and flows inferred from precedes edges alone are both walked. broken_reference lists
+    what a BPMN import left out (a reference to nothing). A step in a BPMN pool is owned by its
+    participant; --lanes asks for a lane for each instead. --format bpmn writes each ingested BPMN
+    diagram back with its holes coloured (bpmn.io colours) to --out."""
     from kbtools.ops.analytics import process_flows, workflow_holes
     from kbtools.store.bank import open_bank
 
@@ -106,14 +108,14 @@ def _holes(args):
 
         if not args.out:
             raise KbError("--format bpmn needs --out FILE (or a folder when the bank holds several diagrams)")
-        holes = workflow_holes(bank)
-        written = export_bpmn_holes(bank, args.out, source=args.source)
+        holes = workflow_holes(bank, lanes=args.lanes)
+        written = export_bpmn_holes(bank, args.out, source=args.source, lanes=args.lanes)
         text = "\n".join([f"{holes.height} hole(s) in {holes['flow'].n_unique()} flow(s) of {args.path}; coloured in:",
                           *[f"  {p}" for p in written]])
         return {"holes": holes.height, "written": [str(p) for p in written]}, text
     if args.flows:
         return _frame_out(process_flows(bank), args)
-    holes = workflow_holes(bank)
+    holes = workflow_holes(bank, lanes=args.lanes)
     payload, text = _frame_out(holes, args)
     if payload is not None:  # text for an analyst: one block per hole, most severe first
         import polars as pl
@@ -132,6 +134,8 @@ def _holes(args):
 register_args("holes", lambda p: (
     p.add_argument("path"), p.add_argument("--flows", action="store_true", help="one row per flow instead"),
     p.add_argument("--csv", action="store_true"),
+    p.add_argument("--lanes", action="store_true",
+                   help="a step in a BPMN pool needs a lane of its own (default: the pool's participant owns it)"),
     p.add_argument("--format", choices=("text", "bpmn"), default="text",
                    help="bpmn: write the ingested BPMN diagrams back with their holes coloured (needs --out)"),
     p.add_argument("--out", help="with --format bpmn: the .bpmn file to write (a folder when the bank holds several diagrams)"),

@@ -14,7 +14,10 @@ def _ingest(args):
     document's first entry; header or column values mapped to typed edges; references in prose
     (--cite, a regex whose first group is a document key) recorded for `kb backfill`, which writes
     them as cites edges with the citing sentence as the note. A .bpmn file, or a folder of them,
-    goes to the BPMN importer.
+    goes to the BPMN importer: it reads what is well formed, leaves out a broken element (a
+    sequence flow whose sourceRef/targetRef names no flow node, a boundary event not attached to
+    an activity, ...) and lists it in the report and in `kb holes` (broken_reference); --strict
+    refuses the file instead. Malformed XML or a file without a process is refused either way.
 
     A JSONL file of commits (each record: sha, parents, author, date, subject, body, as git log
     shows them) is read as a history, one entry per commit (--shape commits; detected by default):
@@ -62,7 +65,7 @@ def _ingest(args):
         created_field=args.created_field, systems_field=args.systems_field, tasks_field=args.tasks_field,
         edges=args.edge or (), cite=args.cite, meta_fields=_split(args.meta), skip_sections=args.skip_section or (),
         head_section=args.head_section,
-        guard=args.guard, dry_run=args.dry_run, actor=args.actor, progress=_progress("ingest"),
+        guard=args.guard, strict=args.strict, dry_run=args.dry_run, actor=args.actor, progress=_progress("ingest"),
     )
     return report, format_ingest(report) + flagged_text(report.get("flagged") or [])
 
@@ -102,6 +105,8 @@ register_args("ingest", lambda p: (
     p.add_argument("--cite", help="citation pattern, group 1 a document key, e.g. 'PEP\\s*(\\d+)'"),
     p.add_argument("--guard", choices=("report", "reject", "off"), default="report",
                    help="rows the guard flags: import and list (report, default), refuse all (reject), do not look (off)"),
+    p.add_argument("--strict", action="store_true",
+                   help="BPMN: refuse a file with a broken element (default: leave it out and list it)"),
     p.add_argument("--dry-run", action="store_true", help="plan and report, write nothing"),
     p.add_argument("--actor", default="ingest", help="who the events name (default: ingest)"),
 ))

@@ -18,8 +18,14 @@ def flagged_text(flagged: list[dict], show: int = 10) -> str:
 
 def format_ingest(r: dict) -> str:
     """The ingest report as text."""
-    if "documents" not in r:  # another importer's report (BPMN)
-        return "\n".join(f"{k}: {v}" for k, v in r.items())
+    if "documents" not in r:  # another importer's report (BPMN): broken elements one a line
+        lines = [f"{k}: {v}" for k, v in r.items() if k != "broken"]
+        broken = r.get("broken") or []
+        if broken:
+            lines.append(f"broken: {len(broken)} element(s) left out (listed in kb holes as broken_reference; "
+                         f"--strict refuses such a file):")
+            lines += [f"  {b['file'].rsplit('/', 1)[-1]} {b['element'] or '(no id)'}: {b['problem']}" for b in broken]
+        return "\n".join(lines)
     verb = "would write" if r.get("dry_run") else "wrote"
     lines = [f"{r['source']}: {r['documents']} documents -> {verb} {r['entries']} entries "
              f"({r['already_present']} already present, {r['sections_split']} sections split at the size cap), "

@@ -10,8 +10,12 @@ Entries whose status is not ``active`` (archived, superseded) take no part.
 
 Metadata read per node (all optional): ``start``, ``end`` (steps and decisions), ``input``,
 ``output`` (artifacts), ``gateway`` (a decision's gateway type: ``exclusive``, ``parallel``,
-``inclusive``, ``event_based``, ``complex``) and ``exception`` (a step that is an exception exit,
-such as a BPMN boundary event: the edge into it is not its predecessor's normal way out).
+``inclusive``, ``event_based``, ``complex``), ``exception`` (a step that is an exception exit,
+such as a BPMN boundary event: the edge into it is not its predecessor's normal way out),
+``triggered`` (a step started by its own event, not by a flow: a BPMN event sub-process or
+compensation handler; neither a start of its flow nor a dead end), ``adhoc`` (a step of an ad-hoc
+sub-process: it runs in any order, so it needs no way in and no way out) and ``pool`` (the
+participant whose pool holds the step: it owns the step where no role does).
 
 >>> import polars as pl
 >>> entries = pl.DataFrame({"id": ["a", "b"], "kind": ["step", "step"], "title": ["Pick", "Pack"],
@@ -22,6 +26,8 @@ such as a BPMN boundary event: the edge into it is not its predecessor's normal 
 """
 
 from __future__ import annotations
+
+import json
 
 import igraph as ig
 import polars as pl
@@ -36,11 +42,23 @@ GATEWAY_TYPES: tuple[str, ...] = ("exclusive", "parallel", "inclusive", "event_b
 _STEP_KINDS = ("step", "decision")
 _NODE_SCHEMA = {"id": pl.String, "kind": pl.String, "title": pl.String, "flow": pl.String, "declared": pl.Boolean,
                 "start": pl.Boolean, "end": pl.Boolean, "input": pl.Boolean, "output": pl.Boolean,
-                "gateway": pl.String, "exception": pl.Boolean}
+                "gateway": pl.String, "exception": pl.Boolean, "triggered": pl.Boolean, "adhoc": pl.Boolean,
+                "pool": pl.String}
 
 
 def _declared(key: str) -> pl.Expr:
     return (pl.col("metadata").str.json_path_match(f"$.{key}") == "true").fill_null(False).alias(key)
+
+
+def _findings(text: str) -> list[dict]:
+    """A ``broken`` declaration as a list of {element, problem} (an importer writes a JSON list;
+    anything else a writer put there is read as one problem)."""
+    try:
+        value = json.loads(text)
+    except ValueError:
+        value = text
+    items = value if isinstance(value, list) else [value]
+    return [i if isinstance(i, dict) else {"element": "", "problem": str(i)} for i in items]
 
 
 def process_edges(edges: pl.DataFrame, type_: str) -> pl.DataFrame:
@@ -75,15 +93,17 @@ def _candidates(entries: pl.DataFrame) -> pl.DataFrame:
         entries.filter(pl.col("kind").is_in([*_STEP_KINDS, "artifact"]))
         .select("id", "kind", pl.coalesce(title.cast(pl.String), pl.col("id")).alias("title"),
                 pl.col("metadata").str.json_path_match("$.flow").alias("flow"),
-                *[_declared(k) for k in ("start", "end", "input", "output", "exception")],
-                pl.col("metadata").str.json_path_match("$.gateway").alias("gateway"))
+                *[_declared(k) for k in ("start", "end", "input", "output", "exception", "triggered", "adhoc")],
+                pl.col("metadata").str.json_path_match("$.gateway").alias("gateway"),
+                pl.col("metadata").str.json_path_match("$.pool").alias("pool"))
         .with_columns(pl.when(pl.col("flow") == "").then(None).otherwise(pl.col("flow")).alias("flow"))
     )
 
 
 def flow_nodes(entries: pl.DataFrame, edges: pl.DataFrame) -> pl.DataFrame:
     """Every step, decision and artifact that belongs to a flow, declared or inferred: id, kind,
-    title, flow, declared, start, end, input, output, gateway, exception (see the module doc)."""
+    title, flow, declared, start, end, input, output, gateway, exception, triggered, adhoc, pool
+    (see the module doc)."""
     nodes = _candidates(entries)
     declared = nodes.filter(pl.col("flow").is_not_null()).with_columns(declared=pl.lit(True))
     taken = set(declared["flow"].to_list())
@@ -165,6 +185,16 @@ class ProcessGraph:
         self.gateway = dict(self.steps.select("id", "gateway").iter_rows())
         self.declared = dict(nodes.select("flow", "declared").unique("flow").iter_rows())
         self.owner = dict(self.owned.sort("role").unique("src", keep="first").select("src", "role").iter_rows())
+        self.pool = dict(self.steps.filter(pl.col("pool").is_not_null()).select("id", "pool").iter_rows())
+        self.flow_pool = {self.flow[i]: p for i, p in sorted(self.pool.items())}
+        self.triggered = frozenset(self.steps.filter(pl.col("triggered"))["id"].to_list())
+        self.adhoc = frozenset(self.steps.filter(pl.col("adhoc"))["id"].to_list())
+        #: steps that need no way in and no way out by design (triggered, ad-hoc)
+        self.free = self.triggered | self.adhoc
+        broken = entries.filter(pl.col("id").is_in(step_ids)).select(
+            "id", pl.col("metadata").str.json_path_match("$.broken").alias("broken")) \
+            if "metadata" in entries.columns else pl.DataFrame(schema={"id": pl.String, "broken": pl.String})
+        self.broken = {i: _findings(b) for i, b in broken.drop_nulls("broken").iter_rows()}
         flow_roles = (self.owned.join(self.steps.select(pl.col("id").alias("src"), "flow"), on="src")
                       .group_by("flow", "role").len().sort(["flow", "len", "role"], descending=[False, True, False])
                       .unique("flow", keep="first"))
@@ -179,19 +209,23 @@ class ProcessGraph:
 
     def role_for(self, step_id: str | None, flow: str) -> str:
         role = self.owner.get(step_id) if step_id else None
-        return role or self.flow_owner.get(flow) or "flow owner"
+        pool = (self.pool.get(step_id) if step_id else None) or self.flow_pool.get(flow)
+        return role or self.flow_owner.get(flow) or pool or "flow owner"
 
     def starts(self) -> pl.DataFrame:
-        """Start steps per flow: declared ones, else those with no incoming precedes from their flow."""
+        """Start steps per flow: declared ones, else those with no incoming precedes from their flow
+        (a triggered step is started by its own event, never a start of its flow)."""
         has_in = list(self.pred)
         declares = self.steps.group_by("flow").agg(pl.col("start").any().alias("declares"))
         return (self.steps.join(declares, on="flow")
-                .filter(pl.when(pl.col("declares")).then(pl.col("start")).otherwise(~pl.col("id").is_in(has_in)))
+                .filter(pl.when(pl.col("declares")).then(pl.col("start"))
+                        .otherwise(~pl.col("id").is_in(has_in) & ~pl.col("triggered")))
                 .select("id", "flow", "title"))
 
     def reachable(self) -> set[str]:
-        """Steps some start of their own flow reaches along precedes within the flow."""
-        return self.walk(self.starts()["id"].to_list())
+        """Steps some start of their own flow, a triggered step or an ad-hoc step reaches along
+        precedes within the flow."""
+        return self.walk([*self.starts()["id"].to_list(), *sorted(self.free)])
 
     def walk(self, roots, *, stop=frozenset(), avoid=frozenset()) -> set[str]:
         """Steps reached from ``roots`` along precedes within a flow (roots included); nodes in

@@ -12,18 +12,23 @@ Hole kinds and their severity:
 ============================  ========  ==========================================================
 hole                          severity  why
 ============================  ========  ==========================================================
+``broken_reference``          high      the model names an element that is not there (a BPMN
+                                        sequence flow to nowhere, a boundary event on no activity):
+                                        the importer left it out, so the flow as read is incomplete
 ``dead_end``                  high      work stops at a step that is not an end (also: its only
                                         way out is an exception path)
 ``one_branch``                high      a split has one outgoing path: its other outcome leads nowhere
 ``closed_loop``               high      work that enters the loop never finishes
 ``deadlock``                  high      a parallel join waits for a path that an exclusive split skips
-``runs_twice``                high      a step after a parallel split is reached by two paths with
-                                        no join in between: it runs once per path
+``runs_twice``                high      a step after a parallel split, or after two starts of its flow
+                                        (a fake join), is reached by two paths with no join in
+                                        between: it runs once per path
 ``unproduced_input``          high      a step waits for something nobody makes
 ``unreachable``               medium    a documented step never runs as drawn (one row for the first
                                         unreachable step, listing what it cuts off)
 ``no_owner``                  medium    nobody is accountable for the step (one row for a flow
-                                        with no owner at all)
+                                        with no owner at all); a step in a pool is owned by its
+                                        participant, unless ``lanes=True`` asks for a lane
 ``unused_output``             low       effort spent on something nobody uses (waste, or a missing consumer)
 ============================  ========  ==========================================================
 
@@ -35,10 +40,14 @@ incoming paths; an ``exclusive``, ``event_based`` or ``inclusive`` split (or a p
 sends work down one (or some) of its paths.
 
 Where a flow declares no start, its steps with no incoming ``precedes`` from the same flow are its
-starts; reachability follows ``precedes`` within the flow. A successor in another flow (a hand-off)
+starts; reachability follows ``precedes`` within the flow, from the starts and from the steps
+that need no way in (``triggered``: an event sub-process, a compensation handler; ``adhoc``: the
+activities of an ad-hoc sub-process), which are no dead ends either. Two or more starts of one
+flow are two tokens: a step both reach with no merging gateway in between runs twice (a fake
+join), as after a parallel split. A successor in another flow (a hand-off)
 counts as a successor. Each question names the owner's role when it is known ("Ask the Sales rep:
 ..."): the step's own role, for artifacts the role of the step that needs or makes it, for steps
-without an owner the role that owns most of the flow.
+without an owner the role that owns most of the flow (else the participant whose pool holds it).
 
 >>> import polars as pl, json
 >>> entries = pl.DataFrame({"id": ["s1", "d1", "r1"], "kind": ["step", "decision", "role"],
@@ -61,12 +70,13 @@ from kbtools.graph.flows import ProcessGraph
 __all__ = ["HOLE_KINDS", "HOLE_SEVERITY", "workflow_holes", "process_flows"]
 
 #: Hole kinds in report order.
-HOLE_KINDS: tuple[str, ...] = ("dead_end", "one_branch", "closed_loop", "deadlock", "runs_twice",
-                               "unproduced_input", "unreachable", "no_owner", "unused_output")
+HOLE_KINDS: tuple[str, ...] = ("broken_reference", "dead_end", "one_branch", "closed_loop", "deadlock",
+                               "runs_twice", "unproduced_input", "unreachable", "no_owner", "unused_output")
 #: Severity of each hole kind (see the module doc for the reasons).
 HOLE_SEVERITY: dict[str, str] = {
-    "dead_end": "high", "one_branch": "high", "closed_loop": "high", "deadlock": "high", "runs_twice": "high",
-    "unproduced_input": "high", "unreachable": "medium", "no_owner": "medium", "unused_output": "low",
+    "broken_reference": "high", "dead_end": "high", "one_branch": "high", "closed_loop": "high",
+    "deadlock": "high", "runs_twice": "high", "unproduced_input": "high", "unreachable": "medium",
+    "no_owner": "medium", "unused_output": "low",
 }
 _SEVERITY_RANK = {"high": 0, "medium": 1, "low": 2}
 _HOLE_SCHEMA = {"id": pl.String, "title": pl.String, "flow": pl.String, "hole": pl.String,
@@ -138,7 +148,7 @@ def _step_holes(flows: ProcessGraph) -> list[dict]:
     for sid, kind, end in flows.steps.select("id", "kind", "end").iter_rows():
         t, f = _q(flows.title[sid]), flows.flow[sid]
         join = kind == "decision" and in_n.get(sid, 0) >= 2 and out_all.get(sid, 0) <= 1
-        if (kind == "step" or join) and out_normal.get(sid, 0) == 0 and not end:
+        if (kind == "step" or join) and out_normal.get(sid, 0) == 0 and not end and sid not in flows.free:
             exits = [flows.title[d] for d, ex, _ in flows.succ.get(sid, ()) if ex]
             if exits:
                 why = (f"{_noun(flows, sid)} {t} in flow '{f}' has no normal way out: its only outgoing paths "
@@ -222,26 +232,56 @@ def _unreachable_holes(flows: ProcessGraph) -> list[dict]:
     return rows
 
 
-def _owner_holes(flows: ProcessGraph) -> list[dict]:
+def _owner_holes(flows: ProcessGraph, lanes: bool) -> list[dict]:
+    """Steps no role owns; a step in a pool is owned by its participant unless ``lanes`` asks for
+    the lanes inside the pool."""
     rows = []
     owned = set(flows.owned["src"].to_list())
+    if not lanes:
+        owned |= set(flows.pool)
     starts = dict(flows.starts().sort("title", "id").group_by("flow", maintain_order=True).agg(pl.col("id").first()).iter_rows())
     for flow, members in flows.steps.sort("title", "id").group_by("flow", maintain_order=True).agg("id").iter_rows():
+        pool = flows.flow_pool.get(flow)
         if not owned.intersection(members):
             first = starts.get(flow, members[0])
-            rows.append(_row(flows, first, "no_owner",
-                             f"Flow '{flow}' has no owner at all: none of its {len(members)} steps and decisions "
-                             f"is owned by a role (no owned_by links, no lanes), so nobody is accountable for it.",
-                             f"who owns the flow '{flow}'? Name the role responsible for each of its steps.",
-                             flows.role_for(None, flow), affects=set(members) - {first}))
+            why = (f"Flow '{flow}' lies in the pool of {_q(pool)} but draws no lanes: none of its {len(members)} "
+                   f"steps and decisions is in a lane, so no role inside the participant is accountable for it."
+                   if pool else
+                   f"Flow '{flow}' has no owner at all: none of its {len(members)} steps and decisions "
+                   f"is owned by a role (no owned_by links, no lanes), so nobody is accountable for it.")
+            question = (f"which role in {_q(pool)} does each step of the flow '{flow}'? Draw the lanes."
+                        if pool else f"who owns the flow '{flow}'? Name the role responsible for each of its steps.")
+            rows.append(_row(flows, first, "no_owner", why, question, flows.role_for(None, flow),
+                             affects=set(members) - {first}))
             continue
         for sid in members:
             if sid not in owned:
                 t = _q(flows.title[sid])
-                rows.append(_row(flows, sid, "no_owner",
-                                 f"{_noun(flows, sid)} {t} in flow '{flow}' has no owner (no owned_by link to a "
-                                 f"role): nobody is accountable for it.", f"who owns {t}?",
+                why = (f"{_noun(flows, sid)} {t} in flow '{flow}' is in the pool of {_q(pool)} but in no lane: no "
+                       f"role inside the participant is accountable for it." if pool and sid in flows.pool else
+                       f"{_noun(flows, sid)} {t} in flow '{flow}' has no owner (no owned_by link to a "
+                       f"role): nobody is accountable for it.")
+                rows.append(_row(flows, sid, "no_owner", why,
+                                 f"which lane of {_q(pool)} does {t}?" if pool and sid in flows.pool else f"who owns {t}?",
                                  flows.role_for(None, flow)))
+    return rows
+
+
+def _broken_holes(flows: ProcessGraph) -> list[dict]:
+    """The broken elements an importer left out, each on the entry nearest to it."""
+    rows = []
+    for sid in sorted(flows.broken, key=lambda i: (flows.title.get(i, i), i)):
+        if sid not in flows.flow:
+            continue
+        t, f = _q(flows.title[sid]), flows.flow[sid]
+        for item in flows.broken[sid]:
+            element = item.get("element") or "(an element without an id)"
+            rows.append(_row(flows, sid, "broken_reference",
+                             f"The model's element {element} near {t} in flow '{f}' is broken and was left out at "
+                             f"import: {item.get('problem')}. The flow as read lacks it, so its other holes may be "
+                             f"consequences.",
+                             f"what should {element} connect? Fix the reference in the model and ingest it again.",
+                             flows.role_for(sid, f)))
     return rows
 
 
@@ -289,6 +329,40 @@ def _twice_holes(flows: ProcessGraph) -> list[dict]:
                              f"between: it runs once per path.{also}",
                              f"should {t} run once per parallel path of {_q(flows.title[split])}? If not, join "
                              f"the paths with a parallel gateway before it.", flows.role_for(root, f), affects=after))
+    rows += _fake_join_holes(flows, seen)
+    return rows
+
+
+def _fake_join_holes(flows: ProcessGraph, seen: set[str]) -> list[dict]:
+    """Steps that two starts of one flow reach with no merging gateway in between (a fake join):
+    each start is a token of its own, so the step runs once per start. An ad-hoc flow has no such
+    starts (its activities are picked, not all started)."""
+    rows = []
+    merges = frozenset(n for n in flows.steps.filter(pl.col("kind") == "decision")["id"].to_list()
+                       if len(flows.pred.get(n, ())) >= 2)
+    for flow, starts in flows.starts().sort("title", "id").group_by("flow", maintain_order=True).agg("id").iter_rows():
+        starts = [s for s in starts if s not in flows.adhoc]
+        if len(starts) < 2:
+            continue
+        count: dict[str, list[str]] = {}
+        for start in starts:
+            for node in flows.walk([start], stop=merges) - merges:
+                count.setdefault(node, []).append(start)
+        twice = {n for n, c in count.items() if len(c) >= 2}
+        for root in _first_of(flows, twice):
+            if root in seen:
+                continue
+            seen.add(root)
+            t, names = _q(flows.title[root]), ", ".join(_q(flows.title[s]) for s in count[root])
+            after = flows.walk([root], avoid=frozenset(flows.steps["id"].to_list()) - twice) - {root}
+            also = f" So do the {len(after)} step(s) after it: {_listed(flows, after)}." if after else ""
+            rows.append(_row(flows, root, "runs_twice",
+                             f"{_noun(flows, root)} {t} in flow '{flow}' is reached from {len(count[root])} starts of "
+                             f"the flow ({names}) with no gateway joining their paths (a fake join): each start "
+                             f"sends work to it, so it runs once per start.{also}",
+                             f"should {t} run once per start ({names})? If the starts are alternatives, merge their "
+                             f"paths with an exclusive gateway before it; if it must wait for both, join them with a "
+                             f"parallel gateway.", flows.role_for(root, flow), affects=after))
     return rows
 
 
@@ -324,15 +398,16 @@ def _deadlock_holes(flows: ProcessGraph) -> list[dict]:
     return rows
 
 
-def workflow_holes(entries: pl.DataFrame, edges: pl.DataFrame) -> pl.DataFrame:
+def workflow_holes(entries: pl.DataFrame, edges: pl.DataFrame, *, lanes: bool = False) -> pl.DataFrame:
     """The holes of every process flow, declared or inferred: frame (id, title, flow, hole, severity,
     explanation, question, affects, declared).
 
     One row per hole (an entry may have several kinds of hole), sorted by flow, severity, hole kind
     and title. ``affects`` lists the ids a grouped row stands for (what an unreachable step cuts
     off, the steps of a flow with no owner, what runs twice after the first such step);
-    ``declared`` says whether the flow was declared in metadata or inferred from the edges. See the
-    module doc for the kinds, their severity and the rules.
+    ``declared`` says whether the flow was declared in metadata or inferred from the edges.
+    ``lanes=True`` asks for a lane for every step in a pool (by default the pool's participant
+    owns what no lane holds). See the module doc for the kinds, their severity and the rules.
 
     >>> import polars as pl
     >>> e = pl.DataFrame({"id": ["s"], "kind": ["step"], "title": ["Pack"], "metadata": ['{"flow": "ship"}']})
@@ -341,7 +416,8 @@ def workflow_holes(entries: pl.DataFrame, edges: pl.DataFrame) -> pl.DataFrame:
     ['dead_end', 'no_owner']
     """
     flows = ProcessGraph(entries, edges)
-    rows = (_step_holes(flows) + _artifact_holes(flows) + _unreachable_holes(flows) + _owner_holes(flows)
+    rows = (_broken_holes(flows) + _step_holes(flows) + _artifact_holes(flows) + _unreachable_holes(flows)
+            + _owner_holes(flows, lanes)
             + _loop_holes(flows) + _twice_holes(flows) + _deadlock_holes(flows))
     if not rows:
         return pl.DataFrame(schema=_HOLE_SCHEMA)

@@ -25,8 +25,18 @@ documentation                          the entry's content (its first sentence t
 
 Entry ids are stable: the first 8 hex digits of SHA-1 over ``process id/element id`` (a Camunda
 process id is its deployment key, so a re-read of the changed file keeps every id it still has).
-Camunda, Zeebe and other extensions are ignored. Files with a DTD or entity declarations are refused
-(hostile XML), as are dangling references, with the element id named.
+Semantics the walker needs are declared in the metadata: a link throw event ``precedes`` the link
+catch event of the same name (note "link: name"); a compensation boundary event ``precedes`` the
+handler its association names (note "compensation"); an event sub-process and a compensation
+handler are ``triggered`` (started by their event, not by a flow); the activities of an ad-hoc
+sub-process are ``adhoc`` (any order, no flows needed); every node of a process inside a pool
+names the ``pool`` (its participant), which owns it where no lane does.
+
+Camunda, Zeebe and other extensions, the diagram interchange, the order of elements and the
+``incoming``/``outgoing`` lists are ignored (``sourceRef``/``targetRef`` say where a flow goes), so
+two tools' exports of one model read the same. Files with a DTD or entity declarations are refused
+(hostile XML). A broken element (a dangling reference) is left out and listed with its id and what
+is wrong, or, with ``strict=True``, refuses the file.
 
 >>> xml = b'''<definitions xmlns="http://www.omg.org/spec/BPMN/20100524/MODEL" id="D">
 ...   <process id="P" name="Ship"><startEvent id="S"/><task id="T" name="Pack"/><endEvent id="E"/>
@@ -82,13 +92,16 @@ class BpmnModel:
     """What one BPMN file holds, as bank rows: ``entries`` (id, kind, title, summary, content,
     useful_for, systems, tasks, metadata) and ``edges`` (src, dst, type, source, note, evidence);
     ``elements`` maps each BPMN element id to its entry id, ``flows`` each process id to its flow,
-    ``skipped`` says what was left out and why (message flows to a collapsed pool, for instance)."""
+    ``skipped`` says what has no place in the bank (message flows to a collapsed pool, for instance),
+    ``broken`` lists the broken elements left out: file, element, process, problem and entry (the
+    id of the entry the finding hangs on, or None)."""
 
     entries: pl.DataFrame
     edges: pl.DataFrame
     elements: dict[str, str] = field(default_factory=dict)
     flows: dict[str, str] = field(default_factory=dict)
     skipped: list[str] = field(default_factory=list)
+    broken: list[dict] = field(default_factory=list)
 
 
 def bpmn_id(process: str, element: str) -> str:
@@ -119,6 +132,19 @@ def _read(xml: bytes | str, file: str) -> ET.Element:
     return root
 
 
+def _ref(el: ET.Element, attr: str) -> str | None:
+    """A reference attribute; a QName (``tns:Task_1``, as some tools write processRef, attachedToRef
+    or a message flow's ends) is read as its local part, the id."""
+    value = (el.get(attr) or "").strip()
+    return value.rsplit(":", 1)[-1] if value else None
+
+
+def _flag(el: ET.Element, attr: str, default: bool) -> bool:
+    """An XML Schema boolean attribute (``true``/``false``/``1``/``0``)."""
+    value = (el.get(attr) or "").strip().lower()
+    return default if value not in ("true", "false", "1", "0") else value in ("true", "1")
+
+
 def _text(el: ET.Element | None) -> str:
     return re.sub(r"\s+", " ", "".join(el.itertext())).strip() if el is not None else ""
 
@@ -133,27 +159,46 @@ def _first_sentence(text: str) -> str:
 
 
 class _Reader:
-    """One pass over a definitions element, collecting rows (the kernel behind :func:`parse_bpmn`)."""
+    """One pass over a definitions element, collecting rows (the kernel behind :func:`parse_bpmn`).
 
-    def __init__(self, root: ET.Element, file: str):
-        self.root, self.file = root, file
+    A broken element (a reference that names nothing it may name) goes through :meth:`broken`:
+    refused in strict mode, else skipped and listed, with the entry nearest to it as its anchor."""
+
+    def __init__(self, root: ET.Element, file: str, strict: bool):
+        self.root, self.file, self.strict = root, file, strict
         self.entries: list[dict] = []
         self.edges: dict[tuple[str, str, str], dict] = {}
         self.elements: dict[str, str] = {}
         self.flows: dict[str, str] = {}
+        self.pools: dict[str, str] = {}
         self.skipped: list[str] = []
+        self.broken_found: list[dict] = []
+        self.anchors: dict[str, str] = {}  # process id -> entry id a broken element without a neighbour hangs on
+        self.dropped_refs: dict[str, str] = {}  # data object references left out, and why (not listed yet)
+        self.dropped_pid: dict[str, str] = {}
+        self.dropped_used: set[str] = set()
+        self.compensating: set[str] = set()  # compensation boundary events (their associations lead on)
+        self.ids = {el.get("id") for el in root.iter() if el.get("id")}
         self.stores = {s.get("id"): s for s in root.iter(f"{{{BPMN_NS}}}dataStore")}
+        self.participants = {p.get("id") for p in root.iter(f"{{{BPMN_NS}}}participant")}
+        self.definitions = {d.get("id"): d for d in root if _local(d.tag).endswith("EventDefinition") and d.get("id")}
 
-    def need_id(self, el: ET.Element) -> str:
+    def broken(self, pid: str | None, element: str | None, problem: str, anchor: str | None = None) -> None:
+        if self.strict:
+            raise BpmnError(self.file, element, problem)
+        self.broken_found.append({"element": element or "", "process": pid or "", "problem": problem,
+                                  "anchor": anchor})
+
+    def need_id(self, el: ET.Element, pid: str | None = None) -> str | None:
         eid = el.get("id")
         if not eid:
             name = el.get("name")
-            raise BpmnError(self.file, None, f"a <{_local(el.tag)}>{f' named {name!r}' if name else ''} has no id")
-        return eid
+            self.broken(pid, None, f"a <{_local(el.tag)}>{f' named {name!r}' if name else ''} has no id: left out")
+        return eid or None
 
     def entry(self, pid: str, el: ET.Element, *, kind: str, flow: str, meta: dict, title: str | None = None,
               key: str | None = None) -> str:
-        eid = self.need_id(el)
+        eid = el.get("id") or ""
         key = key or eid
         entry_id = bpmn_id(pid, key)
         local = _local(el.tag)
@@ -188,38 +233,53 @@ class _Reader:
     def read(self) -> None:
         names = {}
         for part in self.root.iter(f"{{{BPMN_NS}}}participant"):
-            if part.get("processRef"):
-                names[part.get("processRef")] = (part.get("name") or "").strip()
-        processes = self.root.findall(f"{{{BPMN_NS}}}process")
+            if _ref(part, "processRef"):
+                names[_ref(part, "processRef")] = (part.get("name") or "").strip() or part.get("id") or ""
+        processes = [p for p in self.root.findall(f"{{{BPMN_NS}}}process") if self.need_id(p)]
         for proc in processes:
-            pid = self.need_id(proc)
+            pid = proc.get("id")
             self.flows[pid] = names.get(pid) or (proc.get("name") or "").strip() or pid
+            if pid in names:
+                self.pools[pid] = names[pid]
         for proc in processes:
             pid = proc.get("id")
             self.container(pid, proc, self.flows[pid], owner=None, parent=None)
         self.message_flows()
+        self.compensations()
+        for ref, problem in sorted(self.dropped_refs.items()):  # data object references nothing uses
+            self.broken(self.dropped_pid[ref], ref, f"{problem}; left out")
 
-    def container(self, pid: str, box: ET.Element, flow: str, *, owner: str | None, parent: str | None) -> None:
+    def container(self, pid: str, box: ET.Element, flow: str, *, owner: str | None, parent: str | None,
+                  adhoc: bool = False) -> None:
         lanes = self.lanes(pid, box, flow)
-        nodes: dict[str, str] = {}
+        found = {}
         for el in box:
             local = _local(el.tag)
-            if local in _TASKS | _SUBS | _EVENTS or local in _GATEWAYS:
-                nodes[self.need_id(el)] = self.node(pid, el, flow)
-        for el in box:
+            if (local in _TASKS | _SUBS | _EVENTS or local in _GATEWAYS) and self.need_id(el, pid):
+                found[el.get("id")] = el
+        gone: dict[str, str] = {}  # broken flow nodes left out, and why
+        for eid, el in found.items():
+            host = _ref(el, "attachedToRef")
+            if _local(el.tag) == "boundaryEvent" and (host not in found or _local(found[host].tag) not in _TASKS | _SUBS):
+                what = (f"is a <{_local(found[host].tag)}>, not an activity, in" if host in found else
+                        "is an element outside the event's own (sub-)process in" if host in self.ids else
+                        "names no element of")
+                gone[eid] = f"attachedToRef {host!r} {what} process {pid!r}"
+        nodes = {eid: self.node(pid, el, flow, adhoc=adhoc) for eid, el in found.items() if eid not in gone}
+        if nodes and pid not in self.anchors:
+            starts = [n for e, n in nodes.items() if _local(found[e].tag) == "startEvent"]
+            self.anchors[pid] = (starts or list(nodes.values()))[0]
+        for eid, problem in gone.items():
+            self.broken(pid, eid, problem + ("" if self.strict else "; the boundary event and its flows are left out"),
+                        nodes.get(_ref(found[eid], "attachedToRef")))
+        for eid, me in nodes.items():
+            el = found[eid]
             local = _local(el.tag)
-            if local not in _TASKS | _SUBS | _EVENTS and local not in _GATEWAYS:
-                continue
-            eid = el.get("id")
-            me = nodes[eid]
             if local == "boundaryEvent":
-                host = el.get("attachedToRef")
-                if host not in nodes:
-                    raise BpmnError(self.file, eid, f"attachedToRef {host!r} is not an activity of process {pid!r}")
                 trigger = self.trigger(el)
-                self.edge(nodes[host], me, "precedes", f"{trigger} (exception)" if trigger else "exception",
-                          {"element": eid, "exception": True})
-            role = lanes.get(eid) or (lanes.get(el.get("attachedToRef")) if local == "boundaryEvent" else None) or owner
+                self.edge(nodes[_ref(el, "attachedToRef")], me, "precedes",
+                          f"{trigger} (exception)" if trigger else "exception", {"element": eid, "exception": True})
+            role = lanes.get(eid) or (lanes.get(_ref(el, "attachedToRef")) if local == "boundaryEvent" else None) or owner
             if role:
                 self.edge(me, role, "owned_by", None, {"element": eid, "lane": True})
             if parent:
@@ -227,11 +287,15 @@ class _Reader:
             self.data(pid, el, me, flow)
             if local in _SUBS:
                 name = (el.get("name") or eid).strip()
-                self.container(pid, el, f"{flow} / {name}", owner=role, parent=me)
+                self.container(pid, el, f"{flow} / {name}", owner=role, parent=me, adhoc=local == "adHocSubProcess")
+        for ref, role in lanes.items():
+            if ref not in found and ref not in self.ids:
+                self.broken(pid, ref, f"a lane's flowNodeRef {ref!r} names no flow node of process {pid!r}: ignored")
         for el in box.findall(f"{{{BPMN_NS}}}sequenceFlow"):
-            self.sequence_flow(pid, el, nodes, box)
+            self.sequence_flow(pid, el, nodes, gone, box)
+        self.links(pid, box, nodes, found)
 
-    def node(self, pid: str, el: ET.Element, flow: str) -> str:
+    def node(self, pid: str, el: ET.Element, flow: str, *, adhoc: bool = False) -> str:
         local = _local(el.tag)
         meta: dict = {"flow": flow}
         kind = "decision" if local in _GATEWAYS else "step"
@@ -242,24 +306,88 @@ class _Reader:
         if local == "endEvent":
             meta["end"] = True
         if local == "boundaryEvent":
-            meta.update(exception=True, attached_to=bpmn_id(pid, el.get("attachedToRef") or ""),
-                        interrupting=el.get("cancelActivity", "true") != "false")
-        if local in _EVENTS and self.trigger(el):
-            meta["trigger"] = self.trigger(el)
+            meta.update(exception=True, attached_to=bpmn_id(pid, _ref(el, "attachedToRef") or ""),
+                        interrupting=_flag(el, "cancelActivity", True))
+        trigger = self.trigger(el) if local in _EVENTS else None
+        if trigger:
+            meta["trigger"] = trigger
+        if trigger == "compensate" and local == "boundaryEvent":
+            meta["compensation"] = True
+            self.compensating.add(el.get("id"))
+        if trigger == "link":
+            meta["link"] = self.link_name(el)
         if local == "callActivity" and el.get("calledElement"):
             meta["called"] = el.get("calledElement")
-        if local in _SUBS and el.get("triggeredByEvent") == "true":
-            meta.update(start=True, end=True)  # an event sub-process: started by its event, not by a flow
+        if local in _SUBS and _flag(el, "triggeredByEvent", False):
+            meta["triggered"] = True  # an event sub-process: started by its event, not by a flow
+        if local in _TASKS | _SUBS and _flag(el, "isForCompensation", False):
+            meta.update(triggered=True, compensation=True)  # a compensation handler: no flows by design
+        if adhoc:
+            meta["adhoc"] = True  # inside an ad-hoc sub-process: runs in any order, no flows needed
+        if pid in self.pools:
+            meta["pool"] = self.pools[pid]
         return self.entry(pid, el, kind=kind, flow=flow, meta=meta)
 
-    @staticmethod
-    def trigger(el: ET.Element) -> str | None:
+    def definition(self, el: ET.Element) -> ET.Element | None:
+        """An event's first event definition: nested, or a global one named by eventDefinitionRef."""
         for child in el:
             local = _local(child.tag)
             if local.endswith("EventDefinition"):
-                name = local[: -len("EventDefinition")]
-                return name if name in _TRIGGERS else name.lower()
+                return child
+            if local == "eventDefinitionRef":
+                ref = (child.text or "").strip().rsplit(":", 1)[-1]
+                if ref in self.definitions:
+                    return self.definitions[ref]
         return None
+
+    def trigger(self, el: ET.Element) -> str | None:
+        definition = self.definition(el)
+        if definition is None:
+            return None
+        name = _local(definition.tag)[: -len("EventDefinition")]
+        return name if name in _TRIGGERS else name.lower()
+
+    def link_name(self, el: ET.Element) -> str:
+        """A link event's name: its linkEventDefinition's, else the event's own."""
+        definition = self.definition(el)
+        name = definition.get("name") if definition is not None else None
+        return re.sub(r"\s+", " ", name or el.get("name") or "").strip()
+
+    def links(self, pid: str, box: ET.Element, nodes: dict[str, str], found: dict[str, ET.Element]) -> None:
+        """A link throw event goes on at the link catch event of the same name in its scope."""
+        throws, catches = [], {}
+        for eid in nodes:
+            el = found[eid]
+            if self.trigger(el) != "link":
+                continue
+            if _local(el.tag) == "intermediateThrowEvent":
+                throws.append(eid)
+            elif _local(el.tag) == "intermediateCatchEvent":
+                catches.setdefault(self.link_name(el), []).append(eid)
+        for eid in throws:
+            name = self.link_name(found[eid])
+            targets = catches.get(name, []) if name else []
+            if len(targets) > 1:
+                self.broken(pid, eid, f"the link name {name!r} is caught by {len(targets)} events "
+                                      f"({', '.join(targets)}): linked to the first", nodes[eid])
+            if targets:
+                self.edge(nodes[eid], nodes[targets[0]], "precedes", f"link: {name}", {"element": eid, "link": True})
+
+    def compensations(self) -> None:
+        """The association from a compensation boundary event to its handler, as the handler's way
+        in (wherever the tool put the association: in the process, a sub-process or the
+        collaboration); an association that names nothing is broken."""
+        for el in self.root.iter(f"{{{BPMN_NS}}}association"):
+            aid = el.get("id") or ""
+            src, dst = _ref(el, "sourceRef"), _ref(el, "targetRef")
+            missing = [f"{r} {v!r}" for r, v in (("sourceRef", src), ("targetRef", dst)) if v not in self.ids]
+            if missing:
+                self.broken(None, aid, f"the association's {' and '.join(missing)} names no element of the document",
+                            self.elements.get(src or "") or self.elements.get(dst or ""))
+                continue
+            if src in self.compensating and dst in self.elements:
+                self.edge(self.elements[src], self.elements[dst], "precedes", "compensation",
+                          {"element": aid, "compensation": True})
 
     def lanes(self, pid: str, box: ET.Element, flow: str) -> dict[str, str]:
         """flowNodeRef -> role entry id of the innermost lane (nested lanes part_of their parent)."""
@@ -267,6 +395,8 @@ class _Reader:
 
         def walk(lane_set: ET.Element, parent: str | None) -> None:
             for lane in lane_set.findall(f"{{{BPMN_NS}}}lane"):
+                if not self.need_id(lane, pid):
+                    continue
                 role = self.entry(pid, lane, kind="role", flow=flow, meta={"lane_of": flow},
                                   title=(lane.get("name") or "").strip() or f"Lane {lane.get('id')}")
                 if parent:
@@ -280,15 +410,25 @@ class _Reader:
             walk(lane_set, None)
         return owner
 
-    def sequence_flow(self, pid: str, el: ET.Element, nodes: dict[str, str], box: ET.Element) -> None:
-        fid = self.need_id(el)
-        ends = []
+    def sequence_flow(self, pid: str, el: ET.Element, nodes: dict[str, str], gone: dict[str, str],
+                      box: ET.Element) -> None:
+        fid = self.need_id(el, pid)
+        if not fid:
+            return
+        ends, wrong = [], []
         for ref in ("sourceRef", "targetRef"):
-            value = el.get(ref)
-            if value not in nodes:
-                raise BpmnError(self.file, fid, f"{ref} {value!r} is not a flow node of process {pid!r} "
-                                                f"(or of the sub-process that holds the flow)")
-            ends.append(nodes[value])
+            value = _ref(el, ref)
+            if value in nodes:
+                ends.append(nodes[value])
+            elif value in gone:
+                return  # the flow of a boundary event left out goes with it (listed once, as the event)
+            else:
+                wrong.append(f"{ref} {value!r} is not a flow node of process {pid!r} "
+                             f"(or of the sub-process that holds the flow)")
+        if wrong:
+            self.broken(pid, fid, "; ".join(wrong) + ("; the sequence flow is left out" if not self.strict else ""),
+                        ends[0] if ends else None)
+            return
         condition = _text(el.find(f"{{{BPMN_NS}}}conditionExpression"))
         source = next((n for n in box if n.get("id") == el.get("sourceRef")), None)
         default = source is not None and source.get("default") == fid
@@ -302,10 +442,23 @@ class _Reader:
         for assoc, ref_tag, type_ in (("dataInputAssociation", "sourceRef", "requires"),
                                       ("dataOutputAssociation", "targetRef", "produces")):
             for a in el.findall(f"{{{BPMN_NS}}}{assoc}"):
-                for ref in a.findall(f"{{{BPMN_NS}}}{ref_tag}"):
-                    target = box_refs.get((ref.text or "").strip())
+                refs = [(ref.text or "").strip() for ref in a.findall(f"{{{BPMN_NS}}}{ref_tag}")]
+                aid = a.get("id") or el.get("id")
+                if not refs:
+                    self.broken(pid, aid, f"a {assoc} of {el.get('id')!r} has no {ref_tag}: it names no data", me)
+                for ref in refs:
+                    target = box_refs.get(ref)
                     if target:
-                        self.edge(me, target, type_, None, {"element": a.get("id") or el.get("id")})
+                        self.edge(me, target, type_, None, {"element": aid})
+                    elif ref in self.dropped_refs:
+                        problem = self.dropped_refs.pop(ref)  # listed once, where it is first used
+                        self.dropped_used.add(ref)
+                        self.broken(pid, ref, f"{problem}; the {assoc} of {el.get('id')!r} that names it is left out", me)
+                    elif ref in self.dropped_used:
+                        continue
+                    elif ref not in self.ids:
+                        self.broken(pid, aid, f"the {ref_tag} {ref!r} of a {assoc} of {el.get('id')!r} names no "
+                                              f"element of the document", me)
 
     def data_refs(self, pid: str, flow: str) -> dict[str, str]:
         """Data object / store reference ids of a process -> artifact entry ids (one per object)."""
@@ -313,24 +466,34 @@ class _Reader:
         if pid in cache:
             return cache[pid]
         proc = next(p for p in self.root.findall(f"{{{BPMN_NS}}}process") if p.get("id") == pid)
-        objects = {o.get("id"): o for o in proc.iter(f"{{{BPMN_NS}}}dataObject")}
+        objects = {o.get("id"): o for o in proc.iter(f"{{{BPMN_NS}}}dataObject") if self.need_id(o, pid)}
         refs: dict[str, str] = {}
         for obj in objects.values():
-            refs[self.need_id(obj)] = self.entry(pid, obj, kind="artifact", flow=flow, meta={"flow": flow})
+            refs[obj.get("id")] = self.entry(pid, obj, kind="artifact", flow=flow, meta={"flow": flow})
         for ref in proc.iter(f"{{{BPMN_NS}}}dataObjectReference"):
             target = ref.get("dataObjectRef")
+            if not self.need_id(ref, pid):
+                continue
             if target not in objects:
-                raise BpmnError(self.file, self.need_id(ref), f"dataObjectRef {target!r} is not a data object of process {pid!r}")
+                problem = (f"dataObjectRef {target!r} is not a data object of process {pid!r}" if target
+                           else "the data object reference has no dataObjectRef")
+                if self.strict:
+                    self.broken(pid, ref.get("id"), problem)
+                self.dropped_refs[ref.get("id")] = problem  # listed where an association uses it, else at the end
+                self.dropped_pid[ref.get("id")] = pid
+                continue
             obj = objects[target]
             title = (obj.get("name") or ref.get("name") or "").strip() or None
             refs[ref.get("id")] = self.entry(pid, obj, kind="artifact", flow=flow, meta={"flow": flow}, title=title)
             self.elements.setdefault(ref.get("id"), refs[ref.get("id")])
         for ref in proc.iter(f"{{{BPMN_NS}}}dataStoreReference"):
-            store = self.stores.get(ref.get("dataStoreRef"))
+            if not self.need_id(ref, pid):
+                continue
+            store = self.stores.get(_ref(ref, "dataStoreRef"))
             el = store if store is not None else ref
             title = ((el.get("name") or ref.get("name") or "").strip()) or None
-            refs[self.need_id(ref)] = self.entry(pid, el, kind="artifact", flow=flow, title=title,
-                                                 meta={"flow": flow, "store": True, "input": True, "output": True})
+            refs[ref.get("id")] = self.entry(pid, el, kind="artifact", flow=flow, title=title,
+                                             meta={"flow": flow, "store": True, "input": True, "output": True})
             self.elements.setdefault(ref.get("id"), refs[ref.get("id")])
         cache[pid] = refs
         self._refs = cache
@@ -339,36 +502,78 @@ class _Reader:
     def message_flows(self) -> None:
         for mf in self.root.iter(f"{{{BPMN_NS}}}messageFlow"):
             mid = self.need_id(mf)
-            src, dst = self.elements.get(mf.get("sourceRef")), self.elements.get(mf.get("targetRef"))
+            if not mid:
+                continue
+            ends = (_ref(mf, "sourceRef"), _ref(mf, "targetRef"))
+            src, dst = (self.elements.get(e or "") for e in ends)
+            unknown = [e for e in ends if e not in self.elements and e not in self.participants]
+            if unknown:
+                self.broken(None, mid, f"the message flow's {' and '.join(repr(e) for e in unknown)} names no flow "
+                                       f"node and no participant; left out", src or dst)
+                continue
             if not src or not dst:
-                self.skipped.append(f"message flow {mid}: {mf.get('sourceRef')} -> {mf.get('targetRef')} "
+                self.skipped.append(f"message flow {mid}: {ends[0]} -> {ends[1]} "
                                     f"(an end is a collapsed pool, not a flow node)")
                 continue
             name = (mf.get("name") or "").strip()
             self.edge(src, dst, "precedes", f"message: {name}" if name else "message",
                       {"element": mid, "handoff": True})
 
+    def attach_broken(self) -> list[dict]:
+        """Each broken element into the metadata (``broken``) of the entry it hangs on; the list
+        of all, for the ingest report (an element of a process with no flow node hangs on none)."""
+        by_entry: dict[str, list[dict]] = {}
+        out = []
+        for b in self.broken_found:
+            anchor = b["anchor"] or self.anchors.get(b["process"]) or (
+                next(iter(self.anchors.values()), None) if not b["process"] else None)
+            out.append({"file": self.file, "element": b["element"], "process": b["process"], "problem": b["problem"],
+                        "entry": anchor})
+            if anchor:
+                by_entry.setdefault(anchor, []).append({"element": b["element"], "problem": b["problem"]})
+        for e in self.entries:
+            if e["id"] in by_entry:
+                meta = json.loads(e["metadata"])
+                meta["broken"] = by_entry[e["id"]]
+                e["metadata"] = json.dumps(meta, sort_keys=True)
+        return out
 
-def parse_bpmn(xml: bytes | str, *, file: str = "model.bpmn") -> BpmnModel:
+
+def parse_bpmn(xml: bytes | str, *, file: str = "model.bpmn", strict: bool = False) -> BpmnModel:
     """Read one BPMN 2.0 document into bank rows (see the module doc for the mapping).
 
-    ``file`` names the document in errors and in each entry's ``metadata.bpmn.file``. Raises
-    :class:`~kbtools.errors.BpmnError` naming the element for a dangling reference, a missing id,
-    a DTD or entity declaration, XML that is not well formed, or a document without a process.
+    ``file`` names the document in errors and in each entry's ``metadata.bpmn.file``. A broken
+    element (a sequence flow whose ``sourceRef``/``targetRef`` names no flow node of its process,
+    a boundary event whose ``attachedToRef`` is not an activity, a data object reference without
+    a data object, a data association naming no data, an element without an id, ...) is left out
+    and listed in :attr:`BpmnModel.broken`, and in the ``broken`` metadata of the entry nearest
+    to it (where :func:`~kbtools.graph.holes.workflow_holes` reports it as ``broken_reference``).
+    ``strict=True`` refuses the document at its first broken element instead. Either way raises
+    :class:`~kbtools.errors.BpmnError` for a DTD or entity declaration, XML that is not well
+    formed, a root that is not BPMN ``<definitions>``, or a document without a process.
 
     >>> parse_bpmn(b'<definitions xmlns="http://www.omg.org/spec/BPMN/20100524/MODEL"/>', file="x.bpmn")
     Traceback (most recent call last):
     ...
     kbtools.errors.BpmnError: x.bpmn: the document defines no <process>: nothing to read
+    >>> bad = (b'<definitions xmlns="http://www.omg.org/spec/BPMN/20100524/MODEL"><process id="P">'
+    ...        b'<task id="T"/><sequenceFlow id="F" sourceRef="T" targetRef="Gone"/></process></definitions>')
+    >>> [(b["element"], b["problem"][:38]) for b in parse_bpmn(bad).broken]
+    [('F', "targetRef 'Gone' is not a flow node of")]
+    >>> parse_bpmn(bad, file="x.bpmn", strict=True)
+    Traceback (most recent call last):
+    ...
+    kbtools.errors.BpmnError: x.bpmn: element 'F': targetRef 'Gone' is not a flow node of process 'P' (or of the sub-process that holds the flow)
     """
     root = _read(xml, file)
     if root.find(f"{{{BPMN_NS}}}process") is None:
         raise BpmnError(file, None, "the document defines no <process>: nothing to read")
-    reader = _Reader(root, file)
+    reader = _Reader(root, file, strict)
     reader.read()
+    broken = reader.attach_broken()
     entries = pl.DataFrame(reader.entries, schema=_ENTRY_SCHEMA)
     edges = pl.DataFrame(list(reader.edges.values()), schema=_EDGE_SCHEMA)
-    return BpmnModel(entries, edges, dict(reader.elements), dict(reader.flows), list(reader.skipped))
+    return BpmnModel(entries, edges, dict(reader.elements), dict(reader.flows), list(reader.skipped), broken)
 
 
 def color_bpmn(xml: bytes | str, holes: dict[str, tuple[str, str]], *, file: str = "model.bpmn") -> bytes:

@@ -103,10 +103,11 @@ def centrality(bank: Bank, *, betweenness_sample: int | None = None, trusted_onl
         to_igraph(bank, trusted_only=trusted_only), betweenness_sample=betweenness_sample), on=("entries", "edges"))
 
 
-def workflow_holes(bank: Bank) -> pl.DataFrame:
+def workflow_holes(bank: Bank, *, lanes: bool = False) -> pl.DataFrame:
     """The holes in the bank's process flows, declared or inferred from ``precedes`` edges alone: id,
-    title, flow, hole, severity, explanation, question, affects, declared."""
-    return _holes.workflow_holes(bank.entries, bank.edges)
+    title, flow, hole, severity, explanation, question, affects, declared. ``lanes=True``: a step in
+    a BPMN pool needs a lane (by default its participant owns it)."""
+    return _holes.workflow_holes(bank.entries, bank.edges, lanes=lanes)
 
 
 def process_flows(bank: Bank) -> pl.DataFrame:

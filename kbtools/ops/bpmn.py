@@ -5,7 +5,10 @@ Reading is :func:`kbtools.model.bpmn.parse_bpmn` (pure); :func:`plan_ingest` (pu
 the files hold with the bank: new elements are created, changed ones updated in place (same ids:
 they derive from the BPMN ids), elements gone from a re-read process archived, and the process
 edges the model no longer draws removed (edges that agents added by hand are kept). All files are
-read and checked before anything is written; one bad file stops the ingest with its element named.
+read and checked before anything is written. A broken element (a dangling reference) is left out
+and listed in the report (``broken``) and among the holes (``broken_reference``); with
+``strict=True`` it stops the ingest with its element named. A file that is not well-formed XML, or
+holds no process, always stops it; nothing is written.
 
 >>> import kbtools as kb, tempfile, pathlib  # doctest: +SKIP
 >>> bank = kb.create_bank(pathlib.Path(tempfile.mkdtemp()) / "b")  # doctest: +SKIP
@@ -48,13 +51,14 @@ def _files(source: str | os.PathLike) -> list[Path]:
     return [path]
 
 
-def read_models(source: str | os.PathLike, *, progress: Callable | None = None) -> list[BpmnModel]:
+def read_models(source: str | os.PathLike, *, strict: bool = False,
+                progress: Callable | None = None) -> list[BpmnModel]:
     """Parse a .bpmn file or every .bpmn file under a folder (sorted); a process id defined by
-    two files is refused (the id is the process's key)."""
+    two files is refused (the id is the process's key). ``strict``: see :func:`parse_bpmn`."""
     files = _files(source)
     models, seen = [], {}
     for n, path in enumerate(files, 1):
-        model = parse_bpmn(path.read_bytes(), file=str(path.resolve()))
+        model = parse_bpmn(path.read_bytes(), file=str(path.resolve()), strict=strict)
         for pid in model.flows:
             if pid in seen:
                 raise BpmnError(str(path), pid, f"process id already defined by {seen[pid]}; a process id names one "
@@ -127,14 +131,16 @@ def _commit(bank: Bank, plan: Callable[[Bank], Plan], *, actor: str) -> None:
 
 
 def ingest_bpmn(bank: Bank, source: str | os.PathLike, *, actor: str = "ingest", dry_run: bool = False,
-                progress: Callable | None = None) -> dict:
+                strict: bool = False, progress: Callable | None = None) -> dict:
     """Read a .bpmn file (or a folder of them) into the bank as process flows, in one transaction.
 
     Returns a report: files, flows (per process: its flow name), created / updated / unchanged /
-    archived entries, edges added / updated / removed, holes (found in the ingested flows) and
-    skipped (what the files hold that has no place in the bank, with the reason). Re-ingesting a
-    changed file updates the same entries. A bad file raises :class:`~kbtools.errors.BpmnError`
-    naming the element; nothing is written. ``dry_run`` reports without writing.
+    archived entries, edges added / updated / removed, holes (found in the ingested flows),
+    skipped (what the files hold that has no place in the bank, with the reason) and broken (each
+    broken element left out: file, element, process, problem, entry). Re-ingesting a changed file
+    updates the same entries. ``strict=True`` refuses a file at its first broken element; XML that
+    is not well formed or a file without a process raises :class:`~kbtools.errors.BpmnError` in
+    either mode, naming the file; nothing is written. ``dry_run`` reports without writing.
 
     >>> import kbtools as kb, tempfile, pathlib
     >>> bank = kb.create_bank(pathlib.Path(tempfile.mkdtemp()) / "b")
@@ -144,7 +150,7 @@ def ingest_bpmn(bank: Bank, source: str | os.PathLike, *, actor: str = "ingest",
     """
     if not isinstance(actor, str) or not actor.strip():
         raise KbError(f"actor={actor!r}: an ingest needs a non-empty actor name")
-    models = read_models(source, progress=progress)
+    models = read_models(source, strict=strict, progress=progress)
     entries = pl.concat([m.entries for m in models])
     edges = pl.concat([m.edges for m in models]).unique(["src", "dst", "type"], keep="first", maintain_order=True)
     report: dict = {}
@@ -160,17 +166,20 @@ def ingest_bpmn(bank: Bank, source: str | os.PathLike, *, actor: str = "ingest",
     holes = workflow_holes(entries.with_columns(status=pl.lit("active")), edges) if dry_run else \
         workflow_holes(bank.entries, bank.edges).filter(pl.col("id").is_in(sorted(mine)))
     report.update(files=[m.entries["metadata"].str.json_path_match("$.bpmn.file")[0] for m in models if m.entries.height],
-                  flows=flows, holes=holes.height, skipped=[s for m in models for s in m.skipped], dry_run=dry_run)
+                  flows=flows, holes=holes.height, skipped=[s for m in models for s in m.skipped],
+                  broken=[b for m in models for b in m.broken], dry_run=dry_run)
     return report
 
 
-def export_bpmn_holes(bank: Bank, out: str | os.PathLike, *, source: str | os.PathLike | None = None) -> list[Path]:
+def export_bpmn_holes(bank: Bank, out: str | os.PathLike, *, source: str | os.PathLike | None = None,
+                      lanes: bool = False) -> list[Path]:
     """Write each ingested BPMN diagram back with its holes coloured (see
     :func:`kbtools.model.bpmn.color_bpmn`); returns the files written.
 
     The diagrams are read from the files recorded at ingest (``metadata.bpmn.file``), or from
     ``source`` (a file or folder) when they have moved. ``out`` is a file when the bank holds one
-    diagram, else a folder (one ``<name>.holes.bpmn`` per diagram).
+    diagram, else a folder (one ``<name>.holes.bpmn`` per diagram). ``lanes``: as for
+    :func:`~kbtools.graph.holes.workflow_holes`.
 
     >>> import kbtools as kb, tempfile, pathlib
     >>> tmp = pathlib.Path(tempfile.mkdtemp())
@@ -183,7 +192,7 @@ def export_bpmn_holes(bank: Bank, out: str | os.PathLike, *, source: str | os.Pa
         pl.col("metadata").str.json_path_match("$.bpmn.element").alias("element"))
     if meta.height == 0:
         raise KbError(f"{bank.path}: the bank holds no ingested BPMN model (ingest one with kb.ingest_bpmn)")
-    holes = workflow_holes(bank.entries, bank.edges)
+    holes = workflow_holes(bank.entries, bank.edges, lanes=lanes)
     marks = (holes.join(meta, on="id", how="inner").group_by("file", "element", maintain_order=True)
              .agg(pl.col("severity").first(), pl.col("hole").unique(maintain_order=True).str.join(", ")))
     given = {p.name: p for p in _files(source)} if source is not None else {}

@@ -299,7 +299,7 @@ def ingest(bank: Bank, source: str | os.PathLike, *, text_field: str = "text", k
            title_format: str = "{title}", created_field: str | None = None, systems_field: str | None = None,
            tasks_field: str | None = None, edges: Sequence[EdgeMap | str] = (), cite: str | None = None,
            meta_fields: Sequence[str] = (), skip_sections: Sequence[str] = (), head_section: str | None = None,
-           guard: str = "report",
+           guard: str = "report", strict: bool = False,
            dry_run: bool = False, actor: str = "ingest",
            progress: Callable[[int, int], None] | None = None) -> dict:
     """Ingest ``source`` into ``bank`` in one transaction and return the report: documents,
@@ -310,7 +310,8 @@ def ingest(bank: Bank, source: str | os.PathLike, *, text_field: str = "text", k
 
     ``edges``: :class:`EdgeMap` or specs for :func:`parse_edge_map`. ``cite``: a regular
     expression whose first group is a document key (``r"PEP\\s*(\\d+)"``). A ``.bpmn`` file or a
-    folder holding ``.bpmn`` files is handed to the BPMN importer.
+    folder holding ``.bpmn`` files is handed to the BPMN importer (``strict``: refuse a BPMN file at
+    its first broken element instead of leaving it out and listing it).
 
     >>> import tempfile, pathlib
     >>> from kbtools.store.bank import create_bank
@@ -320,7 +321,7 @@ def ingest(bank: Bank, source: str | os.PathLike, *, text_field: str = "text", k
     """
     path = Path(source)
     if _bpmn_source(path):
-        return ingest_bpmn(bank, path, actor=actor, dry_run=dry_run, progress=progress)
+        return ingest_bpmn(bank, path, actor=actor, dry_run=dry_run, strict=strict, progress=progress)
     maps = [m if isinstance(m, EdgeMap) else parse_edge_map(m) for m in edges]
     if cite is not None:
         try:

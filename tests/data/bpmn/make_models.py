@@ -8,6 +8,7 @@ sequence flows; optional pools and message flows. Shapes are laid out left to ri
 from __future__ import annotations
 
 import pathlib
+import xml.etree.ElementTree as ET
 from xml.sax.saxutils import escape, quoteattr
 
 HERE = pathlib.Path(__file__).parent
@@ -26,14 +27,15 @@ def _kind(tag):
         return "event"
     if tag.startswith("data"):
         return "data"
-    return "subProcess" if tag == "subProcess" else "task"
+    return "subProcess" if tag in ("subProcess", "adHocSubProcess") else "task"
 
 
 def _node(n, flows_out, flows_in, depth=2):
     nid, tag, name, extra = (*n, {})[:4]
     pad = "  " * depth
     attrs = f" id={quoteattr(nid)}" + (f" name={quoteattr(name)}" if name else "")
-    for key in ("attachedToRef", "default", "dataObjectRef", "dataStoreRef", "calledElement", "triggeredByEvent"):
+    for key in ("attachedToRef", "default", "dataObjectRef", "dataStoreRef", "calledElement", "triggeredByEvent",
+                "isForCompensation"):
         if key in extra:
             attrs += f" {key}={quoteattr(extra[key])}"
     if extra.get("cancel") is False:
@@ -49,7 +51,9 @@ def _node(n, flows_out, flows_in, depth=2):
         body.append(f'{pad}  <bpmn:dataInputAssociation id="{nid}_in{i}"><bpmn:sourceRef>{ref}</bpmn:sourceRef></bpmn:dataInputAssociation>')
     for i, ref in enumerate(extra.get("outputs", [])):
         body.append(f'{pad}  <bpmn:dataOutputAssociation id="{nid}_out{i}"><bpmn:targetRef>{ref}</bpmn:targetRef></bpmn:dataOutputAssociation>')
-    if extra.get("trigger"):
+    if extra.get("trigger") == "link":
+        body.append(f'{pad}  <bpmn:linkEventDefinition id="{nid}_def" name={quoteattr(extra["link"])} />')
+    elif extra.get("trigger"):
         body.append(f'{pad}  <bpmn:{extra["trigger"]}EventDefinition id="{nid}_def" />')
     if "children" in extra:
         body += _content(extra["children"], depth + 1)
@@ -81,6 +85,8 @@ def _content(proc, depth):
                          f"{escape(cond)}</bpmn:conditionExpression></bpmn:sequenceFlow>")
         else:
             lines.append(f"{pad}<bpmn:sequenceFlow {attrs} />")
+    for aid, src, dst in proc.get("associations", []):
+        lines.append(f'{pad}<bpmn:association id="{aid}" associationDirection="One" sourceRef="{src}" targetRef="{dst}" />')
     return lines
 
 
@@ -158,6 +164,8 @@ def write(name, processes, pools=None, messages=()):
                          f'width="{w}" height="{h}" /></bpmndi:BPMNShape>')
         where.update(shapes)
         for fid, src, dst, *_ in proc.get("flows", []):
+            if src not in shapes or dst not in shapes:  # a flow to nowhere (broken_refs) has no edge drawn
+                continue
             (x1, y1, w1, h1), (x2, y2, w2, h2) = shapes[src], shapes[dst]
             lines.append(f'      <bpmndi:BPMNEdge id="{fid}_di" bpmnElement="{fid}"><di:waypoint x="{x1 + w1}" y="{y1 + h1 // 2}" />'
                          f'<di:waypoint x="{x2}" y="{y2 + h2 // 2}" /></bpmndi:BPMNEdge>')
@@ -171,12 +179,13 @@ def write(name, processes, pools=None, messages=()):
     (HERE / f"{name}.bpmn").write_text("\n".join(lines), encoding="utf-8")
 
 
-def proc(pid, name, nodes, flows, lanes=None, objects=()):
-    return {"id": pid, "name": name, "nodes": nodes, "flows": flows, "lanes": lanes, "objects": list(objects)}
+def proc(pid, name, nodes, flows, lanes=None, objects=(), associations=()):
+    return {"id": pid, "name": name, "nodes": nodes, "flows": flows, "lanes": lanes, "objects": list(objects),
+            "associations": list(associations)}
 
 
-def lane(nodes, name="Clerk"):
-    return [("Lane_1", name, [n[0] for n in nodes])]
+def lane(nodes, name="Clerk", lane_id="Lane_1"):
+    return [(lane_id, name, [n[0] for n in nodes])]
 
 
 def main():
@@ -258,11 +267,79 @@ def main():
              ("B_end", "endEvent", "Goods in")]
     seller = [("S_start", "startEvent", "Order in", {"trigger": "message"}), ("S_ship", "task", "Ship goods"),
               ("S_bill", "sendTask", "Send invoice"), ("S_end", "endEvent", "Done")]
-    write("collaboration", [proc("Process_buyer", "Buying", buyer, [("BF1", "B_start", "B_order"), ("BF2", "B_order", "B_wait"), ("BF3", "B_wait", "B_end")], lane(buyer, "Buyer")),
-                            proc("Process_seller", "Selling", seller, [("SF1", "S_start", "S_ship"), ("SF2", "S_ship", "S_bill"), ("SF3", "S_bill", "S_end")], lane(seller, "Seller"))],
+    write("collaboration", [proc("Process_buyer", "Buying", buyer, [("BF1", "B_start", "B_order"), ("BF2", "B_order", "B_wait"), ("BF3", "B_wait", "B_end")], lane(buyer, "Buyer", "Lane_buyer")),
+                            proc("Process_seller", "Selling", seller, [("SF1", "S_start", "S_ship"), ("SF2", "S_ship", "S_bill"), ("SF3", "S_bill", "S_end")], lane(seller, "Seller", "Lane_seller"))],
           pools=[("Pool_buyer", "Buyer company", "Process_buyer"), ("Pool_seller", "Supplier", "Process_seller"), ("Pool_bank", "Bank", None)],
           messages=[("M1", "B_order", "S_start", "purchase order"), ("M2", "S_ship", "B_wait", "goods"), ("M3", "S_bill", "Pool_bank", "invoice copy")])
     order_to_cash()
+    semantics()
+
+
+def semantics():
+    """The BPMN semantics a process expert checks: each model is clean as drawn (or has the one hole
+    named beside it), where a walker that does not know the construct finds holes."""
+    # compensation: a compensation boundary event, its handler and the association between them
+    n = [("Start", "startEvent", "Trip booked"), ("Hotel", "task", "Book hotel"),
+         ("Comp", "boundaryEvent", "Undo booking", {"attachedToRef": "Hotel", "trigger": "compensate"}),
+         ("Cancel", "task", "Cancel hotel", {"isForCompensation": "true"}),
+         ("Charge", "task", "Charge card"), ("End", "endEvent", "Trip paid")]
+    f = [("F1", "Start", "Hotel"), ("F2", "Hotel", "Charge"), ("F3", "Charge", "End")]
+    write("compensation", [proc("Process_compensation", "Travel", n, f, lane(n), associations=[("A1", "Comp", "Cancel")])])
+    # ad-hoc sub-process: its activities run in any order, with no flows
+    inner = {"nodes": [("AH_flight", "task", "Book flight"), ("AH_hotel", "task", "Book hotel"),
+                       ("AH_car", "task", "Rent car")], "flows": []}
+    n = [("Start", "startEvent", "Trip approved"), ("Plan", "adHocSubProcess", "Plan trip", {"children": inner}),
+         ("End", "endEvent", "Trip planned")]
+    write("adhoc", [proc("Process_adhoc", "Trip planning", n, [("F1", "Start", "Plan"), ("F2", "Plan", "End")], lane(n))])
+    # link events: a throw and a catch with the same link name are a "go to"
+    n = [("Start", "startEvent", "Claim in"), ("Log", "task", "Log claim"),
+         ("Throw", "intermediateThrowEvent", "To assessment", {"trigger": "link", "link": "Assess"}),
+         ("Catch", "intermediateCatchEvent", "From intake", {"trigger": "link", "link": "Assess"}),
+         ("Assess", "task", "Assess claim"), ("End", "endEvent", "Claim assessed")]
+    f = [("F1", "Start", "Log"), ("F2", "Log", "Throw"), ("F3", "Catch", "Assess"), ("F4", "Assess", "End")]
+    write("link_events", [proc("Process_links", "Claims intake", n, f, lane(n))])
+    # event sub-process: started by its own event, not by the parent's flow
+    inner = {"nodes": [("ES_start", "startEvent", "Customer cancels", {"trigger": "message"}),
+                       ("ES_stop", "task", "Stop handling"), ("ES_end", "endEvent", "Cancelled")],
+             "flows": [("ESF1", "ES_start", "ES_stop"), ("ESF2", "ES_stop", "ES_end")]}
+    n = [("Start", "startEvent", "Complaint in"), ("Handle", "task", "Handle complaint"), ("End", "endEvent", "Complaint closed"),
+         ("Cancel", "subProcess", "Cancellation", {"triggeredByEvent": "true", "children": inner})]
+    write("event_subprocess", [proc("Process_event_sub", "Complaints", n, [("F1", "Start", "Handle"), ("F2", "Handle", "End")], lane(n))])
+    # the same with a parent that has no start event: its start-less first task is its start
+    n = [("Handle", "task", "Handle complaint"), ("Reply", "task", "Reply to customer"), ("End", "endEvent", "Complaint closed"),
+         ("Cancel", "subProcess", "Cancellation", {"triggeredByEvent": "true", "children": inner})]
+    write("event_subprocess_implicit_start", [proc("Process_event_sub_implicit", "Complaints without start event", n,
+                                                   [("F1", "Handle", "Reply"), ("F2", "Reply", "End")], lane(n))])
+    # implicit parallel starts: two start events flow into one task with no join: it runs twice
+    n = [("Phone", "startEvent", "Order by phone"), ("Web", "startEvent", "Order online"), ("Enter", "task", "Enter order"),
+         ("Ship", "task", "Ship order"), ("End", "endEvent", "Order shipped")]
+    f = [("F1", "Phone", "Enter"), ("F2", "Web", "Enter"), ("F3", "Enter", "Ship"), ("F4", "Ship", "End")]
+    write("fake_join", [proc("Process_fake_join", "Orders", n, f, lane(n))])
+    # the valid twin: the two starts merge at an exclusive gateway first
+    n2 = n + [("Merge", "exclusiveGateway", None)]
+    f2 = [("F1", "Phone", "Merge"), ("F2", "Web", "Merge"), ("F5", "Merge", "Enter"), ("F3", "Enter", "Ship"), ("F4", "Ship", "End")]
+    write("fake_join_ok", [proc("Process_fake_join_ok", "Orders merged", n2, f2, lane(n2))])
+    # pooled processes: the participant owns its process; lanes only when asked for
+    a = [("A_start", "startEvent", "Need repair"), ("A_call", "sendTask", "Call the garage"), ("A_pay", "task", "Pay the bill"),
+         ("A_end", "endEvent", "Car back")]
+    b = [("G_start", "startEvent", "Call in", {"trigger": "message"}), ("G_fix", "task", "Repair car"),
+         ("G_bill", "sendTask", "Send bill"), ("G_end", "endEvent", "Repaired")]
+    write("pooled", [proc("Process_driver", "Driver", a, [("AF1", "A_start", "A_call"), ("AF2", "A_call", "A_pay"), ("AF3", "A_pay", "A_end")]),
+                     proc("Process_garage", "Garage", b, [("GF1", "G_start", "G_fix"), ("GF2", "G_fix", "G_bill"), ("GF3", "G_bill", "G_end")],
+                          [("Lane_mechanic", "Mechanic", ["G_start", "G_fix", "G_end"])])],
+          pools=[("Pool_driver", "Driver", "Process_driver"), ("Pool_garage", "Garage", "Process_garage")],
+          messages=[("M1", "A_call", "G_start", "repair request"), ("M2", "G_bill", "A_pay", "bill")])
+    # broken references a modeler still opens: a flow to nowhere, a boundary event on a gateway, a
+    # data object reference without a data object
+    n = [("Start", "startEvent", "Parcel in"), ("Check", "task", "Check parcel", {"inputs": ["Ref_label"]}),
+         ("Gate", "exclusiveGateway", "Damaged?"), ("Claim", "task", "File claim"), ("Store", "task", "Store parcel"),
+         ("Late", "boundaryEvent", "Too late", {"attachedToRef": "Gate", "trigger": "timer"}), ("Escalate", "task", "Escalate"),
+         ("End", "endEvent", "Parcel handled"), ("End2", "endEvent", "Escalated"),
+         ("Ref_label", "dataObjectReference", "Shipping label", {})]
+    f = [("F1", "Start", "Check"), ("F2", "Check", "Gate"), ("F3", "Gate", "Claim", "yes"), ("F4", "Gate", "Store", "no"),
+         ("F5", "Claim", "End"), ("F6", "Store", "End"), ("F7", "Late", "Escalate"), ("F8", "Escalate", "End2"),
+         ("F_ghost", "Store", "Ghost")]
+    write("broken_refs", [proc("Process_broken", "Parcels", n, f, lane(n[:9]))])
 
 
 def order_to_cash():
@@ -323,5 +400,63 @@ def order_to_cash():
                     ("MF3", "C_pay", "O_paid", "payment")])
 
 
+BPMN = "http://www.omg.org/spec/BPMN/20100524/MODEL"
+_FLOW_FIRST = {"sequenceFlow": 0, "association": 1}
+
+
+def plain(xml: bytes) -> bytes:
+    """The same model as another tool writes it: the BPMN namespace as the default one (no
+    prefix), no ``incoming``/``outgoing`` lists, no diagram interchange, no extension attributes,
+    sequence flows before the nodes they join, nodes in reverse order, lane sets last and the
+    collaboration after the processes; references that the schema types as QNames (processRef,
+    attachedToRef, a message flow's ends) written with a prefix, event definitions global and
+    named by eventDefinitionRef, booleans as 1 / 0."""
+    root = ET.fromstring(xml)
+    for el in root.iter():
+        for key in [k for k in el.attrib if k.startswith("{")]:
+            del el.attrib[key]
+        local = el.tag.rsplit("}", 1)[1]
+        for key in ("processRef", "attachedToRef") + (("sourceRef", "targetRef") if local == "messageFlow" else ()):
+            if el.get(key):
+                el.set(key, f"tns:{el.get(key)}")
+        for key in ("cancelActivity", "triggeredByEvent", "isForCompensation", "isExecutable"):
+            if el.get(key) in ("true", "false"):
+                el.set(key, "1" if el.get(key) == "true" else "0")
+    for parent in list(root.iter()):
+        for child in list(parent):
+            if child.tag.endswith("EventDefinition") and parent is not root:
+                parent.remove(child)
+                root.insert(0, child)
+                ET.SubElement(parent, f"{{{BPMN}}}eventDefinitionRef").text = child.get("id")
+    root.set("exporter", "another modeling tool")
+    for parent in list(root.iter()):
+        kids = list(parent)
+        keep = [k for k in kids if k.tag.startswith(f"{{{BPMN}}}") and k.tag.rsplit("}", 1)[1] not in ("incoming", "outgoing")]
+        if parent is root:
+            keep.sort(key=lambda k: k.tag.endswith("collaboration"))
+        elif parent.tag.rsplit("}", 1)[1] in ("process", "subProcess", "adHocSubProcess", "transaction"):
+            where = {id(k): i for i, k in enumerate(keep)}
+
+            def rank(k):
+                local = k.tag.rsplit("}", 1)[1]
+                return (_FLOW_FIRST.get(local, 3 if local == "laneSet" else 2), -where[id(k)])
+            keep.sort(key=rank)
+        for k in kids:
+            parent.remove(k)
+        parent.extend(keep)
+    for el in root.iter():  # every element is in the BPMN namespace now: declare it once, as the default
+        el.tag = el.tag.rsplit("}", 1)[1]
+    root.set("xmlns", BPMN)
+    root.set("xmlns:tns", root.get("targetNamespace"))
+    ET.indent(root, space="\t")
+    return ET.tostring(root, encoding="utf-8", xml_declaration=True) + b"\n"
+
+
+def write_plain(name):
+    (HERE / "serialisations").mkdir(exist_ok=True)
+    (HERE / "serialisations" / f"{name}_plain.bpmn").write_bytes(plain((HERE / f"{name}.bpmn").read_bytes()))
+
+
 if __name__ == "__main__":
     main()
+    write_plain("order_to_cash")
