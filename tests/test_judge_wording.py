@@ -92,3 +92,15 @@ def test_a_correction_names_the_change_in_its_note():
     assert verdict.action == "supersede" and "changes 30 s to 60 s" in verdict.note
     same = rule_judge(row, dict(row, id="b", content="Heads up: the API gateway timeout is 30 s."))
     assert same.action == "merge" and same.confidence >= MERGE_CONFIDENCE
+
+
+def test_health_lists_what_the_judge_folds(tmp_path):
+    bank, ids = _bank(tmp_path)
+    finding = kb.health(bank).finding("duplicate_candidates")
+    report = kb.judge_bank(bank, dry_run=True)
+    folded = report["decisions"].filter(pl.col("action") != "distinct")
+    assert finding.count == folded.height == 5
+    assert {frozenset((e["a"], e["b"])) for e in finding.examples} == {frozenset(p) for p in ids}
+    seen = {(e["a"], e["b"]): e["action"] for e in finding.examples}
+    assert seen == {(r["a"], r["b"]): r["action"] for r in folded.iter_rows(named=True)}
+    assert finding.detail["differing_values"] > 0  # the template siblings: candidates, never findings

@@ -132,6 +132,14 @@ def _message(r: Mapping) -> str:
     return (r.get("subject", "") + "\n\n" + re.sub(r"\n{3,}", "\n\n", body)).strip()
 
 
+_TAGS = re.compile(r"\[(?:ci skip|skip ci|ci-skip)\]|\(#\d+\)", re.I)
+
+
+def _said(r: Mapping) -> str:
+    """What a message says, for finding repeats: case, spacing, "[ci skip]" and "(#N)" aside."""
+    return re.sub(r"\s+", " ", _TAGS.sub(" ", _message(r))).strip().lower()
+
+
 def commit_rows(records: Iterable[Mapping]) -> list[dict]:
     """One entries-like row per commit: ``id`` the sha, ``content`` the message without its trailers."""
     return [{"id": r["sha"], "title": r.get("subject", ""), "summary": "", "content": _message(r), "systems": [],
@@ -154,14 +162,15 @@ def revert_pairs(records: Iterable[Mapping]) -> list[dict]:
 
 
 def repeated_messages(records: Iterable[Mapping]) -> tuple[list[dict], dict]:
-    """Commits whose whole message (subject and body, trailers aside) repeats another's: one pair per
+    """Commits whose whole message (subject and body; trailers, case, spacing, "[ci skip]" and "(#N)"
+    aside) repeats another's: one pair per
     repeated message (its two latest commits), label ``duplicate``; with counts of what was found
     (messages repeated, their commits, and same-subject commits whose bodies differ, not used)."""
     by_message: dict[str, list[Mapping]] = {}
     subjects: dict[str, set[str]] = {}
     for r in records:
-        by_message.setdefault(re.sub(r"\s+", " ", _message(r)), []).append(r)
-        subjects.setdefault(r.get("subject", ""), set()).add(re.sub(r"\s+", " ", _message(r)))
+        by_message.setdefault(_said(r), []).append(r)
+        subjects.setdefault(r.get("subject", ""), set()).add(_said(r))
     pairs, commits = [], 0
     for rows in by_message.values():
         if len(rows) < 2:

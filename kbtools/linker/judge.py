@@ -263,19 +263,22 @@ def _metadata_points_at(row: Mapping, other: str) -> bool:
 
 
 def _names_the_other(a: Mapping, b: Mapping) -> bool:
-    """``b`` names ``a`` by a reference in ``a``'s title ("PEP 333") next to a word of replacement."""
-    refs = re.findall(r"\b([A-Z]{2,6})\s*0*(\d{1,6})\b", str(a.get("title") or ""))
+    """``b`` names ``a`` (its id, at least seven characters of it, or a reference in ``a``'s title
+    such as "PEP 333") in a sentence with a word of replacement ("supersedes", "reverts")."""
+    refs = [rf"(?:\b{kind}\s*0*{num}\b|:{kind.lower()}:`0*{num}`)"
+            for kind, num in re.findall(r"\b([A-Z]{2,6})\s*0*(\d{1,6})\b", str(a.get("title") or ""))]
+    own = str(a.get("id") or "")
+    if len(own) >= 7:
+        refs.append(rf"\b{re.escape(own[:7])}[0-9a-z]*\b")
     text = f"{b.get('content') or ''}"
-    for kind, num in refs:
-        ref = rf"(?:\b{kind}\s*0*{num}\b|:{kind.lower()}:`0*{num}`)"
-        for sentence in _SENTENCE.split(text):
-            if re.search(ref, sentence) and _REPLACES.search(sentence):
-                return True
+    for sentence in _SENTENCE.split(text):
+        if _REPLACES.search(sentence) and any(re.search(ref, sentence) for ref in refs):
+            return True
     return False
 
 
 _REPLACES = re.compile(r"\b(supersed\w*|replac\w*|obsolet\w*|successor|update[sd]? (?:of|to)|revis\w*|"
-                       r"withdraw\w*|instead of|deprecat\w*)\b", re.I)
+                       r"withdraw\w*|instead of|deprecat\w*|revert\w*)\b", re.I)
 
 
 def _body(row: Mapping) -> str:
