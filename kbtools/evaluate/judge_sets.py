@@ -23,7 +23,7 @@ import numpy as np
 from kbtools.errors import ValidationError
 
 __all__ = ["HAND_WRITTEN", "LABELS", "SPLIT_SEED", "read_pairs", "hand_written_halves", "read_records",
-           "pep_rows", "pep_pairs", "commit_rows", "revert_pairs", "repeated_messages"]
+           "pep_rows", "pep_pairs", "commit_rows", "revert_pairs", "repeated_messages", "said"]
 
 #: The hand-written pairs, committed before the judge was tuned on any of them.
 HAND_WRITTEN = Path(__file__).resolve().parent / "data" / "judge_pairs.jsonl"
@@ -78,24 +78,12 @@ def read_records(path: str | Path) -> list[dict]:
         return [json.loads(line) for line in fh if line.strip()]
 
 
-_SECTION = re.compile(r"^([^\n]+)\n([=*~-])\2{2,}\s*$", re.M)
-
-
-def _abstract(body: str, limit: int = 2000) -> str:
-    """A PEP's Abstract section (its first section when it has none), cut at ``limit`` characters."""
-    heads = list(_SECTION.finditer(body))
-    for i, m in enumerate(heads):
-        if m.group(1).strip().lower() == "abstract":
-            end = heads[i + 1].start() if i + 1 < len(heads) else len(body)
-            return body[m.end():end].strip()[:limit]
-    return body[: heads[1].start() if len(heads) > 1 else limit].strip()[:limit]
-
-
 def pep_rows(records: Iterable[Mapping]) -> list[dict]:
-    """One entries-like row per PEP: ``id`` "pep-N", ``title`` "PEP N: Title", ``content`` its
-    abstract, ``created_at`` the PEP number's order (a successor PEP is newer)."""
+    """One entries-like row per PEP: ``id`` "pep-N", ``title`` "PEP N: Title", ``content`` the whole
+    document as a person reads it to decide whether one replaces the other (the headers, which
+    state the answer, left out), ``created_at`` from ``Created``."""
     return [{"id": f"pep-{r['pep']}", "title": f"PEP {r['pep']}: {r['headers'].get('Title', '')}",
-             "summary": "", "content": _abstract(r.get("body") or ""), "systems": [], "tasks": [],
+             "summary": "", "content": r.get("body") or "", "systems": [], "tasks": [],
              "metadata": "{}", "created_at": _pep_created(r)} for r in records]
 
 
@@ -135,8 +123,13 @@ def _message(r: Mapping) -> str:
 _TAGS = re.compile(r"\[(?:ci skip|skip ci|ci-skip)\]|\(#\d+\)", re.I)
 
 
-def _said(r: Mapping) -> str:
-    """What a message says, for finding repeats: case, spacing, "[ci skip]" and "(#N)" aside."""
+def said(r: Mapping) -> str:
+    """What a commit message says, for finding repeats: trailers, case, spacing, "[ci skip]" and
+    "(#N)" aside.
+
+    >>> said({"subject": "tidy-up: Whitespace [ci skip]", "body": "Closes #12"})
+    'tidy-up: whitespace'
+    """
     return re.sub(r"\s+", " ", _TAGS.sub(" ", _message(r))).strip().lower()
 
 
@@ -169,8 +162,8 @@ def repeated_messages(records: Iterable[Mapping]) -> tuple[list[dict], dict]:
     by_message: dict[str, list[Mapping]] = {}
     subjects: dict[str, set[str]] = {}
     for r in records:
-        by_message.setdefault(_said(r), []).append(r)
-        subjects.setdefault(r.get("subject", ""), set()).add(_said(r))
+        by_message.setdefault(said(r), []).append(r)
+        subjects.setdefault(r.get("subject", ""), set()).add(said(r))
     pairs, commits = [], 0
     for rows in by_message.values():
         if len(rows) < 2:

@@ -206,19 +206,20 @@ def pep_set(path, *, seed: int = NEAR_MISS_SEED) -> tuple[list, dict]:
 def curl_set(path, *, seed: int = NEAR_MISS_SEED) -> tuple[list, dict]:
     """curl's reverts (label ``correction``), its repeated commit messages (``duplicate``) and as
     many near-misses drawn from the candidate pairs of the commit messages, leaving out pairs with
-    one subject, an issue number in common or a hash of one named in the other."""
-    from kbtools.evaluate.judge_sets import commit_rows, read_records, repeated_messages, revert_pairs
+    one subject, one message, an issue number in common or a hash of one named in the other."""
+    from kbtools.evaluate.judge_sets import commit_rows, read_records, repeated_messages, revert_pairs, said
 
     records = read_records(path)
     rows = commit_rows(records)
     reverts = revert_pairs(records)
     repeats, found = repeated_messages(records)
+    message = {r["sha"]: said(r) for r in records}
     info = {r["sha"]: (r.get("subject", ""), set(re.findall(r"#(\d+)", f"{r.get('subject', '')} {r.get('body') or ''}")),
                        set(re.findall(r"\b[0-9a-f]{7,40}\b", r.get("body") or ""))) for r in records}
 
     def related(a: str, b: str) -> bool:
         (sa, ia, ha), (sb, ib, hb) = info[a], info[b]
-        return sa == sb or bool(ia & ib) or any(a.startswith(h) for h in hb) or any(b.startswith(h) for h in ha)
+        return sa == sb or message[a] == message[b] or bool(ia & ib) or any(a.startswith(h) for h in hb) or any(b.startswith(h) for h in ha)
 
     near = _near_misses(rows, reverts + repeats, related, len(reverts) + len(repeats), seed)
     return _items(rows, reverts + repeats + near), {"reverts": len(reverts), **found, "near_misses": len(near)}

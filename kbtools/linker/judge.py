@@ -342,8 +342,9 @@ def rule_judge(a: Mapping, b: Mapping, *, frame: float = 0.6, merge_confidence: 
             return Verdict("merge", "The same knowledge reported twice.", 0.95)
         return Verdict("merge", "The same knowledge reported twice; the fuller one adds context.",
                        round(min(merge_confidence - 0.05, 0.5 + c.containment * 0.35), 3))
-    return Verdict("distinct", "Same topic, different fact." + (f" Values differ: {', '.join(c.conflicts)}."
-                                                                 if c.conflicts else ""), round(1.0 - c.containment / 2, 3))
+    differ = ", ".join(c.conflicts[:5]) + (f" (and {len(c.conflicts) - 5} more)" if len(c.conflicts) > 5 else "")
+    return Verdict("distinct", "Same topic, different fact." + (f" Values differ: {differ}." if differ else ""),
+                   round(1.0 - c.containment / 2, 3))
 
 
 def _few_extra(a: str, b: str) -> bool:

@@ -205,13 +205,20 @@ class Comparison:
 
     def change_note(self) -> str:
         """The change ``b`` makes, for an edge's note ("changes 30 s to 60 s")."""
-        if self.old and self.new:
-            return f"changes {', '.join(self.old)} to {', '.join(self.new)}"
-        if self.new:
-            return f"changes the value to {', '.join(self.new)}"
-        if self.old:
-            return f"no longer {', '.join(self.old)}"
+        old, new = _few(self.old), _few(self.new)
+        if old and new:
+            return f"changes {old} to {new}"
+        if new:
+            return f"changes the value to {new}"
+        if old:
+            return f"no longer {old}"
         return "changes a value of that entry"
+
+
+def _few(values: tuple[str, ...], most: int = 3) -> str:
+    """At most ``most`` values for a note, and how many more."""
+    shown = ", ".join(values[:most])
+    return shown + (f" (and {len(values) - most} more)" if len(values) > most else "")
 
 
 #: Words of the smaller side the larger may lack and still say everything it says: a stem or two
