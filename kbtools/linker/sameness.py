@@ -150,13 +150,16 @@ def _values(text: str) -> tuple[frozenset[str], str]:
 
 
 def _stems(text: str) -> frozenset[str]:
-    out = set()
-    for surface in _WORD_RE.findall(text):
-        word = surface.lower().split("'")[0]
-        if len(word) < 2 or word in STOP_WORDS or word in _EMPTY_WORDS or word in _NUMBER_WORDS:
-            continue
-        out.add(stem(word))
-    return frozenset(out)
+    return frozenset(w for w in map(_stem_of, _WORD_RE.findall(text)) if w)
+
+
+@lru_cache(maxsize=1 << 18)
+def _stem_of(surface: str) -> str | None:
+    """The stem of a word as written, or None for a word that states nothing (memoised: texts repeat words)."""
+    word = surface.lower().split("'")[0]
+    if len(word) < 2 or word in STOP_WORDS or word in _EMPTY_WORDS or word in _NUMBER_WORDS:
+        return None
+    return stem(word)
 
 
 @lru_cache(maxsize=1 << 16)
