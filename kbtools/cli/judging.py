@@ -11,14 +11,21 @@ __all__: list[str] = []
 
 @command("judge", "judge duplicate candidates: supersedes / split_from edges or merges, with the verdict as the note")
 def _judge(args):
-    """Propose duplicate pairs (lexical similarity, and vectors when the bank is embedded), let the
-    rule-based judge decide each (merge, supersede, split, distinct) and commit the verdicts as one
-    audited transaction, actor and source "judge": "B supersedes A" (newer over older), "B split_from
-    A", or a merge of the newer into the older (only at confidence >= --merge-confidence; below it
-    a supersedes edge, so nothing is deleted). Every edge carries the verdict as its note. Prints
-    the verdicts, what was written and note coverage by source before and after.
+    """Propose duplicate pairs (lexical similarity, and vectors when the bank is embedded), each read
+    as a person reads it: the values both pin down (numbers with units, times, dates, versions,
+    identifiers), the content words once framing ("Heads up:", "FYI", "as we found again") is
+    removed, and whether the newer says it changes the older ("Correction:", "now", "instead of").
+    Pairs that say the same fact come first; two texts that differ in a value are never merged.
+    The rule-based judge decides each (merge = duplicate, supersede = correction, split, distinct)
+    and commits the verdicts as one audited transaction, actor and source "judge": "B supersedes
+    A" (newer over older), "B split_from A", or a merge of the newer into the older (only at
+    confidence >= --merge-confidence; below it a supersedes edge, so nothing is deleted; a
+    duplicate whose fuller side adds context stays below the default 0.9). Every edge carries the
+    verdict as its note (a correction's names the change: "changes 30 s to 60 s"). Prints the
+    verdicts, what was written and note coverage by source before and after.
 
-    --dry-run judges and reports but writes nothing. --limit N judges the N most similar pairs."""
+    --dry-run judges and reports but writes nothing. --limit N judges the first N pairs (same-fact
+    pairs first, then the most similar)."""
     from kbtools.ops.judging import judge_bank
     from kbtools.store.bank import open_bank
 
@@ -31,7 +38,7 @@ def _judge(args):
 register_args("judge", lambda p: (
     bank_arg(p),
     p.add_argument("--dry-run", action="store_true", help="judge and report; write nothing"),
-    p.add_argument("--limit", type=int, help="judge at most N pairs (the most similar first)"),
+    p.add_argument("--limit", type=int, help="judge at most N pairs (same-fact pairs first, then the most similar)"),
     p.add_argument("--threshold", type=float, default=0.5, help="similarity from which a pair is a candidate (default 0.5)"),
     p.add_argument("--merge-confidence", type=float, default=0.9,
                    help="a merge verdict deletes the newer entry only at this confidence or above (default 0.9)"),

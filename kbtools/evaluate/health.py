@@ -20,7 +20,7 @@ from kbtools.linker.judge import DUPLICATE_THRESHOLD
 from kbtools.model.answer_html import MUTED_TEXT, html_table, jp
 from kbtools.model.vocab import FADING_SOURCES, TRUSTED_SOURCES
 from kbtools.ops.analytics import centrality, process_flows, workflow_holes
-from kbtools.ops.judging import note_coverage, propose_duplicates
+from kbtools.ops.judging import judged_duplicates, note_coverage
 from kbtools.store.bank import Bank, utcnow
 from kbtools.store.storage import storage_report
 
@@ -218,10 +218,16 @@ def _flows(bank: Bank, n: int) -> Finding:
 
 
 def _duplicates(bank: Bank, threshold: float, n: int) -> Finding:
-    pairs = propose_duplicates(bank, threshold=max(threshold, 0.8))
-    ex = pairs.select("a", "b", pl.col("score").round(3), "title_a", "title_b").head(n).to_dicts()
-    return Finding("duplicate_candidates", "duplicate candidates (similarity >= 0.8, not linked)", pairs.height, ex,
-                   "kb judge PATH --dry-run, then kb judge PATH", "warning")
+    # the judge's own candidates and verdicts (one function): a pair listed here is one kb judge folds
+    judged = judged_duplicates(bank, threshold=threshold)
+    folds = judged.filter(pl.col("action") != "distinct")
+    ex = folds.select("a", "b", "action", "note", pl.col("score").round(3), "title_a", "title_b").head(n).to_dicts()
+    verdicts = dict(folds.group_by("action").len().sort("action").iter_rows()) if folds.height else {}
+    return Finding("duplicate_candidates", f"duplicate candidates the judge folds (similarity >= {threshold}, not linked: "
+                   "duplicates, corrections, parts)", folds.height, ex,
+                   "kb judge PATH --dry-run, then kb judge PATH", "warning",
+                   {"candidates": judged.height, "verdicts": verdicts,
+                    "differing_values": int(judged["differ"].is_not_null().sum()) if judged.height else 0})
 
 
 def _storage(bank: Bank) -> Finding:

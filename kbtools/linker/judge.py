@@ -28,10 +28,11 @@ import polars as pl
 import scipy.sparse as sp
 
 from kbtools.errors import ValidationError
+from kbtools.linker.sameness import Comparison, compare, facts
 
 __all__ = [
     "ACTIONS", "Verdict", "JudgeFn", "PAIR_SCHEMA", "DUPLICATE_THRESHOLD", "MERGE_CONFIDENCE",
-    "candidate_pairs", "rule_judge", "JUDGE_PROMPT", "judge_prompt", "parse_verdict", "llm_judge",
+    "candidate_pairs", "compare_rows", "rule_judge", "JUDGE_PROMPT", "judge_prompt", "parse_verdict", "llm_judge",
     "plan_verdicts", "DECISION_SCHEMA",
 ]
 
@@ -44,7 +45,8 @@ DUPLICATE_THRESHOLD: float = 0.5
 MERGE_CONFIDENCE: float = 0.9
 
 PAIR_SCHEMA = {"a": pl.String, "b": pl.String, "lexical": pl.Float64, "vector": pl.Float64, "score": pl.Float64,
-               "same_systems": pl.Boolean, "same_tasks": pl.Boolean}
+               "same_systems": pl.Boolean, "same_tasks": pl.Boolean, "containment": pl.Float64, "differ": pl.String,
+               "same": pl.Boolean, "changed": pl.Boolean}
 DECISION_SCHEMA = {"a": pl.String, "b": pl.String, "score": pl.Float64, "action": pl.String, "note": pl.String,
                    "confidence": pl.Float64, "write": pl.String, "src": pl.String, "dst": pl.String,
                    "type": pl.String, "skipped": pl.String}
@@ -146,6 +148,14 @@ def candidate_pairs(entries: pl.DataFrame, *, vectors: tuple[np.ndarray, np.ndar
     (either way) are left out: the agents have said how those two relate. Evidence only: a pair
     is never an edge by itself.
 
+    Each pair is also read as a person reads it, by :func:`compare_rows` (the rule judge's own
+    reading): ``containment`` (the share of the smaller side's words and values in the other,
+    framing aside), ``differ`` (the values of one missing from the other, e.g. "114, 14"),
+    ``same`` (one says everything the other says and no value differs) and ``changed`` (the newer
+    changes a value of the older and says so). Pairs that are the same fact or a correction come
+    first, then by containment, then by similarity: template siblings that differ in a number
+    rank below two wordings of one fact.
+
     >>> e = pl.DataFrame({"id": ["a1", "b2", "c3"], "title": ["t", "t", "x"], "summary": ["", "", ""],
     ...     "content": ["redis TTL is 300 in staging", "redis TTL is 300 in staging", "kafka lag"],
     ...     "systems": [["redis"], ["redis"], ["kafka"]], "tasks": [[], [], []],
@@ -204,7 +214,16 @@ def candidate_pairs(entries: pl.DataFrame, *, vectors: tuple[np.ndarray, np.ndar
         linked = pl.concat([edges.select(pl.col("src").alias("a"), pl.col("dst").alias("b")),
                             edges.select(pl.col("dst").alias("a"), pl.col("src").alias("b"))]).unique()
         frame = frame.join(linked, on=["a", "b"], how="anti")
-    return frame.sort(["score", "a", "b"], descending=[True, False, False]).select(list(PAIR_SCHEMA))
+    by_id = dict(zip(ids, entries.select([c for c in ("title", "content") if c in entries.columns]).to_dicts()))
+    readings = [compare_rows(by_id[a], by_id[b]) for a, b in frame.select("a", "b").iter_rows()]
+    frame = frame.with_columns(
+        pl.Series("containment", [c.containment for c in readings], pl.Float64),
+        pl.Series("differ", [", ".join(c.conflicts) or None for c in readings], pl.String),
+        pl.Series("same", [c.same for c in readings], pl.Boolean),
+        pl.Series("changed", [c.changed for c in readings], pl.Boolean))
+    return (frame.with_columns(_first=pl.col("same") | pl.col("changed"))
+            .sort(["_first", "containment", "score", "a", "b"], descending=[True, True, True, False, False])
+            .select(list(PAIR_SCHEMA)))
 
 
 def _same(entries: pl.DataFrame, pairs: pl.DataFrame, column: str) -> pl.Series:
@@ -219,14 +238,9 @@ def _same(entries: pl.DataFrame, pairs: pl.DataFrame, column: str) -> pl.Series:
 
 _MARKERS = re.compile(r"\b(correction|corrected|correcting|supersedes|replaces|no longer|not when|"
                       r"was wrong|is wrong|turns out|actually|update:|updated:)\b", re.I)
-#: Words that change no fact: two reports of the same thing differ in these and nothing else.
-_FILLER = frozenset("""again also reported report restated restating duplicate same note noted as earlier
-    above before another agent by confirmed confirm confirms seen once more the a an this that it is""".split())
 _SENTENCE = re.compile(r"(?<=[.!?])\s+")
 
 
-_MARKER_WORDS = frozenset("""correction corrected correcting supersedes replaces longer wrong turns out actually update
-    updated earlier entry had this not when was is""".split())
 
 
 def _sentences_inside(a: Mapping, b: Mapping) -> bool:
@@ -234,10 +248,6 @@ def _sentences_inside(a: Mapping, b: Mapping) -> bool:
     sa = [set(_tokens(x)) for x in _SENTENCE.split(str(a.get("content") or "").strip()) if x]
     sb = [set(_tokens(x)) for x in _SENTENCE.split(str(b.get("content") or "").strip()) if x]
     return len(sa) > len(sb) >= 1 and all(any(_jaccard(x, y) >= 0.8 for y in sa) for x in sb)
-
-
-def _content_tokens(row: Mapping) -> list[str]:
-    return _tokens(str(row.get("content") or ""))
 
 
 def _jaccard(a: set, b: set) -> float:
@@ -252,44 +262,95 @@ def _metadata_points_at(row: Mapping, other: str) -> bool:
     return isinstance(meta, dict) and any(meta.get(k) == other for k in ("supersedes", "replaces", "corrects"))
 
 
-def rule_judge(a: Mapping, b: Mapping) -> Verdict:
-    """The built-in judge of a pair (``a`` older, ``b`` newer; entries rows as dicts).
+def _names_the_other(a: Mapping, b: Mapping) -> bool:
+    """``b`` names ``a`` (its id, at least seven characters of it, or a reference in ``a``'s title
+    such as "PEP 333") in a sentence with a word of replacement ("supersedes", "reverts")."""
+    refs = [rf"(?:\b{kind}\s*0*{num}\b|:{kind.lower()}:`0*{num}`)"
+            for kind, num in re.findall(r"\b([A-Z]{2,6})\s*0*(\d{1,6})\b", str(a.get("title") or ""))]
+    own = str(a.get("id") or "")
+    if len(own) >= 7:
+        refs.append(rf"\b{re.escape(own[:7])}[0-9a-z]*\b")
+    text = f"{b.get('content') or ''}"
+    for sentence in _SENTENCE.split(text):
+        if _REPLACES.search(sentence) and any(re.search(ref, sentence) for ref in refs):
+            return True
+    return False
+
+
+_REPLACES = re.compile(r"\b(supersed\w*|replac\w*|obsolet\w*|successor|update[sd]? (?:of|to)|revis\w*|"
+                       r"withdraw\w*|instead of|deprecat\w*|revert\w*)\b", re.I)
+
+
+def _body(row: Mapping) -> str:
+    return str(row.get("content") or row.get("title") or "")
+
+
+def compare_rows(a: Mapping, b: Mapping, *, frame: float = 0.6) -> Comparison:
+    """How the older entry ``a`` and the newer ``b`` relate (:func:`kbtools.linker.sameness.compare`
+    over their content; a title marked as a correction is read with it). The one reading of a pair
+    that the candidates, the rule judge and ``kb health`` share.
+
+    >>> compare_rows({"content": "Room 114 for the sync."}, {"content": "Room 116 for the sync."}).conflicts
+    ('114',)
+    """
+    marked = bool(_MARKERS.search(str(b.get("title") or "")))
+    ta, tb = _body(a), _body(b)
+    return compare(f"{a.get('title') or ''}. {ta}" if marked else ta, f"{b.get('title') or ''}. {tb}" if marked else tb,
+                   frame=frame)
+
+
+def rule_judge(a: Mapping, b: Mapping, *, frame: float = 0.6, merge_confidence: float = MERGE_CONFIDENCE) -> Verdict:
+    """The built-in judge of a pair (``a`` older, ``b`` newer; entries rows as dicts), reading both
+    through :func:`kbtools.linker.sameness.compare` (values, framing-free content words, cues):
 
     - different systems or tasks: ``distinct``;
-    - ``b`` marked as a correction of ``a`` (a marker word such as "Correction", "no longer", "turns
-      out", or metadata naming ``a`` as replaced) over shared content: ``supersede`` (b over a);
-    - ``b``'s words almost all inside a longer ``a``: ``split`` (b is one part of a);
-    - near-identical content whose differing words change no fact (no number, name or term differs):
-      ``merge``, with the content overlap as confidence;
-    - otherwise ``distinct`` (same topic, different fact).
+    - ``b`` marked as replacing ``a`` (metadata naming ``a``, or ``b`` naming ``a``'s reference next
+      to "supersedes" / "replaces"): ``supersede``;
+    - ``b`` changes a value of ``a`` and says so ("Correction:", "now", "instead of 30 s", "from 30 s
+      to 60 s") over ``a``'s restated frame: ``supersede``, the change in the note ("changes 30 s
+      to 60 s");
+    - ``b`` one part of a longer ``a``, sentence by sentence: ``split``;
+    - one says everything the other says and no value differs: ``merge``; at or above
+      ``merge_confidence`` only when the two say exactly the same (framing aside), below it when the
+      larger adds context (``kb judge`` then writes ``supersedes``, nothing is deleted);
+    - otherwise ``distinct`` (a value, name or word differs: a different fact).
 
     >>> a = {"id": "a", "title": "T", "content": "Set lock_timeout to 5s. Run ALTER TABLE off-peak. Watch pg_locks.",
     ...      "systems": ["postgres"], "tasks": ["migrate"]}
     >>> rule_judge(a, dict(a, id="b", content="Watch pg_locks.")).action
     'split'
-    >>> rule_judge(a, dict(a, id="c", title="Correction: T", content="Set lock_timeout to 2s, not 5s. Run ALTER TABLE off-peak.")).action
-    'supersede'
+    >>> rule_judge(a, dict(a, id="c", title="Correction: T", content="Set lock_timeout to 2s, not 5s. Run ALTER TABLE off-peak."))
+    Verdict(action='supersede', note='Newer correction of that entry: changes 5 s to 2 s.', confidence=0.917)
     >>> rule_judge(a, dict(a, systems=["mysql"])).action
     'distinct'
+    >>> rule_judge(a, dict(a, content="Heads up: set lock_timeout to 5s. Run ALTER TABLE off-peak. Watch pg_locks.")).action
+    'merge'
     """
     if set(a.get("systems") or ()) != set(b.get("systems") or ()) or set(a.get("tasks") or ()) != set(b.get("tasks") or ()):
         return Verdict("distinct", "Different systems or tasks: not the same knowledge.", 0.8)
-    ta, tb = _content_tokens(a), _content_tokens(b)
-    sa, sb = set(ta), set(tb)
-    overlap = _jaccard(sa, sb)
-    contained = len(sa & sb) / len(sb) if sb else 0.0
-    marked = bool(_MARKERS.search(f"{b.get('title') or ''} {b.get('content') or ''}")) and not _MARKERS.search(
-        f"{a.get('title') or ''} {a.get('content') or ''}")
-    body = _jaccard(sa - _MARKER_WORDS, sb - _MARKER_WORDS)  # what the two say, the correction's framing aside
-    if (marked and body >= 0.6) or (_metadata_points_at(b, str(a.get("id"))) and body >= 0.25):
-        return Verdict("supersede", "Newer correction of that entry on the same systems and tasks; read this one first.",
-                       round(min(1.0, 0.4 + body / 2), 3))
-    if contained >= 0.9 and len(sb) <= 0.7 * len(sa) and _sentences_inside(a, b):
-        return Verdict("split", "One part of that entry, on its own.", round(contained, 3))
-    differing = (sa ^ sb) - _FILLER
-    if overlap >= 0.6 and not differing:
-        return Verdict("merge", "The same knowledge reported twice.", round(overlap, 3))
-    return Verdict("distinct", "Same topic, different fact.", round(1.0 - overlap / 2, 3))
+    if _metadata_points_at(b, str(a.get("id"))) or _names_the_other(a, b):
+        return Verdict("supersede", "Newer entry that replaces that one; read this one first.", 0.9)
+    ta, tb = _body(a), _body(b)
+    c = compare_rows(a, b, frame=frame)
+    if c.changed:
+        return Verdict("supersede", f"Newer correction of that entry: {c.change_note()}.",
+                       round(min(0.95, 0.5 + c.overlap / 2), 3))
+    if _sentences_inside(a, b):
+        return Verdict("split", "One part of that entry, on its own.", round(c.containment, 3))
+    if c.same:
+        if c.equal or (not c.added and c.containment == 1.0 and _few_extra(ta, tb)):
+            return Verdict("merge", "The same knowledge reported twice.", 0.95)
+        return Verdict("merge", "The same knowledge reported twice; the fuller one adds context.",
+                       round(min(merge_confidence - 0.05, 0.5 + c.containment * 0.35), 3))
+    differ = ", ".join(c.conflicts[:5]) + (f" (and {len(c.conflicts) - 5} more)" if len(c.conflicts) > 5 else "")
+    return Verdict("distinct", "Same topic, different fact." + (f" Values differ: {differ}." if differ else ""),
+                   round(1.0 - c.containment / 2, 3))
+
+
+def _few_extra(a: str, b: str) -> bool:
+    """The larger side adds at most one content word to the smaller (framing aside)."""
+    fa, fb = facts(a), facts(b)
+    return len(fa.words ^ fb.words) <= 1
 
 
 # ----------------------------------------------------------------------------------- LLM judge

@@ -29,7 +29,7 @@ from kbtools.ops.writes import plan_edge_changes, plan_merge_entries
 from kbtools.progress import Progress, progress_callback
 from kbtools.store.bank import Bank, utcnow
 
-__all__ = ["propose_duplicates", "judge_pairs", "judge_bank", "note_coverage", "JudgeReport"]
+__all__ = ["propose_duplicates", "judge_pairs", "judged_duplicates", "judge_bank", "note_coverage", "JudgeReport"]
 
 ACTOR = "judge"
 
@@ -124,6 +124,29 @@ def judge_pairs(entries: pl.DataFrame, pairs: pl.DataFrame, *, judge: JudgeFn = 
                               pl.Series("confidence", confs, pl.Float64))
 
 
+def judged_duplicates(bank: Bank, *, judge: JudgeFn = rule_judge, threshold: float = DUPLICATE_THRESHOLD, k: int = 5,
+                      limit: int | None = None, progress: Progress = False) -> pl.DataFrame:
+    """The bank's candidate pairs (:func:`propose_duplicates`, same-fact pairs first) with the
+    judge's verdict on each (at most ``limit``): what ``kb judge`` decides and ``kb health`` lists,
+    from this one function, so a finding and a verdict never disagree. Reads only.
+
+    >>> import tempfile, pathlib
+    >>> from kbtools.store.bank import create_bank
+    >>> from kbtools.ops.writes import report_learning
+    >>> bank = create_bank(pathlib.Path(tempfile.mkdtemp()) / "b", settings={"auto_link": False})
+    >>> _ = report_learning(bank, content="The invoice export needs the vendor flag.", actor="x")
+    >>> _ = report_learning(bank, content="Heads up: the invoice export needs the vendor flag.", actor="y")
+    >>> judged_duplicates(bank).select("action", "same").rows()
+    [('merge', True)]
+    """
+    if limit is not None and (not isinstance(limit, int) or limit < 1):
+        raise ValidationError("limit", limit, "limit (pairs to judge) is a positive integer or None")
+    pairs = propose_duplicates(bank, threshold=threshold, k=k)
+    if limit is not None:
+        pairs = pairs.head(limit)
+    return judge_pairs(bank.entries, pairs, judge=judge, progress=progress)
+
+
 def _apply_frames(edges: pl.DataFrame, plan: Plan) -> pl.DataFrame:
     gone = plan.deletes.get("edges")
     if gone is not None and gone.height:
@@ -171,21 +194,17 @@ def plan_judgement(entries: pl.DataFrame, edges: pl.DataFrame, decisions: pl.Dat
 def judge_bank(bank: Bank, *, judge: JudgeFn = rule_judge, threshold: float = DUPLICATE_THRESHOLD, k: int = 5,
                limit: int | None = None, dry_run: bool = False, merge_confidence: float = MERGE_CONFIDENCE,
                actor: str = ACTOR, progress: Progress = False) -> JudgeReport:
-    """Propose duplicate pairs, judge each (at most ``limit`` pairs, best similarity first) and commit
+    """Propose duplicate pairs, judge each (:func:`judged_duplicates`: at most ``limit`` pairs, same-fact
+    pairs first, then by similarity) and commit
     the verdicts as one audited transaction with actor ``judge``: ``supersede`` writes ``b supersedes
     a`` (newer over older), ``split`` writes ``b split_from a``, ``merge`` merges the newer into the
     older at or above ``merge_confidence`` (a ``supersedes`` edge below it), each edge with the
     verdict as its note and source ``judge``. ``dry_run`` writes nothing and reports the same.
     The report holds note coverage by source before and after.
     """
-    if limit is not None and (not isinstance(limit, int) or limit < 1):
-        raise ValidationError("limit", limit, "limit (pairs to judge) is a positive integer or None")
     if not 0.0 <= merge_confidence <= 1.0:
         raise ValidationError("merge_confidence", merge_confidence, "a confidence is in [0, 1]")
-    pairs = propose_duplicates(bank, threshold=threshold, k=k)
-    if limit is not None:
-        pairs = pairs.head(limit)
-    judged = judge_pairs(bank.entries, pairs, judge=judge, progress=progress)
+    judged = judged_duplicates(bank, judge=judge, threshold=threshold, k=k, limit=limit, progress=progress)
     decisions = plan_verdicts(judged, merge_confidence=merge_confidence)
     before = note_coverage(bank.edges)
     box: dict = {}
