@@ -1,4 +1,4 @@
-"""The files of a bank folder: every path a manifest names resolves inside the bank (no symlink
+"""The files of a bank folder: atomic writes (temp name, fsync, rename), every path a manifest names resolves inside the bank (no symlink
 followed out of it), every committed file carries its size, mtime and a content hash, and the last
 manifests are kept so that a damaged bank can be rolled back.
 
@@ -19,17 +19,70 @@ import hashlib
 import json
 import os
 import time
+import uuid
 from pathlib import Path
 
+import numpy as np
+import polars as pl
+
 from kbtools.errors import UnsafePath
+from kbtools.store.lock import fsync_dir, fsync_paths
 
 __all__ = ["inside", "digest", "HISTORY", "KEEP_MANIFESTS", "history", "write_history", "manifest_files",
-           "temp_files", "symlinks"]
+           "temp_files", "symlinks", "atomic_write_bytes", "write_parquet", "write_npy", "read_json"]
 
 #: the folder of the bank that keeps the last manifests, one file per version
 HISTORY = "manifests"
 #: how many committed manifests are kept for ``kb check --repair``
 KEEP_MANIFESTS = 20
+
+
+def atomic_write_bytes(path: Path, data: bytes, *, durable: bool = True, synced_with: list[Path] = ()) -> None:
+    """Write ``data`` to ``path`` atomically (temp name, rename); with ``durable`` the bytes are
+    fsynced before the rename and the folder after it. ``synced_with``: files (and folders) that
+    must be durable before the rename, fsynced together with the temp file.
+
+    >>> import tempfile, pathlib
+    >>> target = pathlib.Path(tempfile.mkdtemp()) / "x.json"
+    >>> atomic_write_bytes(target, b"{}"); target.read_bytes()
+    b'{}'
+    """
+    tmp = path.with_name(f".{path.name}.{uuid.uuid4().hex[:8]}.tmp")
+    with open(tmp, "wb") as fh:
+        fh.write(data)
+        fh.flush()
+    fsync_paths([tmp, *synced_with] if durable else synced_with)
+    os.replace(tmp, path)
+    if durable:
+        fsync_dir(path.parent)
+
+
+def write_parquet(frame: pl.DataFrame, path: Path, *, durable: bool = True) -> None:
+    """Write a segment: ``frame`` as zstd Parquet with statistics, under a temp name renamed into
+    place (fsynced first with ``durable``)."""
+    tmp = path.with_name(f".{path.name}.tmp")
+    frame.write_parquet(tmp, compression="zstd", statistics=True)
+    if durable:
+        with open(tmp, "rb+") as fh:
+            os.fsync(fh.fileno())
+    os.replace(tmp, path)
+
+
+def write_npy(array: np.ndarray, path: Path, *, durable: bool = True) -> None:
+    """Write a vector file: ``array`` as ``.npy`` (no pickles), under a temp name renamed into place."""
+    tmp = path.with_name(f".{path.name}.tmp")
+    with open(tmp, "wb") as fh:
+        np.save(fh, array, allow_pickle=False)
+        fh.flush()
+        if durable:
+            os.fsync(fh.fileno())
+    os.replace(tmp, path)
+
+
+def read_json(path: Path) -> dict:
+    """The JSON object in the file at ``path``."""
+    with open(path, encoding="utf-8") as fh:
+        return json.load(fh)
 
 
 def inside(root: Path, rel: str) -> Path:
