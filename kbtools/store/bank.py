@@ -26,12 +26,9 @@ A bank is a folder::
     manifests/           the last manifests, for ``kb check --repair``
     .lock                the writers' lock file (flock); its text names the holder
 
-A write is one transaction across tables: under the lock it re-reads the manifest (so it plans on
-the latest state), writes new segment files (temp name, fsync, rename), then writes the next
-manifest the same way and renames it over ``manifest.json``. The rename is the commit point: a
-crash before it leaves the old manifest, and the orphan segments are swept later; a crash after it
-leaves the new one. Readers only ever read a manifest and the immutable files it names, so they
-never see half a write.
+A write is one transaction across tables, committed by one rename of the next manifest over
+``manifest.json`` (see commit.py); readers only ever read a manifest and the immutable files it
+names, so they never see half a write.
 
 Rows of keyed tables (entries, edges, triples) carry ``_seq`` (the manifest version that wrote
 them) and ``_deleted`` (a tombstone); the latest version of a key wins. ``events`` and ``usage``
@@ -46,7 +43,6 @@ any reader can open as is.
 
 from __future__ import annotations
 
-import hashlib
 import json
 import os
 import time
@@ -59,13 +55,14 @@ import polars as pl
 from kbtools.errors import BankExists, KbError, NotABank, ReadOnlyBank, UnsafePath
 from kbtools.model.plan import Plan
 from kbtools.model.schema import SCHEMAS, TABLES
-from kbtools.store.caches import carry_caches
+from kbtools.store.caches import DerivedValues, carry_caches, fingerprint_of
 from kbtools.store.commit import prepare_commit, swap_manifest
 from kbtools.store.compaction import compact_vectors, full_frames, rewrite_tables, sweep, tail_starts
-from kbtools.store.files import atomic_write_bytes, inside, manifest_files
+from kbtools.store.files import atomic_write_bytes, changed_files, inside, manifest_files
 from kbtools.store.lock import bank_lock, flock_file, storage_errors
 from kbtools.store.manifest import FORMAT, FORMAT_VERSION, SWEEP_AGE_S, new_tag, read_manifest, stamp, utcnow
-from kbtools.store.segments import EntryIds, TableCache, new_epoch, project, read_segments, segment_rows
+from kbtools.store.segments import (EntryIds, TableCache, current_ids, missing_ids, new_epoch, project, read_segments,
+                                    segment_rows)
 from kbtools.store.usage import UsageLogs, fold_usage, with_pending
 from kbtools.store.vectors import embedder_name
 
@@ -104,13 +101,13 @@ class Bank:
         read_manifest(self.path)
         self._usage = UsageLogs(self.path)
         self._caches: dict[str, TableCache] = {t: TableCache() for t in TABLES}
-        self._derived: dict[str, tuple[str, object]] = {}
+        self._derived = DerivedValues()
         self._manifest: dict = {}
         self._changed_outside: dict = {}
         self._ids: EntryIds | None = None
         self._seg_rows: dict[str, int] = {}  # rows of the table segments seen (written or counted)
         self._safe: set[str] = set()  # segment names checked by ``inside`` (names never change meaning)
-        self._checked_files: set[str] = set()  # files found as their commit recorded them
+        self._checked_files: set[str] = set()  # files found as their commit recorded them (see changed_files)
         self._written: dict[str, pl.DataFrame] = {}  # the segments of the commit in flight
         self._manifest_raw: bytes = b""  # the bytes of manifest.json this snapshot was loaded from
         self._fingerprints: dict[tuple, str] = {}  # fingerprint() of this snapshot, by what it is on
@@ -173,8 +170,8 @@ class Bank:
         self._manifest = manifest
         self._manifest_raw = b""
         self._fingerprints = {}
-        self._changed_outside = (self._files_changed_outside(manifest) if changed_outside is None
-                                 else changed_outside)
+        self._changed_outside = (changed_files(self.path, manifest.get("files") or {}, self._checked_files)
+                                 if changed_outside is None else changed_outside)
 
     def _frame(self, table: str) -> pl.DataFrame:
         """The merged rows of ``table`` in this snapshot, read from its segments on first use."""
@@ -200,32 +197,6 @@ class Bank:
                 and known.mark == (self._caches["entries"].key_epoch, frame.height)):
             known = None
         return read_segments(self.path, table, names, frame, written=self._written, ids=known)
-
-    def _files_changed_outside(self, manifest: dict) -> dict:
-        """Files whose size or mtime differ from what their commit recorded: rewritten by another
-        tool. Their stat goes into every fingerprint, so no cache built before is used again.
-
-        A file found as recorded is not looked at again by this open bank (segments are immutable:
-        a reload stats only the files it has not checked yet, not every file of the bank); a bank
-        opened later checks them all, so no cache it finds on disk was built over changed bytes."""
-        out = {}
-        root = os.fspath(self.path)
-        files = manifest.get("files") or {}
-        checked = self._checked_files
-        if len(checked) > 2 * len(files) + 64:
-            checked.intersection_update(files)
-        for rel, (size, mtime_ns, _) in files.items():
-            if rel in checked:
-                continue
-            try:
-                st = os.stat(os.path.join(root, rel))
-            except OSError:
-                continue
-            if st.st_size != size or st.st_mtime_ns != mtime_ns:
-                out[rel] = [st.st_size, st.st_mtime_ns]
-            else:
-                checked.add(rel)
-        return out
 
     @property
     def version(self) -> int:
@@ -274,18 +245,9 @@ class Bank:
         """
         key = (tuple(on), self._usage.signature if "usage-log" in on else None)
         memo = self._fingerprints.get(key)
-        if memo is not None:
-            return memo
-        parts = []
-        for name in on:
-            if name == "vectors":
-                parts.append([s["data"] for s in (self._manifest.get("vectors") or {}).get("segments", [])])
-            elif name == "usage-log":
-                parts.append(list(self._usage.signature))
-            else:
-                parts.append(self._manifest["tables"].get(name, []))
-        parts.append(sorted(self._changed_outside.items()))
-        memo = self._fingerprints[key] = hashlib.sha256(json.dumps(parts).encode()).hexdigest()[:16]
+        if memo is None:
+            memo = self._fingerprints[key] = fingerprint_of(self._manifest, on, usage_signature=self._usage.signature,
+                                                            changed_outside=self._changed_outside)
         return memo
 
     def derived(self, name: str, build: Callable[..., object], *, on: tuple[str, ...] = TABLES,
@@ -303,13 +265,7 @@ class Bank:
         >>> bank.derived("grown", lambda prev: (prev or 0) + 1, grow=True)
         1
         """
-        key = self.fingerprint(on)
-        hit = self._derived.get(name)
-        if hit is not None and hit[0] == key:
-            return hit[1]
-        value = build(hit[1] if hit is not None else None) if grow else build()
-        self._derived[name] = (key, value)
-        return value
+        return self._derived.get(name, self.fingerprint(on), build, grow=grow)
 
     def require_entries(self, ids, *, where: str = "") -> None:
         """The one existence check: raise :class:`~kbtools.errors.EntryNotFound` naming the first of
@@ -332,33 +288,15 @@ class Bank:
             raise EntryNotFound(missing[0], where)
 
     def _missing_entries(self, ids: list[str]) -> list[str]:
-        """Those of ``ids`` that are not entries, in order (looked up in :meth:`_entry_ids`)."""
-        if not ids:
-            return []
-        if len(ids) > 64:  # a bulk check: one vectorised pass over the id column
-            frame = self._frame("entries")
-            found = pl.Series(ids, dtype=pl.String).is_in(frame["id"].implode()).to_list()
-            return [i for i, ok in zip(ids, found) if not ok]
-        known = self._entry_ids()
-        return [i for i in ids if i not in known]
+        """Those of ``ids`` that are not entries, in order."""
+        return missing_ids(ids, self._frame("entries")["id"], self._entry_ids)
 
     def _entry_ids(self) -> EntryIds:
-        """The ids of this snapshot's entries as an :class:`EntryIds`: built once, grown by the
-        rows a commit (this process's or another's) appended, rebuilt only when an id may have
-        left (a delete, a merge, a compaction, a re-read)."""
-        cache = self._caches["entries"]
+        """The ids of this snapshot's entries, kept across snapshots (see :func:`current_ids`)."""
         frame = self._frame("entries")
-        mark = (cache.key_epoch, frame.height)
-        known = self._ids
-        if known is not None and known.mark == mark:
-            return known
-        if known is not None and known.mark[0] == mark[0] and known.mark[1] <= mark[1]:
-            known.grow(frame["id"].slice(known.mark[1]), mark)
-            self.id_set_counts["grown"] += 1
-        else:
-            known = self._ids = EntryIds(frame["id"], mark)
-            self.id_set_counts["built"] += 1
-        return known
+        self._ids = current_ids(self._ids, frame["id"], (self._caches["entries"].key_epoch, frame.height),
+                                self.id_set_counts)
+        return self._ids
 
     def table_mark(self, name: str) -> tuple[int, int]:
         """``(epoch, rows)`` of a table in this snapshot: while a later mark has the same epoch,

@@ -20,13 +20,65 @@ import uuid
 from pathlib import Path
 from typing import TYPE_CHECKING, Callable
 
+from kbtools.model.schema import TABLES
+
 from kbtools.store.files import atomic_write_bytes, read_json
 from kbtools.store.vectors import segment_ids
 
 if TYPE_CHECKING:  # the bank imports this module
     from kbtools.store.bank import Bank
 
-__all__ = ["read_cache", "write_cache", "cache_file", "cached_file_meta", "write_cache_file", "carry_caches"]
+__all__ = ["DerivedValues", "fingerprint_of", "read_cache", "write_cache", "cache_file", "cached_file_meta", "write_cache_file", "carry_caches"]
+
+
+def fingerprint_of(manifest: dict, on: tuple[str, ...] = TABLES, *, usage_signature: tuple = (),
+                   changed_outside: dict | None = None) -> str:
+    """A short fingerprint of what ``manifest`` names for the tables ``on`` (and ``"vectors"``,
+    ``"usage-log"``: the pending usage logs, by ``usage_signature``), with the files changed
+    outside kbtools (``changed_outside``): it changes exactly when what they hold changes. What
+    ``Bank.fingerprint`` gives; seals and in-memory caches are keyed by it.
+
+    >>> m = {"tables": {"entries": ["tables/entries/1.parquet"]}}
+    >>> fingerprint_of(m, ("entries",)) == fingerprint_of(m, ("entries",)) != fingerprint_of(m, ("edges",))
+    True
+    """
+    parts = []
+    for name in on:
+        if name == "vectors":
+            parts.append([s["data"] for s in (manifest.get("vectors") or {}).get("segments", [])])
+        elif name == "usage-log":
+            parts.append(list(usage_signature))
+        else:
+            parts.append(manifest["tables"].get(name, []))
+    parts.append(sorted((changed_outside or {}).items()))
+    return hashlib.sha256(json.dumps(parts).encode()).hexdigest()[:16]
+
+
+class DerivedValues:
+    """Values computed from a snapshot, by name, each kept with the fingerprint it was built on
+    (what ``Bank.derived`` keeps in memory).
+
+    >>> memo = DerivedValues()
+    >>> memo.get("n", "fp1", lambda: 1), memo.get("n", "fp1", lambda: 2), memo.get("n", "fp2", lambda: 3)
+    (1, 1, 3)
+    >>> memo.get("n", "fp3", lambda prior: prior + 1, grow=True)
+    4
+    """
+
+    __slots__ = ("_values",)
+
+    def __init__(self) -> None:
+        self._values: dict[str, tuple[str, object]] = {}
+
+    def get(self, name: str, key: str, build: Callable[..., object], *, grow: bool = False) -> object:
+        """The value of ``name`` if it was built on ``key``; else ``build()`` (with ``grow``:
+        ``build(previous value or None)``), kept."""
+        hit = self._values.get(name)
+        if hit is not None and hit[0] == key:
+            return hit[1]
+        value = build(hit[1] if hit is not None else None) if grow else build()
+        self._values[name] = (key, value)
+        return value
 
 
 def _cache_group(path: Path) -> list[Path]:

@@ -29,7 +29,7 @@ from kbtools.errors import UnsafePath
 from kbtools.store.lock import fsync_dir, fsync_paths
 
 __all__ = ["inside", "digest", "HISTORY", "KEEP_MANIFESTS", "history", "write_history", "manifest_files",
-           "temp_files", "symlinks", "atomic_write_bytes", "write_parquet", "write_npy", "read_json"]
+           "temp_files", "symlinks", "changed_files", "atomic_write_bytes", "write_parquet", "write_npy", "read_json"]
 
 #: the folder of the bank that keeps the last manifests, one file per version
 HISTORY = "manifests"
@@ -172,3 +172,36 @@ def symlinks(root: Path) -> list[str]:
             if path.is_symlink():
                 found.append(path.relative_to(root).as_posix())
     return sorted(found)
+
+
+def changed_files(root: Path, recorded: dict, checked: set[str]) -> dict:
+    """The files of ``recorded`` (a manifest's ``files``: path -> ``[size, mtime_ns, hash]``) whose
+    size or mtime differ from what their commit recorded: rewritten by another tool, as path ->
+    ``[size, mtime_ns]``. A bank puts them into every fingerprint, so no cache built before is used
+    again.
+
+    A file found as recorded goes into ``checked`` and is not looked at again (segments are
+    immutable: a reload stats only the files it has not checked yet, not every file of the bank);
+    a bank opened later checks them all, so no cache it finds on disk was built over changed bytes.
+
+    >>> import tempfile, pathlib
+    >>> root = pathlib.Path(tempfile.mkdtemp()); _ = (root / "a").write_bytes(b"x")
+    >>> changed_files(root, {"a": [2, 0, "h"]}, set())
+    {'a': [1, ...]}
+    """
+    out = {}
+    base = os.fspath(root)
+    if len(checked) > 2 * len(recorded) + 64:
+        checked.intersection_update(recorded)
+    for rel, (size, mtime_ns, _) in recorded.items():
+        if rel in checked:
+            continue
+        try:
+            st = os.stat(os.path.join(base, rel))
+        except OSError:
+            continue
+        if st.st_size != size or st.st_mtime_ns != mtime_ns:
+            out[rel] = [st.st_size, st.st_mtime_ns]
+        else:
+            checked.add(rel)
+    return out

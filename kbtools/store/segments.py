@@ -14,7 +14,7 @@ from __future__ import annotations
 import itertools
 import re
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Callable
 
 import numpy as np
 import polars as pl
@@ -27,7 +27,7 @@ if TYPE_CHECKING:  # functions here read a bank's snapshot; the bank imports thi
 
 __all__ = ["SEQ", "DELETED", "MAX_CHUNKS", "new_epoch", "latest_in_first_order", "only_fresh_keys",
            "merge_keyed", "append_rows", "project", "read_segments", "segment_rows", "segment_files",
-           "TableCache", "EntryIds"]
+           "TableCache", "EntryIds", "current_ids", "missing_ids"]
 
 #: the column of a keyed table's rows naming the manifest version that wrote them
 SEQ = "_seq"
@@ -250,3 +250,41 @@ def _fresh_entries(ids: EntryIds, new: pl.DataFrame) -> bool:
         return False
     listed = new["id"].to_list()
     return len(set(listed)) == len(listed) and all(isinstance(i, str) and i not in ids for i in listed)
+
+
+def current_ids(prior: EntryIds | None, ids: pl.Series, mark: tuple[int, int], counts: dict[str, int]) -> EntryIds:
+    """The entry-id set for the id column ``ids`` at ``mark`` (key epoch, rows): ``prior`` as it is
+    when its mark is the same, grown by the rows appended since when only rows were appended,
+    else built anew (an id may have left: a delete, a merge, a compaction, a re-read). ``counts``
+    tallies ``"built"`` and ``"grown"``.
+
+    >>> counts = {"built": 0, "grown": 0}
+    >>> ids = current_ids(None, pl.Series(["0000000a"]), (1, 1), counts)
+    >>> ids = current_ids(ids, pl.Series(["0000000a", "0000000b"]), (1, 2), counts)
+    >>> "0000000b" in ids, counts
+    (True, {'built': 1, 'grown': 1})
+    """
+    if prior is not None and prior.mark == mark:
+        return prior
+    if prior is not None and prior.mark[0] == mark[0] and prior.mark[1] <= mark[1]:
+        prior.grow(ids.slice(prior.mark[1]), mark)
+        counts["grown"] += 1
+        return prior
+    counts["built"] += 1
+    return EntryIds(ids, mark)
+
+
+def missing_ids(ids: list[str], column: pl.Series, known: Callable[[], EntryIds]) -> list[str]:
+    """Those of ``ids`` that are not in the entry-id ``column``, in order: a bulk check is one
+    vectorised pass over the column, a few ids are looked up in the id set ``known()`` gives.
+
+    >>> missing_ids(["a", "b"], pl.Series(["a"]), lambda: EntryIds(pl.Series(["a"]), (1, 1)))
+    ['b']
+    """
+    if not ids:
+        return []
+    if len(ids) > 64:
+        found = pl.Series(ids, dtype=pl.String).is_in(column.implode()).to_list()
+        return [i for i, ok in zip(ids, found) if not ok]
+    have = known()
+    return [i for i in ids if i not in have]
