@@ -1,34 +1,6 @@
 """The bank: open a bank folder, read its tables as polars frames (a snapshot; ``reload()`` moves
-it to the newest version) and commit a transaction (``apply``). The store's other jobs live in
-modules of their own:
-
-    files.py        atomic writes, the paths a manifest may name, the kept manifests
-    lock.py         the writers' lock
-    manifest.py     what a version names; reading it
-    segments.py     reading a table's segments, the keyed merge
-    commit.py       writing a transaction's segments and the manifest swap (the commit point)
-    compaction.py   tail merges, full compaction and the sweep
-    usage.py        the per-process usage logs
-    vectors.py      entry vectors read in place
-    caches.py       derived files under ``cache/``, sealed with what they were built from
-    scan.py         the door for other tools (polars, DuckDB, SQL)
-    check.py        every invariant; repair
-
-A bank is a folder::
-
-    bank.json            what the folder is (format, settings, the embedder that built its vectors)
-    manifest.json        the current version: which segment files make up each table
-    tables/<table>/      immutable Parquet segments, one or more per table
-    vectors/             memory-mappable .npy segments (entry vectors, one per search dimension)
-    cache/               derived artefacts (the query and linker indexes, the linker's anchors,
-                         layouts), each sealed with what it was built from
-    usage/               the usage logs not yet merged
-    manifests/           the last manifests, for ``kb check --repair``
-    .lock                the writers' lock file (flock); its text names the holder
-
-A write is one transaction across tables, committed by one rename of the next manifest over
-``manifest.json`` (see commit.py); readers only ever read a manifest and the immutable files it
-names, so they never see half a write.
+it to the newest version) and commit a transaction (``apply``) or a compaction (``compact``). The
+folder and the store's other modules are described in :mod:`kbtools.store`.
 
 Rows of keyed tables (entries, edges, triples) carry ``_seq`` (the manifest version that wrote
 them) and ``_deleted`` (a tombstone); the latest version of a key wins. ``events`` and ``usage``
@@ -57,26 +29,17 @@ from kbtools.model.plan import Plan
 from kbtools.model.schema import SCHEMAS, TABLES
 from kbtools.store.caches import DerivedValues, carry_caches, fingerprint_of
 from kbtools.store.commit import prepare_commit, swap_manifest
-from kbtools.store.compaction import compact_vectors, full_frames, rewrite_tables, sweep, tail_starts
+from kbtools.store.compaction import full_frames, rewritten, sweep, tail_starts
 from kbtools.store.files import atomic_write_bytes, changed_files, inside, manifest_files
 from kbtools.store.lock import bank_lock, flock_file, storage_errors
-from kbtools.store.manifest import FORMAT, FORMAT_VERSION, SWEEP_AGE_S, new_tag, read_manifest, stamp, utcnow
+from kbtools.store.manifest import FORMAT, FORMAT_VERSION, SWEEP_AGE_S, read_manifest, utcnow
 from kbtools.store.segments import (EntryIds, TableCache, current_ids, missing_ids, new_epoch, project, read_segments,
                                     segment_rows)
 from kbtools.store.usage import UsageLogs, fold_usage, with_pending
 from kbtools.store.vectors import embedder_name
 
-__all__ = [
-    "Bank",
-    "create_bank",
-    "open_bank",
-    "utcnow",
-    "read_manifest",
-    "flock_file",
-    "FORMAT",
-    "DEFAULT_LOCK_TIMEOUT",
-    "SWEEP_AGE_S",
-]
+__all__ = ["Bank", "create_bank", "open_bank", "utcnow", "read_manifest", "flock_file", "FORMAT", "DEFAULT_LOCK_TIMEOUT",
+           "SWEEP_AGE_S"]
 
 DEFAULT_LOCK_TIMEOUT = 30.0
 
@@ -401,8 +364,6 @@ class Bank:
         return bank_summary_html(str(self.path), self.version, {t: self.table(t).height for t in TABLES},
                                  embedder=embedder_name(self))
 
-    # -- vectors ----------------------------------------------------------------------------
-
     # -- writing ----------------------------------------------------------------------------
 
     @storage_errors  # an OSError (read-only, disk full, a folder as .lock) becomes a StorageError
@@ -432,8 +393,7 @@ class Bank:
             self.reload()
             changes = plan(self) if callable(plan) else plan
             if changes is not None and not changes.is_empty():
-                merged = self._manifest.get("usage_merged", [])
-                logged = self._usage.claim(merged)
+                logged = self._usage.claim(self._manifest.get("usage_merged", []))
                 if logged is not None:
                     changes = changes + Plan(appends={"usage": logged})
                 self._commit(changes, durable=durable, actor=actor, reason=reason)
@@ -484,18 +444,11 @@ class Bank:
             return self._compact(full=True, sweep_age=sweep_age)
 
     def _compact(self, *, full: bool, sweep_age: float = SWEEP_AGE_S, starts: dict[str, int] | None = None) -> dict:
-        manifest = json.loads(json.dumps(self._manifest))
-        seq = int(manifest.get("version", 0)) + 1
-        tag = new_tag(seq)
         frames = None
         if full:
             frames = {t: self._frame(t) for t in TABLES}
-            frames = full_frames(frames, self.table("entries") if frames["usage"].height else None, seq)
-        report = {"version": seq, "tables": rewrite_tables(self.path, manifest, tag=tag, frames=frames, starts=starts,
-                                                           seg_rows=self._seg_rows)}
-        if full:
-            report["vectors"] = compact_vectors(self, manifest, tag)
-        stamp(manifest, seq, actor="compact", reason="full compaction" if full else "tail merge")
+            frames = full_frames(frames, self.table("entries") if frames["usage"].height else None, self.version + 1)
+        manifest, report = rewritten(self, frames=frames, starts=starts, seg_rows=self._seg_rows)
         # a rewrite cannot be applied incrementally: drop the merged frames. Derived values stay: the
         # content is unchanged, and each one is rebuilt (or grown from its predecessor) when next asked
         for table in report["tables"]:
@@ -510,6 +463,7 @@ class Bank:
             report["vectors"]["caches_kept"] = carry_caches(self, folded, manifest["vectors"]["segments"][0]["data"])
         report["swept"] = sweep(self.path, self._manifest, sweep_age)
         return report
+
 
 def create_bank(path: str | os.PathLike, *, settings: dict | None = None) -> Bank:
     """Create a new, empty bank folder and open it; an error if a bank (or anything) is there.

@@ -17,6 +17,7 @@ grace period (:data:`~kbtools.store.manifest.SWEEP_AGE_S`).
 
 from __future__ import annotations
 
+import json
 import os
 import time
 from pathlib import Path
@@ -26,14 +27,14 @@ import polars as pl
 
 from kbtools.model.schema import KEYS
 from kbtools.store.files import inside, manifest_files, temp_files, write_parquet
-from kbtools.store.manifest import SWEEP_AGE_S
+from kbtools.store.manifest import SWEEP_AGE_S, new_tag, stamp
 from kbtools.store.segments import DELETED, SEQ, latest_in_first_order
 from kbtools.store.vectors import DEFAULT_VECTOR_DTYPE, entry_vectors, write_vector_segment
 
 if TYPE_CHECKING:  # the bank imports this module
     from kbtools.store.bank import Bank
 
-__all__ = ["TAIL_SEGMENTS", "MAX_SEGMENTS", "tail_start", "tail_starts", "full_frames", "rewrite_tables",
+__all__ = ["TAIL_SEGMENTS", "MAX_SEGMENTS", "tail_start", "tail_starts", "full_frames", "rewritten", "rewrite_tables",
            "compact_vectors", "sweep"]
 
 #: Merge the small segments after the base once there are more than this many.
@@ -130,6 +131,23 @@ def rewrite_tables(root: Path, manifest: dict, *, tag: str, frames: dict[str, pl
         manifest["tables"][table] = new_segs
         report[table] = {"segments_before": len(segs), "segments_after": len(new_segs)}
     return report
+
+
+def rewritten(bank: Bank, *, frames: dict[str, pl.DataFrame | None] | None = None,
+              starts: dict[str, int] | None = None, seg_rows: dict[str, int]) -> tuple[dict, dict]:
+    """The next manifest of ``bank`` after a compaction, with the files it names written, and the
+    report: with ``frames`` (see :func:`full_frames`) a full compaction, the vectors folded too;
+    with ``starts`` (see :func:`tail_starts`) a tail merge. Nothing is visible until the manifest
+    is swapped in."""
+    manifest = json.loads(json.dumps(bank.manifest))
+    seq = int(manifest.get("version", 0)) + 1
+    tag = new_tag(seq)
+    report = {"version": seq, "tables": rewrite_tables(bank.path, manifest, tag=tag, frames=frames, starts=starts,
+                                                       seg_rows=seg_rows)}
+    if frames is not None:
+        report["vectors"] = compact_vectors(bank, manifest, tag)
+    stamp(manifest, seq, actor="compact", reason="full compaction" if frames is not None else "tail merge")
+    return manifest, report
 
 
 def compact_vectors(bank: Bank, manifest: dict, tag: str) -> dict:

@@ -229,7 +229,7 @@ class _VectorState:
 
 
 class _Live:
-    """The vector rows of live entries (what ``Bank.vectors`` returns) and the marks it was built
+    """The vector rows of live entries (what :func:`entry_vectors` returns) and the marks it was built
     on; ``arrays`` None means every row of ``state``, put together only when read."""
 
     __slots__ = ("state", "mark", "arrays", "count")
