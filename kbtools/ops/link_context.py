@@ -26,6 +26,7 @@ from kbtools.linker.terms import ANCHOR_COLUMNS, PART_COLUMNS, STATS_COLUMNS, an
 from kbtools.retrieval.index import ivf_nprobe
 from kbtools.store.bank import Bank
 from kbtools.store.caches import cache_file, cached_file_meta, write_cache_file
+from kbtools.store.segments import appended_rows, key_mark, table_mark
 from kbtools.store.vectors import embedder_name, entry_vectors, segment_data, segment_ids, vector_segments
 
 __all__ = ["linker_settings", "settings_for", "term_stats", "linker_vectors", "neighbour_index", "plan_new_entry_links",
@@ -65,7 +66,7 @@ def term_stats(bank: Bank, settings: LinkerSettings) -> TermStats:
     triples = bank.triples
     known = tuple(sorted(set(triples["subject"].to_list()) | set(triples["object"].to_list())))
     entries = bank.entries
-    mark = bank.table_mark("entries")
+    mark = table_mark(bank, "entries")
 
     def texts(frame: pl.DataFrame) -> pl.Series:
         return frame.select(pl.struct("id", "kind", "title", "summary", "content").hash()).to_series()
@@ -73,7 +74,7 @@ def term_stats(bank: Bank, settings: LinkerSettings) -> TermStats:
     def build(prior) -> tuple:
         if prior is not None:
             old_stats, old_known, old_content, old_mark = prior
-            new = bank.appended_rows("entries", old_mark) if old_known == known else None
+            new = appended_rows(bank, "entries", old_mark) if old_known == known else None
             if new is not None and len(old_content) + new.height == entries.height:
                 content = pl.concat([old_content, texts(new)])
             else:
@@ -340,7 +341,7 @@ def _linker_state(bank: Bank) -> _LinkerVectors | None:
     ids, data = entry_vectors(bank)
     if len(ids) == 0:
         return None
-    mark = bank.key_mark("entries")  # updates in place (linked_at, status) keep the rows' ids
+    mark = key_mark(bank, "entries")  # updates in place (linked_at, status) keep the rows' ids
     segments = vector_segments(bank)
     paths = tuple(s["data"] for s in segments)
 

@@ -28,6 +28,7 @@ from kbtools.retrieval.index import DEFAULT_WEIGHTS, DIMENSIONS, MAX_DEAD_SHARE,
 from kbtools.retrieval.lexical import BM25Index, rrf
 from kbtools.store.bank import Bank
 from kbtools.store.caches import cache_file, cached_file_meta, write_cache_file
+from kbtools.store.segments import appended_rows, table_mark
 from kbtools.store.vectors import embedder_name, segment_data, segment_ids, vector_blocks, vector_count, vector_segments
 
 __all__ = [
@@ -136,7 +137,7 @@ def bank_index(bank: Bank, *, kind: str = "auto", weights: Mapping[str, float] |
 
     def build(prior: VectorIndex | None) -> VectorIndex:
         segs = [s["data"] for s in vector_segments(bank)]
-        mark = bank.table_mark("entries")
+        mark = table_mark(bank, "entries")
         fp = hashlib.sha256(
             json.dumps([embedder_name(bank), segs, _weights_key(weights), kind, bank.fingerprint(("entries", "vectors"))]).encode()
         ).hexdigest()[:24]
@@ -244,7 +245,7 @@ def _appended(prior: VectorIndex | None, bank: Bank, segs: list, weights) -> Vec
     old = getattr(prior, "segments", None)
     if prior is None or old is None or segs[: len(old)] != old:
         return None
-    added = bank.appended_rows("entries", getattr(prior, "mark", None))
+    added = appended_rows(bank, "entries", getattr(prior, "mark", None))
     if added is None:
         return None
     new_segs = [sg for sg in vector_segments(bank) if sg["data"] not in set(old)]
@@ -323,8 +324,8 @@ def _display(bank: Bank) -> _Display:
     """The pool's display rows of the bank's entries (cached; grown when entries were only added)."""
 
     def build(prior):
-        mark = bank.table_mark("entries")
-        added = None if prior is None else bank.appended_rows("entries", prior.mark)
+        mark = table_mark(bank, "entries")
+        added = None if prior is None else appended_rows(bank, "entries", prior.mark)
         if added is not None:  # entries were only added: extend, do not rebuild
             return prior.grown(added, mark)
         base = bank.entries.select("id", "title", "summary", "kind", "steps").rechunk()

@@ -261,47 +261,21 @@ class Bank:
                                 self.id_set_counts)
         return self._ids
 
-    def table_mark(self, name: str) -> tuple[int, int]:
-        """``(epoch, rows)`` of a table in this snapshot: while a later mark has the same epoch,
-        the table only gained rows at its end since (rows ``rows:`` are the new ones), so a cache
-        built over the rows can be grown instead of rebuilt.
+    def merged(self, name: str) -> TableCache:
+        """The merged rows of table ``name`` in this snapshot as the store keeps them (the keyed
+        tables' ``_seq`` and ``_deleted`` included) with their epochs: what
+        :func:`~kbtools.store.segments.table_mark`, :func:`~kbtools.store.segments.key_mark` and
+        :func:`~kbtools.store.segments.appended_rows` read to grow a cache instead of rebuilding it.
+        Read it, never change it.
 
         >>> import tempfile, pathlib
-        >>> bank = create_bank(pathlib.Path(tempfile.mkdtemp()) / "b")
-        >>> bank.table_mark("entries")[1]
+        >>> create_bank(pathlib.Path(tempfile.mkdtemp()) / "b").merged("edges").frame.height
         0
         """
-        frame = self._frame(name)
-        return self._caches[name].epoch, frame.height
-
-    def key_mark(self, name: str) -> tuple[int, int]:
-        """``(key epoch, rows)`` of a table in this snapshot: while a later mark has the same key
-        epoch, the first ``rows`` rows hold the same keys in the same order (their values may have
-        changed: an update, a status, ``linked_at``), and rows ``rows:`` are new. For caches built
-        over the keys alone (the linker's vectors).
-
-        >>> import tempfile, pathlib
-        >>> bank = create_bank(pathlib.Path(tempfile.mkdtemp()) / "b")
-        >>> bank.key_mark("entries")[1]
-        0
-        """
-        frame = self._frame(name)
-        return self._caches[name].key_epoch, frame.height
-
-    def appended_rows(self, name: str, mark: tuple[int, int]) -> pl.DataFrame | None:
-        """The rows of table ``name`` added since ``mark`` (a :meth:`table_mark` of an earlier
-        snapshot), when the table only gained rows at its end since; None when anything else
-        changed (then rebuild what was built over the rows). Usage is not counted in.
-
-        >>> import tempfile, pathlib
-        >>> bank = create_bank(pathlib.Path(tempfile.mkdtemp()) / "b")
-        >>> bank.appended_rows("entries", bank.table_mark("entries")).height
-        0
-        """
-        epoch, rows = self.table_mark(name)
-        if mark is None or mark[0] != epoch or mark[1] > rows:
-            return None
-        return project(self._frame(name).slice(mark[1]), SCHEMAS[name])
+        if name not in SCHEMAS:
+            raise KbError(f"unknown table {name!r}: the tables are {', '.join(TABLES)}")
+        self._frame(name)
+        return self._caches[name]
 
     def has_entry(self, entry_id: str) -> bool:
         """Whether an entry with this id exists in this snapshot (one column scan, no id set built).

@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Callable
 import numpy as np
 import polars as pl
 
-from kbtools.model.schema import KEYS, TABLES, empty
+from kbtools.model.schema import KEYS, SCHEMAS, TABLES, empty
 from kbtools.store.files import inside
 
 if TYPE_CHECKING:  # functions here read a bank's snapshot; the bank imports this module
@@ -27,7 +27,8 @@ if TYPE_CHECKING:  # functions here read a bank's snapshot; the bank imports thi
 
 __all__ = ["SEQ", "DELETED", "MAX_CHUNKS", "new_epoch", "latest_in_first_order", "only_fresh_keys",
            "merge_keyed", "append_rows", "project", "read_segments", "segment_rows", "segment_files",
-           "TableCache", "EntryIds", "current_ids", "missing_ids"]
+           "TableCache", "EntryIds", "current_ids", "missing_ids", "table_mark", "key_mark",
+           "appended_rows"]
 
 #: the column of a keyed table's rows naming the manifest version that wrote them
 SEQ = "_seq"
@@ -288,3 +289,49 @@ def missing_ids(ids: list[str], column: pl.Series, known: Callable[[], EntryIds]
         return [i for i, ok in zip(ids, found) if not ok]
     have = known()
     return [i for i in ids if i not in have]
+
+
+def table_mark(bank: Bank, name: str) -> tuple[int, int]:
+    """``(epoch, rows)`` of table ``name`` in ``bank``'s snapshot: while a later mark has the same
+    epoch, the table only gained rows at its end since (rows ``rows:`` are the new ones), so a
+    cache built over the rows can be grown instead of rebuilt.
+
+    >>> import tempfile, pathlib
+    >>> from kbtools.store.bank import create_bank
+    >>> table_mark(create_bank(pathlib.Path(tempfile.mkdtemp()) / "b"), "entries")[1]
+    0
+    """
+    merged = bank.merged(name)
+    return merged.epoch, merged.frame.height
+
+
+def key_mark(bank: Bank, name: str) -> tuple[int, int]:
+    """``(key epoch, rows)`` of table ``name`` in ``bank``'s snapshot: while a later mark has the
+    same key epoch, the first ``rows`` rows hold the same keys in the same order (their values may
+    have changed: an update, a status, ``linked_at``), and rows ``rows:`` are new. For caches built
+    over the keys alone (the linker's vectors).
+
+    >>> import tempfile, pathlib
+    >>> from kbtools.store.bank import create_bank
+    >>> key_mark(create_bank(pathlib.Path(tempfile.mkdtemp()) / "b"), "entries")[1]
+    0
+    """
+    merged = bank.merged(name)
+    return merged.key_epoch, merged.frame.height
+
+
+def appended_rows(bank: Bank, name: str, mark: tuple[int, int] | None) -> pl.DataFrame | None:
+    """The rows of table ``name`` of ``bank`` added since ``mark`` (a :func:`table_mark` of an
+    earlier snapshot), when the table only gained rows at its end since; None when anything else
+    changed (then rebuild what was built over the rows). Usage is not counted in.
+
+    >>> import tempfile, pathlib
+    >>> from kbtools.store.bank import create_bank
+    >>> bank = create_bank(pathlib.Path(tempfile.mkdtemp()) / "b")
+    >>> appended_rows(bank, "entries", table_mark(bank, "entries")).height
+    0
+    """
+    merged = bank.merged(name)
+    if mark is None or mark[0] != merged.epoch or mark[1] > merged.frame.height:
+        return None
+    return project(merged.frame.slice(mark[1]), SCHEMAS[name])

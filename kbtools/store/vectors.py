@@ -34,7 +34,7 @@ import polars as pl
 
 from kbtools.errors import KbError
 from kbtools.store.files import inside, write_npy
-from kbtools.store.segments import new_epoch
+from kbtools.store.segments import new_epoch, table_mark
 
 if TYPE_CHECKING:  # functions here read a bank's snapshot; the bank imports this module
     from kbtools.store.bank import Bank
@@ -435,7 +435,7 @@ def _state(bank: Bank) -> _VectorState:
 
 def _live(bank: Bank) -> _Live:
     state = _state(bank)
-    mark = bank.table_mark("entries")
+    mark = table_mark(bank, "entries")
 
     def live(prior) -> _Live:
         if state.size == 0:
