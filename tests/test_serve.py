@@ -18,7 +18,7 @@ from kbtools.demo import synthetic_bank
 from kbtools.ops.interchange import import_frames
 from kbtools.retrieval.index import VectorIndex
 from kbtools.retrieval.search import bank_index
-from kbtools.store.vectors import SegmentedVectors
+from kbtools.store.vectors import SegmentedVectors, entry_vectors, vector_blocks
 
 
 @pytest.fixture(scope="module")
@@ -82,7 +82,6 @@ def test_a_cold_process_maps_the_index_file_and_never_loads_minilm(bank):
 import json, sys, numpy as np, kbtools as kb
 from kbtools.retrieval.index import VectorIndex
 from kbtools.retrieval.search import bank_index
-from kbtools.store.vectors import entry_vectors, vector_blocks
 bank = kb.open_bank({str(bank.path)!r})
 ans = kb.query(bank, "retention window shard", query_vector=np.array({q}, np.float32), record_usage=False)
 idx = bank_index(bank)
