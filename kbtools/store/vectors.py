@@ -384,12 +384,16 @@ def vector_segments(bank: Bank) -> list[dict]:
     return [dict(s) for s in (bank.manifest.get("vectors") or {}).get("segments", [])]
 
 
+def _segments(bank: Bank) -> list[dict]:
+    """The vector segments as the manifest records them (not copied: read, never changed)."""
+    return (bank.manifest.get("vectors") or {}).get("segments", [])
+
+
 def _segment_files(bank: Bank) -> dict:
     """The vector files read so far by this open bank, by (kind, path): segments never change, so
     each is read once; those no longer in the snapshot's manifest are let go."""
-    named = {s[k] for s in vector_segments(bank) for k in ("data", "ids", "hashes") if s.get(k)}
-
     def kept(prior: dict | None) -> dict:
+        named = {s[k] for s in _segments(bank) for k in ("data", "ids", "hashes") if s.get(k)}
         return {key: value for key, value in (prior or {}).items() if key[1] in named}
 
     return bank.derived("vector-segment-files", kept, on=("vectors",), grow=True)
@@ -416,7 +420,7 @@ def segment_data(bank: Bank, segment: dict) -> np.ndarray:
 def _state(bank: Bank) -> _VectorState:
     """The latest vector per id over ``bank``'s segments, memory-mapped and never concatenated;
     grown by the segments a write appended, rebuilt when the segments were rewritten."""
-    segs = vector_segments(bank)
+    segs = _segments(bank)
     names = tuple(s["data"] for s in segs)
 
     def grown(state: _VectorState | None) -> _VectorState:
