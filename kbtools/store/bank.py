@@ -49,7 +49,9 @@ class Bank:
     version) and the means to commit a transaction.
 
     Use :func:`open_bank` / :func:`create_bank` to get one. Frames returned by the properties are
-    never mutated by kbtools.
+    never mutated by kbtools. What is read beside the tables takes the bank as its first argument:
+    its vectors (:mod:`kbtools.store.vectors`), its cache files (:mod:`kbtools.store.caches`), the
+    segment files and growth marks of its tables (:mod:`kbtools.store.segments`).
 
     >>> import tempfile, pathlib
     >>> bank = create_bank(pathlib.Path(tempfile.mkdtemp()) / "b")
