@@ -13,10 +13,11 @@ import numpy as np, faiss
 from kbtools.store.bank import open_bank
 from kbtools.retrieval.embedders import get_embedder
 from kbtools.retrieval.index import combine
+from kbtools.store.vectors import vector_blocks
 faiss.omp_set_num_threads(1)
 B = sys.argv.pop(1)
 bank = open_bank(B, readonly=True)
-blocks = bank.vector_blocks()
+blocks = vector_blocks(bank)
 n = len(blocks.ids)
 D = blocks.shape[2]
 X = np.empty((n, D), np.float32)

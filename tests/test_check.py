@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 
 import kbtools as kb
+from kbtools.store.segments import segment_files
 
 
 def _bank(tmp_path):
@@ -22,7 +23,7 @@ def test_a_sound_bank_has_no_problem(tmp_path):
 
 def test_a_missing_segment_is_named(tmp_path):
     bank = _bank(tmp_path)
-    seg = bank.segment_files()["edges"][0]
+    seg = segment_files(bank)["edges"][0]
     (bank.path / seg).unlink()
     assert any(seg in str(p) and "missing" in str(p) for p in kb.check_bank(bank.path))
 

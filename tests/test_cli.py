@@ -11,6 +11,9 @@ import subprocess
 import sys
 import types
 
+from kbtools.store.caches import cached_file_meta, write_cache_file
+from kbtools.store.vectors import vector_segments
+
 
 KB = [sys.executable, "-m", "kbtools"]
 
@@ -102,13 +105,13 @@ def test_compact_says_which_cached_indexes_it_kept(tmp_path):
     for i in range(3):  # one vector segment per entry
         kb.report_learning(bank, content=f"Kiln {i} overheats after error K-7{i}.", actor="a", link=False)
         kb.embed_bank(bank, embedder="hashing")
-    segments = [s["data"] for s in bank.vector_segments()]
+    segments = [s["data"] for s in vector_segments(bank)]
     assert len(segments) == 3
-    bank.write_cache_file("index-x.kbx", "fp", lambda p: p.write_bytes(b"index"), meta={"segments": segments})
+    write_cache_file(bank, "index-x.kbx", "fp", lambda p: p.write_bytes(b"index"), meta={"segments": segments})
     out = run("compact", str(bank.path))
     assert "vectors folded into one segment, 1 cached index(es) kept" in out.stdout
-    meta = kb.open_bank(bank.path).cached_file_meta("index-x.kbx")[2]
-    assert meta["segments"] == [s["data"] for s in kb.open_bank(bank.path).vector_segments()]
+    meta = cached_file_meta(kb.open_bank(bank.path), "index-x.kbx")[2]
+    assert meta["segments"] == [s["data"] for s in vector_segments(kb.open_bank(bank.path))]
     assert "appended_ids" not in meta  # built over every folded segment: nothing written since
     again = json.loads(run("compact", str(bank.path), "--json").stdout)
     assert "caches_kept" not in again["vectors"]  # one segment: nothing folded

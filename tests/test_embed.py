@@ -23,6 +23,8 @@ from kbtools.retrieval.embedders import (
     get_embedder,
 )
 from kbtools.errors import KbError
+from kbtools.store.caches import cache_file
+from kbtools.store.vectors import entry_vectors, vector_ids, vector_segments
 
 PARAPHRASES = [
     ("The session-create POST needs HTTP/1.1 or it hangs.",
@@ -182,14 +184,14 @@ def test_streamed_embedding_commits_one_segment_per_chunk_and_the_index_is_a_map
     monkeypatch.setattr(embedding, "FLOAT16_FROM", 5000)
     out = kb.embed_bank(bank, embedder="hashing-char", chunk=2500)
     assert (out["embedded"], out["segments"], out["dtype"]) == (6000, 3, "float16")
-    assert len(bank.vector_segments()) == 3 and len(bank.vector_ids()) == 6000
-    ids, data = bank.vectors()
-    stored = np.load(bank.path / bank.vector_segments()[0]["data"], mmap_mode="r")
+    assert len(vector_segments(bank)) == 3 and len(vector_ids(bank)) == 6000
+    ids, data = entry_vectors(bank)
+    stored = np.load(bank.path / vector_segments(bank)[0]["data"], mmap_mode="r")
     assert stored.dtype == np.float16 and data.dtype == np.float32 and len(np.unique(ids)) == 6000  # kept half, read whole
     title = bank.entries["title"][17]
     first = ranked_pool(bank, title)
     assert first["id"][0] == bank.entries["id"][17]
-    cached = bank.cache_file("index-flat.kbx", bank_index(bank).fingerprint)
+    cached = cache_file(bank, "index-flat.kbx", bank_index(bank).fingerprint)
     assert cached is not None
     again = VectorIndex.read(cached, kind="flat", fingerprint=bank_index(bank).fingerprint)
     assert again.size == 6000 and again.mapped

@@ -17,6 +17,7 @@ import kbtools as kb
 from kbtools.demo.fleet import fleet_banks
 from kbtools.errors import KbError
 from kbtools.ops.fleet import expand_banks, parse_scheduler, summary_status
+from kbtools.store.segments import segment_files
 
 distributed = pytest.importorskip("distributed")
 
@@ -33,7 +34,7 @@ with job_lock(open_bank(sys.argv[1]), "connect"):
 
 def _damage(bank_path: Path) -> None:
     """Cut the entries segment in half: the bank no longer opens."""
-    seg = bank_path / kb.open_bank(bank_path).segment_files()["entries"][0]
+    seg = bank_path / segment_files(kb.open_bank(bank_path))["entries"][0]
     data = seg.read_bytes()
     seg.write_bytes(data[: len(data) // 2])
 

@@ -8,6 +8,7 @@ import pytest
 
 from kbtools.errors import ValidationError
 from kbtools.retrieval.index import INDEX_KINDS, MAX_DEAD_SHARE, VectorIndex, recall_at_k
+from kbtools.store.vectors import entry_vectors
 
 
 def _unit(n, d=32, seed=0):
@@ -65,7 +66,7 @@ def test_a_deletion_and_a_supersession_keep_the_same_index_object(tmp_path):
 
     bank = _bank(tmp_path)
     index = bank_index(bank)
-    vids, data = bank.vectors()
+    vids, data = entry_vectors(bank)
     ids = bank.entries["id"].to_list()
     victim, replaced = ids[5], ids[9]
     queries = combine(np.asarray(data[[list(vids).index(victim), list(vids).index(replaced)]], np.float32))

@@ -12,6 +12,8 @@ import kbtools as kb
 from kbtools.demo import synthetic_bank
 from kbtools.ops import link_context
 from kbtools.ops.interchange import import_frames
+from kbtools.store.caches import cached_file_meta
+from kbtools.store.vectors import vector_segments
 
 
 @pytest.fixture
@@ -157,14 +159,14 @@ def test_the_cached_neighbour_index_grows_by_the_entries_appended_since(hnsw_ban
     vectors = link_context.linker_vectors(again)
     assert built == [600] and index.ntotal == 604 == len(vectors)
     assert _top(index, vectors[-4:], k=1)[:, 0].tolist() == [600, 601, 602, 603]  # found as themselves
-    meta = again.cached_file_meta(link_context.NEIGHBOURS_FILE)[2]
+    meta = cached_file_meta(again, link_context.NEIGHBOURS_FILE)[2]
     assert meta["rows"] == 600  # 4 rows are under 5 % of 600: not written again
     for i in range(30):
         kb.report_learning(bank, content=f"Valve {i} on line 2 sticks (ticket V-9{i}).", actor="a", link=False, embed=False)
     kb.embed_bank(bank, embedder="hashing")
     again, index = _index_of(bank.path)
     assert built == [600] and index.ntotal == 634
-    assert again.cached_file_meta(link_context.NEIGHBOURS_FILE)[2]["rows"] == 634  # grown by 5 %: written
+    assert cached_file_meta(again, link_context.NEIGHBOURS_FILE)[2]["rows"] == 634  # grown by 5 %: written
 
 
 @pytest.mark.parametrize("change", ["re-embedded", "deleted", "damaged", "other embedder", "older format"])
@@ -198,13 +200,13 @@ def test_a_compaction_keeps_the_cached_neighbour_index(hnsw_bank):
     bank, built = hnsw_bank
     for i in range(3):
         kb.report_learning(bank, content=f"Press {i} on line 8 jams with error P-40{i}.", actor="a", link=False)
-    assert len(bank.vector_segments()) > 1
+    assert len(vector_segments(bank)) > 1
     first = link_context.neighbour_index(bank, link_context.linker_vectors(bank))
     assert built == [603]
     report = kb.open_bank(bank.path).compact()
     assert report["vectors"]["segments"] == 1 and report["vectors"]["caches_kept"] >= 1
     again, index = _index_of(bank.path)
-    assert len(again.vector_segments()) == 1 and built == [603] and index.ntotal == 603  # read, not built
+    assert len(vector_segments(again)) == 1 and built == [603] and index.ntotal == 603  # read, not built
     queries = link_context.linker_vectors(again)[:50]
     assert np.array_equal(_top(index, queries), _top(first, queries))
     kb.report_learning(again, content="Valve 4 on line 2 sticks (ticket V-94).", actor="a", link=False)

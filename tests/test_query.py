@@ -10,6 +10,9 @@ import pytest
 
 import kbtools as kb
 from kbtools.retrieval.index import combine
+from kbtools.store.caches import write_cache
+from kbtools.store.segments import segment_files
+from kbtools.store.vectors import entry_vectors
 
 LOGIN = "how do I log in to production with playwright"
 DISPATCH = "owner ruling says table this card for N days: dated dispatch label or hold-until label?"
@@ -62,13 +65,13 @@ def test_usage_counts_only_returned_results(eng_copy):
     after = eng_copy.entries.select("id", "usage_count").join(before, on="id", suffix="_before")
     bumped = set(after.filter(pl.col("usage_count") > pl.col("usage_count_before"))["id"])
     assert bumped == set(ans.ids())
-    assert len(eng_copy.segment_files()["entries"]) == 1  # the entries table was not rewritten
+    assert len(segment_files(eng_copy)["entries"]) == 1  # the entries table was not rewritten
     kb.query(eng_copy, LOGIN, k=8, record_usage=False)
     assert eng_copy.usage.height == 8
 
 
 def test_exact_search_agrees_with_numpy_brute_force(eng):
-    ids, data = eng.vectors()
+    ids, data = entry_vectors(eng)
     active = set(eng.entries.filter(pl.col("status") == "active")["id"])
     mask = np.array([i in active for i in ids])
     combined = combine(np.asarray(data)[mask])
@@ -97,12 +100,12 @@ def test_new_entries_are_embedded_incrementally(eng_copy):
     new = kb.report_learning(eng_copy, content="The staging signing key rotates with `vault rotate staging-sign`.", actor="a", link=False)
     ans = kb.query(eng_copy, "rotate the staging signing key with vault", record_usage=False)
     assert new in ans.ids()
-    assert len(eng_copy.vectors()[0]) == eng_copy.entries.height
+    assert len(entry_vectors(eng_copy)[0]) == eng_copy.entries.height
 
 
 def test_stale_index_cache_is_never_used(eng_copy):
     kb.query(eng_copy, LOGIN, record_usage=False)
-    eng_copy.write_cache("index-flat.faiss", "stale-fingerprint", b"garbage")
+    write_cache(eng_copy, "index-flat.faiss", "stale-fingerprint", b"garbage")
     fresh = kb.open_bank(eng_copy.path)
     assert kb.query(fresh, LOGIN, record_usage=False).ids() == kb.query(eng_copy, LOGIN, record_usage=False).ids()
 
@@ -143,13 +146,13 @@ def test_index_grows_incrementally_and_masks_an_entry_that_leaves(eng_copy):
 
 def test_index_survives_the_automatic_merge_of_small_segments(eng_copy):
     from kbtools.retrieval.search import bank_index
-    from kbtools.store.bank import TAIL_SEGMENTS
+    from kbtools.store.compaction import TAIL_SEGMENTS
 
     first = bank_index(eng_copy)
     size = first.size
     for i in range(TAIL_SEGMENTS + 2):  # enough writes for a tail merge of the entries table
         kb.report_learning(eng_copy, content=f"Cache warmer note number {i} for the CDN.", actor="a", link=False)
     kb.embed_bank(eng_copy)
-    assert len(eng_copy.segment_files()["entries"]) <= TAIL_SEGMENTS + 1
+    assert len(segment_files(eng_copy)["entries"]) <= TAIL_SEGMENTS + 1
     after = bank_index(eng_copy)
     assert after is first and after.size == size + TAIL_SEGMENTS + 2  # grown in place, never rebuilt

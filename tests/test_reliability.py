@@ -15,8 +15,11 @@ import polars as pl
 import pytest
 
 import kbtools as kb
-from kbtools.store.bank import _locked
+from kbtools.store.lock import bank_lock
 from kbtools.store.check import repair_bank
+from kbtools.store.caches import cache_file, write_cache_file
+from kbtools.store.segments import segment_files
+from kbtools.store.vectors import entry_vectors, vector_segments
 
 TEXTS = [
     "Restart the payments worker after changing its config file.",
@@ -50,7 +53,7 @@ def test_report_with_linking_is_one_commit_with_its_vectors_and_links(tmp_path):
     before = bank.version
     new = kb.report_learning(bank, content="Restart the payments worker when its config changes.", actor="agent")
     assert bank.version == before + 1  # entry, vectors and links in one manifest swap
-    assert new in bank.vectors()[0].tolist()
+    assert new in entry_vectors(bank)[0].tolist()
     assert bank.entries.filter(pl.col("id") == new)["linked_at"][0] is not None
     assert bank.edges.filter((pl.col("src") == new) | (pl.col("dst") == new)).height >= 1
 
@@ -122,7 +125,7 @@ def test_an_open_snapshot_still_answers_after_a_compaction(tmp_path):
     kb.open_bank(bank.path).compact(sweep_age=0)  # past the grace period: the files are gone
     with warnings.catch_warnings(record=True) as seen:
         warnings.simplefilter("always")
-        ids, _ = late.vectors()
+        ids, _ = entry_vectors(late)
     assert len(ids) == late.entries.height and any("moved to the newest version" in str(w.message) for w in seen)
 
 
@@ -146,8 +149,8 @@ def test_a_damaged_index_cache_is_rebuilt_never_used(tmp_path, damage):
     bank = _bank(tmp_path / "b")
     want = kb.query(bank, "nginx burst spike", record_usage=False, fold=False).ids()
     idx = bank_index(bank)
-    bank.write_cache_file("index-flat.kbx", idx.fingerprint, idx.write)  # as a big bank caches it
-    assert kb.open_bank(bank.path).cache_file("index-flat.kbx", idx.fingerprint) is not None
+    write_cache_file(bank, "index-flat.kbx", idx.fingerprint, idx.write)  # as a big bank caches it
+    assert cache_file(kb.open_bank(bank.path), "index-flat.kbx", idx.fingerprint) is not None
     cache = bank.path / "cache" / "index-flat.kbx"
     data = bytearray(cache.read_bytes())
     if damage == "flip":
@@ -158,14 +161,14 @@ def test_a_damaged_index_cache_is_rebuilt_never_used(tmp_path, damage):
         data = bytearray(b"not faiss at all")
     cache.write_bytes(bytes(data))
     fresh = kb.open_bank(bank.path)
-    assert fresh.cache_file("index-flat.kbx", idx.fingerprint) is None  # never used
+    assert cache_file(fresh, "index-flat.kbx", idx.fingerprint) is None  # never used
     assert kb.query(fresh, "nginx burst spike", record_usage=False, fold=False).ids() == want
 
 
 def test_a_segment_rewritten_by_another_tool_is_reported(tmp_path):
     bank = _bank(tmp_path / "b")
     bank.compact()
-    seg = bank.path / bank.segment_files()["entries"][0]
+    seg = bank.path / segment_files(bank)["entries"][0]
     frame = pl.read_parquet(seg).with_columns(pl.lit("archived").alias("status"))
     frame.write_parquet(seg)
     problems = [str(p) for p in kb.check_bank(bank.path)]
@@ -180,7 +183,7 @@ def test_a_segment_rewritten_by_another_tool_is_reported(tmp_path):
 def test_a_query_answers_while_a_writer_holds_the_lock(tmp_path):
     bank = _bank(tmp_path / "b")
     reader = kb.open_bank(bank.path, lock_timeout=0.05)
-    with _locked(bank.path, 1.0, "a long job"):
+    with bank_lock(bank.path, 1.0, "a long job"):
         ans = kb.query(reader, "payments worker config", record_usage=True)
     assert ans.ids()
     kb.report_learning(bank, content="A write merges the usage log.", actor="t", link=False)
@@ -220,12 +223,12 @@ def _damage(bank: kb.Bank, kind: str) -> None:
         del manifest["tables"]
         (root / "manifest.json").write_text(json.dumps(manifest))
     elif kind == "truncated vectors":
-        seg = root / bank.vector_segments()[-1]["data"]
+        seg = root / vector_segments(bank)[-1]["data"]
         seg.write_bytes(seg.read_bytes()[:100])
     elif kind == "deleted hashes":
-        (root / bank.vector_segments()[-1]["hashes"]).unlink()
+        (root / vector_segments(bank)[-1]["hashes"]).unlink()
     elif kind == "wrong schema":
-        seg = root / bank.segment_files()["edges"][-1]
+        seg = root / segment_files(bank)["edges"][-1]
         pl.DataFrame({"nonsense": [1, 2]}).write_parquet(seg)
     elif kind == "temp file":
         (root / ".manifest.json.deadbeef.tmp").write_text("{")

@@ -14,6 +14,7 @@ from kbtools.errors import ValidationError
 from kbtools.retrieval import index as index_mod
 from kbtools.retrieval.index import IVF_LISTS, REFINE_FACTOR, VectorIndex, combine, ivf_nprobe
 from kbtools.retrieval.search import bank_index
+from kbtools.store.vectors import entry_vectors, vector_blocks, vector_segments
 
 
 def _unit(x: np.ndarray) -> np.ndarray:
@@ -70,9 +71,9 @@ def test_blocks_that_do_not_cover_the_ids_are_refused(rows):
 
 
 def test_vector_blocks_are_the_vectors_without_joining_the_segments(bank):
-    ids, data = bank.vectors()
-    assert len(bank.vector_segments()) == 4
-    blocks = bank.vector_blocks(block=777)
+    ids, data = entry_vectors(bank)
+    assert len(vector_segments(bank)) == 4
+    blocks = vector_blocks(bank, block=777)
     got = list(blocks)
     assert len(got) == len(blocks) == -(-len(ids) // 777) and all(len(b[0]) <= 777 for b in got)
     assert np.concatenate([b[0] for b in got]).tolist() == ids.tolist() == blocks.ids.tolist()
@@ -82,11 +83,11 @@ def test_vector_blocks_are_the_vectors_without_joining_the_segments(bank):
     assert np.array_equal(blocks.rows(pick), np.asarray(data)[pick])
     assert len(list(blocks)) == len(got)  # re-iterable: a second pass reads the files again
     active = bank.entries.filter(pl.col("status") == "active")["id"].head(100)
-    assert bank.vector_blocks(ids=active).ids.tolist() == [i for i in ids.tolist() if i in set(active)]
+    assert vector_blocks(bank, ids=active).ids.tolist() == [i for i in ids.tolist() if i in set(active)]
 
 
 def test_bank_index_is_built_from_blocks_as_from_all_vectors(bank):
-    ids, data = bank.vectors()
+    ids, data = entry_vectors(bank)
     active = set(bank.entries.filter(pl.col("status") == "active")["id"].to_list())
     live = np.array([i in active for i in ids.tolist()])
     streamed = bank_index(bank, kind="ivf_sq8")
@@ -101,7 +102,7 @@ def test_recall_parameters_are_used(bank):
     assert index.nprobe > 24  # a share of the lists, not the 24 of the first run
     idx = bank_index(bank, kind="ivf_sq8")
     assert idx.refine is not None and idx.refine_factor == REFINE_FACTOR["ivf_sq8"] > 1
-    ids, data = bank.vectors()
+    ids, data = entry_vectors(bank)
     position = {i: p for p, i in enumerate(ids.tolist())}
     combined = combine(np.asarray(data))
     queries = combined[[10, 500, 4000]] + 0.01
@@ -129,7 +130,7 @@ def test_exact_top_streams_the_segments_and_agrees_with_search_weighted(bank):
     from kbtools.evaluate.scale import exact_top
     from kbtools.retrieval.index import search_weighted
 
-    ids, data = bank.vectors()
+    ids, data = entry_vectors(bank)
     per_dim = np.asarray(data, dtype=np.float32)
     queries = combine(per_dim[[3, 2700, 5500]]) * 2
     got = exact_top(bank, queries, 8, block=1000)

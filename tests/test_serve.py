@@ -18,7 +18,7 @@ from kbtools.demo import synthetic_bank
 from kbtools.ops.interchange import import_frames
 from kbtools.retrieval.index import VectorIndex
 from kbtools.retrieval.search import bank_index
-from kbtools.store.vectors import SegmentedVectors
+from kbtools.store.vectors import SegmentedVectors, entry_vectors, vector_blocks
 
 
 @pytest.fixture(scope="module")
@@ -48,14 +48,14 @@ def test_agents_adding_and_querying_in_a_loop_see_no_stall(bank):
         assert new in ans.ids(), f"query {i} did not see the entry added just before it"
     assert VectorIndex.builds == builds, "an add rebuilt the whole index"
     assert bank.entries.height == 20_100
-    assert len(bank.vectors()[0]) == 20_100
+    assert len(entry_vectors(bank)[0]) == 20_100
     assert bank_index(bank).size == bank.entries.filter(pl.col("status") == "active").height
 
 
 def test_vectors_are_read_in_place_not_concatenated(bank):
     for i in range(3):
         kb.report_learning(bank, content=f"Fact {i} about the warm pool.", actor="a", link=False)
-    ids, data = bank.vectors()
+    ids, data = entry_vectors(bank)
     assert isinstance(data, SegmentedVectors) and len(data.parts) == 4
     assert all(isinstance(p, np.memmap) for p in data.parts)  # mapped, not read into memory
     full = np.asarray(data)
@@ -68,7 +68,7 @@ def test_a_re_embedded_entry_replaces_its_vector(bank):
     first = bank.entries["id"][0]
     kb.update_entry(bank, first, actor="t", reason="rewritten", content="Zebra herds cross the llama farm.")
     kb.embed_bank(bank)
-    ids, data = bank.vectors()
+    ids, data = entry_vectors(bank)
     assert (ids == first).sum() == 1 and len(ids) == bank.entries.height
     assert kb.query(bank, "zebra herds llama farm", record_usage=False, fold=False).ids()[0] == first
 
@@ -180,10 +180,10 @@ def test_a_compaction_does_not_keep_a_query_index_whose_entry_was_re_embedded(ba
 
 
 def test_a_few_vector_rows_are_read_without_mapping_them_and_equal_the_mapped_rows(bank):
-    from kbtools.store.bank import VectorBlocks
+    from kbtools.store.vectors import VectorBlocks
 
     kb.report_learning(bank, content="One more segment to read from.", actor="a", link=False)
-    blocks = bank.vector_blocks()
+    blocks = vector_blocks(bank)
     positions = np.random.default_rng(0).integers(0, len(blocks.ids), 40)
     positions[-1] = len(blocks.ids) - 1  # a row of the newest segment
     read = blocks.rows(positions)

@@ -10,7 +10,11 @@ import pytest
 
 import kbtools as kb
 from kbtools.model.schema import SCHEMAS
-from kbtools.store.bank import TAIL_SEGMENTS
+from kbtools.store import caches
+from kbtools.store.compaction import TAIL_SEGMENTS
+from kbtools.store.caches import cache_file, cached_file_meta, read_cache, write_cache, write_cache_file
+from kbtools.store.segments import segment_files
+from kbtools.store.vectors import embedder_name, entry_vectors, vector_segments
 
 
 def test_create_then_open(tmp_path):
@@ -61,13 +65,13 @@ def test_snapshot_until_reload(tmp_path):
 
 
 def test_each_write_adds_segments_not_rewrites(small_bank):
-    files = small_bank.segment_files()
+    files = segment_files(small_bank)
     assert len(files["entries"]) == 3  # one small segment per write
     first = small_bank.path / files["entries"][0]
     before = first.stat().st_mtime_ns
     kb.report_learning(small_bank, content="Another fact.", actor="a")
     assert (small_bank.path / files["entries"][0]).stat().st_mtime_ns == before
-    assert small_bank.segment_files()["entries"][:3] == files["entries"]
+    assert segment_files(small_bank)["entries"][:3] == files["entries"]
 
 
 def test_compaction_keeps_content_and_makes_plain_parquet(small_bank):
@@ -78,7 +82,7 @@ def test_compaction_keeps_content_and_makes_plain_parquet(small_bank):
     again = kb.open_bank(small_bank.path)
     assert again.entries.height == before["entries"].height - 1
     # a compacted table is one Parquet file any reader opens as the table
-    raw = pl.read_parquet(small_bank.path / again.segment_files()["entries"][0])
+    raw = pl.read_parquet(small_bank.path / segment_files(again)["entries"][0])
     assert raw.height == again.entries.height
     assert set(SCHEMAS["entries"]) <= set(raw.columns)
 
@@ -86,7 +90,7 @@ def test_compaction_keeps_content_and_makes_plain_parquet(small_bank):
 def test_tail_segments_merge_automatically(bank):
     for i in range(TAIL_SEGMENTS + 3):
         kb.report_learning(bank, content=f"Fact number {i}.", actor="a")
-    assert len(bank.segment_files()["entries"]) <= TAIL_SEGMENTS + 1
+    assert len(segment_files(bank)["entries"]) <= TAIL_SEGMENTS + 1
     assert kb.open_bank(bank.path).entries.height == TAIL_SEGMENTS + 3
     assert kb.check_bank(bank.path) == []
 
@@ -98,33 +102,33 @@ def test_settings_and_vectors_roundtrip(bank):
     vec = np.ones((1, 4, 8), dtype=np.float32)
     bank.apply(lambda b: Plan(vectors=(np.array([a]), vec, "test-embedder"), settings={"embedder": "test-embedder"}))
     again = kb.open_bank(bank.path)
-    ids, data = again.vectors()
+    ids, data = entry_vectors(again)
     assert ids.tolist() == [a] and data.shape == (1, 4, 8)
-    assert again.embedder_name == "test-embedder" and again.settings["embedder"] == "test-embedder"
+    assert embedder_name(again) == "test-embedder" and again.settings["embedder"] == "test-embedder"
     with pytest.raises(kb.KbError, match="cannot join"):
         bank.apply(lambda b: Plan(vectors=(np.array([a]), vec, "other")))
 
 
 def test_cache_is_refused_when_fingerprint_differs(bank):
-    bank.write_cache("index.faiss", "fp-1", b"abc")
-    assert bank.read_cache("index.faiss", "fp-1") == b"abc"
-    assert bank.read_cache("index.faiss", "fp-2") is None
+    write_cache(bank, "index.faiss", "fp-1", b"abc")
+    assert read_cache(bank, "index.faiss", "fp-1") == b"abc"
+    assert read_cache(bank, "index.faiss", "fp-2") is None
 
 
 @pytest.mark.parametrize("whole", [True, False])
 def test_a_cache_file_sealed_whole_is_refused_after_a_change_in_its_middle(bank, whole):
     """A seal of the whole file hashes every byte; the default seal (size, time, first and last
     MiB) does not see a change in the middle of a large file that keeps its size and time."""
-    bank.write_cache_file("big.bin", "fp", lambda p: p.write_bytes(bytes(5 << 20)), whole=whole)
-    path = bank.cache_file("big.bin", "fp")
+    write_cache_file(bank, "big.bin", "fp", lambda p: p.write_bytes(bytes(5 << 20)), whole=whole)
+    path = cache_file(bank, "big.bin", "fp")
     stamp = path.stat().st_mtime_ns
     with open(path, "r+b") as f:
         f.seek(5 << 19)
         f.write(b"\x01")
     os.utime(path, ns=(stamp, stamp))
-    assert (bank.cache_file("big.bin", "fp") is None) is whole
-    bank.write_cache_file("big.bin", "fp", lambda p: p.write_bytes(bytes(5 << 20)), whole=whole)
-    assert bank.cache_file("big.bin", "fp") is not None  # written again: used
+    assert (cache_file(bank, "big.bin", "fp") is None) is whole
+    write_cache_file(bank, "big.bin", "fp", lambda p: p.write_bytes(bytes(5 << 20)), whole=whole)
+    assert cache_file(bank, "big.bin", "fp") is not None  # written again: used
 
 
 def test_one_write_costs_what_it_writes_at_scale(tmp_path):
@@ -134,10 +138,10 @@ def test_one_write_costs_what_it_writes_at_scale(tmp_path):
     demo = synthetic_bank(entries=20_000, seed=3)
     bank = kb.create_bank(tmp_path / "big")
     kb.import_frames(bank, entries=demo.entries, edges=demo.edges, guard=False)
-    base = bank.path / bank.segment_files()["entries"][0]
+    base = bank.path / segment_files(bank)["entries"][0]
     size, mtime = base.stat().st_size, base.stat().st_mtime_ns
     kb.report_learning(bank, content="One more fact about the cache.", actor="a", link=False)
-    new = bank.path / bank.segment_files()["entries"][-1]
+    new = bank.path / segment_files(bank)["entries"][-1]
     assert base.stat().st_mtime_ns == mtime and base.stat().st_size == size
     assert pl.read_parquet(new).height == 1
     assert new.stat().st_size < size / 50
@@ -209,12 +213,12 @@ def test_the_entry_id_set_sees_another_process_append_and_forgets_a_deleted_id(t
 
 
 def test_the_entry_id_set_folds_its_recent_ids_and_keeps_foreign_ids():
-    from kbtools.store.bank import _EntryIds
+    from kbtools.store.segments import EntryIds
 
     rng = np.random.default_rng(3)
     codes = rng.choice(2**32, size=10_000, replace=False)
     ids = [f"{c:08x}" for c in codes]
-    known = _EntryIds(pl.Series(ids[:5000] + ["IMPORTED-1"]), (1, 5001))
+    known = EntryIds(pl.Series(ids[:5000] + ["IMPORTED-1"]), (1, 5001))
     known.grow(pl.Series(ids[5000:]), (1, 10_001))  # more than FOLD_AT: folded into the array
     assert len(known.recent) == 0 and len(known.codes) == 10_000
     assert all(i in known for i in ids) and "IMPORTED-1" in known
@@ -231,12 +235,12 @@ def test_a_tail_merge_rewrites_only_the_small_segments(tmp_path):
     step = TAIL_SEGMENTS + 1
     for i in range(1 + 2 * step):  # the base, then two merges of `step` small segments
         kb.report_learning(bank, content=f"Ladder fact {i}.", actor="t")
-    after_two = bank.segment_files()["entries"]
+    after_two = segment_files(bank)["entries"]
     rows = [pl.read_parquet(bank.path / s).height for s in after_two]
     assert rows == [1, 2 * step]  # the second merge took the first merged segment in (same size)
     for i in range(step):
         kb.report_learning(bank, content=f"More ladder fact {i}.", actor="t")
-    after_three = bank.segment_files()["entries"]
+    after_three = segment_files(bank)["entries"]
     assert after_three[:2] == after_two  # the base and the big merged segment were not rewritten
     assert [pl.read_parquet(bank.path / s).height for s in after_three[2:]] == [step]
     assert kb.open_bank(bank.path).entries.height == 1 + 3 * step
@@ -281,21 +285,16 @@ def test_a_compaction_that_cannot_carry_a_cache_still_commits(tmp_path, monkeypa
     for i in range(3):
         kb.report_learning(bank, content=f"Kiln {i} overheats after error K-7{i}.", actor="a", link=False)
         kb.embed_bank(bank, embedder="hashing")
-    first = [bank.vector_segments()[0]["data"]]
-    bank.write_cache_file("index-x.kbx", "fp", lambda p: p.write_bytes(b"index"), meta={"segments": first})
+    first = [vector_segments(bank)[0]["data"]]
+    write_cache_file(bank, "index-x.kbx", "fp", lambda p: p.write_bytes(b"index"), meta={"segments": first})
     fresh = kb.open_bank(bank.path)
 
-    def unreadable(segment):
+    def unreadable(bank, segment):
         raise OSError("gone")
 
-    swap = fresh._swap_manifest
-
-    def swapped(*args, **kw):  # the folded segments' ids go unreadable once the compaction committed
-        swap(*args, **kw)
-        monkeypatch.setattr(fresh, "vector_segment_ids", unreadable)
-
-    monkeypatch.setattr(fresh, "_swap_manifest", swapped)
+    # the folded segments' ids go unreadable for the carrying, which runs once the compaction committed
+    monkeypatch.setattr(caches, "segment_ids", unreadable)
     report = fresh.compact()
     assert report["vectors"] == {"segments": 1, "rows": 3, "caches_kept": 0}
     again = kb.open_bank(bank.path)
-    assert len(again.vector_segments()) == 1 and again.cached_file_meta("index-x.kbx")[2]["segments"] == first
+    assert len(vector_segments(again)) == 1 and cached_file_meta(again, "index-x.kbx")[2]["segments"] == first

@@ -19,6 +19,7 @@ from kbtools.views import (bank_layout, community_figure, graph_figure, holes_fi
 from kbtools.views.figures import answer_roles
 from kbtools.views.labels import LABEL_LIMIT, label_box, place_labels, project
 from kbtools.views.flows import flow_positions
+from kbtools.store.caches import write_cache
 
 
 @pytest.fixture(scope="module")
@@ -152,7 +153,7 @@ def test_bank_layout_cached_per_version(tmp_path, demo_dir):
     import io
     buffer = io.BytesIO()
     planted.write_parquet(buffer)
-    bank.write_cache("layout_3d.parquet", meta["fingerprint"], buffer.getvalue())
+    write_cache(bank, "layout_3d.parquet", meta["fingerprint"], buffer.getvalue())
     assert_frame_equal(bank_layout(kb.open_bank(tmp_path / "eng")), planted)
     # A new bank version rebuilds (the planted cache no longer matches).
     a, b = bank.entries["id"][0], bank.entries["id"][1]

@@ -6,6 +6,7 @@ import sys
 
 from kbtools.model.config import QUERY_DEFAULTS
 from kbtools.cli.base import command, progress as _progress, register_args
+from kbtools.store.vectors import entry_vectors
 
 __all__: list[str] = []
 
@@ -16,8 +17,8 @@ def _open(args):
     from kbtools.store.bank import open_bank
 
     bank = open_bank(args.path, readonly=args.readonly)
-    if args.embed and bank.entries.height and len(bank.vectors()[0]) < bank.entries.height:
-        print(f"embedding {bank.entries.height - len(bank.vectors()[0])} entries of {bank.path} "
+    if args.embed and bank.entries.height and len(entry_vectors(bank)[0]) < bank.entries.height:
+        print(f"embedding {bank.entries.height - len(entry_vectors(bank)[0])} entries of {bank.path} "
               "(once; cached by text hash)", file=sys.stderr, flush=True)
         embed_bank(bank, progress=_progress("embed"))
     return bank

@@ -14,6 +14,8 @@ from kbtools.model.reprs import BankStats
 from kbtools.store.bank import Bank
 from kbtools.model.vocab import TRUSTED_SOURCES
 from kbtools.ops.fleet import map_banks
+from kbtools.store.segments import segment_files
+from kbtools.store.vectors import embedder_name, entry_vectors
 
 __all__ = ["bank_stats", "format_stats", "stats_many", "FLEET_STATS"]
 
@@ -42,7 +44,7 @@ def bank_stats(bank: Bank) -> BankStats:
     from kbtools.ops.interchange import guard_flags
 
     flagged = guard_flags(entries.filter(pl.col("status") == "active") if "status" in entries.columns else entries)
-    segments = bank.segment_files()
+    segments = segment_files(bank)
     return BankStats({
         "path": str(bank.path),
         "version": bank.version,
@@ -61,8 +63,8 @@ def bank_stats(bank: Bank) -> BankStats:
         "triples": bank.triples.height,
         "events": bank.events.height,
         "usage_pending": bank.usage.height,
-        "embedder": bank.embedder_name,
-        "vectors": int(len(bank.vectors()[0])),
+        "embedder": embedder_name(bank),
+        "vectors": int(len(entry_vectors(bank)[0])),
         "segments": {t: len(v) for t, v in segments.items()},
         "bytes_on_disk": size,
     })

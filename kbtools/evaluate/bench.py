@@ -33,6 +33,8 @@ from kbtools.ops.writes import report_learning
 from kbtools.retrieval.embedders import get_embedder
 from kbtools.retrieval.folding import fold
 from kbtools.store.bank import Bank, create_bank, open_bank
+from kbtools.store.segments import segment_files
+from kbtools.store.vectors import entry_vectors
 
 __all__ = ["run_bench", "format_bench", "BUDGETS"]
 
@@ -154,7 +156,7 @@ def _synthetic_store(n: int, root: Path, seed: int, log):
 
 def _bench_store(rows: BenchRows, bank, n: int) -> None:
 
-    raw = bank.path / bank.segment_files()["entries"][0]
+    raw = bank.path / segment_files(bank)["entries"][0]
     opened = _timeit(lambda: open_bank(bank.path).entries.height, 3, warmup=1)
     base = _timeit(lambda: pl.read_parquet(raw).height, 3, warmup=1)
     rows.add(f"store {n // 1000}k", "open bank (all tables merged)", np.median(opened) / 1000, "s",
@@ -178,7 +180,7 @@ def _bench_query(rows: BenchRows, bank, n: int, log) -> None:
     emb = get_embedder("minilm-static")
     queries = bank.entries.sample(200, seed=1)["title"].to_list()
     qv = emb.encode(queries)
-    ids, data = bank.vectors()
+    ids, data = entry_vectors(bank)
     data = np.asarray(data)
     kind = "flat" if n < 50_000 else "hnsw"
     t = time.perf_counter()

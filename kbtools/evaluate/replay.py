@@ -34,6 +34,7 @@ from kbtools.evaluate.judges import GoldJudge, verdict
 from kbtools.evaluate.report import ReplayReport
 from kbtools.evaluate.intervals import mean_summary, proportion
 from kbtools.evaluate.tasks import as_queries, queries_from_truth, read_queries
+from kbtools.store.vectors import entry_vectors
 
 __all__ = ["REPLAY_ARMS", "REPLAY_LABELS", "REPLAY_DEFAULTS", "run_replay", "query_outcome", "summarize_replay"]
 
@@ -79,7 +80,7 @@ def run_replay(bank, *, queries=None, judge=None, seed: int = 0, k: int = 8, poo
     lookup = edge_lookup(bank)
     entries = bank.entries
     texts = dict(zip(entries["id"].to_list(), entry_text(entries)))
-    vec_ids, data = bank.vectors()
+    vec_ids, data = entry_vectors(bank)
     combined = combine(np.asarray(data)) if len(vec_ids) else np.zeros((0, 1), np.float32)
     row_of = {i: r for r, i in enumerate(vec_ids.tolist())}
     verdicts: dict[tuple[str, str], bool] = {}

@@ -106,12 +106,13 @@ def _python(code: str, args: list[str], env: dict, what: str) -> dict:
 def _embedded(path: Path) -> bool:
     """Whether ``path`` is a bank whose every entry has minilm-static vectors (reusable)."""
     from kbtools.store.bank import open_bank
+    from kbtools.store.vectors import embedder_name, vector_ids
 
     try:
         bank = open_bank(path, readonly=True)
     except Exception:  # noqa: BLE001 - not a bank (yet): build it
         return False
-    return bank.embedder_name == "minilm-static" and len(bank.vector_ids()) == bank.entries.height > 0
+    return embedder_name(bank) == "minilm-static" and len(vector_ids(bank)) == bank.entries.height > 0
 
 
 def exact_top(bank, queries: np.ndarray, k: int = 8, *, block: int = 50_000, ids=None) -> np.ndarray:
@@ -119,10 +120,11 @@ def exact_top(bank, queries: np.ndarray, k: int = 8, *, block: int = 50_000, ids
     bank's memory-mapped vector segments (``block`` rows at a time; the vectors are never joined).
     ``ids``: only these entries (e.g. the active ones, as the index holds)."""
     from kbtools.retrieval.index import combine
+    from kbtools.store.vectors import vector_blocks
 
     best_s = np.full((len(queries), k), -np.inf, dtype=np.float32)
     best_i = np.zeros((len(queries), k), dtype=np.int64)
-    blocks = bank.vector_blocks(block, ids=ids)
+    blocks = vector_blocks(bank, block, ids=ids)
     start = 0
     for _, data in blocks:
         s = queries @ combine(data).T
@@ -145,6 +147,7 @@ def run_scale(entries: int, workdir: str | os.PathLike, *, seed: int = 7, connec
     from kbtools.retrieval.index import DIMENSIONS, recall_at_k
     from kbtools.retrieval.search import bank_index
     from kbtools.store.bank import open_bank
+    from kbtools.store.vectors import vector_blocks
 
     rows: list[dict] = []
 
@@ -184,7 +187,7 @@ def run_scale(entries: int, workdir: str | os.PathLike, *, seed: int = 7, connec
         f"p99 {serve['p99_ms']:.1f} ms; CPU p50 {serve['p50_cpu_ms']:.2f} ms (this thread)")
     bank = open_bank(path, readonly=True)
     n = bank.entries.height
-    dim = bank.vector_blocks().shape[2]
+    dim = vector_blocks(bank).shape[2]
     raw = n * len(DIMENSIONS) * dim * 4
     add("serving resident memory (fresh process, after the queries)", serve["rss_mb"], "MB",
         f"raw float32 vectors {_bytes_h(raw)} ({len(DIMENSIONS)} x {dim}), precombined {_bytes_h(raw / 4)}")

@@ -26,6 +26,7 @@ from typing import Any, Sequence
 import polars as pl
 
 import kbtools as kb
+from kbtools.store.vectors import entry_vectors
 
 __all__ = ["Door", "READ_TOOLS", "WRITE_TOOLS", "ReadOnlyBank"]
 
@@ -85,8 +86,8 @@ class Door:
 
     def _ready_to_query(self, bank) -> None:
         # ranked_pool embeds entries that lack vectors: a write a read-only door must not do
-        if self.readonly and bank.entries.height and len(bank.vectors()[0]) < bank.entries.height:
-            missing = bank.entries.height - len(bank.vectors()[0])
+        if self.readonly and bank.entries.height and len(entry_vectors(bank)[0]) < bank.entries.height:
+            missing = bank.entries.height - len(entry_vectors(bank)[0])
             raise ReadOnlyBank(self.path, f"{missing} entries have no vectors yet and embedding them writes")
 
     # -- reading tools ---------------------------------------------------------------------

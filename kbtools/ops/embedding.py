@@ -24,6 +24,7 @@ from kbtools.retrieval.index import DIMENSIONS
 from kbtools.retrieval.search import bank_embedder, embed_rows, text_hashes
 from kbtools.store.bank import Bank
 from kbtools.store.embed_cache import EmbeddingCache
+from kbtools.store.vectors import entry_vectors
 
 __all__ = ["embed_bank", "embed_new_rows", "EMBED_CHUNK", "FLOAT16_FROM"]
 
@@ -70,7 +71,7 @@ def embed_bank(bank: Bank, *, embedder: Embedder | str | None = None, rebuild: b
     if rebuild:
         todo = np.arange(entries.height)
     else:
-        ids, _, old = bank.vectors(with_hashes=True)
+        ids, _, old = entry_vectors(bank, with_hashes=True)
         stale = pl.DataFrame({"id": entries["id"], "h": hashes}).join(
             pl.DataFrame({"id": ids.astype(str).tolist(), "old": old}, schema={"id": pl.String, "old": pl.UInt64}),
             on="id", how="left", maintain_order="left")

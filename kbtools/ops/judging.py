@@ -28,6 +28,7 @@ from kbtools.model.schema import SCHEMAS
 from kbtools.ops.writes import plan_edge_changes, plan_merge_entries
 from kbtools.progress import Progress, progress_callback
 from kbtools.store.bank import Bank, utcnow
+from kbtools.store.vectors import embedder_name, entry_vectors
 
 __all__ = ["propose_duplicates", "judge_pairs", "judged_duplicates", "judge_bank", "note_coverage", "JudgeReport"]
 
@@ -89,7 +90,7 @@ def propose_duplicates(bank: Bank, *, threshold: float = DUPLICATE_THRESHOLD, k:
     entries = bank.entries
     if "status" in entries.columns:
         entries = entries.filter(pl.col("status") != "superseded")
-    vectors = bank.vectors() if bank.embedder_name else None
+    vectors = entry_vectors(bank) if embedder_name(bank) else None
     pairs = candidate_pairs(entries, vectors=vectors, edges=bank.edges, threshold=threshold, k=k)
     titles = entries.select("id", "title")
     return (pairs.join(titles.rename({"id": "a", "title": "title_a"}), on="a", how="left")

@@ -25,6 +25,9 @@ from kbtools.linker.anchors import AnchorRows, anchor_frame
 from kbtools.linker.terms import ANCHOR_COLUMNS, PART_COLUMNS, STATS_COLUMNS, anchor_keys, fill_anchors
 from kbtools.retrieval.index import ivf_nprobe
 from kbtools.store.bank import Bank
+from kbtools.store.caches import cache_file, cached_file_meta, write_cache_file
+from kbtools.store.segments import appended_rows, key_mark, table_mark
+from kbtools.store.vectors import embedder_name, entry_vectors, segment_data, segment_ids, vector_segments
 
 __all__ = ["linker_settings", "settings_for", "term_stats", "linker_vectors", "neighbour_index", "plan_new_entry_links",
            "NEIGHBOURS_FLAT_BELOW", "NEIGHBOURS_IVF_FROM", "NEIGHBOURS_FILE", "ANCHORS_FILE", "STATS_FILE",
@@ -36,7 +39,7 @@ def linker_settings(bank: Bank) -> LinkerSettings:
     """The linker's settings for this bank: the lexical weight of meaning (omega 0.25) when its
     vectors come from a lexical embedder, the defaults otherwise; ``linker`` settings in the bank
     override both."""
-    return settings_for(bank.embedder_name, bank.settings.get("linker") or {})
+    return settings_for(embedder_name(bank), bank.settings.get("linker") or {})
 
 
 def settings_for(embedder: str | None, stored: dict) -> LinkerSettings:
@@ -63,7 +66,7 @@ def term_stats(bank: Bank, settings: LinkerSettings) -> TermStats:
     triples = bank.triples
     known = tuple(sorted(set(triples["subject"].to_list()) | set(triples["object"].to_list())))
     entries = bank.entries
-    mark = bank.table_mark("entries")
+    mark = table_mark(bank, "entries")
 
     def texts(frame: pl.DataFrame) -> pl.Series:
         return frame.select(pl.struct("id", "kind", "title", "summary", "content").hash()).to_series()
@@ -71,7 +74,7 @@ def term_stats(bank: Bank, settings: LinkerSettings) -> TermStats:
     def build(prior) -> tuple:
         if prior is not None:
             old_stats, old_known, old_content, old_mark = prior
-            new = bank.appended_rows("entries", old_mark) if old_known == known else None
+            new = appended_rows(bank, "entries", old_mark) if old_known == known else None
             if new is not None and len(old_content) + new.height == entries.height:
                 content = pl.concat([old_content, texts(new)])
             else:
@@ -173,13 +176,13 @@ def _save_parts(bank: Bank, fingerprint: str, part_keys: np.ndarray, stats: Term
         with open(path, "wb") as fh:
             np.savez(fh, **arrays)
 
-    bank.write_cache_file(STATS_FILE, fingerprint, write, whole=True)
+    write_cache_file(bank, STATS_FILE, fingerprint, write, whole=True)
 
 
 def _saved_parts(bank: Bank, fingerprint: str, part_keys: np.ndarray) -> tuple[dict, int] | None:
     """The kept parts and how many of the bank's first rows they hold, when those rows' keys are
     the bank's now; None otherwise."""
-    path = bank.cache_file(STATS_FILE, fingerprint)  # every byte hashed, never held whole
+    path = cache_file(bank, STATS_FILE, fingerprint)  # every byte hashed, never held whole
     if path is None:
         return None
     try:
@@ -240,13 +243,13 @@ def _save_anchors(bank: Bank, fingerprint: str, keys: np.ndarray, anchors) -> No
         per_row.write_parquet(path, compression="zstd")
         flat.write_parquet(path.with_name(path.name + _ANCHOR_TERMS), compression="zstd")
 
-    bank.write_cache_file(ANCHORS_FILE, fingerprint, write, whole=True)
+    write_cache_file(bank, ANCHORS_FILE, fingerprint, write, whole=True)
 
 
 def _saved_anchors(bank: Bank, fingerprint: str, keys: np.ndarray) -> AnchorRows | None:
     """Per row, the anchors kept for its key (None where none is; made when a row is read), or None
     without a usable cache."""
-    path = bank.cache_file(ANCHORS_FILE, fingerprint)  # every byte of both files hashed, never held whole
+    path = cache_file(bank, ANCHORS_FILE, fingerprint)  # every byte of both files hashed, never held whole
     if path is None:
         return None
     try:
@@ -335,11 +338,11 @@ _BLOCK = 16_384  #: rows gathered at a time from the vector segments in a full b
 
 
 def _linker_state(bank: Bank) -> _LinkerVectors | None:
-    ids, data = bank.vectors()
+    ids, data = entry_vectors(bank)
     if len(ids) == 0:
         return None
-    mark = bank.key_mark("entries")  # updates in place (linked_at, status) keep the rows' ids
-    segments = bank.vector_segments()
+    mark = key_mark(bank, "entries")  # updates in place (linked_at, status) keep the rows' ids
+    segments = vector_segments(bank)
     paths = tuple(s["data"] for s in segments)
 
     def build(prior):
@@ -373,14 +376,14 @@ def _grown(bank: Bank, prior: _LinkerVectors, mark, segments: list[dict], paths:
         return None
     where = {eid: k for k, eid in enumerate(new_rows["id"].to_list())}
     fresh = segments[len(prior.segments) :]
-    seg_ids = [bank.vector_segment_ids(s) for s in fresh]
+    seg_ids = [segment_ids(bank, s) for s in fresh]
     if any(eid not in where for part in seg_ids for eid in part.tolist()):
         return None  # an earlier entry has a new vector: rebuild
     buf = prior.room(len(where))
     buf[prior.n : prior.n + len(where)] = 0.0
     for seg, part in zip(fresh, seg_ids):  # oldest first: a later segment's vector wins
         rows = prior.n + np.fromiter((where[e] for e in part.tolist()), np.int64, count=len(part))
-        buf[rows] = np.asarray(bank.vector_segment_data(seg)[:, 0, :], dtype=np.float32)
+        buf[rows] = np.asarray(segment_data(bank, seg)[:, 0, :], dtype=np.float32)
     return _LinkerVectors(buf, prior.n + len(where), mark, paths, prior.lineage)
 
 
@@ -523,9 +526,9 @@ def _save_neighbours(bank: Bank, index, rows: int) -> None:
     """Keep ``index`` (over the linker vectors of the bank's first ``rows`` entries) in the cache."""
     faiss = faiss_threads(1)
     digest = _ids_digest(bank.entries["id"].head(rows))
-    meta = {"format": _NEIGHBOURS_FORMAT, "embedder": bank.embedder_name, "rows": rows, "ids": digest,
-            "dim": int(index.d), "segments": [s["data"] for s in bank.vector_segments()]}
-    bank.write_cache_file(NEIGHBOURS_FILE, f"{bank.embedder_name}:{rows}:{digest}",
+    meta = {"format": _NEIGHBOURS_FORMAT, "embedder": embedder_name(bank), "rows": rows, "ids": digest,
+            "dim": int(index.d), "segments": [s["data"] for s in vector_segments(bank)]}
+    write_cache_file(bank, NEIGHBOURS_FILE, f"{embedder_name(bank)}:{rows}:{digest}",
                           lambda path: faiss.write_index(index, str(path)), meta=meta)
 
 
@@ -534,13 +537,13 @@ def _saved_neighbours(bank: Bank, vecs: np.ndarray):
     the bank's first ``rows`` entries as they are now (same embedder and vector segments, new
     segments holding only entries after them, the same ids in the same rows); ``(None, 0)``
     otherwise (a stale, damaged or foreign cache is rebuilt, never trusted)."""
-    found = bank.cached_file_meta(NEIGHBOURS_FILE)
+    found = cached_file_meta(bank, NEIGHBOURS_FILE)
     if found is None:
         return None, 0
     path, _, meta = found
     rows, old = meta.get("rows"), meta.get("segments")
-    segments = bank.vector_segments()
-    if (meta.get("format") != _NEIGHBOURS_FORMAT or meta.get("embedder") != bank.embedder_name
+    segments = vector_segments(bank)
+    if (meta.get("format") != _NEIGHBOURS_FORMAT or meta.get("embedder") != embedder_name(bank)
             or meta.get("dim") != vecs.shape[1] or not isinstance(rows, int) or not 0 < rows <= len(vecs)
             or not isinstance(old, list) or [s["data"] for s in segments[: len(old)]] != old):
         return None, 0
@@ -549,7 +552,7 @@ def _saved_neighbours(bank: Bank, vecs: np.ndarray):
         return None, 0  # an entry removed or reordered: positions stand for other rows
     # vectors written since: the segments after those it was built over, and those a compaction
     # folded in with them (see ``Bank._carry_caches``)
-    fresh = [bank.vector_segment_ids(s) for s in segments[len(old) :]]
+    fresh = [segment_ids(bank, s) for s in segments[len(old) :]]
     fresh.append(np.asarray(meta.get("appended_ids") or [], dtype=str))
     if ids.is_in(pl.Series(np.concatenate(fresh).tolist(), dtype=pl.String).implode()).any():
         return None, 0  # an earlier entry has a new vector

@@ -26,6 +26,7 @@ from kbtools.ops.link_context import (faiss_threads, linker_settings, linker_vec
                                       term_stats)
 from kbtools.ops.writes import edit_edges
 from kbtools.progress import Progress, progress_callback
+from kbtools.store.vectors import embedder_name
 
 __all__ = [
     "linker_settings",
@@ -254,6 +255,6 @@ def configure_linker(bank: Bank, values: dict | None = None, *, reset=(), dry_ru
     if changed and not dry_run:
         bank.apply(Plan(settings={"linker": stored}), actor=actor,
                    reason="configure: linker settings " + ", ".join(f"{k}={v}" for k, v in changed.items()))
-    effective = asdict(settings_for(bank.embedder_name, stored))
+    effective = asdict(settings_for(embedder_name(bank), stored))
     effective["weights"] = [list(p) for p in effective["weights"]]
     return {"settings": effective, "stored": stored, "changed": changed, "dry_run": dry_run}

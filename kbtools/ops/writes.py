@@ -34,6 +34,7 @@ from kbtools.model.vocab import (
     TRUSTED_SOURCES,
     normalize_type,
 )
+from kbtools.store.vectors import embedder_name
 
 __all__ = [
     "report_learning",
@@ -477,7 +478,7 @@ def report_learning(
 
 def _new_vectors(bank: Bank, entry: pl.DataFrame):
     """The new entry's vectors when the bank has an embedder (embedded in the write, never by a read)."""
-    if not bank.embedder_name:
+    if not embedder_name(bank):
         return None
     from kbtools.ops.embedding import embed_new_rows  # the embedder loads only when a bank has one
     from kbtools.retrieval.search import bank_embedder

@@ -27,6 +27,9 @@ from kbtools.errors import EmbedderMismatch, NotEmbedded, ValidationError
 from kbtools.retrieval.index import DEFAULT_WEIGHTS, DIMENSIONS, MAX_DEAD_SHARE, VectorIndex, combine, index_kind
 from kbtools.retrieval.lexical import BM25Index, rrf
 from kbtools.store.bank import Bank
+from kbtools.store.caches import cache_file, cached_file_meta, write_cache_file
+from kbtools.store.segments import appended_rows, table_mark
+from kbtools.store.vectors import embedder_name, segment_data, segment_ids, vector_blocks, vector_count, vector_segments
 
 __all__ = [
     "entry_texts",
@@ -93,7 +96,7 @@ def embed_rows(entries: pl.DataFrame, embedder: Embedder, *, batch: int = 256, p
 def bank_embedder(bank: Bank, embedder: Embedder | str | None = None) -> Embedder:
     """The embedder a bank's vectors come from; asking for another one is an error that says how
     to re-embed."""
-    recorded = bank.embedder_name or bank.settings.get("embedder")
+    recorded = embedder_name(bank) or bank.settings.get("embedder")
     if isinstance(embedder, str):
         embedder = get_embedder(embedder)
     if embedder is None:
@@ -133,10 +136,10 @@ def bank_index(bank: Bank, *, kind: str = "auto", weights: Mapping[str, float] |
     name = f"index:{kind}:{_weights_key(weights)}"
 
     def build(prior: VectorIndex | None) -> VectorIndex:
-        segs = [s["data"] for s in bank.vector_segments()]
-        mark = bank.table_mark("entries")
+        segs = [s["data"] for s in vector_segments(bank)]
+        mark = table_mark(bank, "entries")
         fp = hashlib.sha256(
-            json.dumps([bank.embedder_name, segs, _weights_key(weights), kind, bank.fingerprint(("entries", "vectors"))]).encode()
+            json.dumps([embedder_name(bank), segs, _weights_key(weights), kind, bank.fingerprint(("entries", "vectors"))]).encode()
         ).hexdigest()[:24]
         # the write path of agents adding entries: only the new segments are read
         idx = _appended(prior, bank, segs, weights)
@@ -148,20 +151,20 @@ def bank_index(bank: Bank, *, kind: str = "auto", weights: Mapping[str, float] |
             if idx is None:  # a cache file of an earlier snapshot: grown below, not rebuilt
                 prior = _earlier_cached_index(bank, kind, weights, segs)
         # every other read of the vectors streams blocks from the memory-mapped segments (never joined)
-        blocks = bank.vector_blocks(ids=bank.entries.filter(pl.col("status") == "active")["id"])
+        blocks = vector_blocks(bank, ids=bank.entries.filter(pl.col("status") == "active")["id"])
         if idx is None and prior is not None:
             old_segs = set(getattr(prior, "segments", None) or [])
-            fresh = [sg for sg in bank.vector_segments() if sg["data"] not in old_segs]
+            fresh = [sg for sg in vector_segments(bank) if sg["data"] not in old_segs]
             # vectors written since it was built: in the segments after its own, and in the later
             # segments a compaction folded in with them (``appended``, see ``Bank._carry_caches``)
-            parts = [bank.vector_segment_ids(sg) for sg in fresh] + [np.asarray(getattr(prior, "appended", ()), dtype=str)]
+            parts = [segment_ids(bank, sg) for sg in fresh] + [np.asarray(getattr(prior, "appended", ()), dtype=str)]
             rewritten = np.concatenate(parts)
-            idx = _grown(prior, segs, blocks.ids, lambda new: bank.vector_blocks(ids=new), weights, rewritten)
+            idx = _grown(prior, segs, blocks.ids, lambda new: vector_blocks(bank, ids=new), weights, rewritten)
         if idx is None:
             idx = VectorIndex.build_blocks(blocks.ids, lambda: (combine(d, weights) for _, d in blocks),
                                            dim=blocks.shape[2], kind=kind, threads=_build_threads(len(blocks.ids)))
             if len(blocks.ids) >= 5000:  # small indexes build faster than they load
-                bank.write_cache_file(f"index-{kind}.kbx", fp, idx.write,
+                write_cache_file(bank, f"index-{kind}.kbx", fp, idx.write,
                                       meta=_cache_meta(bank, kind, weights, segs))
         idx.fingerprint = fp
         idx.segments = segs
@@ -198,7 +201,7 @@ class _Rows:
 def _cached_index(bank: Bank, kind: str, fp: str) -> VectorIndex | None:
     """The index cached on disk for ``fp``, read by faiss from its file (memory-mapped); None when
     there is none or it does not load (a damaged cache is rebuilt, never trusted)."""
-    path = bank.cache_file(f"index-{kind}.kbx", fp)
+    path = cache_file(bank, f"index-{kind}.kbx", fp)
     if path is None:
         return None
     try:
@@ -210,7 +213,7 @@ def _cached_index(bank: Bank, kind: str, fp: str) -> VectorIndex | None:
 def _cache_meta(bank: Bank, kind: str, weights, segs: list) -> dict:
     """What an index cache file was built from, beyond its snapshot's fingerprint: a later snapshot
     with the same embedder, weights and kind, whose vector segments start with these, can grow it."""
-    return {"embedder": bank.embedder_name, "weights": _weights_key(weights), "kind": kind, "segments": list(segs)}
+    return {"embedder": embedder_name(bank), "weights": _weights_key(weights), "kind": kind, "segments": list(segs)}
 
 
 def _earlier_cached_index(bank: Bank, kind: str, weights, segs: list) -> VectorIndex | None:
@@ -218,12 +221,12 @@ def _earlier_cached_index(bank: Bank, kind: str, weights, segs: list) -> VectorI
     deleted; or vectors appended), read from its file to be grown in place by ``_grown`` (a fresh
     process after a write reads the new rows only, instead of rebuilding a million-entry index);
     None when there is none or it was built from other vectors, weights or kind."""
-    found = bank.cached_file_meta(f"index-{kind}.kbx")
+    found = cached_file_meta(bank, f"index-{kind}.kbx")
     if found is None:
         return None
     path, fp, meta = found
     old = meta.get("segments")
-    if (not isinstance(old, list) or meta.get("embedder") != bank.embedder_name or meta.get("kind") != kind
+    if (not isinstance(old, list) or meta.get("embedder") != embedder_name(bank) or meta.get("kind") != kind
             or meta.get("weights") != _weights_key(weights) or segs[: len(old)] != old):
         return None
     try:
@@ -242,18 +245,18 @@ def _appended(prior: VectorIndex | None, bank: Bank, segs: list, weights) -> Vec
     old = getattr(prior, "segments", None)
     if prior is None or old is None or segs[: len(old)] != old:
         return None
-    added = bank.appended_rows("entries", getattr(prior, "mark", None))
+    added = appended_rows(bank, "entries", getattr(prior, "mark", None))
     if added is None:
         return None
-    new_segs = [sg for sg in bank.vector_segments() if sg["data"] not in set(old)]
+    new_segs = [sg for sg in vector_segments(bank) if sg["data"] not in set(old)]
     if not new_segs:
         return prior if added.height == 0 else None  # entries without vectors: the full check
-    ids = np.concatenate([bank.vector_segment_ids(sg) for sg in new_segs])
+    ids = np.concatenate([segment_ids(bank, sg) for sg in new_segs])
     if len(ids) > 4096 or len(np.unique(ids)) != len(ids) or len(ids) != added.height:
         return None
     if set(ids.tolist()) != set(added["id"].to_list()) or prior.holds_any(ids.tolist()):
         return None
-    data = np.concatenate([np.asarray(bank.vector_segment_data(sg), dtype=np.float32) for sg in new_segs])
+    data = np.concatenate([np.asarray(segment_data(bank, sg), dtype=np.float32) for sg in new_segs])
     active = np.isin(ids, added.filter(pl.col("status") == "active")["id"].to_numpy().astype(str))
     if active.any():
         prior.add(ids[active].tolist(), combine(data[active], weights))
@@ -321,8 +324,8 @@ def _display(bank: Bank) -> _Display:
     """The pool's display rows of the bank's entries (cached; grown when entries were only added)."""
 
     def build(prior):
-        mark = bank.table_mark("entries")
-        added = None if prior is None else bank.appended_rows("entries", prior.mark)
+        mark = table_mark(bank, "entries")
+        added = None if prior is None else appended_rows(bank, "entries", prior.mark)
         if added is not None:  # entries were only added: extend, do not rebuild
             return prior.grown(added, mark)
         base = bank.entries.select("id", "title", "summary", "kind", "steps").rechunk()
@@ -363,8 +366,8 @@ def ranked_pool(
         raise ValidationError("pool", pool, "the pool holds at least one candidate")
     if query_vector is None or embedder is not None:  # the embedder loads only to embed text
         emb = bank_embedder(bank, embedder)
-    if bank.entries.height and bank.vector_count() < bank.entries.height:
-        raise NotEmbedded(bank.path, bank.entries.height - bank.vector_count(), bank.entries.height)
+    if bank.entries.height and vector_count(bank) < bank.entries.height:
+        raise NotEmbedded(bank.path, bank.entries.height - vector_count(bank), bank.entries.height)
     q = query_vector if query_vector is not None else emb.encode([text])[0]
     idx = bank_index(bank, kind=index, weights=weights)
     depth = pool if not lexical else max(pool, QUERY_DEFAULTS.lexical_depth)

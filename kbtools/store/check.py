@@ -20,8 +20,9 @@ from kbtools.model.schema import SCHEMAS
 from pathlib import Path
 
 from kbtools.errors import KbError, UnsafePath
-from kbtools.store.bank import DEFAULT_LOCK_TIMEOUT, SWEEP_AGE_S, Bank, _atomic_write_bytes, _locked, open_bank, read_manifest
-from kbtools.store.files import digest, history, inside, manifest_files, symlinks, temp_files, write_history
+from kbtools.store.bank import DEFAULT_LOCK_TIMEOUT, SWEEP_AGE_S, Bank, open_bank, read_manifest
+from kbtools.store.files import atomic_write_bytes, digest, history, inside, manifest_files, symlinks, temp_files, write_history
+from kbtools.store.lock import bank_lock
 
 __all__ = ["check_bank", "repair_bank"]
 
@@ -123,13 +124,13 @@ def repair_bank(path: str | os.PathLike, *, dry_run: bool = False, timeout: floa
               "caches_removed": len(caches), "dry_run": dry_run}
     if dry_run:
         return report
-    with _locked(root, timeout, "repair"):
+    with bank_lock(root, timeout, "repair"):
         if rolled_back:
             manifest = json.loads(json.dumps(chosen))
             manifest["version"] = latest + 1
             manifest["commit"] = {"actor": "repair", "reason": f"rolled back to version {chosen.get('version', 0)}"}
             data = json.dumps(manifest, indent=1).encode()
-            _atomic_write_bytes(root / "manifest.json", data)
+            atomic_write_bytes(root / "manifest.json", data)
             write_history(root, manifest, data)
             report["version"] = manifest["version"]
         for f in temps + caches:
@@ -166,7 +167,7 @@ def _segment_problems(root: Path, manifest: dict) -> list[Problem]:
 
 
 def _vector_problems(bank: Bank, ids: pl.Series) -> list[Problem]:
-    info = bank._manifest.get("vectors") or {}
+    info = bank.manifest.get("vectors") or {}
     out: list[Problem] = []
     dims = set()
     for seg in info.get("segments", []):

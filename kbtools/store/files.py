@@ -1,4 +1,4 @@
-"""The files of a bank folder: every path a manifest names resolves inside the bank (no symlink
+"""The files of a bank folder: atomic writes (temp name, fsync, rename), every path a manifest names resolves inside the bank (no symlink
 followed out of it), every committed file carries its size, mtime and a content hash, and the last
 manifests are kept so that a damaged bank can be rolled back.
 
@@ -19,17 +19,70 @@ import hashlib
 import json
 import os
 import time
+import uuid
 from pathlib import Path
 
+import numpy as np
+import polars as pl
+
 from kbtools.errors import UnsafePath
+from kbtools.store.lock import fsync_dir, fsync_paths
 
 __all__ = ["inside", "digest", "HISTORY", "KEEP_MANIFESTS", "history", "write_history", "manifest_files",
-           "temp_files", "symlinks"]
+           "temp_files", "symlinks", "changed_files", "atomic_write_bytes", "write_parquet", "write_npy", "read_json"]
 
 #: the folder of the bank that keeps the last manifests, one file per version
 HISTORY = "manifests"
 #: how many committed manifests are kept for ``kb check --repair``
 KEEP_MANIFESTS = 20
+
+
+def atomic_write_bytes(path: Path, data: bytes, *, durable: bool = True, synced_with: list[Path] = ()) -> None:
+    """Write ``data`` to ``path`` atomically (temp name, rename); with ``durable`` the bytes are
+    fsynced before the rename and the folder after it. ``synced_with``: files (and folders) that
+    must be durable before the rename, fsynced together with the temp file.
+
+    >>> import tempfile, pathlib
+    >>> target = pathlib.Path(tempfile.mkdtemp()) / "x.json"
+    >>> atomic_write_bytes(target, b"{}"); target.read_bytes()
+    b'{}'
+    """
+    tmp = path.with_name(f".{path.name}.{uuid.uuid4().hex[:8]}.tmp")
+    with open(tmp, "wb") as fh:
+        fh.write(data)
+        fh.flush()
+    fsync_paths([tmp, *synced_with] if durable else synced_with)
+    os.replace(tmp, path)
+    if durable:
+        fsync_dir(path.parent)
+
+
+def write_parquet(frame: pl.DataFrame, path: Path, *, durable: bool = True) -> None:
+    """Write a segment: ``frame`` as zstd Parquet with statistics, under a temp name renamed into
+    place (fsynced first with ``durable``)."""
+    tmp = path.with_name(f".{path.name}.tmp")
+    frame.write_parquet(tmp, compression="zstd", statistics=True)
+    if durable:
+        with open(tmp, "rb+") as fh:
+            os.fsync(fh.fileno())
+    os.replace(tmp, path)
+
+
+def write_npy(array: np.ndarray, path: Path, *, durable: bool = True) -> None:
+    """Write a vector file: ``array`` as ``.npy`` (no pickles), under a temp name renamed into place."""
+    tmp = path.with_name(f".{path.name}.tmp")
+    with open(tmp, "wb") as fh:
+        np.save(fh, array, allow_pickle=False)
+        fh.flush()
+        if durable:
+            os.fsync(fh.fileno())
+    os.replace(tmp, path)
+
+
+def read_json(path: Path) -> dict:
+    """The JSON object in the file at ``path``."""
+    with open(path, encoding="utf-8") as fh:
+        return json.load(fh)
 
 
 def inside(root: Path, rel: str) -> Path:
@@ -119,3 +172,36 @@ def symlinks(root: Path) -> list[str]:
             if path.is_symlink():
                 found.append(path.relative_to(root).as_posix())
     return sorted(found)
+
+
+def changed_files(root: Path, recorded: dict, checked: set[str]) -> dict:
+    """The files of ``recorded`` (a manifest's ``files``: path -> ``[size, mtime_ns, hash]``) whose
+    size or mtime differ from what their commit recorded: rewritten by another tool, as path ->
+    ``[size, mtime_ns]``. A bank puts them into every fingerprint, so no cache built before is used
+    again.
+
+    A file found as recorded goes into ``checked`` and is not looked at again (segments are
+    immutable: a reload stats only the files it has not checked yet, not every file of the bank);
+    a bank opened later checks them all, so no cache it finds on disk was built over changed bytes.
+
+    >>> import tempfile, pathlib
+    >>> root = pathlib.Path(tempfile.mkdtemp()); _ = (root / "a").write_bytes(b"x")
+    >>> changed_files(root, {"a": [2, 0, "h"]}, set())
+    {'a': [1, ...]}
+    """
+    out = {}
+    base = os.fspath(root)
+    if len(checked) > 2 * len(recorded) + 64:
+        checked.intersection_update(recorded)
+    for rel, (size, mtime_ns, _) in recorded.items():
+        if rel in checked:
+            continue
+        try:
+            st = os.stat(os.path.join(base, rel))
+        except OSError:
+            continue
+        if st.st_size != size or st.st_mtime_ns != mtime_ns:
+            out[rel] = [st.st_size, st.st_mtime_ns]
+        else:
+            checked.add(rel)
+    return out

@@ -29,14 +29,14 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Callable, Iterator
 
-from kbtools.errors import KbError, StorageError
+from kbtools.errors import BankLocked, KbError, StorageError
 
 try:  # not on Windows: ``import kbtools`` must work there all the same
     import fcntl
 except ImportError:  # pragma: no cover - exercised by forcing the portable backend
     fcntl = None  # type: ignore[assignment]
 
-__all__ = ["flock_file", "lock_backend", "holder_text", "storage_errors", "fsync_dir", "fsync_paths"]
+__all__ = ["bank_lock", "flock_file", "lock_backend", "holder_text", "storage_errors", "fsync_dir", "fsync_paths"]
 
 
 def lock_backend() -> str:
@@ -114,6 +114,15 @@ def flock_file(path: Path, *, timeout: float, actor: str | None, busy: Callable[
             fcntl.flock(fd, fcntl.LOCK_UN)
     finally:
         os.close(fd)
+
+
+def bank_lock(root: Path, timeout: float, actor: str | None):
+    """The writers' lock of the bank at ``root`` (its ``.lock`` file): held by every commit,
+    compaction and repair; a waiter that gives up raises :class:`~kbtools.errors.BankLocked`
+    naming the holder."""
+    root = Path(root)
+    return flock_file(root / ".lock", timeout=timeout, actor=actor,
+                      busy=lambda holder: BankLocked(root, timeout, holder))
 
 
 @contextlib.contextmanager

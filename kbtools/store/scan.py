@@ -24,9 +24,10 @@ import polars.selectors as cs
 
 from kbtools.errors import KbError
 from kbtools.model.schema import KEYS, SCHEMAS, TABLES, empty
+from kbtools.store.segments import segment_files
 from typing import TYPE_CHECKING
 
-if TYPE_CHECKING:  # the Bank calls scan(); scan only reads its snapshot
+if TYPE_CHECKING:  # scan only reads a bank's snapshot: any open bank will do
     from kbtools.store.bank import Bank
 
 __all__ = ["scan", "duckdb", "sql", "table_sql"]
@@ -40,7 +41,7 @@ def _check_table(table: str) -> None:
 
 
 def _files(bank: Bank, table: str) -> list[str]:
-    return [str(bank.path / rel) for rel in bank.segment_files()[table]]
+    return [str(bank.path / rel) for rel in segment_files(bank)[table]]
 
 
 def scan(bank: Bank, table: str) -> pl.LazyFrame:

@@ -14,6 +14,8 @@ import json
 import polars as pl
 
 from kbtools.store.bank import Bank
+from kbtools.store.segments import segment_files
+from kbtools.store.vectors import embedder_name, vector_count, vector_segments
 
 __all__ = ["storage_report"]
 
@@ -22,7 +24,7 @@ def storage_report(bank: Bank) -> dict:
     """Per table: segments, rows stored, rows live, dead rows (older versions and tombstones of
     keyed tables); vector segments and rows; cache files with their size; bytes on disk."""
     tables, dead = {}, 0
-    for table, segs in bank.segment_files().items():
+    for table, segs in segment_files(bank).items():
         stored = sum(int(pl.scan_parquet(bank.path / s).select(pl.len()).collect().item()) for s in segs)
         live = bank.table(table).height if table != "usage" else stored
         if table == "entries":
@@ -30,8 +32,8 @@ def storage_report(bank: Bank) -> dict:
         tables[table] = {"segments": len(segs), "rows_stored": stored, "rows_live": live,
                          "dead_rows": max(0, stored - live)}
         dead += max(0, stored - live)
-    vsegs = bank.vector_segments()
-    ids, _ = bank.vectors()
+    vsegs = vector_segments(bank)
+    live = vector_count(bank)
     caches = []
     folder = bank.path / "cache"
     if folder.is_dir():
@@ -46,6 +48,6 @@ def storage_report(bank: Bank) -> dict:
     size = sum(f.stat().st_size for f in bank.path.rglob("*") if f.is_file())
     return {"tables": tables, "dead_rows": dead, "segments": sum(t["segments"] for t in tables.values()),
             "vector_segments": len(vsegs), "vector_rows_stored": sum(int(s.get("rows", 0)) for s in vsegs),
-            "vectors_live": int(len(ids)), "entries_without_vectors": max(0, bank.entries.height - int(len(ids))),
-            "embedder": bank.embedder_name, "caches": caches, "bytes_on_disk": size,
+            "vectors_live": live, "entries_without_vectors": max(0, bank.entries.height - live),
+            "embedder": embedder_name(bank), "caches": caches, "bytes_on_disk": size,
             "usage_log_rows": bank.usage.height}

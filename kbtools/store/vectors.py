@@ -1,4 +1,10 @@
-"""Entry vectors read in place: a view over the memory-mapped ``.npy`` segments of a bank.
+"""A bank's entry vectors: written one ``.npy`` segment per write (``vectors/<tag>.npy`` with its
+ids and text hashes beside it), read in place, memory-mapped, the latest segment winning per id and
+deleted entries left out. Every reader takes the bank: :func:`entry_vectors`, :func:`vector_blocks`,
+:func:`vector_ids`, :func:`vector_count`, :func:`vector_segments` with :func:`segment_ids` and
+:func:`segment_data` (what an index grown by the segments appended since reads), and
+:func:`embedder_name`. What is read stays in the bank's derived caches (``Bank.derived``), grown
+when a write appends a segment.
 
 A bank's vectors are written one segment per write (an append), so concatenating them on every
 read would copy the whole (n, 4, d) array after each small write. :class:`SegmentedVectors` keeps
@@ -17,11 +23,31 @@ array for the callers that need one (batch jobs, never the query path).
 
 from __future__ import annotations
 
-from typing import Sequence
+import os
+import warnings
+import weakref
+from pathlib import Path
+from typing import TYPE_CHECKING, Sequence
 
 import numpy as np
+import polars as pl
 
-__all__ = ["SegmentedVectors"]
+from kbtools.errors import KbError
+from kbtools.store.files import inside, write_npy
+from kbtools.store.segments import new_epoch, table_mark
+
+if TYPE_CHECKING:  # functions here read a bank's snapshot; the bank imports this module
+    from kbtools.store.bank import Bank
+
+__all__ = ["SegmentedVectors", "VectorBlocks", "VECTOR_DTYPES", "DEFAULT_VECTOR_DTYPE", "embedder_name",
+           "entry_vectors", "vector_count", "vector_ids", "vector_blocks", "vector_segments", "segment_ids",
+           "segment_data", "write_vector_segment"]
+
+#: How vector segments store each number: float16 halves the disk and the pages a scan reads
+#: (cosines change by ~1e-4, far below what separates neighbours); the setting
+#: ``vector_dtype="float32"`` keeps full precision. Segments are read back as float32 either way.
+VECTOR_DTYPES = {"float16": np.float16, "float32": np.float32}
+DEFAULT_VECTOR_DTYPE = "float16"
 
 
 class SegmentedVectors:
@@ -119,3 +145,415 @@ class SegmentedVectors:
 
     def __repr__(self) -> str:
         return f"<SegmentedVectors {self.shape} over {len(self.parts)} segments>"
+
+
+# ---------------------------------------------------------------------------------------------
+# the vector state of an open bank
+
+
+class _VectorState:
+    """The vector segments read so far: each memory-mapped, the latest row per id (``rows``,
+    positions in the segments' concatenation, ascending), its id and text hash. Appending a
+    segment costs what the segment holds: the arrays over all rows are put together only when
+    asked for."""
+
+    __slots__ = ("names", "parts", "id_parts", "hash_parts", "row_parts", "dead", "known", "total", "size",
+                 "generation", "_arrays")
+
+    def __init__(self) -> None:
+        self.names: tuple[str, ...] = ()
+        self.parts: list[np.ndarray] = []
+        self.id_parts: list[np.ndarray] = []
+        self.hash_parts: list[np.ndarray] = []
+        self.row_parts: list[np.ndarray] = []
+        self.dead: frozenset[int] = frozenset()  # rows replaced by a later segment
+        self.known: dict[str, int] | None = None  # id -> row, built on the first append
+        self.total = 0
+        self.size = 0
+        self.generation = new_epoch()  # a new number when a row was replaced, not appended
+        self._arrays: tuple | None = None
+
+    def _all(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        if self._arrays is None:
+            if not self.id_parts:
+                arrays = (np.array([], dtype="U8"), np.zeros(0, np.uint64), np.zeros(0, np.int64))
+            else:
+                arrays = tuple(p[0] if len(p) == 1 else np.concatenate(p)
+                               for p in (self.id_parts, self.hash_parts, self.row_parts))
+            if self.dead:
+                keep = ~np.isin(arrays[2], np.fromiter(self.dead, np.int64))
+                arrays = tuple(a[keep] for a in arrays)
+            self._arrays = arrays
+        return self._arrays
+
+    @property
+    def ids(self) -> np.ndarray:
+        return self._all()[0]
+
+    @property
+    def hashes(self) -> np.ndarray:
+        return self._all()[1]
+
+    @property
+    def rows(self) -> np.ndarray:
+        return self._all()[2]
+
+    def ids_after(self, segments: int) -> np.ndarray:
+        """The ids of the segments from number ``segments`` on."""
+        tail = self.id_parts[segments:]
+        return np.concatenate(tail) if tail else np.array([], dtype="U8")
+
+    def appended(self, name: str, ids: np.ndarray, data: np.ndarray, hashes: np.ndarray) -> "_VectorState":
+        start = self.total
+        if len(ids) > 1 and len(np.unique(ids)) != len(ids):  # the last row of an id wins
+            _, last = np.unique(ids[::-1], return_index=True)
+            local = np.sort(len(ids) - 1 - last)
+        else:
+            local = np.arange(len(ids))
+        ids, hashes = ids[local].astype(str), hashes[local].astype(np.uint64)
+        known = self.known
+        if known is None:  # once per process: later appends look ids up instead of scanning them
+            known = dict(zip(self.ids.tolist(), self.rows.tolist()))
+        listed = ids.tolist()
+        replaced = [known[i] for i in listed if i in known]
+        known.update(zip(listed, (start + local).tolist()))  # shared: only the newest state appends
+        out = _VectorState()
+        out.names, out.parts = (*self.names, name), [*self.parts, data]
+        out.id_parts, out.hash_parts = [*self.id_parts, ids], [*self.hash_parts, hashes]
+        out.row_parts = [*self.row_parts, start + local]
+        out.dead = self.dead | frozenset(replaced) if replaced else self.dead
+        out.known, out.total = known, start + len(data)
+        out.size = self.size + len(ids) - len(replaced)
+        out.generation = new_epoch() if replaced else self.generation
+        return out
+
+
+class _Live:
+    """The vector rows of live entries (what :func:`entry_vectors` returns) and the marks it was built
+    on; ``arrays`` None means every row of ``state``, put together only when read."""
+
+    __slots__ = ("state", "mark", "arrays", "count")
+
+    def __init__(self, state, mark, arrays=None):
+        self.state, self.mark, self.arrays = state, mark, arrays
+        self.count = state.size if arrays is None else len(arrays[0])
+
+    @property
+    def ids(self) -> np.ndarray:
+        return self.state.ids if self.arrays is None else self.arrays[0]
+
+    @property
+    def hashes(self) -> np.ndarray:
+        return self.state.hashes if self.arrays is None else self.arrays[1]
+
+    @property
+    def rows(self) -> np.ndarray:
+        return self.state.rows if self.arrays is None else self.arrays[2]
+
+
+def _empty_live(state: _VectorState) -> _Live:
+    return _Live(state, None, (np.array([], dtype=str), np.zeros(0, np.uint64), np.zeros(0, np.int64)))
+
+
+def _grow_live(prior: _Live | None, state: _VectorState, mark: tuple[int, int], entries: pl.DataFrame) -> _Live | None:
+    """``prior`` with the rows appended since, when entries and vectors only gained rows (else None)."""
+    if prior is None or prior.mark is None or prior.mark[0] != mark[0] or prior.arrays is not None:
+        return None  # prior.arrays: some vector had no entry before; it may have one now
+    if prior.state.generation != state.generation or len(prior.state.names) > len(state.names) \
+            or state.names[: len(prior.state.names)] != prior.state.names:
+        return None
+    ids = state.ids_after(len(prior.state.names))
+    if len(ids) > 64:
+        return None
+    fresh = entries["id"].slice(prior.mark[1])  # entries added since: the vectors' ids are among them
+    if len(ids) and not np.isin(ids, fresh.to_numpy().astype(str)).all():
+        return None
+    return _Live(state, mark)
+
+
+class VectorBlocks:
+    """A bank's vectors as blocks read from the memory-mapped segments (see
+    :func:`vector_blocks`): ``.ids`` in order, iterate for ``(ids, vectors)`` blocks, as many
+    times as needed (each pass reads the files again; nothing is kept)."""
+
+    def __init__(self, bank: Bank, block: int, ids=None):
+        segs = vector_segments(bank)
+        parts = [np.load(inside(bank.path, s["ids"]), allow_pickle=False).astype(str) for s in segs]
+        self.block = block
+        self._paths = [inside(bank.path, s["data"]) for s in segs]
+        self._maps = [np.load(p, mmap_mode="r", allow_pickle=False) for p in self._paths]
+        self._fds: dict[int, int] = {}  #: segment -> descriptor, opened by :meth:`rows` on first use
+        if not parts:
+            self.ids, self._seg, self._row = np.array([], dtype=str), np.zeros(0, np.int64), np.zeros(0, np.int64)
+            return
+        all_ids = np.concatenate(parts)
+        seg_of = np.repeat(np.arange(len(parts)), [len(p) for p in parts])
+        row_of = np.concatenate([np.arange(len(p)) for p in parts])
+        if len(parts) > 1:  # the latest segment wins per id, in the order :func:`entry_vectors` gives
+            _, last = np.unique(all_ids[::-1], return_index=True)
+            keep = np.sort(len(all_ids) - 1 - last)
+            all_ids, seg_of, row_of = all_ids[keep], seg_of[keep], row_of[keep]
+        wanted = bank.entries["id"] if ids is None else ids
+        live = pl.Series(all_ids, dtype=pl.String).is_in(pl.Series(wanted, dtype=pl.String).implode()).to_numpy()
+        self.ids, self._seg, self._row = all_ids[live], seg_of[live], row_of[live]
+
+    @property
+    def shape(self) -> tuple[int, ...]:
+        """(rows, dimensions, vector length) of all the blocks together."""
+        return (len(self.ids), *(self._maps[0].shape[1:] if self._maps else (0, 0)))
+
+    def __len__(self) -> int:
+        return -(-len(self.ids) // self.block)
+
+    #: up to this many rows are read with ``pread`` instead of through the map
+    PREAD_ROWS = 512
+
+    def rows(self, positions) -> np.ndarray:
+        """The vectors (m, dimensions, d) at ``positions`` of :attr:`ids`, gathered from the
+        segments (only those rows are read). A few rows (a query's candidates being re-scored) are
+        read with ``pread``: a page fault on the map would map the pages around each row into this
+        process too (the kernel's fault-around), and a server re-scoring random rows would count
+        most of the vector files as its own resident memory."""
+        positions = np.asarray(positions, dtype=np.int64)
+        dtype = np.result_type(*(m.dtype for m in self._maps)) if self._maps else np.float32
+        out = np.empty((len(positions), *(self._maps[0].shape[1:] if self._maps else (0, 0))), dtype=dtype)
+        seg, row = self._seg[positions], self._row[positions]
+        for s in np.unique(seg):
+            here = np.flatnonzero(seg == s)
+            mapped = self._maps[s]
+            if (len(here) > self.PREAD_ROWS or not isinstance(mapped, np.memmap) or mapped.dtype != dtype
+                    or not mapped.flags.c_contiguous):
+                out[here] = mapped[row[here]]
+                continue
+            fd = self._fd(s)
+            size = mapped.dtype.itemsize * int(np.prod(mapped.shape[1:]))
+            for k, r in zip(here.tolist(), row[here].tolist()):
+                out[k] = np.frombuffer(os.pread(fd, size, mapped.offset + r * size), dtype=dtype).reshape(out.shape[1:])
+        return out
+
+    def _fd(self, s: int) -> int:
+        """An open descriptor of segment ``s`` (kept: the file stays readable even if swept)."""
+        if s not in self._fds:
+            self._fds[s] = os.open(self._paths[s], os.O_RDONLY)
+            weakref.finalize(self, os.close, self._fds[s])
+        return self._fds[s]
+
+    def __iter__(self):
+        dtype = np.result_type(*(m.dtype for m in self._maps)) if self._maps else np.float32
+        for start in range(0, len(self.ids), self.block):
+            sl = slice(start, start + self.block)
+            seg, row = self._seg[sl], self._row[sl]
+            out = np.empty((len(seg), *self._maps[0].shape[1:]), dtype=dtype)
+            for s in np.unique(seg):
+                here = seg == s
+                rows = row[here]
+                # mapped for this block only: the pages read leave this process's resident memory
+                # when the map is dropped (a pass over a million entries stays at one block)
+                mapped = np.load(self._paths[s], mmap_mode="r", allow_pickle=False)
+                # a contiguous run is read as one slice (sequential I/O), the rest by gather
+                run = rows[-1] - rows[0] + 1 == len(rows)
+                out[here] = mapped[rows[0] : rows[-1] + 1] if run else mapped[rows]
+                del mapped
+            yield self.ids[sl], out
+
+
+# ---------------------------------------------------------------------------------------------
+# reading a bank's vectors
+
+
+def embedder_name(bank: Bank) -> str | None:
+    """The embedder that built ``bank``'s vectors (None before any were written).
+
+    >>> import tempfile, pathlib
+    >>> from kbtools.store.bank import create_bank
+    >>> embedder_name(create_bank(pathlib.Path(tempfile.mkdtemp()) / "b")) is None
+    True
+    """
+    return (bank.manifest.get("vectors") or {}).get("embedder")
+
+
+def vector_segments(bank: Bank) -> list[dict]:
+    """The vector segments of ``bank``'s snapshot, oldest first: ``{"data", "ids", "rows"[, "hashes"]}``
+    with paths relative to the bank folder.
+
+    >>> import tempfile, pathlib
+    >>> from kbtools.store.bank import create_bank
+    >>> vector_segments(create_bank(pathlib.Path(tempfile.mkdtemp()) / "b"))
+    []
+    """
+    return [dict(s) for s in (bank.manifest.get("vectors") or {}).get("segments", [])]
+
+
+def _segments(bank: Bank) -> list[dict]:
+    """The vector segments as the manifest records them (not copied: read, never changed)."""
+    return (bank.manifest.get("vectors") or {}).get("segments", [])
+
+
+def _segment_files(bank: Bank) -> dict:
+    """The vector files read so far by this open bank, by (kind, path): segments never change, so
+    each is read once; those no longer in the snapshot's manifest are let go."""
+    def kept(prior: dict | None) -> dict:
+        named = {s[k] for s in _segments(bank) for k in ("data", "ids", "hashes") if s.get(k)}
+        return {key: value for key, value in (prior or {}).items() if key[1] in named}
+
+    return bank.derived("vector-segment-files", kept, on=("vectors",), grow=True)
+
+
+def segment_ids(bank: Bank, segment: dict) -> np.ndarray:
+    """The entry ids of one vector segment of ``bank`` (as listed by :func:`vector_segments`)."""
+    files = _segment_files(bank)
+    key = ("ids", segment["ids"])
+    if key not in files:
+        files[key] = np.load(inside(bank.path, segment["ids"]), allow_pickle=False).astype(str)
+    return files[key]
+
+
+def segment_data(bank: Bank, segment: dict) -> np.ndarray:
+    """The vectors of one vector segment of ``bank``, memory-mapped (read in place, never copied)."""
+    files = _segment_files(bank)
+    key = ("data", segment["data"])
+    if key not in files:
+        files[key] = np.load(inside(bank.path, segment["data"]), mmap_mode="r", allow_pickle=False)
+    return files[key]
+
+
+def _state(bank: Bank) -> _VectorState:
+    """The latest vector per id over ``bank``'s segments, memory-mapped and never concatenated;
+    grown by the segments a write appended, rebuilt when the segments were rewritten."""
+    segs = _segments(bank)
+    names = tuple(s["data"] for s in segs)
+
+    def grown(state: _VectorState | None) -> _VectorState:
+        if state is None or names[: len(state.names)] != state.names:
+            state = _VectorState()
+        for seg in segs[len(state.names):]:
+            ids = segment_ids(bank, seg)
+            data = segment_data(bank, seg)
+            hashes = (np.load(inside(bank.path, seg["hashes"]), allow_pickle=False) if seg.get("hashes")
+                      else np.zeros(len(ids), dtype=np.uint64))
+            state = state.appended(seg["data"], ids, data, hashes)
+        return state
+
+    return bank.derived("vector-state", grown, on=("vectors",), grow=True)
+
+
+def _live(bank: Bank) -> _Live:
+    state = _state(bank)
+    mark = table_mark(bank, "entries")
+
+    def live(prior) -> _Live:
+        if state.size == 0:
+            return _empty_live(state)
+        entries = bank.entries
+        if entries.height == 0:
+            return _empty_live(state)
+        grown = _grow_live(prior, state, mark, entries)
+        if grown is not None:
+            return grown
+        keep = pl.Series(state.ids, dtype=pl.String).is_in(entries["id"].implode()).to_numpy()
+        if keep.all():
+            return _Live(state, mark)
+        return _Live(state, mark, (state.ids[keep], state.hashes[keep], state.rows[keep]))
+
+    return bank.derived("vectors", live, on=("entries", "vectors"), grow=True)
+
+
+def _swept(bank: Bank) -> None:
+    warnings.warn(f"{bank.path}: a vector segment of version {bank.version} was swept by a compaction; "
+                  "this snapshot moved to the newest version", stacklevel=3)
+    bank.reload()
+
+
+def entry_vectors(bank: Bank, *, with_hashes: bool = False):
+    """(ids as an array of str, vectors (n, dims, d) float32) for every entry of ``bank`` that has
+    them, latest segment winning per id; entries deleted since are left out. The vectors are a
+    :class:`SegmentedVectors` view over the memory-mapped segments (``np.asarray`` joins them).
+    With ``with_hashes`` also the hash of the texts each vector was built from (0 where unknown).
+
+    >>> import tempfile, pathlib
+    >>> from kbtools.store.bank import create_bank
+    >>> ids, data = entry_vectors(create_bank(pathlib.Path(tempfile.mkdtemp()) / "b"))
+    >>> len(ids), data.shape[0]
+    (0, 0)
+    """
+    try:
+        got = _live(bank)
+    except FileNotFoundError:
+        _swept(bank)
+        got = _live(bank)
+    data = SegmentedVectors(got.state.parts, got.rows)
+    return (got.ids, data, got.hashes) if with_hashes else (got.ids, data)
+
+
+def vector_count(bank: Bank) -> int:
+    """How many live entries of ``bank`` have vectors (what ``len(entry_vectors(bank)[0])`` says,
+    without putting the id arrays together).
+
+    >>> import tempfile, pathlib
+    >>> from kbtools.store.bank import create_bank
+    >>> vector_count(create_bank(pathlib.Path(tempfile.mkdtemp()) / "b"))
+    0
+    """
+    try:
+        return _live(bank).count
+    except FileNotFoundError:
+        bank.reload()
+        return _live(bank).count
+
+
+def vector_blocks(bank: Bank, block: int = 50_000, *, ids=None) -> VectorBlocks:
+    """The rows :func:`entry_vectors` gives (same ids, same order, latest segment winning, deleted
+    entries left out) as a re-iterable of ``(ids, vectors)`` blocks of at most ``block`` rows,
+    each read from its memory-mapped segment: the segments are never joined in memory, so a
+    million entries stream through a few hundred MB (an index build reads them this way).
+    ``.ids`` holds every id in order without reading a vector. With ``ids`` (a subset of the
+    live ids, e.g. the active ones) only those rows come back, in this same order.
+
+    >>> import tempfile, pathlib
+    >>> from kbtools.store.bank import create_bank
+    >>> blocks = vector_blocks(create_bank(pathlib.Path(tempfile.mkdtemp()) / "b"))
+    >>> len(blocks.ids), list(blocks)
+    (0, [])
+    """
+    if block < 1:
+        raise KbError(f"block={block}: read at least one row per block")
+    try:
+        return VectorBlocks(bank, block, ids)
+    except FileNotFoundError:
+        _swept(bank)
+        return VectorBlocks(bank, block, ids)
+
+
+def vector_ids(bank: Bank) -> np.ndarray:
+    """The ids of the live entries of ``bank`` that have vectors (as :func:`entry_vectors` gives them),
+    without reading the vectors themselves: cheap on a bank of many segments.
+
+    >>> import tempfile, pathlib
+    >>> from kbtools.store.bank import create_bank
+    >>> len(vector_ids(create_bank(pathlib.Path(tempfile.mkdtemp()) / "b")))
+    0
+    """
+    segs = tuple(s["data"] for s in vector_segments(bank))
+
+    def build() -> np.ndarray:
+        parts = [np.load(bank.path / s["ids"], allow_pickle=False).astype(str) for s in vector_segments(bank)]
+        ids = np.unique(np.concatenate(parts)) if len(parts) > 1 else (parts[0] if parts else np.array([], dtype=str))
+        live = bank.entries["id"].implode()
+        return ids[pl.Series(ids, dtype=pl.String).is_in(live).to_numpy()] if len(ids) else ids
+
+    return bank.derived(f"vector-ids:{hash(segs)}", build, on=("entries", "vectors"))
+
+
+def write_vector_segment(root: Path, tag: str, ids, data, hashes, *, dtype: str = DEFAULT_VECTOR_DTYPE,
+                         durable: bool = True) -> dict:
+    """Write one vector segment into ``root/vectors/`` (its data as ``dtype``, its ids and, when
+    given, its text hashes) and return what the manifest records of it."""
+    (root / "vectors").mkdir(exist_ok=True)
+    seg = {"data": f"vectors/{tag}.npy", "ids": f"vectors/{tag}.ids.npy", "rows": int(len(ids))}
+    write_npy(np.ascontiguousarray(data, dtype=VECTOR_DTYPES.get(str(dtype), np.float16)), root / seg["data"],
+              durable=durable)
+    write_npy(np.asarray(ids, dtype="U8"), root / seg["ids"], durable=durable)
+    if hashes is not None:
+        seg["hashes"] = f"vectors/{tag}.hashes.npy"
+        write_npy(np.asarray(hashes, dtype=np.uint64), root / seg["hashes"], durable=durable)
+    return seg

@@ -46,6 +46,8 @@ from scipy.spatial import cKDTree
 from threadpoolctl import threadpool_limits
 
 from kbtools.errors import ValidationError
+from kbtools.store.caches import read_cache, write_cache
+from kbtools.store.vectors import entry_vectors
 
 __all__ = ["layout_3d", "bank_layout", "GROUP_MAX", "LAYOUT_VERSION", "LAYOUT_SCHEMA"]
 
@@ -65,7 +67,7 @@ def layout_3d(entries: pl.DataFrame, edges: pl.DataFrame, *, vectors=None, seed:
 
     ``entries`` needs ``id`` (``kind`` is used when present); ``edges`` needs ``src`` and ``dst``
     (edges to unknown ids and self loops are ignored). ``vectors`` is ``(ids, array)`` as returned by
-    ``bank.vectors()`` (array ``(n, dims, d)`` or ``(n, d)``); ``refine`` is the number of force
+    ``entry_vectors(bank)`` (array ``(n, dims, d)`` or ``(n, d)``); ``refine`` is the number of force
     steps after seeding (0 keeps the seed positions).
 
     >>> import polars as pl
@@ -112,7 +114,7 @@ def bank_layout(bank, *, seed: int = 0, refine: int = 30, use_vectors: bool = Tr
                    f"vectors={bool(use_vectors)}:trusted={bool(trusted_only)}")
 
     def build() -> pl.DataFrame:
-        cached = bank.read_cache("layout_3d.parquet", fingerprint)
+        cached = read_cache(bank, "layout_3d.parquet", fingerprint)
         if cached is not None:
             try:
                 return pl.read_parquet(io.BytesIO(cached))
@@ -122,11 +124,11 @@ def bank_layout(bank, *, seed: int = 0, refine: int = 30, use_vectors: bool = Tr
         if trusted_only:
             from kbtools.model.vocab import TRUSTED_SOURCES
             edges = edges.filter(pl.col("source").is_in(sorted(TRUSTED_SOURCES)))
-        vectors = bank.vectors() if use_vectors else None
+        vectors = entry_vectors(bank) if use_vectors else None
         frame = layout_3d(bank.entries, edges, vectors=vectors, seed=seed, refine=refine)
         buffer = io.BytesIO()
         frame.write_parquet(buffer)
-        bank.write_cache("layout_3d.parquet", fingerprint, buffer.getvalue())
+        write_cache(bank, "layout_3d.parquet", fingerprint, buffer.getvalue())
         return frame
 
     return bank.derived(f"views.layout:{fingerprint}", build)

@@ -1,0 +1,253 @@
+"""Derived caches: files a bank keeps under ``cache/`` that are built from its tables or
+vectors (the query and linker indexes, the linker's anchors, layouts), each sealed with the
+fingerprint of what it was built from, so that a stale, damaged or foreign cache is never used
+(it is rebuilt). A read-only bank writes none. The caches held in memory are ``Bank.derived``.
+
+>>> import tempfile, pathlib
+>>> from kbtools.store.bank import create_bank
+>>> bank = create_bank(pathlib.Path(tempfile.mkdtemp()) / "b")
+>>> write_cache(bank, "x.bin", "fp1", b"abc")
+>>> read_cache(bank, "x.bin", "fp1"), read_cache(bank, "x.bin", "fp2")
+(b'abc', None)
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import uuid
+from pathlib import Path
+from typing import TYPE_CHECKING, Callable
+
+from kbtools.model.schema import TABLES
+
+from kbtools.store.files import atomic_write_bytes, read_json
+from kbtools.store.vectors import segment_ids
+
+if TYPE_CHECKING:  # the bank imports this module
+    from kbtools.store.bank import Bank
+
+__all__ = ["DerivedValues", "fingerprint_of", "read_cache", "write_cache", "cache_file", "cached_file_meta", "write_cache_file", "carry_caches"]
+
+
+def fingerprint_of(manifest: dict, on: tuple[str, ...] = TABLES, *, usage_signature: tuple = (),
+                   changed_outside: dict | None = None) -> str:
+    """A short fingerprint of what ``manifest`` names for the tables ``on`` (and ``"vectors"``,
+    ``"usage-log"``: the pending usage logs, by ``usage_signature``), with the files changed
+    outside kbtools (``changed_outside``): it changes exactly when what they hold changes. What
+    ``Bank.fingerprint`` gives; seals and in-memory caches are keyed by it.
+
+    >>> m = {"tables": {"entries": ["tables/entries/1.parquet"]}}
+    >>> fingerprint_of(m, ("entries",)) == fingerprint_of(m, ("entries",)) != fingerprint_of(m, ("edges",))
+    True
+    """
+    parts = []
+    for name in on:
+        if name == "vectors":
+            parts.append([s["data"] for s in (manifest.get("vectors") or {}).get("segments", [])])
+        elif name == "usage-log":
+            parts.append(list(usage_signature))
+        else:
+            parts.append(manifest["tables"].get(name, []))
+    parts.append(sorted((changed_outside or {}).items()))
+    return hashlib.sha256(json.dumps(parts).encode()).hexdigest()[:16]
+
+
+class DerivedValues:
+    """Values computed from a snapshot, by name, each kept with the fingerprint it was built on
+    (what ``Bank.derived`` keeps in memory).
+
+    >>> memo = DerivedValues()
+    >>> memo.get("n", "fp1", lambda: 1), memo.get("n", "fp1", lambda: 2), memo.get("n", "fp2", lambda: 3)
+    (1, 1, 3)
+    >>> memo.get("n", "fp3", lambda prior: prior + 1, grow=True)
+    4
+    """
+
+    __slots__ = ("_values",)
+
+    def __init__(self) -> None:
+        self._values: dict[str, tuple[str, object]] = {}
+
+    def get(self, name: str, key: str, build: Callable[..., object], *, grow: bool = False) -> object:
+        """The value of ``name`` if it was built on ``key``; else ``build()`` (with ``grow``:
+        ``build(previous value or None)``), kept."""
+        hit = self._values.get(name)
+        if hit is not None and hit[0] == key:
+            return hit[1]
+        value = build(hit[1] if hit is not None else None) if grow else build()
+        self._values[name] = (key, value)
+        return value
+
+
+def _cache_group(path: Path) -> list[Path]:
+    """A cache file and its siblings (``name`` and ``name.*``), without the seal."""
+    return sorted(p for p in path.parent.glob(path.name + "*")
+                  if p.is_file() and not p.name.endswith(".json") and not p.name.endswith(".tmp"))
+
+
+def _file_seal(path: Path, whole: bool = False) -> list:
+    """``[size, mtime_ns, hash of the first and last MiB]``: enough to see a file was changed;
+    ``whole``: a hash of every byte instead, read a MiB at a time (the file is never held whole)."""
+    st = path.stat()
+    h = hashlib.blake2b(digest_size=16)
+    with open(path, "rb") as fh:
+        if whole:
+            for block in iter(lambda: fh.read(1 << 20), b""):
+                h.update(block)
+        else:
+            h.update(fh.read(1 << 20))
+            if st.st_size > 1 << 20:
+                fh.seek(max(st.st_size - (1 << 20), 1 << 20))
+                h.update(fh.read(1 << 20))
+    return [st.st_size, st.st_mtime_ns, h.hexdigest()]
+
+def read_cache(bank: Bank, name: str, fingerprint: str) -> bytes | None:
+    """The bytes of a derived artefact if it was built from ``fingerprint``; None otherwise
+    (a stale or foreign cache is never returned)."""
+    path = bank.path / "cache" / name
+    meta = path.with_name(path.name + ".json")
+    try:
+        info = read_json(meta)
+        if info.get("fingerprint") != fingerprint:
+            return None
+        data = path.read_bytes()
+    except (OSError, ValueError):
+        return None
+    if info.get("blake2b") != hashlib.blake2b(data, digest_size=16).hexdigest():
+        return None  # truncated, flipped or foreign bytes: rebuilt, never used
+    return data
+
+def write_cache(bank: Bank, name: str, fingerprint: str, data: bytes) -> None:
+    """Store a derived artefact with the fingerprint of what it was built from (atomic); a
+    read-only bank keeps it in memory only (nothing is written)."""
+    if bank.readonly:
+        return
+    folder = bank.path / "cache"
+    folder.mkdir(exist_ok=True)
+    atomic_write_bytes(folder / name, data)
+    meta = {"fingerprint": fingerprint, "blake2b": hashlib.blake2b(data, digest_size=16).hexdigest()}
+    atomic_write_bytes(folder / f"{name}.json", json.dumps(meta).encode())
+
+def cache_file(bank: Bank, name: str, fingerprint: str) -> Path | None:
+    """The path of a derived file written by :func:`write_cache_file` if it was built from
+    ``fingerprint`` and is as it was written (size, mtime and a hash of its first and last MiB
+    recorded beside it: a file rewritten, truncated or replaced since is never returned, and
+    checking it reads 2 MiB, not the whole file); None otherwise.
+
+    >>> import tempfile, pathlib
+    >>> from kbtools.store.bank import create_bank
+    >>> bank = create_bank(pathlib.Path(tempfile.mkdtemp()) / "b")
+    >>> write_cache_file(bank, "x.bin", "fp1", lambda p: p.write_bytes(b"abc"))
+    >>> cache_file(bank, "x.bin", "fp1").read_bytes(), cache_file(bank, "x.bin", "other")
+    (b'abc', None)
+    """
+    found = cached_file_meta(bank, name)
+    return found[0] if found is not None and found[1] == fingerprint else None
+
+def cached_file_meta(bank: Bank, name: str) -> tuple[Path, str, dict] | None:
+    """``(path, fingerprint, meta)`` of a derived file written by :func:`write_cache_file`,
+    whatever snapshot it was built from, when it is as it was written (the seal checked as by
+    :func:`cache_file`); None otherwise. For caches that can be brought up to date from an
+    earlier snapshot (an index grown by the entries added since).
+
+    >>> import tempfile, pathlib
+    >>> from kbtools.store.bank import create_bank
+    >>> bank = create_bank(pathlib.Path(tempfile.mkdtemp()) / "b")
+    >>> write_cache_file(bank, "x.bin", "fp1", lambda p: p.write_bytes(b"abc"), meta={"rows": 3})
+    >>> cached_file_meta(bank, "x.bin")[1:]
+    ('fp1', {'rows': 3})
+    """
+    path = bank.path / "cache" / name
+    try:
+        info = read_json(path.with_name(path.name + ".json"))
+        whole = bool(info.get("whole"))
+        if info.get("files") != {p.name: _file_seal(p, whole) for p in _cache_group(path)}:
+            return None
+    except (OSError, ValueError):
+        return None
+    return path, str(info.get("fingerprint")), dict(info.get("meta") or {})
+
+def write_cache_file(bank: Bank, name: str, fingerprint: str, write: Callable[[Path], None], *,
+                     meta: dict | None = None, whole: bool = False) -> None:
+    """Write a derived file with ``write(path)`` (it may write siblings ``path.*`` too), sealed
+    with ``fingerprint`` and ``meta`` (JSON, read back by :func:`cached_file_meta`); what an
+    older build left under the name is replaced. A read-only bank writes nothing.
+
+    ``whole``: the seal hashes every byte (checked on each read, a MiB at a time), for a file
+    whose damage would go unseen by its reader; else its first and last MiB.
+
+    >>> import tempfile, pathlib
+    >>> from kbtools.store.bank import create_bank
+    >>> bank = create_bank(pathlib.Path(tempfile.mkdtemp()) / "b")
+    >>> write_cache_file(bank, "x.bin", "fp1", lambda p: p.write_bytes(b"a" * 3_000_000), whole=True)
+    >>> path = cache_file(bank, "x.bin", "fp1")
+    >>> before = path.stat().st_mtime_ns
+    >>> with open(path, "r+b") as f:  # one byte in the middle; its size and time kept
+    ...     _ = f.seek(1_500_000); _ = f.write(b"b")
+    >>> os.utime(path, ns=(before, before))
+    >>> cache_file(bank, "x.bin", "fp1") is None
+    True
+    """
+    if bank.readonly:
+        return
+    folder = bank.path / "cache"
+    folder.mkdir(exist_ok=True)
+    path = folder / name
+    seal_path = path.with_name(path.name + ".json")
+    try:
+        seal_path.unlink()  # first unseal: a crash while writing leaves no seal over half a file
+    except FileNotFoundError:
+        pass
+    tmp = folder / f".{name}.{uuid.uuid4().hex[:8]}"
+    write(tmp)  # written aside, then renamed: a reader that mapped the old file keeps it intact
+    for part in sorted(folder.glob(tmp.name + "*")):
+        os.replace(part, folder / (name + part.name[len(tmp.name):]))
+    seal = {"fingerprint": fingerprint, "files": {p.name: _file_seal(p, whole) for p in _cache_group(path)},
+            "meta": meta or {}, **({"whole": True} if whole else {})}
+    atomic_write_bytes(seal_path, json.dumps(seal).encode())
+
+
+
+def carry_caches(bank: Bank, folded: list[dict], into: str) -> int:
+    """Seal the cache files built over vector segments a compaction folded as built over the
+    one segment they were folded into, which holds the same vectors: the query and neighbour
+    indexes (whose seal's ``meta["segments"]`` names the segments they were built over, oldest
+    first) are then read and grown, not rebuilt. A cache built over the first of the folded
+    segments keeps the ids of the later ones as ``meta["appended_ids"]``: its reader treats
+    them as it treats the ids of segments appended since (an entry among them that the cache
+    holds was re-embedded: the cache is stale). Other seals are left as they are. Returns how
+    many were carried over.
+
+    >>> import tempfile, pathlib
+    >>> from kbtools.store.bank import create_bank
+    >>> bank = create_bank(pathlib.Path(tempfile.mkdtemp()) / "b")
+    >>> write_cache_file(bank, "x.bin", "fp", lambda p: p.write_bytes(b"abc"), meta={"segments": ["v/1", "v/2"]})
+    >>> carry_caches(bank, [{"data": "v/1"}, {"data": "v/2"}], "v/3"), cached_file_meta(bank, "x.bin")[2]
+    (1, {'segments': ['v/3']})
+    """
+    folder = bank.path / "cache"
+    if bank.readonly or not folder.is_dir():
+        return 0
+    names = [seg["data"] for seg in folded]
+    carried = 0
+    for seal_path in sorted(folder.glob("*.json")):
+        try:
+            info = read_json(seal_path)
+        except (OSError, ValueError):
+            continue
+        meta = info.get("meta") if isinstance(info, dict) else None
+        old = meta.get("segments") if isinstance(meta, dict) else None
+        if "files" not in info or not isinstance(old, list) or not old or names[: len(old)] != old:
+            continue
+        try:  # after the commit: a seal that cannot be carried is left, its cache rebuilt
+            later = [segment_ids(bank, seg) for seg in folded[len(old) :]]
+            appended = sorted(set(meta.get("appended_ids") or []).union(*(ids.tolist() for ids in later)))
+            info["meta"] = {**{k: v for k, v in meta.items() if k != "appended_ids"}, "segments": [into],
+                            **({"appended_ids": appended} if appended else {})}
+            atomic_write_bytes(seal_path, json.dumps(info).encode())
+        except (OSError, ValueError):
+            continue
+        carried += 1
+    return carried

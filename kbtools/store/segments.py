@@ -1,0 +1,337 @@
+"""Reading a table's segments and the keyed merge: the rows of a table are its segments read in
+order; in a keyed table (entries, edges, triples) every row carries ``_seq`` (the manifest version
+that wrote it) and ``_deleted`` (a tombstone), and the latest version of each key wins, in the
+place where the key first appeared. Pure functions over frames, plus the small structures a bank
+keeps per table (:class:`TableCache`, :class:`EntryIds`) to grow on append instead of re-merging.
+
+>>> rows = pl.DataFrame({"id": ["a", "b", "a"], "v": [1, 2, 3], "_seq": [1, 1, 2], "_deleted": [False] * 3})
+>>> merge_keyed(None, rows, ("id",)).select("id", "v").rows()
+[('a', 3), ('b', 2)]
+"""
+
+from __future__ import annotations
+
+import itertools
+import re
+from pathlib import Path
+from typing import TYPE_CHECKING, Callable
+
+import numpy as np
+import polars as pl
+
+from kbtools.model.schema import KEYS, SCHEMAS, TABLES, empty
+from kbtools.store.files import inside
+
+if TYPE_CHECKING:  # functions here read a bank's snapshot; the bank imports this module
+    from kbtools.store.bank import Bank
+
+__all__ = ["SEQ", "DELETED", "MAX_CHUNKS", "new_epoch", "latest_in_first_order", "only_fresh_keys",
+           "merge_keyed", "append_rows", "project", "read_segments", "segment_rows", "segment_files",
+           "TableCache", "EntryIds", "current_ids", "missing_ids", "table_mark", "key_mark",
+           "appended_rows"]
+
+#: the column of a keyed table's rows naming the manifest version that wrote them
+SEQ = "_seq"
+#: the column of a keyed table's rows marking a tombstone (the key was deleted)
+DELETED = "_deleted"
+_SEQ, _DELETED = SEQ, DELETED
+
+_EPOCHS = itertools.count(1)
+
+
+def new_epoch() -> int:
+    """A number never handed out before in this process: marks that rows changed other than by
+    an append (see :class:`TableCache`).
+
+    >>> new_epoch() < new_epoch()
+    True
+    """
+    return next(_EPOCHS)
+
+
+def latest_in_first_order(rows: pl.DataFrame, keys: list[str]) -> pl.DataFrame:
+    """One row per key: the values of its latest version, in the order keys first appeared."""
+    if not rows.select(pl.struct(keys).is_duplicated().any()).item():
+        return rows
+    idx = rows.with_row_index("_ord")
+    last = idx.sort(_SEQ, maintain_order=True).unique(subset=keys, keep="last").drop("_ord")
+    first = idx.unique(subset=keys, keep="first", maintain_order=True).select(*keys, "_ord")
+    return last.join(first, on=keys, how="left", nulls_equal=True).sort("_ord").drop("_ord")
+
+
+def only_fresh_keys(current: pl.DataFrame | None, new: pl.DataFrame, keys: tuple[str, ...]) -> bool:
+    """True when ``new`` only adds rows: no tombstone, no key twice, no key already in ``current``
+    (the append of a write that adds entries or edges; checked without hashing the whole table)."""
+    if current is None or current.height == 0 or new[_DELETED].any():
+        return False
+    if new.select(pl.struct(list(keys)).is_duplicated().any()).item():
+        return False
+    if new.height > 64:  # a bulk append (a connect chunk's links): one semi join, not a merge and sort
+        return new.select(keys).join(current.select(keys), on=list(keys), how="semi", nulls_equal=True).height == 0
+    hit = pl.lit(False)
+    for row in new.select(list(keys)).iter_rows():
+        cond = pl.lit(True)
+        for k, v in zip(keys, row):
+            cond = cond & (pl.col(k).is_null() if v is None else pl.col(k) == v)
+        hit = hit | cond
+    return not current.select(hit.any()).item()
+
+
+def merge_keyed(current: pl.DataFrame | None, new: pl.DataFrame, keys: tuple[str, ...]) -> pl.DataFrame:
+    """Apply segment rows (with _seq/_deleted) on top of a merged frame (without tombstones).
+
+    Rows keep their place: an updated row stays where its key first appeared, new keys go at the
+    end (so derived structures over the rows can be extended instead of rebuilt)."""
+    if new.height == 0:
+        return current if current is not None else new.filter(pl.lit(False))
+    new = latest_in_first_order(new, list(keys))
+    if current is None or current.height == 0:
+        return new.filter(~pl.col(_DELETED))
+    cur = current.with_row_index("_pos")
+    new = new.join(cur.select(*keys, "_pos"), on=list(keys), how="left", nulls_equal=True)
+    fresh = new["_pos"].is_null()
+    new = new.with_columns(
+        pl.when(fresh).then(pl.lit(cur.height, pl.UInt32) + fresh.cast(pl.UInt32).cum_sum() - 1)
+        .otherwise(pl.col("_pos")).alias("_pos")
+    )
+    kept = cur.join(new.select(keys), on=list(keys), how="anti", nulls_equal=True)
+    merged = pl.concat([kept, new], how="diagonal_relaxed").sort("_pos").drop("_pos")
+    return merged.filter(~pl.col(_DELETED))
+
+
+#: An appended frame keeps at most this many chunks: past it, the chunks after the first are joined.
+MAX_CHUNKS = 32
+
+
+def append_rows(frame: pl.DataFrame, new: pl.DataFrame) -> pl.DataFrame:
+    """``frame`` with the rows of ``new`` at its end, its chunks kept few: every append adds a
+    chunk, and an operation over a frame costs per chunk, so past :data:`MAX_CHUNKS` the rows after
+    the first chunk (what was appended since the table was read) are joined into one chunk; the
+    first chunk, the bulk of the table, is never copied.
+
+    >>> f = pl.DataFrame({"a": [1, 2]})
+    >>> for i in range(40):
+    ...     f = append_rows(f, pl.DataFrame({"a": [i]}))
+    >>> f.height, f.n_chunks() <= MAX_CHUNKS
+    (42, True)
+    """
+    out = frame.vstack(new) if new.schema == frame.schema else pl.concat([frame, new], how="diagonal_relaxed")
+    if out.width and out.n_chunks() > MAX_CHUNKS:
+        first = out.get_column(out.columns[0]).chunk_lengths()[0]
+        out = pl.concat([out.slice(0, first), out.slice(first).rechunk()], how="vertical", rechunk=False)
+    return out
+
+
+def project(frame: pl.DataFrame, columns) -> pl.DataFrame:
+    """``frame.select(columns)`` for plain column names, without a query plan (a tenth of the
+    cost on a large frame: this runs on every read of a table)."""
+    return pl.DataFrame([frame.get_column(c) for c in columns])
+
+
+class TableCache:
+    """The merged rows of one table and the segment list they were built from."""
+
+    __slots__ = ("segments", "frame", "epoch", "key_epoch")
+
+    def __init__(self) -> None:
+        self.segments: list[str] = []
+        self.frame: pl.DataFrame | None = None
+        self.epoch = new_epoch()  # a new number whenever rows changed other than at the end
+        # a new number whenever a key may have left or moved (a tombstone, a re-read): while it
+        # holds, the keys of rows ``:n`` are those of before and new keys come at the end
+        self.key_epoch = new_epoch()
+
+
+_HEX_ID = re.compile(r"[0-9a-f]{8}")
+
+
+class EntryIds:
+    """The ids of a bank's entries as a membership structure, grown on append.
+
+    An id of 8 lowercase hex characters (every id kbtools writes) is a 32-bit number: those are
+    kept in a sorted ``uint32`` array (4 bytes per id, 4 MB per million; a look-up is a binary
+    search, exact: no hash, no collision). Ids added since the array was sorted wait in a small
+    set that is folded in once it holds ``FOLD_AT`` ids (one O(n) merge per ``FOLD_AT`` appends);
+    any other id (an import's foreign key) goes to a set of its own.
+
+    >>> ids = EntryIds(pl.Series(["0000000a", "ffffffff", "odd-id"]), (1, 3))
+    >>> "0000000a" in ids, "odd-id" in ids, "0000000b" in ids, "0000000A" in ids
+    (True, True, False, False)
+    """
+
+    FOLD_AT = 4096
+    __slots__ = ("mark", "codes", "recent", "odd")
+
+    def __init__(self, ids: pl.Series, mark: tuple[int, int]) -> None:
+        ids = ids.drop_nulls()
+        hexed = ids.str.contains(r"^[0-9a-f]{8}$")
+        self.codes = np.sort(ids.filter(hexed).str.to_integer(base=16).cast(pl.UInt32).to_numpy())
+        self.odd: set[str] = set(ids.filter(~hexed).to_list())
+        self.recent: set[str] = set()
+        self.mark = mark
+
+    def grow(self, ids: pl.Series, mark: tuple[int, int]) -> None:
+        """Add the ids of rows appended since :attr:`mark` (now ``mark``)."""
+        for eid in ids.drop_nulls().to_list():
+            (self.recent if _HEX_ID.fullmatch(eid) else self.odd).add(eid)
+        if len(self.recent) >= self.FOLD_AT:
+            new = np.fromiter((int(i, 16) for i in self.recent), np.uint32, len(self.recent))
+            self.codes = np.union1d(self.codes, new).astype(np.uint32)
+            self.recent = set()
+        self.mark = mark
+
+    def __contains__(self, eid: str) -> bool:
+        if eid in self.recent or eid in self.odd:
+            return True
+        if not _HEX_ID.fullmatch(eid):
+            return False
+        code = np.uint32(int(eid, 16))  # the array's own type: no cast of the whole array
+        at = int(self.codes.searchsorted(code))
+        return at < len(self.codes) and self.codes[at] == code
+
+    def nbytes(self) -> int:
+        """Memory held, roughly (the array plus ~100 bytes per id waiting in a set)."""
+        return int(self.codes.nbytes) + 100 * (len(self.recent) + len(self.odd))
+
+def segment_rows(root: Path, name: str) -> int:
+    """The rows of the table segment ``name`` of the bank at ``root`` (read from the file's footer)."""
+    return int(pl.scan_parquet(inside(root, name)).select(pl.len()).collect().item())
+
+
+def segment_files(bank: Bank) -> dict[str, list[str]]:
+    """The Parquet segment files of each table in ``bank``'s snapshot, oldest first (paths relative
+    to the bank folder): what a reader must read, and nothing else (superseded files stay on disk
+    until the sweep).
+
+    >>> import tempfile, pathlib
+    >>> from kbtools.store.bank import create_bank
+    >>> segment_files(create_bank(pathlib.Path(tempfile.mkdtemp()) / "b"))["entries"]
+    []
+    """
+    tables = bank.manifest.get("tables") or {}
+    return {t: list(tables.get(t, [])) for t in TABLES}
+
+
+def read_segments(root: Path, table: str, names: list[str], frame: pl.DataFrame | None, *,
+                  written: dict[str, pl.DataFrame], ids: EntryIds | None = None) -> tuple[pl.DataFrame, bool, bool]:
+    """The merged rows of ``table`` after reading the segments ``names`` (of the bank at ``root``)
+    on top of ``frame``, whether they are ``frame`` with rows added at its end only (an append:
+    nothing before changed), and whether the keys of ``frame`` kept their rows (no key deleted; new
+    keys at the end, updated rows in place).
+
+    ``written``: segments this process just committed, taken as written instead of read back (each
+    is taken out of the dict). ``ids``: the entry ids of ``frame`` when they are current for it, so
+    that an append of new entries is told without scanning the id column.
+    """
+    keyed = table in KEYS
+    if not names:
+        if frame is not None:
+            return frame, True, True
+        base = empty(table)
+        if keyed:
+            base = base.with_columns(pl.lit(0, pl.Int64).alias(_SEQ), pl.lit(False).alias(_DELETED))
+        return base, False, False
+    parts = [written.pop(n) if n in written else pl.read_parquet(inside(root, n)) for n in names]
+    new = pl.concat(parts, how="diagonal_relaxed") if len(parts) > 1 else parts[0]
+    if frame is None:
+        return (merge_keyed(None, new, KEYS[table]) if keyed else new), False, False
+    if keyed:
+        fresh = _fresh_entries(ids, new) if table == "entries" and ids is not None else None
+        if fresh is None:
+            fresh = only_fresh_keys(frame, new, KEYS[table])
+        if fresh:
+            return append_rows(frame, new), True, True
+        return merge_keyed(frame, new, KEYS[table]), False, not new[_DELETED].any()
+    return append_rows(frame, new), True, True
+
+
+def _fresh_entries(ids: EntryIds, new: pl.DataFrame) -> bool:
+    """Whether ``new`` only adds entries, told by the entry-id set (no scan of the id column)."""
+    if new.height > 64 or new[_DELETED].any():
+        return False
+    listed = new["id"].to_list()
+    return len(set(listed)) == len(listed) and all(isinstance(i, str) and i not in ids for i in listed)
+
+
+def current_ids(prior: EntryIds | None, ids: pl.Series, mark: tuple[int, int], counts: dict[str, int]) -> EntryIds:
+    """The entry-id set for the id column ``ids`` at ``mark`` (key epoch, rows): ``prior`` as it is
+    when its mark is the same, grown by the rows appended since when only rows were appended,
+    else built anew (an id may have left: a delete, a merge, a compaction, a re-read). ``counts``
+    tallies ``"built"`` and ``"grown"``.
+
+    >>> counts = {"built": 0, "grown": 0}
+    >>> ids = current_ids(None, pl.Series(["0000000a"]), (1, 1), counts)
+    >>> ids = current_ids(ids, pl.Series(["0000000a", "0000000b"]), (1, 2), counts)
+    >>> "0000000b" in ids, counts
+    (True, {'built': 1, 'grown': 1})
+    """
+    if prior is not None and prior.mark == mark:
+        return prior
+    if prior is not None and prior.mark[0] == mark[0] and prior.mark[1] <= mark[1]:
+        prior.grow(ids.slice(prior.mark[1]), mark)
+        counts["grown"] += 1
+        return prior
+    counts["built"] += 1
+    return EntryIds(ids, mark)
+
+
+def missing_ids(ids: list[str], column: pl.Series, known: Callable[[], EntryIds]) -> list[str]:
+    """Those of ``ids`` that are not in the entry-id ``column``, in order: a bulk check is one
+    vectorised pass over the column, a few ids are looked up in the id set ``known()`` gives.
+
+    >>> missing_ids(["a", "b"], pl.Series(["a"]), lambda: EntryIds(pl.Series(["a"]), (1, 1)))
+    ['b']
+    """
+    if not ids:
+        return []
+    if len(ids) > 64:
+        found = pl.Series(ids, dtype=pl.String).is_in(column.implode()).to_list()
+        return [i for i, ok in zip(ids, found) if not ok]
+    have = known()
+    return [i for i in ids if i not in have]
+
+
+def table_mark(bank: Bank, name: str) -> tuple[int, int]:
+    """``(epoch, rows)`` of table ``name`` in ``bank``'s snapshot: while a later mark has the same
+    epoch, the table only gained rows at its end since (rows ``rows:`` are the new ones), so a
+    cache built over the rows can be grown instead of rebuilt.
+
+    >>> import tempfile, pathlib
+    >>> from kbtools.store.bank import create_bank
+    >>> table_mark(create_bank(pathlib.Path(tempfile.mkdtemp()) / "b"), "entries")[1]
+    0
+    """
+    merged = bank.merged(name)
+    return merged.epoch, merged.frame.height
+
+
+def key_mark(bank: Bank, name: str) -> tuple[int, int]:
+    """``(key epoch, rows)`` of table ``name`` in ``bank``'s snapshot: while a later mark has the
+    same key epoch, the first ``rows`` rows hold the same keys in the same order (their values may
+    have changed: an update, a status, ``linked_at``), and rows ``rows:`` are new. For caches built
+    over the keys alone (the linker's vectors).
+
+    >>> import tempfile, pathlib
+    >>> from kbtools.store.bank import create_bank
+    >>> key_mark(create_bank(pathlib.Path(tempfile.mkdtemp()) / "b"), "entries")[1]
+    0
+    """
+    merged = bank.merged(name)
+    return merged.key_epoch, merged.frame.height
+
+
+def appended_rows(bank: Bank, name: str, mark: tuple[int, int] | None) -> pl.DataFrame | None:
+    """The rows of table ``name`` of ``bank`` added since ``mark`` (a :func:`table_mark` of an
+    earlier snapshot), when the table only gained rows at its end since; None when anything else
+    changed (then rebuild what was built over the rows). Usage is not counted in.
+
+    >>> import tempfile, pathlib
+    >>> from kbtools.store.bank import create_bank
+    >>> bank = create_bank(pathlib.Path(tempfile.mkdtemp()) / "b")
+    >>> appended_rows(bank, "entries", table_mark(bank, "entries")).height
+    0
+    """
+    merged = bank.merged(name)
+    if mark is None or mark[0] != merged.epoch or mark[1] > merged.frame.height:
+        return None
+    return project(merged.frame.slice(mark[1]), SCHEMAS[name])

@@ -1,0 +1,174 @@
+"""Usage: which entries queries returned, logged without the writers' lock.
+
+Each process appends ``at<TAB>id<TAB>query_hash`` lines to its own log, ``usage/<host>-<pid>.log``
+(an append, never a table rewrite). The next commit claims the pending logs (renames them
+``*.merging-*``), adds their rows to the ``usage`` table in the same transaction, records the
+claimed names in the manifest (``usage_merged``) and then deletes them; a crash in between leaves
+names the manifest already counts, which every reader skips. A full compaction folds the usage
+table into ``entries.usage_count`` / ``last_used_at``.
+
+>>> import tempfile, pathlib
+>>> logs = UsageLogs(pathlib.Path(tempfile.mkdtemp()))
+>>> logs.append(["a1b2c3d4"], query="kiln", merged=[], readonly=False)
+1
+>>> logs.pending["id"].to_list()
+['a1b2c3d4']
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import socket
+import uuid
+import warnings
+from datetime import datetime, timezone
+from pathlib import Path
+
+import polars as pl
+
+from kbtools.model.schema import SCHEMAS, empty
+from kbtools.store.segments import project
+
+__all__ = ["UsageLogs", "read_usage_log", "with_pending", "fold_usage"]
+
+
+def read_usage_log(path: Path) -> pl.DataFrame:
+    """The rows of one usage log (``at<TAB>id<TAB>query_hash`` lines; a torn last line is skipped)."""
+    try:
+        text = path.read_text(errors="replace")
+    except OSError:
+        return empty("usage")
+    rows = [line.split("\t") for line in text.splitlines() if line.count("\t") == 2]
+    if not rows:
+        return empty("usage")
+    at, ids, qh = zip(*rows)
+    frame = pl.DataFrame({"at": list(at), "id": list(ids), "query_hash": list(qh)})
+    return frame.with_columns(pl.col("at").str.to_datetime(time_zone="UTC", strict=False)
+                              .cast(SCHEMAS["usage"]["at"])).drop_nulls("at").select(list(SCHEMAS["usage"]))
+
+
+class UsageLogs:
+    """The usage logs of the bank folder ``root`` not yet merged into its usage table, as one
+    open bank sees them: :attr:`pending` holds their rows, read again only when a log changed
+    (its name or size). ``merged``, in the methods below, is the manifest's ``usage_merged``: the
+    logs its commit already counted."""
+
+    def __init__(self, root: Path) -> None:
+        self.root = Path(root)
+        self.signature: tuple = ()
+        self.pending: pl.DataFrame = empty("usage")
+        self.claimed: list[Path] = []
+        self._warned = False
+
+    def files(self, merged) -> list[Path]:
+        """The pending logs, in name order (symlinks and logs already merged left out)."""
+        folder = self.root / "usage"
+        if not folder.is_dir() or folder.is_symlink():
+            return []
+        merged = set(merged)
+        return sorted(p for p in folder.iterdir()
+                      if (p.suffix == ".log" or ".merging-" in p.name) and p.name not in merged and not p.is_symlink())
+
+    def refresh(self, merged) -> None:
+        """Read the pending logs again if any changed since they were last read."""
+        files = self.files(merged)
+        try:
+            sig = tuple((p.name, p.stat().st_size) for p in files)
+        except OSError:
+            sig = ()
+        if sig == self.signature:
+            return
+        frames = [read_usage_log(p) for p in files]
+        self.pending = pl.concat(frames) if frames else empty("usage")
+        self.signature = sig
+
+    def append(self, ids, *, query: str, merged, readonly: bool) -> int:
+        """Log ``ids`` as returned by ``query`` in this process's log; nothing on a read-only bank
+        or file system (a warning says so once). Returns the rows logged."""
+        ids = [i for i in ids if isinstance(i, str)]
+        if not ids:
+            return 0
+        if readonly:
+            return self._skipped("the bank is open read-only")
+        qhash = hashlib.sha256(query.encode()).hexdigest()[:16]
+        at = datetime.now(timezone.utc).isoformat()
+        lines = "".join(f"{at}\t{i}\t{qhash}\n" for i in ids)
+        try:
+            (self.root / "usage").mkdir(exist_ok=True)
+            fd = os.open(self.root / "usage" / f"{socket.gethostname()}-{os.getpid()}.log",
+                         os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+            try:
+                os.write(fd, lines.encode())
+            finally:
+                os.close(fd)
+        except OSError as err:
+            return self._skipped(f"{err.strerror or err}")
+        self.refresh(merged)
+        return len(ids)
+
+    def _skipped(self, why: str) -> int:
+        if not self._warned:  # stack: the caller of Bank.log_usage, Bank.log_usage, append, here
+            warnings.warn(f"{self.root}: usage not recorded ({why}); queries still answer", stacklevel=4)
+            self._warned = True
+        return 0
+
+    def claim(self, merged) -> pl.DataFrame | None:
+        """Claim every pending log for the commit in flight (renamed, so that no process appends to
+        it any more; kept in :attr:`claimed`) and return their rows (None when there is none)."""
+        claimed = []
+        for p in self.files(merged):
+            if ".merging-" in p.name:
+                claimed.append(p)
+                continue
+            target = p.with_name(f"{p.stem}.merging-{uuid.uuid4().hex[:8]}")
+            try:
+                os.rename(p, target)
+            except OSError:
+                continue
+            claimed.append(target)
+        self.claimed = claimed
+        if not claimed:
+            return None
+        return pl.concat([read_usage_log(p) for p in claimed]).select(list(SCHEMAS["usage"]))
+
+    def drop_claimed(self, merged) -> None:
+        """Delete the logs the last commit merged (its manifest names them in ``merged``)."""
+        for p in self.claimed:
+            try:
+                p.unlink()
+            except OSError:
+                pass
+        self.claimed = []
+        self.refresh(merged)
+
+
+def with_pending(committed: pl.DataFrame | None, pending: pl.DataFrame, entry_ids: pl.DataFrame) -> pl.DataFrame:
+    """The usage table: the ``committed`` rows and the ``pending`` log rows of entries that exist
+    (``entry_ids``, a frame with the column ``id``).
+
+    >>> rows = pl.DataFrame({"at": [None], "id": ["a"], "query_hash": ["q"]}).cast(SCHEMAS["usage"])
+    >>> with_pending(None, rows, pl.DataFrame({"id": ["b"]})).height
+    0
+    """
+    base = empty("usage") if committed is None else project(committed, SCHEMAS["usage"])
+    if pending.height == 0:
+        return base
+    live = pending.join(entry_ids, on="id", how="semi")
+    return pl.concat([base, live.select(list(SCHEMAS["usage"]))], how="vertical_relaxed")
+
+
+def fold_usage(entries: pl.DataFrame, usage: pl.DataFrame | None) -> pl.DataFrame:
+    """``entries`` (the columns of DESIGN.md) with the rows of ``usage`` counted into
+    ``usage_count`` and ``last_used_at``."""
+    if usage is None or usage.height == 0:
+        return entries
+    counts = usage.group_by("id").agg(pl.len().alias("_n"), pl.col("at").max().alias("_last"))
+    return (
+        entries.join(counts, on="id", how="left")
+        .with_columns(
+            (pl.col("usage_count") + pl.col("_n").fill_null(0)).alias("usage_count"),
+            pl.max_horizontal("last_used_at", "_last").alias("last_used_at"),
+        )
+        .select(list(SCHEMAS["entries"]))
+    )
