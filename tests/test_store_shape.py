@@ -37,7 +37,6 @@ KNOWN = {
     ("evaluate.bench", "retrieval.search"): "_grown",
     ("evaluate.bench_serve", "graph.activation"): "_transition_matrix",
     ("evaluate.leak", "evaluate.tasks"): "_tokens",
-    ("evaluate.links", "linker.planning"): "_known_entities",
     ("graph.paths", "graph.activation"): "_check_spread_options _rows _spread_arrays",
     ("linker.anchors", "linker.text"): "_content_stem",
     ("linker.calibration", "linker.planning"): "_known_entities",
