@@ -21,7 +21,7 @@ from functools import lru_cache
 import numpy as np
 import polars as pl
 
-from kbtools.linker import forks
+import kbtools.linker.forks as forks
 from kbtools.linker.text import FRAMING_WORDS, STOP_WORDS, WORD_RE, _content_stem, content_words
 
 __all__ = ["Anchor", "AnchorRows", "anchor", "identifiers", "ASSET_NOUNS", "ACTION_VERBS", "FRAMING_NAMES", "anchor_frame",

@@ -537,7 +537,7 @@ def kernel_parts(stats: TermStats) -> tuple | None:
     """The transposed postings as the compiled vote loop reads them (``kernels.joined_parts``; None
     if one of their values is negative), kept with the statistics: made once per connect, before
     its workers fork."""
-    from kbtools.linker import kernels
+    import kbtools.linker.kernels as kernels
 
     transposed = stats.transposed_parts()
     held = stats._cache.get("kernel parts")

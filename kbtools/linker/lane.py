@@ -28,7 +28,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from kbtools.linker import kernels
+import kbtools.linker.kernels as kernels
 from kbtools.linker.state import _TEXT_VALUES, _link_type
 from kbtools.linker.wording import evidence_texts
 from kbtools.model.vocab import EDGE_TYPES

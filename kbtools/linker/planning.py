@@ -129,7 +129,7 @@ def plan_connect(entries, edges, triples, *, ids=None, vectors=None, cosine=None
             made.append(_State(ctx, ctx.edge_index()))
             made[0].most_entries = len(chosen) >= _SHOWN_TABLE_FROM and 2 * len(chosen) >= len(st.ids)
             if work.kernels and _LANE:  # numba is imported only here, for a connect that runs its loops
-                from kbtools.linker import kernels
+                import kbtools.linker.kernels as kernels
                 from kbtools.linker.lane import LinkLane
 
                 if kernels.ready():  # the compiled loops were read back (``chunk_evidence``): the lane links
