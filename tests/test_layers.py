@@ -22,10 +22,10 @@ LAYERS = {
     "ops": 4,
     "demo": 5,
     "evaluate": 6,
-    "cli": 7, "views": 7, "mcp": 7, "__init__": 7, "__main__": 7,
+    "cli": 7, "views": 7, "mcp": 7, "fleet": 7, "__init__": 7, "__main__": 7,
 }
 #: same-layer folders that may use each other (pure algorithm folders stay independent otherwise)
-FACES = {"cli", "views", "mcp", "__init__", "__main__"}
+FACES = {"cli", "views", "mcp", "fleet", "__init__", "__main__"}
 
 
 def _module_name(path: Path) -> str:

@@ -12,7 +12,7 @@ from hypothesis import given, settings as hsettings, strategies as st
 
 from kbtools.errors import EntryNotFound, ValidationError
 from kbtools.linker import (
-    LINKER_DEFAULTS, LINKER_LEXICAL, LinkPlan, TermStats, anchor, apply_links, explain, plan_connect, plan_links,
+    LINKER_DEFAULTS, LINKER_LEXICAL, LinkPlan, TermStats, anchor, apply_links, explain_pair, plan_connect, plan_links,
 )
 from kbtools.linker.evidence import noisy_or
 from kbtools.linker.planning import _known_entities
@@ -24,7 +24,7 @@ NOW = T0 + dt.timedelta(days=13)
 
 def _explain(a, b):
     entries, edges, triples = seed_bank()
-    return explain(ID[a], ID[b], entries, edges, triples, cosine=SEED_COSINE, settings=LINKER_LEXICAL)
+    return explain_pair(ID[a], ID[b], entries, edges, triples, cosine=SEED_COSINE, settings=LINKER_LEXICAL)
 
 
 def _bank(rows, *, start=T0):
@@ -158,7 +158,7 @@ def test_idf_zero_for_a_term_in_most_of_a_grown_bank():
 def test_hub_terms_halve_the_share():
     rows = [("00000001", "event", "Line 3 stopped"), ("00000002", "event", "Line 3 restarted"),
             ("00000003", "event", "Line 3 alarm"), ("00000004", "event", "Line 3 inspected")]
-    s = explain("00000002", "00000001", _bank(rows), None, None)
+    s = explain_pair("00000002", "00000001", _bank(rows), None, None)
     assert s.signals["share"] == pytest.approx(s.overlap / 2)
 
 

@@ -77,7 +77,7 @@ def test_a_cold_process_maps_the_index_file_and_never_loads_minilm(bank):
     kb.query(bank, "warm", record_usage=False)  # builds and writes the index file (20k >= 5000)
     assert sorted(p.name for p in (bank.path / "cache").glob("index-flat.kbx*")) == [
         "index-flat.kbx", "index-flat.kbx.ids.npy", "index-flat.kbx.json"]
-    q = kb.get_embedder("hashing").encode(["retention window shard"])[0].tolist()
+    q = kb.retrieval.get_embedder("hashing").encode(["retention window shard"])[0].tolist()
     script = f"""
 import json, sys, numpy as np, kbtools as kb
 from kbtools.retrieval.index import VectorIndex

@@ -218,8 +218,8 @@ def _bench_query(rows: BenchRows, bank, n: int, log) -> None:
 
 def _bench_graph(rows: BenchRows, bank, n: int) -> None:
     from kbtools.graph.activation import expand
-    from kbtools.graph.community import communities
-    from kbtools.graph.hubs import centrality
+    from kbtools.graph.community import find_communities
+    from kbtools.graph.hubs import centrality_scores
     from kbtools.graph.build import Adjacency, to_igraph
 
     tag = f"graph {n // 1000}k"
@@ -230,10 +230,10 @@ def _bench_graph(rows: BenchRows, bank, n: int) -> None:
     g.pagerank(directed=False)
     rows.add(tag, "whole-graph PageRank", (time.perf_counter() - t) * 1000)
     t = time.perf_counter()
-    communities(g, entries=bank.entries)
+    find_communities(g, entries=bank.entries)
     rows.add(tag, "Leiden (modularity) + labels", (time.perf_counter() - t) * 1000)
     t = time.perf_counter()
-    centrality(g)
+    centrality_scores(g)
     rows.add(tag, "centrality (betweenness sampled above 5k)", (time.perf_counter() - t) * 1000)
     adj = Adjacency.build(bank.entries, bank.edges)
     rng = np.random.default_rng(0)

@@ -380,17 +380,16 @@ def _asset_starts(text: str) -> list[int]:
 
 #: The finder of each pattern's starts.
 _STARTS = {_IDENT_RE: _ident_starts, _REF_RE: _ref_starts, _CODE_RE: _code_starts, _ASSET_RE: _asset_starts}
-#: From this many characters a pattern is tried at its finder's starts only. The finders pay from
-#: 16-48 characters (``_REF_RE`` last: 1.1 against 1.2 us at 48, on pieces of the PEP texts and of
-#: the synthetic bank's); at 270 (a synthetic entry) 2.5-6.7 against 5-28 us.
+#: From this many characters a pattern is tried at its finder's starts only: below it a plain
+#: ``finditer`` is as fast (``_REF_RE``'s finder is the last to pay, at about this length); above
+#: it the finders win by a growing factor.
 _SCAN_FROM = 48
 
 
 def _scan(pattern: re.Pattern, text: str) -> list[re.Match]:
     """``list(pattern.finditer(text))`` for a pattern of ``_STARTS``, tried only at the starts
-    its finder gives from ``_SCAN_FROM`` characters on. Over the PEP bank's texts (15.2 million
-    characters) ``finditer`` against this: ``_ASSET_RE`` 1.40 against 0.27 s, ``_IDENT_RE`` 0.88
-    against 0.18, ``_CODE_RE`` 0.76 against 0.12, ``_REF_RE`` 0.26 against 0.13.
+    its finder gives from ``_SCAN_FROM`` characters on: on long texts such as the PEP bank's, two
+    to six times faster than ``finditer`` over every position, with the same matches.
 
     >>> [m.group(0) for m in _scan(_ASSET_RE, "The crew moved from line 3 to the press near bay 12 this morning.")]
     ['line 3', 'bay 12']
@@ -610,7 +609,7 @@ def _hints(column) -> tuple[list, list, list]:
         (text.str.contains("[0-9]").fill_null(False) | wide).alias("digit"),
         (text.str.contains(r"_|[A-Za-z0-9]\.[A-Za-z_]").fill_null(False) | wide).alias("code"),
         (text.str.contains(r"(?i)(?:" + "|".join(ASSET_NOUNS) + ")" + _PY_SPACE).fill_null(False) | wide).alias("asset"),
-    ).collect(engine="streaming")  # 0.065 against 0.13 s for the three one after another at 100k
+    ).collect(engine="streaming")  # one pass for the three tests, not one after another
     return read["digit"].to_list(), read["code"].to_list(), read["asset"].to_list()
 
 
@@ -637,7 +636,7 @@ def _column_stems(texts: list[str]):
             ends.append(len(codes))
         return (list(stem_of), np.asarray(codes, np.int64), np.asarray(words, np.int64), list(surface_of),
                 np.asarray(ends, np.int64))
-    words = (  # the streaming engine reads the texts in parts on every core, in order (0.21 against 0.35 s at 100k)
+    words = (  # the streaming engine reads the texts in parts on every core, in order
         pl.LazyFrame({"text": pl.Series(texts, dtype=pl.String)})
         .with_row_index("row")
         .select("row", pl.col("text").str.extract_all(WORD_RE.pattern).alias("surface"))
@@ -663,9 +662,8 @@ def _column_stems(texts: list[str]):
 
 def _word_codes(column: pl.Series) -> tuple[list[str], np.ndarray]:
     """The distinct strings of a column (no nulls) and, per value, the index of its string among
-    them: a cast to a categorical of its own (one hashing pass: 0.05 s for the 4.1 million words of
-    the bench's 100k entries, against 0.19 s for ``unique`` then ``replace_strict``, which a polars
-    without ``pl.Categories`` (before 1.32) still takes).
+    them: a cast to a categorical of its own (one hashing pass, a few times faster than ``unique``
+    then ``replace_strict``, which a polars without ``pl.Categories`` (before 1.32) still takes).
 
     >>> _word_codes(pl.Series(["to", "be", "to"]))
     (['to', 'be'], array([0, 1, 0]))
@@ -684,8 +682,8 @@ def _word_codes(column: pl.Series) -> tuple[list[str], np.ndarray]:
 
 def _first_of_each(keys: np.ndarray) -> np.ndarray:
     """Whether each key is the first of its value, in order. A stable sort: the keys come nearly
-    sorted (row major), which numpy's stable sort reads as long runs (0.08 s for 4.1 million keys,
-    against 0.13-0.22 s for polars' ``is_first_distinct``).
+    sorted (row major), which numpy's stable sort reads as long runs (faster here than polars'
+    ``is_first_distinct``).
 
     >>> _first_of_each(np.array([5, 3, 5, 3, 7])).tolist()
     [True, True, False, False, True]
@@ -747,7 +745,7 @@ def anchors_of(texts, knowns, *, keep_identifiers: bool = True,
             out.append(Anchor((), ()))
             continue
         lo, hi = offsets[k], offsets[k + 1]
-        if keys:  # (entities, terms, labels), by position: 0.42 against 0.58 us an anchor by name
+        if keys:  # (entities, terms, labels), by position: cheaper than building an anchor by name
             out.append(Anchor(keys, tuple(["e:" + key for key in keys] + terms[lo:hi]), keys + tuple(surfaces[lo:hi])))
         else:
             out.append(Anchor((), tuple(terms[lo:hi]), tuple(surfaces[lo:hi])))
@@ -756,12 +754,10 @@ def anchors_of(texts, knowns, *, keep_identifiers: bool = True,
 
 #: From this many characters of text ``anchors_of`` reads the entities in ``forks.cpus()`` slices
 #: of about equal length at once (at most ``_MOST_PARTS``), one in this process and the others in
-#: forked processes. The entity pass is Python (regular expressions and the name rules): on the
-#: bench's texts 0.03 s a million characters in one pass, on the PEP bank's 0.09 s (its serial pass,
-#: 15.2 million characters, 1.3-1.5 s). Measured on slices of both (``anchors_of``, one process
-#: against two): at a million characters 59 against 66 ms and 108 against 108 ms; at two million
-#: 107 against 121 and 204 against 176 ms; at four 184 against 186 and 406 against 321 ms. The
-#: line is drawn at two million, where the PEP bank's texts start to gain and the bench's lose little
+#: forked processes. The entity pass is Python (regular expressions and the name rules), slower on
+#: long prose (the PEP bank's texts) than on short synthetic entries. Below two million characters
+#: a fork costs more than it saves; from there the PEP bank's texts start to gain and the bench's
+#: lose little
 _SPREAD_FROM = 2_000_000
 _MOST_PARTS = 4
 

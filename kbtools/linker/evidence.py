@@ -124,8 +124,8 @@ def _hit_cosines(vectors, rows: np.ndarray, found: np.ndarray) -> np.ndarray:
 def _dots(vectors, a: np.ndarray, b: np.ndarray) -> np.ndarray:
     """Per i, the product of rows ``a[i]`` and ``b[i]`` of ``vectors`` (float64), pair by pair, never
     BLAS: a pair's value must not depend on its batch (tested). float32 vectors (a bank's) go to
-    faiss' pairwise product, which reads the rows where they lie (7 against 15 ms for a chunk's
-    30,720 index hits gathered for numpy); other arrays to numpy's row-wise product."""
+    faiss' pairwise product, which reads the rows where they lie (about twice as fast as gathering
+    them for numpy); other arrays to numpy's row-wise product."""
     n = len(a)
     if n and isinstance(vectors, np.ndarray) and vectors.dtype == np.float32 and vectors.flags.c_contiguous \
             and vectors.ndim == 2:
@@ -162,7 +162,7 @@ def _one_faiss_thread(when: bool = True):
 
 def _rows_at(vectors, at: np.ndarray) -> np.ndarray:
     """``vectors[at]`` (``at`` of any shape), gathered by ``np.take`` over the flat positions: twice
-    as fast as indexing with a 2-d array of rows (11 against 24 ms for 512 x 61 rows of 384)."""
+    as fast as indexing with a 2-d array of rows."""
     if not isinstance(vectors, np.ndarray):
         return vectors[at]
     return np.take(vectors, at.reshape(-1), axis=0).reshape(*at.shape, *vectors.shape[1:])
@@ -611,8 +611,8 @@ _SAMPLE_STRIDE = 8
 def _sampled_candidates(values: np.ndarray, k: int, take: int, slack: float):
     """``_top_k``'s columns of a wide block: per row, the ``take``-th highest of every
     ``_SAMPLE_STRIDE``-th column is at most the row's own ``take``-th highest, so the columns at or
-    above it hold the row's best (about ``take * _SAMPLE_STRIDE`` of them, against an argpartition
-    of the whole row: 6.6 against 38.5 ms for 220 x 18,190). Returns ``r, c`` of the columns within
+    above it hold the row's best (about ``take * _SAMPLE_STRIDE`` of them, several times cheaper
+    than an argpartition of the whole row). Returns ``r, c`` of the columns within
     ``slack`` of their row's k-th highest value, that value per row (-inf for a row of fewer), and
     the rows to read whole: those whose bound lies above it less the slack (a column between them
     was not read); their columns are left out here."""
@@ -765,14 +765,14 @@ def search_neighbours(stats: TermStats, rows, vectors, neighbors, *, open_, link
 
 
 #: The beam (efSearch) of a search from a row's own node, as a share of the index's: 32 for the
-#: linker's 40. At 100k (text vectors) the exact top 24 of 3,000 rows are found 0.9915 of the time
-#: against 0.9928 at 40, with 461 distances a search against 576, a quarter less time (102-104
-#: against 138 us on an AMD EPYC); a whole-bank connect then differs from one over an exact (flat)
-#: index in 24 of its 382,226 links against 18 (a beam of 24: 52). A search walked down from the
+#: linker's 40. Started among its neighbours, a search with the smaller beam finds the exact top
+#: neighbours about as often, reads a fifth fewer distances and takes a quarter less time; a
+#: whole-bank connect then makes nearly the same links as one over an exact (flat) index (a beam
+#: of 24 already loses several times more). A search walked down from the
 #: top (an entry not in the index yet) keeps the whole beam: with 32, a new entry's search in a
 #: small graph can end among strangers (scores 0.12) short of its near-copies (0.86, test
 #: ``test_a_compaction_keeps_an_index_built_before_the_last_segments_to_grow_it``); one started at
-#: the row's own node begins among them (issue 13, fourteenth session)
+#: the row's own node begins among them
 _OWN_NODE_BEAM = 0.8
 
 
@@ -784,9 +784,8 @@ def _index_search(neighbors, queries: np.ndarray, rows: np.ndarray, fetch: int):
 
     The rows are the index's own: an HNSW graph is searched on its ground level from each row's
     own node (faiss ``search_level_0``) instead of from the top, where the walk down would end
-    anyway. That costs about three quarters of a search (8.3 against 11.0 s for the 70,000 rows a
-    whole-bank connect searches at 100k) and finds the same hits but a few (a whole-bank connect at
-    100k made the same 382,221 links). The row itself is not among those hits (its place in the
+    anyway. That costs about three quarters of a search and finds the same hits but a few (a
+    whole-bank connect makes the same links). The row itself is not among those hits (its place in the
     table is left missing), as it is among a search's (then dropped: it cannot see itself). Any
     other index is searched as such.
 
@@ -1011,8 +1010,8 @@ def _fetch(base: int, neighbors) -> int:
 #: Hits fetched per searched row, in multiples of the candidates it keeps (plus one: itself). A row
 #: searched that sees a quarter to three eighths of the index fetches 6 times its candidates, not
 #: 4: with about 1.5 of them visible among its hits it is sure of its list (``use_exact_neighbours``),
-#: where with 4 (1 to 1.5 visible) 2,057 of those rows at 100k fell back to an exact scan of about
-#: 28,000 entries each (issue 13, eleventh session)
+#: where with 4 (1 to 1.5 visible) such rows often fall back to an exact scan of tens of thousands
+#: of entries each
 _FETCH_STEPS = (1.5, 2.0, 3.0, 4.0, 6.0)
 
 

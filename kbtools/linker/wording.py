@@ -26,9 +26,8 @@ def why_text(stats: TermStats, rel, m: int, c: int, e: dict) -> str:
 
 #: Up to this many terms an entry's terms are put in the order they are shown once, for all its
 #: links; an entry of more (long texts: the PEP bank's sections hold 79 on average) sorts each
-#: link's shared terms alone. A link's words and JSON, min of 7 runs over each bank's first 30,000
-#: links, two runs: at 100k (16 terms an entry) 11.8-12.0 us, against 13.8-14.1 sorting each link's;
-#: on the PEP bank 22.9-23.0 us, against 21.9-24.3 (27.7 sorting every entry's)
+#: link's shared terms alone: presorting pays where entries hold few terms (the synthetic banks) and
+#: costs where they hold many (sorting every PEP section's terms is slower than sorting each link's)
 _PRESORTED_TERMS = 32
 
 

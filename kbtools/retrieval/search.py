@@ -140,7 +140,7 @@ def bank_index(bank: Bank, *, kind: str = "auto", weights: Mapping[str, float] |
         ).hexdigest()[:24]
         # the write path of agents adding entries: only the new segments are read
         idx = _appended(prior, bank, segs, weights)
-        if idx is not None:  # nothing else to read (the blocks' id index costs 50 ms at 100k)
+        if idx is not None:  # nothing else to read (the blocks' id index is costly at 100k)
             idx.fingerprint, idx.segments, idx.mark = fp, segs, mark
             return idx
         if prior is None:
