@@ -133,3 +133,52 @@ def test_no_import_circles():
         if m not in index:
             strong(m)
     assert not circles, f"import circles: {circles}"
+
+
+TESTS = Path(__file__).resolve().parent
+#: Private store names two tests still import: the store's split into parts names them publicly
+#: (the lock as the writers' door, the entry-id index as the segments' own), and then this empties.
+STORE_OWNED_PRIVATE_IMPORTS = {
+    ("test_reliability.py", "kbtools.store.bank._locked"),
+    ("test_store.py", "kbtools.store.bank._EntryIds"),
+}
+
+
+def _private(name: str) -> bool:
+    return name.startswith("_") and not name.startswith("__")
+
+
+def _private_imports(path: Path) -> set[tuple[str, str]]:
+    """Every ``_private`` kbtools name (or module) the file imports, anywhere in it."""
+    found = set()
+    for node in ast.walk(ast.parse(path.read_text(), filename=str(path))):
+        if isinstance(node, ast.ImportFrom) and node.module and node.module.split(".")[0] == "kbtools" and not node.level:
+            for alias in node.names:
+                if _private(alias.name) or any(_private(p) for p in node.module.split(".")):
+                    found.add((path.name, f"{node.module}.{alias.name}"))
+        elif isinstance(node, ast.Import):
+            for alias in node.names:
+                parts = alias.name.split(".")
+                if parts[0] == "kbtools" and any(_private(p) for p in parts):
+                    found.add((path.name, alias.name))
+    return found
+
+
+def test_no_test_imports_a_private_kbtools_name():
+    """Tests state behaviour through public names: no test file imports a ``_private`` name."""
+    found = set().union(*(_private_imports(p) for p in sorted(TESTS.rglob("*.py"))))
+    assert found - STORE_OWNED_PRIVATE_IMPORTS == set(), sorted(found - STORE_OWNED_PRIVATE_IMPORTS)
+
+
+def test_the_test_command_runs_the_slow_tests():
+    """Slow loops are marked ``slow`` so that a quick run can leave them out, never so that the
+    test command does: neither ``scripts/test.sh`` nor pytest's configured options deselect them."""
+    root = PACKAGE.parent
+    command = (root / "scripts" / "test.sh").read_text()
+    config = (root / "pyproject.toml").read_text()
+    addopts = next(line for line in config.splitlines() if line.startswith("addopts"))
+    pytest_line = next(line for line in command.splitlines() if "-m pytest" in line)
+    assert "slow" not in pytest_line and " -k " not in pytest_line and "--deselect" not in pytest_line
+    assert "slow" not in addopts and " -m " not in addopts
+    marked = [p.name for p in sorted(TESTS.glob("test_*.py")) if "@pytest.mark.slow" in p.read_text()]
+    assert len(marked) >= 3, marked

@@ -37,6 +37,7 @@ def bank(bank20k, tmp_path):
     return kb.open_bank(tmp_path / "b")
 
 
+@pytest.mark.slow
 def test_agents_adding_and_querying_in_a_loop_see_no_stall(bank):
     kb.query(bank, "warm the index", record_usage=False)  # the one build (or cache read) of this process
     builds = VectorIndex.builds

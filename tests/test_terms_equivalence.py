@@ -350,6 +350,7 @@ def test_gc_paused_leaves_a_callers_frozen_objects_frozen():
         gc.unfreeze()
 
 
+@pytest.mark.slow
 def test_a_names_boundary_is_read_as_in_the_copied_tail():
     """``_boundary`` reads the tail before a name in place; ``_names`` (the oracle) copies it, an
     ``x`` first where the text's start lies outside it. Random texts of the characters that decide

@@ -334,7 +334,7 @@ def bench_linking(bank: Bank | None, n: int):
         demo = synthetic_bank(entries=size, seed=11)
         ents = demo.entries.with_columns(pl.lit(None).cast(SCHEMAS["entries"]["linked_at"]).alias("linked_at"))
         tag = f"linker {size // 1000}k"
-        vectors = _text_vectors(ents)
+        vectors = text_vectors(ents)
         k = iter(range(10**9))
         scan = float(np.median(_timeit(lambda: _numpy_scan(vectors, next(k) % size, 20), 30)))
         base = {"baseline": "exact numpy scan of one entry", "baseline_value": scan}
@@ -412,7 +412,7 @@ _VECTORS = {
 }
 
 
-def _text_vectors(ents: pl.DataFrame) -> np.ndarray:
+def text_vectors(ents: pl.DataFrame) -> np.ndarray:
     """384-d ``hashing-char`` vectors of the entries' content (title, summary and text): vectors with
     the neighbourhoods a bank's text gives, from the project's own embedder, in seconds."""
     from kbtools.retrieval.embedders import HashingEmbedder

@@ -34,7 +34,7 @@ import polars as pl
 from kbtools.linker import LINKER_DEFAULTS, LinkerSettings, TermStats, plan_connect
 from kbtools.linker.calibration import (HUMAN_SOURCES, STRUCTURE_TYPES, calibrate_weights, held_out_frames,
                                         human_edges, split_half)
-from kbtools.linker.planning import _known_entities
+from kbtools.linker.planning import triple_entities
 from kbtools.linker.rules import kind_code
 
 __all__ = ["HUMAN_SOURCES", "STRUCTURE_TYPES", "LinkRecovery", "human_edges", "evaluate_links", "knn_pairs",
@@ -162,7 +162,7 @@ def evaluate_links(entries: pl.DataFrame, edges: pl.DataFrame, triples=None, *, 
     test_ids = split_half(ids, seed=seed)
     test_pairs = {p for p in held_pairs if p[0] in test_ids or p[1] in test_ids}
     n = ents.height
-    stats = TermStats.build(ents, known_entities=_known_entities(triples), settings=settings)
+    stats = TermStats.build(ents, known_entities=triple_entities(triples), settings=settings)
     structure = _pairs(kept["src"].to_list(), kept["dst"].to_list()) if kept.height else set()
     out, test = {}, {}
     found = {"linker": _linker_pairs(ents, kept, triples, vectors=vectors, settings=settings, stats=stats)}

@@ -19,7 +19,7 @@ import polars as pl
 from kbtools.errors import EntryNotFound, ValidationError
 from kbtools.linker.calibration import FEATURES
 from kbtools.linker.evidence import pair_evidence, relations
-from kbtools.linker.planning import _known_entities
+from kbtools.linker.planning import triple_entities
 from kbtools.linker.rules import KINDS, LINKER_DEFAULTS, LinkerSettings, link_type
 from kbtools.linker.terms import TermStats
 from kbtools.linker.wording import why_text
@@ -76,7 +76,7 @@ def explain_pair(a_id, b_id, entries: pl.DataFrame, edges, triples, *, vectors=N
     1.0
     """
     if stats is None:
-        stats = TermStats.build(entries, known_entities=_known_entities(triples), settings=settings)
+        stats = TermStats.build(entries, known_entities=triple_entities(triples), settings=settings)
     else:
         stats.check_aligned(entries)
     rows = []

@@ -71,7 +71,7 @@ class PlannedColumns:
         self.alive.extend(b"\x01" * len(src))
 
     def put(self, rec: dict) -> int:
-        """The place of any planned record (``state._State._new``'s fields)."""
+        """The place of any planned record (``state.LinkState._new``'s fields)."""
         at = self.put_auto(rec["src"], rec["dst"], rec["type"], rec["weight"])
         self.evidence[at] = rec["evidence"]
         if tuple(rec[name] for name in _CONSTANT) != self._auto:

@@ -33,7 +33,7 @@ import polars as pl
 import scipy.sparse as sp
 
 from kbtools.errors import ValidationError
-from kbtools.linker.anchors import ASSET_NOUNS, Anchor, AnchorRows, _column_stems, anchor, anchors_of
+from kbtools.linker.anchors import ASSET_NOUNS, Anchor, AnchorRows, column_stems, anchor, anchors_of
 from kbtools.linker.rules import FIX_RE, LINKER_DEFAULTS, PROBLEM_RE, PROGRESS_RE, LinkerSettings, kind_code
 from kbtools.linker.text import content_words, stem
 
@@ -294,7 +294,7 @@ class TermStats:
         indptr = _grow(buffers, "indptr", old + 1, new_indptr)
         indices = _grow(buffers, "indices", nnz, new_indices)
         strong_base = _grow(buffers, "strong_base", nnz, new_strong)
-        cues = {k: np.concatenate([getattr(self, k), v]) for k, v in _cues(texts).items()}
+        cues = {k: np.concatenate([getattr(self, k), v]) for k, v in text_cues(texts).items()}
         new_ids = new["id"].to_list()
         ids = self.ids + tuple(new_ids)
         bag_index = {k: dict(v) for k, v in self.bag_index.items()}
@@ -402,7 +402,7 @@ class TermStats:
         if held is not None or 8 * len(rows) >= len(self.ids) or asked > 8:  # read often: the whole column
             return self.total[rows]
         unique, inverse = np.unique(rows, return_inverse=True)
-        _, pos = _rows_of(self.postings.indptr, unique)
+        _, pos = row_positions(self.postings.indptr, unique)
         lengths = np.diff(self.postings.indptr)[unique].astype(np.int64)
         return _segment_sums(self.w[self.postings.indices[pos]], lengths)[inverse]
 
@@ -530,7 +530,7 @@ def _rows_read_beside(entries: pl.DataFrame, columns: dict, kinds: np.ndarray, t
     overlaps the last steps of the anchors, which are Python (the anchors made, their postings) and
     leave a core free, which shortens the build."""
     bag_index = {"title": {}, "author": {}}
-    return _entry_facts(entries), _cues(texts), _bags(columns, kinds, bag_index, None), bag_index
+    return _entry_facts(entries), text_cues(texts), _bags(columns, kinds, bag_index, None), bag_index
 
 
 def _read_entries(entries: pl.DataFrame, known: tuple[str, ...], settings: LinkerSettings = LINKER_DEFAULTS,
@@ -619,7 +619,7 @@ def _bags(columns: dict, kinds, bag_index: dict, old: dict | None) -> dict:
     in each row in the order of its set of names (as ``{w for w, _ in content_words(title)}``)."""
     n = len(kinds)
     linked = kinds >= 0
-    names, codes, _, _, offsets = _column_stems([v or "" for v in columns["title"]])
+    names, codes, _, _, offsets = column_stems([v or "" for v in columns["title"]])
     rows = np.repeat(np.arange(n, dtype=np.int64), np.diff(offsets))
     per_row = {"title": (names, codes[linked[rows]], rows[linked[rows]])}
     authors, author_rows = [], []
@@ -692,12 +692,12 @@ class _Numbered(dict):
         return number
 
 
-def _rows_of(indptr: np.ndarray, rows: np.ndarray):
+def row_positions(indptr: np.ndarray, rows: np.ndarray):
     """The stored positions of these CSR rows, in order, and for each the index of its row in ``rows``.
 
-    >>> _rows_of(np.array([0, 2, 2, 5]), np.array([2, 0]))
+    >>> row_positions(np.array([0, 2, 2, 5]), np.array([2, 0]))
     (array([0, 0, 0, 1, 1]), array([2, 3, 4, 0, 1]))
-    >>> _rows_of(np.array([0, 2, 2, 5]), np.array([2]))
+    >>> row_positions(np.array([0, 2, 2, 5]), np.array([2]))
     (array([0, 0, 0]), array([2, 3, 4]))
     """
     if len(rows) == 1:  # one entry's row (linking one entry reads a few): a slice, a tenth of the steps
@@ -865,7 +865,7 @@ def _entry_facts(entries: pl.DataFrame) -> dict:
     return dict(rank=rank, time_us=time_us, session=session)
 
 
-def _cues(texts: list[str]) -> dict:
+def text_cues(texts: list[str]) -> dict:
     """Whether each text names a fix, a problem, progress: the rules' patterns run by polars over
     the whole column (Rust regex, case-insensitive as the patterns are) instead of once per text.
 

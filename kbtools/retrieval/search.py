@@ -287,7 +287,7 @@ def _grown(prior: VectorIndex | None, segs: list, live: np.ndarray, read: Callab
     return prior
 
 
-class _Display:
+class PoolDisplay:
     """Each entry's row number and the columns a pool shows: the rows read when the cache was built,
     in one chunk, and the rows appended since, in another (polars gathers a list column of several
     chunks by rejoining it: milliseconds per query at a million entries)."""
@@ -298,13 +298,13 @@ class _Display:
     def __init__(self, rows: dict, base: pl.DataFrame, tail: pl.DataFrame, mark):
         self.rows, self.base, self.tail, self.mark = rows, base, tail, mark
 
-    def grown(self, added: pl.DataFrame, mark) -> "_Display":
+    def grown(self, added: pl.DataFrame, mark) -> "PoolDisplay":
         start = self.base.height + self.tail.height
         self.rows.update(zip(added["id"].to_list(), range(start, start + added.height)))
         tail = pl.concat([self.tail, added.select(self.base.columns)]).rechunk()
         if tail.height > self._TAIL:
-            return _Display(self.rows, pl.concat([self.base, tail]).rechunk(), tail.clear(), mark)
-        return _Display(self.rows, self.base, tail, mark)
+            return PoolDisplay(self.rows, pl.concat([self.base, tail]).rechunk(), tail.clear(), mark)
+        return PoolDisplay(self.rows, self.base, tail, mark)
 
     def take(self, positions: list[int]) -> pl.DataFrame:
         """The display rows at these positions, in this order."""
@@ -317,7 +317,7 @@ class _Display:
         return both[np.argsort(np.concatenate([head, rest]), kind="stable")]
 
 
-def _display(bank: Bank) -> _Display:
+def _display(bank: Bank) -> PoolDisplay:
     """The pool's display rows of the bank's entries (cached; grown when entries were only added)."""
 
     def build(prior):
@@ -326,7 +326,7 @@ def _display(bank: Bank) -> _Display:
         if added is not None:  # entries were only added: extend, do not rebuild
             return prior.grown(added, mark)
         base = bank.entries.select("id", "title", "summary", "kind", "steps").rechunk()
-        return _Display(dict(zip(base["id"].to_list(), range(base.height))), base, base.clear(), mark)
+        return PoolDisplay(dict(zip(base["id"].to_list(), range(base.height))), base, base.clear(), mark)
 
     return bank.derived("pool-display", build, on=("entries",), grow=True)
 
