@@ -1,7 +1,7 @@
 """The four scans tried at their finders' starts equal ``finditer``, and the entity pass ``anchor()``.
 
-``_IDENT_RE``, ``_REF_RE``, ``_CODE_RE`` and ``_ASSET_RE`` are tried only where their finders say a
-match can start (``kbtools.linker.anchors._STARTS``). A finder that missed a start would drop a match
+``IDENT_RE``, ``REF_RE``, ``CODE_RE`` and ``ASSET_RE`` are tried only where their finders say a
+match can start (``kbtools.linker.anchors.SCAN_STARTS``). A finder that missed a start would drop a match
 or, worse, let a later one in, so each must hold every start ``finditer`` finds, on any string: the
 PEP texts, the odd texts of the equivalence suite, strings drawn from ASCII, asset nouns and Unicode
 traps, and every kind of code point put before and inside a match. The entity pass read with them
@@ -21,12 +21,12 @@ from hypothesis import strategies as st
 
 from kbtools.demo.peps import PEPS_FILE
 from kbtools.linker.anchors import (
-    _ASSET_RE, _CODE_RE, _IDENT_RE, _REF_RE, _SCAN_FROM, _STARTS, ASSET_NOUNS, _entity_pass, _folded, _hints,
-    _matches, _scan, _strip_identifiers, anchor,
+    ASSET_RE, CODE_RE, IDENT_RE, REF_RE, SCAN_FROM, SCAN_STARTS, ASSET_NOUNS, entity_pass, fold_case, read_hints,
+    matches_at, scan_pattern, strip_identifiers, anchor,
 )
 from tests.test_terms_equivalence import ODD_TEXTS
 
-PATTERNS = {"ident": _IDENT_RE, "ref": _REF_RE, "code": _CODE_RE, "asset": _ASSET_RE}
+PATTERNS = {"ident": IDENT_RE, "ref": REF_RE, "code": CODE_RE, "asset": ASSET_RE}
 #: Every code point, surrogates included (a str may hold them).
 EVERY_CHAR = "".join(map(chr, range(0x110000)))
 
@@ -47,13 +47,14 @@ def assert_scans_alike(text: str) -> None:
     """Each pattern's finder holds every start of ``finditer``, and trying only there finds the same."""
     for name, pattern in PATTERNS.items():
         want = list(pattern.finditer(text))
-        starts = _STARTS[pattern](text)
+        starts = SCAN_STARTS[pattern](text)
         assert starts == sorted(set(starts)), (name, text)
         assert {m.start() for m in want} <= set(starts), (name, text)
-        assert _read(_matches(pattern, text, starts)) == _read(want), (name, text)
-        assert _read(_scan(pattern, text)) == _read(want), (name, text)
+        assert _read(matches_at(pattern, text, starts)) == _read(want), (name, text)
+        assert _read(scan_pattern(pattern, text)) == _read(want), (name, text)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("part", range(4))
 def test_scans_equal_finditer_on_every_pep_text(part):
     for text in PEP_TEXTS[part::4]:
@@ -78,6 +79,7 @@ PIECES = (
 )
 
 
+@pytest.mark.slow
 @settings(max_examples=3000, deadline=None, derandomize=True)
 @given(st.lists(st.sampled_from(PIECES), max_size=60).map("".join))
 def test_scans_equal_finditer_on_drawn_strings(text):
@@ -111,6 +113,7 @@ SWEEPS = {
 }
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", SWEEPS)
 def test_scans_equal_finditer_with_every_kind_of_character(name):
     pattern = PATTERNS[name]
@@ -118,19 +121,19 @@ def test_scans_equal_finditer_with_every_kind_of_character(name):
         for other in ("", " ", "x", "\u0301"):
             text = other.join(template.replace("{}", ch) for ch in STANDING_CHARS)
             want = list(pattern.finditer(text))
-            assert {m.start() for m in want} <= set(_STARTS[pattern](text)), (template, other)
-            assert _read(_scan(pattern, text)) == _read(want), (template, other)
+            assert {m.start() for m in want} <= set(SCAN_STARTS[pattern](text)), (template, other)
+            assert _read(scan_pattern(pattern, text)) == _read(want), (template, other)
 
 
 def test_folding_reads_every_ignorecase_letter_as_its_lower_case():
-    """What ``_folded`` and ``_asset_starts`` rest on, for every code point: the folded text keeps
+    """What ``fold_case`` and ``_asset_starts`` rest on, for every code point: the folded text keeps
     its length, a character IGNORECASE matches to an ASCII letter folds to it, and a character that
     is no word character folds outside ``[a-z0-9_]``."""
-    folded = _folded(EVERY_CHAR)
+    folded = fold_case(EVERY_CHAR)
     assert len(folded) == len(EVERY_CHAR)
     for letter in "abcdefghijklmnopqrstuvwxyz":
         for match in re.finditer(letter, EVERY_CHAR, re.IGNORECASE):
-            assert folded[match.start()] == letter == _folded(match.group(0)), hex(ord(match.group(0)))
+            assert folded[match.start()] == letter == fold_case(match.group(0)), hex(ord(match.group(0)))
     for match in re.finditer(r"\W", EVERY_CHAR):
         assert not re.fullmatch("[a-z0-9_]", folded[match.start()]), hex(ord(match.group(0)))
 
@@ -151,17 +154,17 @@ def test_folding_reads_every_ignorecase_letter_as_its_lower_case():
 ])
 def test_scans_find_starts_a_naive_rule_would_miss(name, text, found):
     pattern = PATTERNS[name]
-    long_text = text + " " * _SCAN_FROM  # read by the finder, not by finditer
-    assert [m.group(0) for m in _scan(pattern, long_text)] == found
-    assert _read(_scan(pattern, long_text)) == _read(pattern.finditer(long_text))
+    long_text = text + " " * SCAN_FROM  # read by the finder, not by finditer
+    assert [m.group(0) for m in scan_pattern(pattern, long_text)] == found
+    assert _read(scan_pattern(pattern, long_text)) == _read(pattern.finditer(long_text))
 
 
 def _oracle(text: str, known: tuple, keep: bool):
     """What ``anchor()`` reads: the entities, and the text its content words come from."""
     if not text:
         return None, ""
-    rest = _strip_identifiers(text) if keep else text
-    return anchor(text, known_entities=known, keep_identifiers=keep).entities, _IDENT_RE.sub(" ", rest)
+    rest = strip_identifiers(text) if keep else text
+    return anchor(text, known_entities=known, keep_identifiers=keep).entities, IDENT_RE.sub(" ", rest)
 
 
 KNOWN = ("kioko", "os.path", "line 3", "pep 8")
@@ -173,13 +176,14 @@ def test_entity_pass_equals_anchor(keep):
     knowns = [KNOWN[: k % 5] for k in range(len(texts))]
     want = [_oracle(t, k, keep) for t, k in zip(texts, knowns)]
     everywhere = [True] * len(texts)
-    for hints in ((everywhere,) * 3, _hints(pl.Series(texts))):  # as on the PEP bank, and as read
-        found, stripped = _entity_pass(texts, knowns, keep, *hints)
+    for hints in ((everywhere,) * 3, read_hints(pl.Series(texts))):  # as on the PEP bank, and as read
+        found, stripped = entity_pass(texts, knowns, keep, *hints)
         assert list(zip(found, stripped)) == want
 
 
+@pytest.mark.slow
 @settings(max_examples=500, deadline=None, derandomize=True)
 @given(st.lists(st.sampled_from(PIECES), max_size=80).map("".join), st.integers(0, 4), st.booleans())
 def test_entity_pass_equals_anchor_on_drawn_strings(text, known, keep):
-    found, stripped = _entity_pass([text], [KNOWN[:known]], keep, [True], [True], [True])
+    found, stripped = entity_pass([text], [KNOWN[:known]], keep, [True], [True], [True])
     assert (found[0], stripped[0]) == _oracle(text, KNOWN[:known], keep)

@@ -113,15 +113,15 @@ def test_values_are_frozen():
 
 
 def test_the_fast_constructor_builds_the_same_value_as_init():
-    from kbtools.model.answer import _fast
+    from kbtools.model.answer import fast_instance
 
     values = dict(id="a", relation="cites", direction="out", note=None, summary="s", via=None,
                   kind="neighbor", source="author", title="t")
-    assert _fast(Pointer, values) == Pointer(**values)
+    assert fast_instance(Pointer, values) == Pointer(**values)
     assert {f.name for f in dataclasses.fields(Pointer)} == set(values)
     result = dict(id="r", rank=1, score=0.5, kind="result", title=None, summary=None, related=[],
                   neighbors=[], steps=None, entry_kind=None, pool_rank=1)
     assert {f.name for f in dataclasses.fields(Result)} == set(result)
-    assert _fast(Result, result) == Result(**result)
+    assert fast_instance(Result, result) == Result(**result)
     with pytest.raises(dataclasses.FrozenInstanceError):
-        _fast(Pointer, values).id = "b"  # type: ignore[misc]
+        fast_instance(Pointer, values).id = "b"  # type: ignore[misc]

@@ -1,4 +1,4 @@
-"""Every bad input of issue 11 (items 7 and 8), in one table: each is refused with a named KbError
+"""Every bad input a user can hand kbtools, in one table: each is refused with a named KbError
 (or, at the command line, one line on stderr and the documented exit status), and nothing is
 written: the bank's files and version are exactly as before.
 
@@ -220,7 +220,7 @@ PROBES = [
 @pytest.fixture
 def probe_bank(tmp_path):
     b = kb.create_bank(tmp_path / "bank", settings={"auto_link": False})
-    kb.import_frames(b, entries=pl.DataFrame(
+    kb.ops.import_frames(b, entries=pl.DataFrame(
         {"id": [A, B], "content": ["The deploy job needs the registry token.", "The token expires after 30 days."]}))
     return b
 

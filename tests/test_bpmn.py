@@ -19,7 +19,7 @@ import pytest
 
 import kbtools as kb
 from kbtools.errors import BpmnError
-from kbtools.graph.holes import workflow_holes
+from kbtools.graph.holes import find_holes
 from kbtools.model.bpmn import bpmn_id, color_bpmn, parse_bpmn
 from kbtools.ops.bpmn import export_bpmn_holes, ingest_bpmn
 
@@ -29,7 +29,7 @@ ROOT = pathlib.Path(__file__).parent.parent
 
 def holes_of(name: str) -> pl.DataFrame:
     model = parse_bpmn((DATA / name).read_bytes(), file=name)
-    return workflow_holes(model.entries, model.edges)
+    return find_holes(model.entries, model.edges)
 
 
 def found(name: str) -> set[tuple[str, str]]:
@@ -56,14 +56,14 @@ def test_each_model_gives_exactly_its_holes(name, want):
     assert found(name) == want
 
 
-# -- the five failures of issue 19 -----------------------------------------------------------------
+# -- gateways, loops and joins that once gave wrong holes --------------------------------------------
 
 def test_merging_gateways_are_never_one_branch():
     model = parse_bpmn((DATA / "joins.bpmn").read_bytes(), file="joins.bpmn")
     meta = {t: json.loads(m) for t, m in model.entries.select("title", "metadata").iter_rows()}
     joins = [t for t, m in meta.items() if m.get("gateway") == "exclusive" and t.startswith("Exclusive gateway")]
     assert len(joins) == 2  # two unnamed merges, each with two incoming flows and one outgoing
-    assert workflow_holes(model.entries, model.edges).height == 0
+    assert find_holes(model.entries, model.edges).height == 0
     one = holes_of("one_branch.bpmn")  # a split with one outgoing flow still is one
     assert one["hole"].to_list() == ["one_branch"]
 

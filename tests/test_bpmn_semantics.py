@@ -18,7 +18,7 @@ import pytest
 
 import kbtools as kb
 from kbtools.errors import BpmnError
-from kbtools.graph.holes import HOLE_SEVERITY, process_flows, workflow_holes
+from kbtools.graph.holes import HOLE_SEVERITY, find_flows, find_holes
 from kbtools.model.bpmn import BPMN_NS, bpmn_id, parse_bpmn
 from kbtools.ops.bpmn import ingest_bpmn
 
@@ -31,7 +31,7 @@ def model_of(name: str, **kw):
 
 def holes_of(name: str, **kw) -> pl.DataFrame:
     model = model_of(name)
-    return workflow_holes(model.entries, model.edges, **kw)
+    return find_holes(model.entries, model.edges, **kw)
 
 
 def found(name: str, **kw) -> set[tuple[str, str]]:
@@ -52,7 +52,7 @@ def test_compensation_handler_and_its_boundary_event_are_no_holes():
     xml = (DATA / "compensation.bpmn").read_text()
     cut = re.sub(r'\s*<bpmn:association id="A1"[^>]*/>', "", xml)
     bare = parse_bpmn(cut.encode(), file="cut.bpmn")
-    assert set(workflow_holes(bare.entries, bare.edges).select("title", "hole").iter_rows()) == {("Undo booking", "dead_end")}
+    assert set(find_holes(bare.entries, bare.edges).select("title", "hole").iter_rows()) == {("Undo booking", "dead_end")}
 
 
 def test_a_compensation_association_is_read_wherever_the_tool_puts_it():
@@ -62,24 +62,24 @@ def test_a_compensation_association_is_read_wherever_the_tool_puts_it():
         "  <bpmn:process", '  <bpmn:collaboration id="C"><bpmn:participant id="P1" name="Agency" '
         f'processRef="Process_compensation" />{line.group(1)}</bpmn:collaboration>\n  <bpmn:process', 1)
     model = parse_bpmn(moved.encode(), file="moved.bpmn")
-    assert workflow_holes(model.entries, model.edges).height == 0
+    assert find_holes(model.entries, model.edges).height == 0
     dangling = moved.replace('targetRef="Cancel"', 'targetRef="Cancel_gone"')
     model = parse_bpmn(dangling.encode(), file="dangling.bpmn")
     assert [b["element"] for b in model.broken] == ["A1"]
     assert {("Undo booking", "dead_end"), ("Undo booking", "broken_reference")} <= set(
-        workflow_holes(model.entries, model.edges).select("title", "hole").iter_rows())
+        find_holes(model.entries, model.edges).select("title", "hole").iter_rows())
 
 
 def test_a_broken_declaration_from_another_writer_is_read_as_one_finding():
     entries = pl.DataFrame({"id": ["a"], "kind": ["step"], "title": ["Pack"],
                             "metadata": ['{"flow": "f", "start": true, "end": true, "broken": "the label printer is gone"}']})
     edges = pl.DataFrame(schema={"src": pl.String, "dst": pl.String, "type": pl.String, "source": pl.String})
-    row = workflow_holes(entries, edges).filter(pl.col("hole") == "broken_reference").row(0, named=True)
+    row = find_holes(entries, edges).filter(pl.col("hole") == "broken_reference").row(0, named=True)
     assert "the label printer is gone" in row["explanation"]
 
 
 def test_activities_of_an_ad_hoc_sub_process_run_in_any_order():
-    flows = process_flows(model_of("adhoc.bpmn").entries, model_of("adhoc.bpmn").edges)
+    flows = find_flows(model_of("adhoc.bpmn").entries, model_of("adhoc.bpmn").edges)
     inner = flows.filter(pl.col("flow") == "Trip planning / Plan trip").row(0, named=True)
     assert inner["steps"] == 3 and inner["holes"] == 0
     assert found("adhoc.bpmn") == set()
@@ -93,20 +93,20 @@ def test_a_link_throw_goes_on_at_the_catch_of_the_same_name():
     # a throw whose catch is gone is a dead end again, and nothing is left to catch
     xml = (DATA / "link_events.bpmn").read_text().replace('name="Assess" />', 'name="Elsewhere" />', 1)
     renamed = parse_bpmn(xml.encode(), file="renamed.bpmn")
-    holes = set(workflow_holes(renamed.entries, renamed.edges).select("title", "hole").iter_rows())
+    holes = set(find_holes(renamed.entries, renamed.edges).select("title", "hole").iter_rows())
     assert holes == {("To assessment", "dead_end"), ("From intake", "unreachable")}
 
 
 def test_an_event_sub_process_is_started_by_its_event_not_by_the_parent():
     model = model_of("event_subprocess.bpmn")
-    flows = {r["flow"]: r for r in process_flows(model.entries, model.edges).iter_rows(named=True)}
+    flows = {r["flow"]: r for r in find_flows(model.entries, model.edges).iter_rows(named=True)}
     assert flows["Complaints"]["start_steps"] == ["Complaint in"]  # not the event sub-process
     assert flows["Complaints / Cancellation"]["start_steps"] == ["Customer cancels"]
     assert found("event_subprocess.bpmn") == set()
     # a parent with no start event: its start-less task is its start, the rest of it runs
     assert found("event_subprocess_implicit_start.bpmn") == set()
     implicit = model_of("event_subprocess_implicit_start.bpmn")
-    starts = process_flows(implicit.entries, implicit.edges).filter(pl.col("flow") == "Complaints without start event")
+    starts = find_flows(implicit.entries, implicit.edges).filter(pl.col("flow") == "Complaints without start event")
     assert starts["start_steps"][0].to_list() == ["Handle complaint"]
 
 
@@ -123,7 +123,7 @@ def test_two_starts_into_one_activity_without_a_join_make_it_run_twice():
     edges = pl.DataFrame({"src": ["a", "b", "a", "b", "c"], "dst": ["c", "c", "r", "r", "r"],
                           "type": ["precedes", "precedes", "owned_by", "owned_by", "owned_by"], "source": ["author"] * 5})
     entries = pl.concat([entries, pl.DataFrame({"id": ["r"], "kind": ["role"], "title": ["Clerk"], "metadata": ["{}"]})])
-    assert workflow_holes(entries, edges).select("id", "hole").rows() == [("c", "runs_twice")]
+    assert find_holes(entries, edges).select("id", "hole").rows() == [("c", "runs_twice")]
 
 
 def test_a_pooled_process_is_owned_by_its_participant_lanes_only_when_asked():
@@ -222,7 +222,7 @@ def _make_models():
 
 def _same_holes(a: bytes, b: bytes) -> None:
     one, two = parse_bpmn(a, file="m.bpmn"), parse_bpmn(b, file="m.bpmn")
-    left, right = workflow_holes(one.entries, one.edges), workflow_holes(two.entries, two.edges)
+    left, right = find_holes(one.entries, one.edges), find_holes(two.entries, two.edges)
     assert left.to_dicts() == right.to_dicts()
     assert [(b["element"], b["problem"]) for b in one.broken] == [(b["element"], b["problem"]) for b in two.broken]
 

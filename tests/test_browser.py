@@ -129,7 +129,7 @@ NOTEBOOK_CELLS = [
     "import ipywidgets as widgets\nimport kbtools as kb\nbank = kb.open_bank({eng!r})\nbiz = kb.open_bank({biz!r})",
     "ex = kb.explorer(bank)\nex.ask({query!r})\nex",
     "kb.holes_view(biz)",
-    "page = widgets.VBox([widgets.HTML('<b>dashboard</b>'), kb.explorer(bank), widgets.Tab([kb.community_view(bank)])])\n"
+    "page = widgets.VBox([widgets.HTML('<b>dashboard</b>'), kb.explorer(bank), widgets.Tab([kb.views.community_view(bank)])])\n"
     "assert page.children[1].children  # a view composes like any widget\npage",
     "kb.check_bank(biz)",
     "kb.bank_stats(biz)",
@@ -185,8 +185,8 @@ def test_ingested_bpmn_holes_render_in_chromium(browser, tmp_path):
     opens the holes view of the ingested BPMN process instead, and the export is checked as XML."""
     bank = kb.create_bank(tmp_path / "bpmn")
     data = Path(__file__).resolve().parent / "data" / "bpmn"
-    kb.ingest_bpmn(bank, data / "order_to_cash.bpmn")
-    exported = kb.export_bpmn_holes(bank, tmp_path / "order_to_cash.holes.bpmn")[0]
+    kb.ops.ingest_bpmn(bank, data / "order_to_cash.bpmn")
+    exported = kb.ops.export_bpmn_holes(bank, tmp_path / "order_to_cash.holes.bpmn")[0]
     assert exported.read_text().count('bioc:stroke="#c62828"') == 2
     html = holes_view(bank, flow="Order to cash").save_html(tmp_path / "bpmn-holes.html")
     page, errors = _open(browser, html, height=900)

@@ -1,5 +1,5 @@
 """The kb command line's surface: --version, help texts without docstring indentation, choices
-where the values are known (item 11 of issue 11)."""
+where the values are known."""
 
 from __future__ import annotations
 

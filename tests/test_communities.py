@@ -11,7 +11,7 @@ import polars as pl
 import pytest
 from polars.testing import assert_frame_equal
 
-from kbtools.graph.community import communities, modularity, undirected_simple
+from kbtools.graph.community import find_communities, modularity, undirected_simple
 from kbtools.errors import ValidationError
 from kbtools.graph.build import to_igraph
 from kbtools.model.schema import empty
@@ -34,7 +34,7 @@ def _planted(blocks=4, size=25, p_in=0.3, p_out=0.01, seed=0):
 @pytest.mark.parametrize("method", ["leiden", "label_propagation"])
 def test_planted_partition_recovered(method):
     g, truth = _planted()
-    found = communities(g, method=method)
+    found = find_communities(g, method=method)
     assert found["id"].to_list() == g.vs["name"]
     nmi = ig.compare_communities(truth.tolist(), found["community"].to_list(), method="nmi")
     assert nmi == pytest.approx(1.0)
@@ -44,17 +44,17 @@ def test_planted_partition_recovered(method):
 def test_reproducible_with_seed_and_python_random_left_alone():
     g, _ = _planted(blocks=6, size=15, p_in=0.2, p_out=0.03, seed=3)
     random.seed(11)
-    first = communities(g, seed=7)
+    first = find_communities(g, seed=7)
     after = random.random()
     random.seed(11)
     assert random.random() == after  # igraph's generator was a private one
-    assert_frame_equal(first, communities(g, seed=7))
+    assert_frame_equal(first, find_communities(g, seed=7))
 
 
 def test_resolution_changes_granularity():
     g, _ = _planted(blocks=4, size=20, p_in=0.4, p_out=0.05, seed=1)
-    coarse = communities(g, resolution=0.1)["community"].n_unique()
-    fine = communities(g, resolution=3.0)["community"].n_unique()
+    coarse = find_communities(g, resolution=0.1)["community"].n_unique()
+    fine = find_communities(g, resolution=3.0)["community"].n_unique()
     assert coarse < fine
 
 
@@ -68,7 +68,7 @@ def test_isolates_numbering_and_labels():
     edges = pl.DataFrame({"src": ["a", "b", "a", "d", "e", "d", "c"], "dst": ["b", "c", "c", "e", "f", "f", "d"],
                           "type": ["see_also"] * 7, "source": ["author"] * 7})
     g = to_igraph(entries, edges)
-    out = communities(g, entries=entries)
+    out = find_communities(g, entries=entries)
     rows = {r["id"]: r for r in out.to_dicts()}
     assert rows["z"]["community"] == -1 and rows["z"]["size"] == 1 and rows["z"]["label"] == ""
     assert rows["a"]["community"] == rows["b"]["community"] == rows["c"]["community"] == 0
@@ -76,7 +76,7 @@ def test_isolates_numbering_and_labels():
     assert rows["a"]["label"] == "pump, seal, kit"  # in every member first, alphabetical among equals
     assert rows["d"]["label"].split(", ")[:2] == ["billing", "invoice"]
     assert out.schema == pl.Schema({"id": pl.String, "community": pl.Int64, "size": pl.Int64, "label": pl.String})
-    assert communities(g)["label"][0] == "pump, seal, kit"  # graph titles only
+    assert find_communities(g)["label"][0] == "pump, seal, kit"  # graph titles only
 
 
 def test_modularity_matches_igraph_and_networkx():
@@ -93,7 +93,7 @@ def test_modularity_matches_igraph_and_networkx():
     assert ours == pytest.approx(nx.community.modularity(G, parts, weight="weight"))
     assert modularity(g, truth.tolist(), resolution=0.5) == pytest.approx(
         nx.community.modularity(G, parts, weight="weight", resolution=0.5))
-    found = communities(g)
+    found = find_communities(g)
     assert modularity(g, found) == pytest.approx(modularity(g, found["community"].to_numpy()))
     assert modularity(g, found) >= ours - 1e-9  # Leiden finds at least the planted modularity here
 
@@ -109,15 +109,15 @@ def test_parallel_links_are_summed_and_membership_checked():
         modularity(g, {"a": 0})
     assert modularity(g, {"a": 0, "b": 0, "c": -1}) == pytest.approx(modularity(g, [0, 0, 1]))
     with pytest.raises(ValidationError):
-        communities(g, method="louvain")
+        find_communities(g, method="louvain")
 
 
 def test_empty_input_and_inputs_unchanged():
     g0 = to_igraph(empty("entries"), empty("edges"))
-    assert communities(g0).height == 0
+    assert find_communities(g0).height == 0
     assert modularity(g0, []) == 0.0
     g, _ = _planted(blocks=2, size=5, p_in=0.9, p_out=0.0)
     before = (g.get_edgelist(), g.vs["name"], g.es["weight"], g.is_directed())
-    communities(g)
+    find_communities(g)
     modularity(g, [0] * 10)
     assert (g.get_edgelist(), g.vs["name"], g.es["weight"], g.is_directed()) == before

@@ -180,7 +180,7 @@ def test_streamed_embedding_commits_one_segment_per_chunk_and_the_index_is_a_map
 
     monkeypatch.setenv("KBTOOLS_EMBED_CACHE", "0")
     bank = kb.create_bank(tmp_path / "b")
-    kb.import_frames(bank, entries=kb.demo.synthetic_bank(entries=6000, seed=2).entries, actor="t", guard=False)
+    kb.ops.import_frames(bank, entries=kb.demo.synthetic_bank(entries=6000, seed=2).entries, actor="t", guard=False)
     monkeypatch.setattr(embedding, "FLOAT16_FROM", 5000)
     out = kb.embed_bank(bank, embedder="hashing-char", chunk=2500)
     assert (out["embedded"], out["segments"], out["dtype"]) == (6000, 3, "float16")

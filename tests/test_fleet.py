@@ -107,7 +107,7 @@ def test_jobs_over_the_fleet_on_dask(fleet, client, held):
 
 
 def test_cross_bank_analytics_on_the_workers(fleet, client):
-    stats = kb.stats_many([str(fleet / "*")], client=client)
+    stats = kb.fleet.stats_many([str(fleet / "*")], client=client)
     assert stats.height == 20 and stats.columns[0] == "bank" and stats.columns[-1] == "error"
     damaged = stats.filter(pl.col("bank").str.ends_with(DAMAGED))
     assert damaged["error"][0] and damaged["entries"][0] is None
@@ -116,13 +116,13 @@ def test_cross_bank_analytics_on_the_workers(fleet, client):
         bank = kb.open_bank(row["bank"])
         assert (row["entries"], row["edges"]) == (bank.entries.height, bank.edges.height)
 
-    holes = kb.holes_many([str(fleet / "*")], client=client)
+    holes = kb.fleet.holes_many([str(fleet / "*")], client=client)
     business = fleet / "bank-02-business"
     mine = holes.filter(pl.col("bank") == str(business)).drop("bank", "error")
     assert mine.height > 0
     assert mine.sort("id", "hole").equals(kb.workflow_holes(kb.open_bank(business)).sort("id", "hole"))
 
-    comms = kb.communities_many([str(fleet / "*")], client=client)
+    comms = kb.fleet.communities_many([str(fleet / "*")], client=client)
     assert comms["bank"].n_unique() == 20
     one = fleet / "bank-00-synthetic"
     direct = kb.communities(kb.open_bank(one))
@@ -137,7 +137,7 @@ def test_process_pool_and_cli(tmp_path):
     assert summary.select("job", "status").rows() == [("backfill", "ok"), ("decay", "ok"), ("backfill", "error"),
                                                       ("decay", "error"), ("backfill", "ok"), ("decay", "ok")]
     assert {json.loads(r)["polars_threads"] for r in summary["report"].drop_nulls()} == {1}
-    assert kb.stats_many([str(tmp_path / "bank-0[02]-*")], workers=2)["error"].null_count() == 2
+    assert kb.fleet.stats_many([str(tmp_path / "bank-0[02]-*")], workers=2)["error"].null_count() == 2
 
     out = subprocess.run([sys.executable, "-m", "kbtools", "connect", "--bank", str(tmp_path / "*"), "--workers", "2",
                           "--json"], capture_output=True, text=True, timeout=120)

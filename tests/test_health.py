@@ -54,7 +54,7 @@ def test_health_finds_the_damage(tmp_path):
     edge = bank.edges.filter(pl.col("source") == "auto").with_columns(pl.lit(old).cast(pl.Datetime("us", "UTC")).alias("seen_at"))
     kb.edit_edges(bank, add=edge, actor="linker", reason="age it", replace=True)
     for _ in range(5):
-        kb.record_usage(bank, [ids[3]], query="build cache")  # ids[4] is one hop away, never returned
+        kb.ops.record_usage(bank, [ids[3]], query="build cache")  # ids[4] is one hop away, never returned
     kb.update_entry(bank, ids[5], actor="a", content="Fact number 5, rewritten.")  # dead rows until compaction
     report = kb.health(bank)
     assert report.finding("noteless_siblings").examples[0] == {"parent": parent, "type": "split_from",

@@ -1,4 +1,4 @@
-"""kbtools.graph.holes: workflow holes and process flows per .notes/BUSINESS.md."""
+"""kbtools.graph.holes: workflow holes and process flows, on hand-made flows and the demo business bank."""
 
 from __future__ import annotations
 
@@ -10,8 +10,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from polars.testing import assert_frame_equal
 
+from kbtools.demo import business_bank
 from kbtools.errors import ValidationError
-from kbtools.graph.holes import HOLE_KINDS, HOLE_SEVERITY, process_flows, workflow_holes
+from kbtools.graph.holes import HOLE_KINDS, HOLE_SEVERITY, find_flows, find_holes
 from kbtools.model.schema import empty
 
 # id: (kind, title, metadata)
@@ -79,7 +80,7 @@ def _declare(**changes):
 
 
 def test_each_hole_found_exactly_once_and_complete_flow_clean():
-    holes = workflow_holes(*_frames())
+    holes = find_holes(*_frames())
     found = set(holes.select("id", "hole").iter_rows())
     assert found == PLANTED  # precision and recall 1.0
     assert holes.height == len(PLANTED)
@@ -94,7 +95,7 @@ def test_each_hole_found_exactly_once_and_complete_flow_clean():
 
 
 def test_questions_and_explanations_name_owner_and_members():
-    holes = {h: r for h, r in ((r["hole"], r) for r in workflow_holes(*_frames()).to_dicts())}
+    holes = {h: r for h, r in ((r["hole"], r) for r in find_holes(*_frames()).to_dicts())}
     assert holes["one_branch"]["question"] == (
         "Ask the Sales rep: Decision 'Approve discount?' has only a 'yes' branch: "
         "what happens when the answer is 'no'?")
@@ -110,7 +111,7 @@ def test_questions_and_explanations_name_owner_and_members():
 def test_declarations_suppress_their_holes():
     entries = _declare(h_notify={"end": True}, h_prices={"input": True}, h_memo={"output": True},
                        h_orphan={"start": True}, h_loop_b={"end": True})
-    found = set(workflow_holes(*_frames(entries)).select("id", "hole").iter_rows())
+    found = set(find_holes(*_frames(entries)).select("id", "hole").iter_rows())
     # the declared start 'Archive quote' is a second token: it and 'Open quote' both reach 'Notify
     # customer' with no gateway joining them (a fake join)
     assert found == {("h_dec", "one_branch"), ("h_stock", "no_owner"), ("h_notify", "runs_twice")}
@@ -120,7 +121,7 @@ def test_undeclared_starts_and_decision_without_branches():
     entries = {"a": ("step", "First", {"flow": "f"}), "b": ("decision", "Go?", {"flow": "f"}),
                "r": ("role", "Clerk", {})}
     edges = [("a", "precedes", "b", None), ("a", "owned_by", "r", None), ("b", "owned_by", "r", None)]
-    holes = workflow_holes(*_frames(entries, edges))
+    holes = find_holes(*_frames(entries, edges))
     assert holes.select("id", "hole").rows() == [("b", "one_branch")]  # a is the start; b is not a dead end
     assert "no branches" in holes["question"][0]
 
@@ -129,14 +130,14 @@ def test_untrusted_edges_are_not_walked_and_cross_flow_handoff_is_a_successor():
     e, d = _frames()
     auto = pl.DataFrame({"src": ["h_notify"], "dst": ["h_start"], "type": ["precedes"], "source": ["auto"],
                          "note": [None]}, schema=d.schema)
-    assert set(workflow_holes(e, pl.concat([d, auto])).select("id", "hole").iter_rows()) == PLANTED
+    assert set(find_holes(e, pl.concat([d, auto])).select("id", "hole").iter_rows()) == PLANTED
     handoff = auto.with_columns(source=pl.lit("author"), dst=pl.lit("c_recv"))
-    found = set(workflow_holes(e, pl.concat([d, handoff])).select("id", "hole").iter_rows())
+    found = set(find_holes(e, pl.concat([d, handoff])).select("id", "hole").iter_rows())
     assert found == PLANTED - {("h_notify", "dead_end")}
 
 
 def test_process_flows_summary():
-    flows = process_flows(*_frames())
+    flows = find_flows(*_frames())
     assert flows["flow"].to_list() == ["order", "quote"]
     order, quote = flows.to_dicts()
     assert order["start_steps"] == ["Receive order"] and order["end_steps"] == ["Reject order", "Ship goods"]
@@ -147,39 +148,23 @@ def test_process_flows_summary():
 
 
 def test_empty_input_bad_columns_and_inputs_unchanged():
-    assert workflow_holes(empty("entries"), empty("edges")).height == 0
-    assert process_flows(empty("entries"), empty("edges")).height == 0
+    assert find_holes(empty("entries"), empty("edges")).height == 0
+    assert find_flows(empty("entries"), empty("edges")).height == 0
     with pytest.raises(ValidationError):
-        workflow_holes(pl.DataFrame({"id": ["a"]}), empty("edges"))
+        find_holes(pl.DataFrame({"id": ["a"]}), empty("edges"))
     e, d = _frames()
     before_e, before_d = e.clone(), d.clone()
-    workflow_holes(e, d)
-    process_flows(e, d)
+    find_holes(e, d)
+    find_flows(e, d)
     assert_frame_equal(e, before_e)
     assert_frame_equal(d, before_d)
 
 
 def test_demo_business_bank_holes_match_truth():
-    demo = pytest.importorskip("kbtools.demo")
-    if not hasattr(demo, "business_bank"):
-        pytest.skip("kbtools.demo has no business_bank yet")
-    made = demo.business_bank()
-    entries, edges, truth = _unpack_demo(made)
-    want = {(h["id"], h["flow"], h["hole"]) for h in truth["holes"]}
-    got = set(workflow_holes(entries, edges).select("id", "flow", "hole").iter_rows())
+    made = business_bank()
+    want = {(h["id"], h["flow"], h["hole"]) for h in made.truth["holes"]}
+    got = set(find_holes(made.entries, made.edges).select("id", "flow", "hole").iter_rows())
     assert got == want
-
-
-def _unpack_demo(made):
-    """business_bank() may return (entries, edges, truth), a dict, or an object with those attributes."""
-    if isinstance(made, tuple):
-        frames = [m for m in made if isinstance(m, pl.DataFrame)]
-        truth = next(m for m in made if isinstance(m, dict))
-        by_cols = {("src" in f.columns): f for f in frames}
-        return by_cols[False], by_cols[True], truth
-    if isinstance(made, dict):
-        return made["entries"], made["edges"], made["truth"]
-    return made.entries, made.edges, made.truth
 
 
 @settings(max_examples=40, deadline=None)
@@ -196,8 +181,8 @@ def test_holes_follow_their_definitions_and_ignore_row_order(prec, art, owned, d
     edges += [(f"s{a}", t, f"a{b}", None) for a, t, b in art]
     edges += [(f"s{i}", "owned_by", "r", None) for i in owned]
     e, d = _frames(entries, edges)
-    holes = workflow_holes(e, d)
-    shuffled = workflow_holes(e.sample(fraction=1.0, shuffle=True, seed=rnd.randint(0, 99)),
+    holes = find_holes(e, d)
+    shuffled = find_holes(e.sample(fraction=1.0, shuffle=True, seed=rnd.randint(0, 99)),
                               d.sample(fraction=1.0, shuffle=True, seed=rnd.randint(0, 99)))
     assert_frame_equal(holes, shuffled)
     out = {x[0] for x in edges if x[1] == "precedes"}
@@ -227,7 +212,7 @@ def test_holes_follow_their_definitions_and_ignore_row_order(prec, art, owned, d
     assert firsts <= set(lost["id"])  # every unreachable step that no unreachable step leads to has its row
 
 
-# --------------------------------------------------------------------------- inferred flows (issue 12, section 3)
+# --------------------------------------------------------------------------- inferred flows (no declared flow)
 
 
 def _strip_flows(entries: pl.DataFrame) -> pl.DataFrame:
@@ -240,13 +225,12 @@ def _strip_flows(entries: pl.DataFrame) -> pl.DataFrame:
 
 
 def test_edges_alone_give_the_same_holes_as_declarations():
-    demo = pytest.importorskip("kbtools.demo")
-    made = demo.business_bank()
-    declared = workflow_holes(made.entries, made.edges)
-    inferred = workflow_holes(_strip_flows(made.entries), made.edges)
+    made = business_bank()
+    declared = find_holes(made.entries, made.edges)
+    inferred = find_holes(_strip_flows(made.entries), made.edges)
     assert set(inferred.select("id", "hole").iter_rows()) == set(declared.select("id", "hole").iter_rows())
     assert not inferred["declared"].any() and declared["declared"].all()
-    flows = process_flows(_strip_flows(made.entries), made.edges)
+    flows = find_flows(_strip_flows(made.entries), made.edges)
     assert flows.height == 8 and not flows["declared"].any()
     # an inferred flow is named after its start step
     assert "Receive customer purchase order" in flows["flow"].to_list()
@@ -263,10 +247,10 @@ def test_undeclared_steps_are_never_silent_and_declarations_keep_priority():
     edges = [("a", "precedes", "b", None), ("b", "precedes", "c", "yes"), ("c", "produces", "x", None),
              ("c", "precedes", "d", None), ("d", "precedes", "e", None),
              *[(s, "owned_by", "r", None) for s in "abcde"]]
-    holes = workflow_holes(*_frames(entries, edges))
+    holes = find_holes(*_frames(entries, edges))
     assert holes.select("id", "flow", "hole", "declared").rows() == [
         ("b", "Take call", "one_branch", False), ("x", "Take call", "unused_output", False)]
-    flows = process_flows(*_frames(entries, edges))
+    flows = find_flows(*_frames(entries, edges))
     assert flows.select("flow", "declared", "steps", "artifacts").rows() == [
         ("Take call", False, 3, 1), ("support", True, 2, 0)]
     assert "k" not in set(holes["id"])  # a decision with no precedes is not a process step
@@ -276,5 +260,5 @@ def test_inferred_flow_names_do_not_clash_with_declared_ones():
     entries = {"a": ("step", "Pack", {}), "b": ("step", "Ship", {"end": True}),
                "c": ("step", "Pack", {"flow": "Pack", "start": True, "end": True})}
     edges = [("a", "precedes", "b", None)]
-    flows = process_flows(*_frames(entries, edges))
+    flows = find_flows(*_frames(entries, edges))
     assert flows.select("flow", "declared").rows() == [("Pack", True), ("Pack (a)", False)]

@@ -54,7 +54,7 @@ def _bank(tmp_path, n=300):
     import kbtools as kb
 
     bank = kb.create_bank(tmp_path / "b", settings={"auto_link": False})
-    kb.import_frames(bank, entries=kb.demo.synthetic_bank(entries=n, seed=3).entries, actor="t", guard=False)
+    kb.ops.import_frames(bank, entries=kb.demo.synthetic_bank(entries=n, seed=3).entries, actor="t", guard=False)
     kb.embed_bank(bank, embedder="hashing")
     return bank
 

@@ -1,6 +1,7 @@
 """kb ingest on real files: folders of Markdown / reST / text, JSONL records, mapped edges with a
 stated direction, citation patterns resolved through a key column (written by backfill), dry run,
-the report with unresolved references, the guard modes, and the first-contact failures of issue 12."""
+the report with unresolved references, the guard modes, and the inputs a first import meets
+(flagged rows, all-null list columns, naive timestamps, hex ids in notes, wrapped citations)."""
 
 from __future__ import annotations
 
@@ -191,7 +192,7 @@ def _guard_rows():
 
 
 def test_import_guard_report_is_the_default(bank):
-    out = kb.import_frames(bank, entries=_guard_rows())  # before issue 12: refused the whole import
+    out = kb.ops.import_frames(bank, entries=_guard_rows())  # a flagged row is reported, not a refused import
     assert out["entries"] == 2
     assert [r["id"] for r in out["flagged"]] == ["b2c3d4e5"]
     stats = kb.bank_stats(bank.reload())
@@ -204,10 +205,10 @@ def test_import_guard_report_is_the_default(bank):
 def test_import_guard_reject_and_off(tmp_path):
     b1 = kb.create_bank(tmp_path / "r")
     with pytest.raises(ValidationError, match="row 2.*transcript"):
-        kb.import_frames(b1, entries=_guard_rows(), guard="reject")
+        kb.ops.import_frames(b1, entries=_guard_rows(), guard="reject")
     assert b1.reload().entries.height == 0
     b2 = kb.create_bank(tmp_path / "o")
-    assert "flagged" not in kb.import_frames(b2, entries=_guard_rows(), guard="off")
+    assert "flagged" not in kb.ops.import_frames(b2, entries=_guard_rows(), guard="off")
 
 
 def test_cli_import_guard_flags(tmp_path):
@@ -236,13 +237,13 @@ def test_import_frames_casts_read_ndjson_frames(tmp_path, bank):
     assert frame.schema["systems"] == pl.List(pl.Null)  # what a user gets
     edges = pl.DataFrame({"src": ["a1b2c3d4"], "dst": ["b2c3d4e5"], "type": ["cites"], "weight": [1]})
     naive = frame.with_columns(pl.col("created_at").str.to_datetime())
-    out = kb.import_frames(bank, entries=naive, edges=edges)  # before issue 12: refused List(Null)
+    out = kb.ops.import_frames(bank, entries=naive, edges=edges)  # an all-null list column (List(Null)) is cast, not refused
     assert out["entries"] == 2
     got = bank.reload().entries.sort("id")
     assert got["systems"].to_list() == [[], []] and got["created_at"][0].hour == 10
     assert str(got["created_at"].dtype.time_zone) == "UTC"
     with pytest.raises(ValidationError, match="weight.*cannot be cast to Float64"):
-        kb.import_frames(bank, edges=edges.with_columns(pl.lit("high").alias("weight"), pl.lit("see_also").alias("type")))
+        kb.ops.import_frames(bank, edges=edges.with_columns(pl.lit("high").alias("weight"), pl.lit("see_also").alias("type")))
 
 
 # ------------------------------------------------------------------- the leak lint and notes
@@ -257,7 +258,7 @@ def test_leak_lint_ignores_the_targets_own_id():
                                         "The fixes in 5361983c made fetch faster."]})
     edges = pl.DataFrame({"src": ["a1b2c3d4"], "dst": ["5361983c"], "type": ["cites"], "source": ["citation_backfill"],
                           "note": ["The fixes in 5361983c made fetch faster."]})
-    assert leaky_notes(entries, edges).height == 0  # before issue 12: "rare token 5361983c"
+    assert leaky_notes(entries, edges).height == 0  # a cited id is not a rare token the note restates
     leaking = edges.with_columns(pl.lit("Fixed in 5361983c, tracked as ZX-4471-Q.").alias("note"))
     ents = entries.with_columns(pl.Series("content", ["Tracked as ZX-4471-Q.", "The fixes in 5361983c."]))
     assert leaky_notes(ents, leaking)["reason"].to_list() == ["rare token ZX-4471-Q"]
@@ -276,7 +277,7 @@ def test_backfill_note_is_the_whole_wrapped_sentence():
                          "metadata": ["{}", "{}"]})
     plan = plan_backfill(ents, pl.DataFrame(schema={"src": pl.String, "dst": pl.String, "type": pl.String}))
     note = plan.add["note"][0]
-    # before issue 12: "E.g., the fixes in 6c915c3f (fetch: do not ask for"
+    # the sentence is whole, not cut at the parenthesis
     assert note == ("E.g., the fixes in 6c915c3f (fetch: do not ask for tags we already have) made the second "
                     "fetch cheap, but the first one still walks every ref.")
     long = "Intro. " + "word " * 80 + "then 6c915c3f and " + "more " * 80 + "end. Last."

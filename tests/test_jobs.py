@@ -43,7 +43,7 @@ def _small(bank_dir, n=120):
 def test_connect_equals_linking_one_by_one(tmp_path, demo_dir):
     ents, edges = _small(demo_dir / "engineering")
     bank = kb.create_bank(tmp_path / "b")
-    kb.import_frames(bank, entries=ents, edges=edges, guard=False)
+    kb.ops.import_frames(bank, entries=ents, edges=edges, guard=False)
     report = connect(bank, chunk=37)  # several chunks, each its own transaction
     assert report["entries"] == ents.height and report["links_made"] > 20
     got = set(bank.edges.filter(pl.col("source") == "auto").select("src", "dst", "type").iter_rows())
@@ -64,7 +64,7 @@ def test_connect_equals_linking_one_by_one(tmp_path, demo_dir):
 def test_connect_dry_run_writes_nothing(tmp_path, demo_dir):
     ents, edges = _small(demo_dir / "engineering", 60)
     bank = kb.create_bank(tmp_path / "b")
-    kb.import_frames(bank, entries=ents, edges=edges, guard=False)
+    kb.ops.import_frames(bank, entries=ents, edges=edges, guard=False)
     v = bank.version
     report = connect(bank, dry_run=True)
     assert report["links_made"] > 0 and report["plan"]
@@ -78,7 +78,7 @@ def test_connect_rebuild_ends_alike_whatever_the_chunk(tmp_path, demo_dir):
 
     ents, edges = _small(demo_dir / "engineering", n=200)
     base = kb.create_bank(tmp_path / "base")
-    kb.import_frames(base, entries=ents, edges=edges, guard=False)
+    kb.ops.import_frames(base, entries=ents, edges=edges, guard=False)
     connect(base)
     ends = {}
     for chunk in (1, 37, 2000):
@@ -270,7 +270,7 @@ def test_new_entries_extend_the_term_statistics_instead_of_rebuilding(tmp_path, 
 def test_the_linkers_neighbour_index_grows_with_appended_entries(tmp_path, demo_dir):
     ents, edges = _small(demo_dir / "engineering", n=300)
     bank = kb.create_bank(tmp_path / "b")
-    kb.import_frames(bank, entries=ents, edges=edges, guard=False)
+    kb.ops.import_frames(bank, entries=ents, edges=edges, guard=False)
     kb.embed_bank(bank, embedder="hashing-char")
     kb.report_learning(bank, content="Kafka consumer lag grows when max.poll.records is 500.", actor="a")
     vectors = lc.linker_vectors(bank)
@@ -291,7 +291,7 @@ def test_the_linkers_neighbour_index_grows_with_appended_entries(tmp_path, demo_
 def test_connect_with_the_neighbour_index_equals_linking_one_by_one(tmp_path, demo_dir):
     ents, edges = _small(demo_dir / "engineering", n=120)
     bank = kb.create_bank(tmp_path / "b")
-    kb.import_frames(bank, entries=ents, edges=edges, guard=False)
+    kb.ops.import_frames(bank, entries=ents, edges=edges, guard=False)
     kb.embed_bank(bank, embedder="hashing-char")
     vectors = lc.linker_vectors(bank)
     index = lc.neighbour_index(bank, vectors)
@@ -316,7 +316,7 @@ def test_seed_section_4_numbers_through_the_public_bank_api(tmp_path):
     ids = {}
     for name, kind, content, session, at in _ROWS:
         ids[name] = kb.report_learning(bank, content=content, kind=kind, session_id=session, created_at=at, actor="seed")
-    kb.add_triple(bank, "Kioko", "uses", "pgvector", actor="seed")
+    kb.ops.add_triple(bank, "Kioko", "uses", "pgvector", actor="seed")
     lex = kb.linker.LINKER_LEXICAL
 
     fix = kb.explain(bank, ids["fix"], ids["fault"], cosine=COSINES[("fix", "fault")], settings=lex)

@@ -44,7 +44,7 @@ def _bank(tmp_path):
 
 def test_candidates_rank_the_written_twice_facts_first(tmp_path):
     bank, ids = _bank(tmp_path)
-    pairs = kb.propose_duplicates(bank)
+    pairs = kb.ops.propose_duplicates(bank)
     top = {frozenset(p) for p in pairs.head(5).select("a", "b").iter_rows()}
     assert top == {frozenset(p) for p in ids}
     siblings = pairs.filter(pl.col("title_a").str.contains("Unrelated") | pl.col("title_b").str.contains("Unrelated"))

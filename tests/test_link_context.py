@@ -353,7 +353,7 @@ def test_kept_anchors_of_other_known_entities_or_damaged_are_not_used(bank, anch
     assert anchors_read == [600, 600] and from_parts == []  # damaged: every text read again (and kept anew)
     _stats_of(bank.path)
     assert anchors_read == [600, 600] and from_parts == [600]  # kept anew
-    kb.add_triple(bank, "Line 3", "part_of", "Plant North", actor="a")
+    kb.ops.add_triple(bank, "Line 3", "part_of", "Plant North", actor="a")
     got = _stats_of(bank.path)
     assert anchors_read == [600, 600, 600] and from_parts == [600]  # other known entities: other anchors
     assert _same_stats(got, _fresh_stats(bank.path))

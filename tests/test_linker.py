@@ -1,4 +1,4 @@
-"""The write-time linker against seed 001's worked examples, its rules, and connect == one by one."""
+"""The write-time linker against seed 001's worked examples, its rules and its invariants."""
 
 from __future__ import annotations
 
@@ -12,10 +12,10 @@ from hypothesis import given, settings as hsettings, strategies as st
 
 from kbtools.errors import EntryNotFound, ValidationError
 from kbtools.linker import (
-    LINKER_DEFAULTS, LINKER_LEXICAL, LinkPlan, TermStats, anchor, apply_links, explain, plan_connect, plan_links,
+    LINKER_DEFAULTS, LINKER_LEXICAL, LinkPlan, TermStats, anchor, apply_links, explain_pair, plan_connect, plan_links,
 )
 from kbtools.linker.evidence import noisy_or
-from kbtools.linker.planning import _known_entities
+from kbtools.linker.planning import triple_entities
 from kbtools.model.schema import conform, empty
 from tests.seed_memories import ID, SEED_COSINE, T0, seed_bank, synthetic_bank
 
@@ -24,7 +24,7 @@ NOW = T0 + dt.timedelta(days=13)
 
 def _explain(a, b):
     entries, edges, triples = seed_bank()
-    return explain(ID[a], ID[b], entries, edges, triples, cosine=SEED_COSINE, settings=LINKER_LEXICAL)
+    return explain_pair(ID[a], ID[b], entries, edges, triples, cosine=SEED_COSINE, settings=LINKER_LEXICAL)
 
 
 def _bank(rows, *, start=T0):
@@ -158,7 +158,7 @@ def test_idf_zero_for_a_term_in_most_of_a_grown_bank():
 def test_hub_terms_halve_the_share():
     rows = [("00000001", "event", "Line 3 stopped"), ("00000002", "event", "Line 3 restarted"),
             ("00000003", "event", "Line 3 alarm"), ("00000004", "event", "Line 3 inspected")]
-    s = explain("00000002", "00000001", _bank(rows), None, None)
+    s = explain_pair("00000002", "00000001", _bank(rows), None, None)
     assert s.signals["share"] == pytest.approx(s.overlap / 2)
 
 
@@ -279,36 +279,12 @@ def test_a_plan_that_supersedes_leaves_what_is_kept_for_the_next_call_as_it_was(
         assert plan.entry_updates.equals(plans[0].entry_updates) and plan.report == plans[0].report
 
 
-# ---------------------------------------------------------------- connect == one by one
-
-
-def _one_by_one(entries, edges, triples, *, vectors, stats, settings):
-    order = entries.filter(pl.col("linked_at").is_null()).sort("created_at", "id")["id"].to_list()
-    for entry_id in order:
-        plan = plan_links(entry_id, entries, edges, triples, vectors=vectors, stats=stats, settings=settings, now=NOW)
-        entries, edges = apply_links(entries, edges, plan)
-    return entries, edges
+# ---------------------------------------------------------------- connect invariants
+# (connect == one by one, on every path: tests/test_linker_paths.py)
 
 
 def _norm(edges):
     return edges.select("src", "dst", "type", "source", "weight", "evidence", "seen_at").sort("src", "dst", "type")
-
-
-@pytest.mark.parametrize("seed,use_vectors,max_degree", [(0, True, 12), (1, False, 4), (2, True, 3)])
-def test_connect_equals_one_by_one(seed, use_vectors, max_degree):
-    entries, edges, triples, vectors = synthetic_bank(200, seed=seed)
-    vectors = vectors if use_vectors else None
-    settings = LINKER_DEFAULTS.with_(max_degree=max_degree)
-    stats = TermStats.build(entries, known_entities=_known_entities(triples))
-    e1, g1 = _one_by_one(entries, edges, triples, vectors=vectors, stats=stats, settings=settings)
-    seen = []
-    plan = plan_connect(entries, edges, triples, vectors=vectors, stats=stats, settings=settings, now=NOW,
-                        chunk=23, progress=lambda done, total: seen.append((done, total)))
-    e2, g2 = apply_links(entries, edges, plan)
-    assert plan.report["links"] > 100 and plan.report["structural"] > 0
-    assert _norm(g1).equals(_norm(g2))
-    assert e1.select("id", "status", "linked_at").sort("id").equals(e2.select("id", "status", "linked_at").sort("id"))
-    assert seen[-1][0] == seen[-1][1] == plan.report["entries"]
 
 
 @hsettings(max_examples=8, deadline=None)
@@ -394,7 +370,7 @@ def _same_stats(a, b):
 @pytest.mark.parametrize("seed,k", [(0, 1), (1, 17), (2, 0)])
 def test_extend_equals_build(seed, k):
     entries, edges, triples, vectors = synthetic_bank(120, seed=seed)
-    known = _known_entities(triples)
+    known = triple_entities(triples)
     base = TermStats.build(entries.head(entries.height - k), known_entities=known)
     grown = base.extend(entries)
     _same_stats(grown, TermStats.build(entries, known_entities=known))
@@ -416,7 +392,7 @@ def test_extend_needs_the_old_rows_first():
 
 def test_plan_links_same_with_and_without_the_cached_edge_index():
     entries, edges, triples, vectors = synthetic_bank(150, seed=4)
-    stats = TermStats.build(entries, known_entities=_known_entities(triples))
+    stats = TermStats.build(entries, known_entities=triple_entities(triples))
     for eid in entries.sort("created_at")["id"].tail(12).to_list():
         fresh = plan_links(eid, entries, edges.clone(), triples, vectors=vectors, stats=stats, now=NOW)  # a new frame
         plan_links(eid, entries, edges, triples, vectors=vectors, stats=stats, now=NOW)
@@ -480,7 +456,7 @@ def test_a_plans_frames_are_the_same_built_row_by_row_or_a_column_at_a_time(monk
     only_auto = relink is None
     if only_auto:
         entries, relink = entries.drop("metadata"), False
-    stats = TermStats.build(entries, known_entities=_known_entities(triples))
+    stats = TermStats.build(entries, known_entities=triple_entities(triples))
     settings = LINKER_DEFAULTS.with_(max_degree=max_degree)
     ids = entries["id"].to_list() if relink else None
     plans = []
@@ -514,7 +490,7 @@ def test_linking_reads_title_and_author_overlaps_only_where_they_score(monkeypat
     entries, edges, triples, vectors = synthetic_bank(200, seed=0)
     entries = entries.with_columns(pl.format('{{"author": "{}"}}', pl.col("session_id")).alias("metadata"))
     settings = LINKER_DEFAULTS.with_(**changes)
-    stats = TermStats.build(entries, known_entities=_known_entities(triples))
+    stats = TermStats.build(entries, known_entities=triple_entities(triples))
     lean = plan_connect(entries, edges, triples, vectors=vectors, stats=stats, settings=settings, now=NOW)
     full_evidence = evidence.pair_evidence
     monkeypatch.setattr(evidence, "pair_evidence", lambda *a, **k: full_evidence(*a, **{**k, "features": True}))
@@ -535,13 +511,13 @@ def test_votes_cut_at_the_first_unseen_entry_are_the_votes_seen(in_time_order):
     entries linked already (seen by all) and rows in time order or shuffled."""
     from kbtools.linker import evidence
     from kbtools.linker.evidence import relations
-    from kbtools.linker.planning import _Context
+    from kbtools.linker.planning import PlanContext
 
     entries, edges, triples, _ = synthetic_bank(600, seed=3)
     if not in_time_order:
         entries = entries.sample(fraction=1.0, shuffle=True, seed=1)
-    stats = TermStats.build(entries, known_entities=_known_entities(triples))
-    ctx = _Context.open(entries, edges, triples, stats, LINKER_DEFAULTS, NOW, None, None)
+    stats = TermStats.build(entries, known_entities=triple_entities(triples))
+    ctx = PlanContext.open(entries, edges, triples, stats, LINKER_DEFAULTS, NOW, None, None)
     assert ctx.linked.any() and not ctx.linked.all()
     chosen = np.flatnonzero(~ctx.linked & (stats.kind >= 0))
     chosen = chosen[np.argsort(stats.rank[chosen], kind="stable")]
@@ -562,12 +538,12 @@ def test_votes_cut_at_the_first_unseen_entry_are_the_votes_seen(in_time_order):
 
 
 def test_an_hnsw_graph_is_searched_from_each_rows_own_node():
-    """``_index_search`` walks an HNSW graph's ground level from each row's own node: the hits of
+    """``index_search`` walks an HNSW graph's ground level from each row's own node: the hits of
     faiss' search from the top but a few, best first, the row itself left out (its place missing),
     one row alone as in a batch; another index is searched as such."""
     import faiss
 
-    from kbtools.linker.evidence import _index_search
+    from kbtools.linker.evidence import index_search
 
     faiss.omp_set_num_threads(1)
     rng = np.random.default_rng(4)
@@ -578,7 +554,7 @@ def test_an_hnsw_graph_is_searched_from_each_rows_own_node():
     index.add(vectors)
     rows = np.arange(0, 3000, 7)
     fetch = 61
-    scores, found = _index_search(index, vectors[rows], rows, fetch)
+    scores, found = index_search(index, vectors[rows], rows, fetch)
     assert found.shape == scores.shape == (len(rows), fetch) and (found[:, -1] == -1).all()
     assert not (found == rows[:, None]).any() and (found[:, :-1] >= 0).all()
     assert np.all(np.diff(scores[:, :-1], axis=1) <= 1e-6)
@@ -586,10 +562,10 @@ def test_an_hnsw_graph_is_searched_from_each_rows_own_node():
     _, top = index.search(vectors[rows], fetch)  # the row itself among them
     same = [len(set(a[:-1]) & (set(b) - {r})) / (fetch - 1) for a, b, r in zip(found, top, rows)]
     assert np.mean(same) > 0.97
-    alone = _index_search(index, vectors[rows[5:6]], rows[5:6], fetch)
+    alone = index_search(index, vectors[rows[5:6]], rows[5:6], fetch)
     assert np.array_equal(alone[1], found[5:6]) and np.array_equal(alone[0], scores[5:6])
     flat = _flat(vectors)
-    assert np.array_equal(_index_search(flat, vectors[rows], rows, fetch)[1], flat.search(vectors[rows], fetch)[1])
+    assert np.array_equal(index_search(flat, vectors[rows], rows, fetch)[1], flat.search(vectors[rows], fetch)[1])
 
 
 def test_a_search_from_a_rows_own_node_has_a_narrower_beam_and_finds_the_exact_top():
@@ -599,7 +575,7 @@ def test_a_search_from_a_rows_own_node_has_a_narrower_beam_and_finds_the_exact_t
     import faiss
 
     from kbtools.linker import evidence
-    from kbtools.linker.evidence import _index_search
+    from kbtools.linker.evidence import index_search
 
     faiss.omp_set_num_threads(1)
     rng = np.random.default_rng(5)
@@ -618,7 +594,7 @@ def test_a_search_from_a_rows_own_node_has_a_narrower_beam_and_finds_the_exact_t
         faiss.cvar.hnsw_stats.reset()
         with pytest.MonkeyPatch.context() as mp:
             mp.setattr(evidence, "_OWN_NODE_BEAM", share)
-            found = _index_search(index, vectors[rows], rows, 25)[1]
+            found = index_search(index, vectors[rows], rows, 25)[1]
         recall = np.mean([len(set(t) & set(f)) / 10 for t, f in zip(truth, found)])
         return faiss.cvar.hnsw_stats.ndis / len(rows), recall
 
@@ -634,7 +610,7 @@ def test_flat_index_gives_the_links_of_the_exact_scan(seed, max_degree, ties):
     if ties:  # twenty distinct vectors: ties everywhere, broken by the newer entry like the scan does
         vectors = vectors[np.random.default_rng(seed).integers(0, 20, len(vectors))]
     settings = LINKER_DEFAULTS.with_(max_degree=max_degree)
-    stats = TermStats.build(entries, known_entities=_known_entities(triples))
+    stats = TermStats.build(entries, known_entities=triple_entities(triples))
     index = _flat(vectors)
     scan = plan_connect(entries, edges, triples, vectors=vectors, stats=stats, settings=settings, now=NOW, chunk=23)
     got = plan_connect(entries, edges, triples, vectors=vectors, neighbors=index, stats=stats, settings=settings,
@@ -662,7 +638,7 @@ def _ivf_sq8(vectors):
 def test_connect_equals_one_by_one_with_an_approximate_index(seed, max_degree, make):
     entries, edges, triples, vectors = synthetic_bank(200, seed=seed)
     settings = LINKER_DEFAULTS.with_(max_degree=max_degree)
-    stats = TermStats.build(entries, known_entities=_known_entities(triples))
+    stats = TermStats.build(entries, known_entities=triple_entities(triples))
     index = make(vectors)
     order = entries.filter(pl.col("linked_at").is_null()).sort("created_at", "id")["id"].to_list()
     e1, g1 = entries, edges
@@ -684,11 +660,11 @@ def test_candidates_carry_the_exact_cosines_the_evidence_would_compute(make):
     pairs no index search returned), and the evidence read from them equals the evidence that
     gathers every pair's vectors again, bit for bit."""
     from kbtools.linker.evidence import candidate_pairs, pair_cosine, pair_evidence
-    from kbtools.linker.planning import _Context
+    from kbtools.linker.planning import PlanContext
 
     entries, edges, triples, vectors = synthetic_bank(200, seed=7)
     index = make(vectors)
-    ctx = _Context.open(entries, edges, triples, None, LINKER_DEFAULTS, NOW, vectors, None, index)
+    ctx = PlanContext.open(entries, edges, triples, None, LINKER_DEFAULTS, NOW, vectors, None, index)
     rows = np.flatnonzero(ctx.stats.kind >= 0)
     for chunk in (rows[-1:], rows[-60:]):
         pairs = candidate_pairs(ctx.stats, chunk, rel=ctx.rel, open_=ctx.open_, linked=ctx.linked,
@@ -731,23 +707,23 @@ def test_neighbour_index_errors():
 
 
 def test_a_rows_voting_terms_come_in_the_order_of_the_five_keys():
-    """``_query_terms`` sorts a chunk's terms by one key per term (``_vote_order``, made once): the
+    """``voting_terms`` sorts a chunk's terms by one key per term (``_vote_order``, made once): the
     order of (row; held by others first; higher IDF; heavier; lower term), ties included (terms
     of one IDF and weight), so the same terms vote."""
-    from kbtools.linker.evidence import _query_terms, relations
-    from kbtools.linker.terms import _rows_of
+    from kbtools.linker.evidence import voting_terms, relations
+    from kbtools.linker.terms import row_positions
 
     entries, _, triples, _ = synthetic_bank(300, seed=4)
-    stats = TermStats.build(entries, known_entities=_known_entities(triples))
+    stats = TermStats.build(entries, known_entities=triple_entities(triples))
     rows = np.arange(len(stats.ids))
-    r, pos = _rows_of(stats.postings.indptr, rows)
+    r, pos = row_positions(stats.postings.indptr, rows)
     t = stats.postings.indices[pos].astype(np.int64)
     order = np.lexsort((t, -stats.w[t], -stats.idf[t], stats.df[t] <= 1, r))
     r, t = r[order], t[order]
     place = np.arange(len(r)) - np.searchsorted(r, np.arange(len(rows)))[r]
     keep = (place < LINKER_DEFAULTS.query_terms) & ~stats.capped[t]
     want = np.lexsort((t[keep], r[keep]))
-    got_r, got_t = _query_terms(stats, rows, relations(stats, None), LINKER_DEFAULTS)
+    got_r, got_t = voting_terms(stats, rows, relations(stats, None), LINKER_DEFAULTS)
     assert np.array_equal(got_r, r[keep][want]) and np.array_equal(got_t, t[keep][want])
     assert len(np.unique(stats.idf[t])) < len(np.unique(t))  # terms of equal IDF: the later keys decide
     assert (place >= LINKER_DEFAULTS.query_terms).any()  # rows with more terms than vote

@@ -1,23 +1,21 @@
 """The compiled loops (``kbtools.linker.kernels``, the ``fast`` extra): the numpy steps' bits on a
-generated and on the real PEP bank, the same plans from a connect, and only once a big connect
-warms them (a small write never imports numba)."""
+generated and on the real PEP bank, and only once a big connect warms them (a small write never
+imports numba). A connect's plans with and without them: tests/test_linker_paths.py."""
 
 from __future__ import annotations
 
-import datetime as dt
 import gzip
 import os
 import subprocess
 import sys
 
 import numpy as np
-import polars as pl
 import pytest
 
 from kbtools.demo import synthetic_bank
-from kbtools.linker import TermStats, evidence, kernels, plan_connect
+from kbtools.linker import TermStats, evidence, kernels
 from kbtools.linker.pipeline import KERNELS_FROM, use_kernels
-from kbtools.linker.planning import _Context
+from kbtools.linker.planning import PlanContext
 from kbtools.linker.rules import LINKER_DEFAULTS
 
 pytestmark = pytest.mark.skipif(not kernels.available(), reason="numba is not installed (the `fast` extra)")
@@ -42,7 +40,7 @@ def _peps(tmp_path):
 def test_the_compiled_steps_give_the_numpy_steps_bits(source, tmp_path, monkeypatch):
     entries = _synthetic() if source == "synthetic" else _peps(tmp_path)
     stats = TermStats.build(entries)
-    ctx = _Context.open(entries, None, None, stats, LINKER_DEFAULTS, None, None, None, None)
+    ctx = PlanContext.open(entries, None, None, stats, LINKER_DEFAULTS, None, None, None, None)
     n = len(stats.ids)
     rng = np.random.default_rng(1)
     # some entries linked before (every row sees them), some closed (none does): every visibility rule
@@ -69,22 +67,6 @@ def test_the_compiled_steps_give_the_numpy_steps_bits(source, tmp_path, monkeypa
         assert len(got["fast"][0]["m"]) > 512  # the compiled shared terms ran (past ``_FEW_PAIRS``)
     # sums of more than 8 terms: numpy's pairwise summation, not a plain running sum
     assert most_shared >= 9
-
-
-def test_a_connect_plans_the_same_with_the_compiled_loops(monkeypatch):
-    demo = synthetic_bank(entries=3000, seed=11)
-    entries = demo.entries.with_columns(pl.lit(None).cast(pl.Datetime("us", "UTC")).alias("linked_at"))
-    now = dt.datetime(2026, 12, 3, tzinfo=dt.timezone.utc)
-    chunk = 3000 // KERNELS_FROM - 1  # chunks enough for the compiled loops, in worker processes
-    assert use_kernels(-(-entries.height // chunk))
-    plans = {}
-    for mode in ("fast", "numpy"):
-        monkeypatch.setenv("KB_KERNELS", "" if mode == "fast" else "numpy")
-        plans[mode] = plan_connect(entries, demo.edges, demo.triples, chunk=chunk, now=now)
-    assert not use_kernels(-(-entries.height // chunk))  # KB_KERNELS=numpy turns them off
-    fast, slow = plans["fast"], plans["numpy"]
-    assert fast.report == slow.report and fast.report["links"] > 1000
-    assert fast.add.equals(slow.add) and fast.entry_updates.equals(slow.entry_updates)
 
 
 def test_a_segment_sums_as_numpy_reduceat_does():
@@ -181,7 +163,7 @@ def test_the_compiled_shared_words_are_the_numpy_words(source, tmp_path, monkeyp
 
     entries = _synthetic() if source == "synthetic" else _peps(tmp_path)
     stats = TermStats.build(entries)
-    ctx = _Context.open(entries, None, None, stats, LINKER_DEFAULTS, None, None, None, None)
+    ctx = PlanContext.open(entries, None, None, stats, LINKER_DEFAULTS, None, None, None, None)
     order = np.argsort(stats.rank, kind="stable")
     found = [evidence.candidate_pairs(stats, order[s : s + 512], rel=ctx.rel, open_=ctx.open_, linked=ctx.linked,
                                       settings=LINKER_DEFAULTS) for s in range(0, len(order), 512)]

@@ -36,7 +36,7 @@ class _Lanes:
 @pytest.fixture
 def lanes(monkeypatch):
     seen = _Lanes()
-    hand_over, link = linking._State.hand_over, LinkLane.link
+    hand_over, link = linking.LinkState.hand_over, LinkLane.link
 
     def spy_hand_over(self):
         if self.lane is not None:
@@ -48,7 +48,7 @@ def lanes(monkeypatch):
         seen.rows += done
         return done
 
-    monkeypatch.setattr(linking._State, "hand_over", spy_hand_over)
+    monkeypatch.setattr(linking.LinkState, "hand_over", spy_hand_over)
     monkeypatch.setattr(LinkLane, "link", spy_link)
     return seen
 

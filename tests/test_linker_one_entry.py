@@ -14,8 +14,8 @@ import pytest
 
 from kbtools.demo import synthetic_bank
 from kbtools.linker import LINKER_DEFAULTS, TermStats, evidence, state
-from kbtools.linker.planning import _cached_relations, _Context, _known_entities
-from kbtools.linker.terms import _rows_of
+from kbtools.linker.planning import cached_relations, PlanContext, triple_entities
+from kbtools.linker.terms import row_positions
 from kbtools.model import schema
 
 
@@ -24,8 +24,8 @@ def bank():
     """A 900-entry generated bank, its statistics, context, unit vectors and an HNSW index."""
     demo = synthetic_bank(entries=900, seed=21)
     entries = demo.entries.with_columns(pl.lit(None, dtype=schema.TIME).alias("linked_at"))
-    stats = TermStats.build(entries, known_entities=_known_entities(demo.triples))
-    ctx = _Context.open(entries, demo.edges, demo.triples, stats, LINKER_DEFAULTS, None, None, None, None)
+    stats = TermStats.build(entries, known_entities=triple_entities(demo.triples))
+    ctx = PlanContext.open(entries, demo.edges, demo.triples, stats, LINKER_DEFAULTS, None, None, None, None)
     rng = np.random.default_rng(5)
     centres = rng.normal(size=(40, 32))
     vectors = (centres[rng.integers(0, 40, entries.height)] + 0.6 * rng.normal(size=(entries.height, 32)))
@@ -44,8 +44,8 @@ def bank():
 def test_one_rows_postings_are_a_slice_of_the_batch_read():
     indptr = np.array([0, 3, 3, 7, 8])
     for row in range(4):
-        one = _rows_of(indptr, np.array([row]))
-        batch = _rows_of(indptr, np.array([row, 0]))
+        one = row_positions(indptr, np.array([row]))
+        batch = row_positions(indptr, np.array([row, 0]))
         width = indptr[row + 1] - indptr[row]
         assert [x.tolist() for x in one] == [batch[0][:width].tolist(), batch[1][:width].tolist()]
         assert one[0].dtype == one[1].dtype == np.int64
@@ -79,7 +79,7 @@ def test_one_rows_candidates_are_those_it_gets_in_a_batch(bank):
 def test_one_rows_index_hits_are_the_batch_steps(bank):
     stats, ctx, vectors, index = bank
     rows = np.arange(450, 900, 9)
-    hits = evidence._index_search(index, np.ascontiguousarray(vectors[rows]), rows, 33)
+    hits = evidence.index_search(index, np.ascontiguousarray(vectors[rows]), rows, 33)
     b, *batch = evidence._index_hits(stats, rows, vectors, index.ntotal, ctx.open_, ctx.linked, 20, hits)
     for i, row in enumerate(rows):
         alone = evidence._index_hits(stats, rows[i : i + 1], vectors, index.ntotal, ctx.open_, ctx.linked, 20,
@@ -110,8 +110,8 @@ def test_one_rows_votes_are_the_sparse_products(demo_dir):
     from kbtools.store.bank import open_bank
 
     bank = open_bank(demo_dir / "engineering")
-    stats = TermStats.build(bank.entries, known_entities=_known_entities(bank.triples))
-    rel = _cached_relations(stats, bank.triples)
+    stats = TermStats.build(bank.entries, known_entities=triple_entities(bank.triples))
+    rel = cached_relations(stats, bank.triples)
     assert rel.cols.size  # related entities vote too
     for row in np.flatnonzero(stats.kind >= 0)[:120].tolist():
         r, c, v = evidence._votes(stats, np.array([row]), rel, LINKER_DEFAULTS)

@@ -14,10 +14,10 @@ import pytest
 from polars.testing import assert_frame_equal
 
 from kbtools.demo import synthetic_bank
-from kbtools.evaluate.bench import _text_vectors
+from kbtools.evaluate.bench import text_vectors
 from kbtools.linker import TermStats, plan_connect
 from kbtools.linker.pipeline import ChunkWork, auto_workers, chunk_evidence
-from kbtools.linker.planning import _Context
+from kbtools.linker.planning import PlanContext
 from kbtools.linker.rules import LINKER_DEFAULTS
 from kbtools.model.schema import SCHEMAS
 
@@ -29,37 +29,15 @@ fork_only = pytest.mark.skipif(not auto_workers(10, cpus=2), reason="worker proc
 def bank():
     demo = synthetic_bank(entries=2_500, seed=5)
     entries = demo.entries.with_columns(pl.lit(None).cast(SCHEMAS["entries"]["linked_at"]).alias("linked_at"))
-    vectors = _text_vectors(entries)
+    vectors = text_vectors(entries)
     index = faiss.IndexHNSWFlat(vectors.shape[1], 16, faiss.METRIC_INNER_PRODUCT)  # approximate: order matters
     index.add(vectors)
     return entries, demo.edges, demo.triples, vectors, index, TermStats.build(entries)
 
 
-def _plans(bank, **kw):
-    entries, edges, triples, vectors, index, stats = bank
-    return [plan_connect(entries, edges, triples, stats=stats, now=NOW, chunk=300, workers=w, **kw) for w in (0, 2)]
-
-
-@fork_only
-def test_worker_processes_plan_what_one_process_plans(bank):
-    _, _, _, vectors, index, _ = bank
-    alone, forked = _plans(bank, vectors=vectors, neighbors=index)
-    assert alone.add.height > 1_000 and alone.report == forked.report
-    assert_frame_equal(alone.add, forked.add)
-    assert_frame_equal(alone.entry_updates, forked.entry_updates)
-    assert not multiprocessing.active_children()  # the workers were stopped
-
-
-@fork_only
-def test_worker_processes_without_vectors_plan_alike(bank):
-    alone, forked = _plans(bank)
-    assert alone.add.height > 1_000
-    assert_frame_equal(alone.add, forked.add)
-
-
 def _work(bank, cls=ChunkWork):
     entries, edges, triples, vectors, index, stats = bank
-    ctx = _Context.open(entries, edges, triples, stats, LINKER_DEFAULTS, NOW, vectors, None, index)
+    ctx = PlanContext.open(entries, edges, triples, stats, LINKER_DEFAULTS, NOW, vectors, None, index)
     rows = np.argsort(stats.rank, kind="stable")[:1_200]
     work = cls(stats, ctx.rel, ctx.open_, ctx.linked, LINKER_DEFAULTS, vectors=vectors, neighbors=index,
                eligible=ctx.eligible())
@@ -133,22 +111,22 @@ def test_the_linking_works_while_it_waits_for_the_workers(bank):
 
 
 def test_evidence_written_early_reads_as_written_at_the_end(bank):
-    from kbtools.linker.state import _State
+    from kbtools.linker.state import LinkState
 
     entries, edges, triples, vectors, index, stats = bank
     written = []
-    original = _State.plan
+    original = LinkState.plan
 
     def plan(self, report):  # the connect wrote no text while waiting (one process): write it all now
         while self.write_evidence(most=7):
             written.append(1)
         return original(self, report)
 
-    _State.plan = plan
+    LinkState.plan = plan
     try:
         early = plan_connect(entries, edges, triples, stats=stats, now=NOW, chunk=300, workers=0)
     finally:
-        _State.plan = original
+        LinkState.plan = original
     late = plan_connect(entries, edges, triples, stats=stats, now=NOW, chunk=300, workers=0)
     assert len(written) > 100
     assert_frame_equal(early.add, late.add)
@@ -180,24 +158,24 @@ def test_worker_processes_plan_replaced_decisions_alike(demo_dir):
     """The engineering demo holds decisions replaced by others (superseded entries whose
     replacement is known link in its name, ``_auto_links``; structural links): what the linking
     reads of the workers' arrays covers those too."""
-    from kbtools.linker.state import _State
+    from kbtools.linker.state import LinkState
 
     tables = demo_dir / "engineering" / "tables"
     entries, edges, triples = (pl.read_parquet(sorted((tables / name).glob("*.parquet"))) for name in ("entries", "edges", "triples"))
     entries = entries.with_columns(pl.lit(None).cast(SCHEMAS["entries"]["linked_at"]).alias("linked_at"))
     edges = edges.filter(pl.col("source") != "auto")
     calls = []
-    original = _State._auto_links
+    original = LinkState._auto_links
 
     def counted(self, *args):
         calls.append(1)
         return original(self, *args)
 
-    _State._auto_links = counted
+    LinkState._auto_links = counted
     try:
         alone, forked = (plan_connect(entries, edges, triples, now=NOW, chunk=150, workers=w) for w in (0, 2))
     finally:
-        _State._auto_links = original
+        LinkState._auto_links = original
     assert alone.report["structural"] > 0 and len(calls) >= 2 * 5  # 7 a run
     assert alone.report == forked.report
     assert_frame_equal(alone.add, forked.add)

@@ -10,7 +10,7 @@ import pytest
 from kbtools.errors import ValidationError
 from kbtools.evaluate.bench import run_bench
 from kbtools.linker.rules import FIX_RE, PROBLEM_RE, PROGRESS_RE
-from kbtools.linker.terms import _cues
+from kbtools.linker.terms import text_cues
 from kbtools.linker.text import content_words
 
 
@@ -18,7 +18,7 @@ def test_cue_flags_over_a_column_equal_the_patterns_text_by_text(demo_dir):
     entries = pl.read_parquet(sorted((demo_dir / "engineering" / "tables" / "entries").glob("*.parquet")))
     texts = (entries["title"].fill_null("") + "\n" + entries["content"].fill_null("")).to_list()
     texts += ["Found it: the encoder cable on line 3 was loose.", "it TIMED OUT again", "50 % done", "", "can't"]
-    flags = _cues(texts)
+    flags = text_cues(texts)
     for name, pattern in (("fix", FIX_RE), ("problem", PROBLEM_RE), ("progress", PROGRESS_RE)):
         want = np.array([bool(pattern.search(t)) for t in texts])
         assert want.any() and (flags[name] == want).all(), name
@@ -262,12 +262,12 @@ def test_pair_cosines_do_not_depend_on_their_batch():
 def test_few_rows_sum_their_votes_as_the_sparse_product_does(demo_dir):
     from kbtools.linker import LINKER_DEFAULTS, TermStats
     from kbtools.linker import evidence
-    from kbtools.linker.planning import _cached_relations, _known_entities
+    from kbtools.linker.planning import cached_relations, triple_entities
     from kbtools.store.bank import open_bank
 
     bank = open_bank(demo_dir / "engineering")
-    stats = TermStats.build(bank.entries, known_entities=_known_entities(bank.triples))
-    rel = _cached_relations(stats, bank.triples)
+    stats = TermStats.build(bank.entries, known_entities=triple_entities(bank.triples))
+    rel = cached_relations(stats, bank.triples)
     assert rel.cols.size  # related entities vote too
     rows = np.flatnonzero(stats.kind >= 0)[:400]
     for start in range(0, len(rows), evidence._FEW_ROWS):
@@ -287,8 +287,8 @@ def test_the_linking_state_counts_what_it_has_not_loaded():
 
     demo = engineering_bank(entries=600)
     settings = LINKER_DEFAULTS.with_(max_degree=3)
-    ctx = planning._Context.open(demo.entries, demo.edges, demo.triples, None, settings, None, None, None)
-    state = linking._State(ctx, ctx.edge_index())
+    ctx = planning.PlanContext.open(demo.entries, demo.edges, demo.triples, None, settings, None, None, None)
+    state = linking.LinkState(ctx, ctx.edge_index())
     rows = np.arange(len(ctx.stats.ids))
     before = [state.degree(r) for r in rows]
     state.ensure(rows.tolist())
@@ -297,7 +297,7 @@ def test_the_linking_state_counts_what_it_has_not_loaded():
     assert all(state.joined(a, b) for a, b in pairs)
     plan = planning.plan_connect(demo.entries, demo.edges, demo.triples, settings=settings)
     assert plan.report["evicted"] and plan.report["capped"]
-    fresh = linking._State(ctx, ctx.edge_index())  # a plan's state, loaded lazily, then whole
+    fresh = linking.LinkState(ctx, ctx.edge_index())  # a plan's state, loaded lazily, then whole
     for r in ctx.stats.rank.argsort().tolist():
         fresh.link_entry(r, *_one_entry(ctx, r, settings))
     counted = [fresh.degree(r) for r in rows]
@@ -318,7 +318,7 @@ def test_the_weakest_capped_link_read_off_a_heap_is_the_least_of_the_rows_links(
     first = planning.plan_connect(demo.entries, demo.edges, demo.triples, settings=settings)
     edges = pl.concat([demo.edges, first.add])  # auto links in the input: rows loaded when they fill up
     asked = []
-    heap = linking._State._weakest
+    heap = linking.LinkState._weakest
 
     def checked(self, row):
         key = heap(self, row)
@@ -326,7 +326,7 @@ def test_the_weakest_capped_link_read_off_a_heap_is_the_least_of_the_rows_links(
         assert key == min((self.faded(self.edges[k]), k) for k in self.capped[row])[1]
         return key
 
-    monkeypatch.setattr(linking._State, "_weakest", checked)
+    monkeypatch.setattr(linking.LinkState, "_weakest", checked)
     entries = demo.entries.with_columns(pl.lit(None, dtype=pl.Datetime("us", "UTC")).alias("linked_at"))
     plan = planning.plan_connect(entries, edges, demo.triples, settings=settings.with_(max_degree=4))
     assert plan.report["evicted"] and plan.report["capped"]
@@ -342,16 +342,16 @@ def _one_entry(ctx, row, settings):
 
 
 def test_hit_cosines_are_the_pair_cosines_bits():
-    from kbtools.linker.evidence import _hit_cosines, pair_cosine
+    from kbtools.linker.evidence import hit_cosines, pair_cosine
 
     rng = np.random.default_rng(9)
     for d in (384, 256, 7):
         vectors = rng.normal(size=(3000, d)).astype(np.float32)
         rows, found = rng.integers(0, 3000, 300), rng.integers(0, 3000, (300, 41))
-        grid = _hit_cosines(vectors, rows, found)
+        grid = hit_cosines(vectors, rows, found)
         pairs = pair_cosine(np.repeat(rows, 41), found.ravel(), vectors=vectors).reshape(300, 41)
         assert np.array_equal(grid, pairs), d
-        assert np.array_equal(_hit_cosines(vectors, rows[:1], found[:1]), grid[:1])  # one row alone
+        assert np.array_equal(hit_cosines(vectors, rows[:1], found[:1]), grid[:1])  # one row alone
 
 
 def test_a_small_edges_frame_read_as_lists_plans_the_same_links(monkeypatch):
@@ -370,15 +370,15 @@ def test_a_small_edges_frame_read_as_lists_plans_the_same_links(monkeypatch):
 
 def test_relations_are_kept_while_the_triples_read_alike():
     from kbtools.demo.engineering import engineering_bank
-    from kbtools.linker.planning import _cached_relations
+    from kbtools.linker.planning import cached_relations
     from kbtools.linker.terms import TermStats
 
     demo = engineering_bank(entries=500)
     stats = TermStats.build(demo.entries)
-    first = _cached_relations(stats, demo.triples)
+    first = cached_relations(stats, demo.triples)
     assert first.cols.size
-    assert _cached_relations(stats, demo.triples.clone()) is first  # another frame, the same rows
-    changed = _cached_relations(stats, demo.triples.head(demo.triples.height - 1))
+    assert cached_relations(stats, demo.triples.clone()) is first  # another frame, the same rows
+    changed = cached_relations(stats, demo.triples.head(demo.triples.height - 1))
     assert changed is not first
 
 

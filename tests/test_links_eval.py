@@ -115,7 +115,7 @@ def test_calibrate_on_a_bank_with_few_trusted_edges_keeps_priors(tmp_path):
     for text in ("Line 3 keeps faulting with error E-217.", "Found it: the encoder cable on line 3 was loose."):
         kb.report_learning(bank, content=text, kind="event", session_id="s1", actor="t")
     before = bank.settings
-    rep = kb.calibrate_bank(bank)
+    rep = kb.ops.calibrate_bank(bank)
     assert rep["calibrated"] is False and bank.settings == before
 
 

@@ -11,7 +11,7 @@ from polars.testing import assert_frame_equal
 from kbtools.graph.activation import spread
 from kbtools.errors import EntryNotFound, ValidationError
 from kbtools.graph.build import Adjacency, to_igraph
-from kbtools.graph.paths import TRACE_SCHEMA, related, trace
+from kbtools.graph.paths import TRACE_SCHEMA, related_entries, shortest_trace
 from kbtools.model.schema import empty
 
 
@@ -30,7 +30,7 @@ def test_related_scores_paths_and_limit():
     entries, edges = _bank([("a", "b", "corrects"), ("c", "b", "cites"), ("c", "d", "refines"),
                             ("e", "a", "see_also")])
     adj = Adjacency.build(entries, edges)
-    out = related("a", adj, entries)
+    out = related_entries(adj, "a", entries)
     paths = dict(out.select("id", "path").iter_rows())
     assert paths == {"b": "a -corrects-> b", "e": "a <-see_also- e", "c": "a -corrects-> b <-cites- c"}
     act = dict(spread({"a": 1.0}, adj).select("id", "activation").iter_rows())
@@ -38,47 +38,47 @@ def test_related_scores_paths_and_limit():
         {k: act[k] / act["a"] for k in ("b", "c", "e")})
     assert out["score"].is_sorted(descending=True)
     assert out.filter(pl.col("id") == "b")["title"].item() == "Title b"
-    assert "d" in related("a", adj, entries, depth=3)["id"].to_list()
-    assert related("a", adj, entries, limit=1).height == 1
-    assert related("a", adj, None)["title"].null_count() == 3
+    assert "d" in related_entries(adj, "a", entries, depth=3)["id"].to_list()
+    assert related_entries(adj, "a", entries, limit=1).height == 1
+    assert related_entries(adj, "a", None)["title"].null_count() == 3
 
 
 def test_related_errors_and_isolated_entry():
     entries, edges = _bank([("a", "b", "cites")], ids=["a", "b", "z"])
     adj = Adjacency.build(entries, edges)
-    assert related("z", adj, entries).height == 0
+    assert related_entries(adj, "z", entries).height == 0
     with pytest.raises(EntryNotFound):
-        related("nope", adj, entries)
+        related_entries(adj, "nope", entries)
     with pytest.raises(ValidationError):
-        related("a", adj, entries, limit=-1)
+        related_entries(adj, "a", entries, limit=-1)
 
 
 def test_trace_chain_directions_and_notes():
     entries, edges = _bank([("b", "a", "corrects", "which env"), ("b", "c", "cites"), ("c", "d", "refines"),
                             ("a", "d", "see_also")])
     adj = Adjacency.build(entries, edges)
-    out = trace("a", "c", adj)
+    out = shortest_trace(adj, "a", "c")
     assert out.rows() == [(1, "b", "a", "corrects", "author", "which env"), (2, "b", "c", "cites", "author", None)]
     assert out.schema == pl.Schema(TRACE_SCHEMA)
     g = to_igraph(entries, edges)
-    assert trace("a", "c", g).height == 2
-    assert trace("a", "d", adj)["type"].to_list() == ["see_also"]
+    assert shortest_trace(g, "a", "c").height == 2
+    assert shortest_trace(adj, "a", "d")["type"].to_list() == ["see_also"]
 
 
 def test_trace_none_within_depth_same_entry_and_unknown():
     entries, edges = _bank([("a", "b", "cites"), ("b", "c", "cites"), ("c", "d", "cites")], ids=list("abcdz"))
     adj, g = Adjacency.build(entries, edges), to_igraph(entries, edges)
     for graph in (adj, g):
-        assert trace("a", "d", graph, max_depth=2).height == 0
-        assert trace("a", "d", graph, max_depth=3).height == 3
-        assert trace("a", "z", graph).height == 0
-        assert trace("a", "a", graph).height == 0
+        assert shortest_trace(graph, "a", "d", max_depth=2).height == 0
+        assert shortest_trace(graph, "a", "d", max_depth=3).height == 3
+        assert shortest_trace(graph, "a", "z").height == 0
+        assert shortest_trace(graph, "a", "a").height == 0
         with pytest.raises(EntryNotFound):
-            trace("a", "nope", graph)
+            shortest_trace(graph, "a", "nope")
     with pytest.raises(ValidationError):
-        trace("a", "b", adj, max_depth=-1)
+        shortest_trace(adj, "a", "b", max_depth=-1)
     with pytest.raises(ValidationError):
-        trace("a", "b", "not a graph")
+        shortest_trace("not a graph", "a", "b")
 
 
 @pytest.mark.parametrize("seed", range(6))
@@ -101,7 +101,7 @@ def test_trace_length_matches_networkx(seed):
         except nx.NetworkXNoPath:
             want = None
         for graph in (adj, g):
-            got = trace(a, b, graph, max_depth=n)
+            got = shortest_trace(graph, a, b, max_depth=n)
             if want is None or want == 0:
                 assert got.height == 0
                 continue
@@ -112,18 +112,18 @@ def test_trace_length_matches_networkx(seed):
                 assert at in (src, dst)
                 at = dst if at == src else src
             assert at == b
-            assert trace(a, b, graph, max_depth=want - 1).height == 0
+            assert shortest_trace(graph, a, b, max_depth=want - 1).height == 0
 
 
 def test_empty_input_and_inputs_unchanged():
     adj = Adjacency.build(empty("entries"), empty("edges"))
     with pytest.raises(EntryNotFound):
-        related("a", adj, empty("entries"))
+        related_entries(adj, "a", empty("entries"))
     entries, edges = _bank([("a", "b", "cites")])
     before_e, before_d = entries.clone(), edges.clone()
     adj = Adjacency.build(entries, edges)
-    related("a", adj, entries)
-    trace("a", "b", adj)
-    trace("a", "b", to_igraph(entries, edges))
+    related_entries(adj, "a", entries)
+    shortest_trace(adj, "a", "b")
+    shortest_trace(to_igraph(entries, edges), "a", "b")
     assert_frame_equal(entries, before_e)
     assert_frame_equal(edges, before_d)

@@ -75,7 +75,7 @@ def test_exact_search_agrees_with_numpy_brute_force(eng):
     active = set(eng.entries.filter(pl.col("status") == "active")["id"])
     mask = np.array([i in active for i in ids])
     combined = combine(np.asarray(data)[mask])
-    q = kb.get_embedder("minilm-int8").encode([LOGIN])[0]
+    q = kb.retrieval.get_embedder("minilm-int8").encode([LOGIN])[0]
     brute = np.argsort(-(combined @ q), kind="stable")[:20]
     pool = kb.retrieval.ranked_pool(eng, LOGIN, pool=20, query_vector=q)
     assert pool["id"].to_list() == list(ids[mask][brute])

@@ -1,6 +1,4 @@
-"""Reads never write, a write is one transaction, and a bank survives damage and hostile files
-(issue "Reads never write, a bank survives damage and hostile files", items 1-6). Each test here
-failed before its fix."""
+"""Reads never write, a write is one transaction, and a bank survives damage and hostile files."""
 
 from __future__ import annotations
 
@@ -49,7 +47,7 @@ def _snapshot(root: Path) -> dict:
 
 def test_report_with_linking_is_one_commit_with_its_vectors_and_links(tmp_path):
     bank = _bank(tmp_path / "b")
-    bank.apply(kb.Plan(settings={"auto_link": True}), actor="t", reason="turn linking on")
+    bank.apply(kb.model.Plan(settings={"auto_link": True}), actor="t", reason="turn linking on")
     before = bank.version
     new = kb.report_learning(bank, content="Restart the payments worker when its config changes.", actor="agent")
     assert bank.version == before + 1  # entry, vectors and links in one manifest swap

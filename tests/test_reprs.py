@@ -42,7 +42,7 @@ def test_check_bank_is_an_empty_list_when_sound_and_a_table_when_not(biz, tmp_pa
     problems = kb.check_bank(biz)
     assert problems == [] and isinstance(problems, Problems)
     assert "sound" in problems._repr_html_()
-    bad = Problems([kb.Problem("edges", 3, "type", "cousin_of", "unknown edge type")])
+    bad = Problems([kb.model.Problem("edges", 3, "type", "cousin_of", "unknown edge type")])
     page = bad._repr_html_()
     assert "1 problem" in page and "cousin_of" in page and "unknown edge type" in page
 

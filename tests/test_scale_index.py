@@ -39,7 +39,7 @@ def bank(tmp_path_factory):
 
     mp.setattr(embedding, "FLOAT16_FROM", 5000)
     bank = kb.create_bank(tmp_path_factory.mktemp("scale") / "b")
-    kb.import_frames(bank, entries=kb.demo.synthetic_bank(entries=6000, seed=4).entries, actor="t", guard=False)
+    kb.ops.import_frames(bank, entries=kb.demo.synthetic_bank(entries=6000, seed=4).entries, actor="t", guard=False)
     kb.embed_bank(bank, embedder="hashing-char", chunk=2500)
     ids = bank.entries["id"].to_list()
     for i in ids[100:140]:

@@ -1,4 +1,4 @@
-"""Other tools read a bank right: kb.scan, kb.duckdb and kb sql read exactly the manifest's files
+"""Other tools read a bank right: kb.scan, kb.ops.duckdb and kb sql read exactly the manifest's files
 with the latest-_seq/tombstone rule, where a glob over tables/<table>/*.parquet reads superseded
 segments that stay on disk between sweeps."""
 
@@ -32,8 +32,8 @@ def churned(tmp_path_factory):
     kb.link(bank, ids[2], ids[1], "clarifies", actor="x", note="how long the token lives")
     kb.unlink(bank, ids[0], ids[1], "cites", reason="wrong", actor="x")
     kb.delete_entry(bank, ids[5], reason="obsolete", actor="x")
-    kb.record_usage(bank, ids[:3], query="token")
-    kb.record_usage(bank, ids[:1], query="deploy")
+    kb.ops.record_usage(bank, ids[:3], query="token")
+    kb.ops.record_usage(bank, ids[:1], query="deploy")
     return bank
 
 
@@ -68,7 +68,7 @@ def test_scan_applies_the_rule_and_folds_usage(churned):
 
 def test_duckdb_views_match_the_bank(churned):
     duckdb = pytest.importorskip("duckdb")
-    con = kb.duckdb(churned)
+    con = kb.ops.duckdb(churned)
     assert isinstance(con, duckdb.DuckDBPyConnection)
     for table in TABLES:
         got = con.sql(f"SELECT * FROM {table}").pl().with_columns(cs.datetime(time_zone="*").dt.convert_time_zone("UTC"))

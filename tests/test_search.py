@@ -53,19 +53,19 @@ def test_the_index_is_cached_per_version_and_grown_on_append(bank):
 def test_the_pool_display_gathers_rows_from_the_base_and_the_appended_tail_in_order():
     import polars as pl
 
-    from kbtools.retrieval.search import _Display
+    from kbtools.retrieval.search import PoolDisplay
 
     frame = pl.DataFrame({"id": [f"e{i}" for i in range(10)], "steps": [[f"s{i}"] for i in range(10)]})
-    display = _Display({f"e{i}": i for i in range(6)}, frame.head(6), frame.head(6).clear(), None)
+    display = PoolDisplay({f"e{i}": i for i in range(6)}, frame.head(6), frame.head(6).clear(), None)
     display = display.grown(frame.slice(6, 3), None).grown(frame.slice(9, 1), None)
     assert display.base.height == 6 and display.tail.height == 4 and display.tail.n_chunks() == 1
     picked = display.take([display.rows[i] for i in ["e8", "e1", "e9", "e0", "e6"]])
     assert picked["id"].to_list() == ["e8", "e1", "e9", "e0", "e6"]
     assert picked["steps"].to_list() == [["s8"], ["s1"], ["s9"], ["s0"], ["s6"]]
     assert display.take([2, 4])["id"].to_list() == ["e2", "e4"]
-    _Display._TAIL, old = 3, _Display._TAIL
+    PoolDisplay._TAIL, old = 3, PoolDisplay._TAIL
     try:
         joined = display.grown(pl.DataFrame({"id": ["e10"], "steps": [["s10"]]}), None)
     finally:
-        _Display._TAIL = old
+        PoolDisplay._TAIL = old
     assert joined.base.height == 11 and joined.tail.height == 0 and joined.base.n_chunks() == 1

@@ -37,6 +37,7 @@ def bank(bank20k, tmp_path):
     return kb.open_bank(tmp_path / "b")
 
 
+@pytest.mark.slow
 def test_agents_adding_and_querying_in_a_loop_see_no_stall(bank):
     kb.query(bank, "warm the index", record_usage=False)  # the one build (or cache read) of this process
     builds = VectorIndex.builds
@@ -77,7 +78,7 @@ def test_a_cold_process_maps_the_index_file_and_never_loads_minilm(bank):
     kb.query(bank, "warm", record_usage=False)  # builds and writes the index file (20k >= 5000)
     assert sorted(p.name for p in (bank.path / "cache").glob("index-flat.kbx*")) == [
         "index-flat.kbx", "index-flat.kbx.ids.npy", "index-flat.kbx.json"]
-    q = kb.get_embedder("hashing").encode(["retention window shard"])[0].tolist()
+    q = kb.retrieval.get_embedder("hashing").encode(["retention window shard"])[0].tolist()
     script = f"""
 import json, sys, numpy as np, kbtools as kb
 from kbtools.retrieval.index import VectorIndex

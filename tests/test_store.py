@@ -137,7 +137,7 @@ def test_one_write_costs_what_it_writes_at_scale(tmp_path):
 
     demo = synthetic_bank(entries=20_000, seed=3)
     bank = kb.create_bank(tmp_path / "big")
-    kb.import_frames(bank, entries=demo.entries, edges=demo.edges, guard=False)
+    kb.ops.import_frames(bank, entries=demo.entries, edges=demo.edges, guard=False)
     base = bank.path / segment_files(bank)["entries"][0]
     size, mtime = base.stat().st_size, base.stat().st_mtime_ns
     kb.report_learning(bank, content="One more fact about the cache.", actor="a", link=False)

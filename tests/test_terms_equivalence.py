@@ -1,15 +1,16 @@
-"""Term statistics read column-wide equal the straightforward reading, entry by entry.
+"""Term statistics read column-wide equal the plain reading, entry by entry.
 
-The reference below is the linker's first reading of a bank: ``anchor()`` per entry (the one-entry
-path, kept as the oracle), the postings and the title/author bags filled by Python loops. The fast
-``TermStats.build`` (patterns skipped where a cheap exact test says they cannot match, content words
-stemmed once per distinct word by polars, postings and bags put together with polars/numpy) must give
-the same vocabulary, postings, strong flags, anchors (entities, terms, labels), bags and cues on the
-synthetic bank, both demo banks and a slice of the real PEP bank, and ``extend`` must equal ``build``.
+The oracle is :func:`kbtools.linker.terms.reference_term_stats`: ``anchor()`` per entry (the
+one-entry path), the postings and the title/author bags filled by Python loops, the cues by the
+rules' Python patterns. Every path that makes statistics (``TermStats.build``, ``extend`` from a
+half or from all but the last rows, ``from_parts`` of what a store keeps) must give the same
+vocabulary, postings, strong flags, anchors (entities, terms, labels), bags and cues on the
+synthetic bank, both demo banks, a slice of the real PEP bank and frames without words.
 """
 
 from __future__ import annotations
 
+import datetime as dt
 import gc
 import gzip
 import weakref
@@ -19,13 +20,10 @@ import polars as pl
 import pytest
 
 from kbtools.demo.banks import synthetic_bank
-from kbtools.linker.anchors import Anchor, anchor, anchors_of
-from kbtools.linker.rules import LINKER_DEFAULTS, kind_code
 from kbtools.errors import ValidationError
-from kbtools.linker.terms import TermStats, _is_asset, authors_of, entry_text, gc_paused
-from kbtools.linker.text import content_words, stem
+from kbtools.linker.anchors import Anchor, anchor, anchors_of
+from kbtools.linker.terms import GrowingBuffer, TermStats, entry_text, gc_paused, reference_term_stats
 
-COLUMNS = ("id", "kind", "title", "summary", "content", "useful_for", "steps", "systems", "session_id", "metadata")
 ODD_TEXTS = [
     "Found it: the encoder cable on line 3 was loose.", "Goal: Ship the Kioko memory layer by December 15.",
     "Decision: Vector database - chose pgvector because we already run Postgres.",
@@ -36,42 +34,6 @@ ODD_TEXTS = [
     "we moved to pgvector and New York city on Acme Corp", "x" * 90 + " Alpha Beta; gamma Delta. Ship Omega",
     "", "   ", "42", "a_b c.d e..f __x__ ._y", "Mr. Smith & Sons of London met de Gaulle",
 ]
-
-
-def reference(entries: pl.DataFrame, known=(), settings=LINKER_DEFAULTS) -> dict:
-    """The statistics read entry by entry with ``anchor()`` and Python loops (the oracle)."""
-    rows = entries.select([c for c in COLUMNS if c in entries.columns]).to_dicts()
-    kinds = [kind_code(r.get("kind")) for r in rows]
-    anchors = []
-    for r, code in zip(rows, kinds):
-        text = entry_text(r) if code >= 0 else ""
-        systems = tuple(s for s in (r.get("systems") or ()) if s)
-        anchors.append(anchor(text, known_entities=known + tuple(s.lower() for s in systems),
-                              keep_identifiers=settings.identifiers) if text else Anchor((), ()))
-    term_index, indptr, indices, strong = {}, [0], [], []
-    for a in anchors:
-        cols = [term_index.setdefault(t, len(term_index)) for t in a.terms]
-        place_words = {f"t:{stem(e.split()[0])}" for e in a.entities if _is_asset(e)}
-        flags = [not (_is_asset(t[2:]) and t.startswith("e:")) and t not in place_words for t in a.terms]
-        order = sorted(range(len(cols)), key=cols.__getitem__)
-        indices.extend(cols[i] for i in order)
-        strong.extend(flags[i] for i in order)
-        indptr.append(len(indices))
-    bags = {}
-    for name in ("title", "author"):
-        index, bptr, bcols = {}, [0], []
-        for r, code in zip(rows, kinds):
-            if code < 0:
-                items = ()
-            elif name == "title":
-                items = {w for w, _ in content_words(r.get("title") or "")}
-            else:
-                items = set(authors_of(r.get("metadata")))
-            bcols.extend(sorted(index.setdefault(x, len(index)) for x in items))
-            bptr.append(len(bcols))
-        bags[name] = (index, bptr, bcols)
-    return {"anchors": anchors, "term_index": term_index, "indptr": indptr, "indices": indices, "strong": strong,
-            "bags": bags}
 
 
 def assert_same(stats: TermStats, ref: dict) -> None:
@@ -86,6 +48,12 @@ def assert_same(stats: TermStats, ref: dict) -> None:
         assert list(stats.bag_index[name].items()) == list(index.items()), name
         assert stats.bags[name].indptr.tolist() == bptr, name
         assert stats.bags[name].indices.tolist() == bcols, name
+    for name in ("fix", "problem", "progress"):
+        assert stats_cues(stats, name) == ref[name], name
+
+
+def stats_cues(stats: TermStats, name: str) -> list[bool]:
+    return np.asarray(getattr(stats, name), bool).tolist()
 
 
 def _with_odd_texts(entries: pl.DataFrame) -> pl.DataFrame:
@@ -97,30 +65,30 @@ def _with_odd_texts(entries: pl.DataFrame) -> pl.DataFrame:
     return pl.concat([head, entries], how="vertical_relaxed")
 
 
-def _check(entries: pl.DataFrame, known=()) -> None:
-    stats = TermStats.build(entries, known_entities=known)
-    assert_same(stats, reference(entries, tuple(sorted({k.strip().lower() for k in known}))))
-    half = entries.height // 2
-    grown = TermStats.build(entries.head(half), known_entities=known).extend(entries)
-    assert_same(grown, reference(entries, tuple(sorted({k.strip().lower() for k in known}))))
-    for name in ("fix", "problem", "progress", "kind", "total"):
-        assert np.array_equal(getattr(grown, name), getattr(stats, name)), name
-    few = TermStats.build(entries.head(entries.height - 3), known_entities=known).extend(entries)  # read one by one
-    assert_same(few, reference(entries, tuple(sorted({k.strip().lower() for k in known}))))
+def _from_parts(entries, known):
+    built = TermStats.build(entries, known_entities=known)
+    return TermStats.from_parts(entries, built.parts(), built.anchors, known_entities=known)
 
 
-def test_synthetic_bank_reads_alike():
-    entries = synthetic_bank(entries=3000, seed=11).entries
-    _check(_with_odd_texts(entries))
+#: Every way to make a bank's term statistics; each must equal the oracle.
+PATHS = {
+    "build": lambda entries, known: TermStats.build(entries, known_entities=known),
+    "extend a half": lambda entries, known: TermStats.build(
+        entries.head(entries.height // 2), known_entities=known).extend(entries),
+    "extend the last rows one by one": lambda entries, known: TermStats.build(
+        entries.head(max(entries.height - 3, 0)), known_entities=known).extend(entries),
+    "from_parts": _from_parts,
+}
+
+_KNOWN = ("Kioko", "pgvector", "New York", "Acme Corp", "line 3", "docker compose")
+_T = dt.datetime(2026, 1, 1, tzinfo=dt.timezone.utc)
 
 
-@pytest.mark.parametrize("name", ["engineering", "business"])
-def test_demo_banks_read_alike(demo_dir, name):
-    entries = pl.read_parquet(sorted((demo_dir / name / "tables" / "entries").glob("*.parquet")))
-    _check(_with_odd_texts(entries), known=("Kioko", "pgvector", "New York", "Acme Corp", "line 3", "docker compose"))
+def _demo(demo_dir, name):
+    return pl.read_parquet(sorted((demo_dir / name / "tables" / "entries").glob("*.parquet")))
 
 
-def test_pep_bank_reads_alike(tmp_path):
+def _pep_slice(tmp_path):
     from kbtools.demo.peps import PEPS_FILE, build_peps_bank
 
     src = tmp_path / "slice.jsonl.gz"
@@ -128,10 +96,31 @@ def test_pep_bank_reads_alike(tmp_path):
         for k, line in enumerate(fh):
             if k % 8 == 0:  # about 90 PEPs: reST roles, references, code names, authors
                 out.write(line)
-    bank, _ = build_peps_bank(tmp_path / "bank", source=src)
-    entries = bank.entries.head(3000)
+    entries = build_peps_bank(tmp_path / "bank", source=src)[0].entries.head(3000)
     assert entries.height > 500 and entries["metadata"].str.contains("Author").any()
-    _check(entries)
+    return entries
+
+
+#: The banks the paths read: (entries, known entities), made from the fixtures' folders.
+BANKS = {
+    "synthetic": lambda demo_dir, tmp: (_with_odd_texts(synthetic_bank(entries=3000, seed=11).entries), ()),
+    "engineering": lambda demo_dir, tmp: (_with_odd_texts(_demo(demo_dir, "engineering")), _KNOWN),
+    "business": lambda demo_dir, tmp: (_with_odd_texts(_demo(demo_dir, "business")), _KNOWN),
+    "peps": lambda demo_dir, tmp: (_pep_slice(tmp), ()),
+    "no words": lambda demo_dir, tmp: (pl.DataFrame({
+        "id": ["a", "b", "c", "d"], "kind": ["fact", "note", "fact", "todo"], "title": ["Line 3", None, None, None],
+        "content": ["42", "10.20.0.0/16", None, "E-217"], "created_at": [_T] * 4}), ()),
+    "many texts without a word": lambda demo_dir, tmp: (pl.DataFrame({
+        "id": [f"n{k}" for k in range(40)], "kind": ["fact"] * 40, "content": ["42"] * 40, "created_at": [_T] * 40}), ()),
+}
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("path", sorted(PATHS))
+@pytest.mark.parametrize("bank", sorted(BANKS))
+def test_every_path_to_term_statistics_equals_the_reference(bank, path, demo_dir, tmp_path):
+    entries, known = BANKS[bank](demo_dir, tmp_path)
+    assert_same(PATHS[path](entries, known), reference_term_stats(entries, known))
 
 
 def test_anchors_of_equals_anchor_text_by_text():
@@ -145,22 +134,6 @@ def test_anchors_of_equals_anchor_text_by_text():
                 want = [anchor(t, known_entities=k, keep_identifiers=keep) if t else Anchor((), ())
                         for t, k in zip(many, knowns)]
                 assert got == want and [a.labels for a in got] == [a.labels for a in want]
-
-
-def test_frames_without_words_read_alike():
-    import datetime as dt
-
-    t = dt.datetime(2026, 1, 1, tzinfo=dt.timezone.utc)
-    frames = [
-        pl.DataFrame({"id": ["a", "b"], "kind": ["fact", "note"], "content": ["42", "10.20.0.0/16"], "created_at": [t] * 2}),
-        pl.DataFrame({"id": ["a"], "kind": ["fact"], "content": [None], "created_at": [t]}, schema_overrides={"content": pl.String}),
-        pl.DataFrame({"id": ["a", "b"], "kind": ["fact", "todo"], "title": ["Line 3", None], "content": ["tea", "E-217"],
-                      "created_at": [t] * 2}),
-        pl.DataFrame({"id": [f"n{k}" for k in range(40)], "kind": ["fact"] * 40, "content": ["42"] * 40,
-                      "created_at": [t] * 40}),  # many texts, no word
-    ]
-    for frame in frames:
-        assert_same(TermStats.build(frame), reference(frame))
 
 
 _FIELDS = ("ids", "n", "vocab", "term_index", "df", "idf", "w", "is_entity", "hub", "capped", "total", "kind", "rank",
@@ -185,8 +158,6 @@ def _assert_equal_stats(got: TermStats, want: TermStats) -> None:
 
 @pytest.mark.parametrize("order", ["created", "shuffled", "a session sorting first"])
 def test_extend_grows_every_field_as_a_fresh_build_reads_it(order):
-    import datetime as dt
-
     entries = synthetic_bank(entries=1200, seed=8).entries
     if order == "created":
         entries = entries.sort("created_at", "id")
@@ -267,10 +238,8 @@ def test_statistics_survive_a_pickle_and_grow_after_it():
     _assert_equal_stats(stats.extend(entries), TermStats.build(entries))
 
 
-def test_a_growable_buffer_widens_past_int32_and_keeps_older_views():
-    from kbtools.linker.terms import _Buffer
-
-    small = _Buffer(np.array([1, 2, 3], np.int32))
+def test_a_growing_buffer_widens_past_int32_and_keeps_older_views():
+    small = GrowingBuffer(np.array([1, 2, 3], np.int32))
     view = small.view(3)
     grown = small.append(3, np.array([4]))  # no spare room: a bigger buffer, with room
     assert grown is not small and grown.view(4).tolist() == [1, 2, 3, 4]
@@ -312,28 +281,27 @@ def test_statistics_from_their_parts_equal_a_fresh_build(source, tmp_path):
 
 
 def test_cues_read_by_polars_are_pythons_matches():
-    """``_cues`` runs the rules' patterns with polars (Rust regex): each text's fix, problem and
-    progress flags are those of the Python patterns, a word boundary next to a non-ASCII letter
-    included ("Théfixed" is no fix), and a dash read as no word ("time—out" is no timeout). (Rust's
-    and Python's word characters differ on a few, "²" among them: a word character for Python.)"""
-    from kbtools.linker.rules import FIX_RE, PROBLEM_RE, PROGRESS_RE
-    from kbtools.linker.terms import _cues
-
+    """The statistics' fix, problem and progress flags (the rules' patterns run by polars, Rust
+    regex) are those of the Python patterns, a word boundary next to a non-ASCII letter included
+    ("Théfixed" is no fix), and a dash read as no word ("time—out" is no timeout). (Rust's and
+    Python's word characters differ on a few, "²" among them: a word character for Python.)"""
     texts = ODD_TEXTS + [
         "Théfixed", "fixedé", "the pump was Fixed.", "ÉRROR and errors", "éerror", "an error—fixed", "Straße: resolved",
         "ſolved it", "50% done", "KEEPS JAMMING", "it doesn't work", "won’t start", "time out, timed out", "",
         "time—out", "50 ％ done", "PEP 8 — Style Guide: issues", "a\u00a0bug", "ROOT CAUSE: Loose", "MERGED",
         "Was Loose", "It Doesn'T Work", "Timed Out", "a KEEPS FAILING b",
     ] + [entry_text(r) for r in synthetic_bank(entries=400, seed=3).entries.to_dicts()]
-    found = _cues(texts)
-    for name, pattern in (("fix", FIX_RE), ("problem", PROBLEM_RE), ("progress", PROGRESS_RE)):
-        want = [bool(pattern.search(t)) for t in texts]
-        assert found[name].tolist() == want, name
-    assert not found["fix"][len(ODD_TEXTS)] and found["fix"][len(ODD_TEXTS) + 2]
+    entries = pl.DataFrame({"id": [f"t{k}" for k in range(len(texts))], "kind": ["knowledge"] * len(texts),
+                            "content": texts, "created_at": [_T] * len(texts)})
+    stats, ref = TermStats.build(entries), reference_term_stats(entries)
+    for name in ("fix", "problem", "progress"):
+        assert stats_cues(stats, name) == ref[name], name
+    fix = stats_cues(stats, "fix")
+    assert not fix[len(ODD_TEXTS)] and fix[len(ODD_TEXTS) + 2]
 
 
 def test_the_cue_patterns_are_written_in_lower_case():
-    """``_cues`` reads an ASCII text's lower case with the case-insensitive patterns as written: an
+    """The cues read an ASCII text's lower case with the case-insensitive patterns as written: an
     upper-case letter in one (a literal, or an escape such as ``\\W``) would read otherwise."""
     from kbtools.linker.rules import FIX_RE, PROBLEM_RE, PROGRESS_RE
 
@@ -382,6 +350,7 @@ def test_gc_paused_leaves_a_callers_frozen_objects_frozen():
         gc.unfreeze()
 
 
+@pytest.mark.slow
 def test_a_names_boundary_is_read_as_in_the_copied_tail():
     """``_boundary`` reads the tail before a name in place; ``_names`` (the oracle) copies it, an
     ``x`` first where the text's start lies outside it. Random texts of the characters that decide

@@ -296,7 +296,7 @@ def test_holes_figure_draws_an_ingested_bpmn_flow_with_gateway_marks(tmp_path):
     from kbtools.views.flows import GATEWAY_MARKS
 
     bank = kb.create_bank(tmp_path / "bpmn")
-    kb.ingest_bpmn(bank, "tests/data/bpmn/order_to_cash.bpmn")
+    kb.ops.ingest_bpmn(bank, "tests/data/bpmn/order_to_cash.bpmn")
     holes = kb.workflow_holes(bank)
     fig = holes_figure(bank.entries, bank.edges, holes, flow="Order to cash")
     marks = next(t for t in fig.data if t.name == "Order to cash: gateway marks")

@@ -227,9 +227,9 @@ def test_split_writes_parts_with_split_from_edges(small_bank):
 
 
 def test_triples_are_audited_and_unique(bank):
-    kb.add_triple(bank, "Kioko", "uses", "pgvector", actor="agent-1")
-    _unchanged(bank, lambda: kb.add_triple(bank, "Kioko", "uses", "pgvector"), kb.ValidationError, "already recorded")
-    _unchanged(bank, lambda: kb.add_triple(bank, "Kioko", "", "pgvector"), kb.ValidationError, "relation")
+    kb.ops.add_triple(bank, "Kioko", "uses", "pgvector", actor="agent-1")
+    _unchanged(bank, lambda: kb.ops.add_triple(bank, "Kioko", "uses", "pgvector"), kb.ValidationError, "already recorded")
+    _unchanged(bank, lambda: kb.ops.add_triple(bank, "Kioko", "", "pgvector"), kb.ValidationError, "relation")
     assert bank.events.filter(pl.col("action") == "triple.create").height == 1
 
 

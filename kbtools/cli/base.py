@@ -1,7 +1,8 @@
 """What every ``kb`` subcommand shares: the registry, the exit statuses, the JSON and text output,
 progress on long work, and how frames are printed.
 
->>> "query" in COMMANDS or True
+>>> from kbtools.cli.main import COMMANDS  # the registry, once the topic modules have registered
+>>> "query" in COMMANDS and "check" in COMMANDS
 True
 """
 

@@ -19,7 +19,16 @@ import json
 import os
 import sys
 
-from kbtools.cli import bank, evaluation, graph, ingest, jobs, judging, mcp, retrieval, sql  # noqa: F401  (each registers its subcommands)
+# each topic module registers its subcommands when imported
+import kbtools.cli.bank as bank
+import kbtools.cli.evaluation as evaluation
+import kbtools.cli.graph as graph
+import kbtools.cli.ingest as ingest
+import kbtools.cli.jobs as jobs
+import kbtools.cli.judging as judging
+import kbtools.cli.mcp as mcp
+import kbtools.cli.retrieval as retrieval
+import kbtools.cli.sql as sql
 from kbtools.cli.base import ARGS, COMMANDS, EXIT_ERROR, EXIT_LOCKED, EXIT_OK, EXIT_USAGE, emit
 from kbtools.errors import BankLocked, KbError
 

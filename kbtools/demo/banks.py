@@ -15,7 +15,10 @@ import os
 import shutil
 from pathlib import Path
 
-from kbtools.demo import DemoBank, business_bank, engineering_bank, synthetic_bank
+from kbtools.demo.business import business_bank
+from kbtools.demo.engineering import engineering_bank
+from kbtools.demo.rows import DemoBank
+from kbtools.demo.synthetic import synthetic_bank
 from kbtools.demo.fleet import FLEET_SIZES, fleet_banks
 from kbtools.errors import BankExists, KbError
 from kbtools.ops.interchange import import_frames

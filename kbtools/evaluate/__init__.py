@@ -17,10 +17,11 @@ from kbtools.evaluate.intervals import bootstrap_mean_interval, mean_summary, pr
 from kbtools.evaluate.tasks import HopTask, as_queries, hop_tasks, mined_queries, proof_candidates, queries_from_truth, read_queries, tasks_from_truth
 
 from kbtools.evaluate.baselines import collapse, mmr
+from kbtools.evaluate.health import Health
 from kbtools.evaluate.judging import evaluate_judge, evaluate_judge_sets
 
 __all__ = [
-    "collapse", "mmr", "evaluate_judge", "evaluate_judge_sets",
+    "collapse", "mmr", "evaluate_judge", "evaluate_judge_sets", "Health",
     "run_hoplab", "run_replay", "HopLabReport", "ReplayReport", "hoplab_figure", "replay_figure",
     "HopTask", "hop_tasks", "mined_queries", "tasks_from_truth", "proof_candidates", "read_queries", "queries_from_truth", "as_queries",
     "check_leaks", "answer_leaks", "leaky_notes", "contains_token",

@@ -220,8 +220,8 @@ def _bench_query(rows: BenchRows, bank, n: int, log) -> None:
 
 def _bench_graph(rows: BenchRows, bank, n: int) -> None:
     from kbtools.graph.activation import expand
-    from kbtools.graph.community import communities
-    from kbtools.graph.hubs import centrality
+    from kbtools.graph.community import find_communities
+    from kbtools.graph.hubs import centrality_scores
     from kbtools.graph.build import Adjacency, to_igraph
 
     tag = f"graph {n // 1000}k"
@@ -232,10 +232,10 @@ def _bench_graph(rows: BenchRows, bank, n: int) -> None:
     g.pagerank(directed=False)
     rows.add(tag, "whole-graph PageRank", (time.perf_counter() - t) * 1000)
     t = time.perf_counter()
-    communities(g, entries=bank.entries)
+    find_communities(g, entries=bank.entries)
     rows.add(tag, "Leiden (modularity) + labels", (time.perf_counter() - t) * 1000)
     t = time.perf_counter()
-    centrality(g)
+    centrality_scores(g)
     rows.add(tag, "centrality (betweenness sampled above 5k)", (time.perf_counter() - t) * 1000)
     adj = Adjacency.build(bank.entries, bank.edges)
     rng = np.random.default_rng(0)
@@ -336,7 +336,7 @@ def bench_linking(bank: Bank | None, n: int):
         demo = synthetic_bank(entries=size, seed=11)
         ents = demo.entries.with_columns(pl.lit(None).cast(SCHEMAS["entries"]["linked_at"]).alias("linked_at"))
         tag = f"linker {size // 1000}k"
-        vectors = _text_vectors(ents)
+        vectors = text_vectors(ents)
         k = iter(range(10**9))
         scan = float(np.median(_timeit(lambda: _numpy_scan(vectors, next(k) % size, 20), 30)))
         base = {"baseline": "exact numpy scan of one entry", "baseline_value": scan}
@@ -414,7 +414,7 @@ _VECTORS = {
 }
 
 
-def _text_vectors(ents: pl.DataFrame) -> np.ndarray:
+def text_vectors(ents: pl.DataFrame) -> np.ndarray:
     """384-d ``hashing-char`` vectors of the entries' content (title, summary and text): vectors with
     the neighbourhoods a bank's text gives, from the project's own embedder, in seconds."""
     from kbtools.retrieval.embedders import HashingEmbedder

@@ -2,7 +2,7 @@
 one run: adding one entry at 10k vs 100k (no linking, and with the write-time linker), the first
 query after an add vs a steady query, a cold open + first query in a fresh process at 10k vs 100k,
 memory serving queries vs the raw 384-d vectors, disk vs the peers' median (their figures quoted
-from issue 14 as references, not measured here), personalized PageRank (kbtools vs igraph's
+as references, not measured here), personalized PageRank (kbtools vs igraph's
 PRPACK), fold at 2k and 20k.
 
 Banks are synthetic (``synthetic_bank``) with random unit 384-d vectors recorded under the
@@ -30,7 +30,7 @@ from kbtools.store.bank import create_bank, open_bank
 
 __all__ = ["bench_serve", "PEERS_100K"]
 
-#: The peers at 100k entries, measured in one run on the same 384-d vectors (issue 14): references
+#: The peers at 100k entries, measured once on the same 384-d vectors: references
 #: quoted, not dependencies and not measured here. LanceDB / Chroma / DuckDB vss.
 PEERS_100K = {
     "add one entry (no linking), ms": (4.3, 7.4, 11.1),
@@ -211,7 +211,7 @@ def bench_serve(rows, root: Path, *, sizes=(10_000, 100_000), seed: int = 7, log
         cold[n] = _cold(banks[n].path, kind)
     rows.add("serve", f"cold open + first query {big // 1000}k (new process, {kind})", cold[big]["first_s"], "s",
              baseline=f"same at {small // 1000}k", baseline_value=cold[small]["first_s"],
-             note="peers at 100k: LanceDB 0.015 / Chroma 0.23 / DuckDB vss 0.25 s (issue 14, references)")
+             note="peers at 100k: LanceDB 0.015 / Chroma 0.23 / DuckDB vss 0.25 s (references)")
     raw = big * 384 * 4 / 1e6
     rows.add("serve", f"memory serving queries {big // 1000}k (max RSS of that process)", cold[big]["rss_mb"], "MB",
              baseline="raw 384-d float32 vectors", baseline_value=raw,

@@ -202,7 +202,7 @@ def _near_prune(edges: pl.DataFrame, n: int) -> Finding:
             (pl.col("faded") >= MIN_WEIGHT) & (pl.col("faded") < 2 * MIN_WEIGHT)).sort("faded")
     ex = [{"src": s, "dst": d, "type": t, "faded": round(w, 3)} for s, d, t, w in near.select("src", "dst", "type", "faded").head(n).iter_rows()]
     return Finding("near_prune", f"automatic links near the prune threshold ({MIN_WEIGHT} to {2 * MIN_WEIGHT})", near.height, ex,
-                   "kb decay PATH --dry-run (what would go); kb.reinforce / kb.feedback to keep a useful one", "info",
+                   "kb decay PATH --dry-run (what would go); kb.ops.reinforce / kb.ops.feedback to keep a useful one", "info",
                    {"fading_links": fading.height})
 
 

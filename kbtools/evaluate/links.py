@@ -57,6 +57,7 @@ from kbtools.evaluate.masking import MASKED_FIELDS, mask_citations
 from kbtools.linker import LINKER_DEFAULTS, LinkerSettings, TermStats, plan_connect
 from kbtools.linker.calibration import (HUMAN_SOURCES, STRUCTURE_TYPES, calibrate_weights, held_out_frames,
                                         human_edges, split_half)
+from kbtools.linker.planning import triple_entities
 from kbtools.linker.rules import kind_code
 
 __all__ = ["HUMAN_SOURCES", "STRUCTURE_TYPES", "BASELINES", "LinkRecovery", "human_edges", "evaluate_links",
@@ -250,7 +251,7 @@ def evaluate_links(entries: pl.DataFrame, edges: pl.DataFrame, triples=None, *, 
     n = ents.height
     if vectors is not None:
         vectors = _reembedded(vectors, ents, masked_rows, embed)
-    stats = TermStats.build(ents, known_entities=_known_entities(triples), settings=settings)
+    stats = TermStats.build(ents, known_entities=triple_entities(triples), settings=settings)
     structure = _pairs(kept["src"].to_list(), kept["dst"].to_list()) if kept.height else set()
     timing: dict = {}
 

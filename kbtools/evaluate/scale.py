@@ -217,7 +217,7 @@ def run_scale(entries: int, workdir: str | os.PathLike, *, seed: int = 7, connec
     del idx
 
     from kbtools.graph.build import to_igraph
-    from kbtools.graph.community import communities
+    from kbtools.graph.community import find_communities
 
     t = time.perf_counter()
     g = to_igraph(bank.entries, bank.edges)
@@ -226,7 +226,7 @@ def run_scale(entries: int, workdir: str | os.PathLike, *, seed: int = 7, connec
     g.pagerank(directed=False)
     add("PageRank (whole graph, igraph)", time.perf_counter() - t, "s")
     t = time.perf_counter()
-    communities(g, entries=bank.entries)
+    find_communities(g, entries=bank.entries)
     add("Leiden (modularity) + labels", time.perf_counter() - t, "s")
     add("peak resident memory (this process)", resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, "MB")
     del g, bank

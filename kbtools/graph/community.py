@@ -13,7 +13,7 @@ the share of its members whose title/summary holds the term, times the term's id
 >>> import igraph as ig
 >>> g = ig.Graph([(0, 1), (1, 2), (0, 2), (3, 4), (4, 5), (3, 5), (2, 3)])
 >>> g.vs["name"] = list("abcdef"); g.vs["title"] = ["pump seal"] * 3 + ["invoice tax"] * 3
->>> communities(g).select("id", "community", "label").rows()[:2]
+>>> find_communities(g).select("id", "community", "label").rows()[:2]
 [('a', 0, 'pump, seal'), ('b', 0, 'pump, seal')]
 """
 
@@ -29,7 +29,7 @@ from scipy import sparse
 
 from kbtools.errors import ValidationError
 
-__all__ = ["communities", "modularity", "undirected_simple", "COMMUNITY_METHODS"]
+__all__ = ["find_communities", "modularity", "undirected_simple", "COMMUNITY_METHODS"]
 
 COMMUNITY_METHODS: tuple[str, ...] = ("leiden", "label_propagation")
 _SCHEMA = {"id": pl.String, "community": pl.Int64, "size": pl.Int64, "label": pl.String}
@@ -84,7 +84,7 @@ def modularity(graph: ig.Graph, membership, *, resolution: float = 1.0, weights:
     """Modularity of a partition on the undirected simplified graph (see :func:`undirected_simple`).
 
     ``membership``: one community number per vertex (a sequence or array), a dict id -> community,
-    or the frame :func:`communities` returns. ``-1`` marks an isolate, its own community.
+    or the frame :func:`find_communities` returns. ``-1`` marks an isolate, its own community.
 
     >>> g = ig.Graph([(0, 1), (2, 3)])
     >>> modularity(g, [0, 0, 1, 1])
@@ -171,7 +171,7 @@ def _labels(texts: list[str], rows: np.ndarray, community: np.ndarray, n_comm: i
     return labels
 
 
-def communities(graph: ig.Graph, *, method: str = "leiden", resolution: float = 1.0, seed: int = 0,
+def find_communities(graph: ig.Graph, *, method: str = "leiden", resolution: float = 1.0, seed: int = 0,
                 entries: pl.DataFrame | None = None, n_iterations: int = 2,
                 label_terms: int = 3) -> pl.DataFrame:
     """One row per vertex: frame (id, community, size, label).
@@ -183,7 +183,7 @@ def communities(graph: ig.Graph, *, method: str = "leiden", resolution: float = 
     idf over all of them), else from the graph's ``title`` attribute. Isolates: community -1.
 
     >>> g = ig.Graph([(0, 1)]); g.vs["name"] = ["a", "b"]; g.add_vertices(1); g.vs[2]["name"] = "c"
-    >>> communities(g).select("id", "community", "size").rows()
+    >>> find_communities(g).select("id", "community", "size").rows()
     [('a', 0, 2), ('b', 0, 2), ('c', -1, 1)]
     """
     if method not in COMMUNITY_METHODS:

@@ -57,7 +57,7 @@ without an owner the role that owns most of the flow (else the participant whose
 >>> edges = pl.DataFrame({"src": ["s1", "d1", "s1", "d1"], "dst": ["d1", "s1", "r1", "r1"],
 ...     "type": ["precedes", "precedes", "owned_by", "owned_by"], "source": ["author"] * 4,
 ...     "note": [None, "yes", None, None]})
->>> workflow_holes(entries, edges).select("hole", "question").rows()[0][1]
+>>> find_holes(entries, edges).select("hole", "question").rows()[0][1]
 "Ask the Sales rep: Decision 'Approve discount?' has only a 'yes' branch: what happens when the answer is 'no'?"
 """
 
@@ -67,7 +67,7 @@ import polars as pl
 
 from kbtools.graph.flows import ProcessGraph
 
-__all__ = ["HOLE_KINDS", "HOLE_SEVERITY", "workflow_holes", "process_flows"]
+__all__ = ["HOLE_KINDS", "HOLE_SEVERITY", "find_holes", "find_flows"]
 
 #: Hole kinds in report order.
 HOLE_KINDS: tuple[str, ...] = ("broken_reference", "dead_end", "one_branch", "closed_loop", "deadlock",
@@ -398,7 +398,7 @@ def _deadlock_holes(flows: ProcessGraph) -> list[dict]:
     return rows
 
 
-def workflow_holes(entries: pl.DataFrame, edges: pl.DataFrame, *, lanes: bool = False) -> pl.DataFrame:
+def find_holes(entries: pl.DataFrame, edges: pl.DataFrame, *, lanes: bool = False) -> pl.DataFrame:
     """The holes of every process flow, declared or inferred: frame (id, title, flow, hole, severity,
     explanation, question, affects, declared).
 
@@ -411,7 +411,7 @@ def workflow_holes(entries: pl.DataFrame, edges: pl.DataFrame, *, lanes: bool = 
 
     >>> import polars as pl
     >>> e = pl.DataFrame({"id": ["s"], "kind": ["step"], "title": ["Pack"], "metadata": ['{"flow": "ship"}']})
-    >>> workflow_holes(e, pl.DataFrame(schema={"src": pl.String, "dst": pl.String, "type": pl.String,
+    >>> find_holes(e, pl.DataFrame(schema={"src": pl.String, "dst": pl.String, "type": pl.String,
     ...                                        "source": pl.String}))["hole"].to_list()
     ['dead_end', 'no_owner']
     """
@@ -426,20 +426,20 @@ def workflow_holes(entries: pl.DataFrame, edges: pl.DataFrame, *, lanes: bool = 
     return pl.DataFrame(rows, schema=_HOLE_SCHEMA)
 
 
-def process_flows(entries: pl.DataFrame, edges: pl.DataFrame) -> pl.DataFrame:
+def find_flows(entries: pl.DataFrame, edges: pl.DataFrame) -> pl.DataFrame:
     """One row per flow: frame (flow, declared, start_steps, end_steps, steps, artifacts, owners, holes).
 
     ``declared``: whether the flow is named in metadata (else inferred from ``precedes``);
     ``start_steps`` / ``end_steps``: titles of the starts (declared, else no incoming precedes) and
     of the steps where the flow stops (declared ends and steps with no successor); ``steps``:
     steps and decisions; ``owners``: role titles that own steps of the flow; ``holes``: the number of
-    rows :func:`workflow_holes` reports for it.
+    rows :func:`find_holes` reports for it.
 
     >>> import polars as pl
     >>> e = pl.DataFrame({"id": ["a", "b"], "kind": ["step", "step"], "title": ["Pick", "Pack"],
     ...                   "metadata": ['{"flow": "ship"}', '{"flow": "ship", "end": true}']})
     >>> ed = pl.DataFrame({"src": ["a"], "dst": ["b"], "type": ["precedes"], "source": ["author"]})
-    >>> process_flows(e, ed).select("flow", "declared", "start_steps", "end_steps", "holes").rows()
+    >>> find_flows(e, ed).select("flow", "declared", "start_steps", "end_steps", "holes").rows()
     [('ship', True, ['Pick'], ['Pack'], 1)]
     """
     flows = ProcessGraph(entries, edges)
@@ -447,7 +447,7 @@ def process_flows(entries: pl.DataFrame, edges: pl.DataFrame) -> pl.DataFrame:
         return pl.DataFrame(schema=_FLOW_SCHEMA)
     has_out = flows.prec["src"].implode()
     ends = flows.steps.filter(pl.col("end") | ~pl.col("id").is_in(has_out))
-    holes = workflow_holes(entries, edges).group_by("flow").len(name="holes")
+    holes = find_holes(entries, edges).group_by("flow").len(name="holes")
     owners = (flows.owned.join(flows.steps.select(pl.col("id").alias("src"), "flow"), on="src")
               .group_by("flow").agg(pl.col("role").unique().sort().alias("owners")))
     all_flows = flows.nodes.select("flow", "declared").unique("flow").sort("flow")

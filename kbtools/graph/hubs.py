@@ -7,8 +7,8 @@ links of different types each count). PageRank and betweenness use the undirecte
 Betweenness is unweighted (hops), unnormalised (as igraph and ``networkx(normalized=False)``). It is
 exact up to :data:`EXACT_BETWEENNESS_MAX` entries; above, it is estimated from
 :data:`BETWEENNESS_SOURCES` random source entries (seeded), scaled by ``n / sources`` (an unbiased
-estimate of the exact value). Measured on random graphs with 2 links per entry (2 cores): exact costs
-1.4 s at 5k entries and 6-8 s at 10k; one source costs ~0.6 ms at 10k and ~30 ms at 100k.
+estimate of the exact value). Exact betweenness grows with the square of the bank (seconds at 10k
+entries); one sampled source costs one breadth-first walk.
 
 **Hub rule**: an entry is a hub when its degree is at least ``max(4, mean + 2 * sd)`` of the degrees
 (:func:`hub_threshold`): well above the bank's usual connectedness, and never for 3 links or fewer.
@@ -16,7 +16,7 @@ estimate of the exact value). Measured on random graphs with 2 links per entry (
 >>> import igraph as ig
 >>> g = ig.Graph([(0, i) for i in range(1, 9)] + [(1, 2)], directed=True)
 >>> g.vs["name"] = list("abcdefghi")
->>> c = centrality(g)
+>>> c = centrality_scores(g)
 >>> c.filter(pl.col("hub"))["id"].to_list()
 ['a']
 """
@@ -30,7 +30,7 @@ import polars as pl
 from kbtools.errors import ValidationError
 from kbtools.graph.community import undirected_simple
 
-__all__ = ["centrality", "hub_threshold", "EXACT_BETWEENNESS_MAX", "BETWEENNESS_SOURCES"]
+__all__ = ["centrality_scores", "hub_threshold", "EXACT_BETWEENNESS_MAX", "BETWEENNESS_SOURCES"]
 
 #: Exact betweenness up to this many entries (about 1.4 s at 5k on 2 cores).
 EXACT_BETWEENNESS_MAX: int = 5000
@@ -64,7 +64,7 @@ def _betweenness(u: ig.Graph, sample: int | None, seed: int) -> np.ndarray:
     return part * (n / sample)
 
 
-def centrality(graph: ig.Graph, *, betweenness_sample: int | None = None, damping: float = 0.85,
+def centrality_scores(graph: ig.Graph, *, betweenness_sample: int | None = None, damping: float = 0.85,
                seed: int = 0) -> pl.DataFrame:
     """One row per entry: frame (id, degree, in_degree, out_degree, pagerank, betweenness, hub).
 
@@ -73,7 +73,7 @@ def centrality(graph: ig.Graph, *, betweenness_sample: int | None = None, dampin
     (null column). ``pagerank`` is igraph's weighted PageRank on the undirected graph at ``damping``.
 
     >>> g = ig.Graph([(0, 1), (1, 2)], directed=True); g.vs["name"] = ["a", "b", "c"]
-    >>> centrality(g).select("id", "degree", "betweenness").rows()
+    >>> centrality_scores(g).select("id", "degree", "betweenness").rows()
     [('a', 1, 0.0), ('b', 2, 1.0), ('c', 1, 0.0)]
     """
     if betweenness_sample is not None and betweenness_sample < 0:

@@ -9,9 +9,9 @@ Paths are written link by link from the starting entry, each link in its stored 
 >>> edges = pl.DataFrame({"src": ["a", "c"], "dst": ["b", "b"], "type": ["corrects", "cites"],
 ...                       "source": ["author", "author"]})
 >>> adj = Adjacency.build(entries, edges)
->>> related("a", adj, entries)["path"].to_list()
+>>> related_entries(adj, "a", entries)["path"].to_list()
 ['a -corrects-> b', 'a -corrects-> b <-cites- c']
->>> trace("a", "c", adj)["type"].to_list()
+>>> shortest_trace(adj, "a", "c")["type"].to_list()
 ['corrects', 'cites']
 """
 
@@ -32,9 +32,9 @@ from kbtools.graph.activation import (
 )
 from kbtools.graph.build import Adjacency
 
-__all__ = ["related", "trace", "TRACE_SCHEMA"]
+__all__ = ["related_entries", "shortest_trace", "TRACE_SCHEMA"]
 
-#: Columns of :func:`trace`: one row per link of the chain, in its stored direction.
+#: Columns of :func:`shortest_trace`: one row per link of the chain, in its stored direction.
 TRACE_SCHEMA: dict[str, pl.DataType] = {
     "step": pl.Int64, "src": pl.String, "dst": pl.String, "type": pl.String,
     "source": pl.String, "note": pl.String,
@@ -61,7 +61,7 @@ def _chain(v: int, parent: dict[int, int], via: dict[int, int]) -> list[tuple[in
     return steps[::-1]
 
 
-def related(entry_id: str, adjacency: Adjacency, entries: pl.DataFrame | None = None, *, depth: int = 2,
+def related_entries(adjacency: Adjacency, entry_id: str, entries: pl.DataFrame | None = None, *, depth: int = 2,
             limit: int = 10, **spread_options) -> pl.DataFrame:
     """Entries related to one entry, best first: frame (id, title, score, path).
 
@@ -73,7 +73,7 @@ def related(entry_id: str, adjacency: Adjacency, entries: pl.DataFrame | None = 
     >>> from kbtools.graph.build import Adjacency
     >>> adj = Adjacency.build(pl.DataFrame({"id": ["a", "b"]}), pl.DataFrame(
     ...     {"src": ["b"], "dst": ["a"], "type": ["resolves"], "source": ["author"]}))
-    >>> related("a", adj).select("id", "path").rows()
+    >>> related_entries(adj, "a").select("id", "path").rows()
     [('b', 'a <-resolves- b')]
     """
     _check_range_limit(limit)
@@ -126,7 +126,7 @@ def _bfs_adjacency(adj: Adjacency, a: int, b: int, max_depth: int) -> list[int]:
     return [k for _, _, k in _chain(b, parent, via)]
 
 
-def trace(a: str, b: str, adjacency_or_graph, *, max_depth: int = 4) -> pl.DataFrame:
+def shortest_trace(adjacency_or_graph, a: str, b: str, *, max_depth: int = 4) -> pl.DataFrame:
     """The shortest chain of links from entry ``a`` to entry ``b``: frame (step, src, dst, type, source, note).
 
     Breadth first over links in either direction (every link, whatever its weight; superseded
@@ -139,7 +139,7 @@ def trace(a: str, b: str, adjacency_or_graph, *, max_depth: int = 4) -> pl.DataF
     >>> from kbtools.graph.build import to_igraph
     >>> g = to_igraph(pl.DataFrame({"id": ["a", "b", "c"]}), pl.DataFrame(
     ...     {"src": ["b", "b"], "dst": ["a", "c"], "type": ["corrects", "cites"], "source": ["author"] * 2}))
-    >>> trace("a", "c", g).select("step", "src", "dst").rows()
+    >>> shortest_trace(g, "a", "c").select("step", "src", "dst").rows()
     [(1, 'b', 'a'), (2, 'b', 'c')]
     """
     if max_depth is None or max_depth < 0:

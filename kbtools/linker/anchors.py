@@ -21,7 +21,7 @@ from functools import lru_cache
 import numpy as np
 import polars as pl
 
-from kbtools.linker import forks
+import kbtools.linker.forks as forks
 from kbtools.linker.text import FRAMING_WORDS, STOP_WORDS, WORD_RE, _content_stem, content_words
 
 __all__ = ["Anchor", "AnchorRows", "anchor", "identifiers", "ASSET_NOUNS", "ACTION_VERBS", "FRAMING_NAMES", "anchor_frame",
@@ -49,7 +49,7 @@ ACTION_VERBS: frozenset[str] = frozenset(
     make get set try test check avoid prefer always never go buy book plan""".split()
 )
 
-_IDENT_RE = re.compile(
+IDENT_RE = re.compile(
     r"\b\d{1,3}(?:\.\d{1,3}){3}(?:/\d{1,2})?\b"  # addresses 10.20.0.0/16
     r"|\b[A-Za-z]*\d[A-Za-z0-9]*(?:-[A-Za-z0-9]+)+\b"  # part / model numbers S7-1500
     r"|\b[A-Z][A-Za-z]*(?:-[A-Za-z0-9]*\d[A-Za-z0-9]*)+\b"  # tickets, codes INC-4521, E-217
@@ -58,9 +58,9 @@ _IDENT_RE = re.compile(
 #: Identifiers kept whole (the rare-identifier lever): document references ("PEP 484", "RFC 2616",
 #: reST roles ":pep:`484`"), dotted code names and file names (``os.path.join``, ``setup.py``),
 #: dunder and snake_case names (``__init__``, ``max_new``). "PEP 484" and ":pep:`484`" read alike.
-_REF_RE = re.compile(r"\b([A-Z]{2,6})[ \u00a0]0*(\d{1,6})\b(?![.-]\d)")
+REF_RE = re.compile(r"\b([A-Z]{2,6})[ \u00a0]0*(\d{1,6})\b(?![.-]\d)")
 _ROLE_RE = re.compile(r":([a-z]{2,12}):`(?:[^`<]*<)?~?!?0*([\w.+/-]+?)>?`")
-_CODE_RE = re.compile(
+CODE_RE = re.compile(
     r"(?<![\w.@/])(?:[A-Za-z_]\w+(?:\.[A-Za-z_]\w*)+|__\w+__|[a-z][a-z0-9]*(?:_[a-z0-9]+)+)(?![\w@/]|\.\w)"
 )
 #: "line 3", "press No. 12", "cell 4B", "bay C": the noun in any case, then a number (with one
@@ -68,7 +68,7 @@ _CODE_RE = re.compile(
 #: "line 12.5" name no asset, where a number cut short made "line 1"; the letter is a capital even
 #: though the noun's case is free: "line is", "server on" made "line i" and "server o" (105 and 99
 #: of the PEP bank's 844 assets)
-_ASSET_RE = re.compile(
+ASSET_RE = re.compile(
     r"\b(" + "|".join(ASSET_NOUNS) + r")\s+(?:no\.?\s*|#)?((?>\d+[A-Za-z]?)|(?-i:[A-Z]))(?![\w)/.-]\w)(?!\))",
     re.IGNORECASE,
 )
@@ -167,15 +167,15 @@ def identifiers(text: str) -> list[str]:
     found: dict[str, None] = {}
     for match in _ROLE_RE.finditer(text):
         found[f"{match.group(1).lower()} {match.group(2).lower()}"] = None
-    for match in _REF_RE.finditer(text):
+    for match in REF_RE.finditer(text):
         found[f"{match.group(1).lower()} {match.group(2)}"] = None
-    for match in _CODE_RE.finditer(_ROLE_RE.sub(" ", text)):
+    for match in CODE_RE.finditer(_ROLE_RE.sub(" ", text)):
         found[match.group(0).lower()] = None
     return list(found)
 
 
-def _strip_identifiers(text: str) -> str:
-    return _CODE_RE.sub(" ", _REF_RE.sub(" ", _ROLE_RE.sub(" ", text)))
+def strip_identifiers(text: str) -> str:
+    return CODE_RE.sub(" ", REF_RE.sub(" ", _ROLE_RE.sub(" ", text)))
 
 
 def anchor(text: str, *, known_entities=(), keep_identifiers: bool = True) -> Anchor:
@@ -192,12 +192,12 @@ def anchor(text: str, *, known_entities=(), keep_identifiers: bool = True) -> An
     if keep_identifiers:
         for key in identifiers(text):
             entities[key] = None
-        text = _strip_identifiers(text)
-    for match in _IDENT_RE.finditer(text):
+        text = strip_identifiers(text)
+    for match in IDENT_RE.finditer(text):
         entities[match.group(0).lower()] = None
-    for match in _ASSET_RE.finditer(text):
+    for match in ASSET_RE.finditer(text):
         entities[f"{match.group(1).lower()} {match.group(2).lower()}"] = None
-    stripped = _IDENT_RE.sub(" ", text)
+    stripped = IDENT_RE.sub(" ", text)
     for key, _, _ in _names(stripped):
         entities[key] = None
     for key in _known(text, tuple(known_entities)):
@@ -241,13 +241,13 @@ def _spaced(text: str, matches: list) -> str:
 # alone, as ``finditer`` would try it.
 
 
-def _matches(pattern: re.Pattern, text: str, starts: list[int]) -> list[re.Match]:
+def matches_at(pattern: re.Pattern, text: str, starts: list[int]) -> list[re.Match]:
     """``list(pattern.finditer(text))``, given ``starts``: ascending, every position where a match
     can start. ``finditer`` tries each position from the end of the last match on; trying only
     these is the same, since ``pattern.match(text, p)`` reads the characters before ``p`` (for
     ``\\b`` and lookbehinds) and none of these patterns matches the empty string.
 
-    >>> [m.span() for m in _matches(_REF_RE, "PEP 8 and RFC 2616", [0, 3, 10])]
+    >>> [m.span() for m in matches_at(REF_RE, "PEP 8 and RFC 2616", [0, 3, 10])]
     [(0, 5), (10, 18)]
     """
     found, end = [], 0
@@ -267,7 +267,7 @@ _SEPARATOR_RE = re.compile(r"[./-]")
 
 
 def _ident_starts(text: str) -> list[int]:
-    """Where an ``_IDENT_RE`` match can start, ascending.
+    """Where an ``IDENT_RE`` match can start, ascending.
 
     Every alternative reads only ``[A-Za-z0-9./-]`` and ``\\d`` (Unicode digits) and holds a
     ``\\d``: a match lies in a maximal run of those characters and starts at or before the run's
@@ -296,7 +296,7 @@ _REVERSED_REF_RE = re.compile(r"\d[ \u00a0][A-Z]+")
 
 
 def _ref_starts(text: str) -> list[int]:
-    """Where a ``_REF_RE`` match can start, ascending.
+    """Where a ``REF_RE`` match can start, ascending.
 
     A match is 2-6 capitals ``[A-Z]`` after ``\\b`` (so a whole run of them: the character before
     is no word character), a space or NBSP, then a ``\\d`` (a ``0`` of ``0*`` or the number's
@@ -317,7 +317,7 @@ _REVERSED_CODE_RUN_RE = re.compile(r"(?:_|\.(?<=[A-Za-z]\.))[\w.]*")
 
 
 def _code_starts(text: str) -> list[int]:
-    """Where a ``_CODE_RE`` match can start, ascending.
+    """Where a ``CODE_RE`` match can start, ascending.
 
     A match opens with a word character after a character outside ``[\\w.@/]`` (the lookbehind),
     so at the start of a maximal run of ``[\\w.]``, and reads only ``\\w`` and '.': it lies in
@@ -345,7 +345,7 @@ def _noun_trie(nouns) -> str:
 _NOUN_AFTER_RE = re.compile(r"[^a-z0-9_](?:" + _noun_trie(ASSET_NOUNS) + ")")
 
 
-def _folded(text: str) -> str:
+def fold_case(text: str) -> str:
     """``text`` of the same length where every character that ``re.IGNORECASE`` matches to an
     ASCII letter reads as that letter in lower case: Python matches a character to a letter when
     its simple lower case is that letter (the Kelvin sign U+212A to 'k'; 'İ' to 'i', which
@@ -353,17 +353,17 @@ def _folded(text: str) -> str:
     'ſ' to 's'). No other character's lower case has two characters; the tests check every code
     point against ``re``.
 
-    >>> _folded("LİNE ſite lıne") == "line site line"
+    >>> fold_case("LİNE ſite lıne") == "line site line"
     True
     """
     return text.replace("\u0130", "I").lower().replace("\u017f", "s").replace("\u0131", "i")
 
 
 def _asset_starts(text: str) -> list[int]:
-    """Where an ``_ASSET_RE`` match can start, ascending.
+    """Where an ``ASSET_RE`` match can start, ascending.
 
     A match opens with an asset noun (case-insensitive) after ``\\b``: where the folded text
-    (``_folded``) holds the noun in lower case, at the text's start or after a character that is
+    (``fold_case``) holds the noun in lower case, at the text's start or after a character that is
     no word character, which folds outside ``[a-z0-9_]`` (a character whose lower case is in it is
     a word character; the tests check every code point). ``_NOUN_AFTER_RE``'s matches hide no
     such start: the character before it would be a noun's letter. Only the noun and what comes
@@ -372,36 +372,35 @@ def _asset_starts(text: str) -> list[int]:
     >>> _asset_starts("Line 3, LINE 4 and pipeline 5 at ſite 2")
     [0, 8, 33]
     """
-    folded = _folded(text)
+    folded = fold_case(text)
     starts = [0] if folded.startswith(ASSET_NOUNS) else []
     starts.extend(noun.start() + 1 for noun in _NOUN_AFTER_RE.finditer(folded))
     return starts
 
 
 #: The finder of each pattern's starts.
-_STARTS = {_IDENT_RE: _ident_starts, _REF_RE: _ref_starts, _CODE_RE: _code_starts, _ASSET_RE: _asset_starts}
-#: From this many characters a pattern is tried at its finder's starts only. The finders pay from
-#: 16-48 characters (``_REF_RE`` last: 1.1 against 1.2 us at 48, on pieces of the PEP texts and of
-#: the synthetic bank's); at 270 (a synthetic entry) 2.5-6.7 against 5-28 us.
-_SCAN_FROM = 48
+SCAN_STARTS = {IDENT_RE: _ident_starts, REF_RE: _ref_starts, CODE_RE: _code_starts, ASSET_RE: _asset_starts}
+#: From this many characters a pattern is tried at its finder's starts only: below it a plain
+#: ``finditer`` is as fast (``REF_RE``'s finder is the last to pay, at about this length); above
+#: it the finders win by a growing factor.
+SCAN_FROM = 48
 
 
-def _scan(pattern: re.Pattern, text: str) -> list[re.Match]:
-    """``list(pattern.finditer(text))`` for a pattern of ``_STARTS``, tried only at the starts
-    its finder gives from ``_SCAN_FROM`` characters on. Over the PEP bank's texts (15.2 million
-    characters) ``finditer`` against this: ``_ASSET_RE`` 1.40 against 0.27 s, ``_IDENT_RE`` 0.88
-    against 0.18, ``_CODE_RE`` 0.76 against 0.12, ``_REF_RE`` 0.26 against 0.13.
+def scan_pattern(pattern: re.Pattern, text: str) -> list[re.Match]:
+    """``list(pattern.finditer(text))`` for a pattern of ``SCAN_STARTS``, tried only at the starts
+    its finder gives from ``SCAN_FROM`` characters on: on long texts such as the PEP bank's, two
+    to six times faster than ``finditer`` over every position, with the same matches.
 
-    >>> [m.group(0) for m in _scan(_ASSET_RE, "The crew moved from line 3 to the press near bay 12 this morning.")]
+    >>> [m.group(0) for m in scan_pattern(ASSET_RE, "The crew moved from line 3 to the press near bay 12 this morning.")]
     ['line 3', 'bay 12']
     """
-    if len(text) < _SCAN_FROM:
+    if len(text) < SCAN_FROM:
         return list(pattern.finditer(text))
-    return _matches(pattern, text, _STARTS[pattern](text))
+    return matches_at(pattern, text, SCAN_STARTS[pattern](text))
 
 
 def _identifiers_fast(text: str, digit: bool, code: bool) -> tuple[list[str], str]:
-    """``identifiers(text)`` and ``_strip_identifiers(text)``, skipping the patterns that cannot
+    """``identifiers(text)`` and ``strip_identifiers(text)``, skipping the patterns that cannot
     match (``digit``, ``code``: whether the text may hold a digit, a code name) and reading each
     pattern once where both read the same text."""
     found: dict[str, None] = {}
@@ -409,17 +408,17 @@ def _identifiers_fast(text: str, digit: bool, code: bool) -> tuple[list[str], st
     for match in roles:
         found[f"{match.group(1).lower()} {match.group(2).lower()}"] = None
     unroled = _spaced(text, roles)
-    refs = _scan(_REF_RE, text) if digit else []
+    refs = scan_pattern(REF_RE, text) if digit else []
     for match in refs:
         found[f"{match.group(1).lower()} {match.group(2)}"] = None
     if unroled is not text and digit:
-        refs = _scan(_REF_RE, unroled)
+        refs = scan_pattern(REF_RE, unroled)
     unreffed = _spaced(unroled, refs)
-    codes = _scan(_CODE_RE, unroled) if code else []
+    codes = scan_pattern(CODE_RE, unroled) if code else []
     for match in codes:
         found[match.group(0).lower()] = None
     if unreffed is not unroled and code:
-        codes = _scan(_CODE_RE, unreffed)
+        codes = scan_pattern(CODE_RE, unreffed)
     return list(found), _spaced(unreffed, codes)
 
 
@@ -574,18 +573,18 @@ def _entities_fast(text: str, lookup: tuple, keep_identifiers: bool,
     """The entities of ``anchor(text)`` and the text its content words are read from (``lookup``:
     ``_known_lookup`` of the known entities). ``digit``,
     ``code``, ``asset``: False when the text holds no digit, no code name hint (``_`` or a dotted
-    name), no asset noun before a space (see ``_hints``); the patterns that need them are skipped.
+    name), no asset noun before a space (see ``read_hints``); the patterns that need them are skipped.
     Replacing a match by a space makes none of these, so the hints of the text hold after stripping."""
     entities: dict[str, None] = {}
     if keep_identifiers:
         keys, text = _identifiers_fast(text, digit, code)
         for key in keys:
             entities[key] = None
-    idents = _scan(_IDENT_RE, text) if digit else []
+    idents = scan_pattern(IDENT_RE, text) if digit else []
     for match in idents:
         entities[match.group(0).lower()] = None
     if asset:
-        for match in _scan(_ASSET_RE, text):
+        for match in scan_pattern(ASSET_RE, text):
             entities[f"{match.group(1).lower()} {match.group(2).lower()}"] = None
     stripped = _spaced(text, idents)
     if _UPPER_RE.search(stripped):
@@ -599,7 +598,7 @@ def _entities_fast(text: str, lookup: tuple, keep_identifiers: bool,
 _PY_SPACE = r"[\t\n\x0b\x0c\r \x1c-\x1f]"  #: what Python's \s matches in ASCII text
 
 
-def _hints(column) -> tuple[list, list, list]:
+def read_hints(column) -> tuple[list, list, list]:
     """Per text, whether it may hold a digit, a code name hint, an asset noun then a space: read by
     polars (Rust regex) over the column; a text with a non-ASCII character gets True for all three
     (Python's \\d, \\w, \\s and case folding go beyond ASCII there), so each is True wherever
@@ -610,14 +609,14 @@ def _hints(column) -> tuple[list, list, list]:
         (text.str.contains("[0-9]").fill_null(False) | wide).alias("digit"),
         (text.str.contains(r"_|[A-Za-z0-9]\.[A-Za-z_]").fill_null(False) | wide).alias("code"),
         (text.str.contains(r"(?i)(?:" + "|".join(ASSET_NOUNS) + ")" + _PY_SPACE).fill_null(False) | wide).alias("asset"),
-    ).collect(engine="streaming")  # 0.065 against 0.13 s for the three one after another at 100k
+    ).collect(engine="streaming")  # one pass for the three tests, not one after another
     return read["digit"].to_list(), read["code"].to_list(), read["asset"].to_list()
 
 
 _FEW = 32  #: below this many texts, ``anchors_of`` reads them one by one without polars
 
 
-def _column_stems(texts: list[str]):
+def column_stems(texts: list[str]):
     """Per text, its content words' stems, each once in reading order with the first word that gave
     it: ``(stems, codes, words, surfaces, offsets)``, text ``k``'s being ``codes[offsets[k]:offsets[k + 1]]``
     (indexes into ``stems``) and ``words[...]`` (indexes into ``surfaces``, the words as written):
@@ -637,7 +636,7 @@ def _column_stems(texts: list[str]):
             ends.append(len(codes))
         return (list(stem_of), np.asarray(codes, np.int64), np.asarray(words, np.int64), list(surface_of),
                 np.asarray(ends, np.int64))
-    words = (  # the streaming engine reads the texts in parts on every core, in order (0.21 against 0.35 s at 100k)
+    words = (  # the streaming engine reads the texts in parts on every core, in order
         pl.LazyFrame({"text": pl.Series(texts, dtype=pl.String)})
         .with_row_index("row")
         .select("row", pl.col("text").str.extract_all(WORD_RE.pattern).alias("surface"))
@@ -663,9 +662,8 @@ def _column_stems(texts: list[str]):
 
 def _word_codes(column: pl.Series) -> tuple[list[str], np.ndarray]:
     """The distinct strings of a column (no nulls) and, per value, the index of its string among
-    them: a cast to a categorical of its own (one hashing pass: 0.05 s for the 4.1 million words of
-    the bench's 100k entries, against 0.19 s for ``unique`` then ``replace_strict``, which a polars
-    without ``pl.Categories`` (before 1.32) still takes).
+    them: a cast to a categorical of its own (one hashing pass, a few times faster than ``unique``
+    then ``replace_strict``, which a polars without ``pl.Categories`` (before 1.32) still takes).
 
     >>> _word_codes(pl.Series(["to", "be", "to"]))
     (['to', 'be'], array([0, 1, 0]))
@@ -684,8 +682,8 @@ def _word_codes(column: pl.Series) -> tuple[list[str], np.ndarray]:
 
 def _first_of_each(keys: np.ndarray) -> np.ndarray:
     """Whether each key is the first of its value, in order. A stable sort: the keys come nearly
-    sorted (row major), which numpy's stable sort reads as long runs (0.08 s for 4.1 million keys,
-    against 0.13-0.22 s for polars' ``is_first_distinct``).
+    sorted (row major), which numpy's stable sort reads as long runs (faster here than polars'
+    ``is_first_distinct``).
 
     >>> _first_of_each(np.array([5, 3, 5, 3, 7])).tolist()
     [True, True, False, False, True]
@@ -702,7 +700,7 @@ def _first_of_each(keys: np.ndarray) -> np.ndarray:
 def _column_words(texts: list[str], prefix: str = "t:"):
     """Per text, its content words' stems (each once, first surface kept; ``prefix`` + stem) as flat
     lists with offsets (text ``k``'s are ``[offsets[k]:offsets[k + 1]]``)."""
-    names, codes, words, surfaces, offsets = _column_stems(texts)
+    names, codes, words, surfaces, offsets = column_stems(texts)
     stems = np.array([f"{prefix}{st}" for st in names], dtype=object)
     labels = np.array(surfaces, dtype=object)
     return stems[codes].tolist(), labels[words].tolist(), offsets.tolist()
@@ -723,10 +721,10 @@ def anchors_of(texts, knowns, *, keep_identifiers: bool = True,
     if len(texts) < _FEW:  # every pattern runs: polars' start costs more than the few texts
         digits = codes = assets = [True] * len(texts)
     else:
-        digits, codes, assets = _hints(pl.Series(texts, dtype=pl.String))
+        digits, codes, assets = read_hints(pl.Series(texts, dtype=pl.String))
 
-    def entity_pass(lo: int, hi: int) -> tuple[list, list]:
-        found, stripped = _entity_pass(texts[lo:hi], knowns[lo:hi], keep_identifiers, digits[lo:hi], codes[lo:hi],
+    def slice_pass(lo: int, hi: int) -> tuple[list, list]:
+        found, stripped = entity_pass(texts[lo:hi], knowns[lo:hi], keep_identifiers, digits[lo:hi], codes[lo:hi],
                                        assets[lo:hi])
         # a text left whole comes back as None: a worker then pickles only the texts it changed
         return found, [None if rest is text else rest for rest, text in zip(stripped, texts[lo:hi])]
@@ -734,7 +732,7 @@ def anchors_of(texts, knowns, *, keep_identifiers: bool = True,
     sizes = np.fromiter(map(len, texts), np.int64, len(texts))
     parts = min(forks.cpus(), _MOST_PARTS) if int(sizes.sum()) >= _SPREAD_FROM else 1
     found, stripped = [], []
-    for keys, rest in forks.spread(entity_pass, forks.balanced_bounds(sizes, parts)):
+    for keys, rest in forks.spread(slice_pass, forks.balanced_bounds(sizes, parts)):
         found += keys
         stripped += rest
     stripped = [text if rest is None else rest for rest, text in zip(stripped, texts)]
@@ -747,7 +745,7 @@ def anchors_of(texts, knowns, *, keep_identifiers: bool = True,
             out.append(Anchor((), ()))
             continue
         lo, hi = offsets[k], offsets[k + 1]
-        if keys:  # (entities, terms, labels), by position: 0.42 against 0.58 us an anchor by name
+        if keys:  # (entities, terms, labels), by position: cheaper than building an anchor by name
             out.append(Anchor(keys, tuple(["e:" + key for key in keys] + terms[lo:hi]), keys + tuple(surfaces[lo:hi])))
         else:
             out.append(Anchor((), tuple(terms[lo:hi]), tuple(surfaces[lo:hi])))
@@ -756,17 +754,15 @@ def anchors_of(texts, knowns, *, keep_identifiers: bool = True,
 
 #: From this many characters of text ``anchors_of`` reads the entities in ``forks.cpus()`` slices
 #: of about equal length at once (at most ``_MOST_PARTS``), one in this process and the others in
-#: forked processes. The entity pass is Python (regular expressions and the name rules): on the
-#: bench's texts 0.03 s a million characters in one pass, on the PEP bank's 0.09 s (its serial pass,
-#: 15.2 million characters, 1.3-1.5 s). Measured on slices of both (``anchors_of``, one process
-#: against two): at a million characters 59 against 66 ms and 108 against 108 ms; at two million
-#: 107 against 121 and 204 against 176 ms; at four 184 against 186 and 406 against 321 ms. The
-#: line is drawn at two million, where the PEP bank's texts start to gain and the bench's lose little
+#: forked processes. The entity pass is Python (regular expressions and the name rules), slower on
+#: long prose (the PEP bank's texts) than on short synthetic entries. Below two million characters
+#: a fork costs more than it saves; from there the PEP bank's texts start to gain and the bench's
+#: lose little
 _SPREAD_FROM = 2_000_000
 _MOST_PARTS = 4
 
 
-def _entity_pass(texts, knowns, keep_identifiers: bool, digits, codes, assets) -> tuple[list, list]:
+def entity_pass(texts, knowns, keep_identifiers: bool, digits, codes, assets) -> tuple[list, list]:
     """Per text, its entities' keys (a tuple; None for an empty text) and the text its content
     words are read from (``_entities_fast``)."""
     found, stripped = [], []

@@ -18,7 +18,7 @@ import numpy as np
 import polars as pl
 
 from kbtools.linker.evidence import candidate_pairs, pair_evidence, relations
-from kbtools.linker.planning import _known_entities
+from kbtools.linker.planning import triple_entities
 from kbtools.linker.rules import LINKER_DEFAULTS, LinkerSettings
 from kbtools.linker.terms import TermStats
 
@@ -127,7 +127,7 @@ def calibrate_weights(entries: pl.DataFrame, edges: pl.DataFrame, triples=None, 
     when too few trusted pairs are among the candidates."""
     ents, _, held = held_out_frames(entries, edges)
     if stats is None:
-        stats = TermStats.build(ents, known_entities=_known_entities(triples), settings=settings)
+        stats = TermStats.build(ents, known_entities=triple_entities(triples), settings=settings)
     row_of = stats.row_of
     rows = [r for i, r in row_of.items() if (train_ids is None or i in train_ids) and stats.kind[r] >= 0]
     m, c, X = pair_features(stats, rows, triples=triples, vectors=vectors, settings=settings)

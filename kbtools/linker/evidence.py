@@ -23,7 +23,7 @@ import polars as pl
 import scipy.sparse as sp
 
 from kbtools.linker.rules import EVENT, GOAL, KINDS, LinkerSettings, kind_code, prior_matrix
-from kbtools.linker.terms import TermStats, _rows_of
+from kbtools.linker.terms import TermStats, row_positions
 
 __all__ = [
     "Relations", "relations", "noisy_or", "pair_evidence", "candidate_pairs", "pair_cosine", "index_neighbours",
@@ -113,7 +113,7 @@ def pair_cosine(ms, cs, *, vectors=None, cosine=None) -> np.ndarray:
     return np.zeros(len(ms))
 
 
-def _hit_cosines(vectors, rows: np.ndarray, found: np.ndarray) -> np.ndarray:
+def hit_cosines(vectors, rows: np.ndarray, found: np.ndarray) -> np.ndarray:
     """Cosine of each row with each of its (rows x k) ``found`` rows: ``pair_cosine``'s bits."""
     rows, found = np.asarray(rows, np.int64), np.asarray(found, np.int64)
     if found.size == 0:
@@ -124,8 +124,8 @@ def _hit_cosines(vectors, rows: np.ndarray, found: np.ndarray) -> np.ndarray:
 def _dots(vectors, a: np.ndarray, b: np.ndarray) -> np.ndarray:
     """Per i, the product of rows ``a[i]`` and ``b[i]`` of ``vectors`` (float64), pair by pair, never
     BLAS: a pair's value must not depend on its batch (tested). float32 vectors (a bank's) go to
-    faiss' pairwise product, which reads the rows where they lie (7 against 15 ms for a chunk's
-    30,720 index hits gathered for numpy); other arrays to numpy's row-wise product."""
+    faiss' pairwise product, which reads the rows where they lie (about twice as fast as gathering
+    them for numpy); other arrays to numpy's row-wise product."""
     n = len(a)
     if n and isinstance(vectors, np.ndarray) and vectors.dtype == np.float32 and vectors.flags.c_contiguous \
             and vectors.ndim == 2:
@@ -162,7 +162,7 @@ def _one_faiss_thread(when: bool = True):
 
 def _rows_at(vectors, at: np.ndarray) -> np.ndarray:
     """``vectors[at]`` (``at`` of any shape), gathered by ``np.take`` over the flat positions: twice
-    as fast as indexing with a 2-d array of rows (11 against 24 ms for 512 x 61 rows of 384)."""
+    as fast as indexing with a 2-d array of rows."""
     if not isinstance(vectors, np.ndarray):
         return vectors[at]
     return np.take(vectors, at.reshape(-1), axis=0).reshape(*at.shape, *vectors.shape[1:])
@@ -262,7 +262,7 @@ def _bag_overlap(stats: TermStats, name: str, ms, cs) -> np.ndarray:
         keys = stats._cache[("bag keys", name)] = (bag, (rows << 32) | bag.indices.astype(np.int64))
     keys = keys[1]
     ms, cs = np.asarray(ms, np.int64), np.asarray(cs, np.int64)
-    pair, pos = _rows_of(bag.indptr, cs)
+    pair, pos = row_positions(bag.indptr, cs)
     wanted = (ms[pair] << 32) | bag.indices[pos].astype(np.int64)
     at = np.minimum(np.searchsorted(keys, wanted), keys.size - 1)
     both = np.bincount(pair[keys[at] == wanted], minlength=len(ms)).astype(np.float64)
@@ -312,15 +312,15 @@ def _shared_hits(stats: TermStats, own: np.ndarray, read: np.ndarray):
     if len(own) and own[0] == own[-1] and (own == own[0]).all():  # one entry's pairs: its terms are the keys
         lo, hi = int(indptr[own[0]]), int(indptr[own[0] + 1])
         own_keys = stats.postings.indices[lo:hi].astype(np.int64)  # sorted, as a row's
-        pair, pos = _rows_of(indptr, read)
+        pair, pos = row_positions(indptr, read)
         cols = stats.postings.indices[pos].astype(np.int64)
         at = np.minimum(np.searchsorted(own_keys, cols), max(hi - lo - 1, 0))
         hit = own_keys[at] == cols if hi > lo else np.zeros(len(cols), bool)
         return pair[hit], cols[hit], pos[hit], lo + at[hit]
     rows, local = np.unique(own, return_inverse=True)
-    own_row, own_pos = _rows_of(indptr, rows)
+    own_row, own_pos = row_positions(indptr, rows)
     own_keys = (own_row << 32) | stats.postings.indices[own_pos].astype(np.int64)  # sorted, as the rows
-    pair, pos = _rows_of(indptr, read)
+    pair, pos = row_positions(indptr, read)
     cols = stats.postings.indices[pos].astype(np.int64)
     wanted = (local.astype(np.int64)[pair] << 32) | cols
     at = np.minimum(np.searchsorted(own_keys, wanted), max(own_keys.size - 1, 0))
@@ -376,17 +376,17 @@ def _bridge(stats, ms, cs, rel: Relations) -> np.ndarray:
 
 
 def _query_matrix(stats: TermStats, rows: np.ndarray, rel: Relations, settings: LinkerSettings) -> sp.csr_matrix:
-    """The voting terms of each row (``_query_terms``) as a (rows x terms) matrix of their weights w(t)."""
-    r, t = _query_terms(stats, rows, rel, settings)
+    """The voting terms of each row (``voting_terms``) as a (rows x terms) matrix of their weights w(t)."""
+    r, t = voting_terms(stats, rows, rel, settings)
     indptr = np.searchsorted(r, np.arange(len(rows) + 1))
     return sp.csr_matrix((stats.w[t], t, indptr), shape=(len(rows), len(stats.vocab)))
 
 
-def _query_terms(stats: TermStats, rows: np.ndarray, rel: Relations, settings: LinkerSettings):
+def voting_terms(stats: TermStats, rows: np.ndarray, rel: Relations, settings: LinkerSettings):
     """(row, term) of each row's voting terms, sorted by row then term (each once): its
     ``query_terms`` highest-IDF terms plus the entities the triples relate to its entities; capped
     terms (too many postings) dropped."""
-    r, pos = _rows_of(stats.postings.indptr, rows)
+    r, pos = row_positions(stats.postings.indptr, rows)
     t = stats.postings.indices[pos].astype(np.int64)
     # a term only this entry holds nominates nobody: the voting terms are the rarest shared ones
     # (per row by ``_vote_order``: held by others first, then the higher IDF, the heavier, the term)
@@ -453,11 +453,11 @@ def _votes(stats: TermStats, rows: np.ndarray, rel: Relations, settings: LinkerS
                      for name, dtype in (("row", np.int64), ("col", np.int64), ("data", np.float64)))
     n = max(len(stats.ids), 1)
     one = len(rows) == 1  # one row: its keys are the entries voted for
-    q_rows, q_terms = _query_terms(stats, rows, rel, settings)
+    q_rows, q_terms = voting_terms(stats, rows, rel, settings)
     q_weights = stats.w[q_terms]
     keys, weights = [], []
     for pt in transposed:
-        which, pos = _rows_of(pt.indptr, q_terms)
+        which, pos = row_positions(pt.indptr, q_terms)
         keys.append(pt.indices[pos].astype(np.int64) if one else q_rows[which] * n + pt.indices[pos].astype(np.int64))
         weights.append(q_weights[which] * pt.data[pos])
     keys, weights = (np.concatenate(x) if len(x) > 1 else x[0] for x in (keys, weights))
@@ -517,7 +517,7 @@ def _compiled_best(compiled, stats: TermStats, rows: np.ndarray, rel: Relations,
     """``_best`` of the visible positive ``_votes`` of these rows, by the compiled loop (one pass per
     row over its voting terms' entries before the cut, into a dense sum and a heap of k); None
     where it cannot run (a negative weight: the numpy steps then)."""
-    r, t = _query_terms(stats, rows, rel, settings)
+    r, t = voting_terms(stats, rows, rel, settings)
     weights = stats.w[t]
     joined = kernel_parts(stats)
     if joined is None or (weights.size and not weights.min() >= 0.0):
@@ -537,7 +537,7 @@ def kernel_parts(stats: TermStats) -> tuple | None:
     """The transposed postings as the compiled vote loop reads them (``kernels.joined_parts``; None
     if one of their values is negative), kept with the statistics: made once per connect, before
     its workers fork."""
-    from kbtools.linker import kernels
+    import kbtools.linker.kernels as kernels
 
     transposed = stats.transposed_parts()
     held = stats._cache.get("kernel parts")
@@ -611,8 +611,8 @@ _SAMPLE_STRIDE = 8
 def _sampled_candidates(values: np.ndarray, k: int, take: int, slack: float):
     """``_top_k``'s columns of a wide block: per row, the ``take``-th highest of every
     ``_SAMPLE_STRIDE``-th column is at most the row's own ``take``-th highest, so the columns at or
-    above it hold the row's best (about ``take * _SAMPLE_STRIDE`` of them, against an argpartition
-    of the whole row: 6.6 against 38.5 ms for 220 x 18,190). Returns ``r, c`` of the columns within
+    above it hold the row's best (about ``take * _SAMPLE_STRIDE`` of them, several times cheaper
+    than an argpartition of the whole row). Returns ``r, c`` of the columns within
     ``slack`` of their row's k-th highest value, that value per row (-inf for a row of fewer), and
     the rows to read whole: those whose bound lies above it less the slack (a column between them
     was not read); their columns are left out here."""
@@ -759,34 +759,33 @@ def search_neighbours(stats: TermStats, rows, vectors, neighbors, *, open_, link
     hits = []
     for fetch in np.unique(fetches).tolist():
         at = np.flatnonzero(fetches == fetch)
-        hits.append((at, _index_search(neighbors, queries if len(at) == len(queries) else queries[at],
+        hits.append((at, index_search(neighbors, queries if len(at) == len(queries) else queries[at],
                                        rows[searched[at]], fetch)))
     return searched, hits
 
 
 #: The beam (efSearch) of a search from a row's own node, as a share of the index's: 32 for the
-#: linker's 40. At 100k (text vectors) the exact top 24 of 3,000 rows are found 0.9915 of the time
-#: against 0.9928 at 40, with 461 distances a search against 576, a quarter less time (102-104
-#: against 138 us on an AMD EPYC); a whole-bank connect then differs from one over an exact (flat)
-#: index in 24 of its 382,226 links against 18 (a beam of 24: 52). A search walked down from the
+#: linker's 40. Started among its neighbours, a search with the smaller beam finds the exact top
+#: neighbours about as often, reads a fifth fewer distances and takes a quarter less time; a
+#: whole-bank connect then makes nearly the same links as one over an exact (flat) index (a beam
+#: of 24 already loses several times more). A search walked down from the
 #: top (an entry not in the index yet) keeps the whole beam: with 32, a new entry's search in a
 #: small graph can end among strangers (scores 0.12) short of its near-copies (0.86, test
 #: ``test_a_compaction_keeps_an_index_built_before_the_last_segments_to_grow_it``); one started at
-#: the row's own node begins among them (issue 13, fourteenth session)
+#: the row's own node begins among them
 _OWN_NODE_BEAM = 0.8
 
 
 _LOWEST_SCORE = np.finfo(np.float32).min  #: a search's start scored so that it never takes a hit's place
 
 
-def _index_search(neighbors, queries: np.ndarray, rows: np.ndarray, fetch: int):
+def index_search(neighbors, queries: np.ndarray, rows: np.ndarray, fetch: int):
     """The index's ``fetch`` hits for these rows' vectors: (scores, rows), rows -1 when missing.
 
     The rows are the index's own: an HNSW graph is searched on its ground level from each row's
     own node (faiss ``search_level_0``) instead of from the top, where the walk down would end
-    anyway. That costs about three quarters of a search (8.3 against 11.0 s for the 70,000 rows a
-    whole-bank connect searches at 100k) and finds the same hits but a few (a whole-bank connect at
-    100k made the same 382,221 links). The row itself is not among those hits (its place in the
+    anyway. That costs about three quarters of a search and finds the same hits but a few (a
+    whole-bank connect makes the same links). The row itself is not among those hits (its place in the
     table is left missing), as it is among a search's (then dropped: it cannot see itself). Any
     other index is searched as such.
 
@@ -807,7 +806,7 @@ def _index_search(neighbors, queries: np.ndarray, rows: np.ndarray, fetch: int):
 def _ground_search(neighbors, queries: np.ndarray, rows: np.ndarray, hits: int) -> tuple[np.ndarray, np.ndarray]:
     """An HNSW graph's ``hits`` best on its ground level from each row's own node, with
     ``_OWN_NODE_BEAM`` of its beam: (scores, rows), each (len(rows), hits), the row itself never
-    among them (see ``_index_search``)."""
+    among them (see ``index_search``)."""
     import faiss
 
     n = len(queries)
@@ -916,7 +915,7 @@ def _row_neighbours(stats, rows, vectors, neighbors, open_, linked, eligible, se
 
 
 def _search_row(neighbors, vectors, row: int, fetch: int) -> tuple[np.ndarray, np.ndarray]:
-    """``_index_search`` of one row, as 1-d arrays (scores, rows): its hits, without the missing
+    """``index_search`` of one row, as 1-d arrays (scores, rows): its hits, without the missing
     last place of a search from the row's own node."""
     import faiss
 
@@ -974,13 +973,13 @@ def _exact_block(stats, rows, vectors, open_, linked, k):
     if cols is None:
         sims = _similarities(vectors, rows)
         _hide(sims, stats, rows, np.arange(n), open_, linked)
-        exact = lambda r, c: _hit_cosines(vectors, rows[r], c)  # noqa: E731
+        exact = lambda r, c: hit_cosines(vectors, rows[r], c)  # noqa: E731
         return _top_k(sims, k, stats.rank, exact, slack=_SLACK)
     if len(cols) and cols[-1] - cols[0] + 1 <= 1.25 * len(cols):  # nearly a run of rows: score the run (a view)
         cols = np.arange(cols[0], cols[-1] + 1)
     sims = _similarities(vectors, rows, cols)
     _hide(sims, stats, rows, cols, open_, linked)
-    exact = lambda r, c: _hit_cosines(vectors, rows[r], cols[c])  # noqa: E731
+    exact = lambda r, c: hit_cosines(vectors, rows[r], cols[c])  # noqa: E731
     r, c, pos, cos = _top_k(sims, k, stats.rank[cols], exact, slack=_SLACK)
     return r, cols[c], pos, cos
 
@@ -1011,8 +1010,8 @@ def _fetch(base: int, neighbors) -> int:
 #: Hits fetched per searched row, in multiples of the candidates it keeps (plus one: itself). A row
 #: searched that sees a quarter to three eighths of the index fetches 6 times its candidates, not
 #: 4: with about 1.5 of them visible among its hits it is sure of its list (``use_exact_neighbours``),
-#: where with 4 (1 to 1.5 visible) 2,057 of those rows at 100k fell back to an exact scan of about
-#: 28,000 entries each (issue 13, eleventh session)
+#: where with 4 (1 to 1.5 visible) such rows often fall back to an exact scan of tens of thousands
+#: of entries each
 _FETCH_STEPS = (1.5, 2.0, 3.0, 4.0, 6.0)
 
 
@@ -1190,7 +1189,7 @@ def _session(stats, rows, open_, linked, k):
     have = np.flatnonzero(s >= 0)
     if have.size == 0 or k <= 0:
         return empty
-    which, pos = _rows_of(stats.session_start, s[have])
+    which, pos = row_positions(stats.session_start, s[have])
     b, c = have[which], stats.session_rows[pos]
     ok = _visible_pairs(stats, rows, b, c, open_, linked)
     b, c = b[ok], c[ok]

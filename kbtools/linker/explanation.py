@@ -4,7 +4,7 @@
 >>> t = dt.datetime(2026, 1, 1, tzinfo=dt.timezone.utc)
 >>> entries = pl.DataFrame({"id": ["a", "b"], "kind": ["fact", "preference"], "created_at": [t, t],
 ...                         "content": ["The PLC network uses 10.20.0.0/16.", "User likes green tea."]})
->>> s = explain("a", "b", entries, None, None)
+>>> s = explain_pair("a", "b", entries, None, None)
 >>> s.linked, s.score, s.type
 (False, 0.0, 'see_also')
 """
@@ -19,12 +19,12 @@ import polars as pl
 from kbtools.errors import EntryNotFound, ValidationError
 from kbtools.linker.calibration import FEATURES
 from kbtools.linker.evidence import pair_evidence, relations
-from kbtools.linker.planning import _known_entities
+from kbtools.linker.planning import triple_entities
 from kbtools.linker.rules import KINDS, LINKER_DEFAULTS, LinkerSettings, link_type
 from kbtools.linker.terms import TermStats
 from kbtools.linker.wording import why_text
 
-__all__ = ["LinkScore", "explain"]
+__all__ = ["LinkScore", "explain_pair"]
 
 
 @dataclass(frozen=True)
@@ -64,7 +64,7 @@ def _display(anchor, weights) -> dict:
     return out
 
 
-def explain(a_id, b_id, entries: pl.DataFrame, edges, triples, *, vectors=None, cosine=None, stats=None,
+def explain_pair(a_id, b_id, entries: pl.DataFrame, edges, triples, *, vectors=None, cosine=None, stats=None,
             settings: LinkerSettings = LINKER_DEFAULTS) -> LinkScore:
     """Score the pair (a, b) as the linker would when a is the new entry.
 
@@ -72,11 +72,11 @@ def explain(a_id, b_id, entries: pl.DataFrame, edges, triples, *, vectors=None, 
     >>> t = dt.datetime(2026, 1, 1, tzinfo=dt.timezone.utc)
     >>> entries = pl.DataFrame({"id": ["a", "b"], "kind": ["event", "event"], "created_at": [t, t],
     ...                         "content": ["Error E-217 on line 3.", "E-217 again on line 3."]})
-    >>> explain("b", "a", entries, None, None).signals["share"]
+    >>> explain_pair("b", "a", entries, None, None).signals["share"]
     1.0
     """
     if stats is None:
-        stats = TermStats.build(entries, known_entities=_known_entities(triples), settings=settings)
+        stats = TermStats.build(entries, known_entities=triple_entities(triples), settings=settings)
     else:
         stats.check_aligned(entries)
     rows = []

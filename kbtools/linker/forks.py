@@ -74,10 +74,9 @@ def keep_freed_memory() -> bool:
     """In a worker that allocates and frees the same large arrays chunk after chunk: ask glibc to
     serve blocks up to ``_KEPT_BLOCK`` from the heap and to keep freed memory (mallopt), instead
     of mapping fresh zeroed pages for each large array and returning them when it is freed. The
-    pages are then faulted in once, not once per chunk: a whole-bank connect's two workers at
-    100k took 366,000-405,000 page faults and 1.4-1.8 s of system time, 37,000-38,000 and
-    0.3-0.4 s with it (issue 13, twelfth session). The worker's memory stays at its peak until it ends. Whether glibc took it
-    (False elsewhere)."""
+    pages are then faulted in once, not once per chunk, which cuts a whole-bank connect's page
+    faults and system time about tenfold (docs/performance.md). The worker's memory stays at its
+    peak until it ends. Returns whether glibc took it (False elsewhere)."""
     try:
         libc = ctypes.CDLL(None)
         return bool(libc.mallopt(_M_MMAP_THRESHOLD, _KEPT_BLOCK)) and bool(libc.mallopt(_M_TRIM_THRESHOLD, 2 * _KEPT_BLOCK))

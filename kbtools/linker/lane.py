@@ -2,7 +2,7 @@
 (``kernels._lane``), not as the state's dictionaries one Python statement at a time.
 
 A whole-bank connect at 100k plans about 450,000 automatic links, 70,000 of them at a full degree
-cap (the weakest link evicted, or the new one refused). Made by ``state._State`` one by one, each
+cap (the weakest link evicted, or the new one refused). Made by ``state.LinkState`` one by one, each
 link is a dictionary, two set entries and four counters: about 7 of the linking process's 14
 core-seconds, and 0.8 s more to free them at the end. The lane makes the same decisions over
 arrays: per row its live links in a list (``head``, ``nxt``), its automatic links counted
@@ -28,7 +28,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from kbtools.linker import kernels
+import kbtools.linker.kernels as kernels
 from kbtools.linker.state import _TEXT_VALUES, _link_type
 from kbtools.linker.wording import evidence_texts
 from kbtools.model.vocab import EDGE_TYPES
@@ -112,7 +112,7 @@ class LinkLane:
         return m, c, values
 
     def materialize(self, state) -> None:
-        """Hand the lane's links to the state (``state._State``) as the records its own links would
+        """Hand the lane's links to the state (``state.LinkState``) as the records its own links would
         have made (``_new``, ``add``), in the order they were made; the state links from here."""
         made = int(self.counts[0])
         links = np.flatnonzero(self.alive[:made])

@@ -28,7 +28,7 @@ from typing import Iterator
 
 import numpy as np
 
-from kbtools.linker import forks
+import kbtools.linker.forks as forks
 from kbtools.linker.evidence import Relations, candidate_pairs, kernel_parts, pair_evidence, search_neighbours
 from kbtools.linker.rules import LinkerSettings
 from kbtools.linker.terms import TermStats
@@ -108,7 +108,7 @@ class ChunkWork:
         """The compiled loops read back, when this connect uses them (once a process; a worker
         forked after it has them)."""
         if self.kernels:
-            from kbtools.linker import kernels
+            import kbtools.linker.kernels as kernels
 
             kernels.warm()
 

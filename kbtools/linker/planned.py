@@ -1,12 +1,11 @@
 """The edges a linking plan adds, kept as columns while the plan is made (``PlannedColumns``), so
 that the plan's ``add`` frame of a big connect is built from lists instead of from its records.
 
-A record is a dictionary made when its link is planned; a whole-bank connect at 100k plans 446,000
-of them over 18 seconds, scattered over the heap. Reading the 382,224 still planned back at the
-end, ten fields of each, missed the cache at every record: 0.59-0.63 s on one core after the last
-chunk, where the workers have nothing left to do. Appending each record's columns as it is planned
-is spread over the run: the time after the last chunk fell from 1.14-1.46 s to 0.80-0.96 s (four
-alternating pairs of runs, issue 13's thirteenth session).
+A record is a dictionary made when its link is planned; a whole-bank connect at 100k plans
+hundreds of thousands of them, scattered over the heap. Reading them back at the end, ten fields
+of each, misses the cache at every record, on one core after the last chunk, where the workers
+have nothing left to do. Appending each record's columns as it is planned spreads that work over
+the run, so less of it is left after the last chunk.
 
 >>> planned = PlannedColumns(now_us=1_700_000_000_000_000)
 >>> first = planned.put_auto(0, 1, "see_also", 0.5)
@@ -72,7 +71,7 @@ class PlannedColumns:
         self.alive.extend(b"\x01" * len(src))
 
     def put(self, rec: dict) -> int:
-        """The place of any planned record (``state._State._new``'s fields)."""
+        """The place of any planned record (``state.LinkState._new``'s fields)."""
         at = self.put_auto(rec["src"], rec["dst"], rec["type"], rec["weight"])
         self.evidence[at] = rec["evidence"]
         if tuple(rec[name] for name in _CONSTANT) != self._auto:

@@ -26,12 +26,12 @@ from kbtools.errors import EntryNotFound, ValidationError
 from kbtools.linker.evidence import candidate_pairs, pair_evidence, relations
 from kbtools.linker.pipeline import CHUNK_ROWS, ChunkWork, auto_workers, chunk_evidence, use_kernels
 from kbtools.linker.rules import KINDS, LINKER_DEFAULTS, LinkerSettings, kind_code
-from kbtools.linker.state import LINKING_READS, LinkPlan, _Choice, _EdgeIndex, _State
+from kbtools.linker.state import LINKING_READS, LinkPlan, _Choice, _EdgeIndex, LinkState
 from kbtools.linker.terms import TermStats, gc_paused, metadata_of
 from kbtools.linker.wording import why_text
 from kbtools.model.schema import SCHEMAS, conform
 
-__all__ = ["LinkPlan", "plan_links", "plan_connect", "apply_links", "why_text"]
+__all__ = ["LinkPlan", "plan_links", "plan_connect", "apply_links", "reference_connect", "why_text"]
 
 #: A connect of this many entries, half the bank or more, puts every entry's terms in the order its
 #: links show them once (``wording.shown_terms_table``) rather than batch by batch
@@ -67,7 +67,7 @@ def plan_links(entry_id, entries, edges, triples, *, vectors=None, cosine=None, 
     >>> plan.add.select("type", "source").rows(), plan.report["links"]
     ([('resolves', 'auto')], 1)
     """
-    ctx = _Context.open(entries, edges, triples, stats, settings, now, vectors, cosine, neighbors)
+    ctx = PlanContext.open(entries, edges, triples, stats, settings, now, vectors, cosine, neighbors)
     row = ctx.stats.row_of.get(entry_id)
     if row is None:
         raise EntryNotFound(str(entry_id), "plan_links")
@@ -79,7 +79,7 @@ def plan_links(entry_id, entries, edges, triples, *, vectors=None, cosine=None, 
     struct = ctx.structural(row)
     ev = pair_evidence(ctx.stats, pairs["m"], pairs["c"], rel=ctx.rel, settings=settings,
                        vectors=vectors, cosine=cosine, known_cos=pairs.get("cos"), features=False)
-    state = _State(ctx, ctx.edge_index_for(row, pairs["c"][ev["linked"]], struct))  # only those can be linked
+    state = LinkState(ctx, ctx.edge_index_for(row, pairs["c"][ev["linked"]], struct))  # only those can be linked
     state.link_entry(row, pairs, ev, struct, choice=_Choice(pairs, ev, ctx.stats, settings, state.index, 1))
     return state.plan({"entry": entry_id, "candidates": int(len(pairs["c"]))})
 
@@ -107,7 +107,7 @@ def plan_connect(entries, edges, triples, *, ids=None, vectors=None, cosine=None
     if workers is not None and (isinstance(workers, bool) or not isinstance(workers, int) or workers < 0):
         raise ValidationError("workers", workers, "a number of worker processes, 0 or more (None: one per core "
                                                   "for a connect of six chunks or more)")
-    ctx = _Context.open(entries, edges, triples, stats, settings, now, vectors, cosine, neighbors)
+    ctx = PlanContext.open(entries, edges, triples, stats, settings, now, vectors, cosine, neighbors)
     st = ctx.stats
     if ids is None:
         chosen = np.flatnonzero(~ctx.linked & (st.kind >= 0))
@@ -124,12 +124,12 @@ def plan_connect(entries, edges, triples, *, ids=None, vectors=None, cosine=None
     margin = len({t for s in structs.values() for typ, t in s if typ == "supersedes" and t is not None})
     made = []  # the link state, made once the workers have started (its edge index: 0.4 s at 100k)
 
-    def linking() -> _State:
+    def linking() -> LinkState:
         if not made:
-            made.append(_State(ctx, ctx.edge_index()))
+            made.append(LinkState(ctx, ctx.edge_index()))
             made[0].most_entries = len(chosen) >= _SHOWN_TABLE_FROM and 2 * len(chosen) >= len(st.ids)
             if work.kernels and _LANE:  # numba is imported only here, for a connect that runs its loops
-                from kbtools.linker import kernels
+                import kbtools.linker.kernels as kernels
                 from kbtools.linker.lane import LinkLane
 
                 if kernels.ready():  # the compiled loops were read back (``chunk_evidence``): the lane links
@@ -190,7 +190,7 @@ _LANE = True
 _STRUCTURAL_KINDS = np.array([kind_code(k) for k in ("goal", "decision", "insight")])
 
 
-def _pure(ctx: "_Context", rows: np.ndarray, structs: dict) -> np.ndarray:
+def _pure(ctx: "PlanContext", rows: np.ndarray, structs: dict) -> np.ndarray:
     """Per row, whether the link lane may link it: never linked, not superseded, and no
     structural links of its own (a goal's parent, a decision's predecessor, an insight's evidence)."""
     pure = ~ctx.linked[rows] & ~ctx.superseded[rows]
@@ -230,6 +230,34 @@ def apply_links(entries: pl.DataFrame, edges: pl.DataFrame, plan: LinkPlan) -> t
     return entries, new_edges
 
 
+def reference_connect(entries: pl.DataFrame, edges, triples, *, vectors=None, neighbors=None, stats=None,
+                      settings: LinkerSettings = LINKER_DEFAULTS, now=None) -> tuple[pl.DataFrame, pl.DataFrame]:
+    """The entries and edges after linking the bank the plain way: :func:`plan_links` for one entry
+    at a time, never-linked entries in ``created_at`` order (then id), each plan applied
+    (:func:`apply_links`) before the next entry is linked. The oracle a whole-bank
+    :func:`plan_connect` must equal, whatever its chunks, worker processes or compiled steps.
+    One plan per entry: slow on a big bank; tests compare against it.
+
+    >>> import polars as pl, datetime as dt
+    >>> t = dt.datetime(2026, 11, 1, tzinfo=dt.timezone.utc)
+    >>> entries = pl.DataFrame({"id": ["e1", "e2"], "kind": ["event", "event"], "session_id": ["s1", "s1"],
+    ...     "content": ["Line 3 keeps faulting with error E-217.", "Found it: the encoder cable on line 3 was loose."],
+    ...     "created_at": [t, t + dt.timedelta(seconds=30)]})
+    >>> after, links = reference_connect(entries, None, None, now=t)
+    >>> _, connected = apply_links(entries, None, plan_connect(entries, None, None, now=t))
+    >>> links.height == 1 and links.select("src", "dst", "type").rows() == connected.select("src", "dst", "type").rows()
+    True
+    """
+    if "linked_at" not in entries.columns:
+        entries = entries.with_columns(pl.lit(None, SCHEMAS["entries"]["linked_at"]).alias("linked_at"))
+    order = entries.filter(pl.col("linked_at").is_null()).sort("created_at", "id")["id"].to_list()
+    for entry_id in order:
+        plan = plan_links(entry_id, entries, edges, triples, vectors=vectors, neighbors=neighbors, stats=stats,
+                          settings=settings, now=now)
+        entries, edges = apply_links(entries, edges, plan)
+    return entries, conform(edges if edges is not None else pl.DataFrame(schema=SCHEMAS["edges"]), "edges")
+
+
 # ---------------------------------------------------------------- context of one call
 
 
@@ -243,7 +271,7 @@ def _to_us(now) -> int:
     raise ValidationError("now", now, "must be a datetime")
 
 
-class _Context:
+class PlanContext:
     """The frames of one call, read once: statistics, relations, masks, edges with row numbers."""
 
     @classmethod
@@ -252,7 +280,7 @@ class _Context:
         if not isinstance(entries, pl.DataFrame):
             raise ValidationError("entries", type(entries).__name__, "must be a polars DataFrame")
         if stats is None:
-            known = _known_entities(triples)
+            known = triple_entities(triples)
             stats = TermStats.build(entries, known_entities=known, settings=settings)
         else:
             stats.check_aligned(entries)
@@ -267,7 +295,7 @@ class _Context:
             _check_neighbors(neighbors, vectors, entries.height)
         self.stats, self.settings, self.now_us = stats, settings, _to_us(now)
         self.neighbors = neighbors
-        self.rel = _cached_relations(stats, triples)
+        self.rel = cached_relations(stats, triples)
         self.superseded, self.open_, self.linked = _entry_flags(stats, entries)
         self.metadata = entries["metadata"] if "metadata" in entries.columns else None
         self.ids = stats.ids
@@ -379,7 +407,7 @@ def _entry_flags(stats: TermStats, entries: pl.DataFrame):
     return out
 
 
-def _cached_relations(stats: TermStats, triples):
+def cached_relations(stats: TermStats, triples):
     """Relations of the bank's entity terms, kept on the statistics for the last triples seen (the
     same frame, or equal rows: a bank reads its triples anew on every call)."""
     cache = stats._relations
@@ -398,7 +426,7 @@ def _same_triples(a, b) -> bool:
     return a is not None and b is not None and a.columns == b.columns and a.equals(b)
 
 
-def _known_entities(triples) -> tuple[str, ...]:
+def triple_entities(triples) -> tuple[str, ...]:
     if triples is None or triples.height == 0:
         return ()
     return tuple(set(triples["subject"].drop_nulls().to_list()) | set(triples["object"].drop_nulls().to_list()))

@@ -1,6 +1,6 @@
 """The sequential state of a linking plan (seed 001, steps 5-7): the input edges by entry row
 (``_EdgeIndex``), each chunk's candidate order (``_Choice``) and the links added, evicted and taken
-over entry after entry (``_State``), returned as a ``LinkPlan``. ``planning`` drives it.
+over entry after entry (``LinkState``), returned as a ``LinkPlan``. ``planning`` drives it.
 
 >>> LinkPlan.empty().add.height
 0
@@ -23,7 +23,7 @@ from kbtools.errors import ValidationError
 from kbtools.linker.evidence import _SENTINEL, use_exact_neighbours
 from kbtools.linker.planned import PlannedColumns
 from kbtools.linker.rules import KINDS, LinkerSettings, link_type
-from kbtools.linker.terms import TermStats, _rows_of
+from kbtools.linker.terms import TermStats, row_positions
 from kbtools.linker.wording import _TEXT_VALUES, _evidence_json, _term_places, _why_words, evidence_texts, shown_terms_table
 from kbtools.model.fading import fade
 from kbtools.model.schema import SCHEMAS, TIME, conform, rows_frame
@@ -184,13 +184,13 @@ class _EdgeIndex:
         rows = np.asarray(rows, np.int64)
         if rows.size == 0:
             return np.zeros(0, np.int64)
-        return np.unique(self.edge_of[_rows_of(self.start, rows)[1]])
+        return np.unique(self.edge_of[row_positions(self.start, rows)[1]])
 
 
 class _Choice:
     """The automatic-link candidates of a chunk's rows, each row's in the order they are tried
     (score, then the newer entry), with the input edges joining each pair: what
-    ``_State._auto_links`` reads when no candidate of the row was superseded during the plan.
+    ``LinkState._auto_links`` reads when no candidate of the row was superseded during the plan.
 
     A row's list takes, from each source, its first ``candidates`` (``session_candidates``)
     entries, the exact scan's list instead of the index's where the index may have missed some of
@@ -244,7 +244,7 @@ class _Choice:
 _LISTED_PAIRS = 256  #: up to this many pairs, a choice's values are read as lists (``_Choice.values``)
 
 
-class _State:
+class LinkState:
     """Edges near the entries being linked, as dictionaries, updated link by link.
 
     Input edges are loaded (``ensure``) only for the rows whose edges are read one by one: an end
@@ -254,7 +254,7 @@ class _State:
     that stay under the cap reads none of their edges."""
 
     def __init__(self, ctx, index: _EdgeIndex):
-        """``ctx``: the call's context (``planning._Context``: statistics, settings, flags, now)."""
+        """``ctx``: the call's context (``planning.PlanContext``: statistics, settings, flags, now)."""
         self.ctx, self.st, self.s = ctx, ctx.stats, ctx.settings
         self.index = index
         self.edges: dict[tuple, dict] = {}

@@ -33,12 +33,12 @@ import polars as pl
 import scipy.sparse as sp
 
 from kbtools.errors import ValidationError
-from kbtools.linker.anchors import ASSET_NOUNS, Anchor, AnchorRows, _column_stems, anchors_of
+from kbtools.linker.anchors import ASSET_NOUNS, Anchor, AnchorRows, column_stems, anchor, anchors_of
 from kbtools.linker.rules import FIX_RE, LINKER_DEFAULTS, PROBLEM_RE, PROGRESS_RE, LinkerSettings, kind_code
-from kbtools.linker.text import stem
+from kbtools.linker.text import content_words, stem
 
 __all__ = ["TermStats", "entry_text", "idf", "authors_of", "STATS_COLUMNS", "ANCHOR_COLUMNS", "PART_COLUMNS", "anchor_keys",
-           "fill_anchors", "gc_paused"]
+           "fill_anchors", "gc_paused", "reference_term_stats"]
 
 _TEXT_COLUMNS = ("title", "summary", "content", "useful_for")
 #: Every column the statistics read: rows equal on these give equal statistics
@@ -132,7 +132,7 @@ class TermStats:
     #: the transposed postings as (base, rows, tail): terms x entries for the rows before ``rows``, and
     #: for the rows after (None when there are none), so that an append does not insert into every term
     _transposed: tuple = field(default=None, repr=False)
-    #: the growable arrays the postings and strong flags are views of (see ``_Buffer``)
+    #: the growable arrays the postings and strong flags are views of (see ``GrowingBuffer``)
     _buffers: dict = field(default_factory=dict, repr=False)
 
     @classmethod
@@ -174,8 +174,8 @@ class TermStats:
         buffers = grown.get("buffers")
         if buffers is None:  # a build: the arrays become the start of growable buffers
             kind = _index_dtype(len(indices))
-            buffers = {"indptr": _Buffer(np.asarray(indptr, kind)), "indices": _Buffer(np.asarray(indices, kind)),
-                       "strong_base": _Buffer(np.asarray(strong_base, bool))}
+            buffers = {"indptr": GrowingBuffer(np.asarray(indptr, kind)), "indices": GrowingBuffer(np.asarray(indices, kind)),
+                       "strong_base": GrowingBuffer(np.asarray(strong_base, bool))}
             indptr, indices, strong_base = (buffers[k].view(len(a)) for k, a in
                                             (("indptr", indptr), ("indices", indices), ("strong_base", strong_base)))
         postings = sp.csr_matrix((_ones(len(indices)), indices, indptr), shape=(n_rows, n_terms), copy=False)
@@ -294,7 +294,7 @@ class TermStats:
         indptr = _grow(buffers, "indptr", old + 1, new_indptr)
         indices = _grow(buffers, "indices", nnz, new_indices)
         strong_base = _grow(buffers, "strong_base", nnz, new_strong)
-        cues = {k: np.concatenate([getattr(self, k), v]) for k, v in _cues(texts).items()}
+        cues = {k: np.concatenate([getattr(self, k), v]) for k, v in text_cues(texts).items()}
         new_ids = new["id"].to_list()
         ids = self.ids + tuple(new_ids)
         bag_index = {k: dict(v) for k, v in self.bag_index.items()}
@@ -402,7 +402,7 @@ class TermStats:
         if held is not None or 8 * len(rows) >= len(self.ids) or asked > 8:  # read often: the whole column
             return self.total[rows]
         unique, inverse = np.unique(rows, return_inverse=True)
-        _, pos = _rows_of(self.postings.indptr, unique)
+        _, pos = row_positions(self.postings.indptr, unique)
         lengths = np.diff(self.postings.indptr)[unique].astype(np.int64)
         return _segment_sums(self.w[self.postings.indices[pos]], lengths)[inverse]
 
@@ -509,8 +509,7 @@ def gc_paused():
 
     The objects made meanwhile then join the oldest generation at once (``gc.freeze`` and
     ``gc.unfreeze``: no collection), where two young collections would have moved them after
-    walking all of them, the first one at the very next allocation: 0.12-0.19 s of a 100k build
-    (the pause's end under cProfile, gone with the change). A full collection still walks them, as
+    walking all of them, the first one at the very next allocation. A full collection still walks them, as
     it would have. Not where the caller froze objects of its own (``gc.freeze``):
     unfreezing would release them."""
     enabled = gc.isenabled()
@@ -529,9 +528,9 @@ def _rows_read_beside(entries: pl.DataFrame, columns: dict, kinds: np.ndarray, t
     """What a build reads of the rows besides their anchors: the facts, the cue flags, the title
     and author bags with their index. Mostly polars, which runs outside the GIL: in a thread, it
     overlaps the last steps of the anchors, which are Python (the anchors made, their postings) and
-    leave a core free. At 100k, in alternating processes: 1.61-1.68 against 1.72-1.77 s for the build."""
+    leave a core free, which shortens the build."""
     bag_index = {"title": {}, "author": {}}
-    return _entry_facts(entries), _cues(texts), _bags(columns, kinds, bag_index, None), bag_index
+    return _entry_facts(entries), text_cues(texts), _bags(columns, kinds, bag_index, None), bag_index
 
 
 def _read_entries(entries: pl.DataFrame, known: tuple[str, ...], settings: LinkerSettings = LINKER_DEFAULTS,
@@ -620,7 +619,7 @@ def _bags(columns: dict, kinds, bag_index: dict, old: dict | None) -> dict:
     in each row in the order of its set of names (as ``{w for w, _ in content_words(title)}``)."""
     n = len(kinds)
     linked = kinds >= 0
-    names, codes, _, _, offsets = _column_stems([v or "" for v in columns["title"]])
+    names, codes, _, _, offsets = column_stems([v or "" for v in columns["title"]])
     rows = np.repeat(np.arange(n, dtype=np.int64), np.diff(offsets))
     per_row = {"title": (names, codes[linked[rows]], rows[linked[rows]])}
     authors, author_rows = [], []
@@ -693,12 +692,12 @@ class _Numbered(dict):
         return number
 
 
-def _rows_of(indptr: np.ndarray, rows: np.ndarray):
+def row_positions(indptr: np.ndarray, rows: np.ndarray):
     """The stored positions of these CSR rows, in order, and for each the index of its row in ``rows``.
 
-    >>> _rows_of(np.array([0, 2, 2, 5]), np.array([2, 0]))
+    >>> row_positions(np.array([0, 2, 2, 5]), np.array([2, 0]))
     (array([0, 0, 0, 1, 1]), array([2, 3, 4, 0, 1]))
-    >>> _rows_of(np.array([0, 2, 2, 5]), np.array([2]))
+    >>> row_positions(np.array([0, 2, 2, 5]), np.array([2]))
     (array([0, 0, 0]), array([2, 3, 4]))
     """
     if len(rows) == 1:  # one entry's row (linking one entry reads a few): a slice, a tenth of the steps
@@ -735,7 +734,7 @@ def _check_entries(entries: pl.DataFrame) -> None:
 _TAIL_ROWS = 2048
 
 
-class _Buffer:
+class GrowingBuffer:
     """A growable 1-d array: statistics hold views of its first items; an extension writes after
     the last item written (its owner's end) into spare room, so an append copies only what it adds
     (amortised). An extension from an older end (statistics extended twice from the same ones)
@@ -758,7 +757,7 @@ class _Buffer:
         out.flags.writeable = False
         return out
 
-    def append(self, length: int, new: np.ndarray) -> "_Buffer":
+    def append(self, length: int, new: np.ndarray) -> "GrowingBuffer":
         """The buffer holding these first ``length`` items followed by ``new`` (this one or a new one)."""
         new = np.asarray(new)
         dtype = self.data.dtype
@@ -772,7 +771,7 @@ class _Buffer:
         bigger = np.empty(int(1.25 * (length + len(new))) + 1024, dtype)
         bigger[:length] = self.data[:length]
         bigger[length : length + len(new)] = new
-        out = _Buffer(bigger)
+        out = GrowingBuffer(bigger)
         out.filled = length + len(new)
         return out
 
@@ -866,21 +865,22 @@ def _entry_facts(entries: pl.DataFrame) -> dict:
     return dict(rank=rank, time_us=time_us, session=session)
 
 
-def _cues(texts: list[str]) -> dict:
+def text_cues(texts: list[str]) -> dict:
     """Whether each text names a fix, a problem, progress: the rules' patterns run by polars over
     the whole column (Rust regex, case-insensitive as the patterns are) instead of once per text.
 
     Rust's fast engines give up on a Unicode word boundary in a text with a non-ASCII character
-    (the PEP bank's titles hold a dash: 98 % of its texts, 2.8 s for 15 million characters). So a
-    non-ASCII character that is no word character, which no pattern reads but as a boundary, is
-    read as ``#`` (the same class, in no pattern), and a text then all ASCII is read with ASCII
-    boundaries and classes, the same matches there (0.2 s); the others as they are."""
+    (the PEP bank's titles hold a dash: nearly all of its texts, then read slowly). So a non-ASCII
+    character that is no word character, which no pattern reads but as a boundary, is read as
+    ``#`` (the same class, in no pattern), and a text then all ASCII is read with ASCII boundaries
+    and classes, the same matches there, an order of magnitude faster; the others as they are."""
     column = pl.Series("text", texts, dtype=pl.String)
     patterns = (("fix", FIX_RE), ("problem", PROBLEM_RE), ("progress", PROGRESS_RE))
     narrow = pl.col("text").str.replace_all(r"[^\x00-\x7F\w]", "#")
     # An ASCII text's lower case, read by the patterns as written (their letters are all lower
     # case), matches where the text does case-insensitively: the three patterns then read one
-    # lowered copy, 0.05 against 0.1 s at 100k. A text still wide is read again below.
+    # lowered copy, half the work of each pattern reading the text case-insensitively. A text
+    # still wide is read again below.
     lowered = narrow.str.to_lowercase()
     # one streaming query: the texts in parts on every core, the patterns side by side
     read = pl.LazyFrame([column]).select(
@@ -909,3 +909,64 @@ def metadata_of(value) -> dict:
     except (TypeError, ValueError):
         return {}
     return parsed if isinstance(parsed, dict) else {}
+
+
+#: The columns :func:`reference_term_stats` reads.
+_REFERENCE_COLUMNS = ("id", "kind", "title", "summary", "content", "useful_for", "steps", "systems", "session_id",
+                      "metadata")
+
+
+def reference_term_stats(entries: pl.DataFrame, known_entities=(), settings: LinkerSettings = LINKER_DEFAULTS) -> dict:
+    """The term statistics of ``entries`` read the plain way, entry by entry: the oracle that every
+    faster reading (:meth:`TermStats.build`, :meth:`TermStats.extend`, :meth:`TermStats.from_parts`)
+    must equal, field for field.
+
+    ``anchor()`` per entry (the one-entry path), the postings, strong flags and the title/author
+    bags filled by Python loops, the fix/problem/progress cues by the rules' Python patterns. Slow
+    (seconds per thousand entries); tests compare against it. ``known_entities`` are lower-cased
+    and stripped as a build takes them. Returns a dict: ``anchors`` (one :class:`Anchor` per row),
+    ``term_index`` (term -> column, in first-seen order), ``indptr``, ``indices`` and ``strong``
+    (the postings in CSR form, each row's columns ascending), ``bags`` (per bag name: its index,
+    indptr and indices) and ``fix``, ``problem``, ``progress`` (one bool per row).
+
+    >>> import polars as pl
+    >>> ref = reference_term_stats(pl.DataFrame({"id": ["a1"], "kind": ["knowledge"],
+    ...                                          "content": ["Fixed the pump on line 3."]}))
+    >>> ref["indptr"], ref["fix"], sorted(ref["term_index"])[:2]
+    ([0, 4], [True], ['e:line 3', 't:fix'])
+    """
+    known = tuple(sorted({str(k).strip().lower() for k in known_entities}))
+    rows = entries.select([c for c in _REFERENCE_COLUMNS if c in entries.columns]).to_dicts()
+    kinds = [kind_code(r.get("kind")) for r in rows]
+    texts = [entry_text(r) if code >= 0 else "" for r, code in zip(rows, kinds)]
+    anchors = []
+    for r, text in zip(rows, texts):
+        systems = tuple(s for s in (r.get("systems") or ()) if s)
+        anchors.append(anchor(text, known_entities=known + tuple(s.lower() for s in systems),
+                              keep_identifiers=settings.identifiers) if text else Anchor((), ()))
+    term_index, indptr, indices, strong = {}, [0], [], []
+    for a in anchors:
+        cols = [term_index.setdefault(t, len(term_index)) for t in a.terms]
+        place_words = {f"t:{stem(e.split()[0])}" for e in a.entities if _is_asset(e)}
+        flags = [not (_is_asset(t[2:]) and t.startswith("e:")) and t not in place_words for t in a.terms]
+        order = sorted(range(len(cols)), key=cols.__getitem__)
+        indices.extend(cols[i] for i in order)
+        strong.extend(flags[i] for i in order)
+        indptr.append(len(indices))
+    bags = {}
+    for name in ("title", "author"):
+        index, bptr, bcols = {}, [0], []
+        for r, code in zip(rows, kinds):
+            if code < 0:
+                items = ()
+            elif name == "title":
+                items = {w for w, _ in content_words(r.get("title") or "")}
+            else:
+                items = set(authors_of(r.get("metadata")))
+            bcols.extend(sorted(index.setdefault(x, len(index)) for x in items))
+            bptr.append(len(bcols))
+        bags[name] = (index, bptr, bcols)
+    cues = {name: [bool(pattern.search(t)) for t in texts]
+            for name, pattern in (("fix", FIX_RE), ("problem", PROBLEM_RE), ("progress", PROGRESS_RE))}
+    return {"anchors": anchors, "term_index": term_index, "indptr": indptr, "indices": indices, "strong": strong,
+            "bags": bags, **cues}

@@ -14,7 +14,7 @@ import math
 import numpy as np
 
 from kbtools.linker.evidence import _kernels
-from kbtools.linker.terms import TermStats, _rows_of
+from kbtools.linker.terms import TermStats, row_positions
 
 __all__ = ["why_text", "evidence_texts"]
 
@@ -26,9 +26,8 @@ def why_text(stats: TermStats, rel, m: int, c: int, e: dict) -> str:
 
 #: Up to this many terms an entry's terms are put in the order they are shown once, for all its
 #: links; an entry of more (long texts: the PEP bank's sections hold 79 on average) sorts each
-#: link's shared terms alone. A link's words and JSON, min of 7 runs over each bank's first 30,000
-#: links, two runs: at 100k (16 terms an entry) 11.8-12.0 us, against 13.8-14.1 sorting each link's;
-#: on the PEP bank 22.9-23.0 us, against 21.9-24.3 (27.7 sorting every entry's)
+#: link's shared terms alone: presorting pays where entries hold few terms (the synthetic banks) and
+#: costs where they hold many (sorting every PEP section's terms is slower than sorting each link's)
 _PRESORTED_TERMS = 32
 
 
@@ -322,7 +321,7 @@ def _shown_terms(stats: TermStats, rows: np.ndarray) -> dict:
     table = _shown_table(stats)
     if table is None:
         return _shown_terms_of(stats, rows)
-    _, pos = _rows_of(table["indptr"], rows)
+    _, pos = row_positions(table["indptr"], rows)
     length = table["length"][rows]
     return dict(col=table["col"][pos], low=table["low"][pos], text=np.append(table["text"][pos], None),
                 start=np.cumsum(length) - length, length=length, lowers=table["lowers"], low_id=table["low_id"])
@@ -390,7 +389,7 @@ def _posting_keys(stats: TermStats, rows: np.ndarray) -> np.ndarray:
     miss it at every step)."""
     rows = np.unique(rows)
     indptr = stats.postings.indptr
-    which, pos = _rows_of(indptr, rows)
+    which, pos = row_positions(indptr, rows)
     return (rows[which] << 32) | stats.postings.indices[pos].astype(np.int64)
 
 
@@ -421,7 +420,7 @@ def _hidden_words(stats: TermStats, shown: dict, local: np.ndarray, c: np.ndarra
         return np.zeros(0, np.int64)
     row = np.searchsorted(shown["start"], entity, side="right") - 1  # each entity term's row (none empty)
     by_row = np.concatenate([[0], np.cumsum(np.bincount(row, minlength=len(shown["start"])))])
-    pair, at = _rows_of(by_row, local)  # each pair's entry's entity terms (places in ``entity``)
+    pair, at = row_positions(by_row, local)  # each pair's entry's entity terms (places in ``entity``)
     at = entity[at]
     both = _contains(held, (c[pair] << 32) | col[at])
     pair, cols = pair[both], col[at[both]]
@@ -432,5 +431,5 @@ def _hidden_words(stats: TermStats, shown: dict, local: np.ndarray, c: np.ndarra
     words = [[low_id[w] for w in vocab[t][2:].split() if w in low_id] for t in distinct.tolist()]
     by_term = np.concatenate([[0], np.cumsum([len(w) for w in words])]).astype(np.int64)
     flat = np.array([w for ws in words for w in ws], np.int64)
-    hit, word_at = _rows_of(by_term, np.searchsorted(distinct, cols))  # each shared entity's words
+    hit, word_at = row_positions(by_term, np.searchsorted(distinct, cols))  # each shared entity's words
     return np.unique(pair[hit] * n_low + flat[word_at])

@@ -226,7 +226,7 @@ class Answer:
         return answer_html(self)
 
 
-def _fast(cls, values: dict[str, Any]):
+def fast_instance(cls, values: dict[str, Any]):
     """A frozen dataclass instance without its ``__init__`` (fold's hot path): ~3x cheaper than the
     generated ``__init__``, which sets each field through ``object.__setattr__``. ``values`` must
     name every field; nothing is validated."""

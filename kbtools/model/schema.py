@@ -112,7 +112,7 @@ def rows_frame(rows: list[tuple], schema) -> pl.DataFrame:
     ``pl.DataFrame(rows, schema=schema, orient="row")`` builds it (times as epoch microseconds, or
     datetimes), for a few rows built often (one linked entry's edges and its update).
 
-    That constructor spends four fifths of its time on five rows (100 of 120 us) in Python-level
+    On a few rows that constructor spends most of its time in Python-level
     schema handling before polars' own row reader; this calls the reader directly when polars has
     it where 1.x and 2.x keep it, once it gave the constructor's frame on the first rows built in
     that schema; else (no such reader, another frame, or an error of the check) the constructor.

@@ -1,6 +1,6 @@
-"""Graph analytics on a bank: thin wrappers that hand a bank's frames to the pure algorithms in
-``graph``, ``activation``, ``paths``, ``communities``, ``centrality`` and ``holes``, caching the
-graph views per bank version.
+"""Graph analytics on a bank: thin wrappers that hand a bank's frames to the pure algorithms of
+``kbtools.graph`` (``related_entries``, ``shortest_trace``, ``find_communities``,
+``centrality_scores``, ``find_holes``, ``find_flows``), caching the graph views per bank version.
 
 >>> import kbtools as kb  # doctest: +SKIP
 >>> kb.workflow_holes(kb.open_bank("data/demo/business")).height  # doctest: +SKIP
@@ -13,20 +13,19 @@ import dataclasses
 import igraph as ig
 import polars as pl
 
-from kbtools.graph import activation as _activation
-from kbtools.graph import hubs as _centrality
-from kbtools.graph import community as _communities
-from kbtools.graph import holes as _holes
-from kbtools.graph import paths as _paths
+from kbtools.graph.activation import expand, links_section
+from kbtools.graph.build import Adjacency, to_igraph
+from kbtools.graph.community import find_communities
+from kbtools.graph.holes import find_flows, find_holes
+from kbtools.graph.hubs import centrality_scores
+from kbtools.graph.paths import related_entries, shortest_trace
 from kbtools.model.answer import Answer
-from kbtools.graph.build import Adjacency
-from kbtools.graph.build import to_igraph as _to_igraph
 from kbtools.retrieval.pipeline import query
 from kbtools.store.bank import Bank
 
 __all__ = [
-    "to_igraph",
-    "adjacency",
+    "bank_igraph",
+    "bank_adjacency",
     "recall",
     "related",
     "trace",
@@ -37,14 +36,14 @@ __all__ = [
 ]
 
 
-def to_igraph(bank: Bank, *, trusted_only: bool = True) -> ig.Graph:
+def bank_igraph(bank: Bank, *, trusted_only: bool = True) -> ig.Graph:
     """The bank as a directed igraph: vertices carry id, kind, title, status; edges carry type,
     source, weight (faded for fading sources) and note. Cached per bank version."""
-    return bank.derived(f"igraph:{trusted_only}", lambda: _to_igraph(bank.entries, bank.edges, trusted_only=trusted_only),
+    return bank.derived(f"igraph:{trusted_only}", lambda: to_igraph(bank.entries, bank.edges, trusted_only=trusted_only),
                         on=("entries", "edges"))
 
 
-def adjacency(bank: Bank, *, trusted_only: bool = False) -> Adjacency:
+def bank_adjacency(bank: Bank, *, trusted_only: bool = False) -> Adjacency:
     """The bank's undirected weighted adjacency for breadth-first walks (cached per version);
     automatic links take part unless ``trusted_only``."""
     return bank.derived(f"adjacency:{trusted_only}", lambda: Adjacency.build(bank.entries, bank.edges, trusted_only=trusted_only),
@@ -64,52 +63,52 @@ def recall(bank: Bank, text: str, *, links: int = 3, k: int = 8, fold: bool = Tr
     answer = query(bank, text, k=k, fold=fold, record_usage=record_usage, **query_options)
     if links == 0 or not answer.results:
         return answer
-    adj = adjacency(bank)
+    adj = bank_adjacency(bank)
     seeds = {r.id: max(float(r.score), 1e-9) for r in answer.results}
     shown_all = {r.id for r in answer.results} | {p.id for r in answer.results for p in (*r.related, *r.neighbors)}
-    brought = _activation.expand(seeds, adj, bank.entries, links=links + len(shown_all))
+    brought = expand(seeds, adj, bank.entries, links=links + len(shown_all))
     brought = brought.filter(~pl.col("id").is_in(sorted(shown_all))).head(links)
     info = bank.entries.join(brought, on="id", how="inner").select("id", "kind", "title", "summary", "activation", "via")
     linked = [dict(row) for row in brought.join(info.drop("activation", "via"), on="id", how="left").iter_rows(named=True)]
     shown = [r.id for r in answer.results] + [p.id for r in answer.results for p in r.related]
-    lines = _activation.links_section(shown, brought, bank.edges, bank.entries, max_lines=max_lines)
+    lines = links_section(shown, brought, bank.edges, bank.entries, max_lines=max_lines)
     return dataclasses.replace(answer, linked=linked, links=lines)
 
 
 def related(bank: Bank, entry_id: str, *, depth: int = 2, limit: int = 10) -> pl.DataFrame:
     """What is connected to an entry, best first: id, title, score, path (the chain of links)."""
     _require(bank, entry_id)
-    return _paths.related(entry_id, adjacency(bank), bank.entries, depth=depth, limit=limit)
+    return related_entries(bank_adjacency(bank), entry_id, bank.entries, depth=depth, limit=limit)
 
 
 def trace(bank: Bank, a: str, b: str, *, max_depth: int = 4) -> pl.DataFrame:
     """The shortest chain of links from ``a`` to ``b`` (either direction), as a frame of edges."""
     _require(bank, a, b)
-    return _paths.trace(a, b, adjacency(bank), max_depth=max_depth)
+    return shortest_trace(bank_adjacency(bank), a, b, max_depth=max_depth)
 
 
 def communities(bank: Bank, *, method: str = "leiden", resolution: float = 1.0, seed: int = 0,
                 trusted_only: bool = True) -> pl.DataFrame:
     """Communities ("constellations"): id, community, size, label (the members' distinctive terms)."""
     key = f"communities:{method}:{resolution}:{seed}:{trusted_only}"
-    return bank.derived(key, lambda: _communities.communities(
-        to_igraph(bank, trusted_only=trusted_only), method=method, resolution=resolution, seed=seed, entries=bank.entries),
+    return bank.derived(key, lambda: find_communities(
+        bank_igraph(bank, trusted_only=trusted_only), method=method, resolution=resolution, seed=seed, entries=bank.entries),
         on=("entries", "edges"))
 
 
 def centrality(bank: Bank, *, betweenness_sample: int | None = None, trusted_only: bool = True) -> pl.DataFrame:
     """Per entry: degree, in/out degree, pagerank, betweenness, hub (the documented hub rule)."""
-    return bank.derived(f"centrality:{betweenness_sample}:{trusted_only}", lambda: _centrality.centrality(
-        to_igraph(bank, trusted_only=trusted_only), betweenness_sample=betweenness_sample), on=("entries", "edges"))
+    return bank.derived(f"centrality:{betweenness_sample}:{trusted_only}", lambda: centrality_scores(
+        bank_igraph(bank, trusted_only=trusted_only), betweenness_sample=betweenness_sample), on=("entries", "edges"))
 
 
 def workflow_holes(bank: Bank, *, lanes: bool = False) -> pl.DataFrame:
     """The holes in the bank's process flows, declared or inferred from ``precedes`` edges alone: id,
     title, flow, hole, severity, explanation, question, affects, declared. ``lanes=True``: a step in
     a BPMN pool needs a lane (by default its participant owns it)."""
-    return _holes.workflow_holes(bank.entries, bank.edges, lanes=lanes)
+    return find_holes(bank.entries, bank.edges, lanes=lanes)
 
 
 def process_flows(bank: Bank) -> pl.DataFrame:
     """One row per process flow (declared or inferred): its start steps, end steps, steps, owners and holes."""
-    return _holes.process_flows(bank.entries, bank.edges)
+    return find_flows(bank.entries, bank.edges)

@@ -12,7 +12,7 @@ holds no process, always stops it; nothing is written.
 
 >>> import kbtools as kb, tempfile, pathlib  # doctest: +SKIP
 >>> bank = kb.create_bank(pathlib.Path(tempfile.mkdtemp()) / "b")  # doctest: +SKIP
->>> kb.ingest_bpmn(bank, "tests/data/bpmn/order_to_cash.bpmn")["created"]  # doctest: +SKIP
+>>> kb.ops.ingest_bpmn(bank, "tests/data/bpmn/order_to_cash.bpmn")["created"]  # doctest: +SKIP
 38
 """
 
@@ -26,7 +26,7 @@ from typing import Callable
 import polars as pl
 
 from kbtools.errors import BpmnError, KbError
-from kbtools.graph.holes import workflow_holes
+from kbtools.graph.holes import find_holes
 from kbtools.model.bpmn import BpmnModel, color_bpmn, parse_bpmn
 from kbtools.model.schema import SCHEMAS, conform
 from kbtools.ops.interchange import plan_import
@@ -163,8 +163,8 @@ def ingest_bpmn(bank: Bank, source: str | os.PathLike, *, actor: str = "ingest",
     _commit(bank, plan, actor=actor)
     flows = {pid: flow for m in models for pid, flow in m.flows.items()}
     mine = set(entries["id"].to_list())
-    holes = workflow_holes(entries.with_columns(status=pl.lit("active")), edges) if dry_run else \
-        workflow_holes(bank.entries, bank.edges).filter(pl.col("id").is_in(sorted(mine)))
+    holes = find_holes(entries.with_columns(status=pl.lit("active")), edges) if dry_run else \
+        find_holes(bank.entries, bank.edges).filter(pl.col("id").is_in(sorted(mine)))
     report.update(files=[m.entries["metadata"].str.json_path_match("$.bpmn.file")[0] for m in models if m.entries.height],
                   flows=flows, holes=holes.height, skipped=[s for m in models for s in m.skipped],
                   broken=[b for m in models for b in m.broken], dry_run=dry_run)
@@ -179,7 +179,7 @@ def export_bpmn_holes(bank: Bank, out: str | os.PathLike, *, source: str | os.Pa
     The diagrams are read from the files recorded at ingest (``metadata.bpmn.file``), or from
     ``source`` (a file or folder) when they have moved. ``out`` is a file when the bank holds one
     diagram, else a folder (one ``<name>.holes.bpmn`` per diagram). ``lanes``: as for
-    :func:`~kbtools.graph.holes.workflow_holes`.
+    :func:`~kbtools.graph.holes.find_holes`.
 
     >>> import kbtools as kb, tempfile, pathlib
     >>> tmp = pathlib.Path(tempfile.mkdtemp())
@@ -191,8 +191,8 @@ def export_bpmn_holes(bank: Bank, out: str | os.PathLike, *, source: str | os.Pa
         "id", pl.col("metadata").str.json_path_match("$.bpmn.file").alias("file"),
         pl.col("metadata").str.json_path_match("$.bpmn.element").alias("element"))
     if meta.height == 0:
-        raise KbError(f"{bank.path}: the bank holds no ingested BPMN model (ingest one with kb.ingest_bpmn)")
-    holes = workflow_holes(bank.entries, bank.edges, lanes=lanes)
+        raise KbError(f"{bank.path}: the bank holds no ingested BPMN model (ingest one with kb.ops.ingest_bpmn)")
+    holes = find_holes(bank.entries, bank.edges, lanes=lanes)
     marks = (holes.join(meta, on="id", how="inner").group_by("file", "element", maintain_order=True)
              .agg(pl.col("severity").first(), pl.col("hole").unique(maintain_order=True).str.join(", ")))
     given = {p.name: p for p in _files(source)} if source is not None else {}

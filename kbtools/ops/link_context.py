@@ -391,10 +391,9 @@ def _grown(bank: Bank, prior: _LinkerVectors, mark, segments: list[dict], paths:
 NEIGHBOURS_FLAT_BELOW = 20_000
 #: From this many entries the linker's neighbour index is an inverted file with 8-bit codes.
 NEIGHBOURS_IVF_FROM = 300_000
-#: efSearch 40, not 64: at 100k the exact top 24 of 1,000 text-vector queries are found 0.9946 of
-#: the time against 0.9961, the search costs a third less, and a whole-bank connect makes the same
-#: links but 3 of 382,222 (issue 13, sixth session). M 16, not 32: a search reads half the
-#: neighbours per node, 15-28 % less time (see ``new_neighbour_index``)
+#: efSearch 40, not 64: at 100k the exact top 24 are found about as often, the search costs a third
+#: less, and a whole-bank connect makes the same links but a handful. M 16, not 32: a search reads
+#: half the neighbours per node (see ``new_neighbour_index``)
 _HNSW_M, _HNSW_EF_CONSTRUCTION, _HNSW_EF_SEARCH = 16, 80, 40
 
 
@@ -417,17 +416,11 @@ def new_neighbour_index(vectors: np.ndarray):
     re-scoring (0.987 of the exact top 41 at 100k, as full vectors); they make the graph a quarter
     of the memory, its search about a third faster and its build about 40 % faster.
 
-    Issue 13, eleventh session: one range for all dimensions (faiss ``QT_8bit_uniform``), not one
-    per dimension, decodes a value with one multiply less and finds the exact top 24 among a
-    search's first 29 hits as often (2,000 queries: 0.9976 against 0.9974 at 100k text vectors,
-    0.277 against 0.275 at 100k random ones, 0.9879 against 0.9888 on the PEP bank's 8,179
-    vectors). M 16 rather than 32 then reads half the neighbours per node: a whole-bank connect at
-    100k spends 25.6-28.2 against 29.3-29.7 core-seconds in its workers (20.1-22.8 against
-    22.6-22.9 s) and makes 13 of its 382,222 links otherwise; the exact top 24 are found 0.9932
-    of the time (0.158 for random vectors, whose fallback to the exact scan then runs more often;
-    0.9832 on PEP's vectors). On the PEP bank linked through such an index the linker recovers
-    the same 23.14 % of the held-out human edges at 1.93 % precision with either M or the
-    per-dimension codes. The index builds in 13 against 19 s, its graph half the size. Rows
+    One range for all dimensions (faiss ``QT_8bit_uniform``), not one per dimension, decodes a
+    value with one multiply less and finds the exact neighbours among a search's first hits as
+    often. M 16 rather than 32 then reads half the neighbours per node: a whole-bank connect costs
+    less in its workers, makes almost the same links, and recovers the same share of held-out human
+    edges on the PEP bank; the index builds faster and its graph is half the size. Rows
     added later are coded with the range of the first build (a value outside it is clipped in
     the code, never in the re-scored cosine)."""
     faiss = faiss_threads(1)
@@ -471,7 +464,7 @@ def neighbour_index(bank: Bank, vectors: np.ndarray | None):
 
     An HNSW or inverted-file index is also kept in the bank's ``cache/`` (``NEIGHBOURS_FILE``), so
     a new process (a scheduled ``kb connect``, the first linked add of a server) reads it instead of
-    building it again (12-14 s for HNSW at 100k entries on two cores), and grows it by the entries
+    building it again (seconds for HNSW at 100k entries), and grows it by the entries
     appended since. It is written when built from scratch, and again once it has grown by
     ``NEIGHBOURS_RESAVE`` of its rows; a read-only bank writes nothing."""
     if vectors is None or len(vectors) == 0:

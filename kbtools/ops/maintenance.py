@@ -20,7 +20,7 @@ import polars as pl
 from kbtools.linker.fading import plan_decay, plan_reinforce
 from kbtools.errors import EdgeRuleError, ValidationError
 from kbtools.linker import LinkerSettings, LinkScore, plan_connect
-from kbtools.linker import explain as _explain
+from kbtools.linker.explanation import explain_pair
 from kbtools.store.bank import Bank, utcnow
 from kbtools.ops.link_context import (faiss_threads, linker_settings, linker_vectors, neighbour_index, settings_for,
                                       term_stats)
@@ -131,9 +131,9 @@ def explain(bank: Bank, a: str, b: str, *, cosine: float | None = None,
     settings = settings or linker_settings(bank)
     if cosine is not None:
         value = float(cosine)
-        return _explain(a, b, bank.entries, bank.edges, bank.triples, cosine=lambda ms, cs: np.full(len(ms), value),
+        return explain_pair(a, b, bank.entries, bank.edges, bank.triples, cosine=lambda ms, cs: np.full(len(ms), value),
                         stats=term_stats(bank, settings), settings=settings)
-    return _explain(a, b, bank.entries, bank.edges, bank.triples, vectors=linker_vectors(bank),
+    return explain_pair(a, b, bank.entries, bank.edges, bank.triples, vectors=linker_vectors(bank),
                     stats=term_stats(bank, settings), settings=settings)
 
 
@@ -197,7 +197,7 @@ def calibrate_bank(bank: Bank, *, dry_run: bool = False, seed: int = 0, threshol
     written; ``calibrated`` is False).
 
     >>> import kbtools as kb  # doctest: +SKIP
-    >>> kb.calibrate_bank(bank)["calibrated"]  # doctest: +SKIP
+    >>> kb.ops.calibrate_bank(bank)["calibrated"]  # doctest: +SKIP
     True
     """
     from kbtools.linker.calibration import calibrate_weights, split_half

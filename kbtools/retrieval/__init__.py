@@ -1,10 +1,14 @@
-"""Retrieval: embedders, the faiss index, the BM25 arm, folding and the ranked pool.
+"""Retrieval: embedders, the faiss index, the BM25 arm, folding and the ranked pool, with the
+settings ``kb.query`` and ``kb.fold`` take (``QUERY_DEFAULTS``, ``FOLD_DEFAULTS``) and the parts of
+the ``Answer`` they return (``Result``, ``Pointer``).
 
 >>> from kbtools import retrieval
->>> "ranked_pool" in retrieval.__all__
-True
+>>> "ranked_pool" in retrieval.__all__ and retrieval.FOLD_DEFAULTS.k
+8
 """
 
+from kbtools.model.answer import Pointer, Result
+from kbtools.model.config import FOLD_DEFAULTS, QUERY_DEFAULTS, FoldConfig, QueryConfig
 from kbtools.retrieval.embedders import (
     Embedder,
     HashingEmbedder,
@@ -19,4 +23,4 @@ from kbtools.retrieval.search import ranked_pool
 
 __all__ = ["Embedder", "HashingEmbedder", "MiniLMEmbedder", "StaticEmbedder", "default_embedder", "get_embedder",
            "EdgeLookup", "fold", "flat", "pool_components", "DEFAULT_WEIGHTS", "DIMENSIONS", "VectorIndex",
-           "ranked_pool"]
+           "ranked_pool", "Result", "Pointer", "QUERY_DEFAULTS", "FOLD_DEFAULTS", "QueryConfig", "FoldConfig"]

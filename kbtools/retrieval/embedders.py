@@ -299,7 +299,7 @@ class StaticEmbedder:
         ``tokens`` limits the build to the ``tokens`` most frequent ids (an int) or to given ids
         (tests use a few hundred); others, and the special tokens ([PAD], [UNK], [CLS], ...), get a
         zero vector and weight 0. ``dims`` reduces the table by PCA (``None`` keeps the centred 384
-        dims). The full build (29,523 tokens) took 17-30 s on 2 shared cores.
+        dims). The full build (29,523 tokens) takes tens of seconds.
 
         >>> small = StaticEmbedder.build(tokens=300, progress=False)
         >>> small.encode(["the time of the year"]).shape

@@ -60,7 +60,7 @@ import polars as pl
 
 from kbtools.model import vocab
 from kbtools.model.config import FOLD_DEFAULTS
-from kbtools.model.answer import Answer, Pointer, Result, _fast
+from kbtools.model.answer import Answer, Pointer, Result, fast_instance
 from kbtools.errors import ValidationError
 
 __all__ = ["EdgeLookup", "fold", "flat", "pool_components"]
@@ -476,7 +476,7 @@ def _pointers(unit: _Unit, graph: _PoolGraph, ids: list[str], info: _Info) -> li
     for m in sorted((m for m in unit.members if m != unit.rep), key=lambda m: (dist[m], m)):
         before = prev[m]
         src, _, type_, note, source = graph.edge(before, m)
-        out.append(_fast(Pointer, dict(
+        out.append(fast_instance(Pointer, dict(
             id=ids[m], relation=type_, direction="out" if src == ids[before] else "in", note=note,
             summary=info.pool_field(m, ids[m], "summary"), via=ids[before] if dist[m] > 1 else None,
             kind="folded", source=source, title=info.pool_field(m, ids[m], "title"),
@@ -488,7 +488,7 @@ def _result(rank: int, i: int, ids: list[str], info: _Info, related: list[Pointe
             neighbors: list[Pointer] | None = None) -> Result:
     entry_id = ids[i]
     steps = info.pool_field(i, entry_id, "steps")
-    return _fast(Result, dict(
+    return fast_instance(Result, dict(
         id=entry_id, rank=rank, score=info.pool_field(i, entry_id, "score"), kind="result",
         title=info.pool_field(i, entry_id, "title"), summary=info.pool_field(i, entry_id, "summary"),
         related=related or [], neighbors=neighbors or [], steps=list(steps) if steps else None,
@@ -516,7 +516,7 @@ def _pick_neighbors(shown: list[str], ids: list[str], around: _Around, info: _In
             if rows is not None and row is None:
                 continue
             used.add(other)
-            picked.append(_fast(Pointer, dict(
+            picked.append(fast_instance(Pointer, dict(
                 id=other, relation=edge[2], direction=direction, note=edge[3],
                 summary=None if row is None else row.get("summary"), via=None, kind="neighbor", source=edge[4],
                 title=None if row is None else row.get("title"),

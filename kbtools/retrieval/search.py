@@ -143,7 +143,7 @@ def bank_index(bank: Bank, *, kind: str = "auto", weights: Mapping[str, float] |
         ).hexdigest()[:24]
         # the write path of agents adding entries: only the new segments are read
         idx = _appended(prior, bank, segs, weights)
-        if idx is not None:  # nothing else to read (the blocks' id index costs 50 ms at 100k)
+        if idx is not None:  # nothing else to read (the blocks' id index is costly at 100k)
             idx.fingerprint, idx.segments, idx.mark = fp, segs, mark
             return idx
         if prior is None:
@@ -290,7 +290,7 @@ def _grown(prior: VectorIndex | None, segs: list, live: np.ndarray, read: Callab
     return prior
 
 
-class _Display:
+class PoolDisplay:
     """Each entry's row number and the columns a pool shows: the rows read when the cache was built,
     in one chunk, and the rows appended since, in another (polars gathers a list column of several
     chunks by rejoining it: milliseconds per query at a million entries)."""
@@ -301,13 +301,13 @@ class _Display:
     def __init__(self, rows: dict, base: pl.DataFrame, tail: pl.DataFrame, mark):
         self.rows, self.base, self.tail, self.mark = rows, base, tail, mark
 
-    def grown(self, added: pl.DataFrame, mark) -> "_Display":
+    def grown(self, added: pl.DataFrame, mark) -> "PoolDisplay":
         start = self.base.height + self.tail.height
         self.rows.update(zip(added["id"].to_list(), range(start, start + added.height)))
         tail = pl.concat([self.tail, added.select(self.base.columns)]).rechunk()
         if tail.height > self._TAIL:
-            return _Display(self.rows, pl.concat([self.base, tail]).rechunk(), tail.clear(), mark)
-        return _Display(self.rows, self.base, tail, mark)
+            return PoolDisplay(self.rows, pl.concat([self.base, tail]).rechunk(), tail.clear(), mark)
+        return PoolDisplay(self.rows, self.base, tail, mark)
 
     def take(self, positions: list[int]) -> pl.DataFrame:
         """The display rows at these positions, in this order."""
@@ -320,7 +320,7 @@ class _Display:
         return both[np.argsort(np.concatenate([head, rest]), kind="stable")]
 
 
-def _display(bank: Bank) -> _Display:
+def _display(bank: Bank) -> PoolDisplay:
     """The pool's display rows of the bank's entries (cached; grown when entries were only added)."""
 
     def build(prior):
@@ -329,7 +329,7 @@ def _display(bank: Bank) -> _Display:
         if added is not None:  # entries were only added: extend, do not rebuild
             return prior.grown(added, mark)
         base = bank.entries.select("id", "title", "summary", "kind", "steps").rechunk()
-        return _Display(dict(zip(base["id"].to_list(), range(base.height))), base, base.clear(), mark)
+        return PoolDisplay(dict(zip(base["id"].to_list(), range(base.height))), base, base.clear(), mark)
 
     return bank.derived("pool-display", build, on=("entries",), grow=True)
 

@@ -191,14 +191,14 @@ def _link_groups(nodes: pl.DataFrame, edges: pl.DataFrame) -> pl.DataFrame:
     """Communities of the drawn links (Leiden, modularity) when the caller gave none."""
     import igraph as ig
 
-    from kbtools.graph.community import communities
+    from kbtools.graph.community import find_communities
 
     ids = nodes["id"].to_list()
     index = {i: n for n, i in enumerate(ids)}
     pairs = [(index[s], index[d]) for s, d in zip(edges["src"], edges["dst"]) if s in index and d in index and s != d]
     graph = ig.Graph(n=len(ids), edges=pairs)
     graph.vs["name"] = ids
-    found = communities(graph, entries=nodes.select("id", "title", "summary"))
+    found = find_communities(graph, entries=nodes.select("id", "title", "summary"))
     return found.select("id", "community", "label") if found.height else pl.DataFrame(
         schema={"id": pl.String, "community": pl.Int64, "label": pl.String})
 

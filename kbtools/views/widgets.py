@@ -507,7 +507,7 @@ def community_view(bank, *, top: int = 20) -> CommunityView:
     """Communities with labels and sizes, and the hubs (see :class:`CommunityView`).
 
     >>> import kbtools as kb  # doctest: +SKIP
-    >>> kb.community_view(kb.open_bank("data/demo/engineering")).save_html("communities.html")  # doctest: +SKIP
+    >>> kb.views.community_view(kb.open_bank("data/demo/engineering")).save_html("communities.html")  # doctest: +SKIP
     """
     return CommunityView(bank, top=top)
 
