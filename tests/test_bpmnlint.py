@@ -21,7 +21,7 @@ import xml.etree.ElementTree as ET
 
 import pytest
 
-from kbtools.graph.holes import HOLE_KINDS, workflow_holes
+from kbtools.graph.holes import HOLE_KINDS, find_holes
 from kbtools.model.bpmn import BPMN_NS, parse_bpmn
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
@@ -124,7 +124,7 @@ def walker_verdicts(path: pathlib.Path) -> set[tuple[str, str]]:
     """(element id, hole kind) for the walker's holes of the shared kinds."""
     model = parse_bpmn(path.read_bytes(), file=path.name)
     element = {i: json.loads(m)["bpmn"]["element"] for i, m in model.entries.select("id", "metadata").iter_rows()}
-    holes = workflow_holes(model.entries, model.edges)
+    holes = find_holes(model.entries, model.edges)
     found = {(element[i], h) for i, h in holes.select("id", "hole").iter_rows()
              if h in SHARED and h != "broken_reference"}
     return found | {(b["element"], "broken_reference") for b in model.broken}

@@ -39,19 +39,12 @@ KNOWN = {
     ("evaluate.leak", "evaluate.tasks"): "_tokens",
     ("graph.paths", "graph.activation"): "_check_spread_options _rows _spread_arrays",
     ("linker.anchors", "linker.text"): "_content_stem",
-    ("linker.calibration", "linker.planning"): "_known_entities",
-    ("linker.evidence", "linker.terms"): "_rows_of",
-    ("linker.explanation", "linker.planning"): "_known_entities",
     ("linker.lane", "linker.state"): "_TEXT_VALUES _link_type",
-    ("linker.planning", "linker.state"): "_Choice _EdgeIndex _State",
+    ("linker.planning", "linker.state"): "_Choice _EdgeIndex",
     ("linker.state", "linker.evidence"): "_SENTINEL",
-    ("linker.state", "linker.terms"): "_rows_of",
     ("linker.state", "linker.wording"): "_TEXT_VALUES _evidence_json _term_places _why_words",
-    ("linker.terms", "linker.anchors"): "_column_stems",
     ("linker.wording", "linker.evidence"): "_kernels",
-    ("linker.wording", "linker.terms"): "_rows_of",
     ("model.answer", "model.answer_html"): "_linked_text",
-    ("retrieval.folding", "model.answer"): "_fast",
 }
 
 
