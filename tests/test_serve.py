@@ -194,3 +194,50 @@ def test_a_few_vector_rows_are_read_without_mapping_them_and_equal_the_mapped_ro
         VectorBlocks.PREAD_ROWS = old
     assert read.dtype == mapped.dtype and np.array_equal(read, mapped)
     assert blocks._fds  # read through descriptors, not the map
+
+
+def _plain_fold(bank, text):
+    """The oracle: the same pool folded over the whole edge frame and the active entries."""
+    from kbtools.retrieval.search import ranked_pool
+
+    pool = ranked_pool(bank, text)
+    active = bank.entries.filter(pl.col("status") == "active").select("id", "title", "summary", "kind")
+    return kb.fold(pool, bank.edges, entries=active, query=text).to_dict()
+
+
+def test_a_query_after_an_add_link_unlink_or_delete_reads_the_fold_edges_without_rebuilding(bank):
+    from kbtools.retrieval.folding import EdgeLookup
+    from kbtools.retrieval.pipeline import edge_lookup
+
+    kb.query(bank, "warm the fold", record_usage=False)
+    builds = EdgeLookup.builds
+    phrase = "zyxel quokka retention window for the cold shard"
+    new = kb.report_learning(bank, content=f"The {phrase} is seven days.", actor="a", link=False)
+    ans = kb.query(bank, phrase, record_usage=False)
+    assert ans.ids()[0] == new and ans.to_dict() == _plain_fold(bank, phrase)
+
+    # link the new entry to its nearest pool members and to an entry far outside the pool
+    pool = ans.ids()
+    far = bank.entries.filter(~pl.col("id").is_in(pool))["id"][0]
+    kb.link(bank, pool[3], new, "corrects", actor="a", note="the window changed")
+    kb.link(bank, new, far, "cites", actor="a", note="where the window is set")
+    ans = kb.query(bank, phrase, record_usage=False)
+    assert ans.to_dict() == _plain_fold(bank, phrase)
+    assert pool[3] in [p.id for r in ans.results for p in r.related], "the new corrects edge did not fold"
+    assert far in [p.id for r in ans.results for p in r.neighbors], "the new cites edge is not a neighbour"
+
+    kb.unlink(bank, new, far, "cites", reason="wrong target", actor="a")
+    ans = kb.query(bank, phrase, record_usage=False)
+    assert ans.to_dict() == _plain_fold(bank, phrase)
+    assert far not in [p.id for r in ans.results for p in r.neighbors]
+
+    # a delete bridges X -> deleted -> Y and removes the deleted entry's edges
+    kb.link(bank, new, far, "see_also", actor="a")
+    kb.delete_entry(bank, new, reason="superseded by the runbook", actor="a")
+    ans = kb.query(bank, phrase, record_usage=False)
+    assert new not in ans.ids() and ans.to_dict() == _plain_fold(bank, phrase)
+    lookup = edge_lookup(bank)
+    assert lookup.touching([new]) == [], "a deleted entry's edges are still folded"
+    assert EdgeLookup.builds == builds, "a write rebuilt the fold's edge lookup from the whole edge frame"
+    whole = EdgeLookup.build(bank.edges)  # the plain build over the current edge frame holds the same rows
+    assert len(lookup) == len(whole) and lookup.rows == whole.rows

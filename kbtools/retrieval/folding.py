@@ -5,9 +5,10 @@ The query path, step by step (steps 1 and 8 belong to the caller, the bank's que
 1. *Fetch* a pool of ~20 candidates, ranked best first, without bumping usage (caller).
 2. *Edges among the pool*: the trusted edges (``sources=None`` means :data:`vocab.TRUSTED_SOURCES`;
    fading sources such as ``auto`` count only when ``sources=`` names them) with both ends in the
-   pool. A prepared :class:`EdgeLookup` (id -> incident edge rows, built once per bank version)
-   makes this a dictionary read; given a plain edge frame, ``fold`` first narrows it with one
-   vectorised polars filter to the rows touching the pool and builds a lookup of those.
+   pool. A prepared :class:`EdgeLookup` (both ends of every edge in sorted arrays, grown by
+   appended edges and masking removed ones, never rebuilt per bank version) makes this a binary
+   search for the pool's ids; given a plain edge frame, ``fold`` first narrows it with one
+   vectorised polars filter to the rows touching the pool.
 3. *Groups*: connected components of the pool by union-find, edges taken as undirected.
 4. *Representatives*: the top ``protect`` ranks (at most ``k``) always represent themselves. In a
    group without a protected member, start from its best-ranked member; while the current member
@@ -52,8 +53,8 @@ The query path, step by step (steps 1 and 8 belong to the caller, the bank's que
 from __future__ import annotations
 
 from collections.abc import Iterable
-from dataclasses import dataclass, field
-from typing import Any, NamedTuple
+from dataclasses import dataclass
+from typing import Any, ClassVar, NamedTuple
 
 import numpy as np
 import polars as pl
@@ -75,14 +76,20 @@ _Edge = tuple
 _Incident = tuple
 
 
-@dataclass(frozen=True, eq=False)
 class EdgeLookup:
-    """Edges prepared for folding: each id's incident edge rows, optionally entries' display fields.
+    """Edges prepared for folding: sorted arrays of edge ends, read for a pool's ids only.
 
-    Build once per bank version and pass it as ``edges`` to :func:`fold` / :func:`flat` /
-    :func:`collapse`. Only edges whose source is in ``sources`` are kept (default: trusted),
-    types are canonical (``related_to`` -> ``see_also``), self-loops and repeated
-    ``(src, dst, type)`` rows are dropped.
+    Each edge is kept twice, once under each end, in a numpy array sorted by that end's id, so the
+    edges touching a pool of 20 are found by binary search (no pass over the bank's edges per
+    query). Edges appended since (a link, an add with its connections) join as a further part;
+    removed ones (an unlink, a bridge over a deleted entry) are masked by row: neither rebuilds
+    what was built (:attr:`builds` counts the builds from a whole edge frame). Only edges whose
+    source is in ``sources`` are kept (default: trusted), types are canonical (``related_to`` ->
+    ``see_also``), self-loops and repeated ``(src, dst, type)`` rows are dropped.
+
+    ``entries`` (id, title, summary, kind, steps) supply neighbours' display fields and limit the
+    neighbours handed over to the ids they hold; any object with a ``rows_for(ids)`` method
+    returning ``{id: {field: value}}`` can take their place (:meth:`with_entries`).
 
     >>> import polars as pl
     >>> e = pl.DataFrame({"src": ["a", "a"], "dst": ["b", "c"], "type": ["cites", "see_also"],
@@ -90,12 +97,24 @@ class EdgeLookup:
     >>> lk = EdgeLookup.build(e)
     >>> len(lk), lk.touching(["b"])
     (1, [('a', 'b', 'cites', None, 'author')])
+    >>> lk = lk.grown(pl.DataFrame({"src": ["c"], "dst": ["b"], "type": ["corrects"], "source": ["author"]}))
+    >>> len(lk), [e[0] for e in lk.touching(["b"])]
+    (2, ['a', 'c'])
+    >>> len(lk.without([("a", "b", "cites")]))
+    1
     """
 
-    rows: list[_Edge]
-    incident: dict[str, list[_Incident]]
-    sources: frozenset[str]
-    entries: dict[str, dict[str, Any]] | None = field(default=None)
+    #: how many lookups this process built from a whole edge frame (tests and the bench count them)
+    builds: ClassVar[int] = 0
+    #: parts past which the appended parts are merged into one (the base part is left alone)
+    MAX_PARTS: ClassVar[int] = 8
+
+    __slots__ = ("parts", "dead", "sources", "entries", "mark", "_size")
+
+    def __init__(self, parts: tuple[_Part, ...], sources: frozenset[str], entries=None,
+                 dead: frozenset[int] = frozenset(), mark=None):
+        self.parts, self.sources, self.entries, self.dead, self.mark = parts, sources, entries, dead, mark
+        self._size = sum(p.edges.height for p in parts) - len(dead)
 
     @classmethod
     def build(cls, edges: pl.DataFrame, *, sources: Iterable[str] | None = None,
@@ -108,11 +127,87 @@ class EdgeLookup:
         """
         allowed = _check_sources(sources)
         _check_edges(edges)
-        info = _entry_info(entries) if entries is not None else None
-        return _build_lookup(edges, allowed, info)
+        source = _FrameEntries(entries) if entries is not None else None
+        EdgeLookup.builds += 1
+        return cls((_part(_canonical(edges, allowed), 0),), allowed, source)
 
     def __len__(self) -> int:
-        return len(self.rows)
+        return self._size
+
+    @property
+    def rows(self) -> list[_Edge]:
+        """Every kept edge, in edge-frame order (a whole-lookup read: not for the query path)."""
+        return [e for _, e in sorted(self._live_rows(np.concatenate([np.arange(p.offset, p.offset + p.edges.height)
+                                                                       for p in self.parts])))]
+
+    def with_entries(self, entries) -> EdgeLookup:
+        """The same edges with another source of display fields (a ``rows_for(ids)`` object)."""
+        return EdgeLookup(self.parts, self.sources, entries, self.dead, self.mark)
+
+    def grown(self, edges: pl.DataFrame, *, mark=None) -> EdgeLookup:
+        """This lookup and the edges of ``edges`` (rows appended to the table since), as a new
+        lookup sharing this one's arrays; the appended parts are merged once there are more than
+        :data:`MAX_PARTS` of them (a sort of the appended rows only)."""
+        _check_edges(edges)
+        parts = list(self.parts)
+        end = parts[-1].offset + parts[-1].edges.height
+        added = _canonical(edges, self.sources)
+        if added.height:
+            parts.append(_part(added, end))
+        if len(parts) > self.MAX_PARTS:
+            tail = pl.concat([p.edges for p in parts[1:]])
+            parts = [parts[0], _part(tail, parts[1].offset)]
+        return EdgeLookup(tuple(parts), self.sources, self.entries, self.dead, mark)
+
+    def without(self, keys: Iterable[tuple[str, str, str]], *, mark=None) -> EdgeLookup:
+        """This lookup with the edges of these ``(src, dst, type)`` keys masked (removed)."""
+        wanted = {(s, d, vocab.TYPE_ALIASES.get(t, t)) for s, d, t in keys}
+        ends = sorted({s for s, _, _ in wanted})
+        dead = set(self.dead)
+        for row, edge in self._live_rows(self._rows_touching(ends)):
+            if edge[:3] in wanted:
+                dead.add(int(row))
+        return EdgeLookup(self.parts, self.sources, self.entries, frozenset(dead), mark)
+
+    def followed(self, edges: pl.DataFrame, *, mark=None, max_dead: float = 0.2) -> EdgeLookup | None:
+        """This lookup changed to hold exactly the kept edges of ``edges`` (the whole current edge
+        frame after an unlink, a retype or a bridge): rows gone are masked, rows new or changed
+        join as a part. One vectorised comparison of the two edge sets, no rebuild; None when the
+        masked rows would pass ``max_dead`` of the rows held (then build afresh)."""
+        _check_edges(edges)
+        current = _canonical(edges, self.sources)
+        held = self._held()
+        cols = list(_KEPT_COLUMNS)
+        gone = held.join(current, on=cols, how="anti", nulls_equal=True)["row"].to_list()
+        new = current.join(held.select(cols), on=cols, how="anti", nulls_equal=True)
+        total = sum(p.edges.height for p in self.parts) + new.height
+        if len(self.dead) + len(gone) > max_dead * max(total, 1):
+            return None
+        out = EdgeLookup(self.parts, self.sources, self.entries, self.dead | frozenset(gone), mark)
+        return out.grown(new, mark=mark) if new.height else out
+
+    def incident_of(self, ids: Iterable[str]) -> dict[str, list[_Incident]]:
+        """Each of ``ids``' incident edges as ``(other end, "out" | "in", edge)``, in neighbour
+        order (note-carrying first, then :data:`vocab.NEIGHBOR_TYPE_PRIORITY`, other end, type,
+        direction); ids without edges are left out.
+
+        >>> lk = EdgeLookup.build(pl.DataFrame({"src": ["a", "c"], "dst": ["b", "a"], "type": ["cites", "corrects"],
+        ...                                     "source": ["author", "author"]}))
+        >>> [(o, d) for o, d, _ in lk.incident_of(["a"])["a"]]
+        [('c', 'in'), ('b', 'out')]
+        """
+        wanted = list(dict.fromkeys(ids))
+        if not wanted or not self._size:
+            return {}
+        keep = set(wanted)
+        found: dict[str, list[_Incident]] = {}
+        for _, edge in self._live_rows(self._rows_touching(wanted)):
+            src, dst = edge[0], edge[1]
+            if src in keep:
+                found.setdefault(src, []).append((dst, "out", edge))
+            if dst in keep:
+                found.setdefault(dst, []).append((src, "in", edge))
+        return {i: sorted(found[i], key=_neighbour_key) for i in wanted if i in found}
 
     def touching(self, ids: Iterable[str]) -> list[_Edge]:
         """Edge rows with either end in ``ids``, each once, in edge-frame order.
@@ -121,8 +216,121 @@ class EdgeLookup:
         ...                                "source": ["judge"]})).touching(["x"])
         []
         """
-        found = {edge for entry_id in ids for _, _, edge in self.incident.get(entry_id, ())}
-        return [edge for edge in self.rows if edge in found] if found else []
+        wanted = list(dict.fromkeys(ids))
+        if not wanted:
+            return []
+        return [edge for _, edge in self._live_rows(self._rows_touching(wanted))]
+
+    # -- inside ---------------------------------------------------------------------------
+
+    def _rows_touching(self, ids: list[str]) -> np.ndarray:
+        """Global rows of the edges with an end in ``ids`` (binary search in each part)."""
+        if not ids:
+            return np.zeros(0, dtype=np.int64)
+        q = np.asarray(ids, dtype=str)
+        out = []
+        for p in self.parts:
+            if not len(p.keys):
+                continue
+            lo, hi = np.searchsorted(p.keys, q, "left"), np.searchsorted(p.keys, q, "right")
+            hit = hi > lo
+            if hit.any():
+                out.extend(p.rows[a:b] for a, b in zip(lo[hit].tolist(), hi[hit].tolist()))
+        return np.unique(np.concatenate(out)) if out else np.zeros(0, dtype=np.int64)
+
+    def _live_rows(self, rows: np.ndarray) -> list[tuple[int, _Edge]]:
+        """``(row, edge)`` of the live rows among ``rows`` (sorted), repeated keys dropped (the
+        first row of a ``(src, dst, type)`` wins, as in the edge frame)."""
+        out: list[tuple[int, _Edge]] = []
+        seen: set = set()
+        dead = self.dead
+        for p in self.parts:
+            lo, hi = np.searchsorted(rows, [p.offset, p.offset + p.edges.height])
+            mine = rows[lo:hi]
+            if not len(mine):
+                continue
+            for row, edge in zip(mine.tolist(), p.edges[mine - p.offset].rows()):
+                if row in dead or edge[:3] in seen:
+                    continue
+                seen.add(edge[:3])
+                out.append((row, edge))
+        return out
+
+    def _held(self) -> pl.DataFrame:
+        """The live rows held, with their global row numbers (for :meth:`followed`)."""
+        frames = [p.edges.with_columns((pl.int_range(pl.len(), dtype=pl.Int64) + p.offset).alias("row"))
+                  for p in self.parts]
+        held = pl.concat(frames)
+        return held.filter(~pl.col("row").is_in(list(self.dead))) if self.dead else held
+
+
+class _Part(NamedTuple):
+    """One sorted slab of edge ends: ``keys`` (end ids, sorted) and ``rows`` (the global edge row
+    of each end), over ``edges`` (the part's kept edges, global rows ``offset`` on)."""
+
+    keys: np.ndarray
+    rows: np.ndarray
+    edges: pl.DataFrame
+    offset: int
+
+
+_KEPT_COLUMNS = ("src", "dst", "type", "note", "source")
+
+
+def _canonical(edges: pl.DataFrame, allowed: frozenset[str]) -> pl.DataFrame:
+    """The allowed edges of a frame, types canonical, self-loops and repeated keys dropped."""
+    note = pl.col("note").cast(pl.String) if "note" in edges.columns else pl.lit(None, pl.String)
+    return (
+        edges.lazy()
+        .select(pl.col("src").cast(pl.String), pl.col("dst").cast(pl.String),
+                pl.col("type").cast(pl.String).replace(vocab.TYPE_ALIASES), note.alias("note"),
+                pl.col("source").cast(pl.String))
+        .filter(pl.col("source").is_in(list(allowed)) & (pl.col("src") != pl.col("dst")))
+        .unique(subset=["src", "dst", "type"], keep="first", maintain_order=True)
+        .collect()
+    )
+
+
+def _part(kept: pl.DataFrame, offset: int) -> _Part:
+    """Both ends of every edge of ``kept``, sorted by end id (one vectorised sort)."""
+    n = kept.height
+    ends = pl.concat([kept["src"], kept["dst"]])
+    rows = np.concatenate([np.arange(n, dtype=np.int64), np.arange(n, dtype=np.int64)]) + offset
+    order = ends.arg_sort().to_numpy()
+    keys = ends.gather(order).to_numpy().astype(str) if n else np.zeros(0, dtype=str)
+    return _Part(keys, rows[order], kept.rechunk(), offset)
+
+
+def _neighbour_key(incident: _Incident) -> tuple:
+    """Neighbour order of one incident edge: note-carrying first, type priority, other end, type,
+    direction."""
+    other, direction, edge = incident
+    note = edge[3]
+    return (not (note and note.strip()), vocab.NEIGHBOR_TYPE_PRIORITY.get(edge[2], 1), other, edge[2], direction)
+
+
+class _FrameEntries:
+    """Display fields of an entries frame, sorted by id once, read for the ids asked for only."""
+
+    __slots__ = ("keys", "frame")
+
+    def __init__(self, entries: pl.DataFrame):
+        if not isinstance(entries, pl.DataFrame) or "id" not in entries.columns:
+            raise ValidationError("entries", type(entries).__name__, "must be a polars DataFrame with a column 'id'")
+        cols = ["id", *[c for c in _INFO_COLUMNS if c in entries.columns]]
+        frame = entries.select(cols).filter(pl.col("id").is_not_null()).unique("id", keep="first", maintain_order=True)
+        frame = frame.sort("id")
+        self.frame = frame
+        self.keys = frame["id"].to_numpy().astype(str) if frame.height else np.zeros(0, dtype=str)
+
+    def rows_for(self, ids: Iterable[str]) -> dict[str, dict[str, Any]]:
+        wanted = list(dict.fromkeys(ids))
+        if not wanted or not len(self.keys):
+            return {}
+        q = np.asarray(wanted, dtype=str)
+        at = np.minimum(np.searchsorted(self.keys, q), len(self.keys) - 1)
+        hit = at[self.keys[at] == q]
+        return {row["id"]: row for row in self.frame[hit].iter_rows(named=True)}
 
 
 def fold(pool: pl.DataFrame, edges: pl.DataFrame | EdgeLookup, *, k: int = FOLD_DEFAULTS.k,
@@ -250,15 +458,21 @@ def _prepare(pool, edges, *, k, protect, neighbors, entries, sources):
         if not allowed <= edges.sources:
             raise ValidationError("sources", sorted(allowed - edges.sources),
                                   "not kept by this EdgeLookup; build it with these sources")
-        incident, lookup_info = edges.incident, edges.entries
+        incident, lookup_info = edges.incident_of(ids), edges.entries
         keep = allowed if allowed != edges.sources else None
     else:
         _check_edges(edges)
         near = edges.filter(pl.col("src").is_in(ids) | pl.col("dst").is_in(ids)) if ids else edges.clear()
-        incident, lookup_info, keep = _build_lookup(near, allowed, None).incident, None, None
+        incident = EdgeLookup((_part(_canonical(near, allowed), 0),), allowed).incident_of(ids)
+        lookup_info, keep = None, None
     internal = _internal_edges(incident, ids, keep)
-    near_ids = _outside_ids(incident, ids) if neighbors and entries is not None else ()
-    info = _Info(pool, _entry_info(entries, [*ids, *near_ids]) if entries is not None else lookup_info)
+    source = lookup_info if entries is None else None
+    near_ids = _outside_ids(incident, ids) if neighbors and (entries is not None or source is not None) else ()
+    if entries is not None:
+        shown = _entry_info(entries, [*ids, *near_ids])
+    else:
+        shown = source.rows_for([*ids, *near_ids]) if source is not None else None
+    info = _Info(pool, shown)
     return ids, internal, _Around(incident, keep), info
 
 
@@ -284,41 +498,6 @@ def _internal_edges(incident, ids, keep) -> list[_Edge]:
 def _outside_ids(incident, ids) -> set[str]:
     in_pool = set(ids)
     return {other for entry_id in ids for other, _, _ in incident.get(entry_id, ()) if other not in in_pool}
-
-
-def _build_lookup(edges: pl.DataFrame, allowed: frozenset[str], info) -> EdgeLookup:
-    """Keep allowed edges; index each id's incident edges in neighbour order (one polars sort)."""
-    note = pl.col("note").cast(pl.String) if "note" in edges.columns else pl.lit(None, pl.String)
-    kept = (
-        edges.lazy()
-        .select(pl.col("src").cast(pl.String), pl.col("dst").cast(pl.String),
-                pl.col("type").cast(pl.String).replace(vocab.TYPE_ALIASES), note.alias("note"),
-                pl.col("source").cast(pl.String))
-        .filter(pl.col("source").is_in(list(allowed)) & (pl.col("src") != pl.col("dst")))
-        .unique(subset=["src", "dst", "type"], keep="first", maintain_order=True)
-        .collect()
-    )
-    rows = kept.rows()
-    indexed = kept.with_row_index("row")
-    no_note = pl.col("note").str.strip_chars().str.len_chars().fill_null(0) == 0
-    priority = pl.col("type").replace_strict(vocab.NEIGHBOR_TYPE_PRIORITY, default=1, return_dtype=pl.Int64)
-    ends = (
-        pl.concat([
-            indexed.select(pl.col("src").alias("id"), pl.col("dst").alias("other"),
-                           pl.lit("out").alias("direction"), "row", "type", "note"),
-            indexed.select(pl.col("dst").alias("id"), pl.col("src").alias("other"),
-                           pl.lit("in").alias("direction"), "row", "type", "note"),
-        ])
-        .with_columns(no_note.alias("no_note"), priority.alias("priority"))
-        .sort("id", "no_note", "priority", "other", "type", "direction")
-        .group_by("id", maintain_order=True)
-        .agg("other", "direction", "row")
-    )
-    incident = {
-        entry_id: [(o, d, rows[r]) for o, d, r in zip(others, directions, at)]
-        for entry_id, others, directions, at in ends.iter_rows()
-    }
-    return EdgeLookup(rows, incident, allowed, info)
 
 
 def _entry_info(entries: pl.DataFrame, ids: Iterable[str] | None = None) -> dict[str, dict[str, Any]]:
@@ -500,7 +679,7 @@ def _pick_neighbors(shown: list[str], ids: list[str], around: _Around, info: _In
                     limit: int) -> dict[str, list[Pointer]]:
     """Up to ``limit`` outside-the-pool neighbours per shown id (in order), none repeated.
 
-    Each id's incident edges are already in neighbour order (see :func:`_build_lookup`)."""
+    Each id's incident edges are already in neighbour order (see :meth:`EdgeLookup.incident_of`)."""
     if not limit:
         return {}
     used: set[str] = set(ids)

@@ -29,6 +29,7 @@ from kbtools.retrieval.lexical import BM25Index, rrf
 from kbtools.store.bank import Bank
 
 __all__ = [
+    "display_rows",
     "entry_texts",
     "text_hashes",
     "bank_embedder",
@@ -129,7 +130,7 @@ def bank_index(bank: Bank, *, kind: str = "auto", weights: Mapping[str, float] |
     is rebuilt. ``kind="auto"``: exact below
     :data:`~kbtools.retrieval.index.APPROXIMATE_FROM` entries, ``ivf_sq8`` from it."""
     weights = _check_weights(weights)
-    kind = index_kind(kind, bank.entries.height)
+    kind = index_kind(kind, bank.table_mark("entries")[1])  # the row count, without usage counted in
     name = f"index:{kind}:{_weights_key(weights)}"
 
     def build(prior: VectorIndex | None) -> VectorIndex:
@@ -325,10 +326,27 @@ def _display(bank: Bank) -> _Display:
         added = None if prior is None else bank.appended_rows("entries", prior.mark)
         if added is not None:  # entries were only added: extend, do not rebuild
             return prior.grown(added, mark)
-        base = bank.entries.select("id", "title", "summary", "kind", "steps").rechunk()
+        base = bank.entries.select("id", "title", "summary", "kind", "steps", "status").rechunk()
         return _Display(dict(zip(base["id"].to_list(), range(base.height))), base, base.clear(), mark)
 
     return bank.derived("pool-display", build, on=("entries",), grow=True)
+
+
+def display_rows(bank: Bank, ids) -> dict[str, dict]:
+    """Title, summary, kind and steps of those of ``ids`` that are active entries, by id: read from
+    the pool's display rows (grown when entries are only added), never from a pass over the bank.
+
+    >>> import tempfile, pathlib
+    >>> from kbtools.store.bank import create_bank
+    >>> display_rows(create_bank(pathlib.Path(tempfile.mkdtemp()) / "b"), ["a1b2c3d4"])
+    {}
+    """
+    display = _display(bank)
+    found = [i for i in dict.fromkeys(ids) if i in display.rows]
+    if not found:
+        return {}
+    rows = display.take([display.rows[i] for i in found]).filter(pl.col("status") == "active").drop("status")
+    return {row["id"]: row for row in rows.iter_rows(named=True)}
 
 
 def _bm25_text(entries: pl.DataFrame) -> list[str]:
@@ -363,8 +381,9 @@ def ranked_pool(
         raise ValidationError("pool", pool, "the pool holds at least one candidate")
     if query_vector is None or embedder is not None:  # the embedder loads only to embed text
         emb = bank_embedder(bank, embedder)
-    if bank.entries.height and bank.vector_count() < bank.entries.height:
-        raise NotEmbedded(bank.path, bank.entries.height - bank.vector_count(), bank.entries.height)
+    entries = bank.table_mark("entries")[1]  # the row count: the usage log need not be counted in
+    if entries and bank.vector_count() < entries:
+        raise NotEmbedded(bank.path, entries - bank.vector_count(), entries)
     q = query_vector if query_vector is not None else emb.encode([text])[0]
     idx = bank_index(bank, kind=index, weights=weights)
     depth = pool if not lexical else max(pool, QUERY_DEFAULTS.lexical_depth)
