@@ -129,7 +129,7 @@ class EdgeLookup:
         _check_edges(edges)
         source = _FrameEntries(entries) if entries is not None else None
         EdgeLookup.builds += 1
-        return cls((_part(_canonical(edges, allowed), 0),), allowed, source)
+        return cls((_part(_canonical(edges, allowed), 0, _aliased(edges)),), allowed, source)
 
     def __len__(self) -> int:
         return self._size
@@ -149,14 +149,16 @@ class EdgeLookup:
         lookup sharing this one's arrays; the appended parts are merged once there are more than
         :data:`MAX_PARTS` of them (a sort of the appended rows only)."""
         _check_edges(edges)
+        return self._grown(_canonical(edges, self.sources), _aliased(edges), mark)
+
+    def _grown(self, added: pl.DataFrame, aliased: bool, mark) -> EdgeLookup:
         parts = list(self.parts)
         end = parts[-1].offset + parts[-1].edges.height
-        added = _canonical(edges, self.sources)
         if added.height:
-            parts.append(_part(added, end))
+            parts.append(_part(added, end, aliased))
         if len(parts) > self.MAX_PARTS:
             tail = pl.concat([p.edges for p in parts[1:]])
-            parts = [parts[0], _part(tail, parts[1].offset)]
+            parts = [parts[0], _part(tail, parts[1].offset, any(p.aliased for p in parts[1:]))]
         return EdgeLookup(tuple(parts), self.sources, self.entries, self.dead, mark)
 
     def without(self, keys: Iterable[tuple[str, str, str]], *, mark=None) -> EdgeLookup:
@@ -184,7 +186,7 @@ class EdgeLookup:
         if len(self.dead) + len(gone) > max_dead * max(total, 1):
             return None
         out = EdgeLookup(self.parts, self.sources, self.entries, self.dead | frozenset(gone), mark)
-        return out.grown(new, mark=mark) if new.height else out
+        return out._grown(new, _aliased(edges), mark) if new.height else out
 
     def incident_of(self, ids: Iterable[str]) -> dict[str, list[_Incident]]:
         """Each of ``ids``' incident edges as ``(other end, "out" | "in", edge)``, in neighbour
@@ -199,15 +201,44 @@ class EdgeLookup:
         wanted = list(dict.fromkeys(ids))
         if not wanted or not self._size:
             return {}
-        keep = set(wanted)
-        found: dict[str, list[_Incident]] = {}
-        for _, edge in self._live_rows(self._rows_touching(wanted)):
-            src, dst = edge[0], edge[1]
-            if src in keep:
-                found.setdefault(src, []).append((dst, "out", edge))
-            if dst in keep:
-                found.setdefault(dst, []).append((src, "in", edge))
-        return {i: sorted(found[i], key=_neighbour_key) for i in wanted if i in found}
+        if self._repeats():  # a type alias may repeat a key across parts: the row-order path
+            keep = set(wanted)
+            found: dict[str, list[_Incident]] = {}
+            for _, edge in self._live_rows(self._rows_touching(wanted)):
+                if edge[0] in keep:
+                    found.setdefault(edge[0], []).append((edge[1], "out", edge))
+                if edge[1] in keep:
+                    found.setdefault(edge[1], []).append((edge[0], "in", edge))
+            return {i: sorted(found[i], key=_neighbour_key) for i in wanted if i in found}
+        found = {}
+        merged: set[str] = set()
+        dead = self.dead
+        for p in self.parts:
+            if not len(p.keys):
+                continue
+            lo, hi = p.keys.find(wanted)
+            hit = np.flatnonzero(hi > lo)
+            if not len(hit):
+                continue
+            spans = [(wanted[h], a, b) for h, a, b in zip(hit.tolist(), lo[hit].tolist(), hi[hit].tolist())]
+            at = np.concatenate([np.arange(a, b) for _, a, b in spans])
+            rows = p.rows[at]
+            edges = p.edge_rows(rows - p.offset)
+            outs = p.is_out[at].tolist()
+            rows = rows.tolist()
+            k = 0
+            for entry_id, a, b in spans:  # each id's ends are in neighbour order within a part
+                mine = [(e[1], "out", e) if o else (e[0], "in", e)
+                        for e, o, r in zip(edges[k:k + b - a], outs[k:k + b - a], rows[k:k + b - a]) if r not in dead]
+                k += b - a
+                if entry_id in found:
+                    found[entry_id].extend(mine)
+                    merged.add(entry_id)
+                elif mine:
+                    found[entry_id] = mine
+        for entry_id in merged:
+            found[entry_id].sort(key=_neighbour_key)
+        return {i: found[i] for i in wanted if i in found}
 
     def touching(self, ids: Iterable[str]) -> list[_Edge]:
         """Edge rows with either end in ``ids``, each once, in edge-frame order.
@@ -223,16 +254,19 @@ class EdgeLookup:
 
     # -- inside ---------------------------------------------------------------------------
 
+    def _repeats(self) -> bool:
+        """Whether a canonical key may be held twice (an aliased type in a part after the first)."""
+        return len(self.parts) > 1 and any(p.aliased for p in self.parts)
+
     def _rows_touching(self, ids: list[str]) -> np.ndarray:
         """Global rows of the edges with an end in ``ids`` (binary search in each part)."""
         if not ids:
             return np.zeros(0, dtype=np.int64)
-        q = np.asarray(ids, dtype=str)
         out = []
         for p in self.parts:
             if not len(p.keys):
                 continue
-            lo, hi = np.searchsorted(p.keys, q, "left"), np.searchsorted(p.keys, q, "right")
+            lo, hi = p.keys.find(ids)
             hit = hi > lo
             if hit.any():
                 out.extend(p.rows[a:b] for a, b in zip(lo[hit].tolist(), hi[hit].tolist()))
@@ -249,7 +283,7 @@ class EdgeLookup:
             mine = rows[lo:hi]
             if not len(mine):
                 continue
-            for row, edge in zip(mine.tolist(), p.edges[mine - p.offset].rows()):
+            for row, edge in zip(mine.tolist(), p.edge_rows(mine - p.offset)):
                 if row in dead or edge[:3] in seen:
                     continue
                 seen.add(edge[:3])
@@ -265,13 +299,30 @@ class EdgeLookup:
 
 
 class _Part(NamedTuple):
-    """One sorted slab of edge ends: ``keys`` (end ids, sorted) and ``rows`` (the global edge row
-    of each end), over ``edges`` (the part's kept edges, global rows ``offset`` on)."""
+    """One sorted slab of edge ends over ``edges`` (the part's kept edges, global rows ``offset``
+    on): ``keys`` (end ids, sorted) and ``rows`` (the global edge row of each end); each edge's
+    fields as arrays for gathering a few rows without polars: ``src_at`` / ``dst_at`` (positions
+    of its ends in ``keys``), ``type_code`` / ``source_code`` (into ``names``), ``notes``."""
 
-    keys: np.ndarray
+    keys: _IdKeys
     rows: np.ndarray
     edges: pl.DataFrame
     offset: int
+    src_at: np.ndarray
+    dst_at: np.ndarray
+    names: list
+    type_code: np.ndarray
+    source_code: np.ndarray
+    notes: np.ndarray
+    is_out: np.ndarray
+    aliased: bool
+
+    def edge_rows(self, local: np.ndarray) -> list[_Edge]:
+        """The edges at these local rows as ``(src, dst, type, note, source)`` tuples."""
+        names = self.names
+        return list(zip(self.keys.take(self.src_at[local]), self.keys.take(self.dst_at[local]),
+                        [names[c] for c in self.type_code[local].tolist()], self.notes[local].tolist(),
+                        [names[c] for c in self.source_code[local].tolist()]))
 
 
 _KEPT_COLUMNS = ("src", "dst", "type", "note", "source")
@@ -291,14 +342,37 @@ def _canonical(edges: pl.DataFrame, allowed: frozenset[str]) -> pl.DataFrame:
     )
 
 
-def _part(kept: pl.DataFrame, offset: int) -> _Part:
-    """Both ends of every edge of ``kept``, sorted by end id (one vectorised sort)."""
+def _aliased(edges: pl.DataFrame) -> bool:
+    """Whether a frame holds a type that an alias renames (two rows may then share a key)."""
+    return bool(edges.height) and bool(edges["type"].cast(pl.String).is_in(list(vocab.TYPE_ALIASES)).any())
+
+
+def _part(kept: pl.DataFrame, offset: int, aliased: bool = True) -> _Part:
+    """Both ends of every edge of ``kept``, sorted by end id and, within an id, in neighbour order
+    (note-carrying first, type priority, other end, type, direction: one vectorised sort)."""
     n = kept.height
-    ends = pl.concat([kept["src"], kept["dst"]])
+    kept = kept.rechunk()
+    no_note = kept["note"].str.strip_chars().str.len_chars().fill_null(0) == 0
+    priority = kept["type"].replace_strict(vocab.NEIGHBOR_TYPE_PRIORITY, default=1, return_dtype=pl.Int64)
+    ends = pl.DataFrame({
+        "id": pl.concat([kept["src"], kept["dst"]]), "no_note": pl.concat([no_note, no_note]),
+        "priority": pl.concat([priority, priority]), "other": pl.concat([kept["dst"], kept["src"]]),
+        "type": pl.concat([kept["type"], kept["type"]]),
+        "direction": pl.concat([pl.repeat("out", n, eager=True, dtype=pl.String),
+                                pl.repeat("in", n, eager=True, dtype=pl.String)]),
+    })
     rows = np.concatenate([np.arange(n, dtype=np.int64), np.arange(n, dtype=np.int64)]) + offset
-    order = ends.arg_sort().to_numpy()
-    keys = ends.gather(order).to_numpy().astype(str) if n else np.zeros(0, dtype=str)
-    return _Part(keys, rows[order], kept.rechunk(), offset)
+    order = ends.with_row_index("_i").sort("id", "no_note", "priority", "other", "type", "direction")["_i"].to_numpy()
+    keys = _IdKeys(ends["id"].gather(order))
+    where = np.empty(2 * n, dtype=np.int64)
+    where[order] = np.arange(2 * n)
+    names = sorted(set(kept["type"].unique().to_list()) | set(kept["source"].unique().to_list()))
+    code = {name: i for i, name in enumerate(names)}
+    type_code = kept["type"].replace_strict(code, return_dtype=pl.UInt16).to_numpy() if n else np.zeros(0, np.uint16)
+    source_code = kept["source"].replace_strict(code, return_dtype=pl.UInt16).to_numpy() if n else np.zeros(0, np.uint16)
+    notes = kept["note"].to_numpy() if n else np.zeros(0, dtype=object)
+    return _Part(keys, rows[order], kept, offset, where[:n], where[n:], names, type_code, source_code,
+                 notes.astype(object, copy=False), order < n, aliased)
 
 
 def _neighbour_key(incident: _Incident) -> tuple:
@@ -309,28 +383,71 @@ def _neighbour_key(incident: _Incident) -> tuple:
     return (not (note and note.strip()), vocab.NEIGHBOR_TYPE_PRIORITY.get(edge[2], 1), other, edge[2], direction)
 
 
-class _FrameEntries:
-    """Display fields of an entries frame, sorted by id once, read for the ids asked for only."""
+class _IdKeys:
+    """Sorted ids for binary search. Ids that are all ASCII of at most 8 bytes (a bank's 8-hex
+    ids) are packed into big-endian ``uint64`` (integer order is then string order, and a search
+    compares integers, not strings); other ids stay strings."""
 
-    __slots__ = ("keys", "frame")
+    __slots__ = ("values", "packed")
+
+    def __init__(self, ids: pl.Series):
+        plain = ids.to_numpy().astype(str) if len(ids) else np.zeros(0, dtype="<U8")
+        self.packed = False
+        if plain.dtype.itemsize <= 32 and ids.str.len_bytes().max() is not None and ids.str.len_bytes().max() <= 8:
+            try:
+                self.values = plain.astype("S8").view(">u8").astype(np.uint64)
+                self.packed = True
+                return
+            except UnicodeEncodeError:  # not ASCII: kept as strings
+                pass
+        self.values = plain
+
+    def __len__(self) -> int:
+        return len(self.values)
+
+    def find(self, ids: list[str]) -> tuple[np.ndarray, np.ndarray]:
+        """``(lo, hi)``: the positions ``lo[i]:hi[i]`` hold ``ids[i]`` (empty when absent)."""
+        if not self.packed:
+            q = np.asarray(ids, dtype=str)
+        else:
+            fits = [len(i) <= 8 and i.isascii() for i in ids]
+            q = np.asarray([i if ok else "" for i, ok in zip(ids, fits)], dtype="S8").view(">u8").astype(np.uint64)
+        lo, hi = np.searchsorted(self.values, q, "left"), np.searchsorted(self.values, q, "right")
+        if self.packed and not all(fits):
+            hi = np.where(fits, hi, lo)
+        return lo, hi
+
+    def take(self, positions: np.ndarray) -> list[str]:
+        """The ids at these positions."""
+        got = self.values[positions]
+        return got.astype(">u8").view("S8").astype(str).tolist() if self.packed else got.tolist()
+
+
+class _FrameEntries:
+    """Display fields of an entries frame, sorted by id once (arrays, so that the few rows a fold
+    asks for are gathered without a pass over the frame)."""
+
+    __slots__ = ("keys", "names", "columns")
 
     def __init__(self, entries: pl.DataFrame):
         if not isinstance(entries, pl.DataFrame) or "id" not in entries.columns:
             raise ValidationError("entries", type(entries).__name__, "must be a polars DataFrame with a column 'id'")
-        cols = ["id", *[c for c in _INFO_COLUMNS if c in entries.columns]]
-        frame = entries.select(cols).filter(pl.col("id").is_not_null()).unique("id", keep="first", maintain_order=True)
-        frame = frame.sort("id")
-        self.frame = frame
-        self.keys = frame["id"].to_numpy().astype(str) if frame.height else np.zeros(0, dtype=str)
+        cols = [c for c in _INFO_COLUMNS if c in entries.columns]
+        frame = entries.select("id", *cols).filter(pl.col("id").is_not_null())
+        frame = frame.unique("id", keep="first", maintain_order=True).sort("id")
+        self.keys = _IdKeys(frame["id"])
+        self.names = ["id", *cols]
+        self.columns = [frame[c].to_numpy().astype(object, copy=False) if frame.schema[c] != pl.List(pl.String)
+                        else np.array(frame[c].to_list() + [None], dtype=object)[:-1] for c in self.names]
 
     def rows_for(self, ids: Iterable[str]) -> dict[str, dict[str, Any]]:
         wanted = list(dict.fromkeys(ids))
         if not wanted or not len(self.keys):
             return {}
-        q = np.asarray(wanted, dtype=str)
-        at = np.minimum(np.searchsorted(self.keys, q), len(self.keys) - 1)
-        hit = at[self.keys[at] == q]
-        return {row["id"]: row for row in self.frame[hit].iter_rows(named=True)}
+        lo, hi = self.keys.find(wanted)
+        hit = lo[hi > lo]
+        names = self.names
+        return {row[0]: dict(zip(names, row)) for row in zip(*(c[hit].tolist() for c in self.columns))}
 
 
 def fold(pool: pl.DataFrame, edges: pl.DataFrame | EdgeLookup, *, k: int = FOLD_DEFAULTS.k,
@@ -463,16 +580,11 @@ def _prepare(pool, edges, *, k, protect, neighbors, entries, sources):
     else:
         _check_edges(edges)
         near = edges.filter(pl.col("src").is_in(ids) | pl.col("dst").is_in(ids)) if ids else edges.clear()
-        incident = EdgeLookup((_part(_canonical(near, allowed), 0),), allowed).incident_of(ids)
+        incident = EdgeLookup((_part(_canonical(near, allowed), 0, False),), allowed).incident_of(ids)
         lookup_info, keep = None, None
     internal = _internal_edges(incident, ids, keep)
-    source = lookup_info if entries is None else None
-    near_ids = _outside_ids(incident, ids) if neighbors and (entries is not None or source is not None) else ()
-    if entries is not None:
-        shown = _entry_info(entries, [*ids, *near_ids])
-    else:
-        shown = source.rows_for([*ids, *near_ids]) if source is not None else None
-    info = _Info(pool, shown)
+    source = _ListedEntries(entries) if entries is not None else lookup_info
+    info = _Info(pool, source)
     return ids, internal, _Around(incident, keep), info
 
 
@@ -495,11 +607,6 @@ def _internal_edges(incident, ids, keep) -> list[_Edge]:
     return internal
 
 
-def _outside_ids(incident, ids) -> set[str]:
-    in_pool = set(ids)
-    return {other for entry_id in ids for other, _, _ in incident.get(entry_id, ()) if other not in in_pool}
-
-
 def _entry_info(entries: pl.DataFrame, ids: Iterable[str] | None = None) -> dict[str, dict[str, Any]]:
     if "id" not in entries.columns:
         raise ValidationError("entries", list(entries.columns), "needs a column 'id'")
@@ -510,28 +617,52 @@ def _entry_info(entries: pl.DataFrame, ids: Iterable[str] | None = None) -> dict
     return {row["id"]: row for row in frame.iter_rows(named=True)}
 
 
+class _ListedEntries:
+    """Display fields read from an entries frame given to :func:`fold` (one filter per read)."""
+
+    __slots__ = ("frame",)
+
+    def __init__(self, entries: pl.DataFrame):
+        self.frame = entries
+
+    def rows_for(self, ids: Iterable[str]) -> dict[str, dict[str, Any]]:
+        return _entry_info(self.frame, ids)
+
+
 class _Info:
-    """Display fields: the pool's own columns first, the entries' for anything missing."""
+    """Display fields: the pool's own columns first, the entries' for anything missing. Entries'
+    rows are read from ``source`` (a ``rows_for(ids)`` object) when first needed, for the ids
+    needed only: the pool's ids with a field missing, and the candidates for neighbours."""
 
-    __slots__ = ("pool_rows", "entries")
+    __slots__ = ("pool_rows", "source", "entries")
 
-    def __init__(self, pool: pl.DataFrame, entries: dict[str, dict[str, Any]] | None):
-        self.entries = entries
+    def __init__(self, pool: pl.DataFrame, source):
+        self.source = source
         cols = {c: pool[c].to_list() for c in ("score", *_INFO_COLUMNS) if c in pool.columns}
         self.pool_rows = cols
+        self.entries: dict[str, dict[str, Any]] | None = None if source is None else {}
+        if source is not None:  # a pool with a steps column says which members have none
+            ids = pool["id"].to_list()
+            blank = [None] * len(ids)
+            wanted = [c for c in _INFO_COLUMNS if c != "steps" or c not in self.pool_rows]
+            self.fetch(i for n, i in enumerate(ids) if any(self.pool_rows.get(c, blank)[n] is None for c in wanted))
+
+    def fetch(self, ids: Iterable[str]) -> None:
+        """Read the entries' rows of those of ``ids`` not read yet."""
+        if self.source is None:
+            return
+        todo = [i for i in ids if i not in self.entries]
+        if todo:
+            found = self.source.rows_for(todo)
+            for i in todo:
+                self.entries[i] = found.get(i)
 
     def pool_field(self, i: int, entry_id: str, name: str):
         column = self.pool_rows.get(name)
         value = column[i] if column is not None else None
-        if value is None and self.entries is not None:
-            value = self.entries.get(entry_id, {}).get(name)
+        if value is None and self.entries is not None and (name != "steps" or column is None):
+            value = (self.entries.get(entry_id) or {}).get(name)
         return value
-
-    def entry_field(self, entry_id: str, name: str):
-        return None if self.entries is None else self.entries.get(entry_id, {}).get(name)
-
-    def known(self, entry_id: str) -> bool:
-        return self.entries is None or entry_id in self.entries
 
 
 # --------------------------------------------------------------------------------------------
@@ -684,6 +815,13 @@ def _pick_neighbors(shown: list[str], ids: list[str], around: _Around, info: _In
         return {}
     used: set[str] = set(ids)
     keep = around.keep
+    if info.entries is not None:  # one read for each shown id's first candidates; more one by one
+        first = []
+        for entry_id in shown:
+            fresh = [o for o, _, edge in around.incident.get(entry_id, ())
+                     if o not in used and (keep is None or edge[4] in keep)]
+            first.extend(fresh[:limit + 1])
+        info.fetch(first)
     rows = info.entries
     picked_for: dict[str, list[Pointer]] = {}
     for entry_id in shown:
@@ -691,8 +829,10 @@ def _pick_neighbors(shown: list[str], ids: list[str], around: _Around, info: _In
         for other, direction, edge in around.incident.get(entry_id, ()):
             if other in used or (keep is not None and edge[4] not in keep):
                 continue
-            row = None if rows is None else rows.get(other)  # one probe of a bank-sized dict
-            if rows is not None and row is None:
+            if rows is not None and other not in rows:
+                info.fetch([other])
+            row = None if rows is None else rows.get(other)
+            if rows is not None and row is None:  # not an entry the source knows: not handed over
                 continue
             used.add(other)
             picked.append(_fast(Pointer, dict(
