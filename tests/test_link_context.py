@@ -17,7 +17,7 @@ from kbtools.ops.interchange import import_frames
 @pytest.fixture
 def bank(tmp_path):
     demo = synthetic_bank(entries=600, seed=5)
-    bank = kb.create_bank(tmp_path / "b")
+    bank = kb.create_bank(tmp_path / "b", embedder=None)
     import_frames(bank, entries=demo.entries, edges=demo.edges, guard=False)
     kb.embed_bank(bank, embedder="hashing")
     return bank

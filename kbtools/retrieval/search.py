@@ -22,6 +22,7 @@ import numpy as np
 import polars as pl
 
 from kbtools.model.config import QUERY_DEFAULTS
+from kbtools.model.config import DEFAULT_EMBEDDER
 from kbtools.retrieval.embedders import Embedder, get_embedder
 from kbtools.errors import EmbedderMismatch, NotEmbedded, ValidationError
 from kbtools.retrieval.index import DEFAULT_WEIGHTS, DIMENSIONS, MAX_DEAD_SHARE, VectorIndex, combine, index_kind
@@ -92,13 +93,14 @@ def embed_rows(entries: pl.DataFrame, embedder: Embedder, *, batch: int = 256, p
 
 
 def bank_embedder(bank: Bank, embedder: Embedder | str | None = None) -> Embedder:
-    """The embedder a bank's vectors come from; asking for another one is an error that says how
-    to re-embed."""
+    """The embedder a bank's vectors come from (else the one its settings record, else the
+    default); asking for another one once vectors exist is an error that says how to re-embed."""
     recorded = bank.embedder_name or bank.settings.get("embedder")
     if isinstance(embedder, str):
         embedder = get_embedder(embedder)
     if embedder is None:
-        return get_embedder(recorded) if recorded else get_embedder("minilm-int8")
+        return get_embedder(recorded) if recorded else get_embedder(DEFAULT_EMBEDDER)
+    recorded = bank.embedder_name  # before any vector is written, the setting is only a default
     if recorded and embedder.name != recorded:
         raise EmbedderMismatch(
             f"bank {bank.path} was embedded with {recorded!r}, not {embedder.name!r}; "
@@ -264,7 +266,8 @@ def _appended(prior: VectorIndex | None, bank: Bank, segs: list, weights) -> Vec
 def _grown(prior: VectorIndex | None, segs: list, live: np.ndarray, read: Callable, weights,
            rewritten=()) -> VectorIndex | None:
     """The previous index, changed in place, when only entries were added, deleted or superseded
-    since (else None: rebuild). New entries are added; entries that left (deleted, superseded,
+    since (else None: rebuild). New entries are added; an entry re-embedded since (its text
+    changed) has its old row removed and its new one added; entries that left (deleted, superseded,
     archived) are removed in place (masked: every search skips them, see ``VectorIndex.remove``)
     until dead rows would pass :data:`~kbtools.retrieval.index.MAX_DEAD_SHARE` of the index, when
     it is rebuilt instead."""
@@ -272,10 +275,10 @@ def _grown(prior: VectorIndex | None, segs: list, live: np.ndarray, read: Callab
     if prior is None or old_segs is None or segs[: len(old_segs)] != old_segs:
         return None
     before = prior.live_ids()
-    if len(rewritten) and pl.Series(rewritten, dtype=pl.String).is_in(pl.Series(before, dtype=pl.String).implode()).any():
-        return None  # an entry already in the index was re-embedded: its old vector must go
     live_series = pl.Series(live, dtype=pl.String)
     gone = ~pl.Series(before, dtype=pl.String).is_in(live_series.implode()).to_numpy()
+    if len(rewritten):  # entries re-embedded (their text changed): the old row goes, the new one is added
+        gone |= pl.Series(before, dtype=pl.String).is_in(pl.Series(rewritten, dtype=pl.String).implode()).to_numpy()
     if gone.any():  # an entry left (deleted, superseded, archived)
         total = len(prior.ids)
         if (prior.n_dead + int(gone.sum())) > MAX_DEAD_SHARE * total:

@@ -48,6 +48,7 @@ import numpy as np
 import polars as pl
 
 from kbtools.errors import BankExists, BankLocked, EmbedderMismatch, KbError, NotABank, ReadOnlyBank, UnsafePath
+from kbtools.model.config import DEFAULT_EMBEDDER
 from kbtools.model.plan import Plan, VectorRows
 from kbtools.model.schema import APPEND_ONLY, KEYS, SCHEMAS, TABLES, conform, empty
 from kbtools.store.files import digest, inside, manifest_files, temp_files, write_history
@@ -1605,12 +1606,19 @@ def read_manifest(path: str | os.PathLike) -> dict:
         raise NotABank(root, f"manifest.json is unreadable ({err})") from None
 
 
-def create_bank(path: str | os.PathLike, *, settings: dict | None = None) -> Bank:
+def create_bank(path: str | os.PathLike, *, settings: dict | None = None,
+                embedder: str | None = DEFAULT_EMBEDDER) -> Bank:
     """Create a new, empty bank folder and open it; an error if a bank (or anything) is there.
 
+    The bank records ``embedder`` in its settings (the default MiniLM model unless told): every
+    write then embeds what it adds in its own transaction, so a query answers from the first
+    entry on. ``embedder=None`` records none: writes store no vectors until ``kb embed`` (for a
+    bank filled by a bulk import and embedded afterwards, or with another embedder).
+
     >>> import tempfile, pathlib
-    >>> create_bank(pathlib.Path(tempfile.mkdtemp()) / "new").entries.height
-    0
+    >>> bank = create_bank(pathlib.Path(tempfile.mkdtemp()) / "new")
+    >>> bank.entries.height, bank.settings["embedder"]
+    (0, 'minilm-int8')
     """
     root = Path(path)
     if (root / "bank.json").exists():
@@ -1620,8 +1628,10 @@ def create_bank(path: str | os.PathLike, *, settings: dict | None = None) -> Ban
     root.mkdir(parents=True, exist_ok=True)
     for table in TABLES:
         (root / "tables" / table).mkdir(parents=True, exist_ok=True)
-    base_settings = {"auto_link": True}
+    base_settings = {"auto_link": True, **({"embedder": embedder} if embedder else {})}
     base_settings.update(settings or {})
+    if base_settings.get("embedder") is None:
+        base_settings.pop("embedder", None)
     manifest = {"version": 0, "tables": {t: [] for t in TABLES}, "settings": base_settings, "vectors": {}}
     _atomic_write_bytes(root / "manifest.json", json.dumps(manifest, indent=1).encode())
     meta = {"format": FORMAT, "version": FORMAT_VERSION, "created_at": utcnow().isoformat()}
