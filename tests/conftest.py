@@ -13,14 +13,15 @@ import kbtools as kb
 
 @pytest.fixture
 def bank(tmp_path):
-    """A new, empty bank (auto-linking off, so tests see exactly the edges they write)."""
-    return kb.create_bank(tmp_path / "bank", settings={"auto_link": False})
+    """A new, empty bank (auto-linking off, so tests see exactly the edges they write; no embedder, so
+    writes store no vectors unless a test embeds)."""
+    return kb.create_bank(tmp_path / "bank", settings={"auto_link": False}, embedder=None)
 
 
 @pytest.fixture
 def small_bank(tmp_path):
     """A bank with three entries: a gotcha, its correction and a clarification of the correction."""
-    b = kb.create_bank(tmp_path / "small", settings={"auto_link": False})
+    b = kb.create_bank(tmp_path / "small", settings={"auto_link": False}, embedder=None)
     a = kb.report_learning(b, content="The session cookie is dropped by the CDN.", actor="agent-1", kind="knowledge")
     c = kb.report_learning(
         b, content="Only the staging CDN drops the session cookie.", actor="agent-2",

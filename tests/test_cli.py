@@ -101,7 +101,7 @@ def test_query_and_eval_commands_on_the_embedded_demo_bank(eng):
 def test_compact_says_which_cached_indexes_it_kept(tmp_path):
     import kbtools as kb
 
-    bank = kb.create_bank(tmp_path / "b")
+    bank = kb.create_bank(tmp_path / "b", embedder=None)
     for i in range(3):  # one vector segment per entry
         kb.report_learning(bank, content=f"Kiln {i} overheats after error K-7{i}.", actor="a", link=False)
         kb.embed_bank(bank, embedder="hashing")

@@ -25,6 +25,7 @@ from kbtools.retrieval.embedders import (
 from kbtools.errors import KbError
 from kbtools.store.caches import cache_file
 from kbtools.store.vectors import entry_vectors, vector_ids, vector_segments
+from kbtools.store.vectors import vector_count
 
 PARAPHRASES = [
     ("The session-create POST needs HTTP/1.1 or it hangs.",
@@ -179,7 +180,7 @@ def test_streamed_embedding_commits_one_segment_per_chunk_and_the_index_is_a_map
     from kbtools.retrieval.search import bank_index, ranked_pool
 
     monkeypatch.setenv("KBTOOLS_EMBED_CACHE", "0")
-    bank = kb.create_bank(tmp_path / "b")
+    bank = kb.create_bank(tmp_path / "b", embedder=None)
     kb.ops.import_frames(bank, entries=kb.demo.synthetic_bank(entries=6000, seed=2).entries, actor="t", guard=False)
     monkeypatch.setattr(embedding, "FLOAT16_FROM", 5000)
     out = kb.embed_bank(bank, embedder="hashing-char", chunk=2500)
@@ -196,3 +197,26 @@ def test_streamed_embedding_commits_one_segment_per_chunk_and_the_index_is_a_map
     again = VectorIndex.read(cached, kind="flat", fingerprint=bank_index(bank).fingerprint)
     assert again.size == 6000 and again.mapped
     assert ranked_pool(kb.open_bank(bank.path, readonly=True), title)["id"].to_list() == first["id"].to_list()
+
+
+def test_a_new_bank_answers_from_its_first_report_and_its_writes_keep_it_embedded(tmp_path):
+    import polars as pl
+
+    import kbtools as kb
+
+    bank = kb.create_bank(tmp_path / "new")
+    assert bank.settings["embedder"] == "minilm-int8"
+    a = kb.report_learning(bank, content="The nightly export fails when the VPN tunnel rotates its key.",
+                           actor="agent", link=False)
+    assert kb.query(bank, "why does the nightly export fail", record_usage=False).ids() == [a]
+    kb.update_entry(bank, a, actor="agent", content="The nightly export fails while the proxy restarts at 02:00.")
+    parts = kb.split_entry(bank, a, parts=[{"content": "The proxy restarts at 02:00 every night."},
+                                           {"content": "Retry the warehouse export after 02:05."}],
+                           reason="two facts", actor="judge")
+    kb.ops.import_frames(bank, entries=pl.DataFrame({"id": ["0abc1234"], "content": ["Rotate the signing key monthly."]}),
+                     actor="import")
+    assert vector_count(bank) == bank.entries.height == 4  # every write embedded what it added
+    assert kb.query(bank, "when to retry the warehouse export", record_usage=False).ids()[0] == parts[1]
+    assert kb.query(bank, "proxy restart nightly export", record_usage=False).ids()[0] in (a, parts[0])
+    assert kb.query(bank, "signing key rotation", record_usage=False).ids()[0] == "0abc1234"
+    assert kb.embed_bank(bank)["embedded"] == 0  # nothing was left for kb embed

@@ -53,7 +53,7 @@ def test_remove_refuses_unknown_ids_and_a_removed_id_can_come_back():
 def _bank(tmp_path, n=300):
     import kbtools as kb
 
-    bank = kb.create_bank(tmp_path / "b", settings={"auto_link": False})
+    bank = kb.create_bank(tmp_path / "b", settings={"auto_link": False}, embedder=None)
     kb.ops.import_frames(bank, entries=kb.demo.synthetic_bank(entries=n, seed=3).entries, actor="t", guard=False)
     kb.embed_bank(bank, embedder="hashing")
     return bank

@@ -42,7 +42,7 @@ def _small(bank_dir, n=120):
 
 def test_connect_equals_linking_one_by_one(tmp_path, demo_dir):
     ents, edges = _small(demo_dir / "engineering")
-    bank = kb.create_bank(tmp_path / "b")
+    bank = kb.create_bank(tmp_path / "b", embedder=None)
     kb.ops.import_frames(bank, entries=ents, edges=edges, guard=False)
     report = connect(bank, chunk=37)  # several chunks, each its own transaction
     assert report["entries"] == ents.height and report["links_made"] > 20
@@ -63,7 +63,7 @@ def test_connect_equals_linking_one_by_one(tmp_path, demo_dir):
 
 def test_connect_dry_run_writes_nothing(tmp_path, demo_dir):
     ents, edges = _small(demo_dir / "engineering", 60)
-    bank = kb.create_bank(tmp_path / "b")
+    bank = kb.create_bank(tmp_path / "b", embedder=None)
     kb.ops.import_frames(bank, entries=ents, edges=edges, guard=False)
     v = bank.version
     report = connect(bank, dry_run=True)
@@ -77,7 +77,7 @@ def test_connect_rebuild_ends_alike_whatever_the_chunk(tmp_path, demo_dir):
     import shutil
 
     ents, edges = _small(demo_dir / "engineering", n=200)
-    base = kb.create_bank(tmp_path / "base")
+    base = kb.create_bank(tmp_path / "base", embedder=None)
     kb.ops.import_frames(base, entries=ents, edges=edges, guard=False)
     connect(base)
     ends = {}
@@ -269,7 +269,7 @@ def test_new_entries_extend_the_term_statistics_instead_of_rebuilding(tmp_path, 
 
 def test_the_linkers_neighbour_index_grows_with_appended_entries(tmp_path, demo_dir):
     ents, edges = _small(demo_dir / "engineering", n=300)
-    bank = kb.create_bank(tmp_path / "b")
+    bank = kb.create_bank(tmp_path / "b", embedder=None)
     kb.ops.import_frames(bank, entries=ents, edges=edges, guard=False)
     kb.embed_bank(bank, embedder="hashing-char")
     kb.report_learning(bank, content="Kafka consumer lag grows when max.poll.records is 500.", actor="a")
@@ -290,7 +290,7 @@ def test_the_linkers_neighbour_index_grows_with_appended_entries(tmp_path, demo_
 
 def test_connect_with_the_neighbour_index_equals_linking_one_by_one(tmp_path, demo_dir):
     ents, edges = _small(demo_dir / "engineering", n=120)
-    bank = kb.create_bank(tmp_path / "b")
+    bank = kb.create_bank(tmp_path / "b", embedder=None)
     kb.ops.import_frames(bank, entries=ents, edges=edges, guard=False)
     kb.embed_bank(bank, embedder="hashing-char")
     vectors = lc.linker_vectors(bank)

@@ -80,7 +80,7 @@ def test_plan_verdicts_merges_only_above_the_confidence():
 
 
 def _small_bank(tmp_path):
-    bank = kb.create_bank(tmp_path / "b", settings={"auto_link": False})
+    bank = kb.create_bank(tmp_path / "b", settings={"auto_link": False}, embedder=None)
     ids = {}
     for name, text in [("old", "The deploy job needs the registry token from vault before pushing images."),
                        ("dup", "The deploy job needs the registry token from vault before pushing images. Reported again."),

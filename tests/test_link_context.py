@@ -19,7 +19,7 @@ from kbtools.store.vectors import vector_segments
 @pytest.fixture
 def bank(tmp_path):
     demo = synthetic_bank(entries=600, seed=5)
-    bank = kb.create_bank(tmp_path / "b")
+    bank = kb.create_bank(tmp_path / "b", embedder=None)
     import_frames(bank, entries=demo.entries, edges=demo.edges, guard=False)
     kb.embed_bank(bank, embedder="hashing")
     return bank

@@ -254,3 +254,23 @@ def test_a_connect_job_beside_an_agent_loses_nothing(eng):
     assert inside.height > 0, "the job and the agent did not overlap"
     assert bank.entries.filter(pl.col("linked_at").is_null()).height < unlinked_before / 10
     assert kb.check_bank(eng) == []
+
+
+def test_a_new_empty_bank_answers_what_an_agent_just_reported(tmp_path):
+    """A bank made by kb.create_bank records the default embedder: the report embeds its entry in
+    its own write, so the next query (which never embeds an entry) answers with it."""
+    path = tmp_path / "new"
+    kb.create_bank(path)
+    learning = "The nightly export to the warehouse fails when the VPN tunnel rotates its key at 02:00."
+
+    async def go():
+        async with session(path) as s:
+            reported = await s.call_tool("report_learning", {"content": learning, "kind": "lesson"})
+            answer = await s.call_tool("query_knowledge_bank", {"query": "why does the nightly warehouse export fail"})
+            return reported, answer
+
+    reported, answer = run(go())
+    assert not reported.is_error and not answer.is_error, text(reported) + text(answer)
+    new = reported.structured_content["id"]
+    assert f"[{new}]" in text(answer), text(answer)
+    assert kb.open_bank(path).vector_count() == 1

@@ -30,7 +30,7 @@ TEXTS = [
 
 
 def _bank(path: Path, *, auto_link: bool = False) -> kb.Bank:
-    bank = kb.create_bank(path, settings={"auto_link": auto_link})
+    bank = kb.create_bank(path, settings={"auto_link": auto_link}, embedder=None)
     for text in TEXTS:
         kb.report_learning(bank, content=text, actor="t", link=False)
     kb.embed_bank(bank, embedder="hashing")

@@ -15,7 +15,7 @@ TEXTS = ["Restart the payments worker after changing its config file.",
 
 @pytest.fixture()
 def bank(tmp_path):
-    bank = kb.create_bank(tmp_path / "b", settings={"auto_link": False})
+    bank = kb.create_bank(tmp_path / "b", settings={"auto_link": False}, embedder=None)
     for t in TEXTS:
         kb.report_learning(bank, content=t, actor="t")
     kb.embed_bank(bank, embedder="hashing")

@@ -136,7 +136,7 @@ def test_one_write_costs_what_it_writes_at_scale(tmp_path):
     from kbtools.demo import synthetic_bank
 
     demo = synthetic_bank(entries=20_000, seed=3)
-    bank = kb.create_bank(tmp_path / "big")
+    bank = kb.create_bank(tmp_path / "big", embedder=None)
     kb.ops.import_frames(bank, entries=demo.entries, edges=demo.edges, guard=False)
     base = bank.path / segment_files(bank)["entries"][0]
     size, mtime = base.stat().st_size, base.stat().st_mtime_ns
@@ -281,7 +281,7 @@ def test_segmented_vectors_read_one_kind_as_the_joined_array_does():
 def test_a_compaction_that_cannot_carry_a_cache_still_commits(tmp_path, monkeypatch):
     """Carrying the caches comes after the commit: a segment's ids that cannot be read then leave
     the seal as it was (the cache is rebuilt later) and the compaction returns."""
-    bank = kb.create_bank(tmp_path / "b")
+    bank = kb.create_bank(tmp_path / "b", embedder=None)
     for i in range(3):
         kb.report_learning(bank, content=f"Kiln {i} overheats after error K-7{i}.", actor="a", link=False)
         kb.embed_bank(bank, embedder="hashing")

@@ -61,7 +61,7 @@ def write_demo_bank(demo: DemoBank, path: str | os.PathLike, *, force: bool = Fa
         shutil.rmtree(root)
     elif (root / "bank.json").exists():
         raise BankExists(root, "a bank is already there (pass force=True / --force to rebuild it)")
-    bank = create_bank(root)
+    bank = create_bank(root, embedder=None)  # a demo bank is embedded afterwards, by ``kb embed``
     import_frames(bank, entries=demo.entries, edges=demo.edges, triples=demo.triples, actor="kb demo", guard=False)
     truth_path(root).write_text(json.dumps(demo.truth, indent=1, sort_keys=True), encoding="utf-8")
     bank.compact(sweep_age=0)  # nobody reads a bank that is being created

@@ -59,7 +59,7 @@ def build_peps_bank(out: str | os.PathLike, *, source: str | os.PathLike = PEPS_
         if not force:
             raise BankExists(root, "a bank is already there (pass force=True / --force to rebuild it)")
         shutil.rmtree(root)
-    bank = create_bank(root)
+    bank = create_bank(root, embedder=None)  # embedded afterwards, by ``kb embed``
     report = ingest(bank, source, actor="kb demo --peps", progress=progress, **PEPS_MAPPING)
     bank.reload()
     bank.compact(sweep_age=0)

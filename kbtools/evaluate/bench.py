@@ -145,7 +145,7 @@ def _synthetic_store(n: int, root: Path, seed: int, log):
     t = time.perf_counter()
     demo = synthetic_bank(entries=n, seed=seed)
     gen = time.perf_counter() - t
-    bank = create_bank(root / f"s{n}")
+    bank = create_bank(root / f"s{n}", embedder=None)
     t = time.perf_counter()
     import_frames(bank, entries=demo.entries, edges=demo.edges, guard=False)
     imp = time.perf_counter() - t

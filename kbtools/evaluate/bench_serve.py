@@ -1,12 +1,16 @@
-"""``kb bench --only serve``: kbtools served like an embedded database, each figure as a ratio in
-one run: adding one entry at 10k vs 100k (no linking, and with the write-time linker), the first
-query after an add vs a steady query, a cold open + first query in a fresh process at 10k vs 100k,
-memory serving queries vs the raw 384-d vectors, disk vs the peers' median (their figures quoted
-as references, not measured here), personalized PageRank (kbtools vs igraph's
-PRPACK), fold at 2k and 20k.
+"""``kb bench --only serve``: kbtools served like an embedded database, timed through the verbs a
+user calls, each figure as a ratio in one run: ``kb.report_learning`` at 10k vs 100k (no linking,
+and with the write-time linker), ``kb.query(bank, text)`` folded with the bank's embedder (steady,
+and the first one after a report), ``open_bank`` + first ``kb.query`` in a fresh process at 10k vs
+100k and that process's peak memory against the vectors as stored, one ``query_knowledge_bank``
+round trip through ``kb mcp`` over stdio with the real MCP client, disk; beside them the parts
+(``ranked_pool`` with the vector given, the fold over its pool), personalized PageRank (kbtools vs
+igraph's PRPACK) and fold at 2k and 20k. The peers' figures in the notes are references quoted from
+an earlier run, not measured here.
 
 Banks are synthetic (``synthetic_bank``) with random unit 384-d vectors recorded under the
-hashing embedder, so that an add embeds its entry (cheaply) inside its write, as a real add does.
+hashing embedder, so that an add embeds its entry (cheaply) inside its write, as a real add does,
+and a query embeds its text with it.
 """
 
 from __future__ import annotations
@@ -43,7 +47,7 @@ PEERS_100K = {
 
 def _bank(root: Path, n: int, seed: int):
     demo = synthetic_bank(entries=n, seed=seed)
-    bank = create_bank(root / f"serve{n}")
+    bank = create_bank(root / f"serve{n}", embedder=None)
     import_frames(bank, entries=demo.entries, edges=demo.edges, guard=False)
     rng = np.random.default_rng(seed)
     v = rng.normal(size=(n, 4, 384)).astype(np.float32)
@@ -62,15 +66,12 @@ def _disk_mb(path: Path) -> float:
 _COLD = """
 import json, resource, sys, time
 t0 = time.perf_counter()
-import numpy as np
-from kbtools.store.bank import open_bank
-from kbtools.retrieval.search import ranked_pool
-bank = open_bank(sys.argv[1], readonly=True)
-q = np.random.default_rng(0).normal(size=384).astype(np.float32); q /= np.linalg.norm(q)
-ranked_pool(bank, "q", query_vector=q, index=sys.argv[2])
+import kbtools as kb
+bank = kb.open_bank(sys.argv[1], readonly=True)
+kb.query(bank, "why does the warm pool drain at night", index=sys.argv[2])
 first = time.perf_counter() - t0
 for i in range(50):
-    ranked_pool(bank, "q", query_vector=np.roll(q, i), index=sys.argv[2])
+    kb.query(bank, f"which shard holds tenant {i}", index=sys.argv[2])
 # VmHWM: the peak of this process alone (ru_maxrss would include the parent's peak before exec)
 hwm = [l for l in open("/proc/self/status") if l.startswith("VmHWM")]
 rss = int(hwm[0].split()[1]) / 1024 if hwm else resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
@@ -113,23 +114,71 @@ def _linked_adds(bank, n: int) -> tuple[float, list[float]]:
     return first, lat
 
 
-def _queries(bank, kind: str, rng) -> tuple[float, float]:
-    """(first query after one add, median steady query) in ms, vector given."""
+def _queries(bank, kind: str, rng) -> dict:
+    """p50 ms of what a user calls, ``kb.query(bank, text)`` folded and embedded with the bank's
+    embedder: steady, and the first query after each ``report_learning(..., link=False)``; beside
+    them the parts: ``ranked_pool`` with the vector given, and the fold over its pool alone."""
+    from kbtools.retrieval.folding import fold
+    from kbtools.retrieval.pipeline import edge_lookup, query
+
+    texts = [f"which shard holds tenant {i} after the rebalance" for i in range(40)]
     qs = rng.normal(size=(40, 384)).astype(np.float32)
-    for q in qs[:5]:
-        ranked_pool(bank, "q", query_vector=q, index=kind)
+    for t in texts[:5]:
+        query(bank, t, index=kind)
     firsts = []
     for i in range(10):
         report_learning(bank, content=f"Query bench fact {i} about shard {i}.", actor="bench", link=False)
         t = time.perf_counter()
-        ranked_pool(bank, "q", query_vector=qs[i], index=kind)
+        query(bank, f"query bench fact about shard {i}", index=kind)
         firsts.append((time.perf_counter() - t) * 1000)
-    steady = []
-    for q in qs:
+    steady, pools, folds = [], [], []
+    for text, q in zip(texts, qs):
         t = time.perf_counter()
-        ranked_pool(bank, "q", query_vector=q, index=kind)
+        query(bank, text, index=kind)
         steady.append((time.perf_counter() - t) * 1000)
-    return float(np.median(firsts)), float(np.median(steady))
+        t = time.perf_counter()
+        pool = ranked_pool(bank, "q", query_vector=q, index=kind)
+        pools.append((time.perf_counter() - t) * 1000)
+        lookup = edge_lookup(bank)
+        t = time.perf_counter()
+        fold(pool, lookup)
+        folds.append((time.perf_counter() - t) * 1000)
+    return {"first": float(np.median(firsts)), "steady": float(np.median(steady)),
+            "pool": float(np.median(pools)), "fold": float(np.median(folds))}
+
+
+_MCP = """
+import asyncio, json, os, sys, time
+from mcp import ClientSession, StdioServerParameters, stdio_client
+async def go():
+    params = StdioServerParameters(command=sys.executable, args=["-m", "kbtools", "mcp", sys.argv[1]], env=dict(os.environ))
+    with open(os.devnull, "w") as err:
+        async with stdio_client(params, errlog=err) as (r, w):
+            async with ClientSession(r, w) as s:
+                await s.initialize()
+                await s.call_tool("query_knowledge_bank", {"query": "warm up the server"})
+                lat = []
+                for i in range(20):
+                    t = time.perf_counter()
+                    await s.call_tool("query_knowledge_bank", {"query": f"which shard holds tenant {i}"})
+                    lat.append((time.perf_counter() - t) * 1000)
+    lat.sort()
+    print(json.dumps({"p50_ms": lat[len(lat) // 2]}))
+asyncio.run(go())
+"""
+
+
+def _mcp_round_trip(path: Path) -> float | None:
+    """p50 ms of one ``query_knowledge_bank`` call through ``kb mcp`` over stdio with the real MCP
+    client (server started and warmed first); None when the mcp extra is not installed."""
+    try:
+        import mcp  # noqa: F401
+    except ImportError:
+        return None
+    out = subprocess.run([sys.executable, "-c", _MCP, str(path)], capture_output=True, text=True, timeout=600)
+    if out.returncode:
+        raise RuntimeError(out.stderr[-2000:])
+    return json.loads(out.stdout.strip().splitlines()[-1])["p50_ms"]
 
 
 def _ppr(rows, n: int, seed: int) -> None:
@@ -209,12 +258,13 @@ def bench_serve(rows, root: Path, *, sizes=(10_000, 100_000), seed: int = 7, log
     for n in (small, big):
         bank_index(banks[n], kind=kind)  # the index file a cold process maps
         cold[n] = _cold(banks[n].path, kind)
-    rows.add("serve", f"cold open + first query {big // 1000}k (new process, {kind})", cold[big]["first_s"], "s",
+    rows.add("serve", f"cold: open_bank + first kb.query {big // 1000}k (new process, {kind})", cold[big]["first_s"], "s",
              baseline=f"same at {small // 1000}k", baseline_value=cold[small]["first_s"],
              note="peers at 100k: LanceDB 0.015 / Chroma 0.23 / DuckDB vss 0.25 s (references)")
     raw = big * 384 * 4 / 1e6
-    rows.add("serve", f"memory serving queries {big // 1000}k (max RSS of that process)", cold[big]["rss_mb"], "MB",
-             baseline="raw 384-d float32 vectors", baseline_value=raw,
+    stored = sum((Path(banks[big].path) / sg["data"]).stat().st_size for sg in banks[big].vector_segments()) / 1e6
+    rows.add("serve", f"memory serving kb.query {big // 1000}k (peak RSS of that process)", cold[big]["rss_mb"], "MB",
+             baseline="the vectors as the bank stores them", baseline_value=stored,
              note="peers: LanceDB 190 / Chroma 290 / DuckDB vss 530 MB (references)")
     disk = _disk_mb(banks[big].path)
     rows.add("serve", f"disk {big // 1000}k (tables, vectors, {kind} index cache)", disk, "MB",
@@ -224,20 +274,28 @@ def bench_serve(rows, root: Path, *, sizes=(10_000, 100_000), seed: int = 7, log
     for n in (small, big):
         _adds(banks[n], 3)
         adds[n] = float(np.median(_adds(banks[n], 15)))
-    rows.add("serve", f"add one entry {big // 1000}k (no linking, embedded, durable), p50", adds[big],
+    rows.add("serve", f"kb.report_learning {big // 1000}k (link=False, embedded, durable), p50", adds[big],
              baseline=f"same at {small // 1000}k", baseline_value=adds[small],
              note="peers at 100k: LanceDB 4.3 / Chroma 7.4 / DuckDB vss 11.1 ms (references)")
     linked = {n: _linked_adds(banks[n], 10) for n in (small, big)}
-    rows.add("serve", f"add one entry with linking {big // 1000}k (report_learning, links committed with it), p50",
+    rows.add("serve", f"kb.report_learning with the linker {big // 1000}k (links committed with it), p50",
              float(np.median(linked[big][1])), baseline=f"same at {small // 1000}k",
              baseline_value=float(np.median(linked[small][1])),
              note=f"the first linked add builds the linker's caches: {linked[small][0]:.1f} s at "
                   f"{small // 1000}k, {linked[big][0]:.1f} s at {big // 1000}k")
     rng = np.random.default_rng(seed)
-    first, steady = _queries(banks[big], kind, rng)
-    rows.add("serve", f"first query after an add {big // 1000}k ({kind}, vector given), p50", first,
-             baseline="steady query", baseline_value=steady,
-             note="peers at 100k: LanceDB 7.2 / Chroma 1.2 / DuckDB vss 7.5 ms (references)")
+    for n in (small, big):
+        q = _queries(banks[n], kind, rng)
+        rows.add("serve", f"kb.query {n // 1000}k (folded, text embedded by the bank's embedder, {kind}), p50",
+                 q["steady"])
+        rows.add("serve", f"first kb.query after a report_learning {n // 1000}k, p50", q["first"],
+                 baseline="steady kb.query", baseline_value=q["steady"])
+        rows.add("serve", f"part: ranked_pool {n // 1000}k (vector given), p50", q["pool"])
+        rows.add("serve", f"part: fold over that pool {n // 1000}k (bank's edge lookup), p50", q["fold"])
+    mcp_ms = _mcp_round_trip(banks[big].path)
+    if mcp_ms is not None:
+        rows.add("serve", f"kb mcp: one query_knowledge_bank round trip {big // 1000}k (stdio, real client), p50",
+                 mcp_ms, baseline="kb.query in process", baseline_value=q["steady"])
     _ppr(rows, 20_000, seed)
     for n in (2000, 20_000):
         _fold(rows, n, seed)

@@ -227,7 +227,8 @@ def _shown(answer: Answer) -> list[str]:
 
 def _pool_edges(lookup, ids: list[str]) -> int:
     members = set(ids)
-    return sum(1 for i in ids for other, direction, _ in lookup.incident.get(i, ())
+    incident = lookup.incident_of(ids)
+    return sum(1 for i in ids for other, direction, _ in incident.get(i, ())
                if direction == "out" and other in members)
 
 

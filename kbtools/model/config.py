@@ -12,7 +12,11 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-__all__ = ["FoldConfig", "QueryConfig", "FOLD_DEFAULTS", "QUERY_DEFAULTS"]
+__all__ = ["FoldConfig", "QueryConfig", "FOLD_DEFAULTS", "QUERY_DEFAULTS", "DEFAULT_EMBEDDER"]
+
+#: The embedder a new bank records (``create_bank``): its writes embed what they add with it, so
+#: the first query answers; ``kb embed --embedder NAME`` picks another before anything is embedded.
+DEFAULT_EMBEDDER = "minilm-int8"
 
 
 @dataclass(frozen=True)

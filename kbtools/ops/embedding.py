@@ -4,10 +4,13 @@ never a side effect of a read.
 >>> import tempfile, pathlib
 >>> from kbtools.store.bank import create_bank
 >>> from kbtools.ops.writes import report_learning
->>> bank = create_bank(pathlib.Path(tempfile.mkdtemp()) / "b")
+>>> bank = create_bank(pathlib.Path(tempfile.mkdtemp()) / "b", embedder=None)
 >>> _ = report_learning(bank, content="Restart the worker after a config change.", actor="a")
 >>> embed_bank(bank, embedder="hashing")["embedded"]
 1
+>>> _ = report_learning(bank, content="Drain the queue before a deploy.", actor="a")  # embedded by its write
+>>> embed_bank(bank)["embedded"]
+0
 """
 
 from __future__ import annotations
@@ -25,8 +28,49 @@ from kbtools.retrieval.search import bank_embedder, embed_rows, text_hashes
 from kbtools.store.bank import Bank
 from kbtools.store.embed_cache import EmbeddingCache
 from kbtools.store.vectors import entry_vectors
+from kbtools.store.segments import table_mark
+from kbtools.store.vectors import embedder_name, vector_count
 
-__all__ = ["embed_bank", "embed_new_rows", "EMBED_CHUNK", "FLOAT16_FROM"]
+__all__ = ["embed_bank", "embed_new_rows", "write_embedder", "vectors_for_write", "EMBED_CHUNK", "FLOAT16_FROM"]
+
+
+def write_embedder(bank: Bank) -> str | None:
+    """The embedder a write embeds what it adds or changes with, or None: the bank's vectors'
+    embedder when it has vectors, else the one its settings record when every entry has a vector
+    (a new bank: zero of zero), so a bank that answers queries keeps answering after each write.
+    A bank with entries but no vectors stays as it is until ``kb embed``.
+
+    >>> import tempfile, pathlib
+    >>> from kbtools.store.bank import create_bank
+    >>> write_embedder(create_bank(pathlib.Path(tempfile.mkdtemp()) / "b"))
+    'minilm-int8'
+    >>> write_embedder(create_bank(pathlib.Path(tempfile.mkdtemp()) / "b", embedder=None)) is None
+    True
+    """
+    if embedder_name(bank):
+        return embedder_name(bank)
+    name = bank.settings.get("embedder")
+    if name and vector_count(bank) >= table_mark(bank, "entries")[1]:
+        return name
+    return None
+
+
+def vectors_for_write(bank: Bank, rows: pl.DataFrame, *, before: pl.DataFrame | None = None) -> VectorRows | None:
+    """Vectors of the entry ``rows`` a write adds or changes, for the same transaction (None when
+    the bank's writes do not embed, see :func:`write_embedder`, or no row's embedded text is new
+    or changed). ``before``: the rows as they are now, for rows that exist (only those whose
+    embedded text changed are embedded again). Texts already embedded come from the cache by
+    text hash."""
+    name = write_embedder(bank)
+    if name is None or rows.height == 0:
+        return None
+    if before is not None and before.height:  # an update: only rows whose embedded text changed
+        old = dict(zip(before["id"].to_list(), text_hashes(before).tolist()))
+        fresh = [old.get(i) != h for i, h in zip(rows["id"].to_list(), text_hashes(rows).tolist())]
+        rows = rows.filter(pl.Series(fresh))
+        if rows.height == 0:
+            return None
+    return embed_new_rows(rows, bank_embedder(bank, name if not embedder_name(bank) else None))
 
 
 def embed_new_rows(rows: pl.DataFrame, embedder: Embedder) -> VectorRows:

@@ -299,7 +299,7 @@ def ingest(bank: Bank, source: str | os.PathLike, *, text_field: str = "text", k
            title_format: str = "{title}", created_field: str | None = None, systems_field: str | None = None,
            tasks_field: str | None = None, edges: Sequence[EdgeMap | str] = (), cite: str | None = None,
            meta_fields: Sequence[str] = (), skip_sections: Sequence[str] = (), head_section: str | None = None,
-           guard: str = "report", strict: bool = False,
+           guard: str = "report", strict: bool = False, embed: bool = True,
            dry_run: bool = False, actor: str = "ingest",
            progress: Callable[[int, int], None] | None = None) -> dict:
     """Ingest ``source`` into ``bank`` in one transaction and return the report: documents,
@@ -307,6 +307,8 @@ def ingest(bank: Bank, source: str | os.PathLike, *, text_field: str = "text", k
     pattern finds (written as ``cites`` edges by ``backfill``, which reads the pattern from the
     bank's settings), and the rows the guard flagged. Entries already in the bank (same document
     and section) are skipped, so a second run adds nothing. ``dry_run`` plans and reports only.
+    The new entries are embedded in the same transaction when the bank's writes embed
+    (``embed=False``: left for ``kb embed``).
 
     ``edges``: :class:`EdgeMap` or specs for :func:`parse_edge_map`. ``cite``: a regular
     expression whose first group is a document key (``r"PEP\\s*(\\d+)"``). A ``.bpmn`` file or a
@@ -355,6 +357,7 @@ def ingest(bank: Bank, source: str | os.PathLike, *, text_field: str = "text", k
         return report
     from kbtools.ops.interchange import import_frames
 
-    counts = import_frames(bank, entries=new_entries, edges=new_edges, actor=actor, guard=guard, settings=settings)
+    counts = import_frames(bank, entries=new_entries, edges=new_edges, actor=actor, guard=guard, settings=settings,
+                           embed=embed)
     report["flagged"] = counts.get("flagged", [])
     return report

@@ -340,10 +340,14 @@ def plan_import(
 def import_frames(
     bank: Bank, *, entries: pl.DataFrame | None = None, edges: pl.DataFrame | None = None,
     triples: pl.DataFrame | None = None, actor: str = "import", guard: str | bool = "report",
-    settings: dict | None = None,
+    settings: dict | None = None, embed: bool = True,
 ) -> dict:
     """Import frames into the bank in one transaction; returns row counts and, with
     ``guard="report"`` (the default), the rows the guard flags (imported all the same).
+
+    The imported entries are embedded in the same transaction when the bank's writes embed (a
+    bank created with an embedder, or one whose entries all have vectors); ``embed=False`` leaves
+    them for ``kb embed``.
 
     ``guard``: ``"report"``, ``"reject"`` (one flagged row refuses the import) or ``"off"``.
     ``settings``: bank settings recorded in the same transaction (ingest records its citation
@@ -358,8 +362,13 @@ def import_frames(
                        "triples": ch.upserts["triples"].height if "triples" in ch.upserts else 0})
         if mode == "report":
             counts["flagged"] = guard_flags(ch.upserts["entries"]).to_dicts()
-        if settings:
-            ch = Plan(upserts=ch.upserts, appends=ch.appends, settings=dict(settings))
+        vectors = None
+        if embed and ch.upserts["entries"].height:
+            from kbtools.ops.embedding import vectors_for_write  # the embedder loads only when used
+
+            vectors = vectors_for_write(b, ch.upserts["entries"])
+        if settings or vectors is not None:
+            ch = Plan(upserts=ch.upserts, appends=ch.appends, settings=dict(settings or {}), vectors=vectors)
         return ch
 
     bank.apply(plan, actor=actor)
@@ -367,13 +376,13 @@ def import_frames(
 
 
 def import_files(bank: Bank, *, entries=None, edges=None, triples=None, actor: str = "import",
-                 guard: str | bool = "report") -> dict:
-    """Import JSONL or Parquet files (pgvector export shape) in one transaction (``guard`` as in
-    :func:`import_frames`)."""
+                 guard: str | bool = "report", embed: bool = True) -> dict:
+    """Import JSONL or Parquet files (pgvector export shape) in one transaction (``guard`` and
+    ``embed`` as in :func:`import_frames`)."""
     ent = read_rows(entries, "entries") if entries else None
     ed = read_rows(edges, "edges") if edges else None
     tri = read_rows(triples, "triples") if triples else None
-    return import_frames(bank, entries=ent, edges=ed, triples=tri, actor=actor, guard=guard)
+    return import_frames(bank, entries=ent, edges=ed, triples=tri, actor=actor, guard=guard, embed=embed)
 
 
 def export_bank(bank: Bank, to: str | os.PathLike, *, format: str = "jsonl") -> dict:

@@ -477,13 +477,10 @@ def report_learning(
 
 
 def _new_vectors(bank: Bank, entry: pl.DataFrame):
-    """The new entry's vectors when the bank has an embedder (embedded in the write, never by a read)."""
-    if not embedder_name(bank):
-        return None
-    from kbtools.ops.embedding import embed_new_rows  # the embedder loads only when a bank has one
-    from kbtools.retrieval.search import bank_embedder
+    """The new entry's vectors when the bank's writes embed (embedded in the write, never by a read)."""
+    from kbtools.ops.embedding import vectors_for_write  # the embedder loads only when a bank has one
 
-    return embed_new_rows(entry, bank_embedder(bank))
+    return vectors_for_write(bank, entry)
 
 
 def _with_links(bank: Bank, written: Plan, entry: pl.DataFrame, edges: pl.DataFrame, vectors, *, actor: str, now) -> Plan:
@@ -550,7 +547,9 @@ def update_entry(bank: Bank, entry_id: str, *, actor: str, reason: str | None = 
         check_entries(row)
         changed = {k: [str(old[k]), str(new[k])] for k in fields if old[k] != new[k]}
         ev = event_rows([{"action": "entry.update", "src": entry_id, "payload": {"changed": changed}}], actor=actor, at=now, reason=reason)
-        return Plan(upserts={"entries": row}, appends={"events": ev})
+        from kbtools.ops.embedding import vectors_for_write  # changed text is embedded in the same write
+
+        return Plan(upserts={"entries": row}, appends={"events": ev}, vectors=vectors_for_write(b, row, before=cur))
 
     bank.apply(plan, actor=actor, reason=reason)
 
@@ -782,7 +781,8 @@ def split_entry(bank: Bank, entry_id: str, *, parts: Sequence[dict], reason: str
                 edge_events(edges, "edge.create", actor=actor, at=now, reason=reason),
             ]
         )
-        return Plan(upserts={"entries": pl.DataFrame(rows, schema=SCHEMAS["entries"]), "edges": edges}, appends={"events": events})
+        new = pl.DataFrame(rows, schema=SCHEMAS["entries"])
+        return Plan(upserts={"entries": new, "edges": edges}, appends={"events": events}, vectors=_new_vectors(b, new))
 
     bank.apply(plan, actor=actor, reason=reason)
     return ids

@@ -5,9 +5,10 @@ The query path, step by step (steps 1 and 8 belong to the caller, the bank's que
 1. *Fetch* a pool of ~20 candidates, ranked best first, without bumping usage (caller).
 2. *Edges among the pool*: the trusted edges (``sources=None`` means :data:`vocab.TRUSTED_SOURCES`;
    fading sources such as ``auto`` count only when ``sources=`` names them) with both ends in the
-   pool. A prepared :class:`EdgeLookup` (id -> incident edge rows, built once per bank version)
-   makes this a dictionary read; given a plain edge frame, ``fold`` first narrows it with one
-   vectorised polars filter to the rows touching the pool and builds a lookup of those.
+   pool. A prepared :class:`EdgeLookup` (both ends of every edge in sorted arrays, grown by
+   appended edges and masking removed ones, never rebuilt per bank version) makes this a binary
+   search for the pool's ids; given a plain edge frame, ``fold`` first narrows it with one
+   vectorised polars filter to the rows touching the pool.
 3. *Groups*: connected components of the pool by union-find, edges taken as undirected.
 4. *Representatives*: the top ``protect`` ranks (at most ``k``) always represent themselves. In a
    group without a protected member, start from its best-ranked member; while the current member
@@ -52,8 +53,8 @@ The query path, step by step (steps 1 and 8 belong to the caller, the bank's que
 from __future__ import annotations
 
 from collections.abc import Iterable
-from dataclasses import dataclass, field
-from typing import Any, NamedTuple
+from dataclasses import dataclass
+from typing import Any, ClassVar, NamedTuple
 
 import numpy as np
 import polars as pl
@@ -75,14 +76,20 @@ _Edge = tuple
 _Incident = tuple
 
 
-@dataclass(frozen=True, eq=False)
 class EdgeLookup:
-    """Edges prepared for folding: each id's incident edge rows, optionally entries' display fields.
+    """Edges prepared for folding: sorted arrays of edge ends, read for a pool's ids only.
 
-    Build once per bank version and pass it as ``edges`` to :func:`fold` / :func:`flat` /
-    :func:`collapse`. Only edges whose source is in ``sources`` are kept (default: trusted),
-    types are canonical (``related_to`` -> ``see_also``), self-loops and repeated
-    ``(src, dst, type)`` rows are dropped.
+    Each edge is kept twice, once under each end, in a numpy array sorted by that end's id, so the
+    edges touching a pool of 20 are found by binary search (no pass over the bank's edges per
+    query). Edges appended since (a link, an add with its connections) join as a further part;
+    removed ones (an unlink, a bridge over a deleted entry) are masked by row: neither rebuilds
+    what was built (:attr:`builds` counts the builds from a whole edge frame). Only edges whose
+    source is in ``sources`` are kept (default: trusted), types are canonical (``related_to`` ->
+    ``see_also``), self-loops and repeated ``(src, dst, type)`` rows are dropped.
+
+    ``entries`` (id, title, summary, kind, steps) supply neighbours' display fields and limit the
+    neighbours handed over to the ids they hold; any object with a ``rows_for(ids)`` method
+    returning ``{id: {field: value}}`` can take their place (:meth:`with_entries`).
 
     >>> import polars as pl
     >>> e = pl.DataFrame({"src": ["a", "a"], "dst": ["b", "c"], "type": ["cites", "see_also"],
@@ -90,12 +97,24 @@ class EdgeLookup:
     >>> lk = EdgeLookup.build(e)
     >>> len(lk), lk.touching(["b"])
     (1, [('a', 'b', 'cites', None, 'author')])
+    >>> lk = lk.grown(pl.DataFrame({"src": ["c"], "dst": ["b"], "type": ["corrects"], "source": ["author"]}))
+    >>> len(lk), [e[0] for e in lk.touching(["b"])]
+    (2, ['a', 'c'])
+    >>> len(lk.without([("a", "b", "cites")]))
+    1
     """
 
-    rows: list[_Edge]
-    incident: dict[str, list[_Incident]]
-    sources: frozenset[str]
-    entries: dict[str, dict[str, Any]] | None = field(default=None)
+    #: how many lookups this process built from a whole edge frame (tests and the bench count them)
+    builds: ClassVar[int] = 0
+    #: parts past which the appended parts are merged into one (the base part is left alone)
+    MAX_PARTS: ClassVar[int] = 8
+
+    __slots__ = ("parts", "dead", "sources", "entries", "mark", "_size")
+
+    def __init__(self, parts: tuple[_Part, ...], sources: frozenset[str], entries=None,
+                 dead: frozenset[int] = frozenset(), mark=None):
+        self.parts, self.sources, self.entries, self.dead, self.mark = parts, sources, entries, dead, mark
+        self._size = sum(p.edges.height for p in parts) - len(dead)
 
     @classmethod
     def build(cls, edges: pl.DataFrame, *, sources: Iterable[str] | None = None,
@@ -108,11 +127,118 @@ class EdgeLookup:
         """
         allowed = _check_sources(sources)
         _check_edges(edges)
-        info = _entry_info(entries) if entries is not None else None
-        return _build_lookup(edges, allowed, info)
+        source = _FrameEntries(entries) if entries is not None else None
+        EdgeLookup.builds += 1
+        return cls((_part(_canonical(edges, allowed), 0, _aliased(edges)),), allowed, source)
 
     def __len__(self) -> int:
-        return len(self.rows)
+        return self._size
+
+    @property
+    def rows(self) -> list[_Edge]:
+        """Every kept edge, in edge-frame order (a whole-lookup read: not for the query path)."""
+        return [e for _, e in sorted(self._live_rows(np.concatenate([np.arange(p.offset, p.offset + p.edges.height)
+                                                                       for p in self.parts])))]
+
+    def with_entries(self, entries) -> EdgeLookup:
+        """The same edges with another source of display fields (a ``rows_for(ids)`` object)."""
+        return EdgeLookup(self.parts, self.sources, entries, self.dead, self.mark)
+
+    def grown(self, edges: pl.DataFrame, *, mark=None) -> EdgeLookup:
+        """This lookup and the edges of ``edges`` (rows appended to the table since), as a new
+        lookup sharing this one's arrays; the appended parts are merged once there are more than
+        :data:`MAX_PARTS` of them (a sort of the appended rows only)."""
+        _check_edges(edges)
+        return self._grown(_canonical(edges, self.sources), _aliased(edges), mark)
+
+    def _grown(self, added: pl.DataFrame, aliased: bool, mark) -> EdgeLookup:
+        parts = list(self.parts)
+        end = parts[-1].offset + parts[-1].edges.height
+        if added.height:
+            parts.append(_part(added, end, aliased))
+        if len(parts) > self.MAX_PARTS:
+            tail = pl.concat([p.edges for p in parts[1:]])
+            parts = [parts[0], _part(tail, parts[1].offset, any(p.aliased for p in parts[1:]))]
+        return EdgeLookup(tuple(parts), self.sources, self.entries, self.dead, mark)
+
+    def without(self, keys: Iterable[tuple[str, str, str]], *, mark=None) -> EdgeLookup:
+        """This lookup with the edges of these ``(src, dst, type)`` keys masked (removed)."""
+        wanted = {(s, d, vocab.TYPE_ALIASES.get(t, t)) for s, d, t in keys}
+        ends = sorted({s for s, _, _ in wanted})
+        dead = set(self.dead)
+        for row, edge in self._live_rows(self._rows_touching(ends)):
+            if edge[:3] in wanted:
+                dead.add(int(row))
+        return EdgeLookup(self.parts, self.sources, self.entries, frozenset(dead), mark)
+
+    def followed(self, edges: pl.DataFrame, *, mark=None, max_dead: float = 0.2) -> EdgeLookup | None:
+        """This lookup changed to hold exactly the kept edges of ``edges`` (the whole current edge
+        frame after an unlink, a retype or a bridge): rows gone are masked, rows new or changed
+        join as a part. One vectorised comparison of the two edge sets, no rebuild; None when the
+        masked rows would pass ``max_dead`` of the rows held (then build afresh)."""
+        _check_edges(edges)
+        current = _canonical(edges, self.sources)
+        held = self._held()
+        cols = list(_KEPT_COLUMNS)
+        gone = held.join(current, on=cols, how="anti", nulls_equal=True)["row"].to_list()
+        new = current.join(held.select(cols), on=cols, how="anti", nulls_equal=True)
+        total = sum(p.edges.height for p in self.parts) + new.height
+        if len(self.dead) + len(gone) > max_dead * max(total, 1):
+            return None
+        out = EdgeLookup(self.parts, self.sources, self.entries, self.dead | frozenset(gone), mark)
+        return out._grown(new, _aliased(edges), mark) if new.height else out
+
+    def incident_of(self, ids: Iterable[str]) -> dict[str, list[_Incident]]:
+        """Each of ``ids``' incident edges as ``(other end, "out" | "in", edge)``, in neighbour
+        order (note-carrying first, then :data:`vocab.NEIGHBOR_TYPE_PRIORITY`, other end, type,
+        direction); ids without edges are left out.
+
+        >>> lk = EdgeLookup.build(pl.DataFrame({"src": ["a", "c"], "dst": ["b", "a"], "type": ["cites", "corrects"],
+        ...                                     "source": ["author", "author"]}))
+        >>> [(o, d) for o, d, _ in lk.incident_of(["a"])["a"]]
+        [('c', 'in'), ('b', 'out')]
+        """
+        wanted = list(dict.fromkeys(ids))
+        if not wanted or not self._size:
+            return {}
+        if self._repeats():  # a type alias may repeat a key across parts: the row-order path
+            keep = set(wanted)
+            found: dict[str, list[_Incident]] = {}
+            for _, edge in self._live_rows(self._rows_touching(wanted)):
+                if edge[0] in keep:
+                    found.setdefault(edge[0], []).append((edge[1], "out", edge))
+                if edge[1] in keep:
+                    found.setdefault(edge[1], []).append((edge[0], "in", edge))
+            return {i: sorted(found[i], key=_neighbour_key) for i in wanted if i in found}
+        found = {}
+        merged: set[str] = set()
+        dead = self.dead
+        for p in self.parts:
+            if not len(p.keys):
+                continue
+            lo, hi = p.keys.find(wanted)
+            hit = np.flatnonzero(hi > lo)
+            if not len(hit):
+                continue
+            spans = [(wanted[h], a, b) for h, a, b in zip(hit.tolist(), lo[hit].tolist(), hi[hit].tolist())]
+            at = np.concatenate([np.arange(a, b) for _, a, b in spans])
+            rows = p.rows[at]
+            edges = p.edge_rows(rows - p.offset)
+            outs = p.is_out[at].tolist()
+            rows = rows.tolist()
+            k = 0
+            for entry_id, a, b in spans:  # each id's ends are in neighbour order within a part
+                mine = [(e[1], "out", e) if o else (e[0], "in", e)
+                        for e, o, r in zip(edges[k:k + b - a], outs[k:k + b - a], rows[k:k + b - a]) if r not in dead]
+                k += b - a
+                if entry_id in found:
+                    found[entry_id].extend(mine)
+                    merged.add(entry_id)
+                elif mine:
+                    found[entry_id] = mine
+        for entry_id in merged:
+            found[entry_id].sort(key=_neighbour_key)
+        return {i: found[i] for i in wanted if i in found}
 
     def touching(self, ids: Iterable[str]) -> list[_Edge]:
         """Edge rows with either end in ``ids``, each once, in edge-frame order.
@@ -121,8 +247,207 @@ class EdgeLookup:
         ...                                "source": ["judge"]})).touching(["x"])
         []
         """
-        found = {edge for entry_id in ids for _, _, edge in self.incident.get(entry_id, ())}
-        return [edge for edge in self.rows if edge in found] if found else []
+        wanted = list(dict.fromkeys(ids))
+        if not wanted:
+            return []
+        return [edge for _, edge in self._live_rows(self._rows_touching(wanted))]
+
+    # -- inside ---------------------------------------------------------------------------
+
+    def _repeats(self) -> bool:
+        """Whether a canonical key may be held twice (an aliased type in a part after the first)."""
+        return len(self.parts) > 1 and any(p.aliased for p in self.parts)
+
+    def _rows_touching(self, ids: list[str]) -> np.ndarray:
+        """Global rows of the edges with an end in ``ids`` (binary search in each part)."""
+        if not ids:
+            return np.zeros(0, dtype=np.int64)
+        out = []
+        for p in self.parts:
+            if not len(p.keys):
+                continue
+            lo, hi = p.keys.find(ids)
+            hit = hi > lo
+            if hit.any():
+                out.extend(p.rows[a:b] for a, b in zip(lo[hit].tolist(), hi[hit].tolist()))
+        return np.unique(np.concatenate(out)) if out else np.zeros(0, dtype=np.int64)
+
+    def _live_rows(self, rows: np.ndarray) -> list[tuple[int, _Edge]]:
+        """``(row, edge)`` of the live rows among ``rows`` (sorted), repeated keys dropped (the
+        first row of a ``(src, dst, type)`` wins, as in the edge frame)."""
+        out: list[tuple[int, _Edge]] = []
+        seen: set = set()
+        dead = self.dead
+        for p in self.parts:
+            lo, hi = np.searchsorted(rows, [p.offset, p.offset + p.edges.height])
+            mine = rows[lo:hi]
+            if not len(mine):
+                continue
+            for row, edge in zip(mine.tolist(), p.edge_rows(mine - p.offset)):
+                if row in dead or edge[:3] in seen:
+                    continue
+                seen.add(edge[:3])
+                out.append((row, edge))
+        return out
+
+    def _held(self) -> pl.DataFrame:
+        """The live rows held, with their global row numbers (for :meth:`followed`)."""
+        frames = [p.edges.with_columns((pl.int_range(pl.len(), dtype=pl.Int64) + p.offset).alias("row"))
+                  for p in self.parts]
+        held = pl.concat(frames)
+        return held.filter(~pl.col("row").is_in(list(self.dead))) if self.dead else held
+
+
+class _Part(NamedTuple):
+    """One sorted slab of edge ends over ``edges`` (the part's kept edges, global rows ``offset``
+    on): ``keys`` (end ids, sorted) and ``rows`` (the global edge row of each end); each edge's
+    fields as arrays for gathering a few rows without polars: ``src_at`` / ``dst_at`` (positions
+    of its ends in ``keys``), ``type_code`` / ``source_code`` (into ``names``), ``notes``."""
+
+    keys: _IdKeys
+    rows: np.ndarray
+    edges: pl.DataFrame
+    offset: int
+    src_at: np.ndarray
+    dst_at: np.ndarray
+    names: list
+    type_code: np.ndarray
+    source_code: np.ndarray
+    notes: np.ndarray
+    is_out: np.ndarray
+    aliased: bool
+
+    def edge_rows(self, local: np.ndarray) -> list[_Edge]:
+        """The edges at these local rows as ``(src, dst, type, note, source)`` tuples."""
+        names = self.names
+        return list(zip(self.keys.take(self.src_at[local]), self.keys.take(self.dst_at[local]),
+                        [names[c] for c in self.type_code[local].tolist()], self.notes[local].tolist(),
+                        [names[c] for c in self.source_code[local].tolist()]))
+
+
+_KEPT_COLUMNS = ("src", "dst", "type", "note", "source")
+
+
+def _canonical(edges: pl.DataFrame, allowed: frozenset[str]) -> pl.DataFrame:
+    """The allowed edges of a frame, types canonical, self-loops and repeated keys dropped."""
+    note = pl.col("note").cast(pl.String) if "note" in edges.columns else pl.lit(None, pl.String)
+    return (
+        edges.lazy()
+        .select(pl.col("src").cast(pl.String), pl.col("dst").cast(pl.String),
+                pl.col("type").cast(pl.String).replace(vocab.TYPE_ALIASES), note.alias("note"),
+                pl.col("source").cast(pl.String))
+        .filter(pl.col("source").is_in(list(allowed)) & (pl.col("src") != pl.col("dst")))
+        .unique(subset=["src", "dst", "type"], keep="first", maintain_order=True)
+        .collect()
+    )
+
+
+def _aliased(edges: pl.DataFrame) -> bool:
+    """Whether a frame holds a type that an alias renames (two rows may then share a key)."""
+    return bool(edges.height) and bool(edges["type"].cast(pl.String).is_in(list(vocab.TYPE_ALIASES)).any())
+
+
+def _part(kept: pl.DataFrame, offset: int, aliased: bool = True) -> _Part:
+    """Both ends of every edge of ``kept``, sorted by end id and, within an id, in neighbour order
+    (note-carrying first, type priority, other end, type, direction: one vectorised sort)."""
+    n = kept.height
+    kept = kept.rechunk()
+    no_note = kept["note"].str.strip_chars().str.len_chars().fill_null(0) == 0
+    priority = kept["type"].replace_strict(vocab.NEIGHBOR_TYPE_PRIORITY, default=1, return_dtype=pl.Int64)
+    ends = pl.DataFrame({
+        "id": pl.concat([kept["src"], kept["dst"]]), "no_note": pl.concat([no_note, no_note]),
+        "priority": pl.concat([priority, priority]), "other": pl.concat([kept["dst"], kept["src"]]),
+        "type": pl.concat([kept["type"], kept["type"]]),
+        "direction": pl.concat([pl.repeat("out", n, eager=True, dtype=pl.String),
+                                pl.repeat("in", n, eager=True, dtype=pl.String)]),
+    })
+    rows = np.concatenate([np.arange(n, dtype=np.int64), np.arange(n, dtype=np.int64)]) + offset
+    order = ends.with_row_index("_i").sort("id", "no_note", "priority", "other", "type", "direction")["_i"].to_numpy()
+    keys = _IdKeys(ends["id"].gather(order))
+    where = np.empty(2 * n, dtype=np.int64)
+    where[order] = np.arange(2 * n)
+    names = sorted(set(kept["type"].unique().to_list()) | set(kept["source"].unique().to_list()))
+    code = {name: i for i, name in enumerate(names)}
+    type_code = kept["type"].replace_strict(code, return_dtype=pl.UInt16).to_numpy() if n else np.zeros(0, np.uint16)
+    source_code = kept["source"].replace_strict(code, return_dtype=pl.UInt16).to_numpy() if n else np.zeros(0, np.uint16)
+    notes = kept["note"].to_numpy() if n else np.zeros(0, dtype=object)
+    return _Part(keys, rows[order], kept, offset, where[:n], where[n:], names, type_code, source_code,
+                 notes.astype(object, copy=False), order < n, aliased)
+
+
+def _neighbour_key(incident: _Incident) -> tuple:
+    """Neighbour order of one incident edge: note-carrying first, type priority, other end, type,
+    direction."""
+    other, direction, edge = incident
+    note = edge[3]
+    return (not (note and note.strip()), vocab.NEIGHBOR_TYPE_PRIORITY.get(edge[2], 1), other, edge[2], direction)
+
+
+class _IdKeys:
+    """Sorted ids for binary search. Ids that are all ASCII of at most 8 bytes (a bank's 8-hex
+    ids) are packed into big-endian ``uint64`` (integer order is then string order, and a search
+    compares integers, not strings); other ids stay strings."""
+
+    __slots__ = ("values", "packed")
+
+    def __init__(self, ids: pl.Series):
+        plain = ids.to_numpy().astype(str) if len(ids) else np.zeros(0, dtype="<U8")
+        self.packed = False
+        if plain.dtype.itemsize <= 32 and ids.str.len_bytes().max() is not None and ids.str.len_bytes().max() <= 8:
+            try:
+                self.values = plain.astype("S8").view(">u8").astype(np.uint64)
+                self.packed = True
+                return
+            except UnicodeEncodeError:  # not ASCII: kept as strings
+                pass
+        self.values = plain
+
+    def __len__(self) -> int:
+        return len(self.values)
+
+    def find(self, ids: list[str]) -> tuple[np.ndarray, np.ndarray]:
+        """``(lo, hi)``: the positions ``lo[i]:hi[i]`` hold ``ids[i]`` (empty when absent)."""
+        if not self.packed:
+            q = np.asarray(ids, dtype=str)
+        else:
+            fits = [len(i) <= 8 and i.isascii() for i in ids]
+            q = np.asarray([i if ok else "" for i, ok in zip(ids, fits)], dtype="S8").view(">u8").astype(np.uint64)
+        lo, hi = np.searchsorted(self.values, q, "left"), np.searchsorted(self.values, q, "right")
+        if self.packed and not all(fits):
+            hi = np.where(fits, hi, lo)
+        return lo, hi
+
+    def take(self, positions: np.ndarray) -> list[str]:
+        """The ids at these positions."""
+        got = self.values[positions]
+        return got.astype(">u8").view("S8").astype(str).tolist() if self.packed else got.tolist()
+
+
+class _FrameEntries:
+    """Display fields of an entries frame, sorted by id once (arrays, so that the few rows a fold
+    asks for are gathered without a pass over the frame)."""
+
+    __slots__ = ("keys", "names", "columns")
+
+    def __init__(self, entries: pl.DataFrame):
+        if not isinstance(entries, pl.DataFrame) or "id" not in entries.columns:
+            raise ValidationError("entries", type(entries).__name__, "must be a polars DataFrame with a column 'id'")
+        cols = [c for c in _INFO_COLUMNS if c in entries.columns]
+        frame = entries.select("id", *cols).filter(pl.col("id").is_not_null())
+        frame = frame.unique("id", keep="first", maintain_order=True).sort("id")
+        self.keys = _IdKeys(frame["id"])
+        self.names = ["id", *cols]
+        self.columns = [frame[c].to_numpy().astype(object, copy=False) if frame.schema[c] != pl.List(pl.String)
+                        else np.array(frame[c].to_list() + [None], dtype=object)[:-1] for c in self.names]
+
+    def rows_for(self, ids: Iterable[str]) -> dict[str, dict[str, Any]]:
+        wanted = list(dict.fromkeys(ids))
+        if not wanted or not len(self.keys):
+            return {}
+        lo, hi = self.keys.find(wanted)
+        hit = lo[hi > lo]
+        names = self.names
+        return {row[0]: dict(zip(names, row)) for row in zip(*(c[hit].tolist() for c in self.columns))}
 
 
 def fold(pool: pl.DataFrame, edges: pl.DataFrame | EdgeLookup, *, k: int = FOLD_DEFAULTS.k,
@@ -250,15 +575,16 @@ def _prepare(pool, edges, *, k, protect, neighbors, entries, sources):
         if not allowed <= edges.sources:
             raise ValidationError("sources", sorted(allowed - edges.sources),
                                   "not kept by this EdgeLookup; build it with these sources")
-        incident, lookup_info = edges.incident, edges.entries
+        incident, lookup_info = edges.incident_of(ids), edges.entries
         keep = allowed if allowed != edges.sources else None
     else:
         _check_edges(edges)
         near = edges.filter(pl.col("src").is_in(ids) | pl.col("dst").is_in(ids)) if ids else edges.clear()
-        incident, lookup_info, keep = _build_lookup(near, allowed, None).incident, None, None
+        incident = EdgeLookup((_part(_canonical(near, allowed), 0, False),), allowed).incident_of(ids)
+        lookup_info, keep = None, None
     internal = _internal_edges(incident, ids, keep)
-    near_ids = _outside_ids(incident, ids) if neighbors and entries is not None else ()
-    info = _Info(pool, _entry_info(entries, [*ids, *near_ids]) if entries is not None else lookup_info)
+    source = _ListedEntries(entries) if entries is not None else lookup_info
+    info = _Info(pool, source)
     return ids, internal, _Around(incident, keep), info
 
 
@@ -281,46 +607,6 @@ def _internal_edges(incident, ids, keep) -> list[_Edge]:
     return internal
 
 
-def _outside_ids(incident, ids) -> set[str]:
-    in_pool = set(ids)
-    return {other for entry_id in ids for other, _, _ in incident.get(entry_id, ()) if other not in in_pool}
-
-
-def _build_lookup(edges: pl.DataFrame, allowed: frozenset[str], info) -> EdgeLookup:
-    """Keep allowed edges; index each id's incident edges in neighbour order (one polars sort)."""
-    note = pl.col("note").cast(pl.String) if "note" in edges.columns else pl.lit(None, pl.String)
-    kept = (
-        edges.lazy()
-        .select(pl.col("src").cast(pl.String), pl.col("dst").cast(pl.String),
-                pl.col("type").cast(pl.String).replace(vocab.TYPE_ALIASES), note.alias("note"),
-                pl.col("source").cast(pl.String))
-        .filter(pl.col("source").is_in(list(allowed)) & (pl.col("src") != pl.col("dst")))
-        .unique(subset=["src", "dst", "type"], keep="first", maintain_order=True)
-        .collect()
-    )
-    rows = kept.rows()
-    indexed = kept.with_row_index("row")
-    no_note = pl.col("note").str.strip_chars().str.len_chars().fill_null(0) == 0
-    priority = pl.col("type").replace_strict(vocab.NEIGHBOR_TYPE_PRIORITY, default=1, return_dtype=pl.Int64)
-    ends = (
-        pl.concat([
-            indexed.select(pl.col("src").alias("id"), pl.col("dst").alias("other"),
-                           pl.lit("out").alias("direction"), "row", "type", "note"),
-            indexed.select(pl.col("dst").alias("id"), pl.col("src").alias("other"),
-                           pl.lit("in").alias("direction"), "row", "type", "note"),
-        ])
-        .with_columns(no_note.alias("no_note"), priority.alias("priority"))
-        .sort("id", "no_note", "priority", "other", "type", "direction")
-        .group_by("id", maintain_order=True)
-        .agg("other", "direction", "row")
-    )
-    incident = {
-        entry_id: [(o, d, rows[r]) for o, d, r in zip(others, directions, at)]
-        for entry_id, others, directions, at in ends.iter_rows()
-    }
-    return EdgeLookup(rows, incident, allowed, info)
-
-
 def _entry_info(entries: pl.DataFrame, ids: Iterable[str] | None = None) -> dict[str, dict[str, Any]]:
     if "id" not in entries.columns:
         raise ValidationError("entries", list(entries.columns), "needs a column 'id'")
@@ -331,28 +617,52 @@ def _entry_info(entries: pl.DataFrame, ids: Iterable[str] | None = None) -> dict
     return {row["id"]: row for row in frame.iter_rows(named=True)}
 
 
+class _ListedEntries:
+    """Display fields read from an entries frame given to :func:`fold` (one filter per read)."""
+
+    __slots__ = ("frame",)
+
+    def __init__(self, entries: pl.DataFrame):
+        self.frame = entries
+
+    def rows_for(self, ids: Iterable[str]) -> dict[str, dict[str, Any]]:
+        return _entry_info(self.frame, ids)
+
+
 class _Info:
-    """Display fields: the pool's own columns first, the entries' for anything missing."""
+    """Display fields: the pool's own columns first, the entries' for anything missing. Entries'
+    rows are read from ``source`` (a ``rows_for(ids)`` object) when first needed, for the ids
+    needed only: the pool's ids with a field missing, and the candidates for neighbours."""
 
-    __slots__ = ("pool_rows", "entries")
+    __slots__ = ("pool_rows", "source", "entries")
 
-    def __init__(self, pool: pl.DataFrame, entries: dict[str, dict[str, Any]] | None):
-        self.entries = entries
+    def __init__(self, pool: pl.DataFrame, source):
+        self.source = source
         cols = {c: pool[c].to_list() for c in ("score", *_INFO_COLUMNS) if c in pool.columns}
         self.pool_rows = cols
+        self.entries: dict[str, dict[str, Any]] | None = None if source is None else {}
+        if source is not None:  # a pool with a steps column says which members have none
+            ids = pool["id"].to_list()
+            blank = [None] * len(ids)
+            wanted = [c for c in _INFO_COLUMNS if c != "steps" or c not in self.pool_rows]
+            self.fetch(i for n, i in enumerate(ids) if any(self.pool_rows.get(c, blank)[n] is None for c in wanted))
+
+    def fetch(self, ids: Iterable[str]) -> None:
+        """Read the entries' rows of those of ``ids`` not read yet."""
+        if self.source is None:
+            return
+        todo = [i for i in ids if i not in self.entries]
+        if todo:
+            found = self.source.rows_for(todo)
+            for i in todo:
+                self.entries[i] = found.get(i)
 
     def pool_field(self, i: int, entry_id: str, name: str):
         column = self.pool_rows.get(name)
         value = column[i] if column is not None else None
-        if value is None and self.entries is not None:
-            value = self.entries.get(entry_id, {}).get(name)
+        if value is None and self.entries is not None and (name != "steps" or column is None):
+            value = (self.entries.get(entry_id) or {}).get(name)
         return value
-
-    def entry_field(self, entry_id: str, name: str):
-        return None if self.entries is None else self.entries.get(entry_id, {}).get(name)
-
-    def known(self, entry_id: str) -> bool:
-        return self.entries is None or entry_id in self.entries
 
 
 # --------------------------------------------------------------------------------------------
@@ -500,11 +810,18 @@ def _pick_neighbors(shown: list[str], ids: list[str], around: _Around, info: _In
                     limit: int) -> dict[str, list[Pointer]]:
     """Up to ``limit`` outside-the-pool neighbours per shown id (in order), none repeated.
 
-    Each id's incident edges are already in neighbour order (see :func:`_build_lookup`)."""
+    Each id's incident edges are already in neighbour order (see :meth:`EdgeLookup.incident_of`)."""
     if not limit:
         return {}
     used: set[str] = set(ids)
     keep = around.keep
+    if info.entries is not None:  # one read for each shown id's first candidates; more one by one
+        first = []
+        for entry_id in shown:
+            fresh = [o for o, _, edge in around.incident.get(entry_id, ())
+                     if o not in used and (keep is None or edge[4] in keep)]
+            first.extend(fresh[:limit + 1])
+        info.fetch(first)
     rows = info.entries
     picked_for: dict[str, list[Pointer]] = {}
     for entry_id in shown:
@@ -512,8 +829,10 @@ def _pick_neighbors(shown: list[str], ids: list[str], around: _Around, info: _In
         for other, direction, edge in around.incident.get(entry_id, ()):
             if other in used or (keep is not None and edge[4] not in keep):
                 continue
-            row = None if rows is None else rows.get(other)  # one probe of a bank-sized dict
-            if rows is not None and row is None:
+            if rows is not None and other not in rows:
+                info.fetch([other])
+            row = None if rows is None else rows.get(other)
+            if rows is not None and row is None:  # not an entry the source knows: not handed over
                 continue
             used.add(other)
             picked.append(fast_instance(Pointer, dict(

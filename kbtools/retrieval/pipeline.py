@@ -20,9 +20,10 @@ from kbtools.retrieval.embedders import Embedder
 from kbtools.errors import ValidationError
 from kbtools.retrieval.folding import EdgeLookup, flat
 from kbtools.retrieval.folding import fold as fold_pool
-from kbtools.retrieval.search import ranked_pool
+from kbtools.retrieval.search import display_rows, ranked_pool
 from kbtools.store.bank import Bank
 from kbtools.model.vocab import EDGE_SOURCES, TRUSTED_SOURCES
+from kbtools.store.segments import appended_rows, table_mark
 
 __all__ = ["QUERY_DEFAULTS", "query", "edge_lookup"]
 
@@ -30,19 +31,46 @@ __all__ = ["QUERY_DEFAULTS", "query", "edge_lookup"]
 
 
 def edge_lookup(bank: Bank, *, sources: Iterable[str] | None = None) -> EdgeLookup:
-    """The bank's edges prepared for folding (cached per bank version and source set); neighbours
-    are limited to active entries."""
+    """The bank's edges prepared for folding (one per source set), kept across bank versions: edges
+    appended since (a link, an add with its connections) join it as a part, and after any other
+    change of the edges (an unlink, a retype, a bridge) the rows gone are masked and the new ones
+    added, so a query after a write reads only what the write changed (``EdgeLookup.builds``
+    counts the builds from the whole edge frame). Neighbours' display fields come from the pool's
+    display rows of active entries (:func:`~kbtools.retrieval.search.display_rows`), read for the
+    ids a fold hands over only."""
     allowed = frozenset(TRUSTED_SOURCES if sources is None else sources)
     unknown = allowed - EDGE_SOURCES
     if unknown:
         raise ValidationError("sources", sorted(unknown)[0], f"an edge source; sources are {', '.join(sorted(EDGE_SOURCES))}")
     key = "edge_lookup:" + ",".join(sorted(allowed))
 
-    def build() -> EdgeLookup:
-        active = bank.entries.filter(pl.col("status") == "active").select("id", "title", "summary", "kind")
-        return EdgeLookup.build(bank.edges, sources=allowed, entries=active)
+    def build(prior: EdgeLookup | None) -> EdgeLookup:
+        mark = table_mark(bank, "edges")
+        if prior is not None:
+            added = appended_rows(bank, "edges", prior.mark)
+            if added is not None:  # only new edges: one more part, nothing rebuilt
+                return prior.grown(added, mark=mark) if added.height else prior
+            followed = prior.followed(bank.edges, mark=mark)
+            if followed is not None:  # edges removed or changed: masked, the new ones added
+                return followed
+        out = EdgeLookup.build(bank.edges, sources=allowed)
+        out.mark = mark
+        return out
 
-    return bank.derived(key, build, on=("entries", "edges"))
+    lookup = bank.derived(key, build, on=("edges",), grow=True)
+    return lookup.with_entries(_BankEntries(bank))
+
+
+class _BankEntries:
+    """The display fields of a bank's active entries, read for the ids a fold asks for."""
+
+    __slots__ = ("bank",)
+
+    def __init__(self, bank: Bank):
+        self.bank = bank
+
+    def rows_for(self, ids) -> dict[str, dict]:
+        return display_rows(self.bank, ids)
 
 
 def query(

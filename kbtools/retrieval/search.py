@@ -21,7 +21,7 @@ from typing import Callable, Mapping
 import numpy as np
 import polars as pl
 
-from kbtools.model.config import QUERY_DEFAULTS
+from kbtools.model.config import DEFAULT_EMBEDDER, QUERY_DEFAULTS
 from kbtools.retrieval.embedders import Embedder, get_embedder
 from kbtools.errors import EmbedderMismatch, NotEmbedded, ValidationError
 from kbtools.retrieval.index import DEFAULT_WEIGHTS, DIMENSIONS, MAX_DEAD_SHARE, VectorIndex, combine, index_kind
@@ -32,6 +32,7 @@ from kbtools.store.segments import appended_rows, table_mark
 from kbtools.store.vectors import embedder_name, segment_data, segment_ids, vector_blocks, vector_count, vector_segments
 
 __all__ = [
+    "display_rows",
     "entry_texts",
     "text_hashes",
     "bank_embedder",
@@ -94,13 +95,14 @@ def embed_rows(entries: pl.DataFrame, embedder: Embedder, *, batch: int = 256, p
 
 
 def bank_embedder(bank: Bank, embedder: Embedder | str | None = None) -> Embedder:
-    """The embedder a bank's vectors come from; asking for another one is an error that says how
-    to re-embed."""
+    """The embedder a bank's vectors come from (else the one its settings record, else the
+    default); asking for another one once vectors exist is an error that says how to re-embed."""
     recorded = embedder_name(bank) or bank.settings.get("embedder")
     if isinstance(embedder, str):
         embedder = get_embedder(embedder)
     if embedder is None:
-        return get_embedder(recorded) if recorded else get_embedder("minilm-int8")
+        return get_embedder(recorded) if recorded else get_embedder(DEFAULT_EMBEDDER)
+    recorded = embedder_name(bank)  # before any vector is written, the setting is only a default
     if recorded and embedder.name != recorded:
         raise EmbedderMismatch(
             f"bank {bank.path} was embedded with {recorded!r}, not {embedder.name!r}; "
@@ -132,7 +134,7 @@ def bank_index(bank: Bank, *, kind: str = "auto", weights: Mapping[str, float] |
     is rebuilt. ``kind="auto"``: exact below
     :data:`~kbtools.retrieval.index.APPROXIMATE_FROM` entries, ``ivf_sq8`` from it."""
     weights = _check_weights(weights)
-    kind = index_kind(kind, bank.entries.height)
+    kind = index_kind(kind, table_mark(bank, "entries")[1])  # the row count, without usage counted in
     name = f"index:{kind}:{_weights_key(weights)}"
 
     def build(prior: VectorIndex | None) -> VectorIndex:
@@ -266,7 +268,8 @@ def _appended(prior: VectorIndex | None, bank: Bank, segs: list, weights) -> Vec
 def _grown(prior: VectorIndex | None, segs: list, live: np.ndarray, read: Callable, weights,
            rewritten=()) -> VectorIndex | None:
     """The previous index, changed in place, when only entries were added, deleted or superseded
-    since (else None: rebuild). New entries are added; entries that left (deleted, superseded,
+    since (else None: rebuild). New entries are added; an entry re-embedded since (its text
+    changed) has its old row removed and its new one added; entries that left (deleted, superseded,
     archived) are removed in place (masked: every search skips them, see ``VectorIndex.remove``)
     until dead rows would pass :data:`~kbtools.retrieval.index.MAX_DEAD_SHARE` of the index, when
     it is rebuilt instead."""
@@ -274,10 +277,10 @@ def _grown(prior: VectorIndex | None, segs: list, live: np.ndarray, read: Callab
     if prior is None or old_segs is None or segs[: len(old_segs)] != old_segs:
         return None
     before = prior.live_ids()
-    if len(rewritten) and pl.Series(rewritten, dtype=pl.String).is_in(pl.Series(before, dtype=pl.String).implode()).any():
-        return None  # an entry already in the index was re-embedded: its old vector must go
     live_series = pl.Series(live, dtype=pl.String)
     gone = ~pl.Series(before, dtype=pl.String).is_in(live_series.implode()).to_numpy()
+    if len(rewritten):  # entries re-embedded (their text changed): the old row goes, the new one is added
+        gone |= pl.Series(before, dtype=pl.String).is_in(pl.Series(rewritten, dtype=pl.String).implode()).to_numpy()
     if gone.any():  # an entry left (deleted, superseded, archived)
         total = len(prior.ids)
         if (prior.n_dead + int(gone.sum())) > MAX_DEAD_SHARE * total:
@@ -328,10 +331,27 @@ def _display(bank: Bank) -> PoolDisplay:
         added = None if prior is None else appended_rows(bank, "entries", prior.mark)
         if added is not None:  # entries were only added: extend, do not rebuild
             return prior.grown(added, mark)
-        base = bank.entries.select("id", "title", "summary", "kind", "steps").rechunk()
+        base = bank.entries.select("id", "title", "summary", "kind", "steps", "status").rechunk()
         return PoolDisplay(dict(zip(base["id"].to_list(), range(base.height))), base, base.clear(), mark)
 
     return bank.derived("pool-display", build, on=("entries",), grow=True)
+
+
+def display_rows(bank: Bank, ids) -> dict[str, dict]:
+    """Title, summary, kind and steps of those of ``ids`` that are active entries, by id: read from
+    the pool's display rows (grown when entries are only added), never from a pass over the bank.
+
+    >>> import tempfile, pathlib
+    >>> from kbtools.store.bank import create_bank
+    >>> display_rows(create_bank(pathlib.Path(tempfile.mkdtemp()) / "b"), ["a1b2c3d4"])
+    {}
+    """
+    display = _display(bank)
+    found = [i for i in dict.fromkeys(ids) if i in display.rows]
+    if not found:
+        return {}
+    rows = display.take([display.rows[i] for i in found]).filter(pl.col("status") == "active").drop("status")
+    return {row["id"]: row for row in rows.iter_rows(named=True)}
 
 
 def _bm25_text(entries: pl.DataFrame) -> list[str]:
@@ -366,8 +386,9 @@ def ranked_pool(
         raise ValidationError("pool", pool, "the pool holds at least one candidate")
     if query_vector is None or embedder is not None:  # the embedder loads only to embed text
         emb = bank_embedder(bank, embedder)
-    if bank.entries.height and vector_count(bank) < bank.entries.height:
-        raise NotEmbedded(bank.path, bank.entries.height - vector_count(bank), bank.entries.height)
+    entries = table_mark(bank, "entries")[1]  # the row count: the usage log need not be counted in
+    if entries and vector_count(bank) < entries:
+        raise NotEmbedded(bank.path, entries - vector_count(bank), entries)
     q = query_vector if query_vector is not None else emb.encode([text])[0]
     idx = bank_index(bank, kind=index, weights=weights)
     depth = pool if not lexical else max(pool, QUERY_DEFAULTS.lexical_depth)

@@ -37,6 +37,7 @@ from kbtools.store.segments import (EntryIds, TableCache, current_ids, missing_i
                                     segment_rows)
 from kbtools.store.usage import UsageLogs, fold_usage, with_pending
 from kbtools.store.vectors import embedder_name
+from kbtools.model.config import DEFAULT_EMBEDDER
 
 __all__ = ["Bank", "create_bank", "open_bank", "utcnow", "read_manifest", "flock_file", "FORMAT", "DEFAULT_LOCK_TIMEOUT",
            "SWEEP_AGE_S"]
@@ -441,12 +442,19 @@ class Bank:
         return report
 
 
-def create_bank(path: str | os.PathLike, *, settings: dict | None = None) -> Bank:
+def create_bank(path: str | os.PathLike, *, settings: dict | None = None,
+                embedder: str | None = DEFAULT_EMBEDDER) -> Bank:
     """Create a new, empty bank folder and open it; an error if a bank (or anything) is there.
 
+    The bank records ``embedder`` in its settings (the default MiniLM model unless told): every
+    write then embeds what it adds in its own transaction, so a query answers from the first
+    entry on. ``embedder=None`` records none: writes store no vectors until ``kb embed`` (for a
+    bank filled by a bulk import and embedded afterwards, or with another embedder).
+
     >>> import tempfile, pathlib
-    >>> create_bank(pathlib.Path(tempfile.mkdtemp()) / "new").entries.height
-    0
+    >>> bank = create_bank(pathlib.Path(tempfile.mkdtemp()) / "new")
+    >>> bank.entries.height, bank.settings["embedder"]
+    (0, 'minilm-int8')
     """
     root = Path(path)
     if (root / "bank.json").exists():
@@ -456,8 +464,10 @@ def create_bank(path: str | os.PathLike, *, settings: dict | None = None) -> Ban
     root.mkdir(parents=True, exist_ok=True)
     for table in TABLES:
         (root / "tables" / table).mkdir(parents=True, exist_ok=True)
-    base_settings = {"auto_link": True}
+    base_settings = {"auto_link": True, **({"embedder": embedder} if embedder else {})}
     base_settings.update(settings or {})
+    if base_settings.get("embedder") is None:
+        base_settings.pop("embedder", None)
     manifest = {"version": 0, "tables": {t: [] for t in TABLES}, "settings": base_settings, "vectors": {}}
     atomic_write_bytes(root / "manifest.json", json.dumps(manifest, indent=1).encode())
     meta = {"format": FORMAT, "version": FORMAT_VERSION, "created_at": utcnow().isoformat()}
