@@ -17,6 +17,7 @@ import polars as pl
 import pytest
 
 import kbtools as kb
+from kbtools.store.vectors import vector_count
 from kbtools.mcp import READ_TOOLS, WRITE_TOOLS
 
 mcp = pytest.importorskip("mcp", reason="kb mcp needs the mcp extra: pip install -e '.[mcp]'")
@@ -273,4 +274,4 @@ def test_a_new_empty_bank_answers_what_an_agent_just_reported(tmp_path):
     assert not reported.is_error and not answer.is_error, text(reported) + text(answer)
     new = reported.structured_content["id"]
     assert f"[{new}]" in text(answer), text(answer)
-    assert kb.open_bank(path).vector_count() == 1
+    assert vector_count(kb.open_bank(path)) == 1

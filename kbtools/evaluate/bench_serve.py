@@ -31,6 +31,7 @@ from kbtools.ops.interchange import import_frames
 from kbtools.ops.writes import report_learning
 from kbtools.retrieval.search import bank_index, ranked_pool, text_hashes
 from kbtools.store.bank import create_bank, open_bank
+from kbtools.store.vectors import vector_segments
 
 __all__ = ["bench_serve", "PEERS_100K"]
 
@@ -262,7 +263,7 @@ def bench_serve(rows, root: Path, *, sizes=(10_000, 100_000), seed: int = 7, log
              baseline=f"same at {small // 1000}k", baseline_value=cold[small]["first_s"],
              note="peers at 100k: LanceDB 0.015 / Chroma 0.23 / DuckDB vss 0.25 s (references)")
     raw = big * 384 * 4 / 1e6
-    stored = sum((Path(banks[big].path) / sg["data"]).stat().st_size for sg in banks[big].vector_segments()) / 1e6
+    stored = sum((Path(banks[big].path) / sg["data"]).stat().st_size for sg in vector_segments(banks[big])) / 1e6
     rows.add("serve", f"memory serving kb.query {big // 1000}k (peak RSS of that process)", cold[big]["rss_mb"], "MB",
              baseline="the vectors as the bank stores them", baseline_value=stored,
              note="peers: LanceDB 190 / Chroma 290 / DuckDB vss 530 MB (references)")
