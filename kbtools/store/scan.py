@@ -156,10 +156,11 @@ def duckdb(bank: Bank, *, connection=None):
     usage), each read right: over the manifest's files, latest version per key, tombstones dropped,
     usage folded into entries. Needs the ``duckdb`` extra.
 
-    Without ``connection`` the connection is locked down: the tables are read by :func:`scan` and
-    registered through Arrow, then DuckDB runs with external access off (no file read or written,
-    no extension loaded, no spill to disk) and its configuration locked, so no query on it can
-    reach a host file or change the bank. With ``connection`` the views are defined on your
+    Without ``connection`` the connection is locked down: each table is the bank's snapshot
+    (``bank.table``: the manifest's files, the same rows :func:`scan` gives), held in memory and
+    registered through Arrow, and DuckDB runs with external access off (no file read or written,
+    no extension loaded, no spill to disk) and its configuration locked (``LOCKED_CONFIG``), so no
+    query on it can reach a host file or change the bank. With ``connection`` the views are defined on your
     connection over ``read_parquet`` of the manifest's files (:func:`table_sql`) and its settings
     are left as they are: join the bank with your own files there.
 
@@ -176,7 +177,7 @@ def duckdb(bank: Bank, *, connection=None):
     if connection is None:
         con = _duckdb.connect(config=dict(LOCKED_CONFIG))
         for table in TABLES:
-            con.register(table, scan(bank, table).collect().to_arrow())
+            con.register(table, bank.table(table).to_arrow())
         return con
     connection.register("_usage_rows", bank.usage.to_arrow())
     for table in TABLES:
