@@ -98,8 +98,8 @@ def _quote(path: str) -> str:
 def table_sql(bank: Bank, table: str) -> str:
     """The DuckDB ``SELECT`` that reads one table of ``bank`` right (the manifest's files, the
     latest-``_seq`` rule, tombstones dropped): what :func:`duckdb` defines its views with on a
-    connection you pass it, for a reader that wants to paste it elsewhere. ``usage`` (and the usage folded into ``entries``)
-    comes from a table the connection registers, ``_usage_rows``.
+    connection you pass it, for a reader that wants to paste it elsewhere. ``usage`` (and the usage
+    folded into ``entries``) comes from a table the connection registers, ``_usage_rows``.
 
     >>> import tempfile, pathlib
     >>> from kbtools.store.bank import create_bank
@@ -136,8 +136,8 @@ def _entry_col(c: str) -> str:
     return f'e."{c}"'
 
 
-# a connection that can touch no file: no reads or writes outside the registered tables, no extension
-# loaded or fetched, no spill to a temp folder, and no SET that undoes any of it
+#: a connection that can touch no file: no reads or writes outside the registered tables, no
+#: extension loaded or fetched, no spill to a temp folder, and no SET that undoes any of it
 LOCKED_CONFIG = {
     "enable_external_access": False,
     "autoload_known_extensions": False,
@@ -160,9 +160,9 @@ def duckdb(bank: Bank, *, connection=None):
     (``bank.table``: the manifest's files, the same rows :func:`scan` gives), held in memory and
     registered through Arrow, and DuckDB runs with external access off (no file read or written,
     no extension loaded, no spill to disk) and its configuration locked (``LOCKED_CONFIG``), so no
-    query on it can reach a host file or change the bank. With ``connection`` the views are defined on your
-    connection over ``read_parquet`` of the manifest's files (:func:`table_sql`) and its settings
-    are left as they are: join the bank with your own files there.
+    query on it can reach a host file or change the bank. With ``connection`` the views are defined
+    on your connection over ``read_parquet`` of the manifest's files (:func:`table_sql`) and its
+    settings are left as they are: join the bank with your own files there.
 
     >>> import tempfile, pathlib
     >>> from kbtools.store.bank import create_bank
