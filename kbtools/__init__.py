@@ -34,6 +34,7 @@ from kbtools.errors import (  # noqa: E402
     NotABank,
     NotEmbedded,
     ReadOnlyBank,
+    SqlRefused,
     StaleCache,
     StorageError,
     UnsafePath,
@@ -93,7 +94,7 @@ __all__ = [
     "explorer", "graph_view", "holes_view",
     # errors
     "KbError", "BankExists", "BankLocked", "BpmnError", "EdgeNotFound", "EdgeRuleError", "EmbedderMismatch",
-    "EntryNotFound", "GuardRejected", "NotABank", "NotEmbedded", "ReadOnlyBank", "StaleCache", "StorageError",
+    "EntryNotFound", "GuardRejected", "NotABank", "NotEmbedded", "ReadOnlyBank", "SqlRefused", "StaleCache", "StorageError",
     "UnsafePath", "ValidationError",
     # namespaces
     "evaluate", "views", "demo", "graph", "linker", "retrieval", "ops", "fleet", "model",

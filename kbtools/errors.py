@@ -28,6 +28,7 @@ __all__ = [
     "ReadOnlyBank",
     "NotEmbedded",
     "StorageError",
+    "SqlRefused",
 ]
 
 
@@ -160,6 +161,22 @@ class BpmnError(KbError, ValueError):
         self.file, self.element, self.rule = file, element, rule
         where = f"element {element!r}: " if element else ""
         super().__init__(f"{file}: {where}{rule}")
+
+
+class SqlRefused(KbError, ValueError):
+    """A ``kb sql`` query that is not one read-only SELECT over the bank's tables (several
+    statements, a COPY, an ATTACH, a file outside the bank); it ran nothing and wrote nothing.
+
+    >>> print(SqlRefused("COPY (SELECT 1) TO 'out.csv'", "statement type COPY"))
+    SQL "COPY (SELECT 1) TO 'out.csv'": refused (statement type COPY); kb sql runs exactly one read-only SELECT (WITH, FROM, VALUES, DESCRIBE, SHOW, SUMMARIZE) over the views entries, edges, events, triples, usage, and reads or writes no file
+    """
+
+    def __init__(self, query: str, rule: str):
+        self.query, self.rule = query, rule
+        shown = repr(query) if len(query) <= 200 else repr(query[:197] + "...")
+        super().__init__(f"SQL {shown}: refused ({rule}); kb sql runs exactly one read-only SELECT (WITH, FROM, "
+                         "VALUES, DESCRIBE, SHOW, SUMMARIZE) over the views entries, edges, events, triples, usage, "
+                         "and reads or writes no file")
 
 
 class UnsafePath(KbError, ValueError):

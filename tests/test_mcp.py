@@ -1,5 +1,6 @@
-"""kb mcp: the real MCP Python client over stdio against ``python -m kbtools mcp PATH`` (a subprocess),
-on copies of the engineering demo bank embedded with the hashing embedder."""
+"""kb mcp: the real MCP Python client over stdio, and over streamable HTTP on 127.0.0.1 with a bearer
+token, against ``python -m kbtools mcp PATH`` (a subprocess), on copies of the engineering demo bank
+embedded with the hashing embedder."""
 
 from __future__ import annotations
 
@@ -7,6 +8,8 @@ import asyncio
 import contextlib
 import json
 import os
+import re
+import select
 import shutil
 import subprocess
 import sys
@@ -23,6 +26,8 @@ from kbtools.mcp import READ_TOOLS, WRITE_TOOLS
 mcp = pytest.importorskip("mcp", reason="kb mcp needs the mcp extra: pip install -e '.[mcp]'")
 from mcp import ClientSession, StdioServerParameters, stdio_client  # noqa: E402
 from mcp.types import Implementation  # noqa: E402
+from mcp.client.streamable_http import streamable_http_client  # noqa: E402
+import httpx2  # noqa: E402  (the SDK's HTTP client)
 
 ROOT = Path(__file__).resolve().parents[1]
 ENV = {**os.environ, "PYTHONPATH": str(ROOT), "ORT_DISABLE_TELEMETRY": "1"}
@@ -275,3 +280,115 @@ def test_a_new_empty_bank_answers_what_an_agent_just_reported(tmp_path):
     new = reported.structured_content["id"]
     assert f"[{new}]" in text(answer), text(answer)
     assert vector_count(kb.open_bank(path)) == 1
+
+
+# --- streamable HTTP: a bearer token on every request, read-only unless --write ---------------------
+
+TOKEN = "pytest-token-0123456789abcdef"
+
+
+@contextlib.contextmanager
+def http_server(path: Path, *args: str, env: dict | None = None):
+    """``kb mcp PATH --transport http --port 0 ARGS`` until the block ends; yields (url, the line it
+    printed to stderr at start). The server is always stopped."""
+    proc = subprocess.Popen([sys.executable, "-m", "kbtools", "mcp", str(path), "--transport", "http", "--port", "0", *args],
+                            env={**ENV, **(env or {})}, cwd=str(ROOT), stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+                            text=True)
+    try:
+        ready, _, _ = select.select([proc.stderr], [], [], 120)
+        line = proc.stderr.readline() if ready else ""
+        found = re.search(r"http://127\.0\.0\.1:\d+/mcp", line)
+        assert found, f"the server printed no URL: {line!r} (exit {proc.poll()})"
+        yield found.group(0), line
+    finally:
+        proc.terminate()
+        try:
+            proc.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+        proc.stderr.close()
+
+
+async def http_tools(url: str, token: str | None) -> tuple[list[str] | None, list[int]]:
+    """The tool names the real MCP client lists over HTTP with ``token`` (None when it cannot
+    connect), and the HTTP statuses it got."""
+    statuses: list[int] = []
+
+    async def seen(response):
+        statuses.append(response.status_code)
+
+    headers = {"Authorization": f"Bearer {token}"} if token else {}
+    async with httpx2.AsyncClient(headers=headers, timeout=httpx2.Timeout(30, read=120),
+                                  event_hooks={"response": [seen]}) as http:
+        try:
+            async with streamable_http_client(url, http_client=http) as (read, write):
+                async with ClientSession(read, write, client_info=Implementation(name="pytest", version="1")) as s:
+                    await s.initialize()
+                    return [t.name for t in (await s.list_tools()).tools], statuses
+        except Exception:  # the client gives up on a 401 (an MCPError inside an exception group)
+            return None, statuses
+
+
+def test_http_needs_the_bearer_token_it_printed(eng):
+    with http_server(eng) as (url, line):
+        token = re.search(r"the token (\S+)", line).group(1)
+
+        async def go():
+            return [await http_tools(url, None), await http_tools(url, "not-the-token-0123456789"),
+                    await http_tools(url, token)]
+
+        (none, none_status), (wrong, wrong_status), (right, right_status) = run(go())
+        other = httpx2.get(url.replace("/mcp", "/elsewhere"), timeout=30)
+    assert len(token) >= 32
+    assert none is None and set(none_status) == {401}
+    assert wrong is None and set(wrong_status) == {401}
+    assert right == list(READ_TOOLS) and 401 not in right_status  # read-only over HTTP unless --write
+    assert other.status_code == 401 and "Bearer" in other.headers["www-authenticate"]
+
+
+def test_http_writes_only_with_write_and_takes_the_token_from_the_environment(eng):
+    before = kb.open_bank(eng).version
+    with http_server(eng, "--write", env={"KB_MCP_TOKEN": TOKEN}) as (url, line):
+        writing, _ = run(http_tools(url, TOKEN))
+    with http_server(eng, "--token", TOKEN) as (url, _):
+        reading, _ = run(http_tools(url, TOKEN))
+        refused, statuses = run(http_tools(url, TOKEN[::-1]))
+    assert TOKEN not in line  # a token given is never echoed
+    assert writing == [*READ_TOOLS, *WRITE_TOOLS]
+    assert reading == list(READ_TOOLS)
+    assert refused is None and set(statuses) == {401}
+    assert kb.open_bank(eng).version == before
+
+
+def test_http_keeps_the_host_origin_and_body_checks_behind_the_token(eng):
+    init = json.dumps({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+        "protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "pytest", "version": "1"}}})
+    mcp_headers = {"content-type": "application/json", "accept": "application/json, text/event-stream"}
+    probes = {  # name: (extra headers, body, status with the token)
+        "good": ({}, init, 200),
+        "host": ({"host": "evil.example"}, init, 421),
+        "origin": ({"origin": "http://evil.example"}, init, 403),
+        "malformed": ({}, "{nope", 400),
+        "20 MB": ({}, "a" * (20 * 1024 * 1024), 413),
+    }
+    with http_server(eng, env={"KB_MCP_TOKEN": TOKEN}) as (url, _):
+        got = {}
+        for name, (extra, body, _) in probes.items():
+            for token in (TOKEN, None):
+                auth = {"authorization": f"Bearer {token}"} if token else {}
+                got[name, token] = httpx2.post(url, content=body, headers={**mcp_headers, **extra, **auth}, timeout=60).status_code
+    for name, (_, _, status) in probes.items():
+        assert got[name, TOKEN] == status, (name, got[name, TOKEN])
+        assert got[name, None] == 401, (name, got[name, None])
+
+
+@pytest.mark.parametrize("args, needle", [
+    (["--transport", "http", "--token", "short"], "16 to 512 printable ASCII"),
+    (["--readonly", "--write"], "choose one"),
+])
+def test_bad_http_flags_stop_before_serving(eng, args, needle):
+    proc = subprocess.run([sys.executable, "-m", "kbtools", "mcp", str(eng), *args], env=ENV, cwd=str(ROOT),
+                          capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 1 and needle in proc.stderr, proc.stderr
+    assert len(proc.stderr.strip().splitlines()) == 1 and "short" not in proc.stderr

@@ -7,12 +7,16 @@ from kbtools.cli.base import command, frame_out as _frame_out, register_args
 __all__: list[str] = []
 
 
-@command("sql", "run a SQL query over a bank's tables (DuckDB; needs the duckdb extra)")
+@command("sql", "run one read-only SELECT over a bank's tables (DuckDB; needs the duckdb extra)")
 def _sql(args):
-    """Run one SELECT over the bank's tables: entries, edges, events, triples, usage. Each is a
-    view over exactly the files the manifest names, with the latest version of each row and
-    deleted rows dropped (a glob over tables/*/*.parquet is wrong between compactions). The bank
-    is opened read-only: nothing is written.
+    """Run exactly one SELECT over the bank's tables: entries, edges, events, triples, usage. Each
+    table is read from exactly the files the manifest names, with the latest version of each row
+    and deleted rows dropped (a glob over tables/*/*.parquet is wrong between compactions).
+    Allowed: one statement that DuckDB parses as a SELECT (WITH, FROM-first, VALUES, DESCRIBE,
+    SHOW and SUMMARIZE too). Refused, running nothing (exit 1): several statements, COPY, ATTACH,
+    SET, INSERT and every other statement, and any read of a file (read_csv, read_text, glob, a
+    quoted path): DuckDB runs with external access off and its configuration locked. Nothing is
+    written: not the bank, not any other file.
 
     kb sql data/demo/engineering "SELECT type, count(*) AS n FROM edges GROUP BY type ORDER BY n DESC"
     kb sql banks/eng "SELECT id, title, usage_count FROM entries ORDER BY usage_count DESC LIMIT 5" --csv

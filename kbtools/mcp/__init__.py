@@ -1,7 +1,8 @@
 """The agents' door: an MCP server over one bank (``kb mcp PATH``).
 
 ``kbtools.mcp.door`` holds what each tool does over a bank (no SDK needed); ``kbtools.mcp.server``
-builds the MCP server from it (needs the ``mcp`` extra). The SDK itself is the top-level ``mcp``
+builds the MCP server from it (needs the ``mcp`` extra); ``kbtools.mcp.http`` puts its HTTP app
+behind a bearer token. The SDK itself is the top-level ``mcp``
 package, always imported absolutely.
 
 >>> from kbtools.mcp import READ_TOOLS

@@ -21,6 +21,7 @@ from pydantic import BaseModel, Field
 
 import kbtools as kb
 from kbtools.mcp.door import READ_TOOLS, WRITE_TOOLS, Door
+from kbtools.mcp.http import serve_http
 
 try:
     from mcp.server.mcpserver import Context, MCPServer
@@ -200,16 +201,22 @@ def _json(data: Any) -> str:
     return json.dumps(data, indent=1)
 
 
-def serve(path: str | Path, *, readonly: bool = False, actor: str | None = None, transport: str = "stdio",
-          host: str = "127.0.0.1", port: int = 8765) -> None:
+def serve(path: str | Path, *, readonly: bool | None = None, actor: str | None = None, transport: str = "stdio",
+          host: str = "127.0.0.1", port: int = 8765, token: str | None = None) -> None:
     """Serve the bank until the client hangs up (stdio) or the process is stopped (http).
 
-    HTTP is the streamable-HTTP transport at ``http://HOST:PORT/mcp``, bound to 127.0.0.1 unless told.
+    Over stdio the server writes unless ``readonly``; over HTTP it is read-only unless
+    ``readonly=False`` is asked for (``kb mcp --write``). HTTP is the streamable-HTTP transport at
+    ``http://HOST:PORT/mcp``, bound to 127.0.0.1 unless told, and every request must carry
+    ``Authorization: Bearer <token>``: ``token``, else ``$KB_MCP_TOKEN``, else a random token
+    printed to stderr at start (see :mod:`kbtools.mcp.http`).
     """
+    if transport not in ("stdio", "http"):
+        raise kb.ValidationError("transport", transport, "a transport is stdio or http")
+    if readonly is None:
+        readonly = transport == "http"
     server = build_server(path, readonly=readonly, actor=actor)
     if transport == "stdio":
         server.run("stdio")
-    elif transport == "http":
-        server.run("streamable-http", host=host, port=port)
     else:
-        raise kb.ValidationError("transport", transport, "a transport is stdio or http")
+        serve_http(server, token=token, host=host, port=port)

@@ -22,7 +22,7 @@ from __future__ import annotations
 import polars as pl
 import polars.selectors as cs
 
-from kbtools.errors import KbError
+from kbtools.errors import KbError, SqlRefused
 from kbtools.model.schema import KEYS, SCHEMAS, TABLES, empty
 from kbtools.store.segments import segment_files
 from typing import TYPE_CHECKING
@@ -30,7 +30,7 @@ from typing import TYPE_CHECKING
 if TYPE_CHECKING:  # scan only reads a bank's snapshot: any open bank will do
     from kbtools.store.bank import Bank
 
-__all__ = ["scan", "duckdb", "sql", "table_sql"]
+__all__ = ["scan", "duckdb", "sql", "table_sql", "LOCKED_CONFIG", "SQL_STATEMENTS"]
 
 _SEQ, _DELETED = "_seq", "_deleted"
 
@@ -97,9 +97,9 @@ def _quote(path: str) -> str:
 
 def table_sql(bank: Bank, table: str) -> str:
     """The DuckDB ``SELECT`` that reads one table of ``bank`` right (the manifest's files, the
-    latest-``_seq`` rule, tombstones dropped): what :func:`duckdb` defines its views with, for a
-    reader that wants to paste it elsewhere. ``usage`` (and the usage folded into ``entries``)
-    comes from a table the connection registers, ``_usage_rows``.
+    latest-``_seq`` rule, tombstones dropped): what :func:`duckdb` defines its views with on a
+    connection you pass it, for a reader that wants to paste it elsewhere. ``usage`` (and the usage
+    folded into ``entries``) comes from a table the connection registers, ``_usage_rows``.
 
     >>> import tempfile, pathlib
     >>> from kbtools.store.bank import create_bank
@@ -136,10 +136,33 @@ def _entry_col(c: str) -> str:
     return f'e."{c}"'
 
 
+#: a connection that can touch no file: no reads or writes outside the registered tables, no
+#: extension loaded or fetched, no spill to a temp folder, and no SET that undoes any of it
+LOCKED_CONFIG = {
+    "enable_external_access": False,
+    "autoload_known_extensions": False,
+    "autoinstall_known_extensions": False,
+    "temp_directory": "",
+    "lock_configuration": True,
+}
+
+#: the statement types kb sql runs (DuckDB's parser reads WITH, FROM-first, VALUES, DESCRIBE, SHOW and
+#: SUMMARIZE as a SELECT)
+SQL_STATEMENTS = ("SELECT",)
+
+
 def duckdb(bank: Bank, *, connection=None):
     """A DuckDB connection with one view per table of ``bank`` (entries, edges, events, triples,
     usage), each read right: over the manifest's files, latest version per key, tombstones dropped,
-    usage folded into entries (see :func:`table_sql`). Needs the ``duckdb`` extra.
+    usage folded into entries. Needs the ``duckdb`` extra.
+
+    Without ``connection`` the connection is locked down: each table is the bank's snapshot
+    (``bank.table``: the manifest's files, the same rows :func:`scan` gives), held in memory and
+    registered through Arrow, and DuckDB runs with external access off (no file read or written,
+    no extension loaded, no spill to disk) and its configuration locked (``LOCKED_CONFIG``), so no
+    query on it can reach a host file or change the bank. With ``connection`` the views are defined
+    on your connection over ``read_parquet`` of the manifest's files (:func:`table_sql`) and its
+    settings are left as they are: join the bank with your own files there.
 
     >>> import tempfile, pathlib
     >>> from kbtools.store.bank import create_bank
@@ -151,18 +174,25 @@ def duckdb(bank: Bank, *, connection=None):
         import duckdb as _duckdb
     except ImportError:
         raise KbError("kb.duckdb needs DuckDB: pip install 'kbtools[duckdb]'") from None
-    con = connection if connection is not None else _duckdb.connect()
-    con.register("_usage_rows", bank.usage.to_arrow())
+    if connection is None:
+        con = _duckdb.connect(config=dict(LOCKED_CONFIG))
+        for table in TABLES:
+            con.register(table, bank.table(table).to_arrow())
+        return con
+    connection.register("_usage_rows", bank.usage.to_arrow())
     for table in TABLES:
         if not _files(bank, table):
-            con.register(f"_empty_{table}", empty(table).to_arrow())
-        con.execute(f"CREATE OR REPLACE VIEW {table} AS {table_sql(bank, table)}")
-    return con
+            connection.register(f"_empty_{table}", empty(table).to_arrow())
+        connection.execute(f"CREATE OR REPLACE VIEW {table} AS {table_sql(bank, table)}")
+    return connection
 
 
 def sql(bank: Bank, query: str) -> pl.DataFrame:
-    """The rows of a SQL query over ``bank``'s tables (DuckDB views, see :func:`duckdb`) as a
-    polars frame; a query DuckDB refuses is a KbError naming it.
+    """The rows of one read-only SQL query over ``bank``'s tables (the locked DuckDB connection of
+    :func:`duckdb`) as a polars frame. The query must be exactly one statement that DuckDB's parser
+    reads as a SELECT (WITH, FROM-first, VALUES, DESCRIBE, SHOW, SUMMARIZE included); anything else
+    (a COPY, an ATTACH, a SET, a second statement, a file outside the bank) is :class:`SqlRefused`
+    and runs nothing; a query DuckDB cannot run is a KbError naming it.
 
     >>> import tempfile, pathlib
     >>> from kbtools.store.bank import create_bank
@@ -172,13 +202,28 @@ def sql(bank: Bank, query: str) -> pl.DataFrame:
     import duckdb as _duckdb
 
     try:
-        rel = con.sql(query)
-        if rel is None:
-            raise KbError(f"SQL {query!r} returned no rows: kb sql runs a SELECT over the bank's tables")
+        statement = _one_select(con, query)
+        rel = con.sql(statement)  # a SELECT always gives a relation
         # DuckDB names the zone of the bank's UTC timestamps Etc/UTC; give them back as the bank does
         return rel.pl().with_columns(cs.datetime(time_zone="*").dt.convert_time_zone("UTC"))
+    except _duckdb.PermissionException as err:
+        raise SqlRefused(query, f"DuckDB: {_first_line(err)}") from None
     except _duckdb.Error as err:
-        first = str(err).strip().splitlines()[0]
-        raise KbError(f"SQL {query!r}: {first} (tables: {', '.join(TABLES)})") from None
+        raise KbError(f"SQL {query!r}: {_first_line(err)} (tables: {', '.join(TABLES)})") from None
     finally:
         con.close()
+
+
+def _one_select(con, query: str):
+    """The one statement of ``query``, checked by DuckDB's own parser to be a SELECT."""
+    statements = con.extract_statements(query)
+    if len(statements) != 1:
+        raise SqlRefused(query, f"{len(statements)} statements" if statements else "no statement")
+    kind = statements[0].type.name
+    if kind not in SQL_STATEMENTS:
+        raise SqlRefused(query, f"statement type {kind}")
+    return statements[0]
+
+
+def _first_line(err: Exception) -> str:
+    return str(err).strip().splitlines()[0]
