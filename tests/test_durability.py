@@ -37,7 +37,9 @@ def _drain(conn) -> list[tuple]:
 
 def _assert_sound(path, acked: list[tuple]) -> pl.DataFrame:
     bank = kb.open_bank(path)
-    assert kb.check_bank(bank) == []
+    # a killed writer may leave its temp file behind: litter that `kb repair` sweeps, not damage
+    # (check_bank reports it once it is older than the sweep age, which a loaded machine reaches)
+    assert [p for p in kb.check_bank(bank) if p.column != "temp"] == []
     ids = set(bank.entries["id"].to_list())
     edges = set(bank.edges.select("src", "dst").iter_rows())
     for kind, eid, prev in acked:
@@ -82,6 +84,8 @@ def test_sigkill_at_random_instants_loses_nothing_acknowledged(tmp_path, ctx):
     entries = _assert_sound(path, acked)
     assert sum(1 for a in acked if a[0] == "entry") > 50, "the writers barely wrote: the test proves little"
     assert entries.height >= sum(1 for a in acked if a[0] == "entry")
+    kb.repair_bank(path)  # sweeps what the kills left behind, whatever its age
+    assert kb.check_bank(path) == []
 
 
 @pytest.mark.slow
