@@ -299,7 +299,8 @@ class PoolDisplay:
     chunks by rejoining it: milliseconds per query at a million entries)."""
 
     __slots__ = ("rows", "base", "tail", "mark")
-    _TAIL = 4096  #: appended rows kept apart before they are joined to the base
+    #: appended rows kept apart (in the tail) until there are more than this many, then joined to the base
+    TAIL_ROWS = 4096
 
     def __init__(self, rows: dict, base: pl.DataFrame, tail: pl.DataFrame, mark):
         self.rows, self.base, self.tail, self.mark = rows, base, tail, mark
@@ -308,7 +309,7 @@ class PoolDisplay:
         start = self.base.height + self.tail.height
         self.rows.update(zip(added["id"].to_list(), range(start, start + added.height)))
         tail = pl.concat([self.tail, added.select(self.base.columns)]).rechunk()
-        if tail.height > self._TAIL:
+        if tail.height > self.TAIL_ROWS:
             return PoolDisplay(self.rows, pl.concat([self.base, tail]).rechunk(), tail.clear(), mark)
         return PoolDisplay(self.rows, self.base, tail, mark)
 
