@@ -39,10 +39,9 @@ def run(*args, check=True, process=False):
 
 
 def test_every_subcommand_has_help():
-    from kbtools.cli.main import build_parser
+    from kbtools.cli.main import subcommands
 
-    parser = build_parser()
-    names = parser._subparsers._group_actions[0].choices
+    names = subcommands()
     assert {"demo", "stats", "check", "import", "export"} <= set(names)
     for name in names:
         out = run(name, "--help")

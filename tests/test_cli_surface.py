@@ -7,13 +7,13 @@ import inspect
 
 import pytest
 
-from kbtools.cli.main import build_parser, main
+from kbtools.cli.main import build_parser, main, subcommands
 from kbtools.retrieval.embedders import EMBEDDER_NAMES
 from kbtools.retrieval.index import INDEX_KINDS
 
 
 def _sub(name):
-    return build_parser()._subparsers._group_actions[0].choices[name]
+    return subcommands()[name]
 
 
 def test_version(capsys):
@@ -24,7 +24,7 @@ def test_version(capsys):
 
 
 def test_help_texts_have_no_docstring_indentation():
-    for name, parser in build_parser()._subparsers._group_actions[0].choices.items():
+    for name, parser in subcommands().items():
         description = parser.description or ""
         assert description == inspect.cleandoc(description), f"kb {name} --help keeps docstring indentation"
         assert not description.splitlines()[1:2] or not description.splitlines()[1].startswith("    "), name

@@ -4,7 +4,6 @@ the README short, and .ci/run running exactly the README's test command."""
 
 from __future__ import annotations
 
-import argparse
 import inspect
 import re
 from pathlib import Path
@@ -12,7 +11,7 @@ from pathlib import Path
 import pytest
 
 import kbtools as kb
-from kbtools.cli.main import build_parser
+from kbtools.cli.main import subcommands
 
 ROOT = Path(__file__).resolve().parents[1]
 README = (ROOT / "README.md").read_text()
@@ -20,10 +19,6 @@ DOCS = sorted((ROOT / "docs").glob("*.md"))
 CLI_DOC = (ROOT / "docs" / "cli.md").read_text()
 #: the README and every page under docs/, where the library's functions are shown
 ALL_DOCS = README + "".join(page.read_text() for page in DOCS)
-
-
-def _subcommands() -> dict[str, argparse.ArgumentParser]:
-    return build_parser()._subparsers._group_actions[0].choices
 
 
 def _section(text: str, heading: str) -> str:
@@ -54,14 +49,14 @@ def test_public_functions_show_an_example_or_are_in_the_docs():
 
 
 def test_every_subcommand_is_named_in_the_readme():
-    for name in _subcommands():
+    for name in subcommands():
         assert f"`kb {name}`" in README, f"kb {name} is not in the README's table of commands"
 
 
-@pytest.mark.parametrize("name", sorted(_subcommands()))
+@pytest.mark.parametrize("name", sorted(subcommands()))
 def test_every_subcommand_has_a_section_with_each_of_its_long_flags(name):
     section = _section(CLI_DOC, f"kb {name}")
-    flags = [opt for action in _subcommands()[name]._actions for opt in action.option_strings
+    flags = [opt for action in subcommands()[name]._actions for opt in action.option_strings
              if opt.startswith("--") and opt != "--help"]
     # a row of the section's flag table, not the usage line (which would list every flag anyway)
     missing = [flag for flag in flags if not re.search(rf"(?m)^\| `{re.escape(flag)}(?![\w-])", section)]
@@ -69,7 +64,7 @@ def test_every_subcommand_has_a_section_with_each_of_its_long_flags(name):
 
 
 def test_every_evaluation_of_kb_eval_has_a_heading():
-    evaluations = next(a for a in _subcommands()["eval"]._actions if not a.option_strings and a.choices).choices
+    evaluations = next(a for a in subcommands()["eval"]._actions if not a.option_strings and a.choices).choices
     section = _section(CLI_DOC, "kb eval")
     for which in evaluations:
         assert re.search(rf"(?m)^### kb eval {which}\s*$", section), f"docs/cli.md has no '### kb eval {which}'"
@@ -77,7 +72,7 @@ def test_every_evaluation_of_kb_eval_has_a_heading():
 
 def test_cli_doc_names_no_subcommand_the_parser_lacks():
     documented = set(re.findall(r"(?m)^## kb (\S+)\s*$", CLI_DOC))
-    assert documented == set(_subcommands()), documented ^ set(_subcommands())
+    assert documented == set(subcommands()), documented ^ set(subcommands())
 
 
 def test_the_readme_is_a_front_page():

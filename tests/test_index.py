@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import os
+
 import numpy as np
 import pytest
 from hypothesis import given, settings
@@ -171,20 +173,26 @@ def test_check_fingerprint():
 
 
 def test_one_query_of_a_large_inverted_file_index_scans_its_lists_in_parallel_with_the_same_hits():
+    import faiss
+
     from kbtools.retrieval.index import IVF_PARALLEL_FROM
 
     n = IVF_PARALLEL_FROM
     vectors = _clustered(n, 8, 50, seed=5)
     index = VectorIndex.build([f"e{i}" for i in range(n)], vectors, kind="ivf_sq8", threads=2)
     queries = _clustered(20, 8, 50, seed=6)
-    assert index._threads_for(1) >= 1 and index.faiss_index.parallel_mode == 1
-    assert index._threads_for(2) == 1  # a batch splits its queries, as before
+    index.search(queries[:1], 8)  # one query: its lists split over up to four cores
+    assert faiss.omp_get_max_threads() == min(4, os.cpu_count() or 1) and index.faiss_index.parallel_mode == 1
+    index.search(queries[:2], 8)  # a batch splits its queries, one core each
+    assert faiss.omp_get_max_threads() == 1
+    small = VectorIndex.build(["a", "b"], np.eye(2, dtype=np.float32))
+    index.search(queries[:1], 8)
+    small.search(np.eye(2, dtype=np.float32)[:1], 1)  # one query of a small index: one core
+    assert faiss.omp_get_max_threads() == 1
     for q in queries:
         auto, one = index.search(q[None], 8), index.search(q[None], 8, threads=1)
         assert auto[1].tolist() == one[1].tolist()
         assert np.allclose(auto[0], one[0])
-    small = VectorIndex.build(["a", "b"], np.eye(2, dtype=np.float32))
-    assert small._threads_for(1) == 1
 
 
 def test_adds_write_their_ids_into_spare_room_and_earlier_views_keep_their_rows():
@@ -192,9 +200,9 @@ def test_adds_write_their_ids_into_spare_room_and_earlier_views_keep_their_rows(
     index.mapped = True  # grow the side index, as a mapped index does
     before = index.ids
     index.add(["c"], np.array([[1.0, 1.0]], np.float32) / np.sqrt(2))
-    room = index._id_room
+    with_c = index.ids
     index.add(["d"], np.array([[1.0, -1.0]], np.float32) / np.sqrt(2))
-    assert index._id_room is room and index.ids.base is room  # written in place, not copied
+    assert np.shares_memory(index.ids, with_c) and with_c.tolist() == ["a", "b", "c"]  # written in place, not copied
     index.add(["a-much-longer-id"], np.array([[0.0, 1.0]], np.float32))  # a wider string type
     assert index.ids.tolist() == ["a", "b", "c", "d", "a-much-longer-id"] and before.tolist() == ["a", "b"]
     assert index.search(np.array([[1.0, -1.0]], np.float32), 1)[1].tolist() == [["d"]]

@@ -136,12 +136,6 @@ def test_no_import_circles():
 
 
 TESTS = Path(__file__).resolve().parent
-#: Private store names two tests still import: the store's split into parts names them publicly
-#: (the lock as the writers' door, the entry-id index as the segments' own), and then this empties.
-STORE_OWNED_PRIVATE_IMPORTS = {
-    ("test_reliability.py", "kbtools.store.bank._locked"),
-    ("test_store.py", "kbtools.store.bank._EntryIds"),
-}
 
 
 def _private(name: str) -> bool:
@@ -167,7 +161,7 @@ def _private_imports(path: Path) -> set[tuple[str, str]]:
 def test_no_test_imports_a_private_kbtools_name():
     """Tests state behaviour through public names: no test file imports a ``_private`` name."""
     found = set().union(*(_private_imports(p) for p in sorted(TESTS.rglob("*.py"))))
-    assert found - STORE_OWNED_PRIVATE_IMPORTS == set(), sorted(found - STORE_OWNED_PRIVATE_IMPORTS)
+    assert not found, sorted(found)
 
 
 def test_the_test_command_runs_the_slow_tests():

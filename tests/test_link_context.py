@@ -12,7 +12,7 @@ import kbtools as kb
 from kbtools.demo import synthetic_bank
 from kbtools.ops import link_context
 from kbtools.ops.interchange import import_frames
-from kbtools.store.caches import cached_file_meta
+from kbtools.store.caches import cached_file_meta, write_cache_file
 from kbtools.store.vectors import vector_segments
 
 
@@ -30,35 +30,35 @@ def _fresh(bank) -> np.ndarray:
 
 
 def test_linker_vectors_grow_by_the_new_rows_and_equal_a_fresh_build(bank):
-    first = link_context._linker_state(bank)
-    index = link_context.neighbour_index(bank, first.view)
+    first = link_context.linker_vectors(bank)
+    index = link_context.neighbour_index(bank, first)
     for i in range(5):  # with linking: each add plans against the cached vectors and index
         kb.report_learning(bank, content=f"Pump {i} on line 3 keeps faulting with error E-21{i}.", actor="a")
-    state = link_context._linker_state(bank)
-    assert state.lineage == first.lineage and state.n == first.n + 5  # grown, not rebuilt
-    assert link_context.neighbour_index(bank, state.view) is index and index.ntotal == state.n
-    assert np.array_equal(state.view, _fresh(bank))
-    assert np.abs(state.view[-5:]).sum() > 0  # the new entries' vectors, not zero rows
+    vectors = link_context.linker_vectors(bank)
+    assert len(vectors) == len(first) + 5 and np.shares_memory(vectors, first)  # grown in place, not rebuilt
+    assert link_context.neighbour_index(bank, vectors) is index and index.ntotal == len(vectors)
+    assert np.array_equal(vectors, _fresh(bank))
+    assert np.abs(vectors[-5:]).sum() > 0  # the new entries' vectors, not zero rows
     with pytest.raises(ValueError):
-        state.view[0, 0] = 1.0  # callers read it only
+        vectors[0, 0] = 1.0  # callers read it only
 
 
 def test_a_re_embedded_earlier_entry_rebuilds_the_linker_vectors(bank):
-    first = link_context._linker_state(bank)
+    first = link_context.linker_vectors(bank)
     eid = bank.entries["id"][3]
     kb.update_entry(bank, eid, content="Something else entirely: the kiln on site 9 overheats.", actor="a")
     kb.embed_bank(bank, embedder="hashing")
-    state = link_context._linker_state(bank)
-    assert state.lineage != first.lineage
-    assert np.array_equal(state.view, _fresh(bank))
-    assert not np.array_equal(state.view[3], first.view[3])
+    vectors = link_context.linker_vectors(bank)
+    assert not np.shares_memory(vectors, first)  # rebuilt: the earlier rows changed
+    assert np.array_equal(vectors, _fresh(bank))
+    assert not np.array_equal(vectors[3], first[3])
 
 
 def test_entries_added_without_vectors_get_zero_rows_until_embedded(bank):
-    link_context._linker_state(bank)
+    link_context.linker_vectors(bank)
     kb.report_learning(bank, content="No vector yet for this one.", actor="a", link=False, embed=False)
-    state = link_context._linker_state(bank)
-    assert np.array_equal(state.view, _fresh(bank)) and not state.view[-1].any()
+    vectors = link_context.linker_vectors(bank)
+    assert np.array_equal(vectors, _fresh(bank)) and not vectors[-1].any()
 
 
 def test_term_stats_grow_on_append_and_survive_a_status_change(bank):
@@ -77,23 +77,25 @@ def test_term_stats_grow_on_append_and_survive_a_status_change(bank):
 def test_linker_vectors_survive_updates_in_place_and_a_connect_run(bank):
     from kbtools.ops.maintenance import connect_bank
 
-    first = link_context._linker_state(bank)
+    first = link_context.linker_vectors(bank)
     kb.update_entry(bank, bank.entries["id"][7], status="archived", actor="a")
     connect_bank(bank, limit=50)  # sets linked_at of 50 entries, adds edges
-    state = link_context._linker_state(bank)
-    assert state is first  # the same rows, the same vectors: nothing gathered again
-    assert np.array_equal(state.view, _fresh(bank))
+    vectors = link_context.linker_vectors(bank)
+    assert np.shares_memory(vectors, first) and len(vectors) == len(first)  # the same rows: nothing gathered again
+    assert np.array_equal(vectors, _fresh(bank))
 
 
 def test_a_linked_add_takes_the_statistics_it_planned_with_after_its_commit(bank, monkeypatch):
+    from kbtools.linker import TermStats
+
     settings = link_context.linker_settings(bank)
-    before = link_context.term_stats(bank, settings)
+    link_context.term_stats(bank, settings)
+    extended, extend = [], TermStats.extend
+    monkeypatch.setattr(TermStats, "extend", lambda self, entries: extended.append(extend(self, entries)) or extended[-1])
     kb.report_learning(bank, content="Kiln 7 on site 4 overheats after error K-771.", actor="a")
-    planned = before._cache["extended"][1]
-    calls = []
-    monkeypatch.setattr(type(before), "extend", lambda self, entries: calls.append(entries) or None)
+    assert len(extended) == 1  # planned with the bank's statistics extended by the new row
     after = link_context.term_stats(bank, settings)
-    assert after is planned and not calls  # taken, not extended again
+    assert after is extended[0] and len(extended) == 1  # taken, not extended again
     monkeypatch.undo()
     fresh = link_context.term_stats(kb.open_bank(bank.path, readonly=True), settings)
     assert after.ids == fresh.ids and after.vocab == fresh.vocab
@@ -102,18 +104,21 @@ def test_a_linked_add_takes_the_statistics_it_planned_with_after_its_commit(bank
 
 
 def test_planned_statistics_are_not_taken_for_other_rows(bank):
+    from datetime import datetime, timezone
+
     import polars as pl
 
     settings = link_context.linker_settings(bank)
     base = link_context.term_stats(bank, settings)
-    entries = bank.entries
-    extra = entries.tail(1).with_columns(pl.lit("zz000001").alias("id"), pl.lit("Kiln 9 smokes.").alias("content"))
-    planned = base.extend(pl.concat([entries, extra]))
-    link_context._remember_extension(base, planned, pl.concat([entries, extra]))
+    extra = bank.entries.tail(1).with_columns(pl.lit("ffff0001").alias("id"), pl.lit("Kiln 9 smokes.").alias("content"))
+    link_context.plan_new_entry_links(bank, extra, bank.edges.clear(), None, now=datetime.now(timezone.utc))  # planned, not written
+    assert link_context.term_stats(bank, settings) is base  # nothing committed: the bank's own statistics
     other = extra.with_columns(pl.lit("Kiln 9 is fine.").alias("content"))
-    assert link_context._planned_extension(base, pl.concat([entries, extra])) is planned
-    assert link_context._planned_extension(base, pl.concat([entries, other])) is None
-    assert link_context._planned_extension(base, entries) is None
+    import_frames(bank, entries=other, guard=False)  # the same id committed with other words
+    after = link_context.term_stats(bank, settings)
+    fresh = link_context.term_stats(kb.open_bank(bank.path, readonly=True), settings)
+    assert after.ids == fresh.ids and after.vocab == fresh.vocab
+    assert (after.postings != fresh.postings).nnz == 0 and np.array_equal(after.w, fresh.w)
 
 
 # -- the neighbour index kept in the bank's cache
@@ -147,7 +152,7 @@ def test_the_neighbour_index_is_read_from_the_cache_by_a_new_process(hnsw_bank):
     assert built == [600] and index is not first and index.ntotal == 600  # read, not built
     queries = link_context.linker_vectors(again)[:50]
     assert np.array_equal(_top(index, queries), _top(first, queries))  # the same graph
-    assert hasattr(index, "hnsw") and index.hnsw.efSearch == link_context._HNSW_EF_SEARCH
+    assert hasattr(index, "hnsw") and index.hnsw.efSearch == first.hnsw.efSearch  # searched as built
 
 
 def test_the_cached_neighbour_index_grows_by_the_entries_appended_since(hnsw_bank):
@@ -170,7 +175,7 @@ def test_the_cached_neighbour_index_grows_by_the_entries_appended_since(hnsw_ban
 
 
 @pytest.mark.parametrize("change", ["re-embedded", "deleted", "damaged", "other embedder", "older format"])
-def test_a_stale_or_damaged_cached_neighbour_index_is_rebuilt(hnsw_bank, change, monkeypatch):
+def test_a_stale_or_damaged_cached_neighbour_index_is_rebuilt(hnsw_bank, change):
     bank, built = hnsw_bank
     link_context.neighbour_index(bank, link_context.linker_vectors(bank))
     eid = bank.entries["id"][3]
@@ -185,7 +190,10 @@ def test_a_stale_or_damaged_cached_neighbour_index_is_rebuilt(hnsw_bank, change,
         data[len(data) // 2] ^= 0xFF
         path.write_bytes(bytes(data))
     elif change == "older format":  # as kept by an earlier kbtools (another kind of codes)
-        monkeypatch.setattr(link_context, "_NEIGHBOURS_FORMAT", link_context._NEIGHBOURS_FORMAT + 1)
+        path, fingerprint, meta = cached_file_meta(bank, link_context.NEIGHBOURS_FILE)
+        data = path.read_bytes()
+        write_cache_file(bank, link_context.NEIGHBOURS_FILE, fingerprint, lambda p: p.write_bytes(data),
+                         meta={**meta, "format": meta["format"] - 1})
     else:
         kb.embed_bank(bank, embedder="hashing-char", rebuild=True)
     again, index = _index_of(bank.path)

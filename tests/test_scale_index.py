@@ -11,8 +11,7 @@ import pytest
 
 import kbtools as kb
 from kbtools.errors import ValidationError
-from kbtools.retrieval import index as index_mod
-from kbtools.retrieval.index import IVF_LISTS, REFINE_FACTOR, VectorIndex, combine, ivf_nprobe
+from kbtools.retrieval.index import IVF_LISTS, IVF_NPROBE, REFINE_FACTOR, VectorIndex, combine, ivf_lists, ivf_nprobe
 from kbtools.retrieval.search import bank_index
 from kbtools.store.vectors import entry_vectors, vector_blocks, vector_segments
 
@@ -97,9 +96,11 @@ def test_bank_index_is_built_from_blocks_as_from_all_vectors(bank):
 
 
 def test_recall_parameters_are_used(bank):
-    index = faiss.downcast_index(index_mod._new_index(faiss, "ivf_sq8", 384, 1_000_000, 0))
-    assert (index.nlist, index.nprobe) == (int(IVF_LISTS * 1000), ivf_nprobe(int(IVF_LISTS * 1000)))
-    assert index.nprobe > 24  # a share of the lists, not the 24 of the first run
+    assert ivf_lists(1_000_000) == int(IVF_LISTS * 1000)
+    n = 60_000  # 244 lists: a share of them passes the floor of IVF_NPROBE
+    points = np.random.default_rng(0).normal(size=(n, 2)).astype(np.float32)
+    built = faiss.downcast_index(VectorIndex.build(np.arange(n).astype(str), points, kind="ivf_sq8").faiss_index)
+    assert (built.nlist, built.nprobe) == (ivf_lists(n), ivf_nprobe(ivf_lists(n))) and built.nprobe > IVF_NPROBE
     idx = bank_index(bank, kind="ivf_sq8")
     assert idx.refine is not None and idx.refine_factor == REFINE_FACTOR["ivf_sq8"] > 1
     ids, data = entry_vectors(bank)

@@ -50,7 +50,7 @@ def test_the_index_is_cached_per_version_and_grown_on_append(bank):
     assert grown is first and grown.size == 5
 
 
-def test_the_pool_display_gathers_rows_from_the_base_and_the_appended_tail_in_order():
+def test_the_pool_display_gathers_rows_from_the_base_and_the_appended_tail_in_order(monkeypatch):
     import polars as pl
 
     from kbtools.retrieval.search import PoolDisplay
@@ -63,9 +63,6 @@ def test_the_pool_display_gathers_rows_from_the_base_and_the_appended_tail_in_or
     assert picked["id"].to_list() == ["e8", "e1", "e9", "e0", "e6"]
     assert picked["steps"].to_list() == [["s8"], ["s1"], ["s9"], ["s0"], ["s6"]]
     assert display.take([2, 4])["id"].to_list() == ["e2", "e4"]
-    PoolDisplay._TAIL, old = 3, PoolDisplay._TAIL
-    try:
-        joined = display.grown(pl.DataFrame({"id": ["e10"], "steps": [["s10"]]}), None)
-    finally:
-        PoolDisplay._TAIL = old
+    monkeypatch.setattr(PoolDisplay, "TAIL_ROWS", 3)  # a tail of 4 rows, one more: joined to the base
+    joined = display.grown(pl.DataFrame({"id": ["e10"], "steps": [["s10"]]}), None)
     assert joined.base.height == 11 and joined.tail.height == 0 and joined.base.n_chunks() == 1

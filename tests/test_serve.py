@@ -5,6 +5,7 @@ index file memory-mapped and never loads MiniLM for a query whose vector is give
 from __future__ import annotations
 
 import json
+import os
 import shutil
 import subprocess
 import sys
@@ -182,21 +183,21 @@ def test_a_compaction_does_not_keep_a_query_index_whose_entry_was_re_embedded(ba
     assert VectorIndex.builds == builds and bank_index(fresh).size == fresh.entries.height
 
 
-def test_a_few_vector_rows_are_read_without_mapping_them_and_equal_the_mapped_rows(bank):
+def test_a_few_vector_rows_are_read_without_mapping_them_and_equal_the_mapped_rows(bank, monkeypatch):
     from kbtools.store.vectors import VectorBlocks
 
     kb.report_learning(bank, content="One more segment to read from.", actor="a", link=False)
     blocks = vector_blocks(bank)
     positions = np.random.default_rng(0).integers(0, len(blocks.ids), 40)
     positions[-1] = len(blocks.ids) - 1  # a row of the newest segment
+    preads = []
+    monkeypatch.setattr(os, "pread", lambda fd, n, at, real=os.pread: preads.append(at) or real(fd, n, at))
     read = blocks.rows(positions)
-    VectorBlocks.PREAD_ROWS, old = -1, VectorBlocks.PREAD_ROWS
-    try:
-        mapped = blocks.rows(positions)
-    finally:
-        VectorBlocks.PREAD_ROWS = old
+    assert len(preads) == len(positions)  # read through descriptors, a row at a time, not the map
+    monkeypatch.setattr(VectorBlocks, "PREAD_ROWS", -1)
+    mapped = blocks.rows(positions)
+    assert len(preads) == len(positions)  # through the map: no pread
     assert read.dtype == mapped.dtype and np.array_equal(read, mapped)
-    assert blocks._fds  # read through descriptors, not the map
 
 
 def _plain_fold(bank, text):

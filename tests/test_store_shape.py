@@ -21,30 +21,12 @@ INSTANCE_ATTRIBUTES = {"path", "readonly", "lock_timeout", "id_set_counts"}
 #: its own package: (module, imported from) without ``kbtools.`` -> the names. The test fails for
 #: any other private import, and once one of these is gone (so the list only shrinks)
 KNOWN = {
-    ("cli.retrieval", "retrieval.embedders"): "_ALIASES",
-    ("demo.business", "demo.flows"): "_BUSINESS_QUERIES _FLOWS _POLICIES",
-    ("demo.business", "demo.rows"): "_DAY_US _GENERATOR _REF_US _Rows _hex_ids _pick _triples_frame",
-    ("demo.engineering", "demo.catalog"): "_CITE_PHRASES _CONDITIONS _ENVS _FILLER_TYPES _FILLER_WEIGHTS _KINDS _KIND_P _MONTHS _SENTENCES _STEPS _SUMMARIES _SYMPTOMS _TITLES _TOPIC_LIST _USEFUL",
-    ("demo.engineering", "demo.hoplab"): "_HOPS _hop_lab",
-    ("demo.engineering", "demo.rows"): "_GENERATOR _Rows _cap _hex_ids _pick _times _triples_frame",
-    ("demo.engineering", "demo.worked"): "_worked_examples",
-    ("demo.hoplab", "demo.catalog"): "_ENVS",
-    ("demo.hoplab", "demo.rows"): "_Rows _cap _pick",
-    ("demo.planted", "demo.catalog"): "_ENVS _MONTHS",
-    ("demo.planted", "demo.rows"): "_DAY_US _REF_US _cap",
-    ("demo.synthetic", "demo.rows"): "_GENERATOR _REF_US _hex_ids _time_series _times",
-    ("demo.worked", "demo.rows"): "_Rows _times",
-    ("evaluate.bench", "retrieval.search"): "_grown",
-    ("evaluate.bench_serve", "graph.activation"): "_transition_matrix",
-    ("evaluate.leak", "evaluate.tasks"): "_tokens",
-    ("graph.paths", "graph.activation"): "_check_spread_options _rows _spread_arrays",
     ("linker.anchors", "linker.text"): "_content_stem",
     ("linker.lane", "linker.state"): "_TEXT_VALUES _link_type",
     ("linker.planning", "linker.state"): "_Choice _EdgeIndex",
     ("linker.state", "linker.evidence"): "_SENTINEL",
     ("linker.state", "linker.wording"): "_TEXT_VALUES _evidence_json _term_places _why_words",
     ("linker.wording", "linker.evidence"): "_kernels",
-    ("model.answer", "model.answer_html"): "_linked_text",
 }
 
 

@@ -32,7 +32,7 @@ import kbtools.cli.sql as sql
 from kbtools.cli.base import ARGS, COMMANDS, EXIT_ERROR, EXIT_LOCKED, EXIT_OK, EXIT_USAGE, emit
 from kbtools.errors import BankLocked, KbError
 
-__all__ = ["main", "build_parser"]
+__all__ = ["main", "build_parser", "subcommands"]
 
 #: the topic modules, in the order their subcommands are listed
 TOPICS = (bank, ingest, retrieval, sql, graph, jobs, judging, evaluation, mcp)
@@ -40,6 +40,19 @@ TOPICS = (bank, ingest, retrieval, sql, graph, jobs, judging, evaluation, mcp)
 
 def build_parser() -> argparse.ArgumentParser:
     """The ``kb`` argument parser with every subcommand."""
+    return _parser_and_subcommands()[0]
+
+
+def subcommands() -> dict[str, argparse.ArgumentParser]:
+    """Each ``kb`` subcommand's name and its argument parser, in the order ``kb --help`` lists them.
+
+    >>> "check" in subcommands() and "--json" in subcommands()["check"].format_help()
+    True
+    """
+    return dict(_parser_and_subcommands()[1].choices)
+
+
+def _parser_and_subcommands():
     parser = argparse.ArgumentParser(
         prog="kb",
         description="kbtools: understand and maintain an AI agents' knowledge bank.",
@@ -55,7 +68,7 @@ def build_parser() -> argparse.ArgumentParser:
         p = add(sub)
         if name in ARGS:
             ARGS[name](p)
-    return parser
+    return parser, sub
 
 
 def _version() -> str:

@@ -31,9 +31,9 @@ def _index_kinds() -> tuple[str, ...]:
 
 
 def _embedder_names() -> tuple[str, ...]:
-    from kbtools.retrieval.embedders import _ALIASES, EMBEDDER_NAMES
+    from kbtools.retrieval.embedders import EMBEDDER_ALIASES, EMBEDDER_NAMES
 
-    return (*EMBEDDER_NAMES, *sorted(_ALIASES))
+    return (*EMBEDDER_NAMES, *sorted(EMBEDDER_ALIASES))
 
 
 def _reading_args(p) -> None:

@@ -7,8 +7,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from kbtools.demo.flows import _BUSINESS_QUERIES, _FLOWS, _POLICIES
-from kbtools.demo.rows import _DAY_US, _GENERATOR, _REF_US, DemoBank, _hex_ids, _pick, _Rows, _triples_frame
+from kbtools.demo.flows import BUSINESS_QUERIES, FLOWS, POLICIES
+from kbtools.demo.rows import DAY_US, GENERATOR, REFERENCE_US, BankRows, DemoBank, hex_ids, pick, triples_frame
 
 __all__ = ["business_bank"]
 
@@ -26,12 +26,12 @@ def business_bank(*, seed: int = 7) -> DemoBank:
     """
     rng = np.random.default_rng(seed)
     role_flows: dict[str, list[str]] = {}
-    for flow, spec in _FLOWS.items():
+    for flow, spec in FLOWS.items():
         for *_, role, _flags in spec["steps"]:
             if role is not None and flow not in role_flows.setdefault(role, []):
                 role_flows[role].append(flow)
-    size = len(role_flows) + sum(len(s["steps"]) + len(s["artifacts"]) for s in _FLOWS.values()) + len(_POLICIES)
-    rows = _Rows(rng, _hex_ids(rng, size))
+    size = len(role_flows) + sum(len(s["steps"]) + len(s["artifacts"]) for s in FLOWS.values()) + len(POLICIES)
+    rows = BankRows(rng, hex_ids(rng, size))
     importer = dict(source="import", by="import:process-map")
     roles = {role: rows.entry(kind="role", title=role, summary=f"The {role} owns steps in {', '.join(flows)}.",
                               content=f"The {role} role. Owns steps in the {', '.join(flows)} flows.",
@@ -39,26 +39,26 @@ def business_bank(*, seed: int = 7) -> DemoBank:
                               metadata={"flows": flows}, session="import-2026-10")
              for role, flows in role_flows.items()}
     ids: dict[tuple[str, str], str] = {}
-    for flow, spec in _FLOWS.items():
+    for flow, spec in FLOWS.items():
         ids.update(_flow_rows(rows, flow, spec, roles, importer))
     policies = {}
-    for key, title, summary, links in _POLICIES:
+    for key, title, summary, links in POLICIES:
         policies[key] = rows.entry(kind="knowledge", title=title, summary=summary,
                                    content=f"{summary} Owned by finance operations; reviewed every quarter.",
                                    useful_for=f"Applying the {title.lower()}.", systems=["policy-wiki"],
                                    tasks=sorted({flow for _, flow, _, _ in links}), session="policy-import")
         for type_, flow, step, note in links:
-            rows.edge(policies[key], ids[(flow, step)], type_, note=note, by=_pick(rng, ["agent-2", "agent-6"]))
+            rows.edge(policies[key], ids[(flow, step)], type_, note=note, by=pick(rng, ["agent-2", "agent-6"]))
     holes = [{"id": ids[(flow, key)], "flow": flow, "hole": hole}
-             for flow, spec in _FLOWS.items() for key, hole in spec["holes"]]
+             for flow, spec in FLOWS.items() for key, hole in spec["holes"]]
     queries = [{"id": f"q{i:03d}", "query": q,
                 "relevant": [policies[r] if isinstance(r, str) else ids[r] for r in refs],
                 "topic": _query_topic(refs)}
-               for i, (q, refs) in enumerate(_BUSINESS_QUERIES, 1)]
+               for i, (q, refs) in enumerate(BUSINESS_QUERIES, 1)]
     entries, edges = rows.frames()
-    triples = _triples_frame([(role, "works_in", flow, "import:process-map", _REF_US - 200 * _DAY_US)
-                              for role, flows in role_flows.items() for flow in flows])
-    truth = {"bank": "business", "seed": seed, "generator": _GENERATOR, "queries": queries,
+    triples = triples_frame([(role, "works_in", flow, "import:process-map", REFERENCE_US - 200 * DAY_US)
+                             for role, flows in role_flows.items() for flow in flows])
+    truth = {"bank": "business", "seed": seed, "generator": GENERATOR, "queries": queries,
              "hop_tasks": [], "holes": holes}
     return DemoBank("business", entries, edges, triples, truth)
 
@@ -75,7 +75,7 @@ def _flag(flag: str) -> tuple[str, object]:
     return key, value or True
 
 
-def _flow_rows(rows: _Rows, flow: str, spec: dict, roles: dict, importer: dict) -> dict[tuple[str, str], str]:
+def _flow_rows(rows: BankRows, flow: str, spec: dict, roles: dict, importer: dict) -> dict[tuple[str, str], str]:
     """One flow's step, decision and artifact entries and its process edges."""
     ids: dict[tuple[str, str], str] = {}
     labels = {}

@@ -108,17 +108,22 @@ _TOPICS: dict[str, list[tuple[str, str, list[str]]]] = {
         ("experiment assignment", "release", ["experiment", "bucketing", "assignment", "holdout", "exposure event", "sticky bucketing"]),
     ],
 }
-_TOPIC_LIST = [(s, a, t, terms) for k in range(4) for s, topics in _TOPICS.items() for a, t, terms in [topics[k]]]
+#: Every topic as ``(system, aspect, task, terms)``, the first topic of each system first.
+TOPIC_LIST = [(s, a, t, terms) for k in range(4) for s, topics in _TOPICS.items() for a, t, terms in [topics[k]]]
 #: How many topics ``engineering_bank(topics=...)`` can draw from (four per system).
-MAX_TOPICS = len(_TOPIC_LIST)
+MAX_TOPICS = len(TOPIC_LIST)
 
-_ENVS = ["staging", "production", "preview", "dev"]
-_MONTHS = ["November", "December", "January", "February", "March", "April", "May", "June", "July",
-           "August", "September", "October"]
-_KINDS = ["knowledge", "procedure", "playbook", "lesson", "fact", "decision", "event", "insight", "skill"]
-_KIND_P = [0.28, 0.16, 0.08, 0.14, 0.14, 0.08, 0.08, 0.02, 0.02]
+#: Environments a text may name (the first three are the ones tasks run against).
+ENVS = ["staging", "production", "preview", "dev"]
+#: Month names an incident may be dated by, in the order of the demo's year.
+MONTHS = ["November", "December", "January", "February", "March", "April", "May", "June", "July",
+          "August", "September", "October"]
+#: The entry kinds ordinary entries are drawn from, with :data:`KIND_WEIGHTS` as their shares.
+DRAWN_KINDS = ["knowledge", "procedure", "playbook", "lesson", "fact", "decision", "event", "insight", "skill"]
+KIND_WEIGHTS = [0.28, 0.16, 0.08, 0.14, 0.14, 0.08, 0.08, 0.02, 0.02]
 
-_TITLES = {
+#: kind -> title templates (``{S}`` system, ``{a}``/``{b}`` terms, ``{A}`` aspect, ``{T}`` task, ...).
+TITLES = {
     "knowledge": ["{S}: {a} and {b} during {T}", "How {a} affects {A}", "{A}: what {a} really controls",
                   "Why {a} matters for {T} on {S}"],
     "procedure": ["Recipe: {T} with {a} on {S}", "How to check {a} before {T}", "Steps to tune {a} for {A}"],
@@ -130,7 +135,8 @@ _TITLES = {
     "insight": ["Pattern: {a} failures cluster around {T}"],
     "skill": ["Reading {a} output for {A}"],
 }
-_SUMMARIES = {
+#: kind -> the summary template of an entry of that kind.
+SUMMARIES = {
     "knowledge": "On {S}, {a} decides whether {A} shows up during {T}.",
     "procedure": "How to handle {a} safely when you run {T} against {S}.",
     "playbook": "Ordered steps for handling {A} on {S} when {a} misbehaves.",
@@ -141,7 +147,8 @@ _SUMMARIES = {
     "insight": "Most {A} reports we see on {S} start with {a}.",
     "skill": "How to read {a} and {b} when diagnosing {A}.",
 }
-_SENTENCES = [
+#: Sentence templates that content paragraphs are drawn from.
+SENTENCES = [
     "{a} is the first thing to check; {b} and {c} are usually downstream symptoms.",
     "When you run {T} against {env}, look at {a} before touching {b}.",
     "Changing {a} without {b} made {A} worse twice this quarter.",
@@ -157,19 +164,24 @@ _SENTENCES = [
     "Roll back the {a} change first, then look at {b}.",
     "Dashboards for {A} lag, so check {a} by hand after each {T}.",
 ]
-_USEFUL = ["Useful when {A} shows up during {T} on {S}.", "Read before changing {a} on {S}.",
-           "For agents running {T} who see {b} misbehave.", "When {T} on {S} stalls around {a}."]
-_STEPS = ["Check {a} on {env}.", "Compare {b} with the last good {T}.", "Adjust {a} and rerun {T}.",
-          "Watch {c} for ten minutes.", "Record the change in the {S} runbook."]
-_SYMPTOMS = ["timeouts", "stale reads", "403 errors", "silent resets", "duplicate runs", "dropped requests",
-             "hangs", "partial writes", "memory spikes", "slow starts"]
-_CONDITIONS = ["is left at its default", "is shared between environments", "is changed mid-run",
-               "is set per pod", "is cached by the client", "is rotated", "is empty", "is set twice"]
-_CITE_PHRASES = ["See {ref} for the {p} pattern.", "This builds on {ref}, which covers {p}.",
-                 "{ref} has the longer write-up on {p}.", "Same root cause as {ref} ({p})."]
+#: Templates of an entry's useful-for line.
+USEFUL = ["Useful when {A} shows up during {T} on {S}.", "Read before changing {a} on {S}.",
+          "For agents running {T} who see {b} misbehave.", "When {T} on {S} stalls around {a}."]
+#: Templates of a procedure's or playbook's steps.
+STEPS = ["Check {a} on {env}.", "Compare {b} with the last good {T}.", "Adjust {a} and rerun {T}.",
+         "Watch {c} for ten minutes.", "Record the change in the {S} runbook."]
+#: Symptoms a lesson or incident text may name.
+SYMPTOMS = ["timeouts", "stale reads", "403 errors", "silent resets", "duplicate runs", "dropped requests",
+            "hangs", "partial writes", "memory spikes", "slow starts"]
+#: Conditions under which a term misbehaves, for lesson texts.
+CONDITIONS = ["is left at its default", "is shared between environments", "is changed mid-run",
+              "is set per pod", "is cached by the client", "is rotated", "is empty", "is set twice"]
+#: Sentences by which one entry cites another (``{ref}``) about a pattern (``{p}``).
+CITE_PHRASES = ["See {ref} for the {p} pattern.", "This builds on {ref}, which covers {p}.",
+                "{ref} has the longer write-up on {p}.", "Same root cause as {ref} ({p})."]
 
-# Agent-authored relation edges between ordinary entries: type -> notes (how it pertains).
-_FILLER_TYPES = {
+#: Agent-authored relation edges between ordinary entries: type -> notes (how it pertains).
+FILLER_TYPES = {
     "see_also": ["Same symptom seen from the {b} side.", "Covers {a} on the neighbouring setup."],
     "part_of": ["One step of that playbook in detail.", "Expands the {a} step there."],
     "derived_from": ["Generalised from the write-up there.", "Rewritten from that entry for {T}."],
@@ -185,4 +197,5 @@ _FILLER_TYPES = {
     "follows": ["Do this after that recipe.", "Run once that one has finished."],
     "concerns": ["About the {a} mentioned there."],
 }
-_FILLER_WEIGHTS = [20, 10, 8, 8, 4, 6, 8, 8, 6, 6, 5, 5, 3]
+#: The shares of :data:`FILLER_TYPES`' edge types, in its order.
+FILLER_WEIGHTS = [20, 10, 8, 8, 4, 6, 8, 8, 6, 6, 5, 5, 3]

@@ -7,10 +7,10 @@ planted in it; everything else in a flow is complete.
 from __future__ import annotations
 
 
-# One flow: systems, steps (key, kind, title, summary, role or None, flags), precedes
-# (src, dst, branch label), artifacts (key, title, summary, flags), produces/requires (step, artifact)
-# and the holes planted in it (key, hole kind). Everything not listed as a hole is complete.
-_FLOWS: dict[str, dict] = {
+#: One flow: systems, steps (key, kind, title, summary, role or None, flags), precedes
+#: (src, dst, branch label), artifacts (key, title, summary, flags), produces/requires (step, artifact)
+#: and the holes planted in it (key, hole kind). Everything not listed as a hole is complete.
+FLOWS: dict[str, dict] = {
     "order-to-cash": dict(
         systems=["crm", "erp"],
         steps=[
@@ -218,8 +218,8 @@ _FLOWS: dict[str, dict] = {
     ),
 }
 
-# Policies: (key, title, summary, [(type, flow, step key, note)]). Queries: (query, [policy or (flow, key)]).
-_POLICIES = [
+#: Policies: (key, title, summary, [(type, flow, step key, note)]), each tied to flow steps by edges.
+POLICIES = [
     ("discount", "Discount approval policy", "Discounts above 15 percent need the sales director's approval before credit is checked.",
      [("applies_to", "order-to-cash", "d1", "The threshold this decision tests."), ("informs", "order-to-cash", "s3", None)]),
     ("credit", "Credit limit policy", "Customers get a credit limit from their payment history; orders beyond it wait on credit hold.",
@@ -238,7 +238,8 @@ _POLICIES = [
     ("retention", "Customer data retention", "Customer exports used for onboarding are deleted 30 days after import.",
      [("concerns", "customer-onboarding", "c4", "How long the imported export may be kept.")]),
 ]
-_BUSINESS_QUERIES = [
+#: Queries with their relevant policies and flow steps: (query, [policy key or (flow, step key)]).
+BUSINESS_QUERIES = [
     ("who approves a discount over 15 percent", ["discount", ("order-to-cash", "d1"), ("order-to-cash", "s3")]),
     ("what happens when an order exceeds the customer's credit limit", ["credit", ("order-to-cash", "d2"), ("order-to-cash", "s6")]),
     ("how do we declare an incident", [("incident-response", "i4"), ("incident-response", "i3"), "severity"]),

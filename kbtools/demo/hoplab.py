@@ -8,12 +8,12 @@ from __future__ import annotations
 
 import numpy as np
 
-from kbtools.demo.catalog import _ENVS
-from kbtools.demo.rows import _cap, _pick, _Rows
+from kbtools.demo.catalog import ENVS
+from kbtools.demo.rows import BankRows, capitalised, pick
 
 
 # Hop-lab tasks: (verb, object, system, task). A is the recipe for "<verb> the <env> <object>".
-_HOPS = [
+HOPS = [
     ("rotate", "signing key", "auth", "rotate-keys"), ("restore", "nightly snapshot", "postgres", "restore"),
     ("drain", "worker pool", "celery", "scale"), ("renew", "wildcard certificate", "dns", "deploy"),
     ("replay", "failed webhooks", "billing", "integrate"), ("reindex", "product catalog", "search", "migrate"),
@@ -98,14 +98,14 @@ def _proof_tokens(rng: np.random.Generator, n: int) -> list[str]:
     return tokens
 
 
-def _hop_lab(rows: _Rows, rng: np.random.Generator, sessions, agents) -> list[dict]:
+def add_hop_lab(rows: BankRows, rng: np.random.Generator, sessions, agents) -> list[dict]:
     """Hop tasks: recipe A matches the query, quirk B holds the proof token, one trusted edge between."""
-    tokens = _proof_tokens(rng, len(_HOPS))
-    quirks = rng.permutation(len(_QUIRKS))[: len(_HOPS)].tolist()
-    leaky = set(rng.permutation(len(_HOPS))[:_LEAKY_HOPS].tolist())
+    tokens = _proof_tokens(rng, len(HOPS))
+    quirks = rng.permutation(len(_QUIRKS))[: len(HOPS)].tolist()
+    leaky = set(rng.permutation(len(HOPS))[:_LEAKY_HOPS].tolist())
     tasks = []
-    for k, (verb, obj, system, task) in enumerate(_HOPS):
-        env = _pick(rng, _ENVS[:3])
+    for k, (verb, obj, system, task) in enumerate(HOPS):
+        env = pick(rng, ENVS[:3])
         ctx = dict(verb=verb, object=obj, env=env)
         quirk_title, layer, fact = _QUIRKS[quirks[k]]
         a = rows.entry(
@@ -115,21 +115,21 @@ def _hop_lab(rows: _Rows, rng: np.random.Generator, sessions, agents) -> list[di
                     f"{obj}, then check the {obj} before closing the ticket. Most attempts to {verb} the {obj} "
                     f"in {env} fail on permissions, so check the service account first.",
             useful_for=f"Anyone asked to {verb} the {obj}.",
-            systems=[system], tasks=[task], session=_pick(rng, sessions),
+            systems=[system], tasks=[task], session=pick(rng, sessions),
             steps=[f"Announce the {obj} change in the team channel.",
-                   _cap(f"{verb} the {obj} with the {system} CLI against the target environment."),
+                   capitalised(f"{verb} the {obj} with the {system} CLI against the target environment."),
                    f"Check the {obj} afterwards.", "Note the change in the runbook."])
         b = rows.entry(
-            kind=_pick(rng, ["fact", "knowledge", "lesson"]), title=quirk_title, summary=fact,
+            kind=pick(rng, ["fact", "knowledge", "lesson"]), title=quirk_title, summary=fact,
             content=f"{fact} Tracked as {tokens[k]}; quote that reference in any follow-up.",
             useful_for=f"Explaining otherwise puzzling failures at the {layer} layer.",
-            systems=[layer], tasks=["debug"], session=_pick(rng, sessions))
-        type_, b_is_source = _pick(rng, _HOP_TYPES)
-        note = _pick(rng, _HOP_NOTES).format(**ctx)
+            systems=[layer], tasks=["debug"], session=pick(rng, sessions))
+        type_, b_is_source = pick(rng, _HOP_TYPES)
+        note = pick(rng, _HOP_NOTES).format(**ctx)
         if k in leaky:
             note += f" Reference {tokens[k]}."
         src, dst = (b, a) if b_is_source else (a, b)
-        rows.edge(src, dst, type_, note=note, by=_pick(rng, agents))
+        rows.edge(src, dst, type_, note=note, by=pick(rng, agents))
         tasks.append({"id": f"hop-{k + 1:03d}", "query": f"how do I {verb} the {env} {obj}", "a": a, "b": b,
                       "relation": type_, "proof": tokens[k], "leaky": k in leaky})
     return tasks

@@ -13,8 +13,8 @@ import re
 
 import numpy as np
 
-from kbtools.demo.catalog import _ENVS, _MONTHS
-from kbtools.demo.rows import _DAY_US, _REF_US, _cap
+from kbtools.demo.catalog import ENVS, MONTHS
+from kbtools.demo.rows import DAY_US, REFERENCE_US, capitalised
 
 __all__: list[str] = []
 
@@ -55,7 +55,7 @@ def plant_judge_pairs(rows, seed: int, filler: list[str]) -> list[dict]:
                 break
             content, title, how = built
             new = rows.row[b]
-            at = min(rows.at[a] + int(rng.integers(1, 30)) * _DAY_US, _REF_US - _DAY_US)
+            at = min(rows.at[a] + int(rng.integers(1, 30)) * DAY_US, REFERENCE_US - DAY_US)
             new.update(kind=old["kind"], title=title, summary=_SENT.split(content)[0], content=content,
                        useful_for=old["useful_for"], systems=list(old["systems"]), tasks=list(old["tasks"]),
                        steps=list(old["steps"]), created_at=at)
@@ -73,16 +73,16 @@ def _swap_fact(content: str, rng, *, avoid_marker: bool = True) -> tuple[str, st
         other = [n for n in _NUMBERS if n != m.group(0)]
         new = other[int(rng.integers(len(other)))]
         return content[: m.start()] + new + content[m.end():], f"{m.group(0)} -> {new}"
-    envs = [e for e in _ENVS if re.search(rf"\b{e}\b", content)]
+    envs = [e for e in ENVS if re.search(rf"\b{e}\b", content)]
     if envs:
         e = envs[int(rng.integers(len(envs)))]
-        other = [x for x in _ENVS if x not in envs]
+        other = [x for x in ENVS if x not in envs]
         new = other[int(rng.integers(len(other)))]
         return re.sub(rf"\b{e}\b", new, content), f"{e} -> {new}"
-    months = [m for m in _MONTHS if m in content]
+    months = [m for m in MONTHS if m in content]
     if months:
         m = months[0]
-        other = [x for x in _MONTHS if x != m]
+        other = [x for x in MONTHS if x != m]
         new = other[int(rng.integers(len(other)))]
         return content.replace(m, new), f"{m} -> {new}"
     return None
@@ -110,7 +110,7 @@ def _correction(old: dict, rng, k: int):
     content, how = swapped
     if k % 4 == 3:  # hard: the correction does not say it is one
         return content, old["title"], f"unmarked correction ({how})"
-    return ("Correction: " + content + " The earlier entry had this wrong.", _cap("Correction: " + old["title"]),
+    return ("Correction: " + content + " The earlier entry had this wrong.", capitalised("Correction: " + old["title"]),
             f"marked correction ({how})")
 
 
@@ -119,7 +119,7 @@ def _split(old: dict, rng, k: int):
     if len(sentences) < 3:
         return None
     part = sentences[1 + int(rng.integers(len(sentences) - 1))]
-    return part, _cap(part.rstrip(".")[:80]), "one sentence of the original"
+    return part, capitalised(part.rstrip(".")[:80]), "one sentence of the original"
 
 
 def _near_miss(old: dict, rng, k: int):

@@ -1,8 +1,8 @@
 """Shared building blocks of the demo generators: the bank type, ids, times and frame builders.
 
-Every generator draws ids with :func:`_hex_ids` and creation instants with :func:`_times`
-(always before :data:`REFERENCE_DATE`), collects rows in a :class:`_Rows` builder and turns
-them into schema-exact frames with ``_entries_frame``, ``_edges_frame`` and ``_triples_frame``.
+Every generator draws ids with :func:`hex_ids` and creation instants with :func:`created_times`
+(always before :data:`REFERENCE_DATE`), collects rows in a :class:`BankRows` builder and turns
+them into schema-exact frames with ``_entries_frame``, ``_edges_frame`` and ``triples_frame``.
 """
 
 from __future__ import annotations
@@ -21,9 +21,12 @@ __all__ = ["DemoBank", "REFERENCE_DATE"]
 
 #: Every demo timestamp lies within the year before this instant (never ``datetime.now()``).
 REFERENCE_DATE = datetime(2026, 11, 1, tzinfo=timezone.utc)
-_REF_US = int(REFERENCE_DATE.timestamp()) * 1_000_000
-_DAY_US = 86_400 * 1_000_000
-_GENERATOR = "kbtools.demo"
+#: :data:`REFERENCE_DATE` as int64 microseconds since the epoch (how the generators count time).
+REFERENCE_US = int(REFERENCE_DATE.timestamp()) * 1_000_000
+#: One day in microseconds.
+DAY_US = 86_400 * 1_000_000
+#: The ``generator`` every demo bank's ground truth names.
+GENERATOR = "kbtools.demo"
 
 
 @dataclass(frozen=True)
@@ -43,7 +46,7 @@ class DemoBank:
     truth: dict
 
 
-def _hex_ids(rng: np.random.Generator, n: int) -> list[str]:
+def hex_ids(rng: np.random.Generator, n: int) -> list[str]:
     """``n`` distinct 8-lowercase-hex ids, in draw order."""
     values = np.empty(0, dtype=np.uint64)
     for _ in range(64):  # bounded: each round keeps all but a vanishing share of the draws
@@ -56,26 +59,34 @@ def _hex_ids(rng: np.random.Generator, n: int) -> list[str]:
     return [f"{v:08x}" for v in values[:n].tolist()]
 
 
-def _times(rng: np.random.Generator, n: int, *, days: float = 365.0) -> np.ndarray:
+def created_times(rng: np.random.Generator, n: int, *, days: float = 365.0) -> np.ndarray:
     """``n`` creation instants (int64 microseconds) spread over ``days`` before the reference date."""
-    back = rng.uniform(1.0, days, size=n) * _DAY_US
-    return (_REF_US - back).astype(np.int64)
+    back = rng.uniform(1.0, days, size=n) * DAY_US
+    return (REFERENCE_US - back).astype(np.int64)
 
 
-def _time_series(name: str, values) -> pl.Series:
+def utc_series(name: str, values) -> pl.Series:
+    """A UTC ``Datetime("us")`` series named ``name`` from int64 microseconds since the epoch."""
     return pl.Series(name, values, dtype=pl.Int64).cast(pl.Datetime("us")).dt.replace_time_zone("UTC")
 
 
-def _pick(rng: np.random.Generator, seq):
+def pick(rng: np.random.Generator, seq):
+    """One item of ``seq``, drawn uniformly with ``rng``."""
     return seq[int(rng.integers(len(seq)))]
 
 
-def _cap(text: str) -> str:
+def capitalised(text: str) -> str:
+    """``text`` with its first character in upper case and the rest as given.
+
+    >>> capitalised("run the build")
+    'Run the build'
+    """
     return text[:1].upper() + text[1:]
 
 
-class _Rows:
-    """Accumulates entry and edge rows; ids come from a pre-drawn list, times from ``rng``."""
+class BankRows:
+    """Accumulates a generated bank's entry and edge rows (:meth:`entry`, :meth:`edge`) and gives
+    them as schema-exact frames (:meth:`frames`); ids come from a pre-drawn list, times from ``rng``."""
 
     def __init__(self, rng: np.random.Generator, ids: list[str]):
         self.rng = rng
@@ -89,7 +100,7 @@ class _Rows:
     def entry(self, *, kind, title, summary, content, useful_for, systems=(), tasks=(), steps=(),
               metadata=None, session="", at=None, status="active") -> str:
         id_ = next(self._ids)
-        at = int(_times(self.rng, 1)[0]) if at is None else int(at)
+        at = int(created_times(self.rng, 1)[0]) if at is None else int(at)
         self.at[id_] = at
         self.entries.append(dict(
             id=id_, kind=kind, title=title, summary=summary, content=content, useful_for=useful_for,
@@ -118,13 +129,13 @@ class _Rows:
 def _entries_frame(rows: list[dict], rng: np.random.Generator) -> pl.DataFrame:
     created = np.array([r["created_at"] for r in rows], dtype=np.int64)
     rewritten = rng.random(created.size) < 1 / 3  # dedup rewrites: updated well after creation
-    updated = created + (rewritten * rng.uniform(0.0, 0.6, created.size) * (_REF_US - created)).astype(np.int64)
+    updated = created + (rewritten * rng.uniform(0.0, 0.6, created.size) * (REFERENCE_US - created)).astype(np.int64)
     frame = pl.DataFrame(
         {k: [r[k] for r in rows] for k in rows[0] if k != "created_at"} if rows else {},
         schema_overrides={"systems": pl.List(pl.String), "tasks": pl.List(pl.String), "steps": pl.List(pl.String)},
     ).with_columns(
-        _time_series("created_at", created),
-        _time_series("updated_at", updated),
+        utc_series("created_at", created),
+        utc_series("updated_at", updated),
         pl.lit(0, dtype=pl.Int64).alias("usage_count"),
     )
     return conform(frame, "entries").sort("created_at", "id")
@@ -139,10 +150,12 @@ def _edges_frame(rows: list[dict]) -> pl.DataFrame:
     return conform(frame, "edges").sort("created_at", "src", "dst", "type")
 
 
-def _triples_frame(rows: list[tuple[str, str, str, str, int]]) -> pl.DataFrame:
+def triples_frame(rows: list[tuple[str, str, str, str, int]]) -> pl.DataFrame:
+    """The schema-exact triples frame of ``(subject, relation, object, created_by, created_at in
+    microseconds)`` rows, the first of each ``(subject, relation, object)`` kept."""
     if not rows:
         return empty("triples")
     subject, relation, object_, by, at = zip(*rows)
     frame = pl.DataFrame({"subject": subject, "relation": relation, "object": object_, "created_by": by})
-    frame = frame.with_columns(_time_series("created_at", list(at)))
+    frame = frame.with_columns(utc_series("created_at", list(at)))
     return conform(frame, "triples").unique(["subject", "relation", "object"], keep="first", maintain_order=True)

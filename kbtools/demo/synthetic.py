@@ -13,7 +13,7 @@ import polars as pl
 from kbtools.errors import ValidationError
 from kbtools.model.schema import conform, empty
 
-from kbtools.demo.rows import _GENERATOR, _REF_US, DemoBank, _hex_ids, _time_series, _times
+from kbtools.demo.rows import GENERATOR, REFERENCE_US, DemoBank, created_times, hex_ids, utc_series
 
 __all__ = ["synthetic_bank"]
 
@@ -40,14 +40,14 @@ def synthetic_bank(*, entries: int, seed: int = 7) -> DemoBank:
     if not isinstance(entries, int) or entries < 1:
         raise ValidationError("entries", entries, "must be a positive integer")
     rng = np.random.default_rng(seed)
-    ids = np.array(_hex_ids(rng, entries))
+    ids = np.array(hex_ids(rng, entries))
     n_flows = entries // 2000
     n_text = entries - _FLOW_SIZE * n_flows
     n_topics = max(1, n_text // 30)
     vocab = _pseudo_words(rng, max(2000, 4 * n_topics + 1000))
     topic_words = rng.integers(0, vocab.len(), size=(n_topics, 10))
     topic = rng.integers(0, n_topics, size=n_text)
-    created = _times(rng, entries)
+    created = created_times(rng, entries)
     text = _synthetic_entries(rng, ids[:n_text], topic, topic_words, vocab, created[:n_text])
     edges = _synthetic_edges(rng, ids[:n_text], topic, topic_words, vocab, created[:n_text])
     flows, flow_edges = _synthetic_flows(ids[n_text:], created[n_text:], n_flows)
@@ -60,7 +60,7 @@ def synthetic_bank(*, entries: int, seed: int = 7) -> DemoBank:
     queries = [{"id": f"q{i:03d}", "query": " ".join(vocab.gather(topic_words[t, :3]).to_list()),
                 "relevant": sorted(relevant.get(t, [])), "topic": f"topic-{t:05d}"}
                for i, t in enumerate(picked, 1)]
-    truth = {"bank": "synthetic", "seed": seed, "generator": _GENERATOR, "topics": n_topics,
+    truth = {"bank": "synthetic", "seed": seed, "generator": GENERATOR, "topics": n_topics,
              "queries": queries, "hop_tasks": [], "holes": []}
     return DemoBank("synthetic", entries_frame, edges_frame, empty("triples"), truth)
 
@@ -85,7 +85,7 @@ def _synthetic_entries(rng, ids, topic, topic_words, vocab: pl.Series, created) 
     kinds = np.array(_SYN_KINDS)[rng.choice(len(_SYN_KINDS), size=n, p=_SYN_KIND_P)]
     sessions = np.array([f"sess-{v:06x}" for v in rng.integers(0, 2**24, size=max(1, n // 5)).tolist()])
     rewritten = rng.random(n) < 1 / 3
-    updated = created + (rewritten * rng.uniform(0, 0.6, n) * (_REF_US - created)).astype(np.int64)
+    updated = created + (rewritten * rng.uniform(0, 0.6, n) * (REFERENCE_US - created)).astype(np.int64)
     summary = pl.format("The {} {} changes how {} handles {}.", "w0", "w1", "w2", "g0")
     return pl.DataFrame(words).with_columns(
         id=pl.Series(ids), kind=pl.Series(kinds),
@@ -99,7 +99,7 @@ def _synthetic_entries(rng, ids, topic, topic_words, vocab: pl.Series, created) 
         .then(pl.concat_list(pl.format("Check {}.", "w2"), pl.format("Adjust {}.", "w3"), pl.format("Verify {}.", "w4")))
         .otherwise(pl.lit([], dtype=pl.List(pl.String))),
         metadata=pl.lit("{}"), session_id=pl.Series(sessions[rng.integers(0, sessions.size, size=n)]),
-        created_at=_time_series("created_at", created), updated_at=_time_series("updated_at", updated),
+        created_at=utc_series("created_at", created), updated_at=utc_series("updated_at", updated),
         usage_count=pl.lit(0, dtype=pl.Int64), status=pl.lit("active"),
     )
 
@@ -139,7 +139,7 @@ def _synthetic_edges(rng, ids, topic, topic_words, vocab: pl.Series, created) ->
     frame = pl.DataFrame({"src": ids[src], "dst": ids[dst], "type": types, "source": source, "created_by": by,
                           "created_at": at}).with_columns(
         note=note.otherwise(None), evidence=pl.lit("{}"), weight=pl.lit(1.0),
-        created_at=_time_series("created_at", at), seen_at=_time_series("seen_at", at))
+        created_at=utc_series("created_at", at), seen_at=utc_series("seen_at", at))
     return frame.filter(pl.col("src") != pl.col("dst")).unique(["src", "dst", "type"], keep="first", maintain_order=True)
 
 
@@ -167,14 +167,14 @@ def _synthetic_flows(ids, created, n_flows: int) -> tuple[pl.DataFrame, pl.DataF
         summary=pl.col("title") + ".", content=pl.col("title") + ", part of a generated process flow.",
         useful_for=pl.lit("Benchmarking process walks."), systems=pl.lit([], dtype=pl.List(pl.String)),
         tasks=pl.lit([], dtype=pl.List(pl.String)), steps=pl.lit([], dtype=pl.List(pl.String)),
-        session_id=pl.lit("import-flows"), created_at=_time_series("created_at", list(at)),
-        updated_at=_time_series("updated_at", list(at)), usage_count=pl.lit(0, dtype=pl.Int64),
+        session_id=pl.lit("import-flows"), created_at=utc_series("created_at", list(at)),
+        updated_at=utc_series("updated_at", list(at)), usage_count=pl.lit(0, dtype=pl.Int64),
         status=pl.lit("active"))
     when = dict(zip(id_, at))
     src, dst, type_ = zip(*edges)
     edge_at = [max(when[s], when[t]) + 60_000_000 for s, t in zip(src, dst)]
     flow_edges = pl.DataFrame({"src": src, "dst": dst, "type": type_}).with_columns(
         source=pl.lit("import"), note=pl.lit(None, dtype=pl.String), evidence=pl.lit("{}"), weight=pl.lit(1.0),
-        created_by=pl.lit("import:process-map"), created_at=_time_series("created_at", edge_at),
-        seen_at=_time_series("seen_at", edge_at))
+        created_by=pl.lit("import:process-map"), created_at=utc_series("created_at", edge_at),
+        seen_at=utc_series("seen_at", edge_at))
     return conform(flows, "entries"), conform(flow_edges, "edges")

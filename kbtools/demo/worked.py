@@ -6,12 +6,12 @@ cluster, placed first in every engineering bank.
 
 from __future__ import annotations
 
-from kbtools.demo.rows import _Rows, _times
+from kbtools.demo.rows import BankRows, created_times
 
 
-def _worked_examples(rows: _Rows, sessions: list[str]) -> list[dict]:
+def add_worked_examples(rows: BankRows, sessions: list[str]) -> list[dict]:
     """The seed's two worked examples ("A Fold, Concretely"), entries, edges and queries."""
-    at = iter(sorted(_times(rows.rng, 10, days=200).tolist()))
+    at = iter(sorted(created_times(rows.rng, 10, days=200).tolist()))
     s1, s2 = sessions[0], sessions[1]
     general = rows.entry(
         kind="knowledge", title="Dated dispatch labels re-queue a card on a set date",

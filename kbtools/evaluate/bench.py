@@ -521,10 +521,10 @@ def _bench_connect_whole(tag, ents, demo, stats, vectors, index, scan_ms):
 
 
 def _bench_deletion(tag, ents, vectors, size):
-    """The query index after one entry is deleted: masked in place (``_grown``) against a full
+    """The query index after one entry is deleted: masked in place (``grown_index``) against a full
     rebuild of the same kind (HNSW from 50k entries, flat below), and a masked search's p50."""
     from kbtools.retrieval.index import DEFAULT_WEIGHTS, VectorIndex
-    from kbtools.retrieval.search import _grown
+    from kbtools.retrieval.search import grown_index
 
     kind = "hnsw" if size >= 50_000 else "flat"
     ids = np.asarray(ents["id"].to_list())
@@ -537,7 +537,7 @@ def _bench_deletion(tag, ents, vectors, size):
     live[size // 2] = False
     nothing_new = np.broadcast_to(vectors[:1, None, :], (size - 1, 4, vectors.shape[1]))  # no row is added
     t = time.perf_counter()
-    grown = _grown(index, ["bench"], ids[live], nothing_new, DEFAULT_WEIGHTS)
+    grown = grown_index(index, ["bench"], ids[live], nothing_new, DEFAULT_WEIGHTS)
     masked_ms = (time.perf_counter() - t) * 1000
     assert grown is index and index.n_dead == 1
     q = iter(range(10**9))

@@ -183,14 +183,14 @@ def _mcp_round_trip(path: Path) -> float | None:
 
 
 def _ppr(rows, n: int, seed: int) -> None:
-    from kbtools.graph.activation import _transition_matrix, personalized_pagerank, power_iteration
+    from kbtools.graph.activation import transition_matrix, personalized_pagerank, power_iteration
     from kbtools.graph.build import to_igraph
 
     demo = synthetic_bank(entries=n, seed=seed)
     g = to_igraph(demo.entries, demo.edges)
     rng = np.random.default_rng(seed)
     seeds = [list(rng.choice(g.vs["name"], 5, replace=False)) for _ in range(10)]
-    a, _ = _transition_matrix(g)
+    a, _ = transition_matrix(g)
     ours, theirs, public = [], [], []
     for s in seeds:
         reset = np.zeros(g.vcount())

@@ -193,12 +193,12 @@ def _restated_terms(note_terms, pairs, texts, df, total, share, top) -> tuple | 
 def _rare_tokens(entries: pl.DataFrame) -> pl.DataFrame:
     """(id, list of rare tokens): tokens of an entry's content with letters and digits (five
     characters or more) that no other entry holds."""
-    from kbtools.evaluate.tasks import _tokens
+    from kbtools.evaluate.tasks import text_tokens
 
     cols = [c for c in _TEXT_FIELDS if c in entries.columns]
     if "content" not in cols:
         return pl.DataFrame(schema={"id": pl.String, "tokens": pl.List(pl.String)})
-    tokens = _tokens(entries, cols)
+    tokens = text_tokens(entries, cols)
     holders = tokens.group_by("token").agg(pl.col("id").n_unique().alias("holders"))
     return (
         tokens.filter(pl.col("field") == "content")

@@ -120,7 +120,7 @@ def proof_candidates(entries: pl.DataFrame, *, notes: Iterable[str | None]) -> p
     text_cols = [c for c in ("title", "summary", "content", "useful_for") if c in entries.columns]
     if entries.height == 0 or "content" not in text_cols:
         return pl.DataFrame(schema={"id": pl.String, "proof": pl.String})
-    tokens = _tokens(entries, text_cols)
+    tokens = text_tokens(entries, text_cols)
     note_tokens = set(_token_list(" \n ".join(n for n in notes if n)))
     everywhere = tokens.group_by("token").agg(pl.col("id").n_unique().alias("holders"))
     shown = tokens.filter(pl.col("field") != "content").select("id", "token").unique()
@@ -146,8 +146,9 @@ def _token_list(text: str) -> list[str]:
     return [t.lower() for t in re.findall(TOKEN_PATTERN, text)]
 
 
-def _tokens(entries: pl.DataFrame, text_cols: list[str]) -> pl.DataFrame:
-    """(id, field, surface, token) for every token of every text field (token: lower-case surface)."""
+def text_tokens(entries: pl.DataFrame, text_cols: list[str]) -> pl.DataFrame:
+    """(id, field, surface, token) rows for every token of every text column in ``text_cols`` (and of
+    ``steps`` when present), token being the lower-case surface: what proofs and leaks are counted in."""
     parts = [
         entries.select(pl.col("id"), pl.lit(col).alias("field"),
                        pl.col(col).cast(pl.String).fill_null("").str.extract_all(TOKEN_PATTERN).alias("surface"))

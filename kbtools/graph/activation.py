@@ -158,8 +158,9 @@ def _is_empty_seeds(seeds) -> bool:
 # --------------------------------------------------------------------------- whole-graph PPR
 
 
-def _transition_matrix(graph_or_adjacency) -> tuple[sparse.csr_array, list[str]]:
-    """Weighted adjacency (parallel edges summed) and vertex names of an igraph or an Adjacency."""
+def transition_matrix(graph_or_adjacency) -> tuple[sparse.csr_array, list[str]]:
+    """Weighted adjacency matrix (parallel edges summed, an undirected edge both ways) and vertex names
+    of an igraph or an Adjacency: the matrix :func:`personalized_pagerank` walks."""
     if isinstance(graph_or_adjacency, Adjacency):
         return graph_or_adjacency.to_scipy(), graph_or_adjacency.ids.tolist()
     if not isinstance(graph_or_adjacency, ig.Graph):
@@ -205,7 +206,7 @@ def personalized_pagerank(graph_or_adjacency, seeds, *, restart: float = 0.5, it
         s = np.zeros(g.vcount())
         s[nodes] = values
         return _ranked(names, x, s)
-    a, names = _transition_matrix(graph_or_adjacency)
+    a, names = transition_matrix(graph_or_adjacency)
     n = len(names)
     if n == 0 and _is_empty_seeds(seeds):
         return pl.DataFrame(schema={"id": pl.String, "activation": pl.Float64, "seed": pl.Boolean})
@@ -252,8 +253,9 @@ def _ranked(names: list[str], x: np.ndarray, s: np.ndarray) -> pl.DataFrame:
 # --------------------------------------------------------------------------- local spreading
 
 
-def _rows(adj: Adjacency, nodes: np.ndarray, fanout: int, min_weight: float):
-    """(owner, neighbour, weight, link) of the ``fanout`` strongest followable links of each node."""
+def strongest_links(adj: Adjacency, nodes: np.ndarray, fanout: int, min_weight: float):
+    """(owner, neighbour, weight, link) arrays of the ``fanout`` strongest links of each vertex number in
+    ``nodes`` whose weight reaches ``min_weight`` (the steps a spread or a trace may take)."""
     starts = adj.indptr[nodes]
     counts = np.minimum(adj.indptr[nodes + 1] - starts, fanout)
     total = int(counts.sum())
@@ -279,7 +281,7 @@ def _neighbourhood(adj: Adjacency, seeds: np.ndarray, *, hops: int, fanout: int,
     for _ in range(hops):
         if room <= 0 or len(frontier) == 0:
             break
-        owner, nbr, w, link = _rows(adj, frontier, fanout, min_weight)
+        owner, nbr, w, link = strongest_links(adj, frontier, fanout, min_weight)
         new = np.fromiter((v not in seen for v in nbr.tolist()), dtype=bool, count=len(nbr))
         owner, nbr, w, link = owner[new], nbr[new], w[new], link[new]
         order = np.argsort(-w, kind="stable")  # strongest link first; ties keep frontier order
@@ -301,7 +303,7 @@ def _local_ppr(adj: Adjacency, nodes: np.ndarray, s: np.ndarray, *, fanout: int,
     k = len(nodes)
     by_number = np.argsort(nodes)
     sorted_nodes = nodes[by_number]
-    owner, nbr, w, _ = _rows(adj, nodes, fanout, min_weight)
+    owner, nbr, w, _ = strongest_links(adj, nodes, fanout, min_weight)
     at = np.minimum(np.searchsorted(sorted_nodes, nbr), k - 1)
     inside = sorted_nodes[at] == nbr
     li = by_number[np.searchsorted(sorted_nodes, owner[inside])]
@@ -319,7 +321,9 @@ def _local_ppr(adj: Adjacency, nodes: np.ndarray, s: np.ndarray, *, fanout: int,
     return x
 
 
-def _check_spread_options(*, hops, fanout, max_nodes, superseded_factor, restart, iterations) -> None:
+def check_spread_options(*, hops, fanout, max_nodes, superseded_factor, restart, iterations) -> None:
+    """Raise :class:`~kbtools.errors.ValidationError` for a spread option out of its range (the
+    checks :func:`spread` and ``related_entries`` make before they touch the graph)."""
     _check_range("hops", hops, 0)
     _check_range("fanout", fanout, 1)
     _check_range("max_nodes", max_nodes, 1)
@@ -328,8 +332,8 @@ def _check_spread_options(*, hops, fanout, max_nodes, superseded_factor, restart
     _check_range("iterations", iterations, 1)
 
 
-def _spread_arrays(seeds, adj: Adjacency, *, hops: int, fanout: int, max_nodes: int, min_weight: float,
-                   superseded_factor: float, restart: float, iterations: int):
+def spread_arrays(seeds, adj: Adjacency, *, hops: int, fanout: int, max_nodes: int, min_weight: float,
+                  superseded_factor: float, restart: float, iterations: int):
     """Vertex numbers, parents, links that brought them in, seed mass and activation of a spread."""
     seed_nodes, seed_values = _seed_scores(seeds, adj.index)
     nodes, parent, via = _neighbourhood(adj, seed_nodes, hops=hops, fanout=fanout,
@@ -362,11 +366,11 @@ def spread(seeds, adjacency: Adjacency, *, hops: int = 2, fanout: int = 8, max_n
     >>> spread({"a": 2.0}, adj).select("id", "seed", "via").rows()
     [('a', True, None), ('b', False, 'b -resolves-> a')]
     """
-    _check_spread_options(hops=hops, fanout=fanout, max_nodes=max_nodes,
-                          superseded_factor=superseded_factor, restart=restart, iterations=iterations)
+    check_spread_options(hops=hops, fanout=fanout, max_nodes=max_nodes,
+                         superseded_factor=superseded_factor, restart=restart, iterations=iterations)
     if _is_empty_seeds(seeds):
         return pl.DataFrame(schema=_SPREAD_SCHEMA)
-    nodes, _, via, s, x = _spread_arrays(
+    nodes, _, via, s, x = spread_arrays(
         seeds, adjacency, hops=hops, fanout=fanout, max_nodes=max_nodes, min_weight=min_weight,
         superseded_factor=superseded_factor, restart=restart, iterations=iterations)
     order = np.argsort(-x, kind="stable")

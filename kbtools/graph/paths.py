@@ -26,9 +26,9 @@ import polars as pl
 from kbtools.errors import EntryNotFound, ValidationError
 from kbtools.graph.activation import (
     SPREAD_DEFAULTS,
-    _check_spread_options,
-    _rows,
-    _spread_arrays,
+    check_spread_options,
+    spread_arrays,
+    strongest_links,
 )
 from kbtools.graph.build import Adjacency
 
@@ -78,10 +78,10 @@ def related_entries(adjacency: Adjacency, entry_id: str, entries: pl.DataFrame |
     """
     _check_range_limit(limit)
     options = {**SPREAD_DEFAULTS, **spread_options, "hops": depth}
-    _check_spread_options(**{k: options[k] for k in ("hops", "fanout", "max_nodes", "superseded_factor",
-                                                      "restart", "iterations")})
+    check_spread_options(**{k: options[k] for k in ("hops", "fanout", "max_nodes", "superseded_factor",
+                                                    "restart", "iterations")})
     adjacency.position(entry_id, "related")
-    nodes, parent, via, s, x = _spread_arrays({entry_id: 1.0}, adjacency, **options)
+    nodes, parent, via, s, x = spread_arrays({entry_id: 1.0}, adjacency, **options)
     parents = dict(zip(nodes.tolist(), parent.tolist()))
     vias = dict(zip(nodes.tolist(), via.tolist()))
     own = x[0]
@@ -114,7 +114,7 @@ def _bfs_adjacency(adj: Adjacency, a: int, b: int, max_depth: int) -> list[int]:
     for _ in range(max_depth):
         if b in parent or len(frontier) == 0:
             break
-        owner, nbr, _, link = _rows(adj, frontier, np.iinfo(np.int64).max, -np.inf)
+        owner, nbr, _, link = strongest_links(adj, frontier, np.iinfo(np.int64).max, -np.inf)
         new = []
         for u, v, k in zip(owner.tolist(), nbr.tolist(), link.tolist()):
             if v not in parent:

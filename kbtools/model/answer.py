@@ -30,7 +30,7 @@ from typing import Any
 
 import polars as pl
 
-from kbtools.model.answer_html import _linked_text, answer_html
+from kbtools.model.answer_html import answer_html, linked_text
 
 __all__ = ["Pointer", "Result", "Answer", "ANSWER_FRAME_SCHEMA"]
 
@@ -165,7 +165,7 @@ class Answer:
             lines.extend(_result_lines(result))
         if self.linked:
             lines.append("Brought in by links:")
-            lines.extend(f"  - {_linked_text(item)}" for item in self.linked)
+            lines.extend(f"  - {linked_text(item)}" for item in self.linked)
         if self.links:
             lines.append("How these entries connect:")
             lines.extend(f"  {line}" for line in self.links)

@@ -15,7 +15,7 @@ from __future__ import annotations
 import dataclasses
 import html
 
-__all__ = ["answer_html", "compare_html", "html_table", "jp", "MUTED_TEXT"]
+__all__ = ["answer_html", "compare_html", "html_table", "jp", "linked_text", "MUTED_TEXT"]
 
 
 def jp(name: str, fallback: str) -> str:
@@ -51,7 +51,7 @@ def answer_html(answer, *, title: str | None = None) -> str:
         out.append("</ol>")
     if answer.linked:
         out.append("<details><summary>Brought in by links</summary><ul>")
-        out.extend(f"<li>{esc(_linked_text(item))}</li>" for item in answer.linked)
+        out.extend(f"<li>{esc(linked_text(item))}</li>" for item in answer.linked)
         out.append("</ul></details>")
     if answer.links:
         out.append("<details open><summary>How these entries connect</summary><ul>")
@@ -124,7 +124,13 @@ def _pointer_html(p) -> str:
             f"<b>{esc(p.relation)}</b> ({esc(p.direction)}){via}{note}{' — ' + esc(text) if text else ''}</li>")
 
 
-def _linked_text(item) -> str:
+def linked_text(item) -> str:
+    """One line of plain text for an entry brought in by links: its id, title and summary, and its
+    activation when it has one (the text answer and the HTML answer both list them so).
+
+    >>> linked_text({"id": "a1b2c3d4", "title": "Retry the upload", "activation": 0.25})
+    'a1b2c3d4 — Retry the upload (linked 0.25)'
+    """
     if dataclasses.is_dataclass(item):
         item = dataclasses.asdict(item)
     if isinstance(item, dict):

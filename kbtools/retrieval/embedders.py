@@ -37,6 +37,7 @@ __all__ = [
     "StaticEmbedder",
     "HashingEmbedder",
     "EMBEDDER_NAMES",
+    "EMBEDDER_ALIASES",
     "get_embedder",
     "default_embedder",
     "default_static_embedder",
@@ -46,8 +47,9 @@ __all__ = [
 
 #: The names :func:`get_embedder` knows, in order of preference.
 EMBEDDER_NAMES: tuple[str, ...] = ("minilm-int8", "minilm-static", "hashing-char")
-_ALIASES = {"minilm": "minilm-int8", "static": "minilm-static", "fast": "minilm-static",
-            "hashing": "hashing-char"}
+#: Short names :func:`get_embedder` also takes: alias -> the name in :data:`EMBEDDER_NAMES` it means.
+EMBEDDER_ALIASES = {"minilm": "minilm-int8", "static": "minilm-static", "fast": "minilm-static",
+                    "hashing": "hashing-char"}
 _MAX_TOKENS = 256
 _TOKENIZER_SUBDIR = Path("shared/models/all-MiniLM-L6-v2")
 
@@ -446,7 +448,7 @@ def get_embedder(name: str) -> Embedder:
     >>> get_embedder("hashing").name
     'hashing-char'
     """
-    canonical = _ALIASES.get(name, name)
+    canonical = EMBEDDER_ALIASES.get(name, name)
     if canonical not in EMBEDDER_NAMES:
         raise KbError(f"embedder {name!r} is unknown; use one of {', '.join(EMBEDDER_NAMES)}")
     return _cached(canonical)

@@ -40,6 +40,7 @@ __all__ = [
     "IVF_PROBE_SHARE",
     "IVF_PARALLEL_FROM",
     "ivf_nprobe",
+    "ivf_lists",
     "IVF_LISTS",
     "REFINE_FACTOR",
     "check_fingerprint",
@@ -126,7 +127,7 @@ def _new_index(faiss, kind: str, dim: int, n: int, seed: int):
     elif kind == "sq8":
         return faiss.IndexScalarQuantizer(dim, faiss.ScalarQuantizer.QT_8bit, ip)
     elif kind == "ivf_sq8":  # IVF_LISTS × √n lists, codes of one byte per value
-        nlist = max(1, min(int(IVF_LISTS * np.sqrt(n)), n // 39))
+        nlist = ivf_lists(n)
         index = faiss.IndexIVFScalarQuantizer(faiss.IndexFlatIP(dim), dim, nlist, faiss.ScalarQuantizer.QT_8bit, ip)
         index.cp.seed = seed
         index.nprobe = ivf_nprobe(nlist)
@@ -536,6 +537,16 @@ class VectorIndex:
         ids = np.load(io.BytesIO(data[start : start + ids_len]), allow_pickle=False)
         index = faiss.deserialize_index(np.frombuffer(data[start + ids_len :], dtype=np.uint8))
         return cls(index, ids, header["kind"], header["fingerprint"])
+
+
+def ivf_lists(n: int) -> int:
+    """Lists of an ``ivf_sq8`` index over ``n`` vectors: :data:`IVF_LISTS` × √n, with at least 39
+    vectors to train each list, and at least one list.
+
+    >>> ivf_lists(1_000_000), ivf_lists(5_000), ivf_lists(10)
+    (1000, 70, 1)
+    """
+    return max(1, min(int(IVF_LISTS * np.sqrt(n)), n // 39))
 
 
 def ivf_nprobe(nlist: int) -> int:

@@ -161,7 +161,7 @@ def bank_index(bank: Bank, *, kind: str = "auto", weights: Mapping[str, float] |
             # segments a compaction folded in with them (``appended``, see ``Bank._carry_caches``)
             parts = [segment_ids(bank, sg) for sg in fresh] + [np.asarray(getattr(prior, "appended", ()), dtype=str)]
             rewritten = np.concatenate(parts)
-            idx = _grown(prior, segs, blocks.ids, lambda new: vector_blocks(bank, ids=new), weights, rewritten)
+            idx = grown_index(prior, segs, blocks.ids, lambda new: vector_blocks(bank, ids=new), weights, rewritten)
         if idx is None:
             idx = VectorIndex.build_blocks(blocks.ids, lambda: (combine(d, weights) for _, d in blocks),
                                            dim=blocks.shape[2], kind=kind, threads=_build_threads(len(blocks.ids)))
@@ -220,7 +220,7 @@ def _cache_meta(bank: Bank, kind: str, weights, segs: list) -> dict:
 
 def _earlier_cached_index(bank: Bank, kind: str, weights, segs: list) -> VectorIndex | None:
     """The index cached for an earlier snapshot of this bank (entries changed since: linked, added,
-    deleted; or vectors appended), read from its file to be grown in place by ``_grown`` (a fresh
+    deleted; or vectors appended), read from its file to be grown in place by ``grown_index`` (a fresh
     process after a write reads the new rows only, instead of rebuilding a million-entry index);
     None when there is none or it was built from other vectors, weights or kind."""
     found = cached_file_meta(bank, f"index-{kind}.kbx")
@@ -265,8 +265,8 @@ def _appended(prior: VectorIndex | None, bank: Bank, segs: list, weights) -> Vec
     return prior
 
 
-def _grown(prior: VectorIndex | None, segs: list, live: np.ndarray, read: Callable, weights,
-           rewritten=()) -> VectorIndex | None:
+def grown_index(prior: VectorIndex | None, segs: list, live: np.ndarray, read: Callable, weights,
+                rewritten=()) -> VectorIndex | None:
     """The previous index, changed in place, when only entries were added, deleted or superseded
     since (else None: rebuild). New entries are added; an entry re-embedded since (its text
     changed) has its old row removed and its new one added; entries that left (deleted, superseded,
@@ -299,7 +299,8 @@ class PoolDisplay:
     chunks by rejoining it: milliseconds per query at a million entries)."""
 
     __slots__ = ("rows", "base", "tail", "mark")
-    _TAIL = 4096  #: appended rows kept apart before they are joined to the base
+    #: appended rows kept apart (in the tail) until there are more than this many, then joined to the base
+    TAIL_ROWS = 4096
 
     def __init__(self, rows: dict, base: pl.DataFrame, tail: pl.DataFrame, mark):
         self.rows, self.base, self.tail, self.mark = rows, base, tail, mark
@@ -308,7 +309,7 @@ class PoolDisplay:
         start = self.base.height + self.tail.height
         self.rows.update(zip(added["id"].to_list(), range(start, start + added.height)))
         tail = pl.concat([self.tail, added.select(self.base.columns)]).rechunk()
-        if tail.height > self._TAIL:
+        if tail.height > self.TAIL_ROWS:
             return PoolDisplay(self.rows, pl.concat([self.base, tail]).rechunk(), tail.clear(), mark)
         return PoolDisplay(self.rows, self.base, tail, mark)
 
