@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import collections
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -18,7 +19,7 @@ from kbtools.errors import ValidationError
 from kbtools.evaluate.judge_sets import (
     LABELS, hand_written_halves, read_pairs, repeated_messages, revert_pairs,
 )
-from kbtools.evaluate.judging import evaluate_judge_sets
+from kbtools.evaluate.judging import evaluate_judge_sets, pep_set
 
 CURL = Path(__file__).resolve().parents[1] / ".." / "shared" / "data" / "curl-commits.jsonl.gz"
 
@@ -53,6 +54,21 @@ def test_curl_readers_make_pairs_from_records():
     pairs, found = repeated_messages(records)
     assert pairs == [{"a": "c" * 40, "b": "d" * 40, "label": "duplicate"}]
     assert found["repeated_messages"] == 1 and found["commits"] == 2 and found["same_subject_other_body"] == 2
+
+
+def test_pep_near_misses_come_easy_and_hard():
+    from kbtools.demo.peps import PEPS_FILE
+
+    def cite(a, b):  # the newer names the older as PEP N or :pep:`N`, or the other way round
+        num = lambda row: row["id"].split("-")[1]  # noqa: E731
+        return any(re.search(rf"(?:PEP\s*|:pep:`)0*{num(x)}\b", y["content"]) for x, y in ((a, b), (b, a)))
+
+    easy, _ = pep_set(PEPS_FILE)
+    hard, found = pep_set(PEPS_FILE, citing=True)
+    assert found == {"supersessions": 47, "near_misses": 47}
+    assert [x for x in easy if x[2] == "correction"] == [x for x in hard if x[2] == "correction"]
+    assert not any(cite(a, b) for a, b, label in easy if label == "distinct")
+    assert all(cite(a, b) for a, b, label in hard if label == "distinct")
 
 
 @pytest.fixture(scope="module")

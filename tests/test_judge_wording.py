@@ -71,6 +71,20 @@ def test_kb_judge_folds_each_written_twice_fact_into_one_slot(tmp_path):
     assert bank.entries.height == 40 - report["written"].get("merge", 0)
 
 
+
+def test_judge_bank_then_query_gives_each_written_twice_fact_one_slot(tmp_path):
+    bank, ids = _bank(tmp_path)
+    report = kb.judge_bank(bank)
+    written = report["decisions"].filter(pl.col("write") != "none")
+    assert {frozenset(p) for p in written.select("a", "b").iter_rows()} == {frozenset(p) for p in ids}
+    assert written["write"].to_list() == ["merge"] * 5  # framing aside the two say the same
+    bank = kb.open_bank(bank.path)
+    for (old, new), (text, _) in zip(ids, TWICE):
+        answer = kb.query(bank, text, k=6, protect=0, record_usage=False)
+        assert len({old, new} & set(answer.ids())) == 1
+    template = bank.entries.filter(pl.col("content").str.starts_with("Unrelated fact"))
+    assert template.height == 30  # one-liners that differ only in their numbers stay apart
+
 @pytest.mark.parametrize("a, b", [
     ("Unrelated fact 14: the team calendar shows room 114 for the weekly sync.",
      "Unrelated fact 16: the team calendar shows room 116 for the weekly sync."),
@@ -104,3 +118,53 @@ def test_health_lists_what_the_judge_folds(tmp_path):
     seen = {(e["a"], e["b"]): e["action"] for e in finding.examples}
     assert seen == {(r["a"], r["b"]): r["action"] for r in folded.iter_rows(named=True)}
     assert finding.detail["differing_values"] > 0  # the template siblings: candidates, never findings
+
+
+def _entry(id_, title, content):
+    return {"id": id_, "title": title, "content": content, "systems": [], "tasks": []}
+
+
+RUNBOOK = _entry("c0ffee12", "RB 17: Rotating the queue credentials",
+                 "Rotate the queue credentials every quarter. Restart the consumers after the rotation.")
+
+
+@pytest.mark.parametrize("newer", [
+    "This runbook supersedes RB 17: rotate the credentials monthly and keep the consumers running.",
+    "Replaces the earlier RB-0017. Rotate monthly, consumers reload the secret themselves.",
+    "Rotate the queue credentials monthly instead of RB 17's quarterly schedule. Obsoletes c0ffee12.",
+    "This note updates :rb:`17`: rotate monthly.",
+    "A successor to rb 17, written after the new secret store went live.",
+    "It would *supersede* RB 17 once the secret store is live.",
+    "RB 17 was withdrawn in favour of this runbook after the audit.",
+    "RB 17 will be retired when the secret store is live.",
+    "Use this procedure in place of 'Rotating the queue credentials'.",
+    "Reverts c0ffee1: the consumers could not reload the secret.",
+])
+def test_a_newer_entry_naming_the_one_it_replaces_supersedes_it(newer):
+    assert rule_judge(RUNBOOK, _entry("d00d0001", "RB 31: Queue secrets", newer)).action == "supersede"
+
+
+@pytest.mark.parametrize("older", [
+    "Rotate the queue credentials every quarter. Superseded by RB 31.",
+    "This runbook was withdrawn in favour of the secret store procedure in RB 31.",
+    "Rotate the credentials by hand. Since the secret store, use RB-31 instead.",
+    "Replaced by 'Queue secrets from the store' (rotation is automatic now).",
+    "This runbook continues in a shorter form in RB 31.",
+])
+def test_an_older_entry_naming_its_successor_is_superseded(older):
+    newer = _entry("d00d0001", "RB 31: Queue secrets from the store", "The secret store rotates the queue credentials.")
+    assert rule_judge(_entry("c0ffee12", "RB 17: Rotating credentials", older), newer).action == "supersede"
+
+
+@pytest.mark.parametrize("newer", [
+    "This runbook does not replace RB 17; it adds the alerting steps.",
+    "This page supplements rather than supersedes RB 17.",
+    "Alert thresholds replace RB 17's defaults for the night shift.",  # a part of it, not the entry
+    "The script replaces the manual step described in RB 17.",
+    "RB 17, which replaced the old wiki page, still applies.",
+    "Page the on-call engineer instead of the team lead; see RB 17 for the rotation itself.",
+    "This runbook supersedes RB 18 and links RB 17 for the rotation.",  # names another entry
+    "Rotate the queue credentials every quarter; the consumers are restarted after it, as RB 17 says.",
+])
+def test_a_mention_without_a_word_of_replacement_aimed_at_it_is_not_a_supersession(newer):
+    assert rule_judge(RUNBOOK, _entry("d00d0001", "RB 31: Alerting for the queue", newer)).action != "supersede"

@@ -93,7 +93,8 @@ def _eval(args):
     half of kbtools' hand-written pairs (96 pairs, six domains; the other half chose the settings),
     the PEP corpus's Superseded-By / Replaces pairs (--peps, default data/peps) and curl's "This
     reverts commit" pairs and repeated commit messages (--curl, default the shared curl-commits.jsonl.gz
-    when present), each real set with as many near-misses drawn from its candidate pairs (--seed);
+    when present), each real set with as many near-misses drawn from its candidate pairs (--seed;
+    the PEPs twice: pairs whose texts do not cite each other, then pairs where one cites the other);
     precision and recall per verdict with 95 % Wilson intervals and the merges that join differing
     values; then the pairs planted in PATH's sidecar (duplicates, corrections, splits, near-misses)
     at the threshold and along a sweep of similarity thresholds. It reads only.

@@ -10,6 +10,7 @@ over the planted pairs of that label (for ``distinct``: the planted near-misses)
 from __future__ import annotations
 
 import re
+from functools import partial
 from pathlib import Path
 from typing import Sequence
 
@@ -184,22 +185,29 @@ def _items(rows: list[dict], pairs: list[dict]) -> list[tuple[dict, dict, str]]:
     return out
 
 
-def pep_set(path, *, seed: int = NEAR_MISS_SEED) -> tuple[list, dict]:
+def pep_set(path, *, seed: int = NEAR_MISS_SEED, citing: bool = False) -> tuple[list, dict]:
     """The PEP supersessions (label ``correction``) and as many near-misses drawn from the candidate
-    pairs of the PEPs' abstracts, leaving out pairs the headers relate or whose text cites the other."""
+    pairs of the whole documents. ``citing=False``: near-misses the headers do not relate and whose
+    texts do not cite each other (the easy negatives); ``citing=True``: near-misses where one text
+    cites the other but the headers state no supersession (the hard negatives for a judge that
+    reads what one says of the other; headers left incomplete by their authors count against it)."""
     from kbtools.evaluate.judge_sets import pep_pairs, pep_rows, read_records
 
     records = read_records(path)
     rows, true = pep_rows(records), pep_pairs(records)
+    fields = ("Superseded-By", "Replaces") if citing else ("Superseded-By", "Replaces", "Requires")
     related: set[frozenset] = set()
     for r in records:
-        for field in ("Superseded-By", "Replaces", "Requires"):
+        for field in fields:
             for v in re.findall(r"\d+", r["headers"].get(field, "")):
                 related.add(frozenset((f"pep-{r['pep']}", f"pep-{int(v)}")))
     cites = {f"pep-{r['pep']}": {f"pep-{int(v)}" for v in re.findall(r"(?:PEP\s*|:pep:`)0*(\d+)", r.get("body") or "")}
              for r in records}
-    near = _near_misses(rows, true, lambda a, b: frozenset((a, b)) in related or b in cites[a] or a in cites[b],
-                        len(true), seed)
+
+    def cited(a: str, b: str) -> bool:
+        return b in cites[a] or a in cites[b]
+
+    near = _near_misses(rows, true, lambda a, b: frozenset((a, b)) in related or cited(a, b) != citing, len(true), seed)
     return _items(rows, true + near), {"supersessions": len(true), "near_misses": len(near)}
 
 
@@ -240,7 +248,10 @@ def evaluate_judge_sets(bank: Bank | None = None, *, judge: JudgeFn = rule_judge
     tune, held = hand_written_halves()
     sets = {"hand-written (held out)": _score_set("hand-written (held out)", _hand(held), judge, merge_confidence),
             "hand-written (tuning half)": _score_set("hand-written (tuning half)", _hand(tune), judge, merge_confidence)}
-    sources = {"PEP supersessions": (peps or _default_file("peps"), pep_set), "curl commits": (curl or _default_file("curl"), curl_set)}
+    pep_file = peps or _default_file("peps")
+    sources = {"PEP supersessions": (pep_file, pep_set),
+               "PEP, near-misses citing each other": (pep_file, partial(pep_set, citing=True)),
+               "curl commits": (curl or _default_file("curl"), curl_set)}
     found: dict[str, dict] = {}
     for name, (path, build) in sources.items():
         if path is None or not Path(path).exists():

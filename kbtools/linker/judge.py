@@ -21,6 +21,7 @@ from __future__ import annotations
 import json
 import re
 from dataclasses import dataclass
+from functools import lru_cache
 from typing import Callable, Mapping
 
 import numpy as np
@@ -262,23 +263,93 @@ def _metadata_points_at(row: Mapping, other: str) -> bool:
     return isinstance(meta, dict) and any(meta.get(k) == other for k in ("supersedes", "replaces", "corrects"))
 
 
-def _names_the_other(a: Mapping, b: Mapping) -> bool:
-    """``b`` names ``a`` (its id, at least seven characters of it, or a reference in ``a``'s title
-    such as "PEP 333") in a sentence with a word of replacement ("supersedes", "reverts")."""
-    refs = [rf"(?:\b{kind}\s*0*{num}\b|:{kind.lower()}:`0*{num}`)"
-            for kind, num in re.findall(r"\b([A-Z]{2,6})\s*0*(\d{1,6})\b", str(a.get("title") or ""))]
-    own = str(a.get("id") or "")
-    if len(own) >= 7:
-        refs.append(rf"\b{re.escape(own[:7])}[0-9a-z]*\b")
-    text = f"{b.get('content') or ''}"
-    for sentence in _SENTENCE.split(text):
-        if _REPLACES.search(sentence) and any(re.search(ref, sentence) for ref in refs):
-            return True
+def _reference(row: Mapping) -> tuple[str | None, tuple[str, ...]]:
+    """A pattern of the ways people name an entry: its id (or, for a hash-like id, an abbreviation
+    of at least seven characters), a reference in its title such as "PEP 333" / "RFC-2616" /
+    ``:pep:`333` ``, and its title itself when that has at least three words (a leading "PEP 333:"
+    set aside); with the lowercase strings one of which a text naming it contains (a cheap first
+    look). None when the entry has no name to find."""
+    refs, needles = [], []
+    title = re.sub(r"\s+", " ", str(row.get("title") or "")).strip()
+    for kind, num in re.findall(r"\b([A-Z]{2,6})[ -]?0*(\d{1,6})\b", title):
+        refs.append(rf"(?<![\w-]){kind}[ -]?0*{num}(?![\w-])|:{kind}:`(?:[^`<]*<)?0*{num}\b[^`]*`")
+        needles.append(num)
+    own = str(row.get("id") or "")
+    if re.fullmatch(r"[0-9a-f]{7,64}", own):
+        refs.append(rf"(?<![0-9a-z]){own[:7]}[0-9a-f]{{0,{len(own) - 7}}}(?![0-9a-z])")
+        needles.append(own[:7])
+    elif len(own) >= 4:
+        refs.append(rf"(?<![\w-]){re.escape(own)}(?![\w-])")
+        needles.append(own.lower())
+    name = re.sub(r"^[A-Z]{2,6}[ -]?\d{1,6}\s*[:.-]\s*", "", title)
+    if len(name.split()) >= 3:
+        refs.append(rf"[\"'“‘`]?{re.escape(name).replace(chr(92) + ' ', chr(92) + 's+')}[\"'”’`]?")
+        needles.append(" ".join(name.lower().split()))
+    return ("(?:" + "|".join(refs) + ")" if refs else None), tuple(needles)
+
+
+def _gap(n: int, *, parts: bool = False) -> str:
+    """Up to ``n`` words between a cue and the name, with no punctuation and (unless ``parts``) none
+    of them a preposition that makes the name the place of a part ("replaces the limits *in* PEP 8")."""
+    word = r"[\w'-]+\s+" if parts else r"(?!(?:in|of|from|by|with|on|at|for|described|defined)\b)[\w'-]+\s+"
+    return rf"(?:{word}){{0,{n}}}"
+
+
+def _says_replaced(text: str, reference: tuple[str | None, tuple[str, ...]], patterns: tuple[str, ...]) -> bool:
+    """One of ``patterns`` (with ``{ref}`` the other entry's name) matches ``text``, the name not
+    read as a part of the other ("PEP 8's limits") and the cue not turned round by "not", "never",
+    "rather than"."""
+    ref, needles = reference
+    lower = " ".join(text.lower().split())
+    if not ref or not any(n in lower for n in needles):
+        return False
+    text = text.replace("*", "")  # emphasis: "would *supersede* PEP 8"
+    if not _compiled(ref).search(text):  # most pairs: the other is not named at all
+        return False
+    for cue in (_compiled(p.replace("{ref}", f"(?P<ref>{ref})")) for p in patterns):
+        for m in cue.finditer(text):
+            if re.match(r"['’]s\b", text[m.end("ref"):]):
+                continue
+            if not _NEGATED.search(text[max(0, m.start() - 30):m.end()]):
+                return True
     return False
 
 
-_REPLACES = re.compile(r"\b(supersed\w*|replac\w*|obsolet\w*|successor|update[sd]? (?:of|to)|revis\w*|"
-                       r"withdraw\w*|instead of|deprecat\w*|revert\w*)\b", re.I)
+@lru_cache(maxsize=4096)
+def _compiled(pattern: str) -> re.Pattern:
+    return re.compile(pattern, re.I)
+
+
+def _names_the_other(a: Mapping, b: Mapping) -> bool:
+    """The texts say that ``b`` replaces ``a``, naming it (by id, reference or title, see
+    :func:`_reference`) as the object of a word of replacement: ``b`` "supersedes / replaces /
+    obsoletes / updates / reverts PEP 333", "is a successor to ...", "instead of ...", "PEP 333 was
+    withdrawn in favour of this one"; or ``a`` "is superseded by / replaced by ...", "withdrawn in
+    favour of ...", "use ... instead". A word of replacement elsewhere in the sentence is not enough
+    ("replaces the limits in PEP 8", "PEP 8, which replaced ...")."""
+    newer, older = str(b.get("content") or ""), str(a.get("content") or "")
+    return _says_replaced(newer, _reference(a), _REPLACES) or _says_replaced(older, _reference(b), _SUCCEEDED)
+
+
+#: How a newer text says it replaces the one it names (``{ref}``).
+_REPLACES: tuple[str, ...] = (
+    r"\b(?:supersed(?:es|e|ing)|replac(?:es|e|ing)|obsolet(?:es|e|ing)|updates|revises|revert(?:s|ing)?|retires|"
+    r"deprecates|rescinds?)\s+" + _gap(2) + r"{ref}",
+    r"\b(?:successor|replacement|revision|update)\s+(?:to|of|for)\s+" + _gap(2) + r"{ref}",
+    r"\b(?:instead of|in place of)\s+" + _gap(1) + r"{ref}",
+    r"{ref},?\s+(?:which\s+)?(?:is|was|has been|had been|will be|is now|are|were)?\s*(?:\w+ly\s+)?(?:superseded|replaced|"
+    r"obsoleted|withdrawn|retired|deprecated|rejected)\s+(?:by|in favou?r of)\s+(?:this|the present|the new)\b",
+    r"{ref}\s+(?:is|will|would|should|shall|must)\s+(?:now\s+|then\s+)?(?:be\s+)?(?:\w+ly\s+)?(?:superseded|replaced|obsoleted|"
+    r"deprecated|retired|rescinded|removed)\b",
+)
+#: How an older text says it was replaced by the one it names (``{ref}``).
+_SUCCEEDED: tuple[str, ...] = (
+    r"\b(?:superseded|replaced|obsoleted|succeeded)\s+by\s+" + _gap(2) + r"{ref}",
+    r"\bin favou?r of\s+" + _gap(8, parts=True) + r"{ref}",
+    r"\b(?:use|see|read)\s+{ref}\s+instead\b",
+    r"\bcontinu(?:es|ed)\s+" + _gap(4, parts=True) + r"in\s+{ref}",
+)
+_NEGATED = re.compile(r"\b(?:not|never|nor)\b|n't\b|\brather than\b", re.I)
 
 
 def _body(row: Mapping) -> str:
@@ -304,8 +375,10 @@ def rule_judge(a: Mapping, b: Mapping, *, frame: float = 0.6, merge_confidence: 
     through :func:`kbtools.linker.sameness.compare` (values, framing-free content words, cues):
 
     - different systems or tasks: ``distinct``;
-    - ``b`` marked as replacing ``a`` (metadata naming ``a``, or ``b`` naming ``a``'s reference next
-      to "supersedes" / "replaces"): ``supersede``;
+    - ``b`` marked as replacing ``a``: metadata naming ``a``, ``b`` naming ``a`` (id, "PEP 333",
+      title) as what it "supersedes" / "replaces" / "obsoletes" / "updates" / "reverts" / is "a
+      successor to" / does "instead of", or ``a`` naming ``b`` as what it was "superseded by" /
+      "withdrawn in favour of": ``supersede``;
     - ``b`` changes a value of ``a`` and says so ("Correction:", "now", "instead of 30 s", "from 30 s
       to 60 s") over ``a``'s restated frame: ``supersede``, the change in the note ("changes 30 s
       to 60 s");
