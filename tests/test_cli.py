@@ -87,6 +87,26 @@ def test_import_export_cli(tmp_path):
     assert proc.returncode == 1 and "row 1" in proc.stderr and "poem" in proc.stderr
 
 
+def test_import_create_is_all_or_nothing(tmp_path):
+    bad = tmp_path / "bad.jsonl"
+    bad.write_text('{"id": 1, "content": "x"}\n')
+    good = tmp_path / "good.jsonl"
+    good.write_text('{"id": "a1b2c3d4", "content": "The session-create POST needs --http1.1."}\n')
+    for _ in range(2):  # the same command again meets the same import error, not "a bank is already there"
+        proc = run("import", str(tmp_path / "new/b"), "--create", "--entries", str(bad), check=False)
+        assert proc.returncode == 1 and "row 1" in proc.stderr and "already there" not in proc.stderr
+        assert not (tmp_path / "new").exists()
+    (tmp_path / "kept").mkdir()  # an empty folder that was there stays, emptied again
+    assert run("import", str(tmp_path / "kept"), "--create", "--entries", str(bad), check=False).returncode == 1
+    assert (tmp_path / "kept").is_dir() and not any((tmp_path / "kept").iterdir())
+    run("import", str(tmp_path / "b"), "--create", "--entries", str(good))
+    proc = run("import", str(tmp_path / "b"), "--create", "--entries", str(bad), check=False)
+    assert "already there" in proc.stderr  # a bank that was there is never removed
+    from kbtools.store.bank import open_bank
+
+    assert open_bank(tmp_path / "b").entries.height == 1
+
+
 def test_query_and_eval_commands_on_the_embedded_demo_bank(eng):
     q = json.loads(run("query", str(eng.path), "how do I log in to production with playwright", "--no-usage", "--json").stdout)
     assert len(q["results"]) == 8

@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from kbtools.errors import KbError
-from kbtools.cli.base import EXIT_OK, EXIT_PROBLEMS, bank_arg as _bank_arg, command, progress as _progress, register_args
+from kbtools.cli.base import EXIT_OK, EXIT_PROBLEMS, bank_arg as _bank_arg, bank_for, command, progress as _progress, register_args
 
 __all__: list[str] = []
 
@@ -115,13 +115,15 @@ def _import(args):
     The report_learning guard reports by default: rows it flags (a pasted transcript, a session
     log, a temporary path) are imported and listed; --guard reject refuses the whole import on
     one, --guard off does not look.
+
+    With --create the bank is made for this import only: when the import fails, the bank is
+    removed again (nothing else was in its folder), so the same command runs once the file is fixed.
     """
     from kbtools.ops.interchange import import_files
-    from kbtools.store.bank import create_bank, open_bank
 
-    bank = create_bank(args.path) if args.create else open_bank(args.path)
-    counts = import_files(bank, entries=args.entries, edges=args.edges, triples=args.triples, actor=args.actor,
-                          guard=args.guard)
+    with bank_for(args) as bank:
+        counts = import_files(bank, entries=args.entries, edges=args.edges, triples=args.triples, actor=args.actor,
+                              guard=args.guard)
     text = f"imported {counts['entries']} entries, {counts['edges']} edges, {counts['triples']} triples into {args.path}"
     from kbtools.cli.reports import flagged_text
 
