@@ -35,8 +35,8 @@ from kbtools.store.compaction import full_frames, rewritten, sweep, tail_starts
 from kbtools.store.files import atomic_write_bytes, changed_files, inside, manifest_files
 from kbtools.store.lock import bank_lock, flock_file, storage_errors
 from kbtools.store.manifest import FORMAT, FORMAT_VERSION, SWEEP_AGE_S, read_manifest, utcnow
-from kbtools.store.segments import (EntryIds, TableCache, current_ids, missing_ids, new_epoch, project, read_segments,
-                                    segment_rows)
+from kbtools.store.segments import (EntryIds, TableCache, current_ids, live_rows, missing_ids, new_epoch, project,
+                                    read_segments, segment_rows)
 from kbtools.store.usage import UsageLogs, fold_usage, with_pending
 from kbtools.store.vectors import embedder_name
 from kbtools.model.config import DEFAULT_EMBEDDER
@@ -74,6 +74,7 @@ class Bank:
         self._changed_outside: dict = {}
         self._ids: EntryIds | None = None
         self._seg_rows: dict[str, int] = {}  # rows of the table segments seen (written or counted)
+        self._counted: dict[tuple, int] = {}  # rows a table holds, by (table, its segment list), for the repr
         self._safe: set[str] = set()  # segment names checked by ``inside`` (names never change meaning)
         self._checked_files: set[str] = set()  # files found as their commit recorded them (see changed_files)
         self._written: dict[str, pl.DataFrame] = {}  # the segments of the commit in flight
@@ -317,8 +318,31 @@ class Bank:
         return self.table("usage")
 
     def __repr__(self) -> str:
-        n = self._caches["entries"].frame
-        return f"<Bank {self.path} v{self.version}: {0 if n is None else n.height} entries>"
+        """The path, version and row counts of entries and edges; counted without reading the
+        tables when they are not read yet (only their key columns).
+
+        >>> import tempfile, pathlib
+        >>> bank = create_bank(pathlib.Path(tempfile.mkdtemp()) / "b")
+        >>> repr(bank).endswith("v0: 0 entries, 0 edges>")
+        True
+        """
+        counts = ", ".join(f"{self._rows_held(t)} {t}" for t in ("entries", "edges"))
+        return f"<Bank {self.path} v{self.version}: {counts}>"
+
+    def _rows_held(self, table: str) -> int | str:
+        """The rows of ``table`` in this snapshot: the read frame's height, else counted from the
+        segments (once per segment list), else a word that it is not read yet."""
+        names = list(self._manifest["tables"].get(table, []))
+        cache = self._caches[table]
+        if cache.frame is not None and cache.segments == names:
+            return cache.frame.height
+        key = (table, tuple(names))
+        if key not in self._counted:
+            try:
+                self._counted[key] = live_rows(self.path, names, table)
+            except (OSError, KbError, pl.exceptions.PolarsError):  # a repr never raises
+                return "(not read yet)"
+        return self._counted[key]
 
     # -- usage (append-only logs, one per process; no lock) ----------------------------------
 
