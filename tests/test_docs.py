@@ -106,6 +106,20 @@ def test_relative_links_point_to_files_and_headings_that_exist(page):
     assert not broken, f"{page.name} links to files or headings that do not exist: {broken}"
 
 
+#: a Markdown file named in prose, help or a docstring: one under docs/ or a capitalised name (README.md)
+_DOC_FILE = re.compile(r"(?<![\w/.])((?:[\w.-]+/)*(?:[A-Z][A-Z_]+|docs/[\w-]+)\.md)\b")
+
+
+def test_every_markdown_file_the_package_and_docs_name_exists():
+    """Help strings and docstrings (what ``kb CMD --help`` and ``help()`` show) and the pages name
+    only Markdown files the repository has: a renamed or removed page fails here."""
+    texts = {p: p.read_text() for p in [*sorted((ROOT / "kbtools").rglob("*.py")), *sorted((ROOT / "jobs").glob("*.py")),
+                                         ROOT / "README.md", *DOCS]}
+    missing = sorted({f"{p.relative_to(ROOT)}: {name}" for p, text in texts.items() for name in _DOC_FILE.findall(text)
+                      if not (ROOT / name).exists() and not (p.parent / name).exists()})
+    assert not missing, f"these name Markdown files the repository lacks: {missing}"
+
+
 def test_every_kb_name_the_docs_mention_exists():
     """``kb.X`` and ``kb.ns.Y`` in the README and docs/ resolve, so a renamed or moved name fails here."""
     stale = set()

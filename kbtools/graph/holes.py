@@ -1,6 +1,6 @@
 """Workflow holes: walks over the process edges of a business bank (seed 000, "What Is Next").
 
-Implements the conventions of ``.notes/BUSINESS.md``. Steps, decisions and artifacts take part in
+The conventions are described in ``docs/design.md`` (Workflow holes). Steps, decisions and artifacts take part in
 the flows of :mod:`kbtools.graph.flows` (declared by a ``"flow"`` in their metadata, or inferred
 from ``precedes`` edges alone); ``role`` entries own steps. Only trusted process edges
 (``precedes``, ``produces``, ``requires``, ``owned_by``) are walked: an ``auto`` link is a

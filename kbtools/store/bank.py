@@ -185,7 +185,7 @@ class Bank:
         return self._manifest
 
     def table(self, name: str) -> pl.DataFrame:
-        """One table of this snapshot, with exactly the columns of DESIGN.md."""
+        """One table of this snapshot, with exactly the columns of ``kbtools.model.schema.SCHEMAS``."""
         if name not in SCHEMAS:
             raise KbError(f"unknown table {name!r}: the tables are {', '.join(TABLES)}")
         frame = self._frame(name)

@@ -159,7 +159,7 @@ def with_pending(committed: pl.DataFrame | None, pending: pl.DataFrame, entry_id
 
 
 def fold_usage(entries: pl.DataFrame, usage: pl.DataFrame | None) -> pl.DataFrame:
-    """``entries`` (the columns of DESIGN.md) with the rows of ``usage`` counted into
+    """``entries`` (the columns of ``kbtools.model.schema.SCHEMAS``) with the rows of ``usage`` counted into
     ``usage_count`` and ``last_used_at``."""
     if usage is None or usage.height == 0:
         return entries
