@@ -151,3 +151,26 @@ def test_linker_shows_sets_and_refuses(tmp_path):
     assert kb.open_bank(bank.path).settings["linker"] == {"h": 0.6, "w_title": 0.3}  # nothing written
     back = json.loads(run("linker", str(bank.path), "--reset", "h", "--json").stdout)
     assert back["stored"] == {"w_title": 0.3} and back["settings"]["h"] == 0.3
+
+
+def test_hubs_and_communities_say_which_edges_they_count(tmp_path, demo_dir):
+    import shutil
+
+    import kbtools as kb
+
+    shutil.copytree(demo_dir / "engineering", tmp_path / "eng")
+    path = str(tmp_path / "eng")
+    bank = kb.open_bank(path)
+    n = bank.edges.height
+    hubs = run("hubs", path).stdout.strip().splitlines()[-1]
+    assert f"among {bank.entries.height} entries (the hub rule here: degree >= " in hubs
+    assert f"counting trusted edges only ({n} of {n} edges)" in hubs and f"kb connect {path}" in hubs
+    comm = run("communities", path).stdout.strip().splitlines()[-1]
+    assert f"counting trusted edges only ({n} of {n} edges)" in comm and "have no counted link" in comm
+    a, b = bank.entries["id"][:2]
+    kb.link(bank, a, b, "see_also", actor="linker", source="auto", weight=0.6)
+    hubs = run("hubs", path).stdout.strip().splitlines()[-1]
+    assert f"({n} of {n + 1} edges); --all-links to include the 1 automatic links" in hubs
+    every = run("hubs", path, "--all-links", "--all").stdout.strip().splitlines()[-1]
+    assert f"counting every edge ({n + 1}, 1 automatic links included)" in every
+    assert json.loads(run("hubs", path, "--json").stdout) == []  # --json stays the rows alone
