@@ -174,3 +174,19 @@ def test_hubs_and_communities_say_which_edges_they_count(tmp_path, demo_dir):
     every = run("hubs", path, "--all-links", "--all").stdout.strip().splitlines()[-1]
     assert f"counting every edge ({n + 1}, 1 automatic links included)" in every
     assert json.loads(run("hubs", path, "--json").stdout) == []  # --json stays the rows alone
+
+
+def test_create_makes_an_empty_bank_and_says_what_next(tmp_path):
+    import kbtools as kb
+
+    path = str(tmp_path / "notes")
+    out = run("create", path).stdout
+    assert f"created an empty bank at {path} (embedder: minilm-int8; write-time links: on)" in out
+    assert f"next: kb import {path} --entries" in out
+    bank = kb.open_bank(path)
+    assert bank.entries.height == 0 and bank.settings["embedder"] == "minilm-int8"
+    again = run("create", path, check=False)
+    assert again.returncode == 1 and "a bank is already there" in again.stderr
+    bulk = json.loads(run("create", str(tmp_path / "bulk"), "--embedder", "none", "--no-auto-link", "--json").stdout)
+    assert bulk["settings"] == {"auto_link": False} and bulk["version"] == 0
+    assert run("create", str(tmp_path / "x"), "--embedder", "nope", check=False).returncode == 2
