@@ -12,7 +12,7 @@ from polars.testing import assert_frame_equal
 
 from kbtools.demo import business_bank
 from kbtools.errors import ValidationError
-from kbtools.graph.holes import HOLE_KINDS, HOLE_SEVERITY, find_flows, find_holes
+from kbtools.graph.holes import HOLE_KINDS, HOLE_SEVERITY, find_flows, find_holes, question_for
 from kbtools.model.schema import empty
 
 # id: (kind, title, metadata)
@@ -106,6 +106,19 @@ def test_questions_and_explanations_name_owner_and_members():
     assert "'Apply discount'" in holes["unproduced_input"]["explanation"]
     assert "'Apply discount'" in holes["unused_output"]["explanation"]
     assert "starts: 'Open quote'" in holes["unreachable"]["explanation"]
+
+
+@pytest.mark.parametrize("role, asked", [
+    ("Sales", "Ask Sales:"), ("Finance team", "Ask the Finance team:"), ("the warehouse", "Ask the warehouse:"),
+    ("Account manager", "Ask the Account manager:"), ("IT", "Ask IT:"), ("Finance", "Ask Finance:"),
+    ("Operations", "Ask Operations:"), ("Driver", "Ask the Driver:"), ("CFO", "Ask the CFO:"), ("Sales  rep", "Ask the Sales rep:"),
+])
+def test_questions_address_a_role_as_one_says_it(role, asked):
+    entries = {k: (v[0], role if k == "r_sales" else v[1], v[2]) for k, v in ENTRIES.items()}
+    holes = {r["hole"]: r["question"] for r in find_holes(*_frames(entries)).to_dicts()}
+    assert holes["one_branch"] == f"{asked} Decision 'Approve discount?' has only a 'yes' branch: " \
+                                  "what happens when the answer is 'no'?"
+    assert question_for(role, "who?") == f"{asked} who?"
 
 
 def test_declarations_suppress_their_holes():

@@ -46,7 +46,7 @@ activities of an ad-hoc sub-process), which are no dead ends either. Two or more
 flow are two tokens: a step both reach with no merging gateway in between runs twice (a fake
 join), as after a parallel split. A successor in another flow (a hand-off)
 counts as a successor. Each question names the owner's role when it is known ("Ask the Sales rep:
-..."): the step's own role, for artifacts the role of the step that needs or makes it, for steps
+...", "Ask Sales: ...", see :func:`question_for`): the step's own role, for artifacts the role of the step that needs or makes it, for steps
 without an owner the role that owns most of the flow (else the participant whose pool holds it).
 
 >>> import polars as pl, json
@@ -63,11 +63,13 @@ without an owner the role that owns most of the flow (else the participant whose
 
 from __future__ import annotations
 
+import re
+
 import polars as pl
 
 from kbtools.graph.flows import ProcessGraph
 
-__all__ = ["HOLE_KINDS", "HOLE_SEVERITY", "find_holes", "find_flows"]
+__all__ = ["HOLE_KINDS", "HOLE_SEVERITY", "DEPARTMENT_NAMES", "find_holes", "find_flows", "question_for"]
 
 #: Hole kinds in report order.
 HOLE_KINDS: tuple[str, ...] = ("broken_reference", "dead_end", "one_branch", "closed_loop", "deadlock",
@@ -100,6 +102,34 @@ _GATEWAY_NOUN = {"exclusive": "Exclusive gateway", "parallel": "Parallel gateway
                  "event_based": "Event-based gateway", "complex": "Complex gateway"}
 
 
+#: One-word role names read as a department, asked without "the" ("Ask Finance"); so are acronyms
+#: (IT, HR; not a chief's title: "Ask the CFO") and words ending in -s or -ing (Sales, Operations, Purchasing).
+DEPARTMENT_NAMES: frozenset[str] = frozenset({
+    "finance", "legal", "procurement", "support", "security", "compliance", "management", "administration",
+    "production", "dispatch", "reception", "treasury", "payroll", "audit", "quality", "research", "fulfilment",
+    "fulfillment",
+})
+_CHIEF = re.compile(r"C[A-Z]{1,2}O")  # CEO, CFO, CISO: a person ("Ask the CFO"), not a department
+_DETERMINERS = ("the ", "a ", "an ", "our ", "your ", "their ", "each ", "every ")
+
+
+def question_for(role: str, question: str) -> str:
+    """``question`` addressed to ``role`` the way one says it: a name that has its own article is
+    asked as it is ("Ask the warehouse"), a department name without one ("Ask Sales", "Ask IT",
+    "Ask Finance"), any other role with "the" ("Ask the Finance team", "Ask the Account manager").
+
+    >>> [question_for(r, "who?") for r in ("Sales", "Finance team", "the warehouse", "Account manager")]
+    ['Ask Sales: who?', 'Ask the Finance team: who?', 'Ask the warehouse: who?', 'Ask the Account manager: who?']
+    """
+    name = " ".join(role.split())
+    word = name.lower()
+    department = " " not in name and (
+        (name.isupper() and len(name) > 1 and not _CHIEF.fullmatch(name)) or word in DEPARTMENT_NAMES
+        or (len(word) > 3 and (word.endswith("ing") or (word.endswith("s") and not word.endswith("ss")))))
+    whom = name if department or word.startswith(_DETERMINERS) else f"the {name}"
+    return f"Ask {whom}: {question}"
+
+
 # --------------------------------------------------------------------------- helpers
 
 
@@ -120,7 +150,7 @@ def _row(flows: ProcessGraph, entry_id: str, hole: str, explanation: str, questi
          affects=()) -> dict:
     flow = flows.flow[entry_id]
     return {"id": entry_id, "title": flows.title[entry_id], "flow": flow, "hole": hole,
-            "severity": HOLE_SEVERITY[hole], "explanation": explanation, "question": f"Ask the {role}: {question}",
+            "severity": HOLE_SEVERITY[hole], "explanation": explanation, "question": question_for(role, question),
             "affects": sorted(affects), "declared": flows.declared[flow]}
 
 
