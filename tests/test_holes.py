@@ -157,7 +157,13 @@ def test_process_flows_summary():
     assert order["steps"] == 4 and order["artifacts"] == 3 and order["holes"] == 0
     assert order["owners"] == ["Sales rep", "Warehouse clerk"]
     assert quote["holes"] == len(PLANTED) and quote["steps"] == 8 and quote["owners"] == ["Sales rep"]
-    assert quote["end_steps"] == ["Notify customer"]
+    # 'Notify customer' has no next step and no end mark: a dead end in the hole report, so not an end step
+    assert quote["end_steps"] == [] and quote["dead_ends"] == ["Notify customer"] and order["dead_ends"] == []
+    dead = find_holes(*_frames()).filter(pl.col("hole") == "dead_end")["title"].to_list()
+    assert sorted(t for f in flows.to_dicts() for t in f["dead_ends"]) == sorted(dead)
+    assert not {t for f in flows.to_dicts() for t in f["end_steps"]} & set(dead)
+    marked = find_flows(*_frames(_declare(h_notify={"end": True})))
+    assert marked.row(1, named=True)["end_steps"] == ["Notify customer"] and marked.row(1, named=True)["dead_ends"] == []
 
 
 def test_empty_input_bad_columns_and_inputs_unchanged():

@@ -166,7 +166,9 @@ def _holes(args):
 
 
 register_args("holes", lambda p: (
-    p.add_argument("path"), p.add_argument("--flows", action="store_true", help="one row per flow instead"),
+    p.add_argument("path"), p.add_argument("--flows", action="store_true",
+                                       help="one row per flow instead: starts, end steps, dead ends (never listed "
+                                            "as end steps), steps, artifacts, owners, holes"),
     p.add_argument("--csv", action="store_true"),
     p.add_argument("--lanes", action="store_true",
                    help="a step in a BPMN pool needs a lane of its own (default: the pool's participant owns it)"),

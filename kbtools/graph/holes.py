@@ -85,7 +85,7 @@ _HOLE_SCHEMA = {"id": pl.String, "title": pl.String, "flow": pl.String, "hole": 
                 "severity": pl.String, "explanation": pl.String, "question": pl.String,
                 "affects": pl.List(pl.String), "declared": pl.Boolean}
 _FLOW_SCHEMA = {"flow": pl.String, "declared": pl.Boolean, "start_steps": pl.List(pl.String),
-                "end_steps": pl.List(pl.String), "steps": pl.Int64, "artifacts": pl.Int64,
+                "end_steps": pl.List(pl.String), "dead_ends": pl.List(pl.String), "steps": pl.Int64, "artifacts": pl.Int64,
                 "owners": pl.List(pl.String), "holes": pl.Int64}
 #: The other outcome of common branch labels, for the one_branch question.
 _OPPOSITE = {
@@ -457,11 +457,14 @@ def find_holes(entries: pl.DataFrame, edges: pl.DataFrame, *, lanes: bool = Fals
 
 
 def find_flows(entries: pl.DataFrame, edges: pl.DataFrame) -> pl.DataFrame:
-    """One row per flow: frame (flow, declared, start_steps, end_steps, steps, artifacts, owners, holes).
+    """One row per flow: frame (flow, declared, start_steps, end_steps, dead_ends, steps, artifacts,
+    owners, holes).
 
     ``declared``: whether the flow is named in metadata (else inferred from ``precedes``);
     ``start_steps`` / ``end_steps``: titles of the starts (declared, else no incoming precedes) and
-    of the steps where the flow stops (declared ends and steps with no successor); ``steps``:
+    of the steps where the flow properly ends (declared ends, and steps with no successor that
+    :func:`find_holes` does not report as a dead end); ``dead_ends``: titles of the steps it does
+    report as dead ends (work stops there, so they are never listed as end steps); ``steps``:
     steps and decisions; ``owners``: role titles that own steps of the flow; ``holes``: the number of
     rows :func:`find_holes` reports for it.
 
@@ -476,8 +479,10 @@ def find_flows(entries: pl.DataFrame, edges: pl.DataFrame) -> pl.DataFrame:
     if flows.steps.height + flows.artifacts.height == 0:
         return pl.DataFrame(schema=_FLOW_SCHEMA)
     has_out = flows.prec["src"].implode()
-    ends = flows.steps.filter(pl.col("end") | ~pl.col("id").is_in(has_out))
-    holes = find_holes(entries, edges).group_by("flow").len(name="holes")
+    found = find_holes(entries, edges)
+    dead = found.filter(pl.col("hole") == "dead_end")
+    ends = flows.steps.filter(pl.col("end") | ~pl.col("id").is_in(has_out)).filter(~pl.col("id").is_in(dead["id"].implode()))
+    holes = found.group_by("flow").len(name="holes")
     owners = (flows.owned.join(flows.steps.select(pl.col("id").alias("src"), "flow"), on="src")
               .group_by("flow").agg(pl.col("role").unique().sort().alias("owners")))
     all_flows = flows.nodes.select("flow", "declared").unique("flow").sort("flow")
@@ -485,11 +490,12 @@ def find_flows(entries: pl.DataFrame, edges: pl.DataFrame) -> pl.DataFrame:
         all_flows
         .join(flows.starts().group_by("flow").agg(pl.col("title").sort().alias("start_steps")), on="flow", how="left")
         .join(ends.group_by("flow").agg(pl.col("title").sort().alias("end_steps")), on="flow", how="left")
+        .join(dead.group_by("flow").agg(pl.col("title").sort().alias("dead_ends")), on="flow", how="left")
         .join(flows.steps.group_by("flow").len(name="steps"), on="flow", how="left")
         .join(flows.artifacts.group_by("flow").len(name="artifacts"), on="flow", how="left")
         .join(owners, on="flow", how="left")
         .join(holes, on="flow", how="left")
-        .with_columns(pl.col("start_steps", "end_steps", "owners").fill_null([]),
+        .with_columns(pl.col("start_steps", "end_steps", "dead_ends", "owners").fill_null([]),
                       pl.col("steps", "artifacts", "holes").fill_null(0))
         .select([pl.col(c).cast(t) for c, t in _FLOW_SCHEMA.items()])
     )
