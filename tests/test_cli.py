@@ -190,3 +190,14 @@ def test_create_makes_an_empty_bank_and_says_what_next(tmp_path):
     bulk = json.loads(run("create", str(tmp_path / "bulk"), "--embedder", "none", "--no-auto-link", "--json").stdout)
     assert bulk["settings"] == {"auto_link": False} and bulk["version"] == 0
     assert run("create", str(tmp_path / "x"), "--embedder", "nope", check=False).returncode == 2
+
+
+def test_holes_html_writes_the_diagram_and_the_table_offline(tmp_path, demo_dir):
+    out = tmp_path / "report" / "holes.html"
+    text = run("holes", str(demo_dir / "business"), "--html", str(out)).stdout
+    assert text.rstrip().endswith(f"wrote {out} (the flows diagram and the holes table, offline)")
+    page = out.read_text()
+    assert "<script src=" not in page and "Plotly.newPlot" in page  # plotly.js embedded: opens offline
+    assert "question to ask" in page and "high severity" in page and "lanes (owner)" in page
+    rows = json.loads(run("holes", str(demo_dir / "business"), "--json", "--html", str(tmp_path / "b.html")).stdout)
+    assert rows and (tmp_path / "b.html").exists()

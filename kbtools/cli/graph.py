@@ -131,7 +131,9 @@ def _holes(args):
     "flow") and flows inferred from precedes edges alone are both walked. broken_reference lists
     what a BPMN import left out (a reference to nothing). A step in a BPMN pool is owned by its
     participant; --lanes asks for a lane for each instead. --format bpmn writes each ingested BPMN
-    diagram back with its holes coloured (bpmn.io colours) to --out."""
+    diagram back with its holes coloured (bpmn.io colours) to --out. --html FILE also writes the
+    flows as diagrams (lanes coloured, each hole ringed in its severity's colour and labelled with
+    its kind, a legend) above the table of holes and their questions: one offline HTML page."""
     from kbtools.ops.analytics import process_flows, workflow_holes
     from kbtools.store.bank import open_bank
 
@@ -162,7 +164,25 @@ def _holes(args):
             blocks.append(f"\n[{r['severity']}] {r['hole']} · {r['flow']}{origin} · {r['title']} ({r['id']})\n"
                           f"  {r['explanation']}\n  {r['question']}")
         text = "\n".join(blocks)
+    if args.html:
+        written = _holes_html(bank, holes, args.html)
+        if not args.csv:  # CSV stays rows alone
+            text = (text or "") + f"\nwrote {written} (the flows diagram and the holes table, offline)"
     return payload, text
+
+
+def _holes_html(bank, holes, path):
+    """The holes figure above the holes table, as one offline HTML page at ``path``."""
+    import polars as pl
+
+    from kbtools.views.answer_html import holes_table_html
+    from kbtools.views.export import save_html
+    from kbtools.views.flows import holes_figure
+
+    rank = pl.col("severity").replace_strict({"high": 0, "medium": 1, "low": 2}, default=3, return_dtype=pl.Int64)
+    table = holes_table_html(holes.sort(rank, "flow", "title"))
+    return save_html(holes_figure(bank.entries, bank.edges, holes), path,
+                     title=f"Workflow holes of {bank.path}", extra_html=table)
 
 
 register_args("holes", lambda p: (
@@ -175,5 +195,7 @@ register_args("holes", lambda p: (
     p.add_argument("--format", choices=("text", "bpmn"), default="text",
                    help="bpmn: write the ingested BPMN diagrams back with their holes coloured (needs --out)"),
     p.add_argument("--out", help="with --format bpmn: the .bpmn file to write (a folder when the bank holds several diagrams)"),
+    p.add_argument("--html", metavar="FILE", help="also write the flows diagram (lanes, holes by kind and severity, "
+                                                  "a legend) and the holes table as an offline HTML page"),
     p.add_argument("--source", help="with --format bpmn: the .bpmn file or folder, when it moved since the ingest"),
 ))
