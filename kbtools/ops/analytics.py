@@ -56,12 +56,13 @@ def _require(bank: Bank, *ids: str) -> None:
     bank.require_entries(ids)
 
 
-def recall(bank: Bank, text: str, *, links: int = 3, k: int = 8, fold: bool = True, record_usage: bool = True,
+def recall(bank: Bank, text: str, *, links: int = 3, k: int = 8, fold: bool = True, record_usage: bool | None = None,
            max_lines: int = 6, **query_options) -> Answer:
     """Query (folded by default), then spread activation from the results over the links: the best
     ``links`` entries the links bring in join the answer as ``linked`` (with their activation
     relative to the strongest seed; their usage is not counted), and ``links`` lines explain
-    "How these entries connect"."""
+    "How these entries connect". ``record_usage`` as in :func:`~kbtools.retrieval.pipeline.query`
+    (by default unless the bank is open read-only)."""
     answer = query(bank, text, k=k, fold=fold, record_usage=record_usage, **query_options)
     if links == 0 or not answer.results:
         return answer

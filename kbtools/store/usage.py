@@ -85,7 +85,8 @@ class UsageLogs:
 
     def append(self, ids, *, query: str, merged, readonly: bool) -> int:
         """Log ``ids`` as returned by ``query`` in this process's log; nothing on a read-only bank
-        or file system (a warning says so once). Returns the rows logged."""
+        or file system (a warning says so once: the caller asked for usage; a query on a bank
+        opened read-only does not ask). Returns the rows logged."""
         ids = [i for i in ids if isinstance(i, str)]
         if not ids:
             return 0
