@@ -86,6 +86,26 @@ def test_import_export_cli(tmp_path):
     assert proc.returncode == 1 and "row 1" in proc.stderr and "poem" in proc.stderr
 
 
+def test_import_create_is_all_or_nothing(tmp_path):
+    bad = tmp_path / "bad.jsonl"
+    bad.write_text('{"id": 1, "content": "x"}\n')
+    good = tmp_path / "good.jsonl"
+    good.write_text('{"id": "a1b2c3d4", "content": "The session-create POST needs --http1.1."}\n')
+    for _ in range(2):  # the same command again meets the same import error, not "a bank is already there"
+        proc = run("import", str(tmp_path / "new/b"), "--create", "--entries", str(bad), check=False)
+        assert proc.returncode == 1 and "row 1" in proc.stderr and "already there" not in proc.stderr
+        assert not (tmp_path / "new").exists()
+    (tmp_path / "kept").mkdir()  # an empty folder that was there stays, emptied again
+    assert run("import", str(tmp_path / "kept"), "--create", "--entries", str(bad), check=False).returncode == 1
+    assert (tmp_path / "kept").is_dir() and not any((tmp_path / "kept").iterdir())
+    run("import", str(tmp_path / "b"), "--create", "--entries", str(good))
+    proc = run("import", str(tmp_path / "b"), "--create", "--entries", str(bad), check=False)
+    assert "already there" in proc.stderr  # a bank that was there is never removed
+    from kbtools.store.bank import open_bank
+
+    assert open_bank(tmp_path / "b").entries.height == 1
+
+
 def test_query_and_eval_commands_on_the_embedded_demo_bank(eng):
     q = json.loads(run("query", str(eng.path), "how do I log in to production with playwright", "--no-usage", "--json").stdout)
     assert len(q["results"]) == 8
@@ -130,3 +150,53 @@ def test_linker_shows_sets_and_refuses(tmp_path):
     assert kb.open_bank(bank.path).settings["linker"] == {"h": 0.6, "w_title": 0.3}  # nothing written
     back = json.loads(run("linker", str(bank.path), "--reset", "h", "--json").stdout)
     assert back["stored"] == {"w_title": 0.3} and back["settings"]["h"] == 0.3
+
+
+def test_hubs_and_communities_say_which_edges_they_count(tmp_path, demo_dir):
+    import shutil
+
+    import kbtools as kb
+
+    shutil.copytree(demo_dir / "engineering", tmp_path / "eng")
+    path = str(tmp_path / "eng")
+    bank = kb.open_bank(path)
+    n = bank.edges.height
+    hubs = run("hubs", path).stdout.strip().splitlines()[-1]
+    assert f"among {bank.entries.height} entries (the hub rule here: degree >= " in hubs
+    assert f"counting trusted edges only ({n} of {n} edges)" in hubs and f"kb connect {path}" in hubs
+    comm = run("communities", path).stdout.strip().splitlines()[-1]
+    assert f"counting trusted edges only ({n} of {n} edges)" in comm and "have no counted link" in comm
+    a, b = bank.entries["id"][:2]
+    kb.link(bank, a, b, "see_also", actor="linker", source="auto", weight=0.6)
+    hubs = run("hubs", path).stdout.strip().splitlines()[-1]
+    assert f"({n} of {n + 1} edges); --all-links to include the 1 automatic links" in hubs
+    every = run("hubs", path, "--all-links", "--all").stdout.strip().splitlines()[-1]
+    assert f"counting every edge ({n + 1}, 1 automatic links included)" in every
+    assert json.loads(run("hubs", path, "--json").stdout) == []  # --json stays the rows alone
+
+
+def test_create_makes_an_empty_bank_and_says_what_next(tmp_path):
+    import kbtools as kb
+
+    path = str(tmp_path / "notes")
+    out = run("create", path).stdout
+    assert f"created an empty bank at {path} (embedder: minilm-int8; write-time links: on)" in out
+    assert f"next: kb import {path} --entries" in out
+    bank = kb.open_bank(path)
+    assert bank.entries.height == 0 and bank.settings["embedder"] == "minilm-int8"
+    again = run("create", path, check=False)
+    assert again.returncode == 1 and "a bank is already there" in again.stderr
+    bulk = json.loads(run("create", str(tmp_path / "bulk"), "--embedder", "none", "--no-auto-link", "--json").stdout)
+    assert bulk["settings"] == {"auto_link": False} and bulk["version"] == 0
+    assert run("create", str(tmp_path / "x"), "--embedder", "nope", check=False).returncode == 2
+
+
+def test_holes_html_writes_the_diagram_and_the_table_offline(tmp_path, demo_dir):
+    out = tmp_path / "report" / "holes.html"
+    text = run("holes", str(demo_dir / "business"), "--html", str(out)).stdout
+    assert text.rstrip().endswith(f"wrote {out} (the flows diagram and the holes table, offline)")
+    page = out.read_text()
+    assert "<script src=" not in page and "Plotly.newPlot" in page  # plotly.js embedded: opens offline
+    assert "question to ask" in page and "high severity" in page and "lanes (owner)" in page
+    rows = json.loads(run("holes", str(demo_dir / "business"), "--json", "--html", str(tmp_path / "b.html")).stdout)
+    assert rows and (tmp_path / "b.html").exists()

@@ -101,6 +101,20 @@ def test_relative_links_point_to_files_and_headings_that_exist(page):
     assert not broken, f"{page.name} links to files or headings that do not exist: {broken}"
 
 
+#: a Markdown file named in prose, help or a docstring: one under docs/ or a capitalised name (README.md)
+_DOC_FILE = re.compile(r"(?<![\w/.])((?:[\w.-]+/)*(?:[A-Z][A-Z_]+|docs/[\w-]+)\.md)\b")
+
+
+def test_every_markdown_file_the_package_and_docs_name_exists():
+    """Help strings and docstrings (what ``kb CMD --help`` and ``help()`` show) and the pages name
+    only Markdown files the repository has: a renamed or removed page fails here."""
+    texts = {p: p.read_text() for p in [*sorted((ROOT / "kbtools").rglob("*.py")), *sorted((ROOT / "jobs").glob("*.py")),
+                                         ROOT / "README.md", *DOCS]}
+    missing = sorted({f"{p.relative_to(ROOT)}: {name}" for p, text in texts.items() for name in _DOC_FILE.findall(text)
+                      if not (ROOT / name).exists() and not (p.parent / name).exists()})
+    assert not missing, f"these name Markdown files the repository lacks: {missing}"
+
+
 def test_every_kb_name_the_docs_mention_exists():
     """``kb.X`` and ``kb.ns.Y`` in the README and docs/ resolve, so a renamed or moved name fails here."""
     stale = set()
@@ -122,3 +136,54 @@ def test_ci_runs_the_readme_test_command():
     cmds = [l.strip() for l in run.splitlines() if l.strip() and not re.match(r"^(#|set |cd |export )", l.strip())]
     assert cmds == ["bash scripts/test.sh"]
     assert "bash scripts/test.sh" in README and "bash scripts/main.sh" in README
+
+
+def _python_blocks(text: str) -> list[str]:
+    return re.findall(r"(?s)```python\n(.*?)```", text)
+
+
+def _undefined_names(blocks: list[str]) -> list[str]:
+    """Names a block reads before any block (in order) or an import defines them (builtins aside)."""
+    import ast
+    import builtins
+
+    defined, missing = set(dir(builtins)), []
+    for block in blocks:
+        tree = ast.parse(block)
+        for stmt in tree.body:  # statement by statement: a name must be bound before a later one reads it
+            loads = [n.id for n in ast.walk(stmt) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load)]
+            bound = {n.id for n in ast.walk(stmt) if isinstance(n, ast.Name) and isinstance(n.ctx, (ast.Store, ast.Del))}
+            bound |= {(a.asname or a.name).split(".")[0] for n in ast.walk(stmt) if isinstance(n, (ast.Import, ast.ImportFrom))
+                      for a in n.names}
+            bound |= {a.arg for n in ast.walk(stmt) if isinstance(n, (ast.Lambda, ast.FunctionDef)) for a in n.args.args}
+            bound |= {n.name for n in ast.walk(stmt) if isinstance(n, (ast.FunctionDef, ast.ClassDef))}
+            missing += [name for name in loads if name not in defined and name not in bound]
+            defined |= bound
+    return sorted(set(missing))
+
+
+@pytest.mark.parametrize("page", [ROOT / "README.md", ROOT / "docs" / "api.md"], ids=lambda p: p.name)
+def test_every_name_a_python_snippet_uses_is_defined_before(page):
+    """Read top to bottom, each page's snippets define every name before they use it."""
+    assert _python_blocks(page.read_text()), f"{page.name} has Python snippets"
+    assert _undefined_names(_python_blocks(page.read_text())) == []
+
+
+def test_the_name_check_finds_a_stray_name():
+    assert _undefined_names(["x = 1\nprint(pool, x)"]) == ["pool"]  # the check itself finds a stray name
+
+
+def test_the_readme_python_tour_runs(tmp_path, monkeypatch, demo_dir):
+    """The tour as a reader pastes it, in a fresh folder holding the demo business bank it opens."""
+    import contextlib
+    import io
+    import shutil
+
+    shutil.copytree(demo_dir / "business", tmp_path / "data/demo/business")
+    monkeypatch.chdir(tmp_path)
+    namespace: dict = {}
+    with contextlib.redirect_stdout(io.StringIO()) as out:
+        for block in _python_blocks(README):
+            exec(compile(block, "README.md", "exec"), namespace)
+    assert "Log in to production with Playwright" in out.getvalue()
+    assert namespace["bank"].entries.height >= 2 and kb.check_bank(tmp_path / "banks/eng") == []

@@ -12,7 +12,7 @@ from polars.testing import assert_frame_equal
 
 from kbtools.demo import business_bank
 from kbtools.errors import ValidationError
-from kbtools.graph.holes import HOLE_KINDS, HOLE_SEVERITY, find_flows, find_holes
+from kbtools.graph.holes import HOLE_KINDS, HOLE_SEVERITY, find_flows, find_holes, question_for
 from kbtools.model.schema import empty
 
 # id: (kind, title, metadata)
@@ -108,6 +108,19 @@ def test_questions_and_explanations_name_owner_and_members():
     assert "starts: 'Open quote'" in holes["unreachable"]["explanation"]
 
 
+@pytest.mark.parametrize("role, asked", [
+    ("Sales", "Ask Sales:"), ("Finance team", "Ask the Finance team:"), ("the warehouse", "Ask the warehouse:"),
+    ("Account manager", "Ask the Account manager:"), ("IT", "Ask IT:"), ("Finance", "Ask Finance:"),
+    ("Operations", "Ask Operations:"), ("Driver", "Ask the Driver:"), ("CFO", "Ask the CFO:"), ("Sales  rep", "Ask the Sales rep:"),
+])
+def test_questions_address_a_role_as_one_says_it(role, asked):
+    entries = {k: (v[0], role if k == "r_sales" else v[1], v[2]) for k, v in ENTRIES.items()}
+    holes = {r["hole"]: r["question"] for r in find_holes(*_frames(entries)).to_dicts()}
+    assert holes["one_branch"] == f"{asked} Decision 'Approve discount?' has only a 'yes' branch: " \
+                                  "what happens when the answer is 'no'?"
+    assert question_for(role, "who?") == f"{asked} who?"
+
+
 def test_declarations_suppress_their_holes():
     entries = _declare(h_notify={"end": True}, h_prices={"input": True}, h_memo={"output": True},
                        h_orphan={"start": True}, h_loop_b={"end": True})
@@ -144,7 +157,13 @@ def test_process_flows_summary():
     assert order["steps"] == 4 and order["artifacts"] == 3 and order["holes"] == 0
     assert order["owners"] == ["Sales rep", "Warehouse clerk"]
     assert quote["holes"] == len(PLANTED) and quote["steps"] == 8 and quote["owners"] == ["Sales rep"]
-    assert quote["end_steps"] == ["Notify customer"]
+    # 'Notify customer' has no next step and no end mark: a dead end in the hole report, so not an end step
+    assert quote["end_steps"] == [] and quote["dead_ends"] == ["Notify customer"] and order["dead_ends"] == []
+    dead = find_holes(*_frames()).filter(pl.col("hole") == "dead_end")["title"].to_list()
+    assert sorted(t for f in flows.to_dicts() for t in f["dead_ends"]) == sorted(dead)
+    assert not {t for f in flows.to_dicts() for t in f["end_steps"]} & set(dead)
+    marked = find_flows(*_frames(_declare(h_notify={"end": True})))
+    assert marked.row(1, named=True)["end_steps"] == ["Notify customer"] and marked.row(1, named=True)["dead_ends"] == []
 
 
 def test_empty_input_bad_columns_and_inputs_unchanged():

@@ -199,6 +199,29 @@ def test_a_read_only_bank_writes_nothing(tmp_path):
     assert _snapshot(bank.path) == before
 
 
+def test_a_read_only_query_is_quiet_unless_usage_was_asked_for(tmp_path):
+    bank = _bank(tmp_path / "b")
+    before = _snapshot(bank.path)
+    ro = kb.open_bank(bank.path, readonly=True)
+    with warnings.catch_warnings(record=True) as seen:
+        warnings.simplefilter("always")
+        for _ in range(3):
+            assert kb.query(ro, "vault signing key").ids() and kb.recall(ro, "vault signing key").ids()
+    assert not [w for w in seen if "usage" in str(w.message)]  # a read-only open is normal use
+    with warnings.catch_warnings(record=True) as seen:
+        warnings.simplefilter("always")
+        kb.query(ro, "vault signing key", record_usage=True)  # asked for: said, once per bank
+        kb.query(ro, "vault signing key", record_usage=True)
+    assert [str(w.message) for w in seen if "usage" in str(w.message)] == [
+        f"{bank.path}: usage not recorded (the bank is open read-only); queries still answer"]
+    cli = subprocess.run([sys.executable, "-m", "kbtools", "query", str(bank.path), "vault signing key", "--readonly"],
+                         capture_output=True, text=True)
+    assert cli.returncode == 0 and "usage" not in cli.stderr, cli.stderr
+    assert _snapshot(bank.path) == before
+    kb.query(bank, "vault signing key")  # a writable bank still records by default
+    assert kb.open_bank(bank.path).usage.height > 0
+
+
 def test_a_query_never_embeds(tmp_path):
     bank = _bank(tmp_path / "b")
     kb.report_learning(bank, content="Not embedded yet.", actor="t", link=False, embed=False)

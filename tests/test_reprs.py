@@ -87,3 +87,15 @@ def test_embed_progress_counts_entries_not_their_texts(tmp_path, demo_dir, monke
     assert {t for _, t in seen} == {out["embedded"]}
     assert [d for d, _ in seen] == sorted(d for d, _ in seen) and all(d <= t for d, t in seen)
     assert seen[-1] == (out["embedded"], out["embedded"]) and len(seen) > 3
+
+
+def test_bank_repr_counts_rows_before_the_tables_are_read(biz, small_bank):
+    fresh = kb.open_bank(biz.path)
+    assert repr(fresh).endswith(f": {biz.entries.height} entries, {biz.edges.height} edges>")
+    a, c, d = small_bank.ids
+    kb.delete_entry(small_bank, d, reason="a test", actor="t")  # a tombstone and a bridged edge in a later segment
+    kb.unlink(small_bank, c, a, "corrects", reason="a test", actor="t")
+    later = kb.open_bank(small_bank.path)
+    shown = repr(later)
+    assert shown.endswith(f"v{later.version}: {later.entries.height} entries, {later.edges.height} edges>"), shown
+    assert later.entries.height == 2 and later.edges.height == 0

@@ -287,9 +287,43 @@ def test_holes_figure_marks_every_hole(biz):
     hover = " ".join(h for t in fig.data if t.name.endswith(": holes") for h in t.hovertext)
     assert "Ask" in hover and holes["hole"][0] in hover
     one = holes_figure(biz.entries, biz.edges, holes, flow="hiring")
-    assert {t.name.split(":")[0] for t in one.data} == {"hiring"}
+    assert {t.name.split(":")[0] for t in one.data if not t.showlegend} == {"hiring"}
     with pytest.raises(ValidationError, match="flow"):
         holes_figure(biz.entries, biz.edges, holes, flow="nope")
+
+
+def test_holes_figure_shows_lanes_hole_kinds_and_severity_with_a_legend(biz):
+    from kbtools.views.flows import NO_LANE_COLOR, SEVERITY_COLORS
+
+    holes = kb.workflow_holes(biz)
+    fig = holes_figure(biz.entries, biz.edges, holes, flow="hiring")
+    mine = holes.filter(pl.col("flow") == "hiring")
+    legend = {t.legendgroup: [] for t in fig.data if t.showlegend}
+    for t in fig.data:
+        if t.showlegend:
+            legend[t.legendgroup].append(t.name)
+    assert fig.layout.showlegend and legend["holes"] == ["high severity", "medium severity", "low severity"]
+    assert {"step", "decision"} <= set(legend["shapes"])
+    owners = kb.views.flows.flow_positions(biz.entries, biz.edges).filter(
+        (pl.col("flow") == "hiring") & pl.col("kind").is_in(["step", "decision"]))["owner"]
+    lanes = sorted(owners.drop_nulls().unique().to_list())
+    assert legend["lanes"] == lanes + (["no lane"] if owners.null_count() else [])
+    # a step is drawn in its lane's colour, the same as its legend key
+    key = {t.name: t.marker.color for t in fig.data if t.showlegend and t.legendgroup == "lanes"}
+    steps = next(t for t in fig.data if t.name == "hiring: steps")
+    owner_of = dict(zip(*kb.views.flows.flow_positions(biz.entries, biz.edges).select("id", "owner")))
+    for entry_id, color in zip(steps.customdata, steps.marker.color):
+        lane = owner_of[entry_id]
+        assert color == (key[lane.split(", ")[0]] if lane else NO_LANE_COLOR)
+    # each ring in its severity's colour, each holed entry labelled with its hole kind(s)
+    rings = next(t for t in fig.data if t.name == "hiring: holes")
+    worst = {i: min(g, key=["high", "medium", "low"].index)
+             for i, g in mine.group_by("id").agg(pl.col("severity")).iter_rows()}
+    assert list(rings.meta) == [worst[i] for i in rings.customdata]
+    assert list(rings.marker.line.color) == [SEVERITY_COLORS[worst[i]] for i in rings.customdata]
+    labels = {a.name: a.text for a in fig.layout.annotations if a.name}
+    for entry_id, hole in mine.select("id", "hole").iter_rows():
+        assert hole.replace("_", " ") in labels[f"hiring: hole {entry_id}"]
 
 
 def test_holes_figure_draws_an_ingested_bpmn_flow_with_gateway_marks(tmp_path):

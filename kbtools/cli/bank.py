@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from kbtools.errors import KbError
-from kbtools.cli.base import EXIT_OK, EXIT_PROBLEMS, bank_arg as _bank_arg, command, progress as _progress, register_args
+from kbtools.cli.base import EXIT_OK, EXIT_PROBLEMS, bank_arg as _bank_arg, bank_for, command, progress as _progress, register_args
 
 __all__: list[str] = []
 
@@ -55,6 +55,39 @@ def _demo_args(p):
     p.add_argument("--force", action="store_true", help="replace banks already there")
     p.add_argument("--peps", action="store_true", help="build the PEP bank (Python's PEPs, data/peps) at --out "
                                                        "(default banks/peps)")
+
+
+@command("create", "create a new, empty bank (an error if a bank, or any file, is already there)")
+def _create(args):
+    """Create an empty bank folder: its tables, manifest and settings. Every write then embeds
+    what it adds with --embedder (default minilm-int8; none: no vectors until `kb embed`) and
+    links it to what is there (--no-auto-link: no write-time links).
+
+      kb create banks/notes
+      kb create banks/bulk --embedder none --no-auto-link   # for a bulk import, embedded afterwards
+    """
+    from kbtools.store.bank import create_bank
+
+    embedder = None if args.embedder == "none" else args.embedder
+    bank = create_bank(args.path, embedder=embedder, settings={"auto_link": False} if args.no_auto_link else None)
+    settings = bank.settings
+    payload = {"path": str(bank.path), "version": bank.version, "settings": settings}
+    text = (f"created an empty bank at {bank.path} (embedder: {settings.get('embedder') or 'none, until kb embed'}; "
+            f"write-time links: {'on' if settings.get('auto_link', True) else 'off'})\n"
+            f"next: kb import {args.path} --entries FILE.jsonl   (or kb ingest {args.path} --from DOCS/, "
+            f"or kb.report_learning(kb.open_bank({str(args.path)!r}), content=...) in Python)")
+    return payload, text
+
+
+def _create_args(p):
+    from kbtools.model.config import DEFAULT_EMBEDDER
+    from kbtools.retrieval.embedders import EMBEDDER_NAMES
+
+    _bank_arg(p)
+    p.add_argument("--embedder", choices=(*EMBEDDER_NAMES, "none"), default=DEFAULT_EMBEDDER,
+                   help="what every write embeds with: minilm-int8 (default), minilm-static, hashing-char, "
+                        "or none (no vectors until kb embed)")
+    p.add_argument("--no-auto-link", action="store_true", help="writes do not link new entries to what is there")
 
 
 @command("stats", "what a bank holds: entries, edges by type and source, note coverage, storage")
@@ -115,13 +148,15 @@ def _import(args):
     The report_learning guard reports by default: rows it flags (a pasted transcript, a session
     log, a temporary path) are imported and listed; --guard reject refuses the whole import on
     one, --guard off does not look.
+
+    With --create the bank is made for this import only: when the import fails, the bank is
+    removed again (nothing else was in its folder), so the same command runs once the file is fixed.
     """
     from kbtools.ops.interchange import import_files
-    from kbtools.store.bank import create_bank, open_bank
 
-    bank = create_bank(args.path) if args.create else open_bank(args.path)
-    counts = import_files(bank, entries=args.entries, edges=args.edges, triples=args.triples, actor=args.actor,
-                          guard=args.guard)
+    with bank_for(args) as bank:
+        counts = import_files(bank, entries=args.entries, edges=args.edges, triples=args.triples, actor=args.actor,
+                              guard=args.guard)
     text = f"imported {counts['entries']} entries, {counts['edges']} edges, {counts['triples']} triples into {args.path}"
     from kbtools.cli.reports import flagged_text
 
@@ -173,6 +208,7 @@ def _compact(args):
 
 for _name, _fn in {
     "demo": _demo_args,
+    "create": _create_args,
     "stats": lambda p: p.add_argument("path", nargs="+", help="bank folder(s)"),
     "check": lambda p: (p.add_argument("path", nargs="+", help="bank folder(s)"),
                         p.add_argument("--repair", action="store_true",

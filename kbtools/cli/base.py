@@ -17,7 +17,7 @@ from typing import Callable
 os.environ.setdefault("ORT_DISABLE_TELEMETRY", "1")
 
 __all__ = ["command", "register_args", "COMMANDS", "ARGS", "EXIT_OK", "EXIT_ERROR", "EXIT_USAGE", "EXIT_LOCKED",
-           "EXIT_PROBLEMS", "emit", "progress", "frame_out", "bank_arg"]
+           "EXIT_PROBLEMS", "emit", "progress", "frame_out", "bank_arg", "bank_for"]
 
 EXIT_OK, EXIT_ERROR, EXIT_USAGE, EXIT_LOCKED, EXIT_PROBLEMS = 0, 1, 2, 3, 4
 
@@ -50,6 +50,17 @@ def register_args(name: str, fn: Callable) -> None:
 
 def bank_arg(p, nargs=None):
     p.add_argument("path", nargs=nargs, help="the bank folder")
+
+
+def bank_for(args):
+    """The bank a filling command writes to, as a context: with ``--create`` a new bank that is
+    removed again when the command fails (``new_bank``), else the bank at ``args.path``."""
+    from contextlib import nullcontext
+
+    from kbtools.store.bank import new_bank, open_bank
+
+    return new_bank(args.path) if args.create else nullcontext(open_bank(args.path))
+
 
 def _json_default(o):
     import polars as pl

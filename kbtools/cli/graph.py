@@ -40,18 +40,40 @@ register_args("trace", lambda p: (
 
 @command("communities", "communities of the bank (Leiden modularity or label propagation) with their labels")
 def _communities(args):
-    """One row per community: size and a label of its members' most distinctive terms."""
+    """One row per community: size and a label of its members' most distinctive terms. Only
+    trusted edges link entries unless --all-links (automatic links included); the last line says
+    how many edges were counted and how many entries have none."""
     import polars as pl
 
-    from kbtools.ops.analytics import communities
+    from kbtools.ops.analytics import communities, edges_counted
     from kbtools.store.bank import open_bank
 
-    frame = communities(open_bank(args.path), method=args.method, resolution=args.resolution, seed=args.seed,
-                        trusted_only=not args.all_links)
+    bank = open_bank(args.path)
+    trusted_only = not args.all_links
+    frame = communities(bank, method=args.method, resolution=args.resolution, seed=args.seed,
+                        trusted_only=trusted_only)
+    isolated = frame.filter(pl.col("community") < 0).height
     if not args.members:
         frame = (frame.filter(pl.col("community") >= 0).group_by("community", "size", "label").agg(pl.col("id").head(5).alias("examples"))
                  .sort("size", "community", descending=[True, False]))
-    return _frame_out(frame, args)
+    payload, text = _frame_out(frame, args)
+    if args.csv or args.json:
+        return payload, text
+    found = frame.select(pl.col("community").filter(pl.col("community") >= 0).n_unique()).item()
+    covered = bank.entries.height - isolated
+    note = (f"{found} communities cover {covered} of {bank.entries.height} entries ({isolated} have no counted link); "
+            + _edges_note(edges_counted(bank, trusted_only=trusted_only), args.path))
+    return payload, f"{text}\n{note}"
+
+
+def _edges_note(counted: dict, path: str) -> str:
+    """Which edges a graph analytic counted, and how to count the others."""
+    if not counted["trusted_only"]:
+        return f"counting every edge ({counted['edges']}, {counted['automatic']} automatic links included)"
+    text = f"counting trusted edges only ({counted['trusted']} of {counted['edges']} edges)"
+    if counted["automatic"]:
+        return f"{text}; --all-links to include the {counted['automatic']} automatic links"
+    return f"{text}; the bank has no automatic links: `kb connect {path}` proposes some"
 
 
 register_args("communities", lambda p: (
@@ -67,22 +89,34 @@ register_args("communities", lambda p: (
 
 @command("hubs", "the hub entries: degree, PageRank and betweenness, with the hub rule applied")
 def _hubs(args):
-    """Entries ranked by PageRank; --all lists every entry, otherwise only hubs (degree >= max(4, mean + 2 sd))."""
+    """Entries ranked by PageRank; --all lists every entry, otherwise only hubs (degree >= max(4, mean + 2 sd)).
+    Only trusted edges count unless --all-links (automatic links included); the last line gives
+    the hub rule's degree on this bank and the edges counted."""
     import polars as pl
 
-    from kbtools.ops.analytics import centrality
+    from kbtools.graph.hubs import hub_threshold
+    from kbtools.ops.analytics import centrality, edges_counted
     from kbtools.store.bank import open_bank
 
     bank = open_bank(args.path)
-    frame = centrality(bank).join(bank.entries.select("id", "kind", "title"), on="id", how="left")
+    trusted_only = not args.all_links
+    scores = centrality(bank, trusted_only=trusted_only)
+    frame = scores.join(bank.entries.select("id", "kind", "title"), on="id", how="left")
     if not args.all:
         frame = frame.filter(pl.col("hub"))
     frame = frame.sort("pagerank", descending=True).head(args.limit)
-    return _frame_out(frame, args)
+    payload, text = _frame_out(frame, args)
+    if args.csv or args.json:
+        return payload, text
+    hubs = int(scores["hub"].sum())
+    note = (f"{hubs} hub(s) among {scores.height} entries (the hub rule here: degree >= "
+            f"{hub_threshold(scores['degree']):.3g}); " + _edges_note(edges_counted(bank, trusted_only=trusted_only), args.path))
+    return payload, f"{text}\n{note}"
 
 
 register_args("hubs", lambda p: (
     p.add_argument("path"), p.add_argument("--all", action="store_true", help="every entry, not only hubs"),
+    p.add_argument("--all-links", action="store_true", help="include automatic (fading) links"),
     p.add_argument("--limit", type=int, default=50), p.add_argument("--csv", action="store_true"),
 ))
 
@@ -97,7 +131,9 @@ def _holes(args):
     "flow") and flows inferred from precedes edges alone are both walked. broken_reference lists
     what a BPMN import left out (a reference to nothing). A step in a BPMN pool is owned by its
     participant; --lanes asks for a lane for each instead. --format bpmn writes each ingested BPMN
-    diagram back with its holes coloured (bpmn.io colours) to --out."""
+    diagram back with its holes coloured (bpmn.io colours) to --out. --html FILE also writes the
+    flows as diagrams (lanes coloured, each hole ringed in its severity's colour and labelled with
+    its kind, a legend) above the table of holes and their questions: one offline HTML page."""
     from kbtools.ops.analytics import process_flows, workflow_holes
     from kbtools.store.bank import open_bank
 
@@ -128,16 +164,38 @@ def _holes(args):
             blocks.append(f"\n[{r['severity']}] {r['hole']} · {r['flow']}{origin} · {r['title']} ({r['id']})\n"
                           f"  {r['explanation']}\n  {r['question']}")
         text = "\n".join(blocks)
+    if args.html:
+        written = _holes_html(bank, holes, args.html)
+        if not args.csv:  # CSV stays rows alone
+            text = (text or "") + f"\nwrote {written} (the flows diagram and the holes table, offline)"
     return payload, text
 
 
+def _holes_html(bank, holes, path):
+    """The holes figure above the holes table, as one offline HTML page at ``path``."""
+    import polars as pl
+
+    from kbtools.views.answer_html import holes_table_html
+    from kbtools.views.export import save_html
+    from kbtools.views.flows import holes_figure
+
+    rank = pl.col("severity").replace_strict({"high": 0, "medium": 1, "low": 2}, default=3, return_dtype=pl.Int64)
+    table = holes_table_html(holes.sort(rank, "flow", "title"))
+    return save_html(holes_figure(bank.entries, bank.edges, holes), path,
+                     title=f"Workflow holes of {bank.path}", extra_html=table)
+
+
 register_args("holes", lambda p: (
-    p.add_argument("path"), p.add_argument("--flows", action="store_true", help="one row per flow instead"),
+    p.add_argument("path"), p.add_argument("--flows", action="store_true",
+                                       help="one row per flow instead: starts, end steps, dead ends (never listed "
+                                            "as end steps), steps, artifacts, owners, holes"),
     p.add_argument("--csv", action="store_true"),
     p.add_argument("--lanes", action="store_true",
                    help="a step in a BPMN pool needs a lane of its own (default: the pool's participant owns it)"),
     p.add_argument("--format", choices=("text", "bpmn"), default="text",
                    help="bpmn: write the ingested BPMN diagrams back with their holes coloured (needs --out)"),
     p.add_argument("--out", help="with --format bpmn: the .bpmn file to write (a folder when the bank holds several diagrams)"),
+    p.add_argument("--html", metavar="FILE", help="also write the flows diagram (lanes, holes by kind and severity, "
+                                                  "a legend) and the holes table as an offline HTML page"),
     p.add_argument("--source", help="with --format bpmn: the .bpmn file or folder, when it moved since the ingest"),
 ))

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from kbtools.cli.base import bank_arg as _bank_arg, command, progress as _progress, register_args
+from kbtools.cli.base import bank_arg as _bank_arg, bank_for, command, progress as _progress, register_args
 
 __all__: list[str] = []
 
@@ -41,8 +41,6 @@ def _ingest(args):
     The guard reports by default (flagged rows are imported and listed); --guard reject / off."""
     from kbtools.cli.reports import flagged_text, format_ingest
     from kbtools.ops.ingest import ingest
-    from kbtools.store.bank import create_bank, open_bank
-
     from kbtools.ops.ingest_commits import ingest_commits, is_commits_file, plan_commits, read_commits
 
     commits = args.shape == "commits" or (args.shape == "auto" and is_commits_file(args.source))
@@ -54,19 +52,19 @@ def _ingest(args):
     if commits:  # a bad file is refused before a bank is created
         records = read_commits(args.source, limit=args.limit)
         plan_commits(records)
-    bank = create_bank(args.path) if args.create else open_bank(args.path)
-    if commits:
-        report = ingest_commits(bank, args.source, records=records, guard=args.guard, dry_run=args.dry_run,
-                                actor=args.actor, progress=_progress("ingest"))
-        return report, format_ingest(report) + flagged_text(report.get("flagged") or [])
-    report = ingest(
-        bank, args.source, text_field=args.text_field, key_field=args.key, fmt=args.format, cap=args.cap,
-        max_level=args.level, title_field=args.title_field, title_format=args.title_format,
-        created_field=args.created_field, systems_field=args.systems_field, tasks_field=args.tasks_field,
-        edges=args.edge or (), cite=args.cite, meta_fields=_split(args.meta), skip_sections=args.skip_section or (),
-        head_section=args.head_section,
-        guard=args.guard, strict=args.strict, dry_run=args.dry_run, actor=args.actor, progress=_progress("ingest"),
-    )
+    with bank_for(args) as bank:  # --create: a failed ingest removes the bank it made
+        if commits:
+            report = ingest_commits(bank, args.source, records=records, guard=args.guard, dry_run=args.dry_run,
+                                    actor=args.actor, progress=_progress("ingest"))
+            return report, format_ingest(report) + flagged_text(report.get("flagged") or [])
+        report = ingest(
+            bank, args.source, text_field=args.text_field, key_field=args.key, fmt=args.format, cap=args.cap,
+            max_level=args.level, title_field=args.title_field, title_format=args.title_format,
+            created_field=args.created_field, systems_field=args.systems_field, tasks_field=args.tasks_field,
+            edges=args.edge or (), cite=args.cite, meta_fields=_split(args.meta),
+            skip_sections=args.skip_section or (), head_section=args.head_section,
+            guard=args.guard, strict=args.strict, dry_run=args.dry_run, actor=args.actor, progress=_progress("ingest"),
+        )
     return report, format_ingest(report) + flagged_text(report.get("flagged") or [])
 
 

@@ -52,10 +52,10 @@ def _query(args):
     bank = _open(args)
     if args.compare:
         flat = query(bank, args.text, k=args.k, fold=False, lexical=args.lexical, record_usage=False, index=args.index)
-        folded = query(bank, args.text, k=args.k, fold=True, lexical=args.lexical, record_usage=not args.no_usage, index=args.index)
+        folded = query(bank, args.text, k=args.k, fold=True, lexical=args.lexical, record_usage=False if args.no_usage else None, index=args.index)
         return {"flat": flat.to_dict(), "folded": folded.to_dict()}, side_by_side(flat, folded)
     ans = query(bank, args.text, k=args.k, fold=not args.no_fold, lexical=args.lexical,
-                record_usage=not args.no_usage, index=args.index)
+                record_usage=False if args.no_usage else None, index=args.index)
     return ans.to_dict(), ans.text()
 
 
@@ -103,7 +103,7 @@ def _recall(args):
     from kbtools.ops.analytics import recall
 
     bank = _open(args)
-    ans = recall(bank, args.text, links=args.links, k=args.k, record_usage=not args.no_usage)
+    ans = recall(bank, args.text, links=args.links, k=args.k, record_usage=False if args.no_usage else None)
     return ans.to_dict(), ans.text()
 
 

@@ -1,4 +1,4 @@
-"""``kb bench``: the budgets of DESIGN.md measured in one run, each figure beside a baseline from the
+"""``kb bench``: the performance budgets (docs/performance.md) measured in one run, each figure beside a baseline from the
 same run (a ratio, so a slower or faster machine does not change the verdict much).
 
 Sections: fold + neighbours over a pool of 20; opening a bank; a one-entry write at scale; query
@@ -38,7 +38,7 @@ from kbtools.store.vectors import entry_vectors
 
 __all__ = ["run_bench", "format_bench", "BUDGETS"]
 
-#: Budgets from DESIGN.md (milliseconds unless the unit says otherwise).
+#: The performance budgets, as docs/performance.md states them (milliseconds unless the unit says otherwise).
 BUDGETS = {
     "fold_p50_ms": 0.2,
     "query_10k_exact_p50_ms": 2.0,

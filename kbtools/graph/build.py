@@ -176,7 +176,8 @@ class Adjacency:
         """Adjacency of the bank's entries and edges.
 
         ``trusted_only`` defaults to ``False`` here (unlike :func:`to_igraph`): spreading activation
-        follows auto links too, at their faded weight (DESIGN.md: auto links "feed PPR").
+        follows auto links too, at their faded weight (an auto link is a proposal the
+        trusted walks skip, but it feeds PPR).
 
         >>> import polars as pl
         >>> Adjacency.build(pl.DataFrame({"id": ["a"]}), pl.DataFrame(

@@ -1,6 +1,6 @@
 """Workflow holes: walks over the process edges of a business bank (seed 000, "What Is Next").
 
-Implements the conventions of ``.notes/BUSINESS.md``. Steps, decisions and artifacts take part in
+The conventions are described in ``docs/design.md`` (Workflow holes). Steps, decisions and artifacts take part in
 the flows of :mod:`kbtools.graph.flows` (declared by a ``"flow"`` in their metadata, or inferred
 from ``precedes`` edges alone); ``role`` entries own steps. Only trusted process edges
 (``precedes``, ``produces``, ``requires``, ``owned_by``) are walked: an ``auto`` link is a
@@ -46,7 +46,7 @@ activities of an ad-hoc sub-process), which are no dead ends either. Two or more
 flow are two tokens: a step both reach with no merging gateway in between runs twice (a fake
 join), as after a parallel split. A successor in another flow (a hand-off)
 counts as a successor. Each question names the owner's role when it is known ("Ask the Sales rep:
-..."): the step's own role, for artifacts the role of the step that needs or makes it, for steps
+...", "Ask Sales: ...", see :func:`question_for`): the step's own role, for artifacts the role of the step that needs or makes it, for steps
 without an owner the role that owns most of the flow (else the participant whose pool holds it).
 
 >>> import polars as pl, json
@@ -63,11 +63,13 @@ without an owner the role that owns most of the flow (else the participant whose
 
 from __future__ import annotations
 
+import re
+
 import polars as pl
 
 from kbtools.graph.flows import ProcessGraph
 
-__all__ = ["HOLE_KINDS", "HOLE_SEVERITY", "find_holes", "find_flows"]
+__all__ = ["HOLE_KINDS", "HOLE_SEVERITY", "DEPARTMENT_NAMES", "find_holes", "find_flows", "question_for"]
 
 #: Hole kinds in report order.
 HOLE_KINDS: tuple[str, ...] = ("broken_reference", "dead_end", "one_branch", "closed_loop", "deadlock",
@@ -83,7 +85,7 @@ _HOLE_SCHEMA = {"id": pl.String, "title": pl.String, "flow": pl.String, "hole": 
                 "severity": pl.String, "explanation": pl.String, "question": pl.String,
                 "affects": pl.List(pl.String), "declared": pl.Boolean}
 _FLOW_SCHEMA = {"flow": pl.String, "declared": pl.Boolean, "start_steps": pl.List(pl.String),
-                "end_steps": pl.List(pl.String), "steps": pl.Int64, "artifacts": pl.Int64,
+                "end_steps": pl.List(pl.String), "dead_ends": pl.List(pl.String), "steps": pl.Int64, "artifacts": pl.Int64,
                 "owners": pl.List(pl.String), "holes": pl.Int64}
 #: The other outcome of common branch labels, for the one_branch question.
 _OPPOSITE = {
@@ -98,6 +100,34 @@ _WAITS = {"parallel", "inclusive", "complex"}  # joins that wait for their incom
 _CHOOSES = {None, "exclusive", "event_based", "inclusive"}  # splits that may skip paths
 _GATEWAY_NOUN = {"exclusive": "Exclusive gateway", "parallel": "Parallel gateway", "inclusive": "Inclusive gateway",
                  "event_based": "Event-based gateway", "complex": "Complex gateway"}
+
+
+#: One-word role names read as a department, asked without "the" ("Ask Finance"); so are acronyms
+#: (IT, HR; not a chief's title: "Ask the CFO") and words ending in -s or -ing (Sales, Operations, Purchasing).
+DEPARTMENT_NAMES: frozenset[str] = frozenset({
+    "finance", "legal", "procurement", "support", "security", "compliance", "management", "administration",
+    "production", "dispatch", "reception", "treasury", "payroll", "audit", "quality", "research", "fulfilment",
+    "fulfillment",
+})
+_CHIEF = re.compile(r"C[A-Z]{1,2}O")  # CEO, CFO, CISO: a person ("Ask the CFO"), not a department
+_DETERMINERS = ("the ", "a ", "an ", "our ", "your ", "their ", "each ", "every ")
+
+
+def question_for(role: str, question: str) -> str:
+    """``question`` addressed to ``role`` the way one says it: a name that has its own article is
+    asked as it is ("Ask the warehouse"), a department name without one ("Ask Sales", "Ask IT",
+    "Ask Finance"), any other role with "the" ("Ask the Finance team", "Ask the Account manager").
+
+    >>> [question_for(r, "who?") for r in ("Sales", "Finance team", "the warehouse", "Account manager")]
+    ['Ask Sales: who?', 'Ask the Finance team: who?', 'Ask the warehouse: who?', 'Ask the Account manager: who?']
+    """
+    name = " ".join(role.split())
+    word = name.lower()
+    department = " " not in name and (
+        (name.isupper() and len(name) > 1 and not _CHIEF.fullmatch(name)) or word in DEPARTMENT_NAMES
+        or (len(word) > 3 and (word.endswith("ing") or (word.endswith("s") and not word.endswith("ss")))))
+    whom = name if department or word.startswith(_DETERMINERS) else f"the {name}"
+    return f"Ask {whom}: {question}"
 
 
 # --------------------------------------------------------------------------- helpers
@@ -120,7 +150,7 @@ def _row(flows: ProcessGraph, entry_id: str, hole: str, explanation: str, questi
          affects=()) -> dict:
     flow = flows.flow[entry_id]
     return {"id": entry_id, "title": flows.title[entry_id], "flow": flow, "hole": hole,
-            "severity": HOLE_SEVERITY[hole], "explanation": explanation, "question": f"Ask the {role}: {question}",
+            "severity": HOLE_SEVERITY[hole], "explanation": explanation, "question": question_for(role, question),
             "affects": sorted(affects), "declared": flows.declared[flow]}
 
 
@@ -427,11 +457,14 @@ def find_holes(entries: pl.DataFrame, edges: pl.DataFrame, *, lanes: bool = Fals
 
 
 def find_flows(entries: pl.DataFrame, edges: pl.DataFrame) -> pl.DataFrame:
-    """One row per flow: frame (flow, declared, start_steps, end_steps, steps, artifacts, owners, holes).
+    """One row per flow: frame (flow, declared, start_steps, end_steps, dead_ends, steps, artifacts,
+    owners, holes).
 
     ``declared``: whether the flow is named in metadata (else inferred from ``precedes``);
     ``start_steps`` / ``end_steps``: titles of the starts (declared, else no incoming precedes) and
-    of the steps where the flow stops (declared ends and steps with no successor); ``steps``:
+    of the steps where the flow properly ends (declared ends, and steps with no successor that
+    :func:`find_holes` does not report as a dead end); ``dead_ends``: titles of the steps it does
+    report as dead ends (work stops there, so they are never listed as end steps); ``steps``:
     steps and decisions; ``owners``: role titles that own steps of the flow; ``holes``: the number of
     rows :func:`find_holes` reports for it.
 
@@ -446,8 +479,10 @@ def find_flows(entries: pl.DataFrame, edges: pl.DataFrame) -> pl.DataFrame:
     if flows.steps.height + flows.artifacts.height == 0:
         return pl.DataFrame(schema=_FLOW_SCHEMA)
     has_out = flows.prec["src"].implode()
-    ends = flows.steps.filter(pl.col("end") | ~pl.col("id").is_in(has_out))
-    holes = find_holes(entries, edges).group_by("flow").len(name="holes")
+    found = find_holes(entries, edges)
+    dead = found.filter(pl.col("hole") == "dead_end")
+    ends = flows.steps.filter(pl.col("end") | ~pl.col("id").is_in(has_out)).filter(~pl.col("id").is_in(dead["id"].implode()))
+    holes = found.group_by("flow").len(name="holes")
     owners = (flows.owned.join(flows.steps.select(pl.col("id").alias("src"), "flow"), on="src")
               .group_by("flow").agg(pl.col("role").unique().sort().alias("owners")))
     all_flows = flows.nodes.select("flow", "declared").unique("flow").sort("flow")
@@ -455,11 +490,12 @@ def find_flows(entries: pl.DataFrame, edges: pl.DataFrame) -> pl.DataFrame:
         all_flows
         .join(flows.starts().group_by("flow").agg(pl.col("title").sort().alias("start_steps")), on="flow", how="left")
         .join(ends.group_by("flow").agg(pl.col("title").sort().alias("end_steps")), on="flow", how="left")
+        .join(dead.group_by("flow").agg(pl.col("title").sort().alias("dead_ends")), on="flow", how="left")
         .join(flows.steps.group_by("flow").len(name="steps"), on="flow", how="left")
         .join(flows.artifacts.group_by("flow").len(name="artifacts"), on="flow", how="left")
         .join(owners, on="flow", how="left")
         .join(holes, on="flow", how="left")
-        .with_columns(pl.col("start_steps", "end_steps", "owners").fill_null([]),
+        .with_columns(pl.col("start_steps", "end_steps", "dead_ends", "owners").fill_null([]),
                       pl.col("steps", "artifacts", "holes").fill_null(0))
         .select([pl.col(c).cast(t) for c, t in _FLOW_SCHEMA.items()])
     )

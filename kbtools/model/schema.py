@@ -1,4 +1,4 @@
-"""Column schemas of the bank's tables, exactly as in DESIGN.md, and empty frames of each.
+"""Column schemas of the bank's tables, the one reference every reader and writer uses, and empty frames of each.
 
 >>> list(empty("edges").columns)[:4]
 ['src', 'dst', 'type', 'source']

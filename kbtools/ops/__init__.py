@@ -1,7 +1,8 @@
 """Bank-level verbs beyond the daily ones in ``kb``: each takes a bank (or bank paths) and either
 reads it or commits one audited plan.
 
-- the bank's graphs, cached per version: ``bank_igraph``, ``bank_adjacency``;
+- the bank's graphs, cached per version: ``bank_igraph``, ``bank_adjacency``; the edges they count:
+  ``edges_counted``;
 - smaller writes: ``add_triple``, ``record_usage``, ``import_frames``;
 - BPMN in and out: ``ingest_bpmn``, ``export_bpmn_holes``;
 - the linker's upkeep: ``reinforce``, ``feedback``, ``calibrate_bank``, ``configure_linker``,
@@ -13,7 +14,7 @@ reads it or commits one audited plan.
 True
 """
 
-from kbtools.ops.analytics import bank_adjacency, bank_igraph
+from kbtools.ops.analytics import bank_adjacency, bank_igraph, edges_counted
 from kbtools.ops.bpmn import export_bpmn_holes, ingest_bpmn
 from kbtools.ops.interchange import import_frames
 from kbtools.ops.judging import propose_duplicates
@@ -22,7 +23,7 @@ from kbtools.ops.writes import add_triple, record_usage
 from kbtools.store.scan import duckdb
 
 __all__ = [
-    "bank_igraph", "bank_adjacency",
+    "bank_igraph", "bank_adjacency", "edges_counted",
     "add_triple", "record_usage", "import_frames",
     "ingest_bpmn", "export_bpmn_holes",
     "reinforce", "feedback", "calibrate_bank", "configure_linker", "propose_duplicates",

@@ -20,6 +20,7 @@ from kbtools.graph.holes import find_flows, find_holes
 from kbtools.graph.hubs import centrality_scores
 from kbtools.graph.paths import related_entries, shortest_trace
 from kbtools.model.answer import Answer
+from kbtools.model.vocab import TRUSTED_SOURCES
 from kbtools.retrieval.pipeline import query
 from kbtools.store.bank import Bank
 
@@ -31,6 +32,7 @@ __all__ = [
     "trace",
     "communities",
     "centrality",
+    "edges_counted",
     "workflow_holes",
     "process_flows",
 ]
@@ -54,12 +56,13 @@ def _require(bank: Bank, *ids: str) -> None:
     bank.require_entries(ids)
 
 
-def recall(bank: Bank, text: str, *, links: int = 3, k: int = 8, fold: bool = True, record_usage: bool = True,
+def recall(bank: Bank, text: str, *, links: int = 3, k: int = 8, fold: bool = True, record_usage: bool | None = None,
            max_lines: int = 6, **query_options) -> Answer:
     """Query (folded by default), then spread activation from the results over the links: the best
     ``links`` entries the links bring in join the answer as ``linked`` (with their activation
     relative to the strongest seed; their usage is not counted), and ``links`` lines explain
-    "How these entries connect"."""
+    "How these entries connect". ``record_usage`` as in :func:`~kbtools.retrieval.pipeline.query`
+    (by default unless the bank is open read-only)."""
     answer = query(bank, text, k=k, fold=fold, record_usage=record_usage, **query_options)
     if links == 0 or not answer.results:
         return answer
@@ -89,7 +92,10 @@ def trace(bank: Bank, a: str, b: str, *, max_depth: int = 4) -> pl.DataFrame:
 
 def communities(bank: Bank, *, method: str = "leiden", resolution: float = 1.0, seed: int = 0,
                 trusted_only: bool = True) -> pl.DataFrame:
-    """Communities ("constellations"): id, community, size, label (the members' distinctive terms)."""
+    """Communities ("constellations"): id, community, size, label (the members' distinctive terms).
+    Only trusted edges link entries unless ``trusted_only=False`` (automatic links included): on a
+    bank of few trusted edges most entries are isolates (community -1); :func:`edges_counted`
+    says how many edges took part."""
     key = f"communities:{method}:{resolution}:{seed}:{trusted_only}"
     return bank.derived(key, lambda: find_communities(
         bank_igraph(bank, trusted_only=trusted_only), method=method, resolution=resolution, seed=seed, entries=bank.entries),
@@ -97,9 +103,25 @@ def communities(bank: Bank, *, method: str = "leiden", resolution: float = 1.0, 
 
 
 def centrality(bank: Bank, *, betweenness_sample: int | None = None, trusted_only: bool = True) -> pl.DataFrame:
-    """Per entry: degree, in/out degree, pagerank, betweenness, hub (the documented hub rule)."""
+    """Per entry: degree, in/out degree, pagerank, betweenness, hub (the documented hub rule),
+    over trusted edges only unless ``trusted_only=False`` (automatic links included)."""
     return bank.derived(f"centrality:{betweenness_sample}:{trusted_only}", lambda: centrality_scores(
         bank_igraph(bank, trusted_only=trusted_only), betweenness_sample=betweenness_sample), on=("entries", "edges"))
+
+
+def edges_counted(bank: Bank, *, trusted_only: bool = True) -> dict:
+    """How many of the bank's edges the graph analytics count: ``counted`` (the trusted ones with
+    ``trusted_only``, else all), ``trusted``, ``automatic`` (the rest) and ``edges``.
+
+    >>> import tempfile, pathlib
+    >>> from kbtools.store.bank import create_bank
+    >>> edges_counted(create_bank(pathlib.Path(tempfile.mkdtemp()) / "b"))
+    {'counted': 0, 'trusted': 0, 'automatic': 0, 'edges': 0, 'trusted_only': True}
+    """
+    edges = bank.edges
+    trusted = int(edges["source"].is_in(sorted(TRUSTED_SOURCES)).sum()) if edges.height else 0
+    return {"counted": trusted if trusted_only else edges.height, "trusted": trusted,
+            "automatic": edges.height - trusted, "edges": edges.height, "trusted_only": trusted_only}
 
 
 def workflow_holes(bank: Bank, *, lanes: bool = False) -> pl.DataFrame:

@@ -85,7 +85,7 @@ def query(
     lexical: bool = QUERY_DEFAULTS.lexical,
     weights: Mapping[str, float] | None = None,
     sources: Iterable[str] | None = None,
-    record_usage: bool = True,
+    record_usage: bool | None = None,
     embedder: Embedder | str | None = None,
     index: str = QUERY_DEFAULTS.index,
     query_vector=None,
@@ -95,7 +95,10 @@ def query(
     ``weights`` re-weights the four search dimensions (content, useful_for, systems, tasks);
     ``sources`` chooses which edge sources fold (trusted by default); ``lexical`` adds the BM25
     arm; ``index`` picks the faiss index kind (flat is exact). ``query_vector`` answers for a
-    vector embedded already (the embedder is then never loaded).
+    vector embedded already (the embedder is then never loaded). ``record_usage`` counts the
+    returned ids in the usage log: by default unless the bank is open read-only (then quietly
+    not: a read-only open is normal use); ``True`` asks for it, with a warning (once per bank)
+    when it cannot be recorded; ``False`` never.
     """
     if not isinstance(k, int) or k < 1:
         raise ValidationError("k", k, "k is a positive integer")
@@ -106,6 +109,6 @@ def query(
         answer = fold_pool(pool_frame, lookup, k=k, protect=protect, neighbors=neighbors, query=text)
     else:
         answer = flat(pool_frame, lookup, k=k, neighbors=0, query=text)
-    if record_usage:
+    if record_usage or (record_usage is None and not bank.readonly):
         bank.log_usage(answer.ids(), query=text)
     return answer

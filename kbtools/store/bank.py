@@ -18,9 +18,11 @@ from __future__ import annotations
 import json
 import os
 import time
+import shutil
 import warnings
+from contextlib import contextmanager
 from pathlib import Path
-from typing import Callable
+from typing import Callable, Iterator
 
 import polars as pl
 
@@ -33,13 +35,13 @@ from kbtools.store.compaction import full_frames, rewritten, sweep, tail_starts
 from kbtools.store.files import atomic_write_bytes, changed_files, inside, manifest_files
 from kbtools.store.lock import bank_lock, flock_file, storage_errors
 from kbtools.store.manifest import FORMAT, FORMAT_VERSION, SWEEP_AGE_S, read_manifest, utcnow
-from kbtools.store.segments import (EntryIds, TableCache, current_ids, missing_ids, new_epoch, project, read_segments,
-                                    segment_rows)
+from kbtools.store.segments import (EntryIds, TableCache, current_ids, live_rows, missing_ids, new_epoch, project,
+                                    read_segments, segment_rows)
 from kbtools.store.usage import UsageLogs, fold_usage, with_pending
 from kbtools.store.vectors import embedder_name
 from kbtools.model.config import DEFAULT_EMBEDDER
 
-__all__ = ["Bank", "create_bank", "open_bank", "utcnow", "read_manifest", "flock_file", "FORMAT", "DEFAULT_LOCK_TIMEOUT",
+__all__ = ["Bank", "create_bank", "new_bank", "open_bank", "utcnow", "read_manifest", "flock_file", "FORMAT", "DEFAULT_LOCK_TIMEOUT",
            "SWEEP_AGE_S"]
 
 DEFAULT_LOCK_TIMEOUT = 30.0
@@ -72,6 +74,7 @@ class Bank:
         self._changed_outside: dict = {}
         self._ids: EntryIds | None = None
         self._seg_rows: dict[str, int] = {}  # rows of the table segments seen (written or counted)
+        self._counted: dict[tuple, int] = {}  # rows a table holds, by (table, its segment list), for the repr
         self._safe: set[str] = set()  # segment names checked by ``inside`` (names never change meaning)
         self._checked_files: set[str] = set()  # files found as their commit recorded them (see changed_files)
         self._written: dict[str, pl.DataFrame] = {}  # the segments of the commit in flight
@@ -182,7 +185,7 @@ class Bank:
         return self._manifest
 
     def table(self, name: str) -> pl.DataFrame:
-        """One table of this snapshot, with exactly the columns of DESIGN.md."""
+        """One table of this snapshot, with exactly the columns of ``kbtools.model.schema.SCHEMAS``."""
         if name not in SCHEMAS:
             raise KbError(f"unknown table {name!r}: the tables are {', '.join(TABLES)}")
         frame = self._frame(name)
@@ -315,8 +318,31 @@ class Bank:
         return self.table("usage")
 
     def __repr__(self) -> str:
-        n = self._caches["entries"].frame
-        return f"<Bank {self.path} v{self.version}: {0 if n is None else n.height} entries>"
+        """The path, version and row counts of entries and edges; counted without reading the
+        tables when they are not read yet (only their key columns).
+
+        >>> import tempfile, pathlib
+        >>> bank = create_bank(pathlib.Path(tempfile.mkdtemp()) / "b")
+        >>> repr(bank).endswith("v0: 0 entries, 0 edges>")
+        True
+        """
+        counts = ", ".join(f"{self._rows_held(t)} {t}" for t in ("entries", "edges"))
+        return f"<Bank {self.path} v{self.version}: {counts}>"
+
+    def _rows_held(self, table: str) -> int | str:
+        """The rows of ``table`` in this snapshot: the read frame's height, else counted from the
+        segments (once per segment list), else a word that it is not read yet."""
+        names = list(self._manifest["tables"].get(table, []))
+        cache = self._caches[table]
+        if cache.frame is not None and cache.segments == names:
+            return cache.frame.height
+        key = (table, tuple(names))
+        if key not in self._counted:
+            try:
+                self._counted[key] = live_rows(self.path, names, table)
+            except (OSError, KbError, pl.exceptions.PolarsError):  # a repr never raises
+                return "(not read yet)"
+        return self._counted[key]
 
     # -- usage (append-only logs, one per process; no lock) ----------------------------------
 
@@ -473,6 +499,63 @@ def create_bank(path: str | os.PathLike, *, settings: dict | None = None,
     meta = {"format": FORMAT, "version": FORMAT_VERSION, "created_at": utcnow().isoformat()}
     atomic_write_bytes(root / "bank.json", json.dumps(meta, indent=1).encode())
     return Bank(root)
+
+
+@contextmanager
+def new_bank(path: str | os.PathLike, *, settings: dict | None = None,
+             embedder: str | None = DEFAULT_EMBEDDER) -> Iterator[Bank]:
+    """``create_bank`` for a block that fills the new bank at once (``kb import --create``): when
+    the block raises, the bank is removed again and the error goes on, so the same command can run
+    again once its input is fixed. Only what this call made goes: a bank a commit reached, or a
+    folder holding any other file, is left as it is; a folder that was there (empty) before stays.
+
+    >>> import tempfile, pathlib
+    >>> root = pathlib.Path(tempfile.mkdtemp()) / "new"
+    >>> try:
+    ...     with new_bank(root) as bank:
+    ...         raise ValueError("a bad row")
+    ... except ValueError:
+    ...     pass
+    >>> root.exists()
+    False
+    """
+    root = Path(path)
+    top = root  # the outermost folder this call creates (create_bank makes missing parents too)
+    while not top.parent.exists() and top.parent != top:
+        top = top.parent
+    made = not root.exists()
+    bank = create_bank(root, settings=settings, embedder=embedder)
+    try:
+        yield bank
+    except BaseException:
+        _remove_unfilled(root, top if made else None)
+        raise
+
+
+# what create_bank writes, and what opening it or a failed write may leave beside (the lock file)
+_UNFILLED_FILES = frozenset({"bank.json", "manifest.json", ".lock"})
+
+
+def _remove_unfilled(root: Path, top: Path | None) -> None:
+    """Remove a bank that holds only what ``create_bank`` wrote (version 0, no other file); with
+    ``top``, the folders up to it that were made for it as well (while empty)."""
+    try:
+        if json.loads((root / "manifest.json").read_text()).get("version") != 0:
+            return
+        if any(f.is_file() or f.is_symlink() for f in root.rglob("*")
+               if f.relative_to(root).as_posix() not in _UNFILLED_FILES):
+            return
+        if top is None:  # the folder was there before: empty it, keep it
+            for child in root.iterdir():
+                shutil.rmtree(child) if child.is_dir() and not child.is_symlink() else child.unlink()
+            return
+        shutil.rmtree(root)
+        folder = root.parent
+        while folder != top.parent and folder.exists() and not any(folder.iterdir()):
+            folder.rmdir()
+            folder = folder.parent
+    except OSError:  # leave it: the block's own error is the one to report
+        return
 
 
 def open_bank(path: str | os.PathLike, *, lock_timeout: float = DEFAULT_LOCK_TIMEOUT, readonly: bool = False) -> Bank:

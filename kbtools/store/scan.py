@@ -46,7 +46,7 @@ def _files(bank: Bank, table: str) -> list[str]:
 
 def scan(bank: Bank, table: str) -> pl.LazyFrame:
     """One table of ``bank``'s snapshot as a polars LazyFrame over the manifest's segment files,
-    with exactly the columns of DESIGN.md and the rule applied (see the module doc); ``entries``
+    with exactly the columns of ``kbtools.model.schema.SCHEMAS`` and the rule applied (see the module doc); ``entries``
     carries the usage counted so far, as ``bank.entries`` does. Collect it while the snapshot's
     files exist (a compaction sweeps superseded files after a while); ``.collect().to_pandas()``
     gives pandas (the ``pandas`` extra).

@@ -26,7 +26,7 @@ if TYPE_CHECKING:  # functions here read a bank's snapshot; the bank imports thi
     from kbtools.store.bank import Bank
 
 __all__ = ["SEQ", "DELETED", "MAX_CHUNKS", "new_epoch", "latest_in_first_order", "only_fresh_keys",
-           "merge_keyed", "append_rows", "project", "read_segments", "segment_rows", "segment_files",
+           "merge_keyed", "append_rows", "project", "read_segments", "segment_rows", "live_rows", "segment_files",
            "TableCache", "EntryIds", "current_ids", "missing_ids", "table_mark", "key_mark",
            "appended_rows"]
 
@@ -196,6 +196,22 @@ class EntryIds:
 def segment_rows(root: Path, name: str) -> int:
     """The rows of the table segment ``name`` of the bank at ``root`` (read from the file's footer)."""
     return int(pl.scan_parquet(inside(root, name)).select(pl.len()).collect().item())
+
+
+def live_rows(root: Path, names: list[str], table: str) -> int:
+    """The rows ``table`` holds over its segments ``names`` without reading the table: for a keyed
+    table only the key, ``_seq`` and ``_deleted`` columns are read (the latest version of each key,
+    tombstones left out); an append-only table is counted from the files' footers."""
+    if not names:
+        return 0
+    files = [inside(root, n) for n in names]
+    scan = pl.scan_parquet(files)
+    if table not in KEYS:
+        return int(scan.select(pl.len()).collect().item())
+    keys = list(KEYS[table])
+    # segments are listed oldest first, so the last row of a key in scan order is its latest version
+    latest = scan.select(*keys, _DELETED).unique(subset=keys, keep="last")
+    return int(latest.filter(~pl.col(_DELETED)).select(pl.len()).collect().item())
 
 
 def segment_files(bank: Bank) -> dict[str, list[str]]:

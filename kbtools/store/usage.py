@@ -85,7 +85,8 @@ class UsageLogs:
 
     def append(self, ids, *, query: str, merged, readonly: bool) -> int:
         """Log ``ids`` as returned by ``query`` in this process's log; nothing on a read-only bank
-        or file system (a warning says so once). Returns the rows logged."""
+        or file system (a warning says so once: the caller asked for usage; a query on a bank
+        opened read-only does not ask). Returns the rows logged."""
         ids = [i for i in ids if isinstance(i, str)]
         if not ids:
             return 0
@@ -159,7 +160,7 @@ def with_pending(committed: pl.DataFrame | None, pending: pl.DataFrame, entry_id
 
 
 def fold_usage(entries: pl.DataFrame, usage: pl.DataFrame | None) -> pl.DataFrame:
-    """``entries`` (the columns of DESIGN.md) with the rows of ``usage`` counted into
+    """``entries`` (the columns of ``kbtools.model.schema.SCHEMAS``) with the rows of ``usage`` counted into
     ``usage_count`` and ``last_used_at``."""
     if usage is None or usage.height == 0:
         return entries

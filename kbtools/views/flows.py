@@ -5,14 +5,19 @@ flow's sources; a cycle is collapsed to one level, its members spread over conse
 spread vertically within a level, ordered by their predecessors. Decisions are diamonds, steps
 circles, artifacts squares in a band below the steps (placed after the step that produces them,
 else before the step that requires them). ``precedes`` edges are arrows (a decision's branch label
-on the arrow), ``produces`` and ``requires`` dotted lines; owners appear in the hover. Every hole
-gets a red ring with the hole, its explanation and the question to ask on hover. One subplot row
-per flow (or just ``flow``). Flows inferred from ``precedes`` edges alone are drawn too. A
-gateway's diamond carries its BPMN mark (:data:`GATEWAY_MARKS`: exclusive ×, parallel +), in a
-``<flow>: gateway marks`` trace.
+on the arrow), ``produces`` and ``requires`` dotted lines. A step or decision takes the colour of
+its **lane** (the role that owns it; grey when none does), so a flow's hand-offs between roles show
+at a glance. Every hole gets a ring in its **severity**'s colour (:data:`SEVERITY_COLORS`) and a
+label naming its **kind** (``dead end``, ``one branch``, ...) above the entry; the hover adds its
+explanation and the question to ask. One subplot row per flow (or just ``flow``). Flows inferred
+from ``precedes`` edges alone are drawn too. A gateway's diamond carries its BPMN mark
+(:data:`GATEWAY_MARKS`: exclusive ×, parallel +), in a ``<flow>: gateway marks`` trace.
 
-Traces are named ``<flow>: steps`` and so on; the red rings are ``<flow>: holes`` with the hole
-ids in ``customdata``.
+Traces are named ``<flow>: steps`` and so on; the rings are ``<flow>: holes`` with the hole ids in
+``customdata`` and each ring's severity in ``meta``; the kind labels are annotations named
+``<flow>: hole <id>``. The legend (the only traces with ``showlegend``, in legend groups
+``shapes``, ``lanes`` and ``holes``) reads: the shapes of steps, decisions and artifacts, each lane
+drawn, and the ring colour of each severity.
 
 >>> import polars as pl, json
 >>> meta = json.dumps({"flow": "f"})
@@ -22,8 +27,12 @@ ids in ``customdata``.
 >>> holes = pl.DataFrame({"id": ["b"], "flow": ["f"], "hole": ["dead_end"], "severity": ["high"],
 ...                       "explanation": ["B leads nowhere"], "question": ["What comes after B?"]})
 >>> fig = holes_figure(entries, edges, holes)
->>> [t.name for t in fig.data]
+>>> [t.name for t in fig.data if not t.showlegend]
 ['f: links', 'f: steps', 'f: holes']
+>>> [t.name for t in fig.data if t.showlegend]
+['step', 'no lane', 'high severity', 'medium severity', 'low severity']
+>>> [a.text for a in fig.layout.annotations if a.name == "f: hole b"]
+['dead end']
 """
 
 from __future__ import annotations
@@ -39,9 +48,9 @@ from plotly.subplots import make_subplots
 
 from kbtools.errors import ValidationError
 from kbtools.graph.flows import flow_nodes
-from kbtools.views.theme import BACKGROUND, FOREGROUND, HOLE_COLOR, hover_text
+from kbtools.views.theme import BACKGROUND, COMMUNITY_PALETTE, FOREGROUND, HOLE_COLOR, MUTED, hover_text
 
-__all__ = ["holes_figure", "flow_positions", "GATEWAY_MARKS"]
+__all__ = ["holes_figure", "flow_positions", "GATEWAY_MARKS", "SEVERITY_COLORS", "NO_LANE_COLOR"]
 
 _STEP_KINDS = ("step", "decision")
 _SHAPES = {"step": ("circle", "#4cc9f0", 18), "decision": ("diamond", "#ffb703", 22),
@@ -50,6 +59,10 @@ _SHAPES = {"step": ("circle", "#4cc9f0", 18), "decision": ("diamond", "#ffb703",
 #: event-based ⬠, complex ✱).
 GATEWAY_MARKS: dict[str, str] = {"exclusive": "×", "parallel": "+", "inclusive": "○", "event_based": "⬠",
                                  "complex": "✱"}
+#: The ring colour of a hole of each severity.
+SEVERITY_COLORS: dict[str, str] = {"high": HOLE_COLOR, "medium": "#f77f00", "low": "#c77dff"}
+#: The colour of a step or decision no role owns.
+NO_LANE_COLOR: str = MUTED
 
 
 def flow_positions(entries: pl.DataFrame, edges: pl.DataFrame) -> pl.DataFrame:
@@ -86,21 +99,25 @@ def holes_figure(entries: pl.DataFrame, edges: pl.DataFrame, holes: pl.DataFrame
             raise ValidationError("flow", flow, f"must be one of the bank's flows: {', '.join(flows) or '(none)'}")
         flows = [flow]
     hole_rows = _hole_text(holes)
+    lanes = _lane_colors(positions.filter(pl.col("flow").is_in(flows)))
     titles = [f"{f}  ·  {hole_rows.filter(pl.col('flow') == f).height} holes" for f in flows]
     spans = [1.0 + float(np.ptp(positions.filter(pl.col("flow") == f)["y"].to_numpy())) for f in flows] or [1.0]
     fig = make_subplots(rows=max(1, len(flows)), cols=1, subplot_titles=titles or ["no process flows"],
                         vertical_spacing=0.18 / max(1, len(flows)) ** 0.5, row_heights=spans)
     for row, name in enumerate(flows, 1):
         part = positions.filter(pl.col("flow") == name)
-        _draw_flow(fig, row, name, part, edges, hole_rows.filter(pl.col("flow") == name))
+        _draw_flow(fig, row, name, part, edges, hole_rows.filter(pl.col("flow") == name), lanes)
         if part.height:  # room for the labels above the top row and below the artifacts
             fig.update_yaxes(range=[float(part["y"].min()) - 0.8, float(part["y"].max()) + 0.9], row=row, col=1)
+    if flows:
+        _add_legend(fig, positions.filter(pl.col("flow").is_in(flows)), lanes)
     fig.update_xaxes(visible=False)
     fig.update_yaxes(visible=False)
     fig.update_layout(
         title={"text": f"Workflow holes · {len(flows)} flow{'s' if len(flows) != 1 else ''} · "
-                       f"{hole_rows.filter(pl.col('flow').is_in(flows)).height} holes (red rings)", "x": 0.01},
-        paper_bgcolor=BACKGROUND, plot_bgcolor=BACKGROUND, font={"color": FOREGROUND}, showlegend=False,
+                       f"{hole_rows.filter(pl.col('flow').is_in(flows)).height} holes (rings, by severity)", "x": 0.01},
+        paper_bgcolor=BACKGROUND, plot_bgcolor=BACKGROUND, font={"color": FOREGROUND}, showlegend=bool(flows),
+        legend={"bgcolor": "rgba(0,0,0,0)", "font": {"color": FOREGROUND, "size": 11}, "groupclick": "toggleitem"},
         height=int(110 + sum(120 + 70 * span for span in spans)), margin={"l": 20, "r": 20, "t": 80, "b": 20},
         hoverlabel={"bgcolor": "#1c2541", "font": {"color": FOREGROUND}, "align": "left"})
     fig.update_annotations(font={"color": FOREGROUND})
@@ -215,21 +232,60 @@ def _place_artifacts(nodes: pl.DataFrame, edges: pl.DataFrame, placed: pl.DataFr
 
 # -- drawing -------------------------------------------------------------------------------------
 
+_SEVERITY_RANK = {"high": 0, "medium": 1, "low": 2}
+
+
 def _hole_text(holes: pl.DataFrame) -> pl.DataFrame:
-    """One row per hole entry: id, flow, and the hover text of all its holes."""
+    """One row per hole entry: id, flow, the hover text of all its holes, their kinds as a label
+    (``dead end · unused output``) and the most severe of their severities."""
+    schema = {"id": pl.String, "flow": pl.String, "text": pl.String, "kinds": pl.String, "severity": pl.String}
     if holes.height == 0:
-        return pl.DataFrame(schema={"id": pl.String, "flow": pl.String, "text": pl.String})
-    lines = holes.with_columns(pl.format("<b style='color:{}'>{}</b> ({})<br>{}<br><b>Ask:</b> {}", pl.lit(HOLE_COLOR),
-                                         "hole", "severity", pl.col("explanation").map_elements(_wrap, return_dtype=pl.String),
-                                         pl.col("question").map_elements(_wrap, return_dtype=pl.String)).alias("text"))
-    return lines.group_by("id", "flow", maintain_order=True).agg(pl.col("text").str.join("<br>"))
+        return pl.DataFrame(schema=schema)
+    color = pl.col("severity").replace_strict(SEVERITY_COLORS, default=HOLE_COLOR, return_dtype=pl.String)
+    rank = pl.col("severity").replace_strict(_SEVERITY_RANK, default=3, return_dtype=pl.Int64)
+    lines = holes.with_columns(
+        pl.format("<b style='color:{}'>{}</b> ({})<br>{}<br><b>Ask:</b> {}", color,
+                  "hole", "severity", pl.col("explanation").map_elements(_wrap, return_dtype=pl.String),
+                  pl.col("question").map_elements(_wrap, return_dtype=pl.String)).alias("text"),
+        pl.col("hole").str.replace_all("_", " ").alias("kinds"), rank.alias("_rank"))
+    return (lines.group_by("id", "flow", maintain_order=True)
+            .agg(pl.col("text").str.join("<br>"), pl.col("kinds").unique(maintain_order=True).str.join(" · "),
+                 pl.col("severity").sort_by("_rank").first())
+            .select(list(schema)))
+
+
+def _lane_colors(positions: pl.DataFrame) -> dict[str, str]:
+    """A colour per lane (owner) of the steps and decisions drawn, in title order."""
+    owners = positions.filter(pl.col("kind").is_in(_STEP_KINDS))["owner"].drop_nulls().unique().sort().to_list()
+    return {lane: COMMUNITY_PALETTE[i % len(COMMUNITY_PALETTE)] for i, lane in enumerate(owners)}
+
+
+def _add_legend(fig: go.Figure, positions: pl.DataFrame, lanes: dict[str, str]) -> None:
+    """The key: one legend-only trace per shape, per lane drawn and per severity."""
+    def key(name: str, group: str, title: str, marker: dict) -> None:
+        fig.add_trace(go.Scatter(x=[None], y=[None], mode="markers", name=name, legendgroup=group,
+                                 legendgrouptitle={"text": title}, showlegend=True, hoverinfo="skip", marker=marker))
+
+    kinds = set(positions["kind"].to_list())
+    for kind, (symbol, color, size) in _SHAPES.items():
+        if kind in kinds:
+            key(kind, "shapes", "shapes", {"symbol": symbol, "color": color if kind == "artifact" else MUTED, "size": 11})
+    for lane, color in lanes.items():
+        key(lane, "lanes", "lanes (owner)", {"symbol": "square", "color": color, "size": 11})
+    unowned = positions.filter(pl.col("kind").is_in(_STEP_KINDS) & pl.col("owner").is_null())
+    if unowned.height:
+        key("no lane", "lanes", "lanes (owner)", {"symbol": "square", "color": NO_LANE_COLOR, "size": 11})
+    for severity, color in SEVERITY_COLORS.items():
+        key(f"{severity} severity", "holes", "holes (ring)",
+            {"symbol": "circle-open", "color": color, "size": 14, "line": {"width": 2.5, "color": color}})
 
 
 def _wrap(text: str | None) -> str:
     return "<br>".join(html.escape(line) for line in textwrap.wrap(text or "", 70))
 
 
-def _draw_flow(fig, row: int, name: str, pos: pl.DataFrame, edges: pl.DataFrame, holes: pl.DataFrame) -> None:
+def _draw_flow(fig, row: int, name: str, pos: pl.DataFrame, edges: pl.DataFrame, holes: pl.DataFrame,
+               lanes: dict[str, str]) -> None:
     where = {i: (x, y) for i, x, y in zip(pos["id"], pos["x"], pos["y"])}
     kinds = dict(zip(pos["id"], pos["kind"]))
     flow_edges = edges.filter(pl.col("src").is_in(list(where)) & pl.col("dst").is_in(list(where)))
@@ -238,7 +294,7 @@ def _draw_flow(fig, row: int, name: str, pos: pl.DataFrame, edges: pl.DataFrame,
     for s, d in zip(dotted["src"], dotted["dst"]):
         xs += [where[s][0], where[d][0], None]
         ys += [where[s][1], where[d][1], None]
-    fig.add_trace(go.Scatter(x=xs, y=ys, mode="lines", name=f"{name}: links", hoverinfo="skip",
+    fig.add_trace(go.Scatter(x=xs, y=ys, mode="lines", name=f"{name}: links", hoverinfo="skip", showlegend=False,
                              line={"color": "rgba(233,196,106,0.45)", "width": 1.2, "dash": "dot"}), row=row, col=1)
     axis = "" if row == 1 else str(row)
     for s, d, note in zip(*(flow_edges.filter(pl.col("type") == "precedes")[c] for c in ("src", "dst", "note"))):
@@ -254,30 +310,37 @@ def _draw_flow(fig, row: int, name: str, pos: pl.DataFrame, edges: pl.DataFrame,
         part = pos.filter(pl.col("kind") == kind)
         if part.height == 0:
             continue
+        colors = ([color] * part.height if kind == "artifact" else
+                  [lanes.get((o or "").split(", ")[0], NO_LANE_COLOR) if o else NO_LANE_COLOR for o in part["owner"]])
         fig.add_trace(go.Scatter(
-            x=part["x"].to_list(), y=part["y"].to_list(), mode="markers+text", name=f"{name}: {kind}s",
+            x=part["x"].to_list(), y=part["y"].to_list(), mode="markers+text", name=f"{name}: {kind}s", showlegend=False,
             text=["<br>".join(textwrap.wrap(t or "", 16)) for t in part["title"]], textposition=_label_sides(part, pos),
             textfont={"size": 10, "color": FOREGROUND}, customdata=part["id"].to_list(), cliponaxis=False,
             hovertext=[hover_text(t, None, f"{k}{f' ({g} gateway)' if g else ''} · {i}", f"owner: {o}" if o else "no owner")
                        for t, k, i, o, g in zip(part["title"], part["kind"], part["id"], part["owner"], part["gateway"])],
             hovertemplate="%{hovertext}<extra></extra>",
-            marker={"symbol": symbol, "color": color, "size": size, "line": {"color": BACKGROUND, "width": 1}}),
+            marker={"symbol": symbol, "color": colors, "size": size, "line": {"color": BACKGROUND, "width": 1}}),
             row=row, col=1)
     gates = pos.filter(pl.col("gateway").is_not_null())
     if gates.height:
         fig.add_trace(go.Scatter(
-            x=gates["x"].to_list(), y=gates["y"].to_list(), mode="text", name=f"{name}: gateway marks",
+            x=gates["x"].to_list(), y=gates["y"].to_list(), mode="text", name=f"{name}: gateway marks", showlegend=False,
             text=[GATEWAY_MARKS.get(g, "") for g in gates["gateway"]], customdata=gates["gateway"].to_list(),
             textfont={"size": 13, "color": BACKGROUND}, hoverinfo="skip"), row=row, col=1)
     marked = holes.join(pos.select("id", "x", "y", "title"), on="id", how="inner")
     if marked.height:
+        rings = [SEVERITY_COLORS.get(v, HOLE_COLOR) for v in marked["severity"]]
         fig.add_trace(go.Scatter(
-            x=marked["x"].to_list(), y=marked["y"].to_list(), mode="markers", name=f"{name}: holes",
-            customdata=marked["id"].to_list(),
+            x=marked["x"].to_list(), y=marked["y"].to_list(), mode="markers", name=f"{name}: holes", showlegend=False,
+            customdata=marked["id"].to_list(), meta=marked["severity"].to_list(),
             hovertext=[f"<b>{html.escape(t)}</b><br>{h}" for t, h in zip(marked["title"], marked["text"])],
             hovertemplate="%{hovertext}<extra></extra>",
-            marker={"symbol": "circle-open", "size": 34, "color": HOLE_COLOR, "line": {"width": 3, "color": HOLE_COLOR}}),
+            marker={"symbol": "circle-open", "size": 34, "color": rings, "line": {"width": 3, "color": rings}}),
             row=row, col=1)
+        for i, x, y, kinds, color in zip(marked["id"], marked["x"], marked["y"], marked["kinds"], rings):
+            fig.add_annotation(x=x, y=y, text=html.escape(kinds), name=f"{name}: hole {i}", xref=f"x{axis}",
+                               yref=f"y{axis}", showarrow=False, yshift=24, font={"size": 10, "color": color},
+                               bgcolor=BACKGROUND)
     if pos.height:
         fig.update_xaxes(range=[pos["x"].min() - 0.6, pos["x"].max() + 0.6], row=row, col=1)
         fig.update_yaxes(range=[pos["y"].min() - 0.9, pos["y"].max() + 0.6], row=row, col=1)
