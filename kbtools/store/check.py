@@ -22,6 +22,7 @@ from pathlib import Path
 from kbtools.errors import BankDamaged, UnsafePath
 from kbtools.store.bank import SWEEP_AGE_S, Bank, open_bank, read_manifest
 from kbtools.store.files import digest, inside, manifest_files, symlinks, temp_files
+from kbtools.store.vectors import load_npy
 
 __all__ = ["check_bank", "version_problems"]
 
@@ -55,7 +56,7 @@ def _file_problems(root: Path, manifest: dict) -> list[Problem]:
                 arr = np.load(inside(root, rel), mmap_mode="r", allow_pickle=False)
             except UnsafePath:
                 continue
-            except (OSError, ValueError) as err:
+            except (OSError, ValueError, EOFError) as err:  # EOFError: an empty file
                 if (root / rel).exists():
                     out.append(Problem("vectors", None, key, rel, f"does not load ({err})"))
                 continue
@@ -118,8 +119,8 @@ def _vector_problems(bank: Bank, ids: pl.Series) -> list[Problem]:
                 out.append(Problem("vectors", None, key, seg[key], "a vector segment the manifest names is missing"))
         if out:
             continue
-        data = np.load(bank.path / seg["data"], mmap_mode="r")
-        seg_ids = np.load(bank.path / seg["ids"])
+        data = load_npy(bank.path, seg, "data", mmap=True)
+        seg_ids = load_npy(bank.path, seg, "ids")
         if data.shape[0] != seg_ids.shape[0]:
             out.append(Problem("vectors", None, "rows", seg["data"], f"{data.shape[0]} vectors but {seg_ids.shape[0]} ids"))
         dims.add(tuple(data.shape[1:]))

@@ -66,6 +66,8 @@ def read_manifest(path: str | os.PathLike) -> dict:
         raw = (root / "manifest.json").read_bytes()
     except FileNotFoundError:
         raise BankDamaged(root, "manifest.json", "missing") from None
+    except (PermissionError, IsADirectoryError):
+        raise  # the file system's answer, said as it is
     except OSError as err:
         raise BankDamaged(root, "manifest.json", f"unreadable: {err.strerror or err}") from None
     return parse_manifest(root, raw)

@@ -12,12 +12,14 @@ are gone. The derived caches under ``cache/`` are removed (each is rebuilt the f
 needed) and so are the temp files of crashed writes.
 
 >>> import tempfile, pathlib
+>>> from kbtools.model.plan import Plan
 >>> from kbtools.store.bank import create_bank
 >>> bank = create_bank(pathlib.Path(tempfile.mkdtemp()) / "b")
+>>> _ = bank.apply(Plan(settings={"auto_link": False}), actor="me", reason="quiet")
 >>> _ = (bank.path / "manifest.json").write_text("{")
 >>> r = repair_bank(bank.path)
->>> r["damaged"], r["rolled_back_to"], r["dropped_commits"]
-(['manifest.json: not JSON: Expecting property name enclosed in double quotes: line 1 column 2 (char 1)'], 0, [])
+>>> r["damaged"], r["rolled_back_to"], r["version"], r["dropped_commits"]
+(['manifest.json: not JSON: Expecting property name enclosed in double quotes: line 1 column 2 (char 1)'], 1, 2, [])
 """
 
 from __future__ import annotations

@@ -212,6 +212,8 @@ def _parquet(root: Path, table: str | None, name: str, read):
         frame = read(path)
     except FileNotFoundError:
         raise FileNotFoundError(errno.ENOENT, os.strerror(errno.ENOENT), str(path)) from None
+    except PermissionError:
+        raise  # not damage: the file system's answer, said as it is
     except OSError as err:
         if not path.exists():
             raise FileNotFoundError(errno.ENOENT, os.strerror(errno.ENOENT), str(path)) from None

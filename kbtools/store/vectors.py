@@ -398,7 +398,7 @@ def load_npy(root: Path, segment: dict, key: str, *, mmap: bool = False) -> np.n
     there raises FileNotFoundError (a compaction may have swept it since the snapshot).
 
     >>> import tempfile, pathlib
-    >>> root = pathlib.Path(tempfile.mkdtemp()); _ = (root / "v.npy").write_bytes(b"\x93NUMPY cut")
+    >>> root = pathlib.Path(tempfile.mkdtemp()); _ = (root / "v.npy").write_bytes(b"NUMPY cut")
     >>> load_npy(root, {"data": "v.npy"}, "data", mmap=True)  # doctest: +ELLIPSIS
     Traceback (most recent call last):
     ...
@@ -410,6 +410,8 @@ def load_npy(root: Path, segment: dict, key: str, *, mmap: bool = False) -> np.n
         arr = np.load(path, mmap_mode="r" if mmap else None, allow_pickle=False)
     except FileNotFoundError:
         raise FileNotFoundError(errno.ENOENT, os.strerror(errno.ENOENT), str(path)) from None
+    except PermissionError:
+        raise  # not damage: the file system's answer, said as it is
     except (OSError, ValueError, EOFError) as err:  # truncated, garbage, a pickle
         raise BankDamaged(root, rel, f"not the .npy its commit wrote: {str(err).splitlines()[0][:200]}") from None
     rows = segment.get("rows")
