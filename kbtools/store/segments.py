@@ -201,27 +201,26 @@ class EntryIds:
 _PARQUET_ERRORS = (pl.exceptions.PolarsError, pl.exceptions.PanicException, ValueError)
 
 
-def _parquet(root: Path, table: str | None, name: str, read):
+def _parquet(root: Path, table: str | None, name: str, read, *, missing_is_damage: bool = False):
     """``read(path)`` of the table segment ``name`` of the bank at ``root``: the one door of every
     read of a segment file. A file that is not what its commit wrote raises
     :class:`~kbtools.errors.BankDamaged` naming it; a file that is not there raises
     FileNotFoundError with its path (a compaction may have swept it since the snapshot: the caller
-    moves to the newest version, and calls it damage when that names the file too)."""
+    moves to the newest version, and calls it damage when that names the file too), or with
+    ``missing_is_damage`` :class:`~kbtools.errors.BankDamaged` (for a reader of the newest version)."""
     path = inside(root, name)
     try:
         frame = read(path)
-    except FileNotFoundError:
-        raise FileNotFoundError(errno.ENOENT, os.strerror(errno.ENOENT), str(path)) from None
     except PermissionError:
         raise  # not damage: the file system's answer, said as it is
-    except OSError as err:
-        if not path.exists():
+    except (OSError, *_PARQUET_ERRORS) as err:
+        if not path.exists():  # FileNotFoundError, or polars saying so in its own words
+            if missing_is_damage:
+                raise BankDamaged(root, name, "missing") from None
             raise FileNotFoundError(errno.ENOENT, os.strerror(errno.ENOENT), str(path)) from None
-        raise BankDamaged(root, name, f"unreadable: {err.strerror or err}") from None
-    except _PARQUET_ERRORS as err:
-        if not path.exists():  # polars says so in its own words
-            raise FileNotFoundError(errno.ENOENT, os.strerror(errno.ENOENT), str(path)) from None
-        raise BankDamaged(root, name, f"not the Parquet its commit wrote: {str(err).splitlines()[0][:200]}") from None
+        why = (f"unreadable: {err.strerror or err}" if isinstance(err, OSError)
+               else f"not the Parquet its commit wrote: {str(err).splitlines()[0][:200]}")
+        raise BankDamaged(root, name, why) from None
     if table is not None:
         have = frame.names() if isinstance(frame, pl.Schema) else frame.columns
         lacking = [c for c in SCHEMAS[table] if c not in have]
@@ -250,12 +249,13 @@ def check_segment(root: Path, table: str, name: str) -> None:
     """Read the footer of the segment ``name`` of ``table`` (not its rows): what a reader that
     hands the files to another engine (a LazyFrame, DuckDB) checks first, so that damage is
     :class:`~kbtools.errors.BankDamaged` naming the file, not that engine's error at collect time."""
-    _parquet(root, table, name, pl.read_parquet_schema)
+    _parquet(root, table, name, pl.read_parquet_schema, missing_is_damage=True)
 
 
 def segment_rows(root: Path, name: str) -> int:
     """The rows of the table segment ``name`` of the bank at ``root`` (read from the file's footer)."""
-    return _parquet(root, None, name, lambda path: int(pl.scan_parquet(path).select(pl.len()).collect().item()))
+    return _parquet(root, None, name, lambda path: int(pl.scan_parquet(path).select(pl.len()).collect().item()),
+                    missing_is_damage=True)
 
 
 def segment_files(bank: Bank) -> dict[str, list[str]]:
