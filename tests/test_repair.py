@@ -156,11 +156,12 @@ def test_a_damaged_cache_is_rebuilt_silently(tmp_path):
     caches = sorted(p for p in (bank.path / "cache").iterdir() if p.is_file())
     assert caches  # the linker keeps its anchors and statistics
     answer = kb.query(kb.open_bank(bank.path), "payments worker config", record_usage=False).ids()
+    seals = [p for p in caches if p.suffix == ".json"]
     for path in caches:
-        if path.suffix == ".json":
-            path.write_text("[1, 2")  # a seal that is not JSON
-        else:
+        if path.suffix != ".json":
             _cut(path)
+    for i, seal in enumerate(seals):
+        seal.write_text("[1, 2" if i % 2 else "[]")  # not JSON; JSON but not a seal
     fresh = kb.open_bank(bank.path)
     assert kb.query(fresh, "payments worker config", record_usage=False).ids() == answer
     new = kb.report_learning(fresh, content="Restart the payments worker when its config changes.", actor="t")
@@ -168,7 +169,6 @@ def test_a_damaged_cache_is_rebuilt_silently(tmp_path):
     for args in (["query", str(bank.path), "payments worker"], ["health", str(bank.path)]):
         out = _cli(*args)
         assert out.returncode == 0 and "Traceback" not in out.stderr, out.stderr
-    (bank.path / "cache" / caches[0].name).write_text("[]")  # JSON, not a seal
     report = kb.repair_bank(bank.path)
     assert report["rolled_back_to"] is None and report["caches_removed"] >= len(caches)
     assert not any((bank.path / "cache").iterdir()) and kb.check_bank(bank.path) == []
@@ -200,3 +200,20 @@ def test_damage_no_kept_version_escapes_says_to_restore_from_a_copy(tmp_path):
         kb.repair_bank(bank.path)
     out = _cli("repair", str(bank.path))
     assert out.returncode == 1 and "Traceback" not in out.stderr and "restore" in out.stderr, out.stderr
+
+
+def test_the_doors_for_other_tools_and_a_missing_segment_name_the_damage_too(tmp_path):
+    bank, _, _ = _bank(tmp_path / "b")
+    rel = _damage(bank, "table segment")
+    fresh = kb.open_bank(bank.path)
+    for read in (lambda: kb.scan(fresh, "entries"), lambda: kb.sql(fresh, "SELECT count(*) FROM entries"),
+                 lambda: fresh.compact()):
+        with pytest.raises(kb.BankDamaged) as err:
+            read()
+        _named(err.value, rel, bank)
+    events = segment_files(fresh)["events"][-1]
+    (bank.path / events).unlink()
+    with pytest.raises(kb.BankDamaged, match="missing"), pytest.warns(UserWarning):
+        kb.open_bank(bank.path).events
+    report = kb.repair_bank(bank.path)
+    assert kb.check_bank(bank.path) == [] and report["lost"]["unread"] == sorted([rel, events])
