@@ -22,8 +22,10 @@ _os.environ.setdefault("ORT_DISABLE_TELEMETRY", "1")
 
 from kbtools import demo, evaluate, fleet, graph, linker, model, ops, retrieval  # noqa: E402  (the namespaces)
 from kbtools.errors import (  # noqa: E402
+    BankDamaged,
     BankExists,
     BankLocked,
+    BankUnrepairable,
     BpmnError,
     EdgeNotFound,
     EdgeRuleError,
@@ -71,7 +73,8 @@ from kbtools.ops.writes import (  # noqa: E402
 from kbtools.retrieval.folding import fold  # noqa: E402
 from kbtools.retrieval.pipeline import query  # noqa: E402
 from kbtools.store.bank import Bank, create_bank, open_bank  # noqa: E402
-from kbtools.store.check import check_bank, repair_bank  # noqa: E402
+from kbtools.store.check import check_bank  # noqa: E402
+from kbtools.store.repair import repair_bank  # noqa: E402
 from kbtools.store.scan import scan, sql  # noqa: E402
 
 __version__ = "0.1.0"
@@ -93,8 +96,9 @@ __all__ = [
     # views (the notebook extra)
     "explorer", "graph_view", "holes_view",
     # errors
-    "KbError", "BankExists", "BankLocked", "BpmnError", "EdgeNotFound", "EdgeRuleError", "EmbedderMismatch",
-    "EntryNotFound", "GuardRejected", "NotABank", "NotEmbedded", "ReadOnlyBank", "SqlRefused", "StaleCache", "StorageError",
+    "KbError", "BankDamaged", "BankUnrepairable", "BankExists", "BankLocked", "BpmnError", "EdgeNotFound",
+    "EdgeRuleError", "EmbedderMismatch", "EntryNotFound", "GuardRejected", "NotABank", "NotEmbedded", "ReadOnlyBank",
+    "SqlRefused", "StaleCache", "StorageError",
     "UnsafePath", "ValidationError",
     # namespaces
     "evaluate", "views", "demo", "graph", "linker", "retrieval", "ops", "fleet", "model",

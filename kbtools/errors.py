@@ -16,6 +16,8 @@ __all__ = [
     "KbError",
     "BpmnError",
     "NotABank",
+    "BankDamaged",
+    "BankUnrepairable",
     "BankExists",
     "BankLocked",
     "EntryNotFound",
@@ -54,6 +56,37 @@ class NotABank(KbError, FileNotFoundError):
     def __init__(self, path, why: str = "no bank.json in it"):
         self.path = str(path)
         super().__init__(f"{path} is not a kbtools bank: {why}")
+
+
+class BankDamaged(KbError):
+    """A file of a bank that cannot be read as its commit wrote it (truncated, garbage, missing):
+    names the bank, the file and what is wrong, and says how to check and repair the bank.
+    Derived caches never raise it (a damaged cache is rebuilt).
+
+    >>> print(BankDamaged("banks/eng", "tables/entries/00000003-c10644.parquet", "unreadable Parquet"))
+    banks/eng: tables/entries/00000003-c10644.parquet is damaged (unreadable Parquet): run `kb check banks/eng` to see what is wrong and `kb repair banks/eng` to roll back to the newest version whose files are whole
+    """
+
+    def __init__(self, path, file: str, why: str):
+        import shlex
+
+        self.path, self.file, self.why = str(path), str(file), why
+        quoted = shlex.quote(str(path))
+        super().__init__(f"{path}: {file} is damaged ({why}): run `kb check {quoted}` to see what is wrong and "
+                         f"`kb repair {quoted}` to roll back to the newest version whose files are whole")
+
+
+class BankUnrepairable(BankDamaged):
+    """A damaged bank of which no kept version is whole: repair cannot bring it back.
+
+    >>> print(BankUnrepairable("banks/eng", 3))
+    banks/eng: no kept version of the bank has all its files whole (3 manifest(s) tried): restore the bank folder from a copy (a backup, or the source it was built from)
+    """
+
+    def __init__(self, path, tried: int):
+        self.path, self.tried = str(path), tried
+        KbError.__init__(self, f"{path}: no kept version of the bank has all its files whole ({tried} manifest(s) "
+                               "tried): restore the bank folder from a copy (a backup, or the source it was built from)")
 
 
 class BankExists(KbError, FileExistsError):

@@ -14,7 +14,7 @@ import pytest
 
 import kbtools as kb
 from kbtools.store.lock import bank_lock
-from kbtools.store.check import repair_bank
+from kbtools.store.repair import repair_bank
 from kbtools.store.caches import cache_file, write_cache_file
 from kbtools.store.segments import segment_files
 from kbtools.store.vectors import entry_vectors, vector_segments

@@ -1,4 +1,4 @@
-"""``kb demo|stats|check|import|export|compact``: the bank itself."""
+"""``kb demo|stats|check|repair|import|export|compact``: the bank itself."""
 
 from __future__ import annotations
 
@@ -106,37 +106,80 @@ def _check(args):
     no symlinks or leftover temp files, segments with the right columns, ids, vocabularies,
     endpoints, uniqueness, weights, events, vectors.
 
-    --repair rolls a damaged bank back to the newest kept version whose files are all intact
-    (naming every commit that drops), removes caches and temp files, then checks again.
+    --repair is `kb repair` (kept as an alias): it rolls a damaged bank back to the newest kept
+    version whose files are all whole, says what that loses, removes caches and temp files, then
+    checks again.
     """
-    from kbtools.store.check import check_bank, repair_bank
-
-    lines = []
-    repairs = {}
     if args.repair or args.dry_run:
-        for p in args.path:
-            r = repairs[p] = repair_bank(p, dry_run=args.dry_run)
-            verb = "would roll" if args.dry_run else "rolled"
-            if r["rolled_back_to"] is not None:
-                lines.append(f"{p}: {verb} back to version {r['rolled_back_to']}, dropping "
-                             f"{len(r['dropped_commits'])} commit(s):")
-                lines += [f"  - v{d['version']} {d.get('committed_at') or ''} by {d.get('actor')}: {d.get('reason')}"
-                          for d in r["dropped_commits"]]
-            else:
-                lines.append(f"{p}: the newest version is intact (nothing rolled back)")
-            lines.append(f"  removed {r['temp_files_removed']} temp file(s) and {r['caches_removed']} cache file(s)"
-                         + (" (dry run: nothing written)" if args.dry_run else ""))
+        return _repair(args)
+    from kbtools.store.check import check_bank
+
     results = {p: [str(x) for x in check_bank(p)] for p in args.path}
+    status = EXIT_PROBLEMS if any(results.values()) else EXIT_OK
+    return {"banks": results, "ok": status == EXIT_OK}, "\n".join(_check_lines(results)), status
+
+
+def _check_lines(results: dict) -> list[str]:
+    lines = []
     for p, probs in results.items():
         lines.append(f"{p}: {'ok' if not probs else f'{len(probs)} problem(s)'}")
         lines += [f"  - {x}" for x in probs[:50]]
         if len(probs) > 50:
             lines.append(f"  ... and {len(probs) - 50} more (use --json for all)")
+    return lines
+
+
+@command("repair", "roll a damaged bank back to its newest whole version, say what that loses; "
+                   "exit status 4 when problems remain")
+def _repair(args):
+    """Bring a damaged bank back: roll back to the newest kept version (manifests/) whose files
+    are all whole, and report what that loses: each commit dropped (version, actor, reason,
+    time) and the entries and edges those commits added that are gone (read from the files they
+    wrote that still read, and from their events). The derived caches are removed (each is
+    rebuilt the first time it is needed) and so are the temp files of crashed writes. Then the
+    bank is checked again: exit status 0 when it is sound, 4 when problems remain (kb check lists
+    them), 1 when no kept version is whole (restore the bank from a copy).
+
+    kb repair banks/eng              # repair, then check
+    kb repair banks/eng --dry-run    # what it would do; nothing written
+    """
+    from kbtools.store.check import check_bank
+    from kbtools.store.repair import repair_bank
+
+    repairs = {p: repair_bank(p, dry_run=args.dry_run) for p in args.path}
+    results = {} if args.dry_run else {p: [str(x) for x in check_bank(p)] for p in args.path}
+    lines = [line for p, r in repairs.items() for line in _repair_lines(p, r)] + _check_lines(results)
     status = EXIT_PROBLEMS if any(results.values()) else EXIT_OK
-    payload = {"banks": results, "ok": status == EXIT_OK}
-    if repairs:
-        payload["repairs"] = repairs
+    payload = {"banks": results, "ok": status == EXIT_OK, "repairs": repairs}
     return payload, "\n".join(lines), status
+
+
+def _repair_lines(path: str, r: dict, show: int = 20) -> list[str]:
+    verb = "would roll" if r["dry_run"] else "rolled"
+    lines = [f"{path}: damaged: {d}" for d in r["damaged"][:show]]
+    if r["rolled_back_to"] is None:
+        lines.append(f"{path}: the newest version is whole (nothing rolled back)")
+    else:
+        into = "" if r["version"] is None else f" (committed as version {r['version']})"
+        lines.append(f"{path}: {verb} back to version {r['rolled_back_to']}{into}, dropping "
+                     f"{len(r['dropped_commits'])} commit(s)" + (":" if r["dropped_commits"] else ""))
+        lines += [f"  - v{d['version']} {d.get('committed_at') or ''} by {d.get('actor')}: {d.get('reason')}"
+                  for d in r["dropped_commits"]]
+    lost = r["lost"]
+    for kind, show_row in (("entries", lambda e: f"{e['id']} {e.get('title') or ''}".rstrip()),
+                           ("edges", lambda e: f"{e['src']} {e['type']} {e['dst']}")):
+        if lost[kind]:
+            lines.append(f"  {len(lost[kind])} {kind} those commits added are gone:")
+            lines += [f"    - {show_row(e)}" for e in lost[kind][:show]]
+            if len(lost[kind]) > show:
+                lines.append(f"    ... and {len(lost[kind]) - show} more (--json lists all)")
+    if lost["unread"]:
+        lines.append(f"  {len(lost['unread'])} file(s) of theirs do not read (what they held is known from the "
+                     f"events only): {', '.join(lost['unread'][:show])}")
+    lines.append(f"  {'would remove' if r['dry_run'] else 'removed'} {r['temp_files_removed']} temp file(s) and "
+                 f"{r['caches_removed']} cache file(s) (caches are rebuilt the first time they are needed)"
+                 + (" (dry run: nothing written)" if r["dry_run"] else ""))
+    return lines
 
 
 @command("import", "import entries and edges (JSONL or Parquet, pgvector export shape) in one transaction")
@@ -212,8 +255,12 @@ for _name, _fn in {
     "stats": lambda p: p.add_argument("path", nargs="+", help="bank folder(s)"),
     "check": lambda p: (p.add_argument("path", nargs="+", help="bank folder(s)"),
                         p.add_argument("--repair", action="store_true",
-                                       help="roll back to the newest intact version, remove caches and temp files"),
+                                       help="the same as kb repair: roll back to the newest whole version, remove "
+                                            "caches and temp files, then check"),
                         p.add_argument("--dry-run", action="store_true", help="with --repair: report only")),
+    "repair": lambda p: (p.add_argument("path", nargs="+", help="bank folder(s)"),
+                         p.add_argument("--dry-run", action="store_true",
+                                        help="report what would be rolled back and removed; write nothing")),
     "import": lambda p: (_bank_arg(p), _import_args(p)),
     "export": lambda p: (_bank_arg(p), _export_args(p)),
     "compact": _bank_arg,

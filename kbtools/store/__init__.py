@@ -12,7 +12,8 @@
     files.py        atomic writes, the paths a manifest may name, the kept manifests
     lock.py         the writers' lock
     scan.py         the door for other tools: polars LazyFrames, DuckDB, SQL
-    check.py        every invariant of a bank, and repair
+    check.py        every invariant of a bank, and whether a version's files are whole
+    repair.py       roll a damaged bank back to its newest whole version, and say what that loses
     storage.py      how a bank lies on disk
     embed_cache.py  vectors by text hash, shared between banks
 
@@ -26,7 +27,7 @@ A bank is a folder::
     cache/               derived artefacts (the query and linker indexes, the linker's anchors,
                          layouts), each sealed with what it was built from
     usage/               the usage logs not yet merged
-    manifests/           the last manifests, for ``kb check --repair``
+    manifests/           the last manifests, for ``kb repair``
     .lock                the writers' lock file (flock); its text names the holder
 
 A write is one transaction across tables: under the lock it re-reads the manifest (so it plans on
@@ -35,4 +36,10 @@ manifest the same way and renames it over ``manifest.json``. The rename is the c
 crash before it leaves the old manifest, and the orphan segments are swept later; a crash after it
 leaves the new one. Readers only ever read a manifest and the immutable files it names, so they
 never see half a write.
+
+Every read of a bank file goes through one door per kind of file: the manifest
+(:func:`~kbtools.store.manifest.parse_manifest`), table segments
+(:func:`~kbtools.store.segments.read_segment`), vector files (:func:`~kbtools.store.vectors.load_npy`).
+A file that is not what its commit wrote raises :class:`~kbtools.errors.BankDamaged` naming it and
+saying to run ``kb check`` and ``kb repair``. Caches are derived: a damaged one is rebuilt, silently.
 """

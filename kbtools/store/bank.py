@@ -26,7 +26,7 @@ from typing import Callable, Iterator
 
 import polars as pl
 
-from kbtools.errors import BankExists, KbError, NotABank, ReadOnlyBank, UnsafePath
+from kbtools.errors import BankDamaged, BankExists, KbError, ReadOnlyBank
 from kbtools.model.plan import Plan
 from kbtools.model.schema import SCHEMAS, TABLES
 from kbtools.store.caches import DerivedValues, carry_caches, fingerprint_of
@@ -34,7 +34,7 @@ from kbtools.store.commit import prepare_commit, swap_manifest
 from kbtools.store.compaction import full_frames, rewritten, sweep, tail_starts
 from kbtools.store.files import atomic_write_bytes, changed_files, inside, manifest_files
 from kbtools.store.lock import bank_lock, flock_file, storage_errors
-from kbtools.store.manifest import FORMAT, FORMAT_VERSION, SWEEP_AGE_S, read_manifest, utcnow
+from kbtools.store.manifest import FORMAT, FORMAT_VERSION, SWEEP_AGE_S, parse_manifest, read_manifest, utcnow
 from kbtools.store.segments import (EntryIds, TableCache, current_ids, live_rows, missing_ids, new_epoch, project,
                                     read_segments, segment_rows)
 from kbtools.store.usage import UsageLogs, fold_usage, with_pending
@@ -98,23 +98,24 @@ class Bank:
                 with open(self.path / "manifest.json", "rb") as fh:
                     raw = fh.read()
                 if raw != self._manifest_raw:  # the same bytes: the same version, nothing to do
-                    self._load(json.loads(raw))
+                    self._load(parse_manifest(self.path, raw))
                     self._manifest_raw = raw
                 self._usage.refresh(self._manifest.get("usage_merged", []))
                 return self
-            except FileNotFoundError:
-                if attempt == 4:
-                    raise
+            except FileNotFoundError as err:
+                if attempt == 4:  # still missing: not a sweep racing this read, a damaged bank
+                    raise BankDamaged(self.path, self._relative(err.filename), "missing") from None
                 time.sleep(0.01 * (attempt + 1))  # a compaction swept a file between our reads
-            except UnsafePath:
-                raise
-            except ValueError as err:
-                raise NotABank(self.path, f"manifest.json is unreadable ({err})") from None
         return self
 
+    def _relative(self, filename) -> str:
+        """``filename`` (from an OSError) relative to the bank folder, as a manifest names it."""
+        try:
+            return Path(filename).relative_to(self.path).as_posix()
+        except (TypeError, ValueError):
+            return str(filename)
+
     def _load(self, manifest: dict, changed_outside: dict | None = None) -> None:
-        if not isinstance(manifest.get("tables"), dict):
-            raise NotABank(self.path, "manifest.json names no tables (damaged): run `kb check --repair`")
         for table in TABLES:
             segs = list(manifest["tables"].get(table, []))
             cache = self._caches[table]
@@ -154,7 +155,10 @@ class Bank:
                               "compaction; this snapshot moved to the newest version", stacklevel=3)
                 self.reload()
                 segs = list(self._manifest["tables"].get(table, []))
-                frame, _, _ = self._read(table, segs, None)
+                try:
+                    frame, _, _ = self._read(table, segs, None)
+                except FileNotFoundError as err:  # named by the newest version too: damage, not a sweep
+                    raise BankDamaged(self.path, self._relative(err.filename), "missing") from None
             cache.segments, cache.frame, cache.epoch, cache.key_epoch = segs, frame, new_epoch(), new_epoch()
         return cache.frame
 
@@ -340,7 +344,7 @@ class Bank:
         if key not in self._counted:
             try:
                 self._counted[key] = live_rows(self.path, names, table)
-            except (OSError, KbError, pl.exceptions.PolarsError):  # a repr never raises
+            except (OSError, KbError, pl.exceptions.PolarsError, pl.exceptions.PanicException):  # a repr never raises
                 return "(not read yet)"
         return self._counted[key]
 

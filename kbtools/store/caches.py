@@ -1,7 +1,8 @@
 """Derived caches: files a bank keeps under ``cache/`` that are built from its tables or
 vectors (the query and linker indexes, the linker's anchors, layouts), each sealed with the
-fingerprint of what it was built from, so that a stale, damaged or foreign cache is never used
-(it is rebuilt). A read-only bank writes none. The caches held in memory are ``Bank.derived``.
+fingerprint of what it was built from, so that a stale, damaged or foreign cache is never used:
+it is rebuilt, silently (a cache is derived: nothing in it is lost, and no reader ever raises
+:class:`~kbtools.errors.BankDamaged` for one). A read-only bank writes none. The caches held in memory are ``Bank.derived``.
 
 >>> import tempfile, pathlib
 >>> from kbtools.store.bank import create_bank
@@ -110,7 +111,7 @@ def read_cache(bank: Bank, name: str, fingerprint: str) -> bytes | None:
     meta = path.with_name(path.name + ".json")
     try:
         info = read_json(meta)
-        if info.get("fingerprint") != fingerprint:
+        if not isinstance(info, dict) or info.get("fingerprint") != fingerprint:
             return None
         data = path.read_bytes()
     except (OSError, ValueError):
@@ -162,6 +163,8 @@ def cached_file_meta(bank: Bank, name: str) -> tuple[Path, str, dict] | None:
     path = bank.path / "cache" / name
     try:
         info = read_json(path.with_name(path.name + ".json"))
+        if not isinstance(info, dict):
+            return None  # a damaged seal: the cache is rebuilt
         whole = bool(info.get("whole"))
         if info.get("files") != {p.name: _file_seal(p, whole) for p in _cache_group(path)}:
             return None
@@ -237,7 +240,9 @@ def carry_caches(bank: Bank, folded: list[dict], into: str) -> int:
             info = read_json(seal_path)
         except (OSError, ValueError):
             continue
-        meta = info.get("meta") if isinstance(info, dict) else None
+        if not isinstance(info, dict):
+            continue
+        meta = info.get("meta")
         old = meta.get("segments") if isinstance(meta, dict) else None
         if "files" not in info or not isinstance(old, list) or not old or names[: len(old)] != old:
             continue

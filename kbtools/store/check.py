@@ -1,4 +1,5 @@
-"""check_bank: every invariant of a bank, as a list of problems (empty when the bank is sound).
+"""check_bank: every invariant of a bank, as a list of problems (empty when the bank is sound);
+version_problems: whether one version's files are whole (what repair rolls back to).
 
 >>> import tempfile, pathlib
 >>> from kbtools.store.bank import create_bank
@@ -8,7 +9,6 @@
 
 from __future__ import annotations
 
-import json
 import os
 
 import numpy as np
@@ -19,12 +19,12 @@ from kbtools.model.rules import Problem, problems_edges, problems_entries, probl
 from kbtools.model.schema import SCHEMAS
 from pathlib import Path
 
-from kbtools.errors import KbError, UnsafePath
-from kbtools.store.bank import DEFAULT_LOCK_TIMEOUT, SWEEP_AGE_S, Bank, open_bank, read_manifest
-from kbtools.store.files import atomic_write_bytes, digest, history, inside, manifest_files, symlinks, temp_files, write_history
-from kbtools.store.lock import bank_lock
+from kbtools.errors import BankDamaged, UnsafePath
+from kbtools.store.bank import SWEEP_AGE_S, Bank, open_bank, read_manifest
+from kbtools.store.files import digest, inside, manifest_files, symlinks, temp_files
+from kbtools.store.vectors import load_npy
 
-__all__ = ["check_bank", "repair_bank"]
+__all__ = ["check_bank", "version_problems"]
 
 
 def _file_problems(root: Path, manifest: dict) -> list[Problem]:
@@ -56,7 +56,7 @@ def _file_problems(root: Path, manifest: dict) -> list[Problem]:
                 arr = np.load(inside(root, rel), mmap_mode="r", allow_pickle=False)
             except UnsafePath:
                 continue
-            except (OSError, ValueError) as err:
+            except (OSError, ValueError, EOFError) as err:  # EOFError: an empty file
                 if (root / rel).exists():
                     out.append(Problem("vectors", None, key, rel, f"does not load ({err})"))
                 continue
@@ -66,76 +66,19 @@ def _file_problems(root: Path, manifest: dict) -> list[Problem]:
         out.append(Problem("files", None, "symlink", rel, "a bank holds no symlinks (kbtools never follows one)"))
     for tmp in temp_files(root, older_than=SWEEP_AGE_S):  # younger ones may belong to a write in flight
         out.append(Problem("files", None, "temp", tmp.relative_to(root).as_posix(),
-                           "a temp file a crashed write left behind (`kb check --repair` removes it)"))
+                           "a temp file a crashed write left behind (`kb repair` removes it)"))
     return out
 
 
-def _intact(root: Path, manifest: dict) -> bool:
-    """Every file of ``manifest`` is inside the bank, present, unchanged and loadable."""
+def version_problems(root: Path, manifest: dict) -> list[Problem]:
+    """What keeps the version ``manifest`` of the bank at ``root`` from being read as its commit
+    wrote it: a file outside the bank, missing, changed since its commit (checksum), a vector file
+    that does not load, a table segment that is unreadable or lacks a column. Empty when every
+    file it names is whole: what :func:`~kbtools.store.repair.repair_bank` rolls back to."""
     if not isinstance(manifest.get("tables"), dict):
-        return False
+        return [Problem("manifest", None, "tables", None, "manifest.json names no tables")]
     problems = [p for p in _file_problems(root, manifest) if p.column not in ("symlink", "temp")]
-    return not problems and not _segment_problems(root, manifest)
-
-
-def repair_bank(path: str | os.PathLike, *, dry_run: bool = False, timeout: float = DEFAULT_LOCK_TIMEOUT) -> dict:
-    """Bring a damaged bank back to the newest committed version whose files are all intact.
-
-    Reads the current manifest and the kept history (``manifests/``), picks the newest intact one,
-    and when that is not the current one writes it back as a new version; names exactly the
-    commits that this drops (version, actor, reason, time). Also removes the derived caches (they
-    are rebuilt on use) and the temp files of crashed writes. With ``dry_run`` only reports.
-    Raises :class:`~kbtools.errors.KbError` when no intact version is left.
-
-    >>> import tempfile, pathlib
-    >>> from kbtools.store.bank import create_bank
-    >>> bank = create_bank(pathlib.Path(tempfile.mkdtemp()) / "b")
-    >>> (bank.path / ".manifest.json.0badf00d.tmp").write_text("{")
-    1
-    >>> import os; os.utime(bank.path / ".manifest.json.0badf00d.tmp", (0, 0))
-    >>> r = repair_bank(bank.path)
-    >>> r["rolled_back_to"], r["temp_files_removed"], check_bank(bank.path)
-    (None, 1, [])
-    """
-    root = Path(path)
-    read_manifest_ok = True
-    try:
-        current = read_manifest(root)
-    except KbError:
-        current, read_manifest_ok = {}, False
-    candidates = ([current] if read_manifest_ok else []) + history(root)
-    chosen = next((m for m in candidates if _intact(root, m)), None)
-    if chosen is None:
-        raise KbError(f"{root}: no committed version whose files are all intact was found "
-                      f"({len(candidates)} manifest(s) tried); restore the bank from a copy")
-    latest = max([int(m.get("version", 0)) for m in candidates] or [0])
-    rolled_back = chosen is not current
-    dropped = [
-        {"version": int(m.get("version", 0)), "committed_at": m.get("committed_at"),
-         **(m.get("commit") or {"actor": None, "reason": None})}
-        for m in candidates if int(m.get("version", 0)) > int(chosen.get("version", 0))
-    ]
-    dropped = sorted({d["version"]: d for d in dropped}.values(), key=lambda d: d["version"])
-    temps = temp_files(root)
-    caches = sorted(p for p in (root / "cache").glob("*") if p.is_file() and not p.is_symlink()) \
-        if (root / "cache").is_dir() and not (root / "cache").is_symlink() else []
-    report = {"bank": str(root), "rolled_back_to": int(chosen.get("version", 0)) if rolled_back else None,
-              "dropped_commits": dropped if rolled_back else [], "temp_files_removed": len(temps),
-              "caches_removed": len(caches), "dry_run": dry_run}
-    if dry_run:
-        return report
-    with bank_lock(root, timeout, "repair"):
-        if rolled_back:
-            manifest = json.loads(json.dumps(chosen))
-            manifest["version"] = latest + 1
-            manifest["commit"] = {"actor": "repair", "reason": f"rolled back to version {chosen.get('version', 0)}"}
-            data = json.dumps(manifest, indent=1).encode()
-            atomic_write_bytes(root / "manifest.json", data)
-            write_history(root, manifest, data)
-            report["version"] = manifest["version"]
-        for f in temps + caches:
-            f.unlink(missing_ok=True)
-    return report
+    return problems + _segment_problems(root, manifest)
 
 
 def _segment_problems(root: Path, manifest: dict) -> list[Problem]:
@@ -176,8 +119,8 @@ def _vector_problems(bank: Bank, ids: pl.Series) -> list[Problem]:
                 out.append(Problem("vectors", None, key, seg[key], "a vector segment the manifest names is missing"))
         if out:
             continue
-        data = np.load(bank.path / seg["data"], mmap_mode="r")
-        seg_ids = np.load(bank.path / seg["ids"])
+        data = load_npy(bank.path, seg, "data", mmap=True)
+        seg_ids = load_npy(bank.path, seg, "ids")
         if data.shape[0] != seg_ids.shape[0]:
             out.append(Problem("vectors", None, "rows", seg["data"], f"{data.shape[0]} vectors but {seg_ids.shape[0]} ids"))
         dims.add(tuple(data.shape[1:]))
@@ -194,17 +137,29 @@ def check_bank(bank_or_path: Bank | str | os.PathLike) -> Problems:
     self-loops, uniqueness and weights; triples; events naming actor and action; vectors.
 
     Returns a list of :class:`Problem` (:class:`~kbtools.model.reprs.Problems`, equal to ``[]`` when the
-    bank is sound; a notebook shows it as a table). Raises :class:`~kbtools.errors.NotABank` when the
-    path is not a bank.
+    bank is sound; a notebook shows it as a table). A damaged bank gives its problems (an
+    unreadable ``manifest.json`` is one); raises :class:`~kbtools.errors.NotABank` when the path
+    is not a bank.
     """
     root = bank_or_path.path if isinstance(bank_or_path, Bank) else Path(bank_or_path)
-    manifest = read_manifest(root)
+    try:
+        manifest = read_manifest(root)
+    except BankDamaged as err:
+        return Problems([Problem("manifest", None, "file", err.file, err.why)])
     out = Problems(_file_problems(root, manifest))
     if isinstance(manifest.get("tables"), dict):
         out += _segment_problems(root, manifest)
     if any(p.column not in ("symlink", "temp") for p in out):
         return out
-    bank = open_bank(root)
+    try:
+        out += _row_problems(open_bank(root))
+    except BankDamaged as err:  # damage the files' checksums did not show (a file without one)
+        out.append(Problem("files", None, "file", err.file, err.why))
+    return out
+
+
+def _row_problems(bank: Bank) -> list[Problem]:
+    out: list[Problem] = []
     entries = bank.entries
     out += problems_entries(entries)
     out += problems_edges(bank.edges, entries["id"])

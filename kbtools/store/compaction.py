@@ -26,9 +26,9 @@ from typing import TYPE_CHECKING, Callable
 import polars as pl
 
 from kbtools.model.schema import KEYS
-from kbtools.store.files import inside, manifest_files, temp_files, write_parquet
+from kbtools.store.files import manifest_files, temp_files, write_parquet
 from kbtools.store.manifest import SWEEP_AGE_S, new_tag, stamp
-from kbtools.store.segments import DELETED, SEQ, latest_in_first_order
+from kbtools.store.segments import DELETED, SEQ, latest_in_first_order, read_segment
 from kbtools.store.vectors import DEFAULT_VECTOR_DTYPE, entry_vectors, write_vector_segment
 
 if TYPE_CHECKING:  # the bank imports this module
@@ -117,7 +117,7 @@ def rewrite_tables(root: Path, manifest: dict, *, tag: str, frames: dict[str, pl
         else:
             start = (starts or {}).get(table, 1)
             keep, tail = segs[:start], segs[start:]
-            parts = [pl.read_parquet(inside(root, n)) for n in tail]
+            parts = [read_segment(root, table, n) for n in tail]
             frame = pl.concat(parts, how="diagonal_relaxed") if parts else None
             if frame is not None and table in KEYS:
                 frame = latest_in_first_order(frame, list(KEYS[table]))

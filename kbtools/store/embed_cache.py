@@ -1,7 +1,8 @@
 """A persistent cache of entry vectors by text hash, per embedder, so that rebuilding a bank (or a
 second copy of it) does not embed the same texts again. Files live under ``$KBTOOLS_CACHE`` (default
 ``~/.cache/kbtools``)/vectors/<embedder>/ as shards of (hashes.npy, vectors.npy); the oldest shards
-go first when the cache passes its size limit. Set ``KBTOOLS_EMBED_CACHE=0`` to turn it off.
+go first when the cache passes its size limit. Set ``KBTOOLS_EMBED_CACHE=0`` to turn it off. A shard
+that does not load (truncated, garbage) is passed over: its texts are embedded again.
 
 >>> import tempfile, numpy as np
 >>> cache = EmbeddingCache("test-embedder", root=tempfile.mkdtemp())
@@ -89,8 +90,10 @@ class EmbeddingCache:
                 if not hit.any():
                     continue  # nothing here: the vectors file is never opened
                 data = np.load(shard.with_name(shard.name.replace(".hashes.npy", ".vectors.npy")), mmap_mode="r")
-            except (OSError, ValueError):
+            except (OSError, ValueError, EOFError):  # a damaged shard is passed over: its texts are embedded
                 continue
+            if data.ndim < 2 or len(data) != len(keys):
+                continue  # a shard whose two files do not match: passed over
             if hit.any():
                 if out is None:
                     out = np.zeros((len(hashes), *data.shape[1:]), dtype=np.float32)
@@ -131,7 +134,7 @@ class EmbeddingCache:
             try:
                 k = np.load(sh)
                 v = np.load(sh.with_name(sh.name.replace(".hashes.npy", ".vectors.npy")))
-            except (OSError, ValueError):
+            except (OSError, ValueError, EOFError):
                 continue
             if vecs and v.shape[1:] != vecs[0].shape[1:]:
                 continue

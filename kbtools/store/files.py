@@ -33,7 +33,7 @@ __all__ = ["inside", "digest", "HISTORY", "KEEP_MANIFESTS", "history", "write_hi
 
 #: the folder of the bank that keeps the last manifests, one file per version
 HISTORY = "manifests"
-#: how many committed manifests are kept for ``kb check --repair``
+#: how many committed manifests are kept for ``kb repair``
 KEEP_MANIFESTS = 20
 
 
@@ -120,16 +120,18 @@ def manifest_files(manifest: dict) -> list[str]:
 
 
 def history(root: Path) -> list[dict]:
-    """The kept manifests, newest first (unreadable ones left out)."""
+    """The kept manifests, newest first (unreadable ones, and those naming no tables, left out)."""
     folder = root / HISTORY
     if not folder.is_dir() or folder.is_symlink():
         return []
     out = []
     for path in sorted(folder.glob("*.json"), reverse=True):
         try:
-            out.append(json.loads(path.read_text()))
+            manifest = json.loads(path.read_text())
         except (OSError, ValueError):
             continue
+        if isinstance(manifest, dict) and isinstance(manifest.get("tables"), dict):
+            out.append(manifest)
     return out
 
 

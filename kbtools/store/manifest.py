@@ -14,10 +14,13 @@ import uuid
 from datetime import datetime, timezone
 from pathlib import Path
 
-from kbtools.errors import NotABank
+import json
+
+from kbtools.errors import BankDamaged, NotABank
 from kbtools.store.files import read_json
 
-__all__ = ["FORMAT", "FORMAT_VERSION", "SWEEP_AGE_S", "utcnow", "read_manifest", "copy_manifest", "new_tag", "stamp"]
+__all__ = ["FORMAT", "FORMAT_VERSION", "SWEEP_AGE_S", "utcnow", "read_manifest", "parse_manifest", "copy_manifest",
+           "new_tag", "stamp"]
 
 FORMAT = "kbtools-bank"
 FORMAT_VERSION = 1
@@ -60,9 +63,38 @@ def read_manifest(path: str | os.PathLike) -> dict:
     if int(meta.get("version", 0)) > FORMAT_VERSION:
         raise NotABank(root, f"format version {meta.get('version')} is newer than this kbtools ({FORMAT_VERSION})")
     try:
-        return read_json(root / "manifest.json")
-    except (OSError, ValueError) as err:
-        raise NotABank(root, f"manifest.json is unreadable ({err})") from None
+        raw = (root / "manifest.json").read_bytes()
+    except FileNotFoundError:
+        raise BankDamaged(root, "manifest.json", "missing") from None
+    except (PermissionError, IsADirectoryError):
+        raise  # the file system's answer, said as it is
+    except OSError as err:
+        raise BankDamaged(root, "manifest.json", f"unreadable: {err.strerror or err}") from None
+    return parse_manifest(root, raw)
+
+
+def parse_manifest(root: str | os.PathLike, raw: bytes) -> dict:
+    """The manifest in the bytes ``raw`` of the bank at ``root``'s ``manifest.json``: the one door
+    every reader of a manifest goes through. Bytes that are not a JSON object naming the segment
+    lists of the tables raise :class:`~kbtools.errors.BankDamaged`.
+
+    >>> parse_manifest("b", b'{"version": 1, "tables": {"entries": []}}')["version"]
+    1
+    >>> parse_manifest("b", b'{"vers')
+    Traceback (most recent call last):
+    ...
+    kbtools.errors.BankDamaged: b: manifest.json is damaged (not JSON: Unterminated string starting at: line 1 column 2 (char 1)): run `kb check b` to see what is wrong and `kb repair b` to roll back to the newest version whose files are whole
+    """
+    try:
+        manifest = json.loads(raw)
+    except ValueError as err:  # UnicodeDecodeError and JSONDecodeError both
+        raise BankDamaged(root, "manifest.json", f"not JSON: {err}") from None
+    if not isinstance(manifest, dict):
+        raise BankDamaged(root, "manifest.json", f"a JSON {type(manifest).__name__}, not an object")
+    tables = manifest.get("tables")
+    if not isinstance(tables, dict) or not all(isinstance(v, list) for v in tables.values()):
+        raise BankDamaged(root, "manifest.json", "it names no segment lists of the tables")
+    return manifest
 
 
 def copy_manifest(manifest: dict) -> dict:

@@ -24,7 +24,7 @@ import polars.selectors as cs
 
 from kbtools.errors import KbError, SqlRefused
 from kbtools.model.schema import KEYS, SCHEMAS, TABLES, empty
-from kbtools.store.segments import segment_files
+from kbtools.store.segments import check_segment, segment_files
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:  # scan only reads a bank's snapshot: any open bank will do
@@ -41,7 +41,15 @@ def _check_table(table: str) -> None:
 
 
 def _files(bank: Bank, table: str) -> list[str]:
-    return [str(bank.path / rel) for rel in segment_files(bank)[table]]
+    """The segment files of ``table``, each footer read once per open bank (segments never change):
+    a damaged one is :class:`~kbtools.errors.BankDamaged` here, not an engine's error later."""
+    names = segment_files(bank)[table]
+    checked = bank.derived("segment-footers-read", set, on=())
+    for rel in names:
+        if rel not in checked:
+            check_segment(bank.path, table, rel)
+            checked.add(rel)
+    return [str(bank.path / rel) for rel in names]
 
 
 def scan(bank: Bank, table: str) -> pl.LazyFrame:

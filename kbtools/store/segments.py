@@ -11,7 +11,9 @@ keeps per table (:class:`TableCache`, :class:`EntryIds`) to grow on append inste
 
 from __future__ import annotations
 
+import errno
 import itertools
+import os
 import re
 from pathlib import Path
 from typing import TYPE_CHECKING, Callable
@@ -19,6 +21,7 @@ from typing import TYPE_CHECKING, Callable
 import numpy as np
 import polars as pl
 
+from kbtools.errors import BankDamaged
 from kbtools.model.schema import KEYS, SCHEMAS, TABLES, empty
 from kbtools.store.files import inside
 
@@ -26,7 +29,8 @@ if TYPE_CHECKING:  # functions here read a bank's snapshot; the bank imports thi
     from kbtools.store.bank import Bank
 
 __all__ = ["SEQ", "DELETED", "MAX_CHUNKS", "new_epoch", "latest_in_first_order", "only_fresh_keys",
-           "merge_keyed", "append_rows", "project", "read_segments", "segment_rows", "live_rows", "segment_files",
+           "merge_keyed", "append_rows", "project", "read_segment", "read_segments", "check_segment", "segment_rows",
+           "live_rows", "segment_files",
            "TableCache", "EntryIds", "current_ids", "missing_ids", "table_mark", "key_mark",
            "appended_rows"]
 
@@ -193,9 +197,66 @@ class EntryIds:
         """Memory held, roughly (the array plus ~100 bytes per id waiting in a set)."""
         return int(self.codes.nbytes) + 100 * (len(self.recent) + len(self.odd))
 
+#: What polars raises on bytes that are not the Parquet a commit wrote (a panic of its Rust core
+#: included), besides OSError
+_PARQUET_ERRORS = (pl.exceptions.PolarsError, pl.exceptions.PanicException, ValueError)
+
+
+def _parquet(root: Path, table: str | None, name: str, read, *, missing_is_damage: bool = False):
+    """``read(path)`` of the table segment ``name`` of the bank at ``root``: the one door of every
+    read of a segment file. A file that is not what its commit wrote raises
+    :class:`~kbtools.errors.BankDamaged` naming it; a file that is not there raises
+    FileNotFoundError with its path (a compaction may have swept it since the snapshot: the caller
+    moves to the newest version, and calls it damage when that names the file too), or with
+    ``missing_is_damage`` :class:`~kbtools.errors.BankDamaged` (for a reader of the newest version)."""
+    path = inside(root, name)
+    try:
+        frame = read(path)
+    except PermissionError:
+        raise  # not damage: the file system's answer, said as it is
+    except (OSError, *_PARQUET_ERRORS) as err:
+        if not path.exists():  # FileNotFoundError, or polars saying so in its own words
+            if missing_is_damage:
+                raise BankDamaged(root, name, "missing") from None
+            raise FileNotFoundError(errno.ENOENT, os.strerror(errno.ENOENT), str(path)) from None
+        why = (f"unreadable: {err.strerror or err}" if isinstance(err, OSError)
+               else f"not the Parquet its commit wrote: {str(err).splitlines()[0][:200]}")
+        raise BankDamaged(root, name, why) from None
+    if table is not None:
+        have = frame.names() if isinstance(frame, pl.Schema) else frame.columns
+        lacking = [c for c in SCHEMAS[table] if c not in have]
+        if lacking:
+            raise BankDamaged(root, name, f"a segment of {table} without the column(s) {', '.join(lacking)}")
+    return frame
+
+
+def read_segment(root: Path, table: str, name: str) -> pl.DataFrame:
+    """The rows of the segment ``name`` of ``table`` in the bank at ``root``, as written (``_seq``
+    and ``_deleted`` included). Raises :class:`~kbtools.errors.BankDamaged` naming the file when it
+    is not the Parquet its commit wrote, or lacks a column of the table; FileNotFoundError when it
+    is not there.
+
+    >>> import tempfile, pathlib
+    >>> root = pathlib.Path(tempfile.mkdtemp()); _ = (root / "x.parquet").write_bytes(b"PAR1 cut")
+    >>> read_segment(root, "edges", "x.parquet")  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    ...
+    kbtools.errors.BankDamaged: ...: x.parquet is damaged (not the Parquet its commit wrote: ...
+    """
+    return _parquet(root, table, name, pl.read_parquet)
+
+
+def check_segment(root: Path, table: str, name: str) -> None:
+    """Read the footer of the segment ``name`` of ``table`` (not its rows): what a reader that
+    hands the files to another engine (a LazyFrame, DuckDB) checks first, so that damage is
+    :class:`~kbtools.errors.BankDamaged` naming the file, not that engine's error at collect time."""
+    _parquet(root, table, name, pl.read_parquet_schema, missing_is_damage=True)
+
+
 def segment_rows(root: Path, name: str) -> int:
     """The rows of the table segment ``name`` of the bank at ``root`` (read from the file's footer)."""
-    return int(pl.scan_parquet(inside(root, name)).select(pl.len()).collect().item())
+    return _parquet(root, None, name, lambda path: int(pl.scan_parquet(path).select(pl.len()).collect().item()),
+                    missing_is_damage=True)
 
 
 def live_rows(root: Path, names: list[str], table: str) -> int:
@@ -247,8 +308,12 @@ def read_segments(root: Path, table: str, names: list[str], frame: pl.DataFrame 
         if keyed:
             base = base.with_columns(pl.lit(0, pl.Int64).alias(_SEQ), pl.lit(False).alias(_DELETED))
         return base, False, False
-    parts = [written.pop(n) if n in written else pl.read_parquet(inside(root, n)) for n in names]
-    new = pl.concat(parts, how="diagonal_relaxed") if len(parts) > 1 else parts[0]
+    parts = [written.pop(n) if n in written else read_segment(root, table, n) for n in names]
+    try:
+        new = pl.concat(parts, how="diagonal_relaxed") if len(parts) > 1 else parts[0]
+    except _PARQUET_ERRORS as err:  # a column of a type no other segment's can be cast to
+        raise BankDamaged(root, f"tables/{table}/", f"segments of {table} that do not fit together: "
+                          f"{str(err).splitlines()[0][:200]}") from None
     if frame is None:
         return (merge_keyed(None, new, KEYS[table]) if keyed else new), False, False
     if keyed:

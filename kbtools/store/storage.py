@@ -11,10 +11,8 @@ from __future__ import annotations
 
 import json
 
-import polars as pl
-
 from kbtools.store.bank import Bank
-from kbtools.store.segments import segment_files
+from kbtools.store.segments import segment_files, segment_rows
 from kbtools.store.vectors import embedder_name, vector_count, vector_segments
 
 __all__ = ["storage_report"]
@@ -25,7 +23,7 @@ def storage_report(bank: Bank) -> dict:
     keyed tables); vector segments and rows; cache files with their size; bytes on disk."""
     tables, dead = {}, 0
     for table, segs in segment_files(bank).items():
-        stored = sum(int(pl.scan_parquet(bank.path / s).select(pl.len()).collect().item()) for s in segs)
+        stored = sum(segment_rows(bank.path, s) for s in segs)
         live = bank.table(table).height if table != "usage" else stored
         if table == "entries":
             live = bank.entries.height
@@ -41,7 +39,8 @@ def storage_report(bank: Bank) -> dict:
             if f.suffix == ".json" or not f.is_file():
                 continue
             try:
-                fingerprint = json.loads(f.with_name(f.name + ".json").read_text()).get("fingerprint")
+                seal = json.loads(f.with_name(f.name + ".json").read_text())
+                fingerprint = seal.get("fingerprint") if isinstance(seal, dict) else None
             except (OSError, ValueError):
                 fingerprint = None
             caches.append({"name": f.name, "bytes": f.stat().st_size, "fingerprint": fingerprint})

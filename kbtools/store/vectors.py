@@ -23,6 +23,7 @@ array for the callers that need one (batch jobs, never the query path).
 
 from __future__ import annotations
 
+import errno
 import os
 import warnings
 import weakref
@@ -32,7 +33,7 @@ from typing import TYPE_CHECKING, Sequence
 import numpy as np
 import polars as pl
 
-from kbtools.errors import KbError
+from kbtools.errors import BankDamaged, KbError
 from kbtools.store.files import inside, write_npy
 from kbtools.store.segments import new_epoch, table_mark
 
@@ -41,7 +42,7 @@ if TYPE_CHECKING:  # functions here read a bank's snapshot; the bank imports thi
 
 __all__ = ["SegmentedVectors", "VectorBlocks", "VECTOR_DTYPES", "DEFAULT_VECTOR_DTYPE", "embedder_name",
            "entry_vectors", "vector_count", "vector_ids", "vector_blocks", "vector_segments", "segment_ids",
-           "segment_data", "write_vector_segment"]
+           "segment_data", "load_npy", "write_vector_segment"]
 
 #: How vector segments store each number: float16 halves the disk and the pages a scan reads
 #: (cosines change by ~1e-4, far below what separates neighbours); the setting
@@ -278,10 +279,10 @@ class VectorBlocks:
 
     def __init__(self, bank: Bank, block: int, ids=None):
         segs = vector_segments(bank)
-        parts = [np.load(inside(bank.path, s["ids"]), allow_pickle=False).astype(str) for s in segs]
+        parts = [load_npy(bank.path, s, "ids").astype(str) for s in segs]
         self.block = block
         self._paths = [inside(bank.path, s["data"]) for s in segs]
-        self._maps = [np.load(p, mmap_mode="r", allow_pickle=False) for p in self._paths]
+        self._maps = [load_npy(bank.path, s, "data", mmap=True) for s in segs]
         self._fds: dict[int, int] = {}  #: segment -> descriptor, opened by :meth:`rows` on first use
         if not parts:
             self.ids, self._seg, self._row = np.array([], dtype=str), np.zeros(0, np.int64), np.zeros(0, np.int64)
@@ -389,6 +390,53 @@ def _segments(bank: Bank) -> list[dict]:
     return (bank.manifest.get("vectors") or {}).get("segments", [])
 
 
+def load_npy(root: Path, segment: dict, key: str, *, mmap: bool = False) -> np.ndarray:
+    """The array of one file of a vector segment (``key``: ``"data"``, ``"ids"`` or ``"hashes"``)
+    of the bank at ``root``, memory-mapped with ``mmap``: the one door of every read of a vector
+    file. A file that does not load as the ``.npy`` its commit wrote, or whose rows are not those
+    the manifest records, raises :class:`~kbtools.errors.BankDamaged` naming it; a file that is not
+    there raises FileNotFoundError (a compaction may have swept it since the snapshot).
+
+    >>> import tempfile, pathlib
+    >>> root = pathlib.Path(tempfile.mkdtemp()); _ = (root / "v.npy").write_bytes(b"NUMPY cut")
+    >>> load_npy(root, {"data": "v.npy"}, "data", mmap=True)  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    ...
+    kbtools.errors.BankDamaged: ...: v.npy is damaged (not the .npy its commit wrote: ...
+    """
+    rel = segment[key]
+    path = inside(root, rel)
+    try:
+        arr = np.load(path, mmap_mode="r" if mmap else None, allow_pickle=False)
+    except FileNotFoundError:
+        raise FileNotFoundError(errno.ENOENT, os.strerror(errno.ENOENT), str(path)) from None
+    except PermissionError:
+        raise  # not damage: the file system's answer, said as it is
+    except (OSError, ValueError, EOFError) as err:  # truncated, garbage, a pickle
+        raise BankDamaged(root, rel, f"not the .npy its commit wrote: {str(err).splitlines()[0][:200]}") from None
+    rows = segment.get("rows")
+    if isinstance(rows, int) and (arr.ndim == 0 or arr.shape[0] != rows):
+        raise BankDamaged(root, rel, f"{arr.shape[0] if arr.ndim else 0} rows, the manifest records {rows}")
+    return arr
+
+
+def _after_sweep(bank: Bank, read):
+    """``read()``, once more on the newest version when a vector file of this snapshot was swept
+    by a compaction; a file the newest version names and that is not there is damage."""
+    try:
+        return read()
+    except FileNotFoundError:
+        _swept(bank)
+    try:
+        return read()
+    except FileNotFoundError as err:
+        try:
+            rel = Path(err.filename).relative_to(bank.path).as_posix()
+        except (TypeError, ValueError):
+            rel = str(err.filename)
+        raise BankDamaged(bank.path, rel, "missing") from None
+
+
 def _segment_files(bank: Bank) -> dict:
     """The vector files read so far by this open bank, by (kind, path): segments never change, so
     each is read once; those no longer in the snapshot's manifest are let go."""
@@ -404,7 +452,7 @@ def segment_ids(bank: Bank, segment: dict) -> np.ndarray:
     files = _segment_files(bank)
     key = ("ids", segment["ids"])
     if key not in files:
-        files[key] = np.load(inside(bank.path, segment["ids"]), allow_pickle=False).astype(str)
+        files[key] = load_npy(bank.path, segment, "ids").astype(str)
     return files[key]
 
 
@@ -413,7 +461,7 @@ def segment_data(bank: Bank, segment: dict) -> np.ndarray:
     files = _segment_files(bank)
     key = ("data", segment["data"])
     if key not in files:
-        files[key] = np.load(inside(bank.path, segment["data"]), mmap_mode="r", allow_pickle=False)
+        files[key] = load_npy(bank.path, segment, "data", mmap=True)
     return files[key]
 
 
@@ -429,7 +477,7 @@ def _state(bank: Bank) -> _VectorState:
         for seg in segs[len(state.names):]:
             ids = segment_ids(bank, seg)
             data = segment_data(bank, seg)
-            hashes = (np.load(inside(bank.path, seg["hashes"]), allow_pickle=False) if seg.get("hashes")
+            hashes = (load_npy(bank.path, seg, "hashes") if seg.get("hashes")
                       else np.zeros(len(ids), dtype=np.uint64))
             state = state.appended(seg["data"], ids, data, hashes)
         return state
@@ -476,11 +524,7 @@ def entry_vectors(bank: Bank, *, with_hashes: bool = False):
     >>> len(ids), data.shape[0]
     (0, 0)
     """
-    try:
-        got = _live(bank)
-    except FileNotFoundError:
-        _swept(bank)
-        got = _live(bank)
+    got = _after_sweep(bank, lambda: _live(bank))
     data = SegmentedVectors(got.state.parts, got.rows)
     return (got.ids, data, got.hashes) if with_hashes else (got.ids, data)
 
@@ -494,11 +538,7 @@ def vector_count(bank: Bank) -> int:
     >>> vector_count(create_bank(pathlib.Path(tempfile.mkdtemp()) / "b"))
     0
     """
-    try:
-        return _live(bank).count
-    except FileNotFoundError:
-        bank.reload()
-        return _live(bank).count
+    return _after_sweep(bank, lambda: _live(bank)).count
 
 
 def vector_blocks(bank: Bank, block: int = 50_000, *, ids=None) -> VectorBlocks:
@@ -517,11 +557,7 @@ def vector_blocks(bank: Bank, block: int = 50_000, *, ids=None) -> VectorBlocks:
     """
     if block < 1:
         raise KbError(f"block={block}: read at least one row per block")
-    try:
-        return VectorBlocks(bank, block, ids)
-    except FileNotFoundError:
-        _swept(bank)
-        return VectorBlocks(bank, block, ids)
+    return _after_sweep(bank, lambda: VectorBlocks(bank, block, ids))
 
 
 def vector_ids(bank: Bank) -> np.ndarray:
@@ -536,12 +572,12 @@ def vector_ids(bank: Bank) -> np.ndarray:
     segs = tuple(s["data"] for s in vector_segments(bank))
 
     def build() -> np.ndarray:
-        parts = [np.load(bank.path / s["ids"], allow_pickle=False).astype(str) for s in vector_segments(bank)]
+        parts = [segment_ids(bank, s) for s in vector_segments(bank)]
         ids = np.unique(np.concatenate(parts)) if len(parts) > 1 else (parts[0] if parts else np.array([], dtype=str))
         live = bank.entries["id"].implode()
         return ids[pl.Series(ids, dtype=pl.String).is_in(live).to_numpy()] if len(ids) else ids
 
-    return bank.derived(f"vector-ids:{hash(segs)}", build, on=("entries", "vectors"))
+    return _after_sweep(bank, lambda: bank.derived(f"vector-ids:{hash(segs)}", build, on=("entries", "vectors")))
 
 
 def write_vector_segment(root: Path, tag: str, ids, data, hashes, *, dtype: str = DEFAULT_VECTOR_DTYPE,
