@@ -20,7 +20,7 @@ import pytest
 
 import kbtools as kb
 from kbtools.errors import BpmnError
-from kbtools.evaluate.bpmn_exports import evaluate_bpmn_exports, export_holes, format_bpmn_exports
+from kbtools.evaluate.bpmn_exports import evaluate_bpmn_exports, export_holes, format_bpmn_exports, model_shape
 from kbtools.graph.holes import find_holes
 from kbtools.model.bpmn import color_bpmn, parse_bpmn
 from kbtools.ops.bpmn import ingest_bpmn
@@ -115,6 +115,7 @@ def test_every_reserialised_export_gives_its_references_holes(suite):
     assert report["files"] == 2 * len(MODELS) and report["read"] == 2 * len(MODELS)
     assert report["crashes"] == [] and report["refused"] == []
     assert (report["compared"], report["agree"], report["share"]) == (len(MODELS), len(MODELS), 1.0)
+    assert (report["same_model"], report["same_model_share"]) == (len(MODELS), 1.0)  # only the writing differs
     assert [r["model"] for r in report["models"]] == sorted(n.removesuffix(".bpmn") for n in MODELS)
     assert report["disagreements"] == []
 
@@ -130,6 +131,7 @@ def test_a_changed_export_is_a_disagreement_named_by_element(suite):
     [row] = report["disagreements"]
     assert row["file"] == "Plain Writer 1.0/order_to_cash-export.bpmn" and row["reference"] == "Reference/order_to_cash.bpmn"
     assert row["missing"] or row["extra"]
+    assert row["same_model"] is False and any(d.startswith("-precedes") for d in row["model_differs"])
     assert all(isinstance(name, str) and not name.endswith(")") for _, name in row["missing"] + row["extra"])
 
 
@@ -145,11 +147,19 @@ def test_refusals_and_unmatched_exports_are_counted_not_compared(suite):
     assert "refused: 1" in text and "## Refused (1)" in text and "compensation-roundtrip.bpmn" in text
 
 
+def test_the_shape_of_a_model_ignores_ids_order_and_names_spacing():
+    a = (DATA / "pooled.bpmn").read_bytes()
+    b = _make_models().plain(a)
+    assert model_shape(a) == model_shape(b)
+    renamed = a.replace(b'name="', b'name="  ', 1)  # leading spaces: the same name
+    assert model_shape(renamed) == model_shape(a)
+
+
 def test_unnamed_elements_are_compared_by_type_not_by_the_tools_id():
     xml = ('<definitions xmlns="http://www.omg.org/spec/BPMN/20100524/MODEL"><process id="P">'
            '<task id="{t}"/></process></definitions>')
     assert export_holes(xml.format(t="Task_1").encode()) == export_holes(xml.format(t="sid-9F3A").encode()) \
-        == {("dead_end", "task"), ("no_owner", "task")}
+        == {("dead_end", "task"): 1, ("no_owner", "task"): 1}
 
 
 def test_kb_eval_bpmn_prints_the_shares_and_writes_json(suite, tmp_path):

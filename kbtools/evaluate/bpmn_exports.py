@@ -27,15 +27,16 @@ from __future__ import annotations
 import os
 import re
 import traceback
+from collections import Counter
 from pathlib import Path
 
 import polars as pl
 
 from kbtools.errors import KbError
 from kbtools.graph.holes import find_holes
-from kbtools.model.bpmn import parse_bpmn
+from kbtools.model.bpmn import BpmnModel, parse_bpmn
 
-__all__ = ["evaluate_bpmn_exports", "format_bpmn_exports", "export_holes"]
+__all__ = ["evaluate_bpmn_exports", "format_bpmn_exports", "export_holes", "model_shape"]
 
 _EXPORT = re.compile(r"^(?P<model>.+?)[-_ ](?:export|roundtrip|import)$", re.IGNORECASE)
 
@@ -44,8 +45,22 @@ def _norm(text: str) -> str:
     return re.sub(r"\s+", " ", text or "").strip().casefold()
 
 
-def export_holes(xml: bytes, *, file: str = "model.bpmn") -> set[tuple[str, str]]:
-    """The holes of one BPMN document, tool independent: a set of (hole kind, element name).
+def _names(model: BpmnModel) -> dict[str, str]:
+    """Entry id -> the element's name, spaces and case folded; an element without a name is named
+    by its type (``start event``), not by its id, which each tool numbers its own way."""
+    meta = model.entries.select("id", "title", pl.col("metadata").str.json_path_match("$.bpmn.element").alias("element"),
+                                pl.col("metadata").str.json_path_match("$.bpmn.type").alias("type"))
+    out = {}
+    for id_, title, element, type_ in meta.iter_rows():
+        if element and type_ and title.endswith(f"({element})"):  # no name: the title carries the tool's id
+            title = re.sub(r"(?<!^)([A-Z])", r" \1", type_)
+        out[id_] = _norm(title)
+    return out
+
+
+def export_holes(xml: bytes, *, file: str = "model.bpmn") -> Counter:
+    """The holes of one BPMN document, tool independent: a multiset (``Counter``) of (hole kind,
+    element name): two flows with the same hole on a like-named element count twice.
 
     The name is the element's ``name`` with spaces and case folded; an element without a name is
     named by its type (``start event``), not by its id, which each tool numbers its own way.
@@ -53,22 +68,42 @@ def export_holes(xml: bytes, *, file: str = "model.bpmn") -> set[tuple[str, str]
 
     >>> xml = (b'<definitions xmlns="http://www.omg.org/spec/BPMN/20100524/MODEL"><process id="P">'
     ...        b'<task id="T" name="Pack\\n  parcel"/></process></definitions>')
-    >>> sorted(export_holes(xml))
+    >>> sorted(export_holes(xml).elements())
     [('dead_end', 'pack parcel'), ('no_owner', 'pack parcel')]
     """
+    return _read(xml, file)[0]
+
+
+def model_shape(xml: bytes, *, file: str = "model.bpmn") -> Counter:
+    """What a document models, tool independent: a multiset of its elements (kind and name, with
+    whether a lane or pool owns it) and of the process edges between them (type and the two names).
+    Two exports with the same shape hold the same model however they are written; a tool that
+    drops a flow, adds a pool or renames a task gives another shape.
+
+    >>> a = (b'<definitions xmlns="http://www.omg.org/spec/BPMN/20100524/MODEL"><process id="P">'
+    ...      b'<task id="{t}" name="Pack"/></process></definitions>')
+    >>> model_shape(a.replace(b"{t}", b"T1")) == model_shape(a.replace(b"{t}", b"sid-7"))
+    True
+    """
+    return _read(xml, file)[1]
+
+
+def _read(xml: bytes, file: str) -> tuple[Counter, Counter, int]:
+    """(holes, shape, elements left out as broken) of one document."""
     model = parse_bpmn(xml, file=file)
-    holes = find_holes(model.entries, model.edges)
-    if holes.height == 0:
-        return set()
-    meta = model.entries.select("id", pl.col("metadata").str.json_path_match("$.bpmn.element").alias("element"),
-                                pl.col("metadata").str.json_path_match("$.bpmn.type").alias("type"))
-    named = holes.join(meta, on="id", how="left")
-    out = set()
-    for hole, title, element, type_ in named.select("hole", "title", "element", "type").iter_rows():
-        if element and type_ and title.endswith(f"({element})"):  # no name: the title carries the tool's id
-            title = re.sub(r"(?<!^)([A-Z])", r" \1", type_)
-        out.add((hole, _norm(title)))
-    return out
+    names = _names(model)
+    holes: Counter = Counter()
+    for id_, hole in find_holes(model.entries, model.edges).select("id", "hole").iter_rows():
+        holes[(hole, names[id_])] += 1
+    owned = set(model.edges.filter(pl.col("type") == "owned_by")["src"].to_list())
+    pooled = model.entries.filter(pl.col("metadata").str.contains('"pool"', literal=True))["id"].to_list()
+    shape: Counter = Counter()
+    for id_, kind in model.entries.select("id", "kind").iter_rows():
+        shape[("element", kind, names[id_], id_ in owned or id_ in pooled)] += 1
+    for src, dst, type_ in model.edges.select("src", "dst", "type").iter_rows():
+        if type_ != "owned_by":
+            shape[("edge", type_, names.get(src, ""), names.get(dst, ""))] += 1
+    return holes, shape, len(model.broken)
 
 
 def _layout(root: Path) -> tuple[dict[str, list[Path]], list[Path]]:
@@ -96,8 +131,11 @@ def evaluate_bpmn_exports(folder: str | os.PathLike) -> dict:
 
     Returns a report: files, read, refused (file, reason), crashes (file, error), broken (files
     with elements left out as broken, and how many), compared (exports with a readable reference),
-    agree, share, models (per model: reference, exports, agree, share), disagreements (file,
-    reference, missing: holes only the reference has, extra: holes only the export has) and
+    agree, share; same_model (exports whose :func:`model_shape` is the reference's: the tool kept
+    the model and changed only how it is written), same_model_agree, same_model_share; models (per
+    model: reference, exports, agree, share, same_model, same_model_agree), disagreements (file,
+    reference, missing: holes only the reference has, extra: holes only the export has,
+    same_model, model_differs: a few shape items only one side has, ``-`` the reference's) and
     unmatched (exports whose model has no reference file).
     """
     root = Path(folder)
@@ -107,19 +145,18 @@ def evaluate_bpmn_exports(folder: str | os.PathLike) -> dict:
     references, others = _layout(root)
     if not references and not others:
         raise KbError(f"{root}: the folder holds no .bpmn file")
-    results: dict[Path, set | None] = {}
+    results: dict[Path, tuple[Counter, Counter] | None] = {}
     report: dict = {"folder": str(root), "files": 0, "read": 0, "refused": [], "crashes": [], "broken": []}
 
-    def read(path: Path) -> set | None:
+    def read(path: Path) -> tuple[Counter, Counter] | None:
         if path in results:
             return results[path]
         rel = str(path.relative_to(root))
         report["files"] += 1
-        holes = None
+        got = None
         try:
-            data = path.read_bytes()
-            holes = export_holes(data, file=rel)
-            left_out = len(parse_bpmn(data, file=rel).broken)
+            holes, shape, left_out = _read(path.read_bytes(), rel)
+            got = (holes, shape)
             if left_out:
                 report["broken"].append({"file": rel, "elements": left_out})
             report["read"] += 1
@@ -130,8 +167,8 @@ def evaluate_bpmn_exports(folder: str | os.PathLike) -> dict:
             where = traceback.extract_tb(err.__traceback__)[-1]
             report["crashes"].append({"file": rel, "error": f"{type(err).__name__}: {err}",
                                       "at": f"{Path(where.filename).name}:{where.lineno}"})
-        results[path] = holes
-        return holes
+        results[path] = got
+        return got
 
     for paths in references.values():
         for ref in paths:
@@ -149,23 +186,41 @@ def evaluate_bpmn_exports(folder: str | os.PathLike) -> dict:
         want = results[ref]
         if want is None or got is None:  # a refused or crashed file is counted as such, not compared
             continue
+        (got_holes, got_shape), (want_holes, want_shape) = got, want
+        same_model = got_shape == want_shape
         row = models.setdefault(model, {"model": ref.stem, "reference": str(ref.relative_to(root)), "exports": 0,
-                                        "agree": 0})
+                                        "agree": 0, "same_model": 0, "same_model_agree": 0})
         row["exports"] += 1
-        if got == want:
+        row["same_model"] += same_model
+        if got_holes == want_holes:
             row["agree"] += 1
+            row["same_model_agree"] += same_model
         else:
-            disagreements.append({"file": str(path.relative_to(root)), "reference": str(ref.relative_to(root)),
-                                  "missing": sorted(want - got), "extra": sorted(got - want)})
+            disagreements.append({
+                "file": str(path.relative_to(root)), "reference": str(ref.relative_to(root)),
+                "missing": sorted((want_holes - got_holes).elements()), "extra": sorted((got_holes - want_holes).elements()),
+                "same_model": same_model,
+                "model_differs": [] if same_model else
+                [f"-{_shape_item(i)}" for i in sorted((want_shape - got_shape).elements())][:4]
+                + [f"+{_shape_item(i)}" for i in sorted((got_shape - want_shape).elements())][:4]})
     for row in models.values():
         row["share"] = row["agree"] / row["exports"]
     compared = sum(r["exports"] for r in models.values())
     agree = sum(r["agree"] for r in models.values())
+    same = sum(r["same_model"] for r in models.values())
+    same_agree = sum(r["same_model_agree"] for r in models.values())
     report.update(compared=compared, agree=agree, share=(agree / compared) if compared else None,
+                  same_model=same, same_model_agree=same_agree, same_model_share=(same_agree / same) if same else None,
                   refused_share=len(report["refused"]) / report["files"] if report["files"] else 0.0,
                   models=sorted(models.values(), key=lambda r: _natural(r["model"])),
                   disagreements=disagreements, unmatched=unmatched)
     return report
+
+
+def _shape_item(item: tuple) -> str:
+    if item[0] == "element":
+        return f"{item[1]} '{item[2]}'" + (" (owned)" if item[3] else "")
+    return f"{item[1]} '{item[2]}' -> '{item[3]}'"
 
 
 def _natural(name: str) -> list:
@@ -186,16 +241,22 @@ def format_bpmn_exports(report: dict) -> str:
              f"files: {report['files']} · read: {report['read']} · refused: {len(report['refused'])} "
              f"({pct(report['refused_share'])}) · crashed: {len(report['crashes'])}",
              f"exports compared: {report['compared']} · same holes as the reference: {report['agree']} "
-             f"({pct(report['share'])})", ""]
+             f"({pct(report['share'])})",
+             f"exports that hold the reference's model (same elements, flows and owners): "
+             f"{report.get('same_model', 0)} · of them with the same holes: {report.get('same_model_agree', 0)} "
+             f"({pct(report.get('same_model_share'))})", ""]
     if report["models"]:
-        lines += ["| model | reference | exports | same holes | share |", "|---|---|---|---|---|"]
-        lines += [f"| {r['model']} | {r['reference']} | {r['exports']} | {r['agree']} | {pct(r['share'])} |"
-                  for r in report["models"]]
+        lines += ["| model | reference | exports | same holes | share | same model | of them same holes |",
+                  "|---|---|---|---|---|---|---|"]
+        lines += [f"| {r['model']} | {r['reference']} | {r['exports']} | {r['agree']} | {pct(r['share'])} "
+                  f"| {r.get('same_model', 0)} | {r.get('same_model_agree', 0)} |" for r in report["models"]]
         lines.append("")
     for title, rows, show in (
             ("Disagreements", report["disagreements"],
              lambda r: f"- {r['file']} (reference {r['reference']}): only the reference: "
-                       f"{_holes(r['missing'])}; only the export: {_holes(r['extra'])}"),
+                       f"{_holes(r['missing'])}; only the export: {_holes(r['extra'])}; "
+                       + ("same model: a reading difference" if r.get("same_model") else
+                          f"the model differs: {', '.join(r.get('model_differs', []))}")),
             ("Refused", report["refused"], lambda r: f"- {r['file']}: {r['reason']}"),
             ("Crashes", report["crashes"], lambda r: f"- {r['file']}: {r['error']} ({r['at']})"),
             ("Elements left out as broken (tolerant import)", report["broken"],
