@@ -52,8 +52,8 @@ def _names(model: BpmnModel) -> dict[str, str]:
                                 pl.col("metadata").str.json_path_match("$.bpmn.type").alias("type"))
     out = {}
     for id_, title, element, type_ in meta.iter_rows():
-        if element and type_ and title.endswith(f"({element})"):  # no name: the title carries the tool's id
-            title = re.sub(r"(?<!^)([A-Z])", r" \1", type_)
+        if element and type_ and (title.endswith(f"({element})") or title == f"Lane {element}"):
+            title = re.sub(r"(?<!^)([A-Z])", r" \1", type_)  # no name: the title carries the tool's id
         out[id_] = _norm(title)
     return out
 
