@@ -87,6 +87,16 @@ def test_an_entity_declaration_in_utf16_is_refused(tmp_path):
     assert kb.open_bank(tmp_path / "bank").entries.height == 0
 
 
+def test_a_code_page_under_a_utf8_declaration_is_read_tolerant_and_refused_strict():
+    data = (SER / "cp1252_declared_utf8.bpmn").read_bytes()
+    assert b'encoding="UTF-8"' in data and "klären".encode("cp1252") in data and "klären".encode() not in data
+    assert holes(SER / "cp1252_declared_utf8.bpmn") == {("dead_end", "Rechnung klären"),
+                                                         ("unreachable", "Rechnung klären"),
+                                                         ("no_owner", "Rechnung eingegangen")}
+    with pytest.raises(BpmnError, match="not well-formed XML"):
+        parse_bpmn(data, file="cp1252_declared_utf8.bpmn", strict=True)
+
+
 def test_an_unknown_encoding_is_a_refusal_not_a_crash():
     with pytest.raises(BpmnError, match="not well-formed XML"):
         parse_bpmn(b'<?xml version="1.0" encoding="no-such-codec"?><definitions/>', file="x.bpmn")

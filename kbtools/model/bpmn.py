@@ -51,6 +51,7 @@ is wrong, or, with ``strict=True``, refuses the file.
 
 from __future__ import annotations
 
+import codecs
 import hashlib
 import json
 import re
@@ -128,14 +129,16 @@ def _wide(data: bytes) -> str | None:
     return None
 
 
-def _read(xml: bytes | str, file: str) -> ET.Element:
-    return _parse(xml, file)[0]
+def _read(xml: bytes | str, file: str, strict: bool = False) -> ET.Element:
+    return _parse(xml, file, strict)[0]
 
 
-def _parse(xml: bytes | str, file: str) -> tuple[ET.Element, bytes | str]:
+def _parse(xml: bytes | str, file: str, strict: bool = False) -> tuple[ET.Element, bytes | str]:
     """The root element, and the source it was parsed from: the bytes, or the text Python decoded
     where expat cannot (UTF-32, or a multi-byte encoding the declaration names: Shift_JIS, GBK,
-    UTF-16 without a byte order mark)."""
+    UTF-16 without a byte order mark). A document that says UTF-8 (or says nothing) but is not,
+    as when a tool writes its Windows code page under a UTF-8 declaration, is read as Windows-1252
+    unless ``strict``: the bytes are not what the declaration says, so strict refuses them."""
     data = xml.encode() if isinstance(xml, str) else bytes(xml)
     codec = _wide(data)
     text = data.decode(codec, errors="replace").encode() if codec else data
@@ -148,9 +151,16 @@ def _parse(xml: bytes | str, file: str) -> tuple[ET.Element, bytes | str]:
     except (ET.ParseError, ValueError, LookupError) as exc:  # ValueError: "multi-byte encodings are not supported"
         declared = re.match(rb"\s*<\?xml[^>]*?encoding\s*=\s*[\"']([A-Za-z0-9._-]+)", text)
         try:
-            source = re.sub(r"^\ufeff?\s*<\?xml[^>]*\?>", "", data.decode(codec or declared.group(1).decode()))
+            name = codec or (declared.group(1).decode() if declared else "utf-8")
+            try:
+                decoded = data.decode(name)
+            except UnicodeDecodeError:
+                if strict or codecs.lookup(name).name != "utf-8":
+                    raise
+                decoded = data.decode("cp1252", errors="replace")
+            source = re.sub(r"^\ufeff?\s*<\?xml[^>]*\?>", "", decoded)
             root = ET.fromstring(source)
-        except (AttributeError, LookupError, UnicodeDecodeError, ET.ParseError):
+        except (LookupError, UnicodeDecodeError, ET.ParseError):
             raise BpmnError(file, None, f"not well-formed XML ({exc})") from None
     if root.tag != f"{{{BPMN_NS}}}definitions":
         raise BpmnError(file, None, f"the root element is {root.tag!r}, not BPMN 2.0 <definitions> in the "
@@ -622,7 +632,7 @@ def parse_bpmn(xml: bytes | str, *, file: str = "model.bpmn", strict: bool = Fal
     ...
     kbtools.errors.BpmnError: x.bpmn: element 'F': targetRef 'Gone' is not a flow node of process 'P' (or of the sub-process that holds the flow)
     """
-    root = _read(xml, file)
+    root = _read(xml, file, strict)
     if root.find(f"{{{BPMN_NS}}}process") is None:
         raise BpmnError(file, None, "the document defines no <process>: nothing to read")
     reader = _Reader(root, file, strict)
