@@ -88,6 +88,7 @@ def _eval(args):
     kb eval replay PATH [--queries FILE|mined] [--n 60] [--seed 0] [--json-out FILE]
     kb eval judge PATH [--threshold 0.5] [--peps FILE] [--curl FILE] [--seed 0] [--json-out FILE]
     kb eval links PATH [--calibrate] [--seed 0] [--keep-vectors] [--json-out FILE]
+    kb eval bpmn FOLDER [--json-out FILE]
 
     kb eval judge scores the duplicate judge on pairs no generator made, side by side: the held-out
     half of kbtools' hand-written pairs (96 pairs, six domains; the other half chose the settings),
@@ -117,10 +118,23 @@ def _eval(args):
     A bank without a ground-truth sidecar (a real one: kb demo --peps) gets tasks and queries
     mined from its own citations and supersessions (A cites B; A's title finds A, not B).
 
+    bpmn: BPMN import on real tool exports. FOLDER is laid out as the BPMN MIWG test suite
+    (Reference/<model>.bpmn beside <Tool>/<model>-export.bpmn or -roundtrip.bpmn, at any depth);
+    every file is imported tolerant and counted as read, refused (with the reason) or crashed,
+    and each export's holes (kind and element name) are compared with its reference's: the share
+    per model and overall, and every disagreement. It reads only; exit status 1 on a crash.
+
     Prints a markdown report; --json prints the full JSON report (every task's raw outcome, the seed
     and the parameters); --json-out also writes it to a file. The built-in agent of the hop lab is a
     deterministic simulation (named so in the report); the replay's built-in judge reads the bank's
     ground-truth sidecar. Exit status 5 when the replay lost a relevant entry of the flat answer."""
+    if args.which == "bpmn":
+        from kbtools.evaluate.bpmn_exports import evaluate_bpmn_exports, format_bpmn_exports
+
+        report = evaluate_bpmn_exports(args.path)
+        if args.json_out:
+            Path(args.json_out).write_text(_json_text(report))
+        return report, format_bpmn_exports(report), 1 if report["crashes"] else 0
     from kbtools.evaluate import ReaderAgent, run_hoplab, run_replay
     from kbtools.store.bank import open_bank
 
@@ -162,8 +176,8 @@ def _eval(args):
 
 
 register_args("eval", lambda p: (
-    p.add_argument("which", choices=("hoplab", "replay", "judge", "links"), help="which evaluation"),
-    p.add_argument("path", help="the bank folder"),
+    p.add_argument("which", choices=("hoplab", "replay", "judge", "links", "bpmn"), help="which evaluation"),
+    p.add_argument("path", help="the bank folder (kb eval bpmn: the folder of BPMN reference models and tool exports)"),
     p.add_argument("--tasks", choices=("sidecar", "mined"), help="hop tasks from the sidecar or mined from the bank"),
     p.add_argument("--n", type=int, default=30, help="tasks (default 30) or replay queries (pass e.g. 60) to mine"),
     p.add_argument("--queries", help="query log: one query per line, or JSONL with query and relevant ids; 'mined' mines them "

@@ -19,9 +19,11 @@ from kbtools.evaluate.tasks import HopTask, as_queries, hop_tasks, mined_queries
 from kbtools.evaluate.baselines import collapse, mmr
 from kbtools.evaluate.health import Health
 from kbtools.evaluate.judging import evaluate_judge, evaluate_judge_sets
+from kbtools.evaluate.bpmn_exports import evaluate_bpmn_exports, format_bpmn_exports
 
 __all__ = [
     "collapse", "mmr", "evaluate_judge", "evaluate_judge_sets", "Health",
+    "evaluate_bpmn_exports", "format_bpmn_exports",
     "run_hoplab", "run_replay", "HopLabReport", "ReplayReport", "hoplab_figure", "replay_figure",
     "HopTask", "hop_tasks", "mined_queries", "tasks_from_truth", "proof_candidates", "read_queries", "queries_from_truth", "as_queries",
     "check_leaks", "answer_leaks", "leaky_notes", "contains_token",

@@ -51,6 +51,7 @@ is wrong, or, with ``strict=True``, refuses the file.
 
 from __future__ import annotations
 
+import codecs
 import hashlib
 import json
 import re
@@ -117,19 +118,54 @@ def _local(tag) -> str:
     return tag.rsplit("}", 1)[-1] if isinstance(tag, str) else ""
 
 
-def _read(xml: bytes | str, file: str) -> ET.Element:
+def _wide(data: bytes) -> str | None:
+    """The codec of a UTF-16 or UTF-32 document (by its byte order mark or its first ``<``), else
+    None: a DTD check on the raw bytes would miss ``<!DOCTYPE`` written in two or four bytes."""
+    for codec, marks in (("utf-32", (b"\xff\xfe\x00\x00", b"\x00\x00\xfe\xff")),
+                         ("utf-32-le", (b"<\x00\x00\x00",)), ("utf-32-be", (b"\x00\x00\x00<",)),
+                         ("utf-16", (b"\xff\xfe", b"\xfe\xff")), ("utf-16-le", (b"<\x00",)), ("utf-16-be", (b"\x00<",))):
+        if data.startswith(marks):
+            return codec
+    return None
+
+
+def _read(xml: bytes | str, file: str, strict: bool = False) -> ET.Element:
+    return _parse(xml, file, strict)[0]
+
+
+def _parse(xml: bytes | str, file: str, strict: bool = False) -> tuple[ET.Element, bytes | str]:
+    """The root element, and the source it was parsed from: the bytes, or the text Python decoded
+    where expat cannot (UTF-32, or a multi-byte encoding the declaration names: Shift_JIS, GBK,
+    UTF-16 without a byte order mark). A document that says UTF-8 (or says nothing) but is not,
+    as when a tool writes its Windows code page under a UTF-8 declaration, is read as Windows-1252
+    unless ``strict``: the bytes are not what the declaration says, so strict refuses them."""
     data = xml.encode() if isinstance(xml, str) else bytes(xml)
-    if re.search(rb"<!\s*(DOCTYPE|ENTITY)", data, re.IGNORECASE):
+    codec = _wide(data)
+    text = data.decode(codec, errors="replace").encode() if codec else data
+    if re.search(rb"<!\s*(DOCTYPE|ENTITY)", text, re.IGNORECASE):
         raise BpmnError(file, None, "DTDs and entity declarations are refused (a BPMN file needs none; "
                                     "they are how hostile XML expands or reads local files)")
+    source: bytes | str = data
     try:
         root = ET.fromstring(data)
-    except ET.ParseError as exc:
-        raise BpmnError(file, None, f"not well-formed XML ({exc})") from None
+    except (ET.ParseError, ValueError, LookupError) as exc:  # ValueError: "multi-byte encodings are not supported"
+        declared = re.match(rb"\s*<\?xml[^>]*?encoding\s*=\s*[\"']([A-Za-z0-9._-]+)", text)
+        try:
+            name = codec or (declared.group(1).decode() if declared else "utf-8")
+            try:
+                decoded = data.decode(name)
+            except UnicodeDecodeError:
+                if strict or codecs.lookup(name).name != "utf-8":
+                    raise
+                decoded = data.decode("cp1252", errors="replace")
+            source = re.sub(r"^\ufeff?\s*<\?xml[^>]*\?>", "", decoded)
+            root = ET.fromstring(source)
+        except (LookupError, UnicodeDecodeError, ET.ParseError):
+            raise BpmnError(file, None, f"not well-formed XML ({exc})") from None
     if root.tag != f"{{{BPMN_NS}}}definitions":
         raise BpmnError(file, None, f"the root element is {root.tag!r}, not BPMN 2.0 <definitions> in the "
                                     f"namespace {BPMN_NS}")
-    return root
+    return root, source
 
 
 def _ref(el: ET.Element, attr: str) -> str | None:
@@ -178,10 +214,40 @@ class _Reader:
         self.dropped_pid: dict[str, str] = {}
         self.dropped_used: set[str] = set()
         self.compensating: set[str] = set()  # compensation boundary events (their associations lead on)
+        self.moved_out: set[ET.Element] = set()  # sequence flows read in another container (misplaced_flows)
         self.ids = {el.get("id") for el in root.iter() if el.get("id")}
         self.stores = {s.get("id"): s for s in root.iter(f"{{{BPMN_NS}}}dataStore")}
         self.participants = {p.get("id") for p in root.iter(f"{{{BPMN_NS}}}participant")}
         self.definitions = {d.get("id"): d for d in root if _local(d.tag).endswith("EventDefinition") and d.get("id")}
+        self.moved = self.misplaced_flows()
+
+    def misplaced_flows(self) -> dict[ET.Element, list[ET.Element]]:
+        """Sequence flows a tool wrote outside the (sub-)process that holds both their ends (one
+        tool writes every flow of a collaboration into its first process), by the container
+        they belong to; a flow whose ends lie in two containers stays where it is (broken)."""
+        home: dict[str, ET.Element] = {}
+        boxes: list[ET.Element] = []
+
+        def index(box: ET.Element) -> None:
+            boxes.append(box)
+            for el in box:
+                local = _local(el.tag)
+                if el.get("id") and (local in _TASKS | _SUBS | _EVENTS or local in _GATEWAYS):
+                    home.setdefault(el.get("id"), box)
+                if local in _SUBS:
+                    index(el)
+
+        for proc in self.root.findall(f"{{{BPMN_NS}}}process"):
+            index(proc)
+        moved: dict[ET.Element, list[ET.Element]] = {}
+        for box in boxes:
+            for flow in box.findall(f"{{{BPMN_NS}}}sequenceFlow"):
+                src, dst = home.get(_ref(flow, "sourceRef") or ""), home.get(_ref(flow, "targetRef") or "")
+                if src is not None and src is dst and src is not box:
+                    moved.setdefault(src, []).append(flow)
+                    moved.setdefault(box, [])
+                    self.moved_out.add(flow)
+        return moved
 
     def broken(self, pid: str | None, element: str | None, problem: str, anchor: str | None = None) -> None:
         if self.strict:
@@ -291,7 +357,8 @@ class _Reader:
         for ref, role in lanes.items():
             if ref not in found and ref not in self.ids:
                 self.broken(pid, ref, f"a lane's flowNodeRef {ref!r} names no flow node of process {pid!r}: ignored")
-        for el in box.findall(f"{{{BPMN_NS}}}sequenceFlow"):
+        for el in [f for f in box.findall(f"{{{BPMN_NS}}}sequenceFlow") if f not in self.moved_out] \
+                + self.moved.get(box, []):
             self.sequence_flow(pid, el, nodes, gone, box)
         self.links(pid, box, nodes, found)
 
@@ -565,7 +632,7 @@ def parse_bpmn(xml: bytes | str, *, file: str = "model.bpmn", strict: bool = Fal
     ...
     kbtools.errors.BpmnError: x.bpmn: element 'F': targetRef 'Gone' is not a flow node of process 'P' (or of the sub-process that holds the flow)
     """
-    root = _read(xml, file)
+    root = _read(xml, file, strict)
     if root.find(f"{{{BPMN_NS}}}process") is None:
         raise BpmnError(file, None, "the document defines no <process>: nothing to read")
     reader = _Reader(root, file, strict)
@@ -593,8 +660,8 @@ def color_bpmn(xml: bytes | str, holes: dict[str, tuple[str, str]], *, file: str
     True
     """
     data = xml.encode() if isinstance(xml, str) else bytes(xml)
-    root = _read(data, file)
-    prefixes = _prefixes(data)
+    root, source = _parse(data, file)
+    prefixes = _prefixes(source)
     for prefix, uri in prefixes.items():
         ET.register_namespace(prefix, uri)
     for prefix, uri in (("bioc", _BIOC_NS), ("color", _COLOR_NS), ("kbh", _KB_NS)):
@@ -615,12 +682,13 @@ def color_bpmn(xml: bytes | str, holes: dict[str, tuple[str, str]], *, file: str
     return ET.tostring(root, encoding="utf-8", xml_declaration=True)
 
 
-def _prefixes(data: bytes) -> dict[str, str]:
+def _prefixes(data: bytes | str) -> dict[str, str]:
     """The namespace prefixes a document declares (so that the written copy keeps them)."""
     import io
 
     found: dict[str, str] = {}
-    for _, (prefix, uri) in ET.iterparse(io.BytesIO(data), events=("start-ns",)):
+    stream = io.StringIO(data) if isinstance(data, str) else io.BytesIO(data)
+    for _, (prefix, uri) in ET.iterparse(stream, events=("start-ns",)):
         if prefix and prefix not in found and not re.fullmatch(r"ns\d+", prefix):
             found[prefix] = uri
     return found
