@@ -91,6 +91,7 @@ def serve_http(server, *, token: str | None = None, host: str = "127.0.0.1", por
     sock = socket.socket(family, socket.SOCK_STREAM)
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
     sock.bind((host, port))
+    sock.listen(2048)  # listening before the URL is printed: a client that connects at once waits in the backlog
     bound = sock.getsockname()[1]
     url = f"http://{f'[{host}]' if family == socket.AF_INET6 else host}:{bound}/mcp"
     shown = "your token" if given else f"the token {token}"
