@@ -136,7 +136,7 @@ def duckdb_connect(path: str):
 
 
 class _Lance:
-    name, index = "LanceDB", "IVF_HNSW_SQ (dot), new rows scanned exactly until re-indexed"
+    name, index = "LanceDB", "IVF_HNSW_SQ, its defaults (dot); rows added after the build scanned exactly"
 
     def load(self, path: Path, ids, texts, vecs):
         import lancedb
@@ -157,7 +157,7 @@ class _Lance:
 
 
 class _Chroma:
-    name, index = "Chroma", "HNSW (hnswlib, ip)"
+    name, index = "Chroma", "HNSW, its defaults (M 16, ef_search 100; ip)"
 
     def load(self, path: Path, ids, texts, vecs):
         import chromadb
@@ -181,7 +181,7 @@ class _Chroma:
 
 
 class _DuckDB:
-    name, index = "DuckDB+vss", "HNSW (vss, ip), persisted in the file"
+    name, index = "DuckDB+vss", "HNSW, vss defaults (M 16, ef_search 64; ip), persisted in the file"
 
     def load(self, path: Path, ids, texts, vecs):
         path.mkdir(parents=True, exist_ok=True)
@@ -309,7 +309,7 @@ def bench_peers(root: Path, *, n: int = 100_000, seed: int = 7, peers=PEERS[1:],
     # recall of the index kb.query searches (its answer is folded, so not the plain nearest 8)
     hnsw = bank_index(bank, kind="hnsw")
     results["kbtools"]["recall"] = _recall([list(hnsw.search(q[None, :], K)[1][0]) for q in qs], truth)
-    index = {"kbtools": "HNSW (faiss), candidates re-scored exactly; kb.query folds the pool"}
+    index = {"kbtools": "HNSW (faiss, M 32, efSearch 128), top 16 re-scored exactly; kb.query folds the pool"}
     _finish(results, "kbtools", Path(bank.path), qfile, load["kbtools"], say)
     for peer in (c() for c in chosen):
         say(f"{peer.name}: load {n} rows and build its index")
