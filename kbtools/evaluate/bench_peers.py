@@ -49,8 +49,8 @@ _ADDS = 10
 
 # Each peer: the code a fresh process runs for the cold row. argv: the store's path, the query
 # vectors (.npy). It prints the seconds from the library's import to the first answer (and those
-# of the import alone), and its
-# peak resident memory (VmHWM, this process alone) after 50 more queries.
+# of the import alone), and its peak resident memory (VmHWM, this process alone) after 50 more
+# queries.
 _COLD_HEAD = """
 import json, sys, time
 import numpy as np
@@ -106,7 +106,7 @@ def search(q):
 DUCKDB_QUERY = "SELECT id FROM bench ORDER BY array_negative_inner_product(vec, {}::FLOAT[384]) LIMIT 8"
 
 
-def duckdb_array(v) -> str:
+def _duckdb_array(v) -> str:
     """``v`` as a DuckDB array literal."""
     return "[" + ",".join(f"{x:.9g}" for x in v.tolist()) + "]"
 
@@ -119,7 +119,7 @@ def _need(module: str):
                       "pip install 'kbtools[bench]' (in a venv of its own: it pins DuckDB to its vss build)") from e
 
 
-def duckdb_connect(path: str):
+def _duckdb_connect(path: str):
     """A DuckDB connection with ``vss`` loaded from the ``duckdb-extension-vss`` wheel's file
     (never installed from the network: autoinstall is off) and HNSW persistence on."""
     duckdb = _need("duckdb")
@@ -186,7 +186,7 @@ class _DuckDB:
     def load(self, path: Path, ids, texts, vecs):
         path.mkdir(parents=True, exist_ok=True)
         self.path = path
-        self.con = duckdb_connect(str(path / "bench.duckdb"))
+        self.con = _duckdb_connect(str(path / "bench.duckdb"))
         src = _arrow(ids, texts, vecs).rename_columns(["id", "text", "vec"])
         self.con.execute("CREATE TABLE bench (id VARCHAR, text VARCHAR, vec FLOAT[384])")
         self.con.register("src", src)
@@ -194,15 +194,15 @@ class _DuckDB:
         self.con.unregister("src")
         self.con.execute("CREATE INDEX bench_hnsw ON bench USING HNSW (vec) WITH (metric = 'ip')")
         self.con.execute("CHECKPOINT")
-        plan = "".join(r[1] for r in self.con.execute("EXPLAIN " + DUCKDB_QUERY.format(duckdb_array(vecs[0]))).fetchall())
+        plan = "".join(r[1] for r in self.con.execute("EXPLAIN " + DUCKDB_QUERY.format(_duckdb_array(vecs[0]))).fetchall())
         if "HNSW_INDEX_SCAN" not in plan:
             raise KbError(f"DuckDB did not plan the HNSW index for the bench query: {plan[:400]}")
 
     def search(self, q):
-        return [r[0] for r in self.con.execute(DUCKDB_QUERY.format(duckdb_array(q))).fetchall()]
+        return [r[0] for r in self.con.execute(DUCKDB_QUERY.format(_duckdb_array(q))).fetchall()]
 
     def add(self, i, text, v):
-        self.con.execute(f"INSERT INTO bench VALUES (?, ?, {duckdb_array(v)}::FLOAT[384])", [i, text])
+        self.con.execute(f"INSERT INTO bench VALUES (?, ?, {_duckdb_array(v)}::FLOAT[384])", [i, text])
 
     def close(self):
         self.con.close()
