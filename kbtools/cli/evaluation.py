@@ -16,7 +16,8 @@ def _bench(args):
     --quick runs the 10k bank only. --out FILE also writes the JSON report.
 
     kb bench --scale 1m --workdir /big/disk --out scale.json   # one bank of 1,000,000 entries, end to end
-    kb bench --scale 1m --workdir /big/disk --reuse            # again on the bank built there (no generate/embed)"""
+    kb bench --scale 1m --workdir /big/disk --reuse            # again on the bank built there (no generate/embed)
+    kb bench --peers --sizes 10000                             # kbtools beside LanceDB, Chroma, DuckDB + vss"""
     import json as _json
 
     from kbtools.evaluate.bench import format_bench, run_bench
@@ -40,7 +41,9 @@ def _bench(args):
             Path(args.out).write_text(_json.dumps(report, indent=1))
         text = "\n".join(f"| {r['metric']} | {r['value']:g} {r['unit']} | {r['note']} |" for r in report["rows"])
         return report, "| metric | value | note |\n|---|---|---|\n" + text
-    sizes = (10_000,) if args.quick else tuple(args.sizes)
+    if args.peers is not None:
+        return _bench_peers(args)
+    sizes = (10_000,) if args.quick else tuple(args.sizes or (10_000, 100_000))
     extra = ()
     try:  # the views' rows need the notebook extra
         from kbtools.views.measure import bench_views
@@ -54,16 +57,43 @@ def _bench(args):
     return report, format_bench(report)
 
 
+def _bench_peers(args):
+    """kbtools beside LanceDB, Chroma and DuckDB + vss at each of --sizes (default 100,000)."""
+    import json as _json
+    import shutil
+    import tempfile
+
+    from kbtools.evaluate.bench_peers import PEERS, bench_peers, format_peers
+
+    reports = []
+    for n in args.sizes or (100_000,):
+        root = Path(tempfile.mkdtemp(prefix="kb-peers-"))
+        try:
+            reports.append(bench_peers(root, n=n, seed=args.seed, peers=args.peers or PEERS[1:],
+                                       log=lambda m: print(m, file=sys.stderr, flush=True)))
+        finally:
+            shutil.rmtree(root, ignore_errors=True)
+    report = {"peers": reports}
+    if args.out:
+        Path(args.out).write_text(_json.dumps(report, indent=1))
+    return report, "\n\n".join(format_peers(r) for r in reports)
+
+
 register_args("bench", lambda p: (
     p.add_argument("--quick", action="store_true", help="only the 10k bank"),
-    p.add_argument("--sizes", type=int, nargs="+", default=[10_000, 100_000], help="bank sizes (default 10000 100000)"),
+    p.add_argument("--sizes", type=int, nargs="+",
+                   help="bank sizes (default 10000 100000; with --peers 100000)"),
+    p.add_argument("--peers", nargs="*", choices=["LanceDB", "Chroma", "DuckDB+vss"], metavar="PEER",
+                   help="kbtools beside LanceDB, Chroma and DuckDB+vss (or the peers named), embedded and on disk, "
+                        "on the same vectors: "
+                        "steady top-8 with recall@8, a durable add, the first query after it, cold open + first "
+                        "query in a new process with its peak RSS, disk (needs the bench extra)"),
     p.add_argument("--seed", type=int, default=7),
     p.add_argument("--only", choices=["linker", "serve"], help="one section alone: 'linker' (term statistics build and "
                    "extend, linking one entry with and without vectors, connect throughput, the query index after a "
                    "deletion, each beside an exact numpy scan; vectors of the entries' text and random unit vectors, "
                    "the worst case), e.g. kb bench --only linker --sizes 100000; 'serve' "
-                   "(adds, first query after an add, cold open, memory, disk beside the peers' figures, PPR vs igraph, "
-                   "fold at 2k and 20k)"),
+                   "(adds, first query after an add, cold open, memory, disk, PPR vs igraph, fold at 2k and 20k)"),
     p.add_argument("--out", help="also write the JSON report to this file"),
     p.add_argument("--scale", help="one big bank end to end instead: 20k, 100k, 300k or 1m entries (generate, embed with "
                                    "minilm-static, open, first and steady queries with recall@8, memory, disk, connect, "

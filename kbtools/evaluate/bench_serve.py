@@ -5,8 +5,8 @@ and the first one after a report), ``open_bank`` + first ``kb.query`` in a fresh
 100k and that process's peak memory against the vectors as stored, one ``query_knowledge_bank``
 round trip through ``kb mcp`` over stdio with the real MCP client, disk; beside them the parts
 (``ranked_pool`` with the vector given, the fold over its pool), personalized PageRank (kbtools vs
-igraph's PRPACK) and fold at 2k and 20k. The peers' figures in the notes are references quoted from
-an earlier run, not measured here.
+igraph's PRPACK) and fold at 2k and 20k. The peers (LanceDB, Chroma, DuckDB + vss) are measured
+by ``kb bench --peers`` (:mod:`kbtools.evaluate.bench_peers`) on the same kind of bank.
 
 Banks are synthetic (``synthetic_bank``) with random unit 384-d vectors recorded under the
 hashing embedder, so that an add embeds its entry (cheaply) inside its write, as a real add does,
@@ -33,20 +33,12 @@ from kbtools.retrieval.search import bank_index, ranked_pool, text_hashes
 from kbtools.store.bank import create_bank, open_bank
 from kbtools.store.vectors import vector_segments
 
-__all__ = ["bench_serve", "PEERS_100K"]
-
-#: The peers at 100k entries, measured once on the same 384-d vectors: references
-#: quoted, not dependencies and not measured here. LanceDB / Chroma / DuckDB vss.
-PEERS_100K = {
-    "add one entry (no linking), ms": (4.3, 7.4, 11.1),
-    "first query after an add, ms": (7.2, 1.2, 7.5),
-    "cold open + first query, s": (0.015, 0.23, 0.25),
-    "memory serving queries, MB": (190, 290, 530),
-    "disk, MB": (164, 305, 414),
-}
+__all__ = ["bench_serve", "serve_bank"]
 
 
-def _bank(root: Path, n: int, seed: int):
+def serve_bank(root: Path, n: int, seed: int):
+    """A synthetic bank of ``n`` entries under ``root`` with random unit 384-d vectors recorded
+    under the hashing embedder (an add embeds its text, cheaply), compacted."""
     demo = synthetic_bank(entries=n, seed=seed)
     bank = create_bank(root / f"serve{n}", embedder=None)
     import_frames(bank, entries=demo.entries, edges=demo.edges, guard=False)
@@ -253,31 +245,27 @@ def bench_serve(rows, root: Path, *, sizes=(10_000, 100_000), seed: int = 7, log
     banks = {}
     for n in (small, big):
         log(f"serve: bank of {n} entries")
-        banks[n] = _bank(root, n, seed)
+        banks[n] = serve_bank(root, n, seed)
     kind = "hnsw"
     cold = {}
     for n in (small, big):
         bank_index(banks[n], kind=kind)  # the index file a cold process maps
         cold[n] = _cold(banks[n].path, kind)
     rows.add("serve", f"cold: open_bank + first kb.query {big // 1000}k (new process, {kind})", cold[big]["first_s"], "s",
-             baseline=f"same at {small // 1000}k", baseline_value=cold[small]["first_s"],
-             note="peers at 100k: LanceDB 0.015 / Chroma 0.23 / DuckDB vss 0.25 s (references)")
+             baseline=f"same at {small // 1000}k", baseline_value=cold[small]["first_s"])
     raw = big * 384 * 4 / 1e6
     stored = sum((Path(banks[big].path) / sg["data"]).stat().st_size for sg in vector_segments(banks[big])) / 1e6
     rows.add("serve", f"memory serving kb.query {big // 1000}k (peak RSS of that process)", cold[big]["rss_mb"], "MB",
-             baseline="the vectors as the bank stores them", baseline_value=stored,
-             note="peers: LanceDB 190 / Chroma 290 / DuckDB vss 530 MB (references)")
+             baseline="the vectors as the bank stores them", baseline_value=stored)
     disk = _disk_mb(banks[big].path)
     rows.add("serve", f"disk {big // 1000}k (tables, vectors, {kind} index cache)", disk, "MB",
-             baseline="peers' median (Chroma, reference)", baseline_value=float(np.median(PEERS_100K["disk, MB"])),
-             note="peers: LanceDB 164 / Chroma 305 / DuckDB vss 414 MB (references)")
+             baseline="the vectors as the bank stores them", baseline_value=stored)
     adds = {}
     for n in (small, big):
         _adds(banks[n], 3)
         adds[n] = float(np.median(_adds(banks[n], 15)))
     rows.add("serve", f"kb.report_learning {big // 1000}k (link=False, embedded, durable), p50", adds[big],
-             baseline=f"same at {small // 1000}k", baseline_value=adds[small],
-             note="peers at 100k: LanceDB 4.3 / Chroma 7.4 / DuckDB vss 11.1 ms (references)")
+             baseline=f"same at {small // 1000}k", baseline_value=adds[small])
     linked = {n: _linked_adds(banks[n], 10) for n in (small, big)}
     rows.add("serve", f"kb.report_learning with the linker {big // 1000}k (links committed with it), p50",
              float(np.median(linked[big][1])), baseline=f"same at {small // 1000}k",
