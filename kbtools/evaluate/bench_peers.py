@@ -10,7 +10,9 @@ first query after each add (p50), a cold open + first query in a fresh process a
 peak memory while it serves 50 more, and the disk after the adds. kbtools is timed through
 ``kb.query(bank, text, query_vector=q)`` (folded, the vector given: no embedding) and
 ``kb.report_learning(..., link=False)`` (which embeds its text with the bank's hashing embedder
-inside the write); the peers take the vector with the row.
+inside the write); the peers take the vector with the row. The vectors are the entries' texts
+embedded with that embedder, and the queries the titles of entries drawn at random, so that recall
+means what it means on a real bank (random vectors defeat every approximate index alike).
 
 The peers come from the ``bench`` extra. Nothing is downloaded at run time: DuckDB loads ``vss``
 from the file the ``duckdb-extension-vss`` wheel installs (built for the one DuckDB it pins),
@@ -35,7 +37,7 @@ from kbtools.evaluate.bench_serve import serve_bank
 from kbtools.ops.writes import report_learning
 from kbtools.retrieval.index import combine
 from kbtools.retrieval.pipeline import query
-from kbtools.retrieval.search import bank_index
+from kbtools.retrieval.search import bank_embedder, bank_index
 from kbtools.store.vectors import vector_blocks
 
 __all__ = ["bench_peers", "format_peers", "PEERS"]
@@ -282,7 +284,7 @@ def bench_peers(root: Path, *, n: int = 100_000, seed: int = 7, peers=PEERS[1:],
 
     say(f"kbtools bank of {n} entries")
     t = time.perf_counter()
-    bank = serve_bank(root, n, seed)
+    bank = serve_bank(root, n, seed, vectors="text")
     bank_index(bank, kind="hnsw")  # the index file a cold process maps
     load = {"kbtools": time.perf_counter() - t}
     blocks = vector_blocks(bank, ids=bank.entries.filter(pl.col("status") == "active")["id"])  # what the index holds
@@ -290,16 +292,18 @@ def bench_peers(root: Path, *, n: int = 100_000, seed: int = 7, peers=PEERS[1:],
     vecs = np.concatenate([combine(d) for _, d in blocks]).astype(np.float32)
     text = dict(zip(bank.entries["id"].to_list(), bank.entries["content"].to_list()))
     texts = [text[i] for i in ids]
+    # queries as a user types them: the titles of entries drawn at random, embedded as kb.query
+    # embeds its text; the truth is the exact inner product over the same vectors
     rng = np.random.default_rng(seed + 1)
-    qs = rng.normal(size=(_QUERIES, vecs.shape[1])).astype(np.float32)
-    qs /= np.linalg.norm(qs, axis=1, keepdims=True)
+    emb = bank_embedder(bank)
+    titles = bank.entries["title"].to_list()
+    asked = [titles[i] for i in rng.choice(len(titles), size=min(_QUERIES, len(titles)), replace=False)]
+    qs = np.asarray(emb.encode(asked), dtype=np.float32)
     qfile = root / "peer-queries.npy"
     np.save(qfile, qs)
     truth = [list(ids[np.argsort(-(vecs @ q))[:K]]) for q in qs]
-    extra = rng.normal(size=(_ADDS, 4, vecs.shape[1])).astype(np.float32)
-    extra /= np.linalg.norm(extra, axis=2, keepdims=True)
-    new_rows = [(f"peer{j:06d}", f"Bench fact {j}: the warm pool drains at {j} am.", v)
-                for j, v in enumerate(combine(extra))]
+    added = [f"Bench fact {j}: the warm pool drains at {j} am." for j in range(_ADDS)]
+    new_rows = [(f"peer{j:06d}", t, v) for j, (t, v) in enumerate(zip(added, np.asarray(emb.encode(added), dtype=np.float32)))]
 
     results = {}
     say("kbtools queries and adds")
@@ -328,7 +332,8 @@ def bench_peers(root: Path, *, n: int = 100_000, seed: int = 7, peers=PEERS[1:],
                                  "report_learning(link=False) embeds its text (hashing) in the write",
                       "disk": "kbtools keeps four 384-d vectors per entry (one per search dimension), "
                               "the full entry rows and the edges; the peers one vector, the id and the text",
-                      "queries": f"{_QUERIES} random unit vectors; truth: exact inner product over the same vectors",
+                      "queries": f"the titles of {_QUERIES} entries drawn at random, embedded with the bank's hashing embedder; "
+                                 "truth: exact inner product over the same vectors",
                       "adds": f"{_ADDS} adds, each followed by one query"}}
 
 

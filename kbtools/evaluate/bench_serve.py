@@ -27,6 +27,8 @@ import polars as pl
 
 from kbtools.demo import synthetic_bank
 from kbtools.model.plan import Plan, VectorRows
+from kbtools.errors import ValidationError
+from kbtools.ops.embedding import embed_bank
 from kbtools.ops.interchange import import_frames
 from kbtools.ops.writes import report_learning
 from kbtools.retrieval.search import bank_index, ranked_pool, text_hashes
@@ -36,18 +38,25 @@ from kbtools.store.vectors import vector_segments
 __all__ = ["bench_serve", "serve_bank"]
 
 
-def serve_bank(root: Path, n: int, seed: int):
-    """A synthetic bank of ``n`` entries under ``root`` with random unit 384-d vectors recorded
-    under the hashing embedder (an add embeds its text, cheaply), compacted."""
+def serve_bank(root: Path, n: int, seed: int, *, vectors: str = "random"):
+    """A synthetic bank of ``n`` entries under ``root`` under the hashing embedder (an add embeds
+    its text, cheaply), compacted. ``vectors="random"``: random unit 384-d vectors, the worst case
+    for an approximate index (its recall says little); ``"text"``: the entries' own texts embedded
+    with that embedder, so neighbours mean something and recall can be read beside the speed."""
+    if vectors not in ("random", "text"):
+        raise ValidationError("vectors", vectors, "vectors are random or text")
     demo = synthetic_bank(entries=n, seed=seed)
     bank = create_bank(root / f"serve{n}", embedder=None)
     import_frames(bank, entries=demo.entries, edges=demo.edges, guard=False)
-    rng = np.random.default_rng(seed)
-    v = rng.normal(size=(n, 4, 384)).astype(np.float32)
-    v /= np.linalg.norm(v, axis=2, keepdims=True)
-    e = bank.entries
-    bank.apply(Plan(vectors=VectorRows(e["id"].to_numpy(), v, "hashing-char", text_hashes(e)),
-                    settings={"embedder": "hashing-char"}), actor="bench", reason="vectors")
+    if vectors == "text":
+        embed_bank(bank, embedder="hashing-char", actor="bench")
+    else:
+        rng = np.random.default_rng(seed)
+        v = rng.normal(size=(n, 4, 384)).astype(np.float32)
+        v /= np.linalg.norm(v, axis=2, keepdims=True)
+        e = bank.entries
+        bank.apply(Plan(vectors=VectorRows(e["id"].to_numpy(), v, "hashing-char", text_hashes(e)),
+                        settings={"embedder": "hashing-char"}), actor="bench", reason="vectors")
     bank.compact(sweep_age=0)
     return bank
 
