@@ -269,12 +269,14 @@ def rare_sum(stats: TermStats, ms, cs) -> np.ndarray:
     [0.811, 0.0]
     """
     held = stats._cache.get("rare")
-    if held is None or held[0] is not stats.postings:
+    if held is None or held[0] is not stats.postings:  # the postings of rare terms only: a few per entry
         p, df = stats.postings, stats.df
         idf = np.where((df > 0) & (df <= RARE_MAX_DF), np.log(max(stats.n, 1) / np.maximum(df, 1)), 0.0)
-        held = stats._cache["rare"] = (p, sp.csr_matrix((idf[p.indices], p.indices, p.indptr), shape=p.shape))
+        weighted = sp.csr_matrix((idf[p.indices], p.indices.copy(), p.indptr.copy()), shape=p.shape)
+        weighted.eliminate_zeros()
+        held = stats._cache["rare"] = (p, weighted.sign(), weighted)
     ms, cs = np.asarray(ms, np.int64), np.asarray(cs, np.int64)
-    return _rowdot(stats.postings[ms], held[1][cs]) if len(ms) else np.zeros(0)
+    return _rowdot(held[1][ms], held[2][cs]) if len(ms) else np.zeros(0)
 
 
 def _kernels():
