@@ -269,14 +269,24 @@ def rare_sum(stats: TermStats, ms, cs) -> np.ndarray:
     [0.811, 0.0]
     """
     held = stats._cache.get("rare")
-    if held is None or held[0] is not stats.postings:  # the postings of rare terms only: a few per entry
+    if held is None or held[0] is not stats.postings:  # the rare terms' postings: a few per entry
         p, df = stats.postings, stats.df
         idf = np.where((df > 0) & (df <= RARE_MAX_DF), np.log(max(stats.n, 1) / np.maximum(df, 1)), 0.0)
-        weighted = sp.csr_matrix((idf[p.indices], p.indices.copy(), p.indptr.copy()), shape=p.shape)
-        weighted.eliminate_zeros()
-        held = stats._cache["rare"] = (p, weighted.sign(), weighted)
+        rows = np.repeat(np.arange(p.shape[0], dtype=np.int64), np.diff(p.indptr))
+        rare = idf[p.indices] > 0
+        cols = p.indices[rare].astype(np.int64)
+        keys = (rows[rare] << 32) | cols  # (row << 32 | column), sorted as the rows and their columns
+        starts = np.searchsorted(rows[rare], np.arange(p.shape[0] + 1))
+        held = stats._cache["rare"] = (p, keys, cols, idf[cols], starts)
+    _, keys, cols, weights, starts = held
     ms, cs = np.asarray(ms, np.int64), np.asarray(cs, np.int64)
-    return _rowdot(held[1][ms], held[2][cs]) if len(ms) else np.zeros(0)
+    if keys.size == 0 or len(ms) == 0:
+        return np.zeros(len(ms))
+    pair, pos = row_positions(starts, cs)  # each candidate's rare terms, looked up among the entry's
+    wanted = (ms[pair] << 32) | cols[pos]
+    at = np.minimum(np.searchsorted(keys, wanted), keys.size - 1)
+    hit = keys[at] == wanted
+    return np.bincount(pair[hit], weights=weights[pos[hit]], minlength=len(ms))
 
 
 def _kernels():
