@@ -167,7 +167,8 @@ def test_posting_cap_terms_nominate_nothing():
     rows = [(f"{k:08x}", "knowledge", f"gizmo z{'abcdefghij'[k % 10]}{'abcdefghij'[k // 10]} lorem") for k in range(60)]
     rows.append(("ffffffff", "knowledge", "gizmo"))
     entries = _bank(rows)
-    plan = plan_links("ffffffff", entries, None, None, now=NOW)
+    # no session: without session candidates, the entries written near it are not read either
+    plan = plan_links("ffffffff", entries, None, None, settings=LINKER_DEFAULTS.with_(session_candidates=0), now=NOW)
     assert plan.report["candidates"] == 0 and plan.add.height == 0
 
 

@@ -152,7 +152,8 @@ def test_the_real_pep_bank_plans_the_same(monkeypatch, lanes, tmp_path):
     entries = bank.entries.with_columns(pl.lit(None).cast(pl.Datetime("us", "UTC")).alias("linked_at"))
     with_lane, without = _both(monkeypatch, entries, bank.edges, bank.triples)
     _same(with_lane, without)
-    assert with_lane.report["links"] > 300 and lanes.rows > 0
+    # sections of one PEP are not linked to each other: the links run between PEPs
+    assert with_lane.report["links"] > 50 and lanes.rows > 0
 
 
 def test_the_weakest_link_is_the_least_by_weight_then_key():

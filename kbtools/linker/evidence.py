@@ -170,12 +170,13 @@ def _rows_at(vectors, at: np.ndarray) -> np.ndarray:
 
 def pair_evidence(stats: TermStats, ms, cs, *, rel: Relations, settings: LinkerSettings, vectors=None, cosine=None,
                   known_cos=None, features: bool = True) -> dict:
-    """share, sem, bridge, time, cue, raw, prior, score and the gate for each pair (ms[i], cs[i]).
+    """share, sem, bridge, time, cue, raw, prior, score, the gate and the affinity for each pair (ms[i], cs[i]).
 
     ``ms`` is the entry being linked, ``cs`` its candidates. ``known_cos``: per pair, its cosine
     from ``vectors`` when computed already (``candidate_pairs``' ``cos``; NaN where not), so that
-    only the others are gathered. ``features``: also the title and author overlaps when the
-    settings do not score them (the calibration's features; False: zeros, for linking).
+    only the others are gathered. ``features``: also the title overlap when the settings do not
+    score it (the calibration's features; False: zeros, for linking). ``affinity`` orders the
+    candidates that pass the gate (``RARE_LAMBDA``).
     """
     ms, cs = np.asarray(ms, np.int64), np.asarray(cs, np.int64)
     shared_w, shared_n, strong_n, entity_w = _shared(stats, ms, cs)
@@ -208,8 +209,8 @@ def pair_evidence(stats: TermStats, ms, cs, *, rel: Relations, settings: LinkerS
     days = apart / 86_400e6
     near = np.exp(-days / max(settings.near_days, 1e-9))
     weighed = {name for name, _ in settings.weights}
-    author, title = ((_bag_overlap(stats, name, ms, cs) if features or weight or name in weighed else np.zeros(len(ms)))
-                     for name, weight in (("author", settings.w_author), ("title", settings.w_title)))
+    author = _bag_overlap(stats, "author", ms, cs)  # the affinity reads it
+    title = _bag_overlap(stats, "title", ms, cs) if features or settings.w_title or "title" in weighed else np.zeros(len(ms))
     if settings.w_near or settings.w_author or settings.w_title:
         raw = 1.0 - (1.0 - raw) * (1.0 - settings.w_near * near) * (1.0 - settings.w_author * author) \
             * (1.0 - settings.w_title * title)
@@ -224,8 +225,9 @@ def pair_evidence(stats: TermStats, ms, cs, *, rel: Relations, settings: LinkerS
         | ((share >= 0.15) & ((sem >= 0.5) | (time == 1.0) | (bridge > 0)))
         | ((share >= 0.15) & ((settings.w_author * author >= 0.15) | (settings.w_title * title >= 0.15)))
     )
+    affinity = cos + RARE_LAMBDA * rare_sum(stats, ms, cs) + share + FOLLOW_UP * author * np.exp(-days / FOLLOW_UP_DAYS)
     out = dict(
-        m=ms, c=cs, share=share, overlap=overlap, halved=halved, shared_n=shared_n, cos=cos, sem=sem,
+        m=ms, c=cs, affinity=affinity, share=share, overlap=overlap, halved=halved, shared_n=shared_n, cos=cos, sem=sem,
         bridge=bridge, time=time, cue=cue, ident=ident, near=near, author=author, title=title,
         raw=raw, prior=prior, score=score, evidence=evidence,
         linked=evidence & (score >= settings.threshold), resolves=resolves, later=later,
@@ -242,6 +244,49 @@ def pair_evidence(stats: TermStats, ms, cs, *, rel: Relations, settings: LinkerS
         out["evidence"] = np.ones(len(ms), bool)
         out["linked"] = out["score"] >= settings.threshold
     return out
+
+
+#: An entry's candidates past the gate are tried in the order of their ``affinity``: the cosine, plus
+#: RARE_LAMBDA x the summed ln(n / df) of the terms the two share that at most RARE_MAX_DF entries
+#: hold, plus the share of weighted terms (``share``), plus FOLLOW_UP x the authors' overlap x
+#: exp(-days apart / FOLLOW_UP_DAYS) (a follow-up by the same hands soon after). The seed's score
+#: stays the link's weight and gate: its similarity saturates (every cosine over 0.3 reads 1), so
+#: it cannot order the candidates (``kb eval links`` measures the order; docs/evaluation-links.md)
+RARE_LAMBDA = 0.02
+RARE_MAX_DF = 20
+FOLLOW_UP = 0.3
+FOLLOW_UP_DAYS = 30.0
+
+
+def rare_sum(stats: TermStats, ms, cs) -> np.ndarray:
+    """Per pair, the summed ln(n / df(t)) of the terms t both hold with df(t) <= ``RARE_MAX_DF``.
+
+    >>> import polars as pl, datetime as dt
+    >>> t = dt.datetime(2026, 1, 1, tzinfo=dt.timezone.utc)
+    >>> bank = pl.DataFrame({"id": ["a", "b", "c"], "kind": ["fact"] * 3, "created_at": [t] * 3,
+    ...                      "content": ["green tea", "green tea", "black coffee"]})
+    >>> rare_sum(TermStats.build(bank), np.array([0, 0]), np.array([1, 2])).round(3).tolist()
+    [0.811, 0.0]
+    """
+    held = stats._cache.get("rare")
+    if held is None or held[0] is not stats.postings:  # the rare terms' postings: a few per entry
+        p, df = stats.postings, stats.df
+        idf = np.where((df > 0) & (df <= RARE_MAX_DF), np.log(max(stats.n, 1) / np.maximum(df, 1)), 0.0)
+        rows = np.repeat(np.arange(p.shape[0], dtype=np.int64), np.diff(p.indptr))
+        rare = idf[p.indices] > 0
+        cols = p.indices[rare].astype(np.int64)
+        keys = (rows[rare] << 32) | cols  # (row << 32 | column), sorted as the rows and their columns
+        starts = np.searchsorted(rows[rare], np.arange(p.shape[0] + 1))
+        held = stats._cache["rare"] = (p, keys, cols, idf[cols], starts)
+    _, keys, cols, weights, starts = held
+    ms, cs = np.asarray(ms, np.int64), np.asarray(cs, np.int64)
+    if keys.size == 0 or len(ms) == 0:
+        return np.zeros(len(ms))
+    pair, pos = row_positions(starts, cs)  # each candidate's rare terms, looked up among the entry's
+    wanted = (ms[pair] << 32) | cols[pos]
+    at = np.minimum(np.searchsorted(keys, wanted), keys.size - 1)
+    hit = keys[at] == wanted
+    return np.bincount(pair[hit], weights=weights[pos[hit]], minlength=len(ms))
 
 
 def _kernels():
@@ -833,7 +878,8 @@ def candidate_pairs(
     stats: TermStats, rows, *, rel: Relations, open_, linked, settings: LinkerSettings, vectors=None,
     neighbors=None, eligible=None, margin: int = 0, searched: tuple | None = None,
 ) -> dict:
-    """Candidates of each row: inverted index, nearest neighbours, same session.
+    """Candidates of each row: inverted index, nearest neighbours, same session (for a row without
+    a session: the entries without one written closest to it, ``_written_near``).
 
     Returns arrays ``m, c`` and, per source, the candidate's position in that source's list
     (``pos_index``, ``pos_nn``, ``pos_nnx``, ``pos_session``; int64 max when absent). ``margin`` extra
@@ -883,7 +929,9 @@ def candidate_pairs(
             parts.append(("nnx", unsure[b2], c2, pos2, cos2))
     elif vectors is not None:
         parts.append(("nn", *_exact_neighbours(stats, rows, vectors, open_, linked, k)))
-    parts.append(("session", *_session(stats, rows, open_, linked, settings.session_candidates + margin)))
+    together = _session(stats, rows, open_, linked, settings.session_candidates + margin)
+    alone = _written_near(stats, rows, open_, linked, settings.session_candidates + margin)
+    parts.append(("session", *(np.concatenate(pair) for pair in zip(together, alone))))
     out = _union(rows, parts, len(stats.ids))
     if floor is not None:
         out["nn_floor"] = floor[out["b"]]
@@ -1196,6 +1244,39 @@ def _session(stats, rows, open_, linked, k):
     dt = np.abs(stats.time_us[c] - stats.time_us[rows[b]])
     order = np.lexsort((-stats.rank[c], dt, b))
     b, c = b[order], c[order]
+    pos = np.arange(len(b)) - np.searchsorted(b, np.arange(len(rows)))[b]
+    keep = pos < k
+    return b[keep], c[keep], pos[keep]
+
+
+_NEAR_WINDOW = 4  #: ``_written_near`` reads this many times k places either side
+
+
+def _written_near(stats, rows, open_, linked, k):
+    """Per row without a session, the k visible entries without one written closest to it (ties:
+    the newer first), among the ``_NEAR_WINDOW`` x k written just before and just after it: a
+    commit's follow-ups come soon after it, and a bank without sessions lists them nowhere else."""
+    empty = (np.zeros(0, np.int64),) * 3
+    lone = np.flatnonzero(stats.session[rows] < 0)
+    if lone.size == 0 or k <= 0:
+        return empty
+    order = stats._cache.get("sessionless")
+    if order is None:  # the linkable entries without a session, in (created_at, id) order
+        order = np.flatnonzero((stats.session < 0) & (stats.kind >= 0))
+        order = stats._cache["sessionless"] = order[np.argsort(stats.rank[order], kind="stable")]
+    if order.size == 0:
+        return empty
+    steps = np.arange(1, _NEAR_WINDOW * k + 1)
+    at = np.searchsorted(stats.rank[order], stats.rank[rows[lone]])[:, None] + np.concatenate([-steps[::-1], steps])
+    inside = (at >= 0) & (at < order.size)
+    b = np.broadcast_to(lone[:, None], at.shape)[inside]
+    c = order[at[inside]]
+    c_is_not_row = c != rows[b]
+    b, c = b[c_is_not_row], c[c_is_not_row]
+    ok = _visible_pairs(stats, rows, b, c, open_, linked)
+    b, c = b[ok], c[ok]
+    order_ = np.lexsort((-stats.rank[c], np.abs(stats.time_us[c] - stats.time_us[rows[b]]), b))
+    b, c = b[order_], c[order_]
     pos = np.arange(len(b)) - np.searchsorted(b, np.arange(len(rows)))[b]
     keep = pos < k
     return b[keep], c[keep], pos[keep]

@@ -22,7 +22,7 @@ import scipy.sparse as sp
 from kbtools.errors import ValidationError
 from kbtools.linker.evidence import _SENTINEL, use_exact_neighbours
 from kbtools.linker.planned import PlannedColumns
-from kbtools.linker.rules import KINDS, LinkerSettings, link_type
+from kbtools.linker.rules import KINDS, LinkerSettings, kind_code, link_type
 from kbtools.linker.terms import TermStats, row_positions
 from kbtools.linker.wording import _TEXT_VALUES, _evidence_json, _term_places, _why_words, evidence_texts, shown_terms_table
 from kbtools.model.fading import fade
@@ -70,7 +70,8 @@ _FEW_EDGES = 20_000  #: up to this many edges, their columns are read as Python 
 
 def _edge_columns(frame: pl.DataFrame, row_of: dict):
     """Per edge: its ends' rows (-1 when not an entry), the code of its canonical type (among
-    ``n_types``), whether it is a supersedes edge and whether its source is capped."""
+    ``n_types``), whether it is a supersedes edge, whether its source is capped and whether it is
+    a part_of edge."""
     n = len(row_of)
     if frame.height <= _FEW_EDGES:  # a few edges: the dictionary beats hashing every id of the bank
         src = np.array([row_of.get(x, -1) for x in frame["src"].to_list()], dtype=np.int64)
@@ -81,7 +82,8 @@ def _edge_columns(frame: pl.DataFrame, row_of: dict):
         code = np.fromiter(map(codes.__getitem__, types), np.int64, len(types))
         sup = np.array([t == "supersedes" for t in types], dtype=bool)
         capped = np.array([x in _CAPPED for x in frame["source"].to_list()], dtype=bool)
-        return src, dst, code, len(canon), sup, capped
+        part = np.array([t == "part_of" for t in types], dtype=bool)
+        return src, dst, code, len(canon), sup, capped, part
     ids, rows = pl.Series(list(row_of), dtype=pl.String), pl.arange(0, n, eager=True)
     ends = frame.select(pl.col(c).replace_strict(ids, rows, default=-1, return_dtype=pl.Int64) for c in ("src", "dst"))
     types = frame["type"].cast(pl.String).fill_null("")
@@ -90,7 +92,11 @@ def _edge_columns(frame: pl.DataFrame, row_of: dict):
     code = types.replace_strict(names, [canon.index(normalize_type(t)) for t in names], return_dtype=pl.Int64)
     sup = (types == "supersedes").to_numpy()
     capped = frame["source"].is_in(list(_CAPPED)).fill_null(False).to_numpy()
-    return ends["src"].to_numpy(), ends["dst"].to_numpy(), code.to_numpy(), len(canon), sup, capped
+    part = (types == "part_of").to_numpy()
+    return ends["src"].to_numpy(), ends["dst"].to_numpy(), code.to_numpy(), len(canon), sup, capped, part
+
+
+_GOAL = kind_code("goal")
 
 
 class _EdgeIndex:
@@ -107,7 +113,7 @@ class _EdgeIndex:
         self.frame = frame.select(pl.col("_orig"), *(column(c) for c in _EDGE_COLUMNS[1:]))
         self._cols = None
         n = len(row_of)
-        src, dst, code, n_types, sup_flag, capped_flag = _edge_columns(self.frame, row_of)
+        src, dst, code, n_types, sup_flag, capped_flag, part_flag = _edge_columns(self.frame, row_of)
         canon = range(n_types)
         known = np.flatnonzero((src >= 0) & (dst >= 0))
         # one edge per key (src, dst, canonical type), the last, as a dictionary keyed by it holds;
@@ -129,6 +135,10 @@ class _EdgeIndex:
                                shape=(n, max(len(end_rows), 1)))
         self.edge_of = np.concatenate([known, known])[by_row.indices]
         self.start = by_row.indptr.astype(np.int64)
+        part = known[part_flag[known]]
+        #: per row, the entry it is part_of (-1: none): a section's document
+        self.whole = np.full(n, -1, np.int64)
+        self.whole[src[part]] = dst[part]
         sup = known[sup_flag[known]]
         self.replaced_by = dict(zip(dst[sup].tolist(), src[sup].tolist()))
         # what the sequential state asks of edges it has not loaded: how many automatic (capped)
@@ -163,6 +173,13 @@ class _EdgeIndex:
             at = np.searchsorted(self.pair_keys, keys)
         at = np.minimum(at, self.pair_keys.size - 1)
         return np.where(self.pair_keys[at] == keys, self.pair_edges[at], 0)
+
+    def same_whole(self, kind: np.ndarray, a: np.ndarray, b: np.ndarray) -> np.ndarray:
+        """Per i, whether rows a[i] and b[i] are parts of one entry by input part_of edges (two
+        sections of a document): the document joins them already, a link would repeat it. Goals
+        are left out: a goal's part_of is made by the linking itself, from its metadata."""
+        whole = self.whole[a]
+        return (whole >= 0) & (whole == self.whole[b]) & (kind[a] != _GOAL) & (kind[b] != _GOAL)
 
     def pair_count(self, a: int, b: int) -> int:
         """How many input edges join rows a and b (either way, any type)."""
@@ -209,8 +226,8 @@ class _Choice:
             self.exact = (np.bincount(b, minlength=n_rows) > 0) & (floor > -np.inf) \
                 & (np.bincount(b[above], minlength=n_rows) < k)
             near = np.where(self.exact[b], pairs["pos_nnx"] < k, near)
-        ok = np.flatnonzero((lexical | near) & ev["linked"])
-        self.pairs = ok[np.lexsort((-rank[c[ok]], -ev["score"][ok], b[ok]))]
+        ok = np.flatnonzero((lexical | near) & ev["linked"] & ~index.same_whole(stats.kind, pairs["m"], c))
+        self.pairs = ok[np.lexsort((-rank[c[ok]], -ev["affinity"][ok], b[ok]))]
         #: what a record and its evidence text read of each pair's evidence (arrays over ``pairs``)
         self.text_values = {k: ev[k][self.pairs] for k in _TEXT_VALUES}
         #: per row its pairs' bounds, per pair the candidate, the input edges joining the two, the
@@ -578,12 +595,12 @@ class LinkState:
             pos = pairs[f"pos_{name}"][lo:hi]
             live = np.flatnonzero((pos != _SENTINEL) & ~fresh)
             chosen[live[np.argsort(pos[live], kind="stable")][:limit]] = True
-        ok = np.flatnonzero(chosen & ev["linked"][lo:hi])
+        ok = np.flatnonzero(chosen & ev["linked"][lo:hi] & ~self.index.same_whole(self.st.kind, np.full(hi - lo, end), c))
         base = dict(zip(ok.tolist(), self.index.pair_counts_of(np.full(len(ok), end), c[ok]).tolist()))  # input edges per pair
         superseded, delta = self.superseded, self.pair_delta
         idx = [i for i in base if cs[i] != end and cs[i] not in superseded and base[i] + delta.get(_pair(end, cs[i]), 0) <= 0]
-        score, rank = ev["score"], self.st.rank
-        idx.sort(key=lambda i: (-score[lo + i], -rank[cs[i]]))
+        affinity, rank = ev["affinity"], self.st.rank
+        idx.sort(key=lambda i: (-affinity[lo + i], -rank[cs[i]]))
         for i in idx[: self.s.max_new]:
             e = {k: ev[k][lo + i].item() for k in _TEXT_VALUES}
             e["type_key"] = int(_type_keys(self.st, {k: ev[k][lo + i : lo + i + 1] for k in _TYPE_INPUTS})[0])
@@ -809,7 +826,7 @@ _TYPE_INPUTS = ("m", "c", "later", "time", "bridge_only")
 #: What the linking reads of a chunk's pairs and of their evidence (``_Choice``, ``link_entry``):
 #: all a worker process sends back (``pipeline.ChunkWork.keep``)
 LINKING_READS = (("b", "m", "c", "pos_index", "pos_nn", "pos_nnx", "pos_session", "nn_floor"),
-                 tuple(dict.fromkeys((*_TEXT_VALUES, *_TYPE_INPUTS, "linked", "score"))))
+                 tuple(dict.fromkeys((*_TEXT_VALUES, *_TYPE_INPUTS, "linked", "score", "affinity"))))
 
 
 def _text_inputs(words: list[tuple]) -> tuple[np.ndarray, np.ndarray, dict]:

@@ -1,0 +1,93 @@
+"""The order the linker tries an entry's candidates in, the sections it leaves unlinked and the
+candidates of an entry without a session (what ``kb eval links`` measures)."""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+
+import numpy as np
+import polars as pl
+
+from kbtools.linker import LINKER_DEFAULTS, TermStats, explain_pair, plan_connect, plan_links
+from kbtools.linker.evidence import rare_sum
+from kbtools.model.schema import conform, empty
+
+T0 = dt.datetime(2026, 3, 1, tzinfo=dt.timezone.utc)
+
+
+def _bank(rows, *, step=dt.timedelta(minutes=1)):
+    """entries from (id, text[, metadata]) tuples, all knowledge, no session, ``step`` apart."""
+    out = []
+    for k, (eid, text, *rest) in enumerate(rows):
+        t = T0 + k * step
+        out.append({"id": eid, "kind": "knowledge", "content": text, "metadata": rest[0] if rest else "{}",
+                    "created_at": t, "updated_at": t, "usage_count": 0})
+    return conform(pl.DataFrame(out), "entries")
+
+
+def _linked(plan) -> set[frozenset]:
+    auto = plan.add.filter(pl.col("source") == "auto")
+    return {frozenset(p) for p in auto.select("src", "dst").rows()}
+
+
+def _unit(rows) -> np.ndarray:
+    v = np.array(rows, dtype=np.float32)
+    return v / np.linalg.norm(v, axis=1, keepdims=True)
+
+
+def test_the_closest_in_meaning_is_tried_first_though_the_seed_scores_another_higher():
+    # both pass the gate; the seed's similarity reads 1 for both (any cosine over 0.3), so its score
+    # prefers the one sharing more words; the affinity prefers the far closer meaning
+    entries = _bank([
+        ("wordy", "pump seal valve gasket flange torque bolt pressure test weekly routine"),
+        ("close", "pump seal valve gasket inspection"),
+        ("new", "pump seal valve gasket flange torque bolt pressure failure"),
+    ])
+    vectors = _unit([[0.35, 1.0], [1.0, 0.05], [1.0, 0.0]])
+    wordy = explain_pair("new", "wordy", entries, None, None, vectors=vectors)
+    close = explain_pair("new", "close", entries, None, None, vectors=vectors)
+    assert wordy.linked and close.linked and wordy.score > close.score
+    plan = plan_links("new", entries, None, None, vectors=vectors, settings=LINKER_DEFAULTS.with_(max_new=1), now=T0)
+    assert _linked(plan) == {frozenset({"new", "close"})}
+
+
+def test_two_sections_of_one_document_are_not_linked_to_each_other():
+    entries = _bank([
+        ("doc", "Packaging guide"),
+        ("s1", "wheel tags name the interpreter abi and platform of a built wheel"),
+        ("s2", "the platform tag of a wheel names the abi and interpreter it was built for"),
+        ("other", "wheel platform tags for the abi and interpreter of a built distribution"),
+    ])
+    edges = conform(pl.DataFrame([
+        {"src": s, "dst": "doc", "type": "part_of", "source": "structure", "weight": 1.0,
+         "evidence": json.dumps({"why": "a section"}), "created_by": "test", "created_at": T0, "seen_at": T0}
+        for s in ("s1", "s2")]), "edges")
+    linked = _linked(plan_connect(entries, edges, None, now=T0))
+    assert frozenset({"s1", "s2"}) not in linked
+    assert {frozenset({"other", "s1"}), frozenset({"other", "s2"})} <= linked
+    # without the document they are linked
+    assert frozenset({"s1", "s2"}) in _linked(plan_connect(entries, empty("edges"), None, now=T0))
+
+
+def test_an_entry_without_a_session_sees_the_entries_written_just_before_it():
+    # one candidate from each list: the index and the neighbours both name "twin"; the entry
+    # written just before it ("prior") comes from the entries written near it
+    entries = _bank([
+        ("twin", "retry backoff jitter for the upload client timeout errors"),
+        *((f"f{k}", f"filler note {k} about gardening tomatoes and basil") for k in range(6)),
+        ("prior", "upload client timeout raised to thirty seconds"),
+        ("new", "retry backoff jitter for the upload client timeout errors, second try"),
+    ], step=dt.timedelta(days=1))
+    vectors = _unit([[1.0, 0.0], *([[0.0, 1.0]] * 6), [0.8, 0.6], [1.0, 0.01]])
+    narrow = LINKER_DEFAULTS.with_(candidates=1, session_candidates=1)
+    plan = plan_links("new", entries, None, None, vectors=vectors, settings=narrow, now=T0)
+    assert {frozenset({"new", "twin"}), frozenset({"new", "prior"})} <= _linked(plan)
+    assert plan.report["candidates"] == 2
+
+
+def test_rare_sum_counts_only_terms_few_entries_hold():
+    entries = _bank([(f"e{k}", "common words here" + (" zebra" if k < 2 else "")) for k in range(30)])
+    stats = TermStats.build(entries)
+    got = rare_sum(stats, np.array([0, 2]), np.array([1, 3]))
+    assert got[0] > 0 and got[1] == 0.0  # "zebra": 2 entries; the others: all 30
