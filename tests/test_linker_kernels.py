@@ -47,14 +47,14 @@ def test_the_compiled_steps_give_the_numpy_steps_bits(source, tmp_path, monkeypa
     linked = rng.random(n) < 0.3
     open_ = ctx.open_ & (rng.random(n) > 0.05)
     order = np.argsort(stats.rank, kind="stable")
-    assert kernels.warm() and evidence._kernels() is not None
+    assert kernels.warm() and evidence.compiled_kernels() is not None
     most_shared = 0
     for start in range(0, n, 512):
         rows = order[start : start + 512]
         got = {}
         for mode in ("fast", "numpy"):
             monkeypatch.setenv("KB_KERNELS", "" if mode == "fast" else "numpy")
-            assert (evidence._kernels() is not None) == (mode == "fast")
+            assert (evidence.compiled_kernels() is not None) == (mode == "fast")
             pairs = evidence.candidate_pairs(stats, rows, rel=ctx.rel, open_=open_, linked=linked,
                                              settings=LINKER_DEFAULTS)
             ev = evidence.pair_evidence(stats, pairs["m"], pairs["c"], rel=ctx.rel, settings=LINKER_DEFAULTS)
@@ -112,7 +112,7 @@ def test_only_a_big_connect_uses_them_and_a_small_write_never_imports_numba(tmp_
     monkeypatch.delenv("KB_KERNELS", raising=False)
     assert not use_kernels(KERNELS_FROM - 1) and use_kernels(KERNELS_FROM)
     monkeypatch.setenv("KB_KERNELS", "numpy")
-    assert not use_kernels(KERNELS_FROM) and not kernels.available() and evidence._kernels() is None
+    assert not use_kernels(KERNELS_FROM) and not kernels.available() and evidence.compiled_kernels() is None
     code = ("import sys, kbtools as kb\n"
             "bank = kb.create_bank(sys.argv[1])\n"
             "for i in range(12):\n"
@@ -134,7 +134,7 @@ def test_a_failing_compile_warns_and_leaves_the_numpy_steps(monkeypatch):
     monkeypatch.setattr(kernels, "_shared", broken)
     with pytest.warns(RuntimeWarning, match="numpy steps run instead"):
         assert kernels.warm() is False
-    assert not kernels.ready() and evidence._kernels() is None
+    assert not kernels.ready() and evidence.compiled_kernels() is None
 
 
 def test_without_a_writable_cache_the_loops_compile_in_the_process(monkeypatch):

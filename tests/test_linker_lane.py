@@ -163,7 +163,7 @@ def test_the_weakest_link_is_the_least_by_weight_then_key():
     n = 6
     lane = LinkLane(n, 8, np.zeros(n, np.int64), np.zeros(n, bool), cap=2, max_new=5)
 
-    class Choice:  # the arrays of a chunk's ``state._Choice`` the lane reads
+    class Choice:  # the arrays of a chunk's ``state.LinkChoice`` the lane reads
         def __init__(self, rows_c, score, type_key):
             bounds = np.cumsum([0] + [len(x) for x in rows_c])
             self.arrays = {"bounds": bounds, "c": np.concatenate(rows_c), "base": np.zeros(bounds[-1], np.int64),
@@ -172,7 +172,7 @@ def test_the_weakest_link_is_the_least_by_weight_then_key():
 
     knowledge = KINDS.index("knowledge")
     key = (knowledge << 8 | knowledge) << 9 | 1 << 2  # two knowledge entries, the first the later
-    typ, m_is_src = linking._link_type(key)
+    typ, m_is_src = linking.type_of_key(key)
 
     def link(m, c):
         return (m, c, typ) if m_is_src else (c, m, typ)

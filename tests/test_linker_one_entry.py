@@ -71,8 +71,8 @@ def test_one_rows_candidates_are_those_it_gets_in_a_batch(bank):
             want = two[key][first]
             assert np.array_equal(one[key], want, equal_nan=one[key].dtype.kind == "f"), key
         seen["searched"] += bool((one["nn_floor"] < np.inf).all() and len(one["c"]))
-        seen["exact"] += bool((one["pos_nnx"] < evidence._SENTINEL).any())
-        seen["session"] += bool((one["pos_session"] < evidence._SENTINEL).any())
+        seen["exact"] += bool((one["pos_nnx"] < evidence.SENTINEL).any())
+        seen["session"] += bool((one["pos_session"] < evidence.SENTINEL).any())
     assert seen["searched"] > 5 and seen["exact"] > 2 and seen["session"] > 5
 
 

@@ -435,7 +435,7 @@ def test_shared_words_are_those_of_the_entrys_terms_in_weight_order(monkeypatch,
     compared = 0
     for m, c in rng.integers(0, 500, (3000, 2)).tolist():
         if set(stats.anchors[m].terms) & set(stats.anchors[c].terms):
-            got = wording._why_words(stats, None, m, c, e, wording._term_places(stats, m))
+            got = wording.why_words(stats, None, m, c, e, wording.term_places(stats, m))
             assert got == brute(m, c)
             compared += got.count(",") > 0
     assert compared > 500

@@ -1,5 +1,5 @@
 """The words of links: many links written at once (``evidence_texts``) read exactly as each link
-written alone (``_evidence_json(why_text(...))``)."""
+written alone (``evidence_json(why_text(...))``)."""
 
 from __future__ import annotations
 
@@ -97,7 +97,7 @@ def test_many_links_read_as_each_link_written_alone(words_of):
     want = []
     for i, (a, b) in enumerate(zip(m.tolist(), c.tolist())):
         e = {k: values[k][i].item() for k in _VALUES}
-        want.append(wording._evidence_json(wording.why_text(stats, rel, a, b, e), e, origins[i]))
+        want.append(wording.evidence_json(wording.why_text(stats, rel, a, b, e), e, origins[i]))
     assert got == want
     # the cases were there: words found past the first places, hidden words, odd values, origins
     parsed = [json.loads(x) for x in got]
@@ -127,7 +127,7 @@ def test_a_word_of_a_shared_entity_is_hidden_in_a_batch_as_alone(words_of):
     items = [w.removeprefix("shared: ").split(", ") for w in whys]
     assert all("line 3" in x and "line" not in x for x in items), whys
     e = {k: 0.0 for k in _VALUES} | {"shared_n": 1.0}
-    assert got == [wording._evidence_json(wording.why_text(stats, rel, a, b, e), e, None) for a, b in zip(m.tolist(), c.tolist())]
+    assert got == [wording.evidence_json(wording.why_text(stats, rel, a, b, e), e, None) for a, b in zip(m.tolist(), c.tolist())]
 
 
 @pytest.mark.parametrize("places,kind", [(3, repr), (2, wording._fixed2)])

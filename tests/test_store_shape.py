@@ -17,17 +17,9 @@ MOST_PUBLIC = 20
 #: data attributes every open bank carries (set in ``__init__``, not methods or properties)
 INSTANCE_ATTRIBUTES = {"path", "readonly", "lock_timeout", "id_set_counts"}
 
-#: private imports that predate this rule, outside the store, each to be made public by the work on
-#: its own package: (module, imported from) without ``kbtools.`` -> the names. The test fails for
-#: any other private import, and once one of these is gone (so the list only shrinks)
-KNOWN = {
-    ("linker.anchors", "linker.text"): "_content_stem",
-    ("linker.lane", "linker.state"): "_TEXT_VALUES _link_type",
-    ("linker.planning", "linker.state"): "_Choice _EdgeIndex",
-    ("linker.state", "linker.evidence"): "_SENTINEL",
-    ("linker.state", "linker.wording"): "_TEXT_VALUES _evidence_json _term_places _why_words",
-    ("linker.wording", "linker.evidence"): "_kernels",
-}
+#: private imports allowed for now: (module, imported from) without ``kbtools.`` -> the names. None
+#: is left: what one module needs from another is public where it lives
+KNOWN: dict[tuple[str, str], str] = {}
 
 
 def _private(name: str) -> bool:

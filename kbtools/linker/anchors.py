@@ -22,7 +22,7 @@ import numpy as np
 import polars as pl
 
 import kbtools.linker.forks as forks
-from kbtools.linker.text import FRAMING_WORDS, STOP_WORDS, WORD_RE, _content_stem, content_words
+from kbtools.linker.text import FRAMING_WORDS, STOP_WORDS, WORD_RE, content_stem, content_words
 
 __all__ = ["Anchor", "AnchorRows", "anchor", "identifiers", "ASSET_NOUNS", "ACTION_VERBS", "FRAMING_NAMES", "anchor_frame",
            "anchors_from_frame"]
@@ -649,7 +649,7 @@ def column_stems(texts: list[str]):
     surfaces, word = _word_codes(words["surface"])
     stem_of: dict[str, int] = {}
     stem_code = np.fromiter(
-        (-1 if (st := _content_stem(w)) is None else stem_of.setdefault(st, len(stem_of)) for w in surfaces),
+        (-1 if (st := content_stem(w)) is None else stem_of.setdefault(st, len(stem_of)) for w in surfaces),
         dtype=np.int64, count=len(surfaces),
     )
     row = words["row"].to_numpy().astype(np.int64)

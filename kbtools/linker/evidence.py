@@ -34,7 +34,7 @@ _PRIORS = prior_matrix()
 _MEANS = np.array([kind_code(k) for k in ("decision", "procedure", "skill", "event")])
 _IS_MEANS = np.zeros(len(KINDS) + 1, bool)  #: by kind code (-1, not linked, reads the last: False)
 _IS_MEANS[_MEANS] = True
-_SENTINEL = np.iinfo(np.int64).max
+SENTINEL = np.iinfo(np.int64).max
 _SLACK = 1e-4  # float32 scores against exact float64 cosines
 _COSINE_BLOCK = 16_384  #: pairs gathered at once by ``pair_cosine``
 
@@ -289,7 +289,7 @@ def rare_sum(stats: TermStats, ms, cs) -> np.ndarray:
     return np.bincount(pair[hit], weights=weights[pos[hit]], minlength=len(ms))
 
 
-def _kernels():
+def compiled_kernels():
     """The compiled loops (:mod:`kbtools.linker.kernels`) once a big connect made them ready in this
     process or its parent, else None: the numpy steps then run, to the same bits."""
     held = sys.modules.get("kbtools.linker.kernels")
@@ -327,7 +327,7 @@ def _shared(stats: TermStats, ms: np.ndarray, cs: np.ndarray):
     p = len(ms)
     if p == 0 or stats.postings.indptr[-1] == 0:
         return np.zeros(p), np.zeros(p), np.zeros(p), np.zeros(p)
-    compiled = _kernels() if p > _FEW_PAIRS else None
+    compiled = compiled_kernels() if p > _FEW_PAIRS else None
     if compiled is not None:  # a merge of the two lists per pair (about a quarter of the time)
         postings = stats.postings
         return compiled.shared_sums(postings.indptr, postings.indices, stats.w, stats.hub, stats.strong_base,
@@ -899,7 +899,7 @@ def candidate_pairs(
     k = settings.candidates + margin
     parts = []
     if len(stats.vocab) and k > 0:
-        compiled = _kernels() if len(rows) > _FEW_ROWS else None
+        compiled = compiled_kernels() if len(rows) > _FEW_ROWS else None
         best = _compiled_best(compiled, stats, rows, rel, settings, open_, linked, k) if compiled is not None else None
         if best is not None:
             parts.append(("index", *best))
@@ -1295,7 +1295,7 @@ def _union(rows, parts, n):
         uniq, inv = np.unique(keys, return_inverse=True)
         out = {"b": uniq // n, "m": rows[uniq // n], "c": uniq % n}
     for name in names:
-        out[f"pos_{name}"] = np.full(len(uniq), _SENTINEL, np.int64)
+        out[f"pos_{name}"] = np.full(len(uniq), SENTINEL, np.int64)
     offset = 0
     for name, _, _, pos, *cos in parts:
         at = inv[offset : offset + len(pos)]

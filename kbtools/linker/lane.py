@@ -29,7 +29,7 @@ from __future__ import annotations
 import numpy as np
 
 import kbtools.linker.kernels as kernels
-from kbtools.linker.state import _TEXT_VALUES, _link_type
+from kbtools.linker.state import TEXT_VALUES, type_of_key
 from kbtools.linker.wording import evidence_texts
 from kbtools.model.vocab import EDGE_TYPES
 
@@ -61,7 +61,7 @@ class LinkLane:
         self.alive = np.zeros(capacity, np.uint8)
         #: links made, links, evicted, refused at a full cap, rows whose index list fell back to the exact scan
         self.counts = np.zeros(5, np.int64)
-        self.choices: list = []  #: per chunk the lane linked in: its ``state._Choice``
+        self.choices: list = []  #: per chunk the lane linked in: its ``state.LinkChoice``
         self.texts: dict[int, str] = {}  #: link -> its evidence text, once written
         self._written = 0  #: links before this one had their text written (or were evicted first)
 
@@ -70,11 +70,11 @@ class LinkLane:
         return int(self.alive[: self.counts[0]].sum())
 
     def link(self, rows: np.ndarray, choice, pure: np.ndarray) -> int:
-        """Link the chunk's ``rows`` (with their ``choice``, ``state._Choice``) in order while they
+        """Link the chunk's ``rows`` (with their ``choice``, ``state.LinkChoice``) in order while they
         are ``pure``; returns how many it linked (all, or up to the first the state must link)."""
         a = choice.arrays
         keys, at = np.unique(a["type_key"], return_inverse=True)
-        kinds = [_link_type(int(k)) for k in keys.tolist()]
+        kinds = [type_of_key(int(k)) for k in keys.tolist()]
         typ = np.array([_TYPE_CODE.get(name, -1) for name, _ in kinds], np.int64)[at]
         m_is_src = np.array([is_src for _, is_src in kinds], bool)[at]
         self.choices.append(choice)
@@ -97,17 +97,17 @@ class LinkLane:
         return stop < made
 
     def _text_inputs(self, links: np.ndarray) -> tuple[np.ndarray, np.ndarray, dict]:
-        """The entries, candidates and evidence values (``_TEXT_VALUES``) of these links, gathered
+        """The entries, candidates and evidence values (``TEXT_VALUES``) of these links, gathered
         per chunk (a chunk's links were made one after another)."""
         m = self.m[links]
         c = self.src[links] + self.dst[links] - m
-        values = {k: np.empty(links.size) for k in _TEXT_VALUES}
+        values = {k: np.empty(links.size) for k in TEXT_VALUES}
         chunk = self.chunk[links]
         starts = np.flatnonzero(np.concatenate([[True], chunk[1:] != chunk[:-1]]))
         for lo, hi in zip(starts.tolist(), [*starts[1:].tolist(), links.size]):
             held = self.choices[int(chunk[lo])].text_values
             at = self.place[links[lo:hi]]
-            for k in _TEXT_VALUES:
+            for k in TEXT_VALUES:
                 values[k][lo:hi] = held[k][at]
         return m, c, values
 

@@ -26,7 +26,7 @@ from kbtools.errors import EntryNotFound, ValidationError
 from kbtools.linker.evidence import candidate_pairs, pair_evidence, relations
 from kbtools.linker.pipeline import CHUNK_ROWS, ChunkWork, auto_workers, chunk_evidence, use_kernels
 from kbtools.linker.rules import KINDS, LINKER_DEFAULTS, LinkerSettings, kind_code
-from kbtools.linker.state import LINKING_READS, LinkPlan, _Choice, _EdgeIndex, LinkState
+from kbtools.linker.state import LINKING_READS, LinkPlan, LinkChoice, EdgeIndex, LinkState
 from kbtools.linker.terms import TermStats, gc_paused, metadata_of
 from kbtools.linker.wording import why_text
 from kbtools.model.schema import SCHEMAS, conform
@@ -80,7 +80,7 @@ def plan_links(entry_id, entries, edges, triples, *, vectors=None, cosine=None, 
     ev = pair_evidence(ctx.stats, pairs["m"], pairs["c"], rel=ctx.rel, settings=settings,
                        vectors=vectors, cosine=cosine, known_cos=pairs.get("cos"), features=False)
     state = LinkState(ctx, ctx.edge_index_for(row, pairs["c"][ev["linked"]], struct))  # only those can be linked
-    state.link_entry(row, pairs, ev, struct, choice=_Choice(pairs, ev, ctx.stats, settings, state.index, 1))
+    state.link_entry(row, pairs, ev, struct, choice=LinkChoice(pairs, ev, ctx.stats, settings, state.index, 1))
     return state.plan({"entry": entry_id, "candidates": int(len(pairs["c"]))})
 
 
@@ -160,7 +160,7 @@ def plan_connect(entries, edges, triples, *, ids=None, vectors=None, cosine=None
             done = 0
             for rows, (pairs, ev) in zip(chunks, computed):
                 state = linking()
-                choice = _Choice(pairs, ev, st, settings, state.index, len(rows))
+                choice = LinkChoice(pairs, ev, st, settings, state.index, len(rows))
                 start = 0
                 if state.lane is not None:
                     start = state.lane.link(rows, choice, _pure(ctx, rows, structs))
@@ -315,16 +315,16 @@ class PlanContext:
             held = self.stats._cache["eligible"] = (self.open_, (self.open_ | self.superseded) & (self.stats.kind >= 0))
         return held[1]
 
-    def edge_index(self) -> "_EdgeIndex":
+    def edge_index(self) -> "EdgeIndex":
         """The index of the whole edges frame, kept on the statistics for the last frame seen."""
         cache = self.stats._cache
         held = cache.get("edges")
         if held is None or held[0] is not self.edges_input:
-            held = (self.edges_input, _EdgeIndex(self.edges_input.with_row_index("_orig"), self.stats.row_of))
+            held = (self.edges_input, EdgeIndex(self.edges_input.with_row_index("_orig"), self.stats.row_of))
             cache["edges"] = held
         return held[1]
 
-    def edge_index_for(self, row: int, candidates: np.ndarray, struct) -> "_EdgeIndex":
+    def edge_index_for(self, row: int, candidates: np.ndarray, struct) -> "EdgeIndex":
         """The edges one entry's linking can read: the whole frame's index when this frame was seen
         before (a bank linking entry after entry), else those touching the entry, its candidates,
         its targets, the decisions that replaced it and the neighbours of a decision it replaces."""
@@ -342,7 +342,7 @@ class PlanContext:
             near = touching.filter(pl.col("src").is_in(old) | pl.col("dst").is_in(old))
             more = ids + list(set(near["src"].to_list()) | set(near["dst"].to_list()))
             touching = frame.filter(pl.col("src").is_in(more) | pl.col("dst").is_in(more))
-        return _EdgeIndex(touching, self.stats.row_of)
+        return EdgeIndex(touching, self.stats.row_of)
 
     def structural(self, row: int) -> list[tuple[str, int | None]]:
         """(type, target row or None when missing) named by the entry's own metadata."""

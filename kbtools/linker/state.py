@@ -1,5 +1,5 @@
 """The sequential state of a linking plan (seed 001, steps 5-7): the input edges by entry row
-(``_EdgeIndex``), each chunk's candidate order (``_Choice``) and the links added, evicted and taken
+(``EdgeIndex``), each chunk's candidate order (``LinkChoice``) and the links added, evicted and taken
 over entry after entry (``LinkState``), returned as a ``LinkPlan``. ``planning`` drives it.
 
 >>> LinkPlan.empty().add.height
@@ -20,11 +20,11 @@ import polars as pl
 import scipy.sparse as sp
 
 from kbtools.errors import ValidationError
-from kbtools.linker.evidence import _SENTINEL, use_exact_neighbours
+from kbtools.linker.evidence import SENTINEL, use_exact_neighbours
 from kbtools.linker.planned import PlannedColumns
 from kbtools.linker.rules import KINDS, LinkerSettings, kind_code, link_type
 from kbtools.linker.terms import TermStats, row_positions
-from kbtools.linker.wording import _TEXT_VALUES, _evidence_json, _term_places, _why_words, evidence_texts, shown_terms_table
+from kbtools.linker.wording import TEXT_VALUES, evidence_json, term_places, why_words, evidence_texts, shown_terms_table
 from kbtools.model.fading import fade
 from kbtools.model.schema import SCHEMAS, TIME, conform, rows_frame
 from kbtools.model.vocab import DOMINANCE_TYPES, normalize_type
@@ -99,7 +99,7 @@ def _edge_columns(frame: pl.DataFrame, row_of: dict):
 _GOAL = kind_code("goal")
 
 
-class _EdgeIndex:
+class EdgeIndex:
     """Edges (with their row number in the input, ``_orig``) by entry row: an adjacency over rows
     (CSR) to load the edges near an entry when it is first read, and who replaced whom."""
 
@@ -204,7 +204,7 @@ class _EdgeIndex:
         return np.unique(self.edge_of[row_positions(self.start, rows)[1]])
 
 
-class _Choice:
+class LinkChoice:
     """The automatic-link candidates of a chunk's rows, each row's in the order they are tried
     (score, then the newer entry), with the input edges joining each pair: what
     ``LinkState._auto_links`` reads when no candidate of the row was superseded during the plan.
@@ -213,14 +213,14 @@ class _Choice:
     entries, the exact scan's list instead of the index's where the index may have missed some of
     the best (``use_exact_neighbours``), and keeps those past the gate."""
 
-    def __init__(self, pairs: dict, ev: dict, stats: TermStats, settings: LinkerSettings, index: "_EdgeIndex", n_rows: int):
+    def __init__(self, pairs: dict, ev: dict, stats: TermStats, settings: LinkerSettings, index: "EdgeIndex", n_rows: int):
         b, c, k, rank = pairs["b"], pairs["c"], settings.candidates, stats.rank
         self.stats = stats
         lexical = (pairs["pos_index"] < k) | (pairs["pos_session"] < settings.session_candidates)
         near = pairs["pos_nn"] < k  # a source's positions in a row run 0, 1, 2, ...: its first k
         self.exact = np.zeros(n_rows, bool)
         if "nn_floor" in pairs and len(b):
-            above = (pairs["pos_nn"] != _SENTINEL) & (ev["cos"] > pairs["nn_floor"])
+            above = (pairs["pos_nn"] != SENTINEL) & (ev["cos"] > pairs["nn_floor"])
             floor = np.full(n_rows, -np.inf)
             floor[b] = pairs["nn_floor"]  # one floor per row
             self.exact = (np.bincount(b, minlength=n_rows) > 0) & (floor > -np.inf) \
@@ -229,7 +229,7 @@ class _Choice:
         ok = np.flatnonzero((lexical | near) & ev["linked"] & ~index.same_whole(stats.kind, pairs["m"], c))
         self.pairs = ok[np.lexsort((-rank[c[ok]], -ev["affinity"][ok], b[ok]))]
         #: what a record and its evidence text read of each pair's evidence (arrays over ``pairs``)
-        self.text_values = {k: ev[k][self.pairs] for k in _TEXT_VALUES}
+        self.text_values = {k: ev[k][self.pairs] for k in TEXT_VALUES}
         #: per row its pairs' bounds, per pair the candidate, the input edges joining the two, the
         #: score and the type key, as arrays (the link lane's) and as lists (the state's, made when read)
         self.arrays = {"bounds": np.searchsorted(b[self.pairs], np.arange(n_rows + 1)), "c": c[self.pairs],
@@ -258,7 +258,7 @@ class _Choice:
         return out
 
 
-_LISTED_PAIRS = 256  #: up to this many pairs, a choice's values are read as lists (``_Choice.values``)
+_LISTED_PAIRS = 256  #: up to this many pairs, a choice's values are read as lists (``LinkChoice.values``)
 
 
 class LinkState:
@@ -267,10 +267,10 @@ class LinkState:
     Input edges are loaded (``ensure``) only for the rows whose edges are read one by one: an end
     whose degree cap is full, a decision taken over, an entry's structural targets, an entry linked
     before. Whether a pair is joined and how many automatic links a row holds are answered from
-    the input's counts (``_EdgeIndex``) plus what this plan changed, so a link between two rows
+    the input's counts (``EdgeIndex``) plus what this plan changed, so a link between two rows
     that stay under the cap reads none of their edges."""
 
-    def __init__(self, ctx, index: _EdgeIndex):
+    def __init__(self, ctx, index: EdgeIndex):
         """``ctx``: the call's context (``planning.PlanContext``: statistics, settings, flags, now)."""
         self.ctx, self.st, self.s = ctx, ctx.stats, ctx.settings
         self.index = index
@@ -300,7 +300,7 @@ class LinkState:
         self.degree_delta: dict[int, int] = defaultdict(int)  #: capped links of a row, added minus removed
         self.loaded_rows: set[int] = set()
         self.loaded_edges: set[int] = set()
-        self._facts = (-1, None)  #: the last entry's terms as its links' words read them (``wording._term_places``)
+        self._facts = (-1, None)  #: the last entry's terms as its links' words read them (``wording.term_places``)
         #: per row whose cap was reached: its capped records as a heap ``(faded, key, n, rec)``, those
         #: removed since left in it (``_weakest``)
         self._by_strength: dict[int, list] = {}
@@ -461,7 +461,7 @@ class LinkState:
 
     # -- one entry
     def link_entry(self, m: int, pairs: dict, ev: dict, struct, lo: int = 0, hi: int | None = None,
-                   choice: _Choice | None = None, b: int = 0) -> None:
+                   choice: LinkChoice | None = None, b: int = 0) -> None:
         """Link entry row ``m``; its candidates are ``pairs``/``ev`` [lo:hi] (all of them by default),
         row ``b`` of ``choice`` when given."""
         hi = len(pairs["c"]) if hi is None else hi
@@ -526,7 +526,7 @@ class LinkState:
         fresh = self.fresh_superseded
         return bool(fresh) and any(x in fresh and x not in own for x in candidates.tolist())
 
-    def _chosen_links(self, m, ev, choice: _Choice, b: int):
+    def _chosen_links(self, m, ev, choice: LinkChoice, b: int):
         """``_auto_links`` of an entry that links in its own name, from the chunk's ``choice``."""
         if choice.exact[b]:
             self.counts["nn_exact"] += 1
@@ -552,7 +552,7 @@ class LinkState:
         linked = 0
         for p in tried:
             c = cs[p]
-            typ, m_is_src = _link_type(types[p])
+            typ, m_is_src = type_of_key(types[p])
             src, dst = (m, c) if m_is_src else (c, m)
             key = (src, dst, typ)
             if (base[p] or key in edges or degrees[src] + degree_delta.get(src, 0) >= cap
@@ -588,12 +588,12 @@ class LinkState:
         chosen = np.zeros(len(cs), bool)
         nn = "nn"
         if "nn_floor" in pairs and use_exact_neighbours(ev["cos"][lo:hi], pairs["nn_floor"][lo:hi],
-                                                        (pairs["pos_nn"][lo:hi] != _SENTINEL) & ~fresh, self.s.candidates):
+                                                        (pairs["pos_nn"][lo:hi] != SENTINEL) & ~fresh, self.s.candidates):
             nn = "nnx"  # the index list may miss some of the best: the exact scan's list
             self.counts["nn_exact"] += 1
         for name, limit in (("index", self.s.candidates), (nn, self.s.candidates), ("session", self.s.session_candidates)):
             pos = pairs[f"pos_{name}"][lo:hi]
-            live = np.flatnonzero((pos != _SENTINEL) & ~fresh)
+            live = np.flatnonzero((pos != SENTINEL) & ~fresh)
             chosen[live[np.argsort(pos[live], kind="stable")][:limit]] = True
         ok = np.flatnonzero(chosen & ev["linked"][lo:hi] & ~self.index.same_whole(self.st.kind, np.full(hi - lo, end), c))
         base = dict(zip(ok.tolist(), self.index.pair_counts_of(np.full(len(ok), end), c[ok]).tolist()))  # input edges per pair
@@ -602,7 +602,7 @@ class LinkState:
         affinity, rank = ev["affinity"], self.st.rank
         idx.sort(key=lambda i: (-affinity[lo + i], -rank[cs[i]]))
         for i in idx[: self.s.max_new]:
-            e = {k: ev[k][lo + i].item() for k in _TEXT_VALUES}
+            e = {k: ev[k][lo + i].item() for k in TEXT_VALUES}
             e["type_key"] = int(_type_keys(self.st, {k: ev[k][lo + i : lo + i + 1] for k in _TYPE_INPUTS})[0])
             if self.add_capped(self._auto_record(m, end, origin, cs[i], e["type_key"], e["score"], e), base[i]):
                 self.counts["links"] += 1
@@ -610,9 +610,9 @@ class LinkState:
     def _auto_record(self, m, end, origin, c, type_key: int, score: float, source, at: int | None = None):
         """The record of an automatic link between entry m (linked as ``end``) and candidate c, of
         this type key and score; its evidence text is written later from ``source``: the pair's
-        values (``_TEXT_VALUES``), or the chunk's ``_Choice`` and the pair's place ``at`` in it
+        values (``TEXT_VALUES``), or the chunk's ``LinkChoice`` and the pair's place ``at`` in it
         (``write_evidence``, ``_evidence``: a link evicted later in the plan never needs it)."""
-        typ, m_is_src = _link_type(type_key)
+        typ, m_is_src = type_of_key(type_key)
         src, dst = (end, c) if m_is_src else (c, end)
         rec = self._new(src, dst, typ, "auto", float(score), None)
         rec["taken"] = origin is not None  # only a taken-over link's evidence says "from"
@@ -657,8 +657,8 @@ class LinkState:
             m, c, source, at, origin = words
             e = source if at is None else source.values(at)
             if self._facts[0] != m:  # an entry's links are written one after another: its terms read once
-                self._facts = (m, _term_places(self.st, m))
-            rec["evidence"] = _evidence_json(_why_words(self.st, self.ctx.rel, m, c, e, self._facts[1]), e, origin)
+                self._facts = (m, term_places(self.st, m))
+            rec["evidence"] = evidence_json(why_words(self.st, self.ctx.rel, m, c, e, self._facts[1]), e, origin)
             if "at" in rec:  # planned (not refused at a full cap)
                 self.planned.write(rec["at"], rec["evidence"])
         return rec["evidence"]
@@ -806,7 +806,7 @@ def _cue_codes(stats: TermStats) -> np.ndarray:
 
 
 @functools.lru_cache(maxsize=4096)
-def _link_type(key: int) -> tuple[str, bool]:
+def type_of_key(key: int) -> tuple[str, bool]:
     """``link_type`` of a ``_type_keys`` key, remembered: a bank's links repeat a few combinations."""
     flags = {}
     for name in reversed(_TYPE_FLAGS):
@@ -823,32 +823,32 @@ _FEW_TEXTS = 64
 #: Whether ``_chosen_links`` makes an entry's common links inline (False: all through ``add_capped``)
 _INLINE_LINKS = True
 _TYPE_INPUTS = ("m", "c", "later", "time", "bridge_only")
-#: What the linking reads of a chunk's pairs and of their evidence (``_Choice``, ``link_entry``):
+#: What the linking reads of a chunk's pairs and of their evidence (``LinkChoice``, ``link_entry``):
 #: all a worker process sends back (``pipeline.ChunkWork.keep``)
 LINKING_READS = (("b", "m", "c", "pos_index", "pos_nn", "pos_nnx", "pos_session", "nn_floor"),
-                 tuple(dict.fromkeys((*_TEXT_VALUES, *_TYPE_INPUTS, "linked", "score", "affinity"))))
+                 tuple(dict.fromkeys((*TEXT_VALUES, *_TYPE_INPUTS, "linked", "score", "affinity"))))
 
 
 def _text_inputs(words: list[tuple]) -> tuple[np.ndarray, np.ndarray, dict]:
-    """The entries, candidates and evidence values (``_TEXT_VALUES``, arrays) of records' words
-    ``(m, c, source, at, origin)``: gathered per chunk's ``_Choice``, read from a dictionary of
+    """The entries, candidates and evidence values (``TEXT_VALUES``, arrays) of records' words
+    ``(m, c, source, at, origin)``: gathered per chunk's ``LinkChoice``, read from a dictionary of
     values otherwise. The words come in runs of one source (the records of a chunk's links are
     planned one after another): each run is one gather."""
     n = len(words)
     ms, cs, sources, ats, _ = zip(*words) if n else ((),) * 5
     m, c = np.fromiter(ms, np.int64, n), np.fromiter(cs, np.int64, n)
-    values = {k: np.empty(n) for k in _TEXT_VALUES}
+    values = {k: np.empty(n) for k in TEXT_VALUES}
     held = np.empty(n, dtype=object)
     held[:] = sources
     starts = np.flatnonzero(np.concatenate([[True], held[1:] != held[:-1]])).tolist() if n else []
     for lo, hi in zip(starts, [*starts[1:], n]):
         source = sources[lo]
-        if isinstance(source, _Choice):
+        if isinstance(source, LinkChoice):
             at = np.fromiter(ats[lo:hi], np.int64, hi - lo)
-            for k in _TEXT_VALUES:
+            for k in TEXT_VALUES:
                 values[k][lo:hi] = source.text_values[k][at]
         else:  # a dictionary of one pair's values
             for i in range(lo, hi):
-                for k in _TEXT_VALUES:
+                for k in TEXT_VALUES:
                     values[k][i] = sources[i][k]
     return m, c, values

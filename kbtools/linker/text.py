@@ -68,14 +68,14 @@ def content_words(text: str) -> list[tuple[str, str]]:
     """
     out = []
     for surface in WORD_RE.findall(text):
-        stemmed = _content_stem(surface)
+        stemmed = content_stem(surface)
         if stemmed is not None:
             out.append((stemmed, surface))
     return out
 
 
 @lru_cache(maxsize=1 << 18)
-def _content_stem(surface: str) -> str | None:
+def content_stem(surface: str) -> str | None:
     """The stem of a word as written, or None when it is not a content word (memoised: a bank
     repeats its words)."""
     word = surface.lower().split("'")[0]

@@ -1,7 +1,7 @@
 """The words of a link: why two entries are linked ("shared: line 3; similar meaning (0.30)") and
 the evidence JSON an automatic link carries (seed 001, step 7).
 
->>> _evidence_json("shared: kiln", dict(share=0.5, sem=0.0, bridge=0.0, time=1.0, cue=0.0, score=0.61), None)
+>>> evidence_json("shared: kiln", dict(share=0.5, sem=0.0, bridge=0.0, time=1.0, cue=0.0, score=0.61), None)
 '{"why": "shared: kiln", "signals": {"share": 0.5, "sem": 0.0, "bridge": 0.0, "time": 1.0, "cue": 0.0}, "score": 0.61}'
 """
 
@@ -13,7 +13,7 @@ import math
 
 import numpy as np
 
-from kbtools.linker.evidence import _kernels
+from kbtools.linker.evidence import compiled_kernels
 from kbtools.linker.terms import TermStats, row_positions
 
 __all__ = ["why_text", "evidence_texts"]
@@ -21,7 +21,7 @@ __all__ = ["why_text", "evidence_texts"]
 
 def why_text(stats: TermStats, rel, m: int, c: int, e: dict) -> str:
     """The evidence of a pair in words: "shared: line 3; similar meaning (0.30); ..."."""
-    return _why_words(stats, rel, m, c, e, _term_places(stats, m))
+    return why_words(stats, rel, m, c, e, term_places(stats, m))
 
 
 #: Up to this many terms an entry's terms are put in the order they are shown once, for all its
@@ -31,8 +31,8 @@ def why_text(stats: TermStats, rel, m: int, c: int, e: dict) -> str:
 _PRESORTED_TERMS = 32
 
 
-def _term_places(stats: TermStats, m: int) -> tuple:
-    """Entry m's terms as ``_why_words`` reads them, once per entry (it writes an entry's links one
+def term_places(stats: TermStats, m: int) -> tuple:
+    """Entry m's terms as ``why_words`` reads them, once per entry (it writes an entry's links one
     after another): by their place in its anchor; for an entry of a few terms, all of them in the
     order they are shown (``_in_shown_order``), else None; and its entities' words."""
     terms = stats.anchors[m].terms
@@ -80,7 +80,7 @@ def _weights(stats: TermStats) -> list[float]:
     return held[1]
 
 
-def _why_words(stats: TermStats, rel, m: int, c: int, e: dict, facts: tuple) -> str:
+def why_words(stats: TermStats, rel, m: int, c: int, e: dict, facts: tuple) -> str:
     parts = []
     if e["shared_n"] > 0:
         parts.append("shared: " + ", ".join(_shared_words(stats, m, c, facts)))
@@ -97,12 +97,12 @@ def _why_words(stats: TermStats, rel, m: int, c: int, e: dict, facts: tuple) -> 
 
 
 _SIGNALS = ("share", "sem", "bridge", "time", "cue")
-def _evidence_json(why: str, e: dict, origin) -> str:
+def evidence_json(why: str, e: dict, origin) -> str:
     """``json.dumps`` of {"why", "signals", "score"[, "from"]}, written directly (a link's record is
     made once per link of a whole bank).
 
     >>> e = dict(share=0.1234, sem=0.0, bridge=1.0, time=0.5, cue=0.0, score=0.78951)
-    >>> _evidence_json('a "b"', e, None) == json.dumps({"why": 'a "b"', "signals": {k: round(e[k], 3)
+    >>> evidence_json('a "b"', e, None) == json.dumps({"why": 'a "b"', "signals": {k: round(e[k], 3)
     ...     for k in _SIGNALS}, "score": round(e["score"], 3)})
     True
     """
@@ -134,7 +134,7 @@ def evidence_texts(stats: TermStats, rel, m, c, values: dict, origins=None) -> l
     """The evidence JSON of many automatic links (entry ``m[i]`` linked to candidate ``c[i]``, its
     pair's ``values``: arrays of ``shared_n``, ``sem``, ``cos``, ``bridge``, ``cue``, ``time``,
     ``share`` and ``score``; ``origins[i]``: the decision it was taken over from, or None), with
-    numpy over all of them: the same text as ``_evidence_json(_why_words(...))`` link by link
+    numpy over all of them: the same text as ``evidence_json(why_words(...))`` link by link
     (tested), at about a fifth of the cost for a whole bank's links.
 
     >>> import polars as pl, datetime as dt
@@ -149,7 +149,7 @@ def evidence_texts(stats: TermStats, rel, m, c, values: dict, origins=None) -> l
     n = len(m)
     if n == 0:
         return []
-    values = {k: np.asarray(values[k], np.float64) for k in _TEXT_VALUES}
+    values = {k: np.asarray(values[k], np.float64) for k in TEXT_VALUES}
     why = np.full(n, "", dtype=object)
     shared = np.flatnonzero(values["shared_n"] > 0)
     if shared.size:
@@ -173,7 +173,7 @@ def evidence_texts(stats: TermStats, rel, m, c, values: dict, origins=None) -> l
     for x in signals:
         odd |= x == None  # noqa: E711 - object arrays: an elementwise test
     for i in np.flatnonzero(odd).tolist():  # a value not in [0, 1]: the link's own writer
-        out[i] = _evidence_json(why[i], {k: values[k][i] for k in values}, origins[i] if origins else None)
+        out[i] = evidence_json(why[i], {k: values[k][i] for k in values}, origins[i] if origins else None)
     for i, origin in enumerate(origins or ()):
         if origin is not None and not odd[i]:
             out[i] = out[i][:-1] + f', "from": {_json_string(origin)}}}'
@@ -182,7 +182,7 @@ def evidence_texts(stats: TermStats, rel, m, c, values: dict, origins=None) -> l
 
 _EVIDENCE_TEXT = _EVIDENCE.replace("%r", "%s") + "}"
 #: what an automatic link's evidence text reads of its pair's evidence
-_TEXT_VALUES = ("shared_n", "sem", "cos", "bridge", "cue", "time", "share", "score")
+TEXT_VALUES = ("shared_n", "sem", "cos", "bridge", "cue", "time", "share", "score")
 
 
 def _joined(why: np.ndarray, at: np.ndarray, parts) -> np.ndarray:
@@ -274,7 +274,7 @@ def _compiled_words(stats: TermStats, m: np.ndarray, c: np.ndarray) -> np.ndarra
     words: per pair its entry's terms in the order shown, the first three the candidate holds, a
     term not when its label is a word of an entity both hold."""
     table = _shown_table(stats)
-    held = _kernels()
+    held = compiled_kernels()
     if table is None or held is None:
         return None
     word_ptr, word_entity = _entities_by_word(stats, table)
