@@ -34,9 +34,14 @@ def curl_slice(tmp_path_factory):
 def test_cli_ingest_detects_commits_and_backfill_resolves_abbreviated_hashes(tmp_path, curl_slice):
     bank_dir = tmp_path / "curl"
     run = lambda *a: subprocess.run([sys.executable, "-m", "kbtools", *a], capture_output=True, text=True, timeout=300)
-    out = run("ingest", str(bank_dir), "--create", "--from", str(curl_slice))
+    out = run("ingest", str(bank_dir), "--create", "--embedder", "minilm-static", "--from", str(curl_slice))
     assert out.returncode == 0, out.stderr
     assert "300 documents -> wrote 300 entries" in out.stdout
+    made = kb.open_bank(bank_dir, readonly=True)  # the embedder asked for, the texts embedded in the write
+    assert made.settings["embedder"] == "minilm-static"
+    assert kb.query(made, "fix a memory leak in the connection cache", k=3, record_usage=False).ids()
+    again = run("ingest", str(bank_dir), "--embedder", "hashing-char", "--from", str(curl_slice))
+    assert again.returncode == 1 and "--embedder goes with --create" in again.stderr
     out = run("backfill", str(bank_dir))
     assert out.returncode == 0, out.stderr
     bank = kb.open_bank(bank_dir, readonly=True)

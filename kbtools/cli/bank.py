@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from kbtools.errors import KbError
-from kbtools.cli.base import EXIT_OK, EXIT_PROBLEMS, bank_arg as _bank_arg, bank_for, command, progress as _progress, register_args
+from kbtools.cli.base import EXIT_OK, EXIT_PROBLEMS, bank_arg as _bank_arg, bank_for, command, create_args, progress as _progress, register_args
 
 __all__: list[str] = []
 
@@ -211,7 +211,7 @@ def _import_args(p):
     p.add_argument("--edges", help="edges file (.jsonl or .parquet; from/to or src/dst)")
     p.add_argument("--triples", help="entity triples file")
     p.add_argument("--actor", default="import", help="who the events name (default: import)")
-    p.add_argument("--create", action="store_true", help="create the bank first")
+    create_args(p)
     guard_arg(p)
 
 

@@ -52,14 +52,36 @@ def bank_arg(p, nargs=None):
     p.add_argument("path", nargs=nargs, help="the bank folder")
 
 
+def create_args(p):
+    """``--create`` and the ``--embedder`` the bank it makes records, for a command that fills a bank."""
+    from kbtools.model.config import DEFAULT_EMBEDDER
+    from kbtools.retrieval.embedders import EMBEDDER_NAMES
+
+    p.add_argument("--create", action="store_true", help="create the bank first")
+    p.add_argument("--embedder", choices=(*EMBEDDER_NAMES, "none"),
+                   help=f"with --create: the embedder the new bank records, which embeds what this command adds "
+                        f"(default {DEFAULT_EMBEDDER}; minilm-static is much faster on long texts; none: no vectors "
+                        "until `kb embed`)")
+
+
 def bank_for(args):
-    """The bank a filling command writes to, as a context: with ``--create`` a new bank that is
-    removed again when the command fails (``new_bank``), else the bank at ``args.path``."""
+    """The bank a filling command writes to, as a context: with ``--create`` a new bank (recording
+    ``--embedder``) that is removed again when the command fails (``new_bank``), else the bank at
+    ``args.path``."""
     from contextlib import nullcontext
 
+    from kbtools.errors import ValidationError
+    from kbtools.model.config import DEFAULT_EMBEDDER
     from kbtools.store.bank import new_bank, open_bank
 
-    return new_bank(args.path) if args.create else nullcontext(open_bank(args.path))
+    chosen = getattr(args, "embedder", None)
+    if not args.create:
+        if chosen:
+            raise ValidationError("--embedder", chosen, "--embedder goes with --create (an existing bank keeps its "
+                                  "embedder: `kb embed PATH --embedder NAME --rebuild` changes it)")
+        return nullcontext(open_bank(args.path))
+    embedder = None if chosen == "none" else (chosen or DEFAULT_EMBEDDER)
+    return new_bank(args.path, embedder=embedder)
 
 
 def _json_default(o):

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from kbtools.cli.base import bank_arg as _bank_arg, bank_for, command, progress as _progress, register_args
+from kbtools.cli.base import bank_arg as _bank_arg, bank_for, command, create_args, progress as _progress, register_args
 
 __all__: list[str] = []
 
@@ -26,8 +26,8 @@ def _ingest(args):
     (Follow-up to <sha>, This reverts commit <sha>, a hash in prose) resolved by unique prefix
     by `kb backfill` as cites edges. --limit N reads the first N records only.
 
-      kb ingest banks/curl --create --from ../shared/data/curl-commits.jsonl.gz   # then:
-      kb backfill banks/curl && kb embed banks/curl --embedder minilm-static
+      kb ingest banks/curl --create --embedder minilm-static --from ../shared/data/curl-commits.jsonl.gz
+      kb backfill banks/curl          # the hashes as cites edges
 
       kb ingest banks/notes --create --from docs/                      # .md / .rst / .txt, recursively
       kb ingest banks/peps --create --from data/peps/peps.jsonl.gz --text-field body --key pep \\
@@ -76,7 +76,7 @@ register_args("ingest", lambda p: (
     _bank_arg(p),
     p.add_argument("--from", dest="source", required=True,
                    help="a folder, a .md / .rst / .txt file, a .jsonl(.gz) file, or a .bpmn file / folder"),
-    p.add_argument("--create", action="store_true", help="create the bank first"),
+    create_args(p),
     p.add_argument("--shape", choices=("auto", "documents", "commits"), default="auto",
                    help="what the source holds: documents (sections become entries) or commits (JSONL with sha, "
                         "parents, author, date, subject, body: one entry per commit); auto (default) detects "
