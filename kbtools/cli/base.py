@@ -72,7 +72,8 @@ def bank_for(args):
 
     from kbtools.errors import ValidationError
     from kbtools.model.config import DEFAULT_EMBEDDER
-    from kbtools.store.bank import new_bank, open_bank
+    from kbtools.store.bank import open_bank
+    from kbtools.store.fresh import new_bank
 
     chosen = getattr(args, "embedder", None)
     if not args.create:

@@ -1,6 +1,7 @@
 """The store: the only package that touches a bank's files. One module per job:
 
-    bank.py         open a bank, read its tables (a snapshot), reload, apply a transaction
+    bank.py         create and open a bank, read its tables (a snapshot), reload, apply a transaction
+    fresh.py        a bank made for one filling command, removed again when the command fails
     manifest.py     what a version names (``manifest.json``) and reading it
     segments.py     reading a table's segments and the keyed merge (latest ``_seq`` wins)
     commit.py       writing a transaction's segments and the manifest swap: the commit point
