@@ -58,7 +58,6 @@ from typing import Any, ClassVar, NamedTuple
 
 import numpy as np
 import polars as pl
-import pyarrow as pa
 
 from kbtools.model import vocab
 from kbtools.model.config import FOLD_DEFAULTS
@@ -373,25 +372,14 @@ def _neighbour_key(incident: _Incident) -> tuple:
 
 
 def _packed_ids(ids: pl.Series) -> np.ndarray | None:
-    """``ids`` as big-endian ``uint64`` (each id's bytes, zero-padded to 8), read from the Arrow
-    buffers without a Python string per id; None unless every id is ASCII of at most 8 bytes."""
-    if not len(ids) or ids.null_count():
+    """``ids`` as big-endian ``uint64`` (each id's bytes, zero-padded to 8), converted as bytes
+    (no ``str`` array in between); None unless every id is ASCII of at most 8 bytes."""
+    if not len(ids) or ids.null_count() or ids.str.len_bytes().max() > 8:
         return None
-    arr = ids.to_arrow().cast(pa.large_string())
-    offsets = np.frombuffer(arr.buffers()[1], dtype=np.int64)[arr.offset: arr.offset + len(arr) + 1]
-    data = np.frombuffer(arr.buffers()[2], dtype=np.uint8)[offsets[0]: offsets[-1]]
-    lengths = np.diff(offsets)
-    if lengths.max() > 8 or (data > 127).any():
+    raw = ids.cast(pl.Binary).to_numpy().astype("S8")
+    if (raw.view(np.uint8) > 127).any():
         return None
-    wide = np.zeros((len(arr), 8), dtype=np.uint8)
-    if lengths.min() == lengths.max():  # a bank's ids: all of one length
-        wide[:, : lengths[0]] = data.reshape(len(arr), lengths[0])
-    else:
-        start = offsets[:-1] - offsets[0]
-        for j in range(int(lengths.max())):
-            has = lengths > j
-            wide[has, j] = data[start[has] + j]
-    return wide.view(">u8").ravel().astype(np.uint64)
+    return raw.view(">u8").astype(np.uint64)
 
 
 class _IdKeys:
