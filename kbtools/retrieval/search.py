@@ -331,7 +331,7 @@ class PoolDisplay:
 
 def _display_columns(frame: pl.DataFrame) -> tuple[list, ...]:
     """The display columns of ``frame`` as lists: kinds and statuses share one string object per
-    value, steps are tuples (None where null) cut from one flat list of every step."""
+    value, steps are tuples (None where null)."""
     shared: dict = {}
     return (frame["id"].to_list(), frame["title"].to_list(), frame["summary"].to_list(),
             [shared.setdefault(v, v) for v in frame["kind"].to_list()], _steps(frame["steps"]),
@@ -339,8 +339,8 @@ def _display_columns(frame: pl.DataFrame) -> tuple[list, ...]:
 
 
 def _steps(steps: pl.Series) -> list:
-    """Each row's steps as a tuple, None where null: only the rows with steps are converted (a
-    Python list per row costs a tenth of a second at 100k rows, and most rows have none)."""
+    """Each row's steps as a tuple, None where null: only the rows with steps are converted (most
+    rows have none, and a Python list made for every row is the dearest part of the display)."""
     lengths = steps.list.len().to_numpy()  # a float array where some are null (NaN)
     held: list = [None] * len(steps)
     for i in np.flatnonzero(lengths == 0).tolist():
