@@ -69,6 +69,20 @@ def test_five_dispatch_entries_collapse_into_one_slot_with_the_stale_one_as_a_co
     assert answer.results[1].neighbors[0].id == "4e1b0001"
 
 
+def test_a_pool_given_as_columns_of_lists_folds_exactly_as_its_frame():
+    pool, edges = dispatch_case()
+    pool = pool.with_columns(steps=pl.Series([["check the label"]] + [None] * (pool.height - 1),
+                                             dtype=pl.List(pl.String)))
+    columns = {name: pool[name].to_list() for name in pool.columns}
+    lookup = EdgeLookup.build(edges)
+    assert fold(columns, lookup, k=4).to_dict() == fold(pool, lookup, k=4).to_dict()
+    assert flat(columns, edges, k=3, neighbors=2).to_dict() == flat(pool, edges, k=3, neighbors=2).to_dict()
+    with pytest.raises(ValidationError, match="one value per id"):
+        fold({"id": ["a", "b"], "score": [1.0]}, edges)
+    with pytest.raises(ValidationError, match="strings"):
+        fold({"id": ["a", 7], "score": [1.0, 0.5]}, edges)
+
+
 def test_a_member_two_hops_away_carries_via_and_the_edge_that_touches_it():
     pool, edges = dispatch_case()
     deep = fold(pool, edges).results[0].related[3]

@@ -50,19 +50,19 @@ def test_the_index_is_cached_per_version_and_grown_on_append(bank):
     assert grown is first and grown.size == 5
 
 
-def test_the_pool_display_gathers_rows_from_the_base_and_the_appended_tail_in_order(monkeypatch):
+def test_the_pool_display_reads_rows_in_order_across_appends_and_keeps_null_and_empty_steps():
     import polars as pl
 
     from kbtools.retrieval.search import PoolDisplay
 
-    frame = pl.DataFrame({"id": [f"e{i}" for i in range(10)], "steps": [[f"s{i}"] for i in range(10)]})
-    display = PoolDisplay({f"e{i}": i for i in range(6)}, frame.head(6), frame.head(6).clear(), None)
-    display = display.grown(frame.slice(6, 3), None).grown(frame.slice(9, 1), None)
-    assert display.base.height == 6 and display.tail.height == 4 and display.tail.n_chunks() == 1
-    picked = display.take([display.rows[i] for i in ["e8", "e1", "e9", "e0", "e6"]])
-    assert picked["id"].to_list() == ["e8", "e1", "e9", "e0", "e6"]
-    assert picked["steps"].to_list() == [["s8"], ["s1"], ["s9"], ["s0"], ["s6"]]
-    assert display.take([2, 4])["id"].to_list() == ["e2", "e4"]
-    monkeypatch.setattr(PoolDisplay, "TAIL_ROWS", 3)  # a tail of 4 rows, one more: joined to the base
-    joined = display.grown(pl.DataFrame({"id": ["e10"], "steps": [["s10"]]}), None)
-    assert joined.base.height == 11 and joined.tail.height == 0 and joined.base.n_chunks() == 1
+    steps = [[f"s{i}"] if i % 3 else ([] if i % 2 else None) for i in range(10)]
+    frame = pl.DataFrame({"id": [f"e{i}" for i in range(10)], "title": [f"t{i}" for i in range(10)],
+                          "summary": [None] * 10, "kind": ["fact"] * 10, "steps": steps,
+                          "status": ["active"] * 9 + ["archived"]}, schema_overrides={"summary": pl.String})
+    display = PoolDisplay.of(frame.head(6)).grown(frame.slice(6, 3), None).grown(frame.slice(9, 1), None)
+    picked = display.take([display.rows[i] for i in ["e8", "e1", "e9", "e0", "e6", "e3"]])
+    assert [row[0] for row in picked] == ["e8", "e1", "e9", "e0", "e6", "e3"]
+    assert [row[4] for row in picked] == [steps[8], steps[1], steps[9], steps[0], steps[6], steps[3]]
+    assert picked[2][5] == "archived" and picked[0][1] == "t8"
+    picked[1][4].append("changed by a caller")  # each read hands out its own steps list
+    assert display.take([1])[0][4] == ["s1"]

@@ -52,7 +52,7 @@ The query path, step by step (steps 1 and 8 belong to the caller, the bank's que
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any, ClassVar, NamedTuple
 
@@ -211,7 +211,6 @@ class EdgeLookup:
                     found.setdefault(edge[1], []).append((edge[0], "in", edge))
             return {i: sorted(found[i], key=_neighbour_key) for i in wanted if i in found}
         found = {}
-        merged: set[str] = set()
         dead = self.dead
         for p in self.parts:
             if not len(p.keys):
@@ -227,17 +226,14 @@ class EdgeLookup:
             outs = p.is_out[at].tolist()
             rows = rows.tolist()
             k = 0
-            for entry_id, a, b in spans:  # each id's ends are in neighbour order within a part
+            for entry_id, a, b in spans:
                 mine = [(e[1], "out", e) if o else (e[0], "in", e)
                         for e, o, r in zip(edges[k:k + b - a], outs[k:k + b - a], rows[k:k + b - a]) if r not in dead]
                 k += b - a
-                if entry_id in found:
-                    found[entry_id].extend(mine)
-                    merged.add(entry_id)
-                elif mine:
-                    found[entry_id] = mine
-        for entry_id in merged:
-            found[entry_id].sort(key=_neighbour_key)
+                if mine:
+                    found.setdefault(entry_id, []).extend(mine)
+        for incident in found.values():  # a part keeps an id's ends together, in no set order
+            incident.sort(key=_neighbour_key)
         return {i: found[i] for i in wanted if i in found}
 
     def touching(self, ids: Iterable[str]) -> list[_Edge]:
@@ -348,22 +344,14 @@ def _aliased(edges: pl.DataFrame) -> bool:
 
 
 def _part(kept: pl.DataFrame, offset: int, aliased: bool = True) -> _Part:
-    """Both ends of every edge of ``kept``, sorted by end id and, within an id, in neighbour order
-    (note-carrying first, type priority, other end, type, direction: one vectorised sort)."""
+    """Both ends of every edge of ``kept``, sorted by end id (one integer sort where ids pack);
+    the few edges of an id are put in neighbour order when read (:meth:`EdgeLookup.incident_of`)."""
     n = kept.height
     kept = kept.rechunk()
-    no_note = kept["note"].str.strip_chars().str.len_chars().fill_null(0) == 0
-    priority = kept["type"].replace_strict(vocab.NEIGHBOR_TYPE_PRIORITY, default=1, return_dtype=pl.Int64)
-    ends = pl.DataFrame({
-        "id": pl.concat([kept["src"], kept["dst"]]), "no_note": pl.concat([no_note, no_note]),
-        "priority": pl.concat([priority, priority]), "other": pl.concat([kept["dst"], kept["src"]]),
-        "type": pl.concat([kept["type"], kept["type"]]),
-        "direction": pl.concat([pl.repeat("out", n, eager=True, dtype=pl.String),
-                                pl.repeat("in", n, eager=True, dtype=pl.String)]),
-    })
+    ends = _IdKeys(pl.concat([kept["src"], kept["dst"]]))
+    order = np.argsort(ends.values)
+    keys = ends.taken(order)
     rows = np.concatenate([np.arange(n, dtype=np.int64), np.arange(n, dtype=np.int64)]) + offset
-    order = ends.with_row_index("_i").sort("id", "no_note", "priority", "other", "type", "direction")["_i"].to_numpy()
-    keys = _IdKeys(ends["id"].gather(order))
     where = np.empty(2 * n, dtype=np.int64)
     where[order] = np.arange(2 * n)
     names = sorted(set(kept["type"].unique().to_list()) | set(kept["source"].unique().to_list()))
@@ -383,6 +371,17 @@ def _neighbour_key(incident: _Incident) -> tuple:
     return (not (note and note.strip()), vocab.NEIGHBOR_TYPE_PRIORITY.get(edge[2], 1), other, edge[2], direction)
 
 
+def _packed_ids(ids: pl.Series) -> np.ndarray | None:
+    """``ids`` as big-endian ``uint64`` (each id's bytes, zero-padded to 8), converted as bytes
+    (no ``str`` array in between); None unless every id is ASCII of at most 8 bytes."""
+    if not len(ids) or ids.null_count() or ids.str.len_bytes().max() > 8:
+        return None
+    raw = ids.cast(pl.Binary).to_numpy().astype("S8")
+    if (raw.view(np.uint8) > 127).any():
+        return None
+    return raw.view(">u8").astype(np.uint64)
+
+
 class _IdKeys:
     """Sorted ids for binary search. Ids that are all ASCII of at most 8 bytes (a bank's 8-hex
     ids) are packed into big-endian ``uint64`` (integer order is then string order, and a search
@@ -391,16 +390,20 @@ class _IdKeys:
     __slots__ = ("values", "packed")
 
     def __init__(self, ids: pl.Series):
-        plain = ids.to_numpy().astype(str) if len(ids) else np.zeros(0, dtype="<U8")
-        self.packed = False
-        if plain.dtype.itemsize <= 32 and ids.str.len_bytes().max() is not None and ids.str.len_bytes().max() <= 8:
-            try:
-                self.values = plain.astype("S8").view(">u8").astype(np.uint64)
-                self.packed = True
-                return
-            except UnicodeEncodeError:  # not ASCII: kept as strings
-                pass
-        self.values = plain
+        packed = _packed_ids(ids)
+        self.packed = packed is not None
+        self.values = packed if packed is not None else (
+            ids.to_numpy().astype(str) if len(ids) else np.zeros(0, dtype="<U8"))
+
+    @classmethod
+    def _of(cls, values: np.ndarray, packed: bool) -> "_IdKeys":
+        out = cls.__new__(cls)
+        out.values, out.packed = values, packed
+        return out
+
+    def taken(self, positions: np.ndarray) -> "_IdKeys":
+        """These keys at ``positions`` (in that order)."""
+        return _IdKeys._of(self.values[positions], self.packed)
 
     def __len__(self) -> int:
         return len(self.values)
@@ -450,13 +453,14 @@ class _FrameEntries:
         return {row[0]: dict(zip(names, row)) for row in zip(*(c[hit].tolist() for c in self.columns))}
 
 
-def fold(pool: pl.DataFrame, edges: pl.DataFrame | EdgeLookup, *, k: int = FOLD_DEFAULTS.k,
+def fold(pool: pl.DataFrame | Mapping[str, list], edges: pl.DataFrame | EdgeLookup, *, k: int = FOLD_DEFAULTS.k,
          protect: int = FOLD_DEFAULTS.protect, neighbors: int = FOLD_DEFAULTS.neighbors, entries: pl.DataFrame | None = None, sources: Iterable[str] | None = None,
          query: str | None = None) -> Answer:
     """Fold a ranked pool along trusted edges into ``k`` results with pointers and neighbours.
 
     ``pool``: ``id``, ``score`` (rows best first), optional ``title``, ``summary``, ``kind``,
-    ``steps``. ``edges``: an edge frame (``src``, ``dst``, ``type``, ``source``, optional ``note``)
+    ``steps``: a frame, or a mapping of these columns to lists (no frame built on the query
+    path, see :func:`~kbtools.retrieval.search.ranked_columns`). ``edges``: an edge frame (``src``, ``dst``, ``type``, ``source``, optional ``note``)
     or an :class:`EdgeLookup`. The module docstring states the algorithm.
 
     >>> pool = pl.DataFrame({"id": ["a", "b", "c", "d"], "score": [0.9, 0.8, 0.7, 0.6]})
@@ -476,7 +480,7 @@ def fold(pool: pl.DataFrame, edges: pl.DataFrame | EdgeLookup, *, k: int = FOLD_
     return Answer(query, results, folded=True, method="fold")
 
 
-def flat(pool: pl.DataFrame, edges: pl.DataFrame | EdgeLookup | None = None, *, k: int = 8,
+def flat(pool: pl.DataFrame | Mapping[str, list], edges: pl.DataFrame | EdgeLookup | None = None, *, k: int = 8,
          neighbors: int = 0, entries: pl.DataFrame | None = None, sources: Iterable[str] | None = None,
          query: str | None = None) -> Answer:
     """The unfolded answer: the top ``k`` of the pool, no pointers; neighbours only if asked.
@@ -494,7 +498,7 @@ def flat(pool: pl.DataFrame, edges: pl.DataFrame | EdgeLookup | None = None, *, 
     return Answer(query, results, folded=False, method="flat")
 
 
-def pool_components(pool: pl.DataFrame, edges: pl.DataFrame | EdgeLookup, *,
+def pool_components(pool: pl.DataFrame | Mapping[str, list], edges: pl.DataFrame | EdgeLookup, *,
                     sources: Iterable[str] | None = None) -> list[list[str]]:
     """The groups folding starts from: connected components of the pool along the trusted edges
     among its members, each best rank first, groups in the order of their best member.
@@ -504,7 +508,7 @@ def pool_components(pool: pl.DataFrame, edges: pl.DataFrame | EdgeLookup, *,
     >>> pool_components(pool, e)
     [['a', 'c'], ['b']]
     """
-    ids, internal, _, _ = _prepare(pool, edges, k=pool.height, protect=0, neighbors=0, entries=None, sources=sources)
+    ids, internal, _, _ = _prepare(pool, edges, k=0, protect=0, neighbors=0, entries=None, sources=sources)
     return [[ids[i] for i in group] for group in _components(_PoolGraph(ids, internal))]
 
 
@@ -529,20 +533,37 @@ def _check_sources(sources) -> frozenset[str]:
     return allowed
 
 
-def _check_pool(pool) -> None:
-    if not isinstance(pool, pl.DataFrame):
-        raise ValidationError("pool", type(pool).__name__, "must be a polars DataFrame with columns id, score")
+def _pool_columns(pool) -> dict[str, list]:
+    """The pool's id, score and display columns as lists: from a frame, or from a mapping of
+    column names to equally long sequences (what the query path hands over)."""
+    if isinstance(pool, pl.DataFrame):
+        names = pool.columns
+    elif isinstance(pool, Mapping):
+        names = list(pool)
+    else:
+        raise ValidationError("pool", type(pool).__name__,
+                              "must be a polars DataFrame (or a mapping of columns to lists) with columns id, score")
     for column in ("id", "score"):
-        if column not in pool.columns:
-            raise ValidationError("pool", list(pool.columns), f"needs a column {column!r}")
-    if pool.schema["id"] != pl.String:
-        raise ValidationError("id", str(pool.schema["id"]), "pool ids must be strings (8 hex characters)")
+        if column not in names:
+            raise ValidationError("pool", list(names), f"needs a column {column!r}")
+    if isinstance(pool, pl.DataFrame):
+        if pool.schema["id"] != pl.String:
+            raise ValidationError("id", str(pool.schema["id"]), "pool ids must be strings (8 hex characters)")
+        return {c: pool[c].to_list() for c in ("id", "score", *_INFO_COLUMNS) if c in names}
+    columns = {c: list(pool[c]) for c in ("id", "score", *_INFO_COLUMNS) if c in names}
+    height = len(columns["id"])
+    for name, values in columns.items():
+        if len(values) != height:
+            raise ValidationError("pool", name, f"every column holds one value per id ({height}), not {len(values)}")
+    wrong = next((i for i in columns["id"] if i is not None and not isinstance(i, str)), None)
+    if wrong is not None:
+        raise ValidationError("id", wrong, "pool ids must be strings (8 hex characters)")
+    return columns
 
 
-def _pool_ids(pool) -> list[str]:
-    """The pool's ids, checked: a frame with id and score, ids present and unique."""
-    _check_pool(pool)
-    ids = pool["id"].to_list()
+def _pool_ids(columns: dict[str, list]) -> list[str]:
+    """The pool's ids, checked: present and unique."""
+    ids = columns["id"]
     if None in ids:
         raise ValidationError("id", None, "pool ids must not be null", row=ids.index(None))
     if len(set(ids)) != len(ids):
@@ -550,7 +571,6 @@ def _pool_ids(pool) -> list[str]:
         row = next(i for i, x in enumerate(ids) if x in seen or seen.add(x))
         raise ValidationError("id", ids[row], "pool ids must be unique", row=row)
     return ids
-
 
 def _check_edges(edges) -> None:
     if not isinstance(edges, pl.DataFrame):
@@ -562,7 +582,8 @@ def _check_edges(edges) -> None:
 
 def _prepare(pool, edges, *, k, protect, neighbors, entries, sources):
     """Validate at the door; return (ids, edges among the pool, edges around each id, display info)."""
-    ids = _pool_ids(pool)
+    columns = _pool_columns(pool)
+    ids = _pool_ids(columns)
     for name, value in (("k", k), ("protect", protect), ("neighbors", neighbors)):
         _check_count(name, value)
     allowed = _check_sources(sources)
@@ -584,7 +605,7 @@ def _prepare(pool, edges, *, k, protect, neighbors, entries, sources):
         lookup_info, keep = None, None
     internal = _internal_edges(incident, ids, keep)
     source = _ListedEntries(entries) if entries is not None else lookup_info
-    info = _Info(pool, source)
+    info = _Info(columns, source)
     return ids, internal, _Around(incident, keep), info
 
 
@@ -636,13 +657,12 @@ class _Info:
 
     __slots__ = ("pool_rows", "source", "entries")
 
-    def __init__(self, pool: pl.DataFrame, source):
+    def __init__(self, columns: dict[str, list], source):
         self.source = source
-        cols = {c: pool[c].to_list() for c in ("score", *_INFO_COLUMNS) if c in pool.columns}
-        self.pool_rows = cols
+        self.pool_rows = {c: columns[c] for c in ("score", *_INFO_COLUMNS) if c in columns}
         self.entries: dict[str, dict[str, Any]] | None = None if source is None else {}
         if source is not None:  # a pool with a steps column says which members have none
-            ids = pool["id"].to_list()
+            ids = columns["id"]
             blank = [None] * len(ids)
             wanted = [c for c in _INFO_COLUMNS if c != "steps" or c not in self.pool_rows]
             self.fetch(i for n, i in enumerate(ids) if any(self.pool_rows.get(c, blank)[n] is None for c in wanted))

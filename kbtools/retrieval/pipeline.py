@@ -20,7 +20,7 @@ from kbtools.retrieval.embedders import Embedder
 from kbtools.errors import ValidationError
 from kbtools.retrieval.folding import EdgeLookup, flat
 from kbtools.retrieval.folding import fold as fold_pool
-from kbtools.retrieval.search import display_rows, ranked_pool
+from kbtools.retrieval.search import display_rows, ranked_columns
 from kbtools.store.bank import Bank
 from kbtools.model.vocab import EDGE_SOURCES, TRUSTED_SOURCES
 from kbtools.store.segments import appended_rows, table_mark
@@ -102,13 +102,13 @@ def query(
     """
     if not isinstance(k, int) or k < 1:
         raise ValidationError("k", k, "k is a positive integer")
-    pool_frame = ranked_pool(bank, text, pool=max(pool, k), lexical=lexical, weights=weights, embedder=embedder, index=index,
-                              query_vector=query_vector)
+    ranked = ranked_columns(bank, text, pool=max(pool, k), lexical=lexical, weights=weights, embedder=embedder,
+                            index=index, query_vector=query_vector)
     lookup = edge_lookup(bank, sources=sources)
     if fold:
-        answer = fold_pool(pool_frame, lookup, k=k, protect=protect, neighbors=neighbors, query=text)
+        answer = fold_pool(ranked, lookup, k=k, protect=protect, neighbors=neighbors, query=text)
     else:
-        answer = flat(pool_frame, lookup, k=k, neighbors=0, query=text)
+        answer = flat(ranked, lookup, k=k, neighbors=0, query=text)
     if record_usage or (record_usage is None and not bank.readonly):
         bank.log_usage(answer.ids(), query=text)
     return answer

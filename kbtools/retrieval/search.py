@@ -39,6 +39,7 @@ __all__ = [
     "bank_index",
     "bank_bm25",
     "ranked_pool",
+    "ranked_columns",
 ]
 
 #: Defaults of retrieval: the pool folding starts from, the index kind, RRF's k.
@@ -294,34 +295,60 @@ def grown_index(prior: VectorIndex | None, segs: list, live: np.ndarray, read: C
 
 
 class PoolDisplay:
-    """Each entry's row number and the columns a pool shows: the rows read when the cache was built,
-    in one chunk, and the rows appended since, in another (polars gathers a list column of several
-    chunks by rejoining it: milliseconds per query at a million entries)."""
+    """Each entry's row number and the columns a pool shows, held as Python values (one list per
+    column, in :data:`COLUMNS` order): a query reads its twenty rows by position, without
+    gathering or building a frame; rows appended since are appended to the lists in place."""
 
-    __slots__ = ("rows", "base", "tail", "mark")
-    #: appended rows kept apart (in the tail) until there are more than this many, then joined to the base
-    TAIL_ROWS = 4096
+    __slots__ = ("rows", "columns", "mark")
+    #: the columns held, in the order :meth:`take` returns them
+    COLUMNS = ("id", "title", "summary", "kind", "steps", "status")
 
-    def __init__(self, rows: dict, base: pl.DataFrame, tail: pl.DataFrame, mark):
-        self.rows, self.base, self.tail, self.mark = rows, base, tail, mark
+    def __init__(self, rows: dict, columns: tuple[list, ...], mark):
+        self.rows, self.columns, self.mark = rows, columns, mark
+
+    @classmethod
+    def of(cls, frame: pl.DataFrame, mark=None) -> "PoolDisplay":
+        """The display of ``frame``'s rows (it has the :data:`COLUMNS`)."""
+        columns = _display_columns(frame)
+        return cls(dict(zip(columns[0], range(len(columns[0])))), columns, mark)
 
     def grown(self, added: pl.DataFrame, mark) -> "PoolDisplay":
-        start = self.base.height + self.tail.height
-        self.rows.update(zip(added["id"].to_list(), range(start, start + added.height)))
-        tail = pl.concat([self.tail, added.select(self.base.columns)]).rechunk()
-        if tail.height > self.TAIL_ROWS:
-            return PoolDisplay(self.rows, pl.concat([self.base, tail]).rechunk(), tail.clear(), mark)
-        return PoolDisplay(self.rows, self.base, tail, mark)
+        """This display and ``added``'s rows after it (the lists are extended, not copied)."""
+        new = _display_columns(added)
+        start = len(self.columns[0])
+        self.rows.update(zip(new[0], range(start, start + len(new[0]))))
+        for column, more in zip(self.columns, new):
+            column.extend(more)
+        return PoolDisplay(self.rows, self.columns, mark)
 
-    def take(self, positions: list[int]) -> pl.DataFrame:
-        """The display rows at these positions, in this order."""
-        pos = np.asarray(positions, dtype=np.int64)
-        nb = self.base.height
-        if not len(pos) or pos.max() < nb:
-            return self.base[pos]
-        head, rest = np.flatnonzero(pos < nb), np.flatnonzero(pos >= nb)
-        both = pl.concat([self.base[pos[head]], self.tail[pos[rest] - nb]])
-        return both[np.argsort(np.concatenate([head, rest]), kind="stable")]
+    def take(self, positions: list[int]) -> list[tuple]:
+        """The display rows at these positions, in this order, as tuples in :data:`COLUMNS` order
+        (steps a new list, or None)."""
+        ids, titles, summaries, kinds, steps, status = self.columns
+        return [(ids[p], titles[p], summaries[p], kinds[p], None if steps[p] is None else list(steps[p]), status[p])
+                for p in positions]
+
+
+def _display_columns(frame: pl.DataFrame) -> tuple[list, ...]:
+    """The display columns of ``frame`` as lists: kinds and statuses share one string object per
+    value, steps are tuples (None where null)."""
+    shared: dict = {}
+    return (frame["id"].to_list(), frame["title"].to_list(), frame["summary"].to_list(),
+            [shared.setdefault(v, v) for v in frame["kind"].to_list()], _steps(frame["steps"]),
+            [shared.setdefault(v, v) for v in frame["status"].to_list()])
+
+
+def _steps(steps: pl.Series) -> list:
+    """Each row's steps as a tuple, None where null: only the rows with steps are converted (most
+    rows have none, and a Python list made for every row is the dearest part of the display)."""
+    lengths = steps.list.len().to_numpy()  # a float array where some are null (NaN)
+    held: list = [None] * len(steps)
+    for i in np.flatnonzero(lengths == 0).tolist():
+        held[i] = ()
+    full = np.flatnonzero(lengths > 0)
+    for i, value in zip(full.tolist(), steps.gather(full).to_list()):
+        held[i] = tuple(value)
+    return held
 
 
 def _display(bank: Bank) -> PoolDisplay:
@@ -332,8 +359,7 @@ def _display(bank: Bank) -> PoolDisplay:
         added = None if prior is None else appended_rows(bank, "entries", prior.mark)
         if added is not None:  # entries were only added: extend, do not rebuild
             return prior.grown(added, mark)
-        base = bank.entries.select("id", "title", "summary", "kind", "steps", "status").rechunk()
-        return PoolDisplay(dict(zip(base["id"].to_list(), range(base.height))), base, base.clear(), mark)
+        return PoolDisplay.of(bank.entries, mark)
 
     return bank.derived("pool-display", build, on=("entries",), grow=True)
 
@@ -348,11 +374,16 @@ def display_rows(bank: Bank, ids) -> dict[str, dict]:
     {}
     """
     display = _display(bank)
-    found = [i for i in dict.fromkeys(ids) if i in display.rows]
-    if not found:
-        return {}
-    rows = display.take([display.rows[i] for i in found]).filter(pl.col("status") == "active").drop("status")
-    return {row["id"]: row for row in rows.iter_rows(named=True)}
+    rows = display.rows
+    found = display.take([rows[i] for i in dict.fromkeys(ids) if i in rows])
+    return {row[0]: dict(zip(_SHOWN, row)) for row in found if row[5] == "active"}
+
+
+#: the fields :func:`display_rows` returns, in :attr:`PoolDisplay.COLUMNS` order
+_SHOWN = ("id", "title", "summary", "kind", "steps")
+#: the columns of a ranked pool
+POOL_SCHEMA = {"id": pl.String, "score": pl.Float64, "title": pl.String, "summary": pl.String,
+               "kind": pl.String, "steps": pl.List(pl.String)}
 
 
 def _bm25_text(entries: pl.DataFrame) -> list[str]:
@@ -380,7 +411,17 @@ def ranked_pool(
 
     Dense: weighted cosine over the four dimensions (one precombined vector per entry). With
     ``lexical`` a BM25 ranking is fused with the dense one by reciprocal rank fusion (k = 60).
+    The frame of :func:`ranked_columns`.
     """
+    return pl.DataFrame(ranked_columns(bank, text, pool=pool, lexical=lexical, weights=weights, embedder=embedder,
+                                       index=index, query_vector=query_vector), schema=POOL_SCHEMA)
+
+
+def ranked_columns(
+    bank: Bank, text: str, *, pool: int = 20, lexical: bool = False, weights: Mapping[str, float] | None = None,
+    embedder: Embedder | str | None = None, index: str = QUERY_DEFAULTS.index, query_vector: np.ndarray | None = None,
+) -> dict[str, list]:
+    """:func:`ranked_pool`'s columns as lists (the query path folds them without building a frame)."""
     if not isinstance(text, str) or not text.strip():
         raise ValidationError("text", text, "a query is a non-empty string")
     if pool < 1:
@@ -402,9 +443,10 @@ def ranked_pool(
     else:
         ranked = dense[:pool]
     if not ranked:
-        return pl.DataFrame(schema={"id": pl.String, "score": pl.Float64, "title": pl.String, "summary": pl.String,
-                                    "kind": pl.String, "steps": pl.List(pl.String)})
+        return {name: [] for name in POOL_SCHEMA}
     display = _display(bank)
     keep = [(i, s) for i, s in ranked if i in display.rows]
-    picked = display.take([display.rows[i] for i, _ in keep])
-    return picked.select("id", pl.Series("score", [float(s) for _, s in keep], dtype=pl.Float64), "title", "summary", "kind", "steps")
+    rows = display.take([display.rows[i] for i, _ in keep])
+    ids, titles, summaries, kinds, steps, _ = zip(*rows) if rows else ([],) * 6
+    return {"id": list(ids), "score": [float(s) for _, s in keep], "title": list(titles), "summary": list(summaries),
+            "kind": list(kinds), "steps": list(steps)}

@@ -492,7 +492,7 @@ def _live(bank: Bank) -> _Live:
     def live(prior) -> _Live:
         if state.size == 0:
             return _empty_live(state)
-        entries = bank.entries
+        entries = bank.merged("entries").frame  # the ids only: no usage folded in
         if entries.height == 0:
             return _empty_live(state)
         grown = _grow_live(prior, state, mark, entries)
