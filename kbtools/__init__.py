@@ -20,7 +20,6 @@ import os as _os
 
 _os.environ.setdefault("ORT_DISABLE_TELEMETRY", "1")
 
-from kbtools import demo, evaluate, fleet, graph, linker, model, ops, retrieval  # noqa: E402  (the namespaces)
 from kbtools.errors import (  # noqa: E402
     BankDamaged,
     BankExists,
@@ -42,40 +41,35 @@ from kbtools.errors import (  # noqa: E402
     UnsafePath,
     ValidationError,
 )
-from kbtools.evaluate.health import health  # noqa: E402
-from kbtools.model.answer import Answer  # noqa: E402
-from kbtools.ops.analytics import (  # noqa: E402
-    centrality,
-    communities,
-    process_flows,
-    recall,
-    related,
-    trace,
-    workflow_holes,
-)
-from kbtools.ops.embedding import embed_bank  # noqa: E402
-from kbtools.ops.fleet import run_jobs  # noqa: E402
-from kbtools.ops.ingest import ingest  # noqa: E402
-from kbtools.ops.interchange import export_bank, import_files  # noqa: E402
-from kbtools.ops.judging import judge_bank  # noqa: E402
-from kbtools.ops.maintenance import explain  # noqa: E402
-from kbtools.evaluate.bank_stats import bank_stats  # noqa: E402
-from kbtools.ops.writes import (  # noqa: E402
-    delete_entry,
-    edit_edges,
-    link,
-    merge_entries,
-    report_learning,
-    split_entry,
-    unlink,
-    update_entry,
-)
-from kbtools.retrieval.folding import fold  # noqa: E402
-from kbtools.retrieval.pipeline import query  # noqa: E402
-from kbtools.store.bank import Bank, create_bank, open_bank  # noqa: E402
-from kbtools.store.check import check_bank  # noqa: E402
-from kbtools.store.repair import repair_bank  # noqa: E402
-from kbtools.store.scan import scan, sql  # noqa: E402
+
+#: Where each daily verb lives: the face imports it on first use (PEP 562), so that ``import kbtools``
+#: costs the errors module only and a process that queries a bank never loads the demo generators,
+#: the evaluations or the graph algorithms it does not call.
+_VERBS = {
+    "kbtools.store.bank": ("Bank", "create_bank", "open_bank"),
+    "kbtools.store.check": ("check_bank",),
+    "kbtools.store.repair": ("repair_bank",),
+    "kbtools.store.scan": ("scan", "sql"),
+    "kbtools.retrieval.pipeline": ("query",),
+    "kbtools.retrieval.folding": ("fold",),
+    "kbtools.model.answer": ("Answer",),
+    "kbtools.ops.analytics": ("centrality", "communities", "process_flows", "recall", "related", "trace",
+                              "workflow_holes"),
+    "kbtools.ops.writes": ("delete_entry", "edit_edges", "link", "merge_entries", "report_learning", "split_entry",
+                           "unlink", "update_entry"),
+    "kbtools.ops.embedding": ("embed_bank",),
+    "kbtools.ops.fleet": ("run_jobs",),
+    "kbtools.ops.ingest": ("ingest",),
+    "kbtools.ops.interchange": ("export_bank", "import_files"),
+    "kbtools.ops.judging": ("judge_bank",),
+    "kbtools.ops.maintenance": ("explain",),
+    "kbtools.ops.jobs": ("backfill", "connect", "decay"),
+    "kbtools.evaluate.health": ("health",),
+    "kbtools.evaluate.bank_stats": ("bank_stats",),
+}
+_HOME = {name: module for module, names in _VERBS.items() for name in names}
+#: The namespaces, imported on first use too.
+_NAMESPACES = frozenset({"demo", "evaluate", "fleet", "graph", "linker", "model", "ops", "retrieval"})
 
 __version__ = "0.1.0"
 
@@ -104,9 +98,6 @@ __all__ = [
     "evaluate", "views", "demo", "graph", "linker", "retrieval", "ops", "fleet", "model",
 ]
 
-# bound last: importing the submodule kbtools.ops.jobs would otherwise rebind these names
-from kbtools.ops.jobs import backfill, connect, decay  # noqa: E402
-
 #: The JupyterLab views load on first use: they need the notebook extra (ipywidgets, IPython).
 _VIEWS = frozenset({"explorer", "graph_view", "holes_view"})
 
@@ -120,4 +111,15 @@ def __getattr__(name: str):
                 f"kb.{name} needs the notebook extra: pip install -e '.[notebook]' ({err})"
             ) from err
         return views if name == "views" else getattr(views, name)
+    if name in _HOME or name in _NAMESPACES:
+        import importlib
+
+        value = importlib.import_module(f"kbtools.{name}") if name in _NAMESPACES else \
+            getattr(importlib.import_module(_HOME[name]), name)
+        globals()[name] = value  # once: later reads find it without this call
+        return value
     raise AttributeError(f"module 'kbtools' has no attribute {name!r}")
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(__all__))
