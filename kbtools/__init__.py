@@ -62,6 +62,7 @@ _VERBS = {
     "kbtools.ops.ingest": ("ingest",),
     "kbtools.ops.interchange": ("export_bank", "import_files"),
     "kbtools.ops.judging": ("judge_bank",),
+    "kbtools.judging.judge": ("JUDGE_PROMPT", "Verdict", "llm_judge", "rule_judge"),
     "kbtools.ops.maintenance": ("explain",),
     "kbtools.ops.jobs": ("backfill", "connect", "decay"),
     "kbtools.evaluate.health": ("health",),
@@ -69,7 +70,7 @@ _VERBS = {
 }
 _HOME = {name: module for module, names in _VERBS.items() for name in names}
 #: The namespaces, imported on first use too.
-_NAMESPACES = frozenset({"demo", "evaluate", "fleet", "graph", "linker", "model", "ops", "retrieval"})
+_NAMESPACES = frozenset({"demo", "evaluate", "fleet", "graph", "judging", "linker", "model", "ops", "retrieval"})
 
 __version__ = "0.1.0"
 

@@ -17,7 +17,7 @@ from kbtools.evaluate.leak import leaky_notes
 from kbtools.linker import plan_connect
 from kbtools.linker.citations import plan_backfill
 from kbtools.linker.fading import plan_decay
-from kbtools.linker.judge import candidate_pairs
+from kbtools.judging.judge import candidate_pairs
 from kbtools.model.schema import SCHEMAS, empty
 from kbtools.ops.interchange import plan_import
 from kbtools.ops.writes import plan_edge_changes

@@ -15,7 +15,7 @@ import pytest
 import kbtools as kb
 from kbtools.demo.banks import DEMO_DIR, truth_path
 from kbtools.errors import ValidationError
-from kbtools.linker.judge import Verdict, candidate_pairs, parse_verdict, plan_verdicts, rule_judge
+from kbtools.judging.judge import Verdict, candidate_pairs, parse_verdict, plan_verdicts, rule_judge
 
 KB = [sys.executable, "-m", "kbtools"]
 
@@ -57,7 +57,7 @@ def test_verdict_and_llm_interface_check_their_input():
         prompts.append(prompt)
         return 'Here: {"action": "supersede", "note": "Newer report of that one.", "confidence": 0.8}'
 
-    judge = kb.linker.llm_judge(complete)
+    judge = kb.llm_judge(complete)
     assert judge(BASE, _row("b9", "x")) == Verdict("supersede", "Newer report of that one.", 0.8)
     assert "[a0000001]" in prompts[0] and "[b9]" in prompts[0] and "never what" in prompts[0]
 

@@ -13,7 +13,7 @@ import polars as pl
 import pytest
 
 import kbtools as kb
-from kbtools.linker.judge import MERGE_CONFIDENCE, compare_rows, rule_judge
+from kbtools.judging.judge import MERGE_CONFIDENCE, compare_rows, rule_judge
 
 TWICE = [
     ("The invoice export job needs the vendor flag set before it runs.",

@@ -15,10 +15,10 @@ PACKAGE = Path(__file__).resolve().parents[1] / "kbtools"
 
 #: layer of each folder (and top-level module); a module may import its own folder and lower layers.
 LAYERS = {
-    "errors": 0, "progress": 1,
+    "errors": 0, "progress": 1, "words": 1,
     "model": 1,
     "store": 2,
-    "retrieval": 3, "linker": 3, "graph": 3,
+    "retrieval": 3, "linker": 3, "judging": 3, "graph": 3,
     "ops": 4,
     "demo": 5,
     "evaluate": 6,

@@ -11,7 +11,7 @@ from kbtools.errors import ValidationError
 from kbtools.evaluate.bench import run_bench
 from kbtools.linker.rules import FIX_RE, PROBLEM_RE, PROGRESS_RE
 from kbtools.linker.terms import text_cues
-from kbtools.linker.text import content_words
+from kbtools.words import content_words
 
 
 def test_cue_flags_over_a_column_equal_the_patterns_text_by_text(demo_dir):

@@ -29,7 +29,7 @@ from functools import lru_cache
 from typing import Callable, NamedTuple, Protocol
 
 from kbtools.errors import ValidationError
-from kbtools.linker.text import content_words
+from kbtools.words import content_words
 
 __all__ = ["Agent", "Fetch", "SIMULATED_AGENT", "ReaderAgent", "PointerLine", "pointer_lines", "terms",
            "agent_name", "is_simulated"]

@@ -17,7 +17,7 @@ from typing import Sequence
 import polars as pl
 
 from kbtools.errors import KbError
-from kbtools.linker.judge import ACTIONS, DUPLICATE_THRESHOLD, MERGE_CONFIDENCE, JudgeFn, rule_judge
+from kbtools.judging.judge import ACTIONS, DUPLICATE_THRESHOLD, MERGE_CONFIDENCE, JudgeFn, rule_judge
 from kbtools.model.answer_html import html_table
 from kbtools.ops.judging import judge_pairs, propose_duplicates
 from kbtools.store.bank import Bank
@@ -133,7 +133,7 @@ def _row(text: str, id_: str) -> dict:
 def _score_set(name: str, items: list[tuple[dict, dict, str]], judge: JudgeFn, merge_confidence: float) -> dict:
     """Per label precision and recall (Wilson 95 %) of ``judge`` over (older, newer, label) items."""
     from kbtools.evaluate.intervals import proportion
-    from kbtools.linker.judge import compare_rows
+    from kbtools.judging.judge import compare_rows
 
     got, merged_differ, merges, wrong = [], 0, 0, []
     for a, b, label in items:
@@ -159,11 +159,11 @@ def _score_set(name: str, items: list[tuple[dict, dict, str]], judge: JudgeFn, m
 
 
 def _near_misses(rows: list[dict], true_pairs: list[dict], related, n: int, seed: int) -> list[dict]:
-    """``n`` candidate pairs (:func:`kbtools.linker.judge.candidate_pairs` at the default threshold)
+    """``n`` candidate pairs (:func:`kbtools.judging.judge.candidate_pairs` at the default threshold)
     that are neither a true pair nor ``related(a, b)``, drawn with ``seed``: label ``distinct``."""
     import numpy as np
 
-    from kbtools.linker.judge import candidate_pairs
+    from kbtools.judging.judge import candidate_pairs
 
     frame = pl.DataFrame(rows).select("id", "title", "summary", "content", "created_at")
     pairs = candidate_pairs(frame, threshold=DUPLICATE_THRESHOLD)

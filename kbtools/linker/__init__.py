@@ -10,10 +10,8 @@ from kbtools.linker.explanation import LinkScore, explain_pair
 from kbtools.linker.planning import LinkPlan, apply_links, plan_connect, plan_links
 from kbtools.linker.rules import LINKER_DEFAULTS, LINKER_LEXICAL, LinkerSettings
 from kbtools.linker.terms import TermStats
-from kbtools.linker.judge import JUDGE_PROMPT, Verdict, llm_judge, rule_judge
 
 __all__ = [
-    "JUDGE_PROMPT", "Verdict", "llm_judge", "rule_judge",
     "Anchor",
     "anchor",
     "TermStats",

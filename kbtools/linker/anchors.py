@@ -22,7 +22,7 @@ import numpy as np
 import polars as pl
 
 import kbtools.linker.forks as forks
-from kbtools.linker.text import FRAMING_WORDS, STOP_WORDS, WORD_RE, content_stem, content_words
+from kbtools.words import FRAMING_WORDS, STOP_WORDS, WORD_RE, content_stem, content_words
 
 __all__ = ["Anchor", "AnchorRows", "anchor", "identifiers", "ASSET_NOUNS", "ACTION_VERBS", "FRAMING_NAMES", "anchor_frame",
            "anchors_from_frame"]

@@ -35,7 +35,7 @@ import scipy.sparse as sp
 from kbtools.errors import ValidationError
 from kbtools.linker.anchors import ASSET_NOUNS, Anchor, AnchorRows, column_stems, anchor, anchors_of
 from kbtools.linker.rules import FIX_RE, LINKER_DEFAULTS, PROBLEM_RE, PROGRESS_RE, LinkerSettings, kind_code
-from kbtools.linker.text import content_words, stem
+from kbtools.words import content_words, stem
 
 __all__ = ["TermStats", "entry_text", "idf", "authors_of", "STATS_COLUMNS", "ANCHOR_COLUMNS", "PART_COLUMNS", "anchor_keys",
            "fill_anchors", "gc_paused", "reference_term_stats"]

@@ -19,7 +19,7 @@ from __future__ import annotations
 import polars as pl
 
 from kbtools.errors import ValidationError
-from kbtools.linker.judge import (
+from kbtools.judging.judge import (
     DUPLICATE_THRESHOLD, MERGE_CONFIDENCE, JudgeFn, Verdict, candidate_pairs, plan_verdicts, rule_judge,
 )
 from kbtools.model.events import edge_events

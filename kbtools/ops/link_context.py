@@ -223,7 +223,8 @@ def _anchor_code() -> str:
     """A digest of the code anchors are read with: a change to it makes every kept anchor stale."""
     import hashlib
 
-    from kbtools.linker import anchors, terms, text
+    import kbtools.words as text
+    from kbtools.linker import anchors, terms
 
     digest = hashlib.blake2b(digest_size=16)
     for module in (anchors, text, terms):

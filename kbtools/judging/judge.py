@@ -29,7 +29,7 @@ import polars as pl
 import scipy.sparse as sp
 
 from kbtools.errors import ValidationError
-from kbtools.linker.sameness import Comparison, compare, facts
+from kbtools.judging.sameness import Comparison, compare, facts
 
 __all__ = [
     "ACTIONS", "Verdict", "JudgeFn", "PAIR_SCHEMA", "DUPLICATE_THRESHOLD", "MERGE_CONFIDENCE",
@@ -357,7 +357,7 @@ def _body(row: Mapping) -> str:
 
 
 def compare_rows(a: Mapping, b: Mapping, *, frame: float = 0.6) -> Comparison:
-    """How the older entry ``a`` and the newer ``b`` relate (:func:`kbtools.linker.sameness.compare`
+    """How the older entry ``a`` and the newer ``b`` relate (:func:`kbtools.judging.sameness.compare`
     over their content; a title marked as a correction is read with it). The one reading of a pair
     that the candidates, the rule judge and ``kb health`` share.
 
@@ -372,7 +372,7 @@ def compare_rows(a: Mapping, b: Mapping, *, frame: float = 0.6) -> Comparison:
 
 def rule_judge(a: Mapping, b: Mapping, *, frame: float = 0.6, merge_confidence: float = MERGE_CONFIDENCE) -> Verdict:
     """The built-in judge of a pair (``a`` older, ``b`` newer; entries rows as dicts), reading both
-    through :func:`kbtools.linker.sameness.compare` (values, framing-free content words, cues):
+    through :func:`kbtools.judging.sameness.compare` (values, framing-free content words, cues):
 
     - different systems or tasks: ``distinct``;
     - ``b`` marked as replacing ``a``: metadata naming ``a``, ``b`` naming ``a`` (id, "PEP 333",

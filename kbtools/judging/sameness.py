@@ -27,7 +27,7 @@ import re
 from dataclasses import dataclass
 from functools import lru_cache
 
-from kbtools.linker.text import STOP_WORDS, stem
+from kbtools.words import STOP_WORDS, stem
 
 __all__ = ["Facts", "Comparison", "facts", "compare", "strip_framing", "FRAMING_PHRASES", "CHANGE_CUES",
            "STRONG_CUES", "WEAK_CUE_CHANGES", "SLACK_PER_WORDS", "ADDED_WORDS", "RESTATED"]
