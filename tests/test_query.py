@@ -156,3 +156,34 @@ def test_index_survives_the_automatic_merge_of_small_segments(eng_copy):
     assert len(segment_files(eng_copy)["entries"]) <= TAIL_SEGMENTS + 1
     after = bank_index(eng_copy)
     assert after is first and after.size == size + TAIL_SEGMENTS + 2  # grown in place, never rebuilt
+
+
+def test_a_query_appends_its_usage_without_reading_the_logs_again(tmp_path):
+    from kbtools.store.usage import UsageLogs
+
+    logs = UsageLogs(tmp_path)
+    for i in range(40):
+        assert logs.append([f"a{i:07d}", "b0000000"], query=f"q{i}", merged=[], readonly=False) == 2
+    assert logs.reads <= 1  # the logs were read once at most, not once per query
+    assert logs.pending.height == 80
+    assert logs.pending.filter(pl.col("id") == "b0000000").height == 40
+    # what this process appended is what a fresh reader of the same folder reads
+    again = UsageLogs(tmp_path)
+    again.refresh([])
+    assert again.pending.sort("id", "at").equals(logs.pending.sort("id", "at"))
+    # another process's log is seen at the next append
+    (tmp_path / "usage" / "otherhost-1.log").write_text("2026-01-01T00:00:00+00:00\tc0000000\tqh\n")
+    logs.append(["d0000000"], query="q", merged=[], readonly=False)
+    assert set(logs.pending["id"]) >= {"c0000000", "d0000000"} and logs.pending.height == 82
+
+
+def test_usage_counts_stay_right_over_many_queries(eng_copy):
+    before = dict(eng_copy.entries.select("id", "usage_count").iter_rows())
+    returned: dict[str, int] = {}
+    for i in range(25):
+        for id_ in kb.query(eng_copy, f"{LOGIN} {i}", k=4).ids():
+            returned[id_] = returned.get(id_, 0) + 1
+    after = dict(eng_copy.entries.select("id", "usage_count").iter_rows())
+    assert {i: after[i] - before[i] for i in after if after[i] != before[i]} == returned
+    reopened = kb.open_bank(eng_copy.path, readonly=True)
+    assert dict(reopened.entries.select("id", "usage_count").iter_rows()) == after

@@ -39,7 +39,11 @@ def read_usage_log(path: Path) -> pl.DataFrame:
         text = path.read_text(errors="replace")
     except OSError:
         return empty("usage")
-    rows = [line.split("\t") for line in text.splitlines() if line.count("\t") == 2]
+    return _usage_frame([line.split("\t") for line in text.splitlines() if line.count("\t") == 2])
+
+
+def _usage_frame(rows) -> pl.DataFrame:
+    """Usage rows from ``(at, id, query_hash)`` string triples (an unreadable time drops its row)."""
     if not rows:
         return empty("usage")
     at, ids, qh = zip(*rows)
@@ -51,15 +55,25 @@ def read_usage_log(path: Path) -> pl.DataFrame:
 class UsageLogs:
     """The usage logs of the bank folder ``root`` not yet merged into its usage table, as one
     open bank sees them: :attr:`pending` holds their rows, read again only when a log changed
-    (its name or size). ``merged``, in the methods below, is the manifest's ``usage_merged``: the
+    (its name or size) other than by this object's own appends; :attr:`reads` counts those reads. ``merged``, in the methods below, is the manifest's ``usage_merged``: the
     logs its commit already counted."""
 
     def __init__(self, root: Path) -> None:
         self.root = Path(root)
         self.signature: tuple = ()
-        self.pending: pl.DataFrame = empty("usage")
+        self._read: pl.DataFrame = empty("usage")
+        self._appended: list[tuple[str, str, str]] = []  # this process's rows since the last read
+        self.reads = 0
         self.claimed: list[Path] = []
         self._warned = False
+
+    @property
+    def pending(self) -> pl.DataFrame:
+        """The rows of the pending logs (what was read, then this process's appends)."""
+        if self._appended:
+            self._read = pl.concat([self._read, _usage_frame(self._appended)])
+            self._appended = []
+        return self._read
 
     def files(self, merged) -> list[Path]:
         """The pending logs, in name order (symlinks and logs already merged left out)."""
@@ -80,8 +94,10 @@ class UsageLogs:
         if sig == self.signature:
             return
         frames = [read_usage_log(p) for p in files]
-        self.pending = pl.concat(frames) if frames else empty("usage")
+        self._read = pl.concat(frames) if frames else empty("usage")
+        self._appended = []
         self.signature = sig
+        self.reads += 1
 
     def append(self, ids, *, query: str, merged, readonly: bool) -> int:
         """Log ``ids`` as returned by ``query`` in this process's log; nothing on a read-only bank
@@ -94,18 +110,31 @@ class UsageLogs:
             return self._skipped("the bank is open read-only")
         qhash = hashlib.sha256(query.encode()).hexdigest()[:16]
         at = datetime.now(timezone.utc).isoformat()
-        lines = "".join(f"{at}\t{i}\t{qhash}\n" for i in ids)
+        data = "".join(f"{at}\t{i}\t{qhash}\n" for i in ids).encode()
+        log = self.root / "usage" / f"{socket.gethostname()}-{os.getpid()}.log"
         try:
-            (self.root / "usage").mkdir(exist_ok=True)
-            fd = os.open(self.root / "usage" / f"{socket.gethostname()}-{os.getpid()}.log",
-                         os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+            log.parent.mkdir(exist_ok=True)
+            fd = os.open(log, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
             try:
-                os.write(fd, lines.encode())
+                os.write(fd, data)
             finally:
                 os.close(fd)
         except OSError as err:
             return self._skipped(f"{err.strerror or err}")
-        self.refresh(merged)
+        # A query must not re-read every log it ever wrote: when nothing else changed since the
+        # last read (no other process's log, no merge), this append's rows are added as they are.
+        expected = dict(self.signature)
+        expected[log.name] = expected.get(log.name, 0) + len(data)
+        files = self.files(merged)
+        try:
+            sig = tuple((p.name, p.stat().st_size) for p in files)
+        except OSError:
+            sig = ()
+        if dict(sig) == expected:
+            self._appended.extend((at, i, qhash) for i in ids)
+            self.signature = sig
+        else:
+            self.refresh(merged)
         return len(ids)
 
     def _skipped(self, why: str) -> int:
