@@ -171,9 +171,10 @@ def test_a_query_appends_its_usage_without_reading_the_logs_again(tmp_path):
     again = UsageLogs(tmp_path)
     again.refresh([])
     assert again.pending.sort("id", "at").equals(logs.pending.sort("id", "at"))
-    # another process's log is seen at the next append
+    # another process's log is seen at the next refresh (a reload of the bank)
     (tmp_path / "usage" / "otherhost-1.log").write_text("2026-01-01T00:00:00+00:00\tc0000000\tqh\n")
     logs.append(["d0000000"], query="q", merged=[], readonly=False)
+    logs.refresh([])
     assert set(logs.pending["id"]) >= {"c0000000", "d0000000"} and logs.pending.height == 82
 
 

@@ -59,7 +59,13 @@ def test_vectors_are_read_in_place_not_concatenated(bank):
         kb.report_learning(bank, content=f"Fact {i} about the warm pool.", actor="a", link=False)
     ids, data = entry_vectors(bank)
     assert isinstance(data, SegmentedVectors) and len(data.parts) == 4
-    assert all(isinstance(p, np.memmap) for p in data.parts)  # mapped, not read into memory
+    assert isinstance(data.parts[0], np.memmap)  # the bank's vectors are mapped, not read into memory
+    # the three small segments this process just wrote are taken as written, not read back
+    assert not any(isinstance(p, np.memmap) for p in data.parts[1:])
+    assert not any(p.flags.writeable for p in data.parts)
+    reopened = entry_vectors(kb.open_bank(bank.path, readonly=True))[1]
+    assert all(isinstance(p, np.memmap) for p in reopened.parts)  # a fresh open maps every segment
+    assert np.array_equal(np.asarray(reopened), np.asarray(data))
     full = np.asarray(data)
     assert full.shape == (bank.entries.height, 4, 384)
     pick = np.array([len(ids) - 1, 0, 5])

@@ -308,12 +308,12 @@ def bench_peers(root: Path, *, n: int = 100_000, seed: int = 7, peers=PEERS[1:],
     results = {}
     say("kbtools queries and adds")
     results["kbtools"] = _measure(
-        lambda q: query(bank, "bench query", query_vector=q, index="hnsw", k=K, record_usage=False).ids(),
+        lambda q: query(bank, "bench query", query_vector=q, index="hnsw", k=K).ids(),  # usage counted, as by default
         lambda i, text, v: report_learning(bank, content=text, actor="bench", link=False), qs, truth, new_rows)
     # recall of the index kb.query searches (its answer is folded, so not the plain nearest 8)
     hnsw = bank_index(bank, kind="hnsw")
     results["kbtools"]["recall"] = _recall([list(hnsw.search(q[None, :], K)[1][0]) for q in qs], truth)
-    index = {"kbtools": "HNSW (faiss, M 32, efSearch 128), top 16 re-scored exactly; kb.query folds the pool"}
+    index = {"kbtools": "HNSW (faiss, M 32, efSearch 128, float32 vectors: exact scores); kb.query folds the pool"}
     _finish(results, "kbtools", Path(bank.path), qfile, load["kbtools"], say)
     for peer in (c() for c in chosen):
         say(f"{peer.name}: load {n} rows and build its index")
@@ -328,7 +328,7 @@ def bench_peers(root: Path, *, n: int = 100_000, seed: int = 7, peers=PEERS[1:],
         _finish(results, peer.name, path, qfile, load[peer.name], say)
     systems = ["kbtools"] + [c.name for c in chosen]
     return {"entries": n, "systems": systems, "index": index, "rows": _rows(results, systems),
-            "notes": {"kbtools": "kb.query(bank, text, query_vector=q) folded (no embedding); "
+            "notes": {"kbtools": "kb.query(bank, text, query_vector=q) folded, usage counted (no embedding); "
                                  "report_learning(link=False) embeds its text (hashing) in the write",
                       "disk": "kbtools keeps four 384-d vectors per entry (one per search dimension), "
                               "the full entry rows and the edges; the peers one vector, the id and the text",

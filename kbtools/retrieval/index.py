@@ -69,8 +69,10 @@ IVF_NPROBE: Final[int] = 24
 #: Share of dead (removed) rows past which a grown index is rebuilt instead of masked further.
 MAX_DEAD_SHARE: Final[float] = 0.2
 #: Candidates per wanted result that an approximate kind re-scores exactly when the index has a
-#: refine source (the bank's stored vectors; see :meth:`VectorIndex.refine_with`).
-REFINE_FACTOR: Final[Mapping[str, int]] = MappingProxyType({"ivf_sq8": 2, "sq8": 4, "hnsw_sq8": 4, "ivf": 2, "hnsw": 2})
+#: refine source (the bank's stored vectors; see :meth:`VectorIndex.refine_with`). Only the 8-bit
+#: kinds: ``hnsw`` and ``ivf`` hold the float32 vectors themselves, so their scores are exact already
+#: and the top ``k`` of twice as many candidates is their own top ``k``.
+REFINE_FACTOR: Final[Mapping[str, int]] = MappingProxyType({"ivf_sq8": 2, "sq8": 4, "hnsw_sq8": 4, "ivf": 1, "hnsw": 1})
 _MAGIC = b"KBVX1\n"
 _HNSW_M, _HNSW_EF_CONSTRUCTION, _HNSW_EF_SEARCH = 32, 80, 128
 

@@ -251,7 +251,8 @@ def _appended(prior: VectorIndex | None, bank: Bank, segs: list, weights) -> Vec
     added = appended_rows(bank, "entries", getattr(prior, "mark", None))
     if added is None:
         return None
-    new_segs = [sg for sg in vector_segments(bank) if sg["data"] not in set(old)]
+    held = set(old)
+    new_segs = [sg for sg in vector_segments(bank) if sg["data"] not in held]
     if not new_segs:
         return prior if added.height == 0 else None  # entries without vectors: the full check
     ids = np.concatenate([segment_ids(bank, sg) for sg in new_segs])
@@ -340,7 +341,10 @@ def _display_columns(frame: pl.DataFrame) -> tuple[list, ...]:
 
 def _steps(steps: pl.Series) -> list:
     """Each row's steps as a tuple, None where null: only the rows with steps are converted (most
-    rows have none, and a Python list made for every row is the dearest part of the display)."""
+    rows have none, and a Python list made for every row is the dearest part of the display);
+    a few rows (an append) are converted directly."""
+    if len(steps) <= 64:
+        return [None if v is None else tuple(v) for v in steps.to_list()]
     lengths = steps.list.len().to_numpy()  # a float array where some are null (NaN)
     held: list = [None] * len(steps)
     for i in np.flatnonzero(lengths == 0).tolist():

@@ -36,7 +36,7 @@ from kbtools.store.manifest import FORMAT, FORMAT_VERSION, SWEEP_AGE_S, parse_ma
 from kbtools.store.segments import (EntryIds, TableCache, current_ids, live_rows, missing_ids, new_epoch, project,
                                     read_segments, segment_rows)
 from kbtools.store.usage import UsageLogs, fold_usage, with_pending
-from kbtools.store.vectors import embedder_name
+from kbtools.store.vectors import embedder_name, remember_segments
 from kbtools.model.config import DEFAULT_EMBEDDER
 
 __all__ = ["Bank", "create_bank", "open_bank", "utcnow", "read_manifest", "flock_file", "FORMAT", "DEFAULT_LOCK_TIMEOUT",
@@ -414,6 +414,7 @@ class Bank:
             self._swap(prepared.manifest, durable=durable, synced_with=prepared.synced)
         finally:
             self._written = {}
+        remember_segments(self, prepared.arrays)
         starts = tail_starts(self._manifest, self._segment_rows)
         if starts:
             self._compact(full=False, starts=starts)

@@ -21,9 +21,10 @@ from __future__ import annotations
 import json
 import os
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
+import numpy as np
 import polars as pl
 
 from kbtools.errors import EmbedderMismatch
@@ -32,9 +33,14 @@ from kbtools.model.schema import APPEND_ONLY, KEYS, TABLES, conform
 from kbtools.store.files import atomic_write_bytes, digest, inside, manifest_files, write_history, write_parquet
 from kbtools.store.manifest import SWEEP_AGE_S, copy_manifest, new_tag, stamp
 from kbtools.store.segments import DELETED, SEQ
-from kbtools.store.vectors import DEFAULT_VECTOR_DTYPE, write_vector_segment
+from kbtools.store.vectors import DEFAULT_VECTOR_DTYPE, VECTOR_DTYPES, write_vector_segment
 
 __all__ = ["Prepared", "prepare_commit", "segment_frame", "swap_manifest"]
+
+
+#: A vector segment of at most this many rows (the write path of agents) is kept in memory as
+#: written; bigger ones (an embedding job) are read back memory-mapped, as any reader reads them.
+REMEMBERED_ROWS = 4096
 
 
 @dataclass(frozen=True)
@@ -46,6 +52,9 @@ class Prepared:
     manifest: dict
     written: dict[str, pl.DataFrame]
     synced: list[Path]
+    #: small vector files written (relative path -> the array as the file holds it), to be taken
+    #: as written instead of read back by the first query after the commit
+    arrays: dict = field(default_factory=dict)
 
 
 def segment_frame(table: str, changes: Plan, seq: int) -> pl.DataFrame | None:
@@ -78,6 +87,7 @@ def prepare_commit(root: Path, current: dict, changes: Plan, *, actor: str | Non
     tag = new_tag(seq)
     written: dict[str, pl.DataFrame] = {}
     synced: list[Path] = []
+    arrays: dict[str, np.ndarray] = {}
     for table in TABLES:
         frame = segment_frame(table, changes, seq)
         if frame is None or frame.height == 0:
@@ -103,12 +113,17 @@ def prepare_commit(root: Path, current: dict, changes: Plan, *, actor: str | Non
         dtype = str((manifest.get("settings") or {}).get("vector_dtype", DEFAULT_VECTOR_DTYPE))
         seg = write_vector_segment(root, tag, ids, data, hashes, dtype=dtype, durable=False)
         info["segments"].append(seg)
+        if len(ids) <= REMEMBERED_ROWS:
+            arrays[seg["data"]] = np.ascontiguousarray(data, dtype=VECTOR_DTYPES.get(dtype, np.float16))
+            arrays[seg["ids"]] = np.asarray(ids, dtype="U8").astype(str)
+            if seg.get("hashes"):
+                arrays[seg["hashes"]] = np.asarray(hashes, dtype=np.uint64)
         synced += [root / seg[k] for k in ("data", "ids", "hashes") if seg.get(k)] + [root / "vectors"]
     if changes.settings:
         manifest.setdefault("settings", {}).update(changes.settings)
     stamp(manifest, seq, actor=actor, reason=reason)
     manifest["usage_merged"] = list(merged_logs)
-    return Prepared(manifest, written, synced)
+    return Prepared(manifest, written, synced, arrays)
 
 
 def swap_manifest(root: Path, old: dict, manifest: dict, *, durable: bool = True,

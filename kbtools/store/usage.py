@@ -55,7 +55,8 @@ def _usage_frame(rows) -> pl.DataFrame:
 class UsageLogs:
     """The usage logs of the bank folder ``root`` not yet merged into its usage table, as one
     open bank sees them: :attr:`pending` holds their rows, read again only when a log changed
-    (its name or size) other than by this object's own appends; :attr:`reads` counts those reads. ``merged``, in the methods below, is the manifest's ``usage_merged``: the
+    (its name or size) other than by this object's own appends; :attr:`reads` counts those reads.
+    An append never reads: other processes' logs are seen at the next :meth:`refresh`. ``merged``, in the methods below, is the manifest's ``usage_merged``: the
     logs its commit already counted."""
 
     def __init__(self, root: Path) -> None:
@@ -121,20 +122,13 @@ class UsageLogs:
                 os.close(fd)
         except OSError as err:
             return self._skipped(f"{err.strerror or err}")
-        # A query must not re-read every log it ever wrote: when nothing else changed since the
-        # last read (no other process's log, no merge), this append's rows are added as they are.
-        expected = dict(self.signature)
-        expected[log.name] = expected.get(log.name, 0) + len(data)
-        files = self.files(merged)
-        try:
-            sig = tuple((p.name, p.stat().st_size) for p in files)
-        except OSError:
-            sig = ()
-        if dict(sig) == expected:
-            self._appended.extend((at, i, qhash) for i in ids)
-            self.signature = sig
-        else:
-            self.refresh(merged)
+        # A query neither re-reads nor lists the logs: its rows join the pending rows as they are,
+        # and the signature says what this append grew. Other processes' logs are read at the next
+        # refresh (a reload), which re-reads everything only when the files differ from it.
+        sizes = dict(self.signature)
+        sizes[log.name] = sizes.get(log.name, 0) + len(data)
+        self.signature = tuple(sorted(sizes.items()))
+        self._appended.extend((at, i, qhash) for i in ids)
         return len(ids)
 
     def _skipped(self, why: str) -> int:

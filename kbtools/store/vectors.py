@@ -40,7 +40,7 @@ from kbtools.store.segments import new_epoch, table_mark
 if TYPE_CHECKING:  # functions here read a bank's snapshot; the bank imports this module
     from kbtools.store.bank import Bank
 
-__all__ = ["SegmentedVectors", "VectorBlocks", "VECTOR_DTYPES", "DEFAULT_VECTOR_DTYPE", "embedder_name",
+__all__ = ["remember_segments", "segment_hashes", "SegmentedVectors", "VectorBlocks", "VECTOR_DTYPES", "DEFAULT_VECTOR_DTYPE", "embedder_name",
            "entry_vectors", "vector_count", "vector_ids", "vector_blocks", "vector_segments", "segment_ids",
            "segment_data", "load_npy", "write_vector_segment"]
 
@@ -456,6 +456,33 @@ def segment_ids(bank: Bank, segment: dict) -> np.ndarray:
     return files[key]
 
 
+def remember_segments(bank: Bank, arrays: dict) -> None:
+    """Take the vector files a commit of this process just wrote (relative path -> the array the
+    file holds) as read: segments never change, so the first query after a write reads none of
+    them back. Only the files of ``bank``'s snapshot are taken."""
+    if not arrays:
+        return
+    files = _segment_files(bank)
+    for seg in _segments(bank):
+        for kind in ("data", "ids", "hashes"):
+            rel = seg.get(kind)
+            if rel in arrays:
+                array = arrays[rel]
+                array.flags.writeable = False  # as read-only as the memory-mapped file it stands for
+                files[(kind, rel)] = array
+
+
+def segment_hashes(bank: Bank, segment: dict) -> np.ndarray:
+    """The text hashes of one vector segment of ``bank`` (zeros where the segment has none)."""
+    if not segment.get("hashes"):
+        return np.zeros(int(segment.get("rows") or len(segment_ids(bank, segment))), dtype=np.uint64)
+    files = _segment_files(bank)
+    key = ("hashes", segment["hashes"])
+    if key not in files:
+        files[key] = load_npy(bank.path, segment, "hashes")
+    return files[key]
+
+
 def segment_data(bank: Bank, segment: dict) -> np.ndarray:
     """The vectors of one vector segment of ``bank``, memory-mapped (read in place, never copied)."""
     files = _segment_files(bank)
@@ -477,8 +504,7 @@ def _state(bank: Bank) -> _VectorState:
         for seg in segs[len(state.names):]:
             ids = segment_ids(bank, seg)
             data = segment_data(bank, seg)
-            hashes = (load_npy(bank.path, seg, "hashes") if seg.get("hashes")
-                      else np.zeros(len(ids), dtype=np.uint64))
+            hashes = segment_hashes(bank, seg) if seg.get("hashes") else np.zeros(len(ids), dtype=np.uint64)
             state = state.appended(seg["data"], ids, data, hashes)
         return state
 
