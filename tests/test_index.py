@@ -222,3 +222,20 @@ def test_a_mapped_index_keeps_its_re_scoring_when_rows_go_to_the_side_index(tmp_
     assert found[0][0] == "n0" and abs(float(scores[0][0]) - 1.0) < 1e-5
     q = vectors[:1]
     assert index.search(q, 1)[1][0][0] == "e0" and abs(float(index.search(q, 1)[0][0][0]) - 1.0) < 1e-5
+
+
+def test_a_graph_index_takes_new_rows_in_an_exact_side_index():
+    rng = np.random.default_rng(5)
+    base = rng.normal(size=(600, 32)).astype(np.float32)
+    base /= np.linalg.norm(base, axis=1, keepdims=True)
+    idx = VectorIndex.build([f"b{i:05d}" for i in range(600)], base, kind="hnsw")
+    new = rng.normal(size=(12, 32)).astype(np.float32)
+    new /= np.linalg.norm(new, axis=1, keepdims=True)
+    idx.add([f"n{i:05d}" for i in range(12)], new)
+    assert idx.faiss_index.ntotal == 600 and idx.delta.ntotal == 12  # the graph was not rewired
+    scores, ids = idx.search(new, 1)
+    assert ids[:, 0].tolist() == [f"n{i:05d}" for i in range(12)]
+    assert np.allclose(scores[:, 0], 1.0, atol=1e-5)
+    idx.remove(["n00003"])
+    assert "n00003" not in idx.search(new[3:4], 5)[1][0].tolist()
+    assert idx.search(base[:1], 1)[1][0, 0] == "b00000"

@@ -423,7 +423,10 @@ class VectorIndex:
         if clash.any():
             raise ValidationError("ids", ids[clash][0].item(), "is already in the index")
         _faiss(threads)
-        if self.mapped:  # a memory-mapped index is read-only: grow the side index
+        # New rows go to an exact side index, searched beside the main one, when the main index is
+        # memory-mapped (read-only) or a graph (an HNSW insert searches and rewires its links:
+        # milliseconds a row, paid by the first query after every write).
+        if self.mapped or self.kind in ("hnsw", "hnsw_sq8"):
             if self.delta is None:
                 self.delta = _faiss(threads).IndexFlatIP(self.dim)
             self.delta.add(vectors)
@@ -435,7 +438,7 @@ class VectorIndex:
             self._selector = None
         if self._idset is not None:
             self._idset.update(ids.tolist())
-        if not self.mapped:  # new rows in the main index: its re-scoring source does not cover them
+        if self.delta is None:  # new rows in the main index: its re-scoring source does not cover them
             self.refine = None  # (a side index is searched exactly: the main index's refine still holds)
 
     def _ids_with(self, new: np.ndarray) -> np.ndarray:
