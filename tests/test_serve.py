@@ -92,18 +92,20 @@ from kbtools.retrieval.index import VectorIndex
 from kbtools.retrieval.search import bank_index
 bank = kb.open_bank({str(bank.path)!r})
 ans = kb.query(bank, "retention window shard", query_vector=np.array({q}, np.float32), record_usage=False)
+light = not any(m in sys.modules for m in ("scipy", "sklearn", "igraph", "onnxruntime"))
 idx = bank_index(bank)
 new = kb.report_learning(bank, content="The quokka ledger closes at noon.", actor="a", link=False)
 after = kb.query(bank, "quokka ledger closes noon", record_usage=False, fold=False).ids()
 print(json.dumps({{"ids": ans.ids(), "builds": VectorIndex.builds, "mapped": idx.mapped,
                   "onnx": "onnxruntime" in sys.modules, "new_first": after[0] == new,
-                  "grown": bank_index(bank) is idx}}))
+                  "grown": bank_index(bank) is idx, "light": light}}))
 """
     out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=300)
     assert out.returncode == 0, out.stderr
     got = json.loads(out.stdout.strip().splitlines()[-1])
     assert got["ids"] and got["builds"] == 0 and got["mapped"]
     assert not got["onnx"], "a query with its vector given loaded MiniLM"
+    assert got["light"], "a query with its vector given imported scipy, scikit-learn, igraph or onnxruntime"
     assert got["new_first"] and got["grown"]  # the mapped index grew by its side index
 
 

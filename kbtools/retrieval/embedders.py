@@ -27,7 +27,6 @@ from pathlib import Path
 from typing import Protocol, Sequence, runtime_checkable
 
 import numpy as np
-import scipy.sparse as sp
 
 from kbtools.errors import KbError
 
@@ -287,6 +286,8 @@ class StaticEmbedder:
                 sums[filled] = np.add.reduceat(weighted, starts[filled], axis=0)
             return _normalise_rows(sums)
         rows = np.repeat(np.arange(len(texts)), lengths)
+        import scipy.sparse as sp  # on first use: a process that only queries never imports scipy
+
         bag = sp.csr_matrix((self.weights[cols], (rows, cols)),
                             shape=(len(texts), self.table.shape[0]), dtype=np.float32)
         return _normalise_rows(bag @ self.table)

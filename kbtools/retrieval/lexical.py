@@ -15,12 +15,14 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from typing import Sequence
+from typing import TYPE_CHECKING, Sequence
 
 import numpy as np
-import scipy.sparse as sp
 
 from kbtools.errors import ValidationError
+
+if TYPE_CHECKING:  # scipy is imported on first use: a query without the lexical arm never loads it
+    import scipy.sparse as sp
 
 __all__ = ["tokenize", "BM25Index", "rrf", "BM25_K1", "BM25_B", "RRF_K"]
 
@@ -58,6 +60,8 @@ def tokenize(text: str) -> list[str]:
 
 def _term_counts(texts: Sequence[str], vocabulary: dict[str, int]) -> sp.csr_matrix:
     """Term-frequency rows for ``texts``; new terms are added to ``vocabulary`` (in place)."""
+    import scipy.sparse as sp
+
     cols: list[int] = []
     lengths = np.zeros(len(texts), dtype=np.int64)
     for row, text in enumerate(texts):
@@ -73,6 +77,8 @@ def _term_counts(texts: Sequence[str], vocabulary: dict[str, int]) -> sp.csr_mat
 
 def _bm25_weights(counts: sp.csr_matrix, k1: float, b: float) -> sp.csc_matrix:
     """Each (document, term) cell's BM25 contribution, as a column-sliceable matrix."""
+    import scipy.sparse as sp
+
     n_docs = counts.shape[0]
     lengths = np.asarray(counts.sum(axis=1)).ravel()
     mean_length = lengths.mean() if n_docs and lengths.mean() > 0 else 1.0
@@ -134,6 +140,8 @@ class BM25Index:
 
     def add(self, ids: Sequence[str], texts: Sequence[str]) -> None:
         """Append documents in place; ids already present are refused."""
+        import scipy.sparse as sp
+
         ids = _check_ids_texts(ids, texts, self.ids)
         new_counts = _term_counts(texts, self.vocabulary)
         old = self.counts
