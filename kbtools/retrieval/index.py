@@ -38,7 +38,6 @@ __all__ = [
     "APPROXIMATE_FROM",
     "IVF_NPROBE",
     "IVF_PROBE_SHARE",
-    "IVF_PARALLEL_FROM",
     "ivf_nprobe",
     "ivf_lists",
     "IVF_LISTS",
@@ -62,8 +61,6 @@ IVF_LISTS: Final[float] = 1.0
 #: follows the share of the vectors scanned, not the count of lists (tuned on title queries of a
 #: 1M-entry demo bank, held out from the queries it is measured on; README "A big bank").
 IVF_PROBE_SHARE: Final[float] = 0.1
-#: An inverted-file index of at least this many vectors scans one query's lists on several cores.
-IVF_PARALLEL_FROM: Final[int] = 200_000
 #: The fewest lists an ``ivf_sq8`` query visits.
 IVF_NPROBE: Final[int] = 24
 #: Share of dead (removed) rows past which a grown index is rebuilt instead of masked further.
@@ -343,16 +340,15 @@ class VectorIndex:
         """Top ``k`` per query row: scores float32 (m, k) by inner product, ids str (m, k).
 
         When the index holds fewer than ``k`` vectors the tail is id ``""`` with score ``-inf``.
-        ``threads`` None: one, except a single query of an inverted-file index of at least
-        :data:`IVF_PARALLEL_FROM` vectors, whose lists are scanned on up to four cores (faiss
-        ``parallel_mode`` 1: the same hits, sooner).
+        ``threads`` None: one (the lists of one query scanned on several cores of a shared machine
+        wait on each other: slower than one core, see docs/performance.md).
         """
         queries = np.ascontiguousarray(np.atleast_2d(queries), dtype=np.float32)
         if queries.ndim != 2 or queries.shape[1] != self.dim:
             raise ValidationError("queries", f"shape {queries.shape}", f"must be (m, {self.dim})")
         if k < 1:
             raise ValidationError("k", k, "must be at least 1")
-        _faiss(self._threads_for(len(queries)) if threads is None else threads)
+        _faiss(1 if threads is None else threads)
         params = self._search_params()
         if self.refine is not None and self.refine_factor > 1 and self.size:
             scores, positions = self._refined(queries, k, params)
@@ -371,15 +367,6 @@ class VectorIndex:
         found = positions >= 0
         ids = np.where(found, self.ids[np.where(found, positions, 0)] if len(self.ids) else "", "")
         return np.where(found, scores, -np.inf).astype(np.float32), ids
-
-    def _threads_for(self, m: int) -> int:
-        """Threads for ``m`` queries: one query of a large inverted-file index scans its lists in
-        parallel (one thread costs a wake-up per query everywhere else)."""
-        index = self.faiss_index
-        if m != 1 or not hasattr(index, "parallel_mode") or int(index.ntotal) < IVF_PARALLEL_FROM:
-            return 1
-        index.parallel_mode = 1  # split the lists of one query over the threads, not the queries
-        return max(1, min(4, os.cpu_count() or 1))
 
     def refine_with(self, refine: Callable[[np.ndarray], np.ndarray] | None, factor: int = 0) -> "VectorIndex":
         """Re-score ``factor × k`` approximate candidates exactly with ``refine(positions)``, the
