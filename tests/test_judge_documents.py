@@ -102,3 +102,16 @@ def test_the_pep_rows_keep_the_status_the_bank_keeps_and_never_the_relation():
                                                           "Superseded-By": "387", "Created": "26-Oct-2000"}}
     row = pep_rows([record])[0]
     assert json.loads(row["metadata"]) == {"Status": "Superseded"} and "387" not in json.dumps(row)
+
+
+@pytest.mark.parametrize("older, newer, action", [
+    ("Queue credentials runbook v1", "Queue credentials runbook v2", "supersede"),
+    ("Queue credentials runbook", "Queue credentials runbook v2.0", "supersede"),
+    ("Queue credentials runbook v2", "Queue credentials runbook v1", "supersede"),  # the older is the revision
+    ("Update the queue client to v1.66.0", "Update the queue client to v1.70.0", "other"),  # what it is about
+    ("Queue credentials runbook v1", "Batch credentials runbook v2", "other"),
+])
+def test_a_title_with_a_higher_version_is_the_same_document_revised(older, newer, action):
+    v = rule_judge(_entry("a1", older, "Rotate the credentials."), _entry("b2", newer, "Rotate the credentials by hand."))
+    assert (v.action == "supersede") == (action == "supersede")
+    assert v.reverse == (older.endswith("v2") and action == "supersede")

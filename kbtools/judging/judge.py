@@ -311,6 +311,25 @@ def _successor(older: Mapping, newer: Mapping) -> bool:
     return takes_up and _names(str(newer.get("content") or ""), older)
 
 
+#: A title's own version ("Database API v2.0"); one after a preposition is what the entry is about
+#: ("update the client to v1.70.0"), not its version.
+_VERSION = re.compile(r"(?<!\bto )(?<!\bfrom )(?<!\bfor )(?<!\bwith )(?<!\bin )(?<!\bon )"
+                      r"\bv(?:ersion\s*)?(\d+(?:\.\d+)*)\b", re.I)
+
+
+def _new_version(older: Mapping, newer: Mapping) -> bool:
+    """The newer title is the older one's with a higher version marker ("Database API v2.0" after
+    "Database API v1.0" or "Database API"): the same document, revised."""
+    to, tn = _name(older), _name(newer)
+    vo, vn = _VERSION.findall(to), _VERSION.findall(tn)
+    if not vn:
+        return False
+    fo, fn = facts(_VERSION.sub(" ", to)), facts(_VERSION.sub(" ", tn))
+    number = lambda v: tuple(int(x) for x in v.split("."))  # noqa: E731
+    return (len(fo.words) >= 2 and fo.words == fn.words and fo.values == fn.values
+            and (not vo or number(vn[0]) > number(vo[0])))
+
+
 def _reference(row: Mapping, *, by_title: bool = True) -> tuple[str | None, tuple[str, ...]]:
     """A pattern of the ways people name an entry: its id (or, for a hash-like id, an abbreviation
     of at least seven characters), a reference in its title such as "PEP 333" / "RFC-2616" /
@@ -452,9 +471,9 @@ def rule_judge(a: Mapping, b: Mapping, *, frame: float = 0.6, merge_confidence: 
         return Verdict("distinct", "Different systems or tasks: not the same knowledge.", 0.8)
     if _metadata_points_at(b, str(a.get("id"))) or _names_the_other(a, b):
         return Verdict("supersede", "Newer entry that replaces that one; read this one first.", 0.9)
-    if _successor(a, b):
+    if _successor(a, b) or _new_version(a, b):
         return Verdict("supersede", "Newer entry that takes up that one's subject by name; read this one first.", 0.8)
-    if _metadata_points_at(a, str(b.get("id"))) or _names_the_other(b, a) or _successor(b, a):
+    if _metadata_points_at(a, str(b.get("id"))) or _names_the_other(b, a) or _successor(b, a) or _new_version(b, a):
         return Verdict("supersede", "Older entry that replaces this one; read that one first.", 0.8, reverse=True)
     ta, tb = _body(a), _body(b)
     c = compare_rows(a, b, frame=frame)
