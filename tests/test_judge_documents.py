@@ -115,3 +115,11 @@ def test_a_title_with_a_higher_version_is_the_same_document_revised(older, newer
     v = rule_judge(_entry("a1", older, "Rotate the credentials."), _entry("b2", newer, "Rotate the credentials by hand."))
     assert (v.action == "supersede") == (action == "supersede")
     assert v.reverse == (older.endswith("v2") and action == "supersede")
+
+
+def test_two_parts_of_one_document_do_not_supersede_each_other_by_its_name():
+    rationale = _entry("a1", "RB 17: Rotating the queue credentials — Rationale", "RB 17 rotates the credentials by hand.",
+                       Status="Superseded")
+    examples = _entry("b2", "RB 17: Rotating the queue credentials — Rationale (part 2)",
+                      "As RB 17 says, rotate the queue credentials monthly.", Status="Superseded")
+    assert rule_judge(rationale, examples).action != "supersede"

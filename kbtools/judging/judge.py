@@ -330,6 +330,16 @@ def _new_version(older: Mapping, newer: Mapping) -> bool:
             and (not vo or number(vn[0]) > number(vo[0])))
 
 
+_TITLE_REF = re.compile(r"\b([A-Z]{2,6})[ -]?0*(\d{1,6})\b")
+
+
+def _one_document(a: Mapping, b: Mapping) -> bool:
+    """Both titles open with one reference ("PEP 420: ... — Rationale", "PEP 420: ... — Examples"):
+    two parts of one document."""
+    ra, rb = (_TITLE_REF.match(str(r.get("title") or "").strip()) for r in (a, b))
+    return bool(ra and rb) and ra.groups() == rb.groups()
+
+
 def _reference(row: Mapping, *, by_title: bool = True) -> tuple[str | None, tuple[str, ...]]:
     """A pattern of the ways people name an entry: its id (or, for a hash-like id, an abbreviation
     of at least seven characters), a reference in its title such as "PEP 333" / "RFC-2616" /
@@ -469,11 +479,13 @@ def rule_judge(a: Mapping, b: Mapping, *, frame: float = 0.6, merge_confidence: 
     """
     if set(a.get("systems") or ()) != set(b.get("systems") or ()) or set(a.get("tasks") or ()) != set(b.get("tasks") or ()):
         return Verdict("distinct", "Different systems or tasks: not the same knowledge.", 0.8)
-    if _metadata_points_at(b, str(a.get("id"))) or _names_the_other(a, b):
+    named = not _one_document(a, b)  # two parts of one document name it alike; that says nothing of each other
+    if _metadata_points_at(b, str(a.get("id"))) or (named and _names_the_other(a, b)):
         return Verdict("supersede", "Newer entry that replaces that one; read this one first.", 0.9)
-    if _successor(a, b) or _new_version(a, b):
+    if named and (_successor(a, b) or _new_version(a, b)):
         return Verdict("supersede", "Newer entry that takes up that one's subject by name; read this one first.", 0.8)
-    if _metadata_points_at(a, str(b.get("id"))) or _names_the_other(b, a) or _successor(b, a) or _new_version(b, a):
+    if _metadata_points_at(a, str(b.get("id"))) or (named and (_names_the_other(b, a) or _successor(b, a)
+                                                                or _new_version(b, a))):
         return Verdict("supersede", "Older entry that replaces this one; read that one first.", 0.8, reverse=True)
     ta, tb = _body(a), _body(b)
     c = compare_rows(a, b, frame=frame)
