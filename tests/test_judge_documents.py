@@ -123,3 +123,11 @@ def test_two_parts_of_one_document_do_not_supersede_each_other_by_its_name():
     examples = _entry("b2", "RB 17: Rotating the queue credentials — Rationale (part 2)",
                       "As RB 17 says, rotate the queue credentials monthly.", Status="Superseded")
     assert rule_judge(rationale, examples).action != "supersede"
+
+
+def test_a_model_may_say_the_older_one_replaces_the_newer():
+    from kbtools.judging.judge import JUDGE_PROMPT, parse_verdict
+
+    assert '"reverse": true' in JUDGE_PROMPT
+    assert parse_verdict('{"action": "supersede", "note": "Replaces it.", "confidence": 0.8, "reverse": true}').reverse
+    assert not parse_verdict('{"action": "supersede", "note": "Replaces it.", "confidence": 0.8, "reverse": "yes"}').reverse

@@ -525,7 +525,7 @@ systems: {b_systems}; tasks: {b_tasks}
 
 Decide one action:
 - "merge": A and B state the same knowledge; nothing in B adds or changes a fact.
-- "supersede": B corrects or replaces A (B is the one to read).
+- "supersede": B corrects or replaces A (B is the one to read); add "reverse": true where A replaces B.
 - "split": B is one part of A, on its own.
 - "distinct": same topic at most, but a different fact; keep both unlinked.
 
@@ -572,7 +572,7 @@ def parse_verdict(text: str) -> Verdict:
         conf = min(1.0, max(0.0, float(conf)))
     except (TypeError, ValueError):
         raise ValidationError("confidence", conf, "a verdict's confidence is a number in [0, 1]") from None
-    return Verdict(str(obj["action"]).strip().lower(), obj.get("note"), conf)
+    return Verdict(str(obj["action"]).strip().lower(), obj.get("note"), conf, reverse=obj.get("reverse") is True)
 
 
 def llm_judge(complete: Callable[[str], str], *, template: str = JUDGE_PROMPT) -> JudgeFn:
