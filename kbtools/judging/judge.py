@@ -34,7 +34,7 @@ from kbtools.judging.sameness import Comparison, compare, differing, facts, sent
 __all__ = [
     "ACTIONS", "Verdict", "JudgeFn", "PAIR_SCHEMA", "DUPLICATE_THRESHOLD", "MERGE_CONFIDENCE",
     "candidate_pairs", "compare_rows", "rule_judge", "JUDGE_PROMPT", "judge_prompt", "parse_verdict", "llm_judge",
-    "plan_verdicts", "DECISION_SCHEMA",
+    "plan_verdicts", "DECISION_SCHEMA", "STATUS_FIELDS",
 ]
 
 #: What a judge may decide about a pair (older, newer).
@@ -245,8 +245,6 @@ _MARKERS = re.compile(r"\b(correction|corrected|correcting|supersedes|replaces|n
                       r"was wrong|is wrong|turns out|actually|update:|updated:)\b", re.I)
 
 
-
-
 def _sentences_inside(a: Mapping, b: Mapping) -> bool:
     """Every sentence of ``b`` is a sentence of ``a`` (the same words in the same order, framing
     aside), and ``b`` is at most half of ``a``: one part on its own, not a shortened copy."""
@@ -304,8 +302,7 @@ def _names(text: str, row: Mapping) -> bool:
 def _successor(older: Mapping, newer: Mapping) -> bool:
     """``newer`` names ``older`` and takes up its subject: its title restates all of the older
     title of three words or more (a new version of one document; two are a topic), or half of it
-    where the older is marked replaced
-    (:func:`_marked_replaced`)."""
+    where the older is marked replaced (:func:`_marked_replaced`)."""
     share, size = _title_share(older, newer)
     takes_up = (share == 1.0 and size >= 3) or (share >= 0.5 and _marked_replaced(older))
     return takes_up and _names(str(newer.get("content") or ""), older)
@@ -456,11 +453,17 @@ def rule_judge(a: Mapping, b: Mapping, *, frame: float = 0.6, merge_confidence: 
     - ``b`` marked as replacing ``a``: metadata naming ``a``, ``b`` naming ``a`` (id, "PEP 333",
       title) as what it "supersedes" / "replaces" / "obsoletes" / "updates" / "reverts" / is "a
       successor to" / does "instead of", or ``a`` naming ``b`` as what it was "superseded by" /
-      "withdrawn in favour of": ``supersede``;
+      "withdrawn in favour of" / "merged into": ``supersede``;
+    - ``b`` taking up ``a``'s subject: ``a``'s own status says it was replaced (metadata
+      :data:`STATUS_FIELDS`) and ``b`` names it by id or reference and restates half its title, or
+      ``b`` names it and restates all of a title of three words or more, or ``b``'s title is ``a``'s
+      with a higher version ("v2.0"): ``supersede``;
+    - the same read the other way round (``a`` replaces ``b``): ``supersede`` with ``reverse``;
+      two parts of one document (titles opening with one reference) never replace each other by it;
     - ``b`` changes a value of ``a`` and says so ("Correction:", "now", "instead of 30 s", "from 30 s
-      to 60 s") over ``a``'s restated frame: ``supersede``, the change in the note ("changes 30 s
-      to 60 s");
-    - ``b`` one part of a longer ``a``, sentence by sentence: ``split``;
+      to 60 s") in the sentences that differ, over ``a``'s restated frame: ``supersede``, the change
+      in the note ("changes 30 s to 60 s");
+    - ``b`` one part of ``a`` at most half its length, sentences said word for word: ``split``;
     - one says everything the other says and no value differs: ``merge``; at or above
       ``merge_confidence`` only when the two say exactly the same (framing aside), below it when the
       larger adds context (``kb judge`` then writes ``supersedes``, nothing is deleted);
