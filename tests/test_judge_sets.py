@@ -67,8 +67,8 @@ def test_pep_near_misses_come_easy_and_hard():
     hard, found = pep_set(PEPS_FILE, citing=True)
     assert found == {"supersessions": 47, "near_misses": 47}
     assert [x for x in easy if x[2] == "correction"] == [x for x in hard if x[2] == "correction"]
-    assert not any(cite(a, b) for a, b, label in easy if label == "distinct")
-    assert all(cite(a, b) for a, b, label in hard if label == "distinct")
+    assert not any(cite(a, b) for a, b, label, _ in easy if label == "distinct")
+    assert all(cite(a, b) for a, b, label, _ in hard if label == "distinct")
 
 
 @pytest.fixture(scope="module")
@@ -87,13 +87,17 @@ def test_real_pairs(report):
     peps = report["sets"]["PEP supersessions"]["by_label"]
     assert report["found"]["PEP supersessions"]["supersessions"] == 47
     assert peps["correction"]["precision"]["rate"] >= 0.9  # recall is low: see the report
+    assert peps["correction"]["recall"]["rate"] >= 0.6
+    hard = report["sets"]["PEP, near-misses citing each other"]["by_label"]["correction"]
+    assert hard["precision"]["rate"] >= 0.7  # the headers leave out replacements some texts state
+    assert all(s["supersedes_backwards"] == 0 for s in report["sets"].values())
     if not CURL.exists():
         pytest.skip("curl-commits.jsonl.gz is not in the shared data here")
     curl = report["sets"]["curl commits"]["by_label"]
     assert report["found"]["curl commits"]["reverts"] == 30
     assert curl["correction"]["precision"]["rate"] >= 0.9 and curl["correction"]["recall"]["rate"] >= 0.8
     assert curl["duplicate"]["recall"]["rate"] >= 0.8
-    assert report["planted"]["at_default"]["merge"]["precision"] == 1.0
+    assert report["planted"]["merges"]["precision"] == 1.0  # the merges written
 
 
 def test_kb_eval_judge_prints_the_sets_side_by_side():

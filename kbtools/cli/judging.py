@@ -18,7 +18,7 @@ def _judge(args):
     Pairs that say the same fact come first; two texts that differ in a value are never merged.
     The rule-based judge decides each (merge = duplicate, supersede = correction, split, distinct)
     and commits the verdicts as one audited transaction, actor and source "judge": "B supersedes
-    A" (newer over older), "B split_from A", or a merge of the newer into the older (only at
+    A" (newer over older; "A supersedes B" where the older replaces the newer), "B split_from A", or a merge of the newer into the older (only at
     confidence >= --merge-confidence; below it a supersedes edge, so nothing is deleted; a
     duplicate whose fuller side adds context stays below the default 0.9). Every edge carries the
     verdict as its note (a correction's names the change: "changes 30 s to 60 s"). Prints the

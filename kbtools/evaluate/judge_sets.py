@@ -80,11 +80,17 @@ def read_records(path: str | Path) -> list[dict]:
 
 def pep_rows(records: Iterable[Mapping]) -> list[dict]:
     """One entries-like row per PEP: ``id`` "pep-N", ``title`` "PEP N: Title", ``content`` the whole
-    document as a person reads it to decide whether one replaces the other (the headers, which
-    state the answer, left out), ``created_at`` from ``Created``."""
+    document as a person reads it to decide whether one replaces the other (the relation headers,
+    which state the answer, left out), ``metadata`` the fields the PEP bank keeps
+    (:data:`kbtools.demo.peps.PEPS_MAPPING`: ``Status``, ``Type``, ``Author``, ``Python-Version``;
+    a status says "Superseded", never by what), ``created_at`` from ``Created``."""
+    from kbtools.demo.peps import PEPS_MAPPING
+
+    fields = PEPS_MAPPING["meta_fields"]
     return [{"id": f"pep-{r['pep']}", "title": f"PEP {r['pep']}: {r['headers'].get('Title', '')}",
              "summary": "", "content": r.get("body") or "", "systems": [], "tasks": [],
-             "metadata": "{}", "created_at": _pep_created(r)} for r in records]
+             "metadata": json.dumps({f: r["headers"][f] for f in fields if f in r["headers"]}),
+             "created_at": _pep_created(r)} for r in records]
 
 
 def _pep_created(r: Mapping) -> str:

@@ -135,9 +135,11 @@ def _score_set(name: str, items: list[tuple[dict, dict, str]], judge: JudgeFn, m
     from kbtools.evaluate.intervals import proportion
     from kbtools.judging.judge import compare_rows
 
-    got, merged_differ, merges, wrong = [], 0, 0, []
-    for a, b, label in items:
+    got, merged_differ, merges, wrong, backwards = [], 0, 0, [], 0
+    for a, b, label, *rest in items:
         v = judge(a, b)
+        # the real sets know which one replaces the other (older by date is not always it)
+        backwards += bool(v.action == "supersede" and label == "correction" and v.reverse != bool(rest and rest[0]))
         said = VERDICT_LABELS[v.action]
         got.append(said)
         if v.action == "merge" and v.confidence >= merge_confidence:
@@ -148,10 +150,10 @@ def _score_set(name: str, items: list[tuple[dict, dict, str]], judge: JudgeFn, m
             wrong.append({"label": label, "verdict": said, "a": (a.get("content") or "")[:160],
                           "b": (b.get("content") or "")[:160], "note": v.note})
     out = {"name": name, "pairs": len(items), "by_label": {}, "merges_written": merges,
-           "merged_with_differing_values": merged_differ, "misses": wrong}
+           "merged_with_differing_values": merged_differ, "supersedes_backwards": backwards, "misses": wrong}
     for label in ("duplicate", "correction", "distinct"):
-        truth = [g for g, (_, _, lab) in zip(got, items) if lab == label]
-        said = [lab for g, (_, _, lab) in zip(got, items) if g == label]
+        truth = [g for g, (_, _, lab, *_) in zip(got, items) if lab == label]
+        said = [lab for g, (_, _, lab, *_) in zip(got, items) if g == label]
         out["by_label"][label] = {"truth": len(truth), "judged": len(said),
                                   "precision": proportion(sum(x == label for x in said), len(said)),
                                   "recall": proportion(sum(g == label for g in truth), len(truth))}
@@ -174,14 +176,14 @@ def _near_misses(rows: list[dict], true_pairs: list[dict], related, n: int, seed
     return [{"a": pool[i][0], "b": pool[i][1], "label": "distinct"} for i in sorted(picks)]
 
 
-def _items(rows: list[dict], pairs: list[dict]) -> list[tuple[dict, dict, str]]:
+def _items(rows: list[dict], pairs: list[dict]) -> list[tuple[dict, dict, str, bool]]:
+    """(older, newer, label, the older is the one that replaces the newer) per pair ``a`` -> ``b``."""
     by_id = {r["id"]: r for r in rows}
     out = []
     for p in pairs:
         a, b = by_id[p["a"]], by_id[p["b"]]
-        if (a.get("created_at") or "") > (b.get("created_at") or ""):
-            a, b = b, a
-        out.append((a, b, p["label"]))
+        swapped = (a.get("created_at") or "") > (b.get("created_at") or "")
+        out.append((b, a, p["label"], True) if swapped else (a, b, p["label"], False))
     return out
 
 
@@ -320,6 +322,9 @@ class JudgeSets(dict):
         lines.append("| merges written (joining differing values) | "
                      + " | ".join(f"{s['merges_written']} ({s['merged_with_differing_values']})" for s in self["sets"].values())
                      + (f" | {planted.get('merges', {}).get('judged', '–')} |" if planted else " |"))
+        lines.append("| supersessions written the wrong way round | "
+                     + " | ".join(str(s.get("supersedes_backwards", 0)) for s in self["sets"].values())
+                     + (" | – |" if planted else " |"))
         lines += ["", "Sets: " + "; ".join(f"{k}: " + ", ".join(f"{a} {b}" for a, b in v.items()) for k, v in self["found"].items()),
                   f"Near-misses drawn from each real set's candidate pairs with seed {self['seed']}; the hand-written "
                   "set is split in halves by a fixed seed (settings chosen on the tuning half)."]

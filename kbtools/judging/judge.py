@@ -29,12 +29,12 @@ import polars as pl
 import scipy.sparse as sp
 
 from kbtools.errors import ValidationError
-from kbtools.judging.sameness import Comparison, compare, facts
+from kbtools.judging.sameness import Comparison, compare, differing, facts, sentences
 
 __all__ = [
     "ACTIONS", "Verdict", "JudgeFn", "PAIR_SCHEMA", "DUPLICATE_THRESHOLD", "MERGE_CONFIDENCE",
     "candidate_pairs", "compare_rows", "rule_judge", "JUDGE_PROMPT", "judge_prompt", "parse_verdict", "llm_judge",
-    "plan_verdicts", "DECISION_SCHEMA",
+    "plan_verdicts", "DECISION_SCHEMA", "STATUS_FIELDS",
 ]
 
 #: What a judge may decide about a pair (older, newer).
@@ -56,8 +56,9 @@ DECISION_SCHEMA = {"a": pl.String, "b": pl.String, "score": pl.Float64, "action"
 @dataclass(frozen=True)
 class Verdict:
     """A judge's decision on a pair (older ``a``, newer ``b``): ``action`` in :data:`ACTIONS`, the
-    ``note`` that the written edge carries (how the two pertain, never what they say) and a
-    ``confidence`` in [0, 1].
+    ``note`` that the written edge carries (how the two pertain, never what they say), a
+    ``confidence`` in [0, 1] and ``reverse``: the older ``a`` is the one that replaces the newer
+    (a ``supersede`` verdict then writes ``a supersedes b``; a merge keeps the older either way).
 
     >>> Verdict("supersede", "Newer correction of that entry.", 0.9).action
     'supersede'
@@ -70,6 +71,7 @@ class Verdict:
     action: str
     note: str | None = None
     confidence: float = 1.0
+    reverse: bool = False
 
     def __post_init__(self):
         if self.action not in ACTIONS:
@@ -78,6 +80,8 @@ class Verdict:
             raise ValidationError("confidence", self.confidence, "a verdict's confidence is a number in [0, 1]")
         if self.note is not None and not isinstance(self.note, str):
             raise ValidationError("note", self.note, "a verdict's note is a string or None")
+        if not isinstance(self.reverse, bool):
+            raise ValidationError("reverse", self.reverse, "a verdict's reverse is True (the older replaces the newer) or False")
 
 
 #: ``judge(older_row, newer_row) -> Verdict``; rows are dicts with the entries columns.
@@ -239,31 +243,101 @@ def _same(entries: pl.DataFrame, pairs: pl.DataFrame, column: str) -> pl.Series:
 
 _MARKERS = re.compile(r"\b(correction|corrected|correcting|supersedes|replaces|no longer|not when|"
                       r"was wrong|is wrong|turns out|actually|update:|updated:)\b", re.I)
-_SENTENCE = re.compile(r"(?<=[.!?])\s+")
-
-
 
 
 def _sentences_inside(a: Mapping, b: Mapping) -> bool:
-    """Every sentence of ``b`` is (almost word for word) a sentence of ``a``, and ``a`` has more."""
-    sa = [set(_tokens(x)) for x in _SENTENCE.split(str(a.get("content") or "").strip()) if x]
-    sb = [set(_tokens(x)) for x in _SENTENCE.split(str(b.get("content") or "").strip()) if x]
-    return len(sa) > len(sb) >= 1 and all(any(_jaccard(x, y) >= 0.8 for y in sa) for x in sb)
+    """Every sentence of ``b`` is a sentence of ``a`` (the same words in the same order, framing
+    aside), and ``b`` is at most half of ``a``: one part on its own, not a shortened copy."""
+    sa, sb = sentences(str(a.get("content") or "")), sentences(str(b.get("content") or ""))
+    return 1 <= 2 * len(sb) <= len(sa) and not differing(str(a.get("content") or ""), str(b.get("content") or ""))[1]
 
 
-def _jaccard(a: set, b: set) -> float:
-    return len(a & b) / len(a | b) if a | b else 0.0
-
-
-def _metadata_points_at(row: Mapping, other: str) -> bool:
+def _metadata(row: Mapping) -> dict:
     try:
         meta = json.loads(row.get("metadata") or "{}")
     except (TypeError, ValueError):
+        return {}
+    return meta if isinstance(meta, dict) else {}
+
+
+def _metadata_points_at(row: Mapping, other: str) -> bool:
+    meta = _metadata(row)
+    return any(meta.get(k) == other for k in ("supersedes", "replaces", "corrects"))
+
+
+#: Metadata fields that say where an entry stands ("Status: Superseded"), read case-aside.
+STATUS_FIELDS: tuple[str, ...] = ("status", "state", "lifecycle")
+_REPLACED_STATUS = re.compile(r"\b(?:superseded|replaced|obsolete|obsoleted|deprecated|retired)\b", re.I)
+
+
+def _marked_replaced(row: Mapping) -> bool:
+    """The entry's own metadata says it was replaced ("Status: Superseded", "state: obsolete");
+    it does not say by what."""
+    return any(str(k).lower() in STATUS_FIELDS and isinstance(v, str) and _REPLACED_STATUS.search(v)
+               for k, v in _metadata(row).items())
+
+
+def _name(row: Mapping) -> str:
+    """The title without a leading reference ("PEP 333: ")."""
+    return re.sub(r"^[A-Z]{2,6}[ -]?\d{1,6}\s*[:.-]\s*", "", re.sub(r"\s+", " ", str(row.get("title") or "")).strip())
+
+
+def _title_share(older: Mapping, newer: Mapping) -> tuple[float, int]:
+    """The share of the older title's words and values (a leading reference aside) that the newer
+    title restates, and how many the older title has."""
+    fo, fn = facts(_name(older)), facts(_name(newer))
+    size = len(fo.words) + len(fo.values)
+    shared = len(fo.words & fn.words) + len(fo.values & fn.values)
+    return (shared / size if size else 0.0), size
+
+
+def _names(text: str, row: Mapping) -> bool:
+    """``text`` names the entry ``row`` by its id or reference ("PEP 333"), not by its title
+    (a text taking up the same subject says the title anyway)."""
+    ref, needles = _reference(row, by_title=False)
+    lower = " ".join(text.lower().split())
+    return bool(ref) and any(n in lower for n in needles) and bool(_compiled(ref).search(text))
+
+
+def _successor(older: Mapping, newer: Mapping) -> bool:
+    """``newer`` names ``older`` and takes up its subject: its title restates all of the older
+    title of three words or more (a new version of one document; two are a topic), or half of it
+    where the older is marked replaced (:func:`_marked_replaced`)."""
+    share, size = _title_share(older, newer)
+    takes_up = (share == 1.0 and size >= 3) or (share >= 0.5 and _marked_replaced(older))
+    return takes_up and _names(str(newer.get("content") or ""), older)
+
+
+#: A title's own version ("Database API v2.0"); one after a preposition is what the entry is about
+#: ("update the client to v1.70.0"), not its version.
+_VERSION = re.compile(r"(?<!\bto )(?<!\bfrom )(?<!\bfor )(?<!\bwith )(?<!\bin )(?<!\bon )"
+                      r"\bv(?:ersion\s*)?(\d+(?:\.\d+)*)\b", re.I)
+
+
+def _new_version(older: Mapping, newer: Mapping) -> bool:
+    """The newer title is the older one's with a higher version marker ("Database API v2.0" after
+    "Database API v1.0" or "Database API"): the same document, revised."""
+    to, tn = _name(older), _name(newer)
+    vo, vn = _VERSION.findall(to), _VERSION.findall(tn)
+    if not vn:
         return False
-    return isinstance(meta, dict) and any(meta.get(k) == other for k in ("supersedes", "replaces", "corrects"))
+    fo, fn = facts(_VERSION.sub(" ", to)), facts(_VERSION.sub(" ", tn))
+    number = lambda v: tuple(int(x) for x in v.split("."))  # noqa: E731
+    return (len(fo.words) >= 2 and fo.words == fn.words and fo.values == fn.values
+            and (not vo or number(vn[0]) > number(vo[0])))
 
 
-def _reference(row: Mapping) -> tuple[str | None, tuple[str, ...]]:
+_TITLE_REF = re.compile(r"\b([A-Z]{2,6})[ -]?0*(\d{1,6})\b")
+
+
+def _one_document(a: Mapping, b: Mapping) -> bool:
+    """Both titles open with one reference ("PEP 420: ... — Rationale", "PEP 420: ... — Examples"):
+    two parts of one document."""
+    ra, rb = (_TITLE_REF.match(str(r.get("title") or "").strip()) for r in (a, b))
+    return bool(ra and rb) and ra.groups() == rb.groups()
+
+
+def _reference(row: Mapping, *, by_title: bool = True) -> tuple[str | None, tuple[str, ...]]:
     """A pattern of the ways people name an entry: its id (or, for a hash-like id, an abbreviation
     of at least seven characters), a reference in its title such as "PEP 333" / "RFC-2616" /
     ``:pep:`333` ``, and its title itself when that has at least three words (a leading "PEP 333:"
@@ -282,7 +356,7 @@ def _reference(row: Mapping) -> tuple[str | None, tuple[str, ...]]:
         refs.append(rf"(?<![\w-]){re.escape(own)}(?![\w-])")
         needles.append(own.lower())
     name = re.sub(r"^[A-Z]{2,6}[ -]?\d{1,6}\s*[:.-]\s*", "", title)
-    if len(name.split()) >= 3:
+    if by_title and len(name.split()) >= 3:
         refs.append(rf"[\"'“‘`]?{re.escape(name).replace(chr(92) + ' ', chr(92) + 's+')}[\"'”’`]?")
         needles.append(" ".join(name.lower().split()))
     return ("(?:" + "|".join(refs) + ")" if refs else None), tuple(needles)
@@ -310,7 +384,7 @@ def _says_replaced(text: str, reference: tuple[str | None, tuple[str, ...]], pat
         for m in cue.finditer(text):
             if re.match(r"['’]s\b", text[m.end("ref"):]):
                 continue
-            if not _NEGATED.search(text[max(0, m.start() - 30):m.end()]):
+            if not _NEGATED.search(text[max(0, m.start() - 40):m.end()]):
                 return True
     return False
 
@@ -334,7 +408,7 @@ def _names_the_other(a: Mapping, b: Mapping) -> bool:
 #: How a newer text says it replaces the one it names (``{ref}``).
 _REPLACES: tuple[str, ...] = (
     r"\b(?:supersed(?:es|e|ing)|replac(?:es|e|ing)|obsolet(?:es|e|ing)|updates|revises|revert(?:s|ing)?|retires|"
-    r"deprecates|rescinds?)\s+" + _gap(2) + r"{ref}",
+    r"deprecat(?:es|e|ing)(?:\s*(?:/|and)\s*remov(?:es|e|ing))?|rescinds?)\s+" + _gap(2) + r"{ref}",
     r"\b(?:successor|replacement|revision|update)\s+(?:to|of|for)\s+" + _gap(2) + r"{ref}",
     r"\b(?:instead of|in place of)\s+" + _gap(1) + r"{ref}",
     r"{ref},?\s+(?:which\s+)?(?:is|was|has been|had been|will be|is now|are|were)?\s*(?:\w+ly\s+)?(?:superseded|replaced|"
@@ -348,8 +422,9 @@ _SUCCEEDED: tuple[str, ...] = (
     r"\bin favou?r of\s+" + _gap(8, parts=True) + r"{ref}",
     r"\b(?:use|see|read)\s+{ref}\s+instead\b",
     r"\bcontinu(?:es|ed)\s+" + _gap(4, parts=True) + r"in\s+{ref}",
+    r"\bmerged\s+into\s+" + _gap(2) + r"{ref}",
 )
-_NEGATED = re.compile(r"\b(?:not|never|nor)\b|n't\b|\brather than\b", re.I)
+_NEGATED = re.compile(r"\b(?:not|never|nor|unable|failed)\b|n't\b|\brather than\b", re.I)
 
 
 def _body(row: Mapping) -> str:
@@ -378,11 +453,17 @@ def rule_judge(a: Mapping, b: Mapping, *, frame: float = 0.6, merge_confidence: 
     - ``b`` marked as replacing ``a``: metadata naming ``a``, ``b`` naming ``a`` (id, "PEP 333",
       title) as what it "supersedes" / "replaces" / "obsoletes" / "updates" / "reverts" / is "a
       successor to" / does "instead of", or ``a`` naming ``b`` as what it was "superseded by" /
-      "withdrawn in favour of": ``supersede``;
+      "withdrawn in favour of" / "merged into": ``supersede``;
+    - ``b`` taking up ``a``'s subject: ``a``'s own status says it was replaced (metadata
+      :data:`STATUS_FIELDS`) and ``b`` names it by id or reference and restates half its title, or
+      ``b`` names it and restates all of a title of three words or more, or ``b``'s title is ``a``'s
+      with a higher version ("v2.0"): ``supersede``;
+    - the same read the other way round (``a`` replaces ``b``): ``supersede`` with ``reverse``;
+      two parts of one document (titles opening with one reference) never replace each other by it;
     - ``b`` changes a value of ``a`` and says so ("Correction:", "now", "instead of 30 s", "from 30 s
-      to 60 s") over ``a``'s restated frame: ``supersede``, the change in the note ("changes 30 s
-      to 60 s");
-    - ``b`` one part of a longer ``a``, sentence by sentence: ``split``;
+      to 60 s") in the sentences that differ, over ``a``'s restated frame: ``supersede``, the change
+      in the note ("changes 30 s to 60 s");
+    - ``b`` one part of ``a`` at most half its length, sentences said word for word: ``split``;
     - one says everything the other says and no value differs: ``merge``; at or above
       ``merge_confidence`` only when the two say exactly the same (framing aside), below it when the
       larger adds context (``kb judge`` then writes ``supersedes``, nothing is deleted);
@@ -393,7 +474,7 @@ def rule_judge(a: Mapping, b: Mapping, *, frame: float = 0.6, merge_confidence: 
     >>> rule_judge(a, dict(a, id="b", content="Watch pg_locks.")).action
     'split'
     >>> rule_judge(a, dict(a, id="c", title="Correction: T", content="Set lock_timeout to 2s, not 5s. Run ALTER TABLE off-peak."))
-    Verdict(action='supersede', note='Newer correction of that entry: changes 5 s to 2 s.', confidence=0.917)
+    Verdict(action='supersede', note='Newer correction of that entry: changes 5 s to 2 s.', confidence=0.917, reverse=False)
     >>> rule_judge(a, dict(a, systems=["mysql"])).action
     'distinct'
     >>> rule_judge(a, dict(a, content="Heads up: set lock_timeout to 5s. Run ALTER TABLE off-peak. Watch pg_locks.")).action
@@ -401,8 +482,14 @@ def rule_judge(a: Mapping, b: Mapping, *, frame: float = 0.6, merge_confidence: 
     """
     if set(a.get("systems") or ()) != set(b.get("systems") or ()) or set(a.get("tasks") or ()) != set(b.get("tasks") or ()):
         return Verdict("distinct", "Different systems or tasks: not the same knowledge.", 0.8)
-    if _metadata_points_at(b, str(a.get("id"))) or _names_the_other(a, b):
+    named = not _one_document(a, b)  # two parts of one document name it alike; that says nothing of each other
+    if _metadata_points_at(b, str(a.get("id"))) or (named and _names_the_other(a, b)):
         return Verdict("supersede", "Newer entry that replaces that one; read this one first.", 0.9)
+    if named and (_successor(a, b) or _new_version(a, b)):
+        return Verdict("supersede", "Newer entry that takes up that one's subject by name; read this one first.", 0.8)
+    if _metadata_points_at(a, str(b.get("id"))) or (named and (_names_the_other(b, a) or _successor(b, a)
+                                                                or _new_version(b, a))):
+        return Verdict("supersede", "Older entry that replaces this one; read that one first.", 0.8, reverse=True)
     ta, tb = _body(a), _body(b)
     c = compare_rows(a, b, frame=frame)
     if c.changed:
@@ -441,7 +528,7 @@ systems: {b_systems}; tasks: {b_tasks}
 
 Decide one action:
 - "merge": A and B state the same knowledge; nothing in B adds or changes a fact.
-- "supersede": B corrects or replaces A (B is the one to read).
+- "supersede": B corrects or replaces A (B is the one to read); add "reverse": true where A replaces B.
 - "split": B is one part of A, on its own.
 - "distinct": same topic at most, but a different fact; keep both unlinked.
 
@@ -488,7 +575,7 @@ def parse_verdict(text: str) -> Verdict:
         conf = min(1.0, max(0.0, float(conf)))
     except (TypeError, ValueError):
         raise ValidationError("confidence", conf, "a verdict's confidence is a number in [0, 1]") from None
-    return Verdict(str(obj["action"]).strip().lower(), obj.get("note"), conf)
+    return Verdict(str(obj["action"]).strip().lower(), obj.get("note"), conf, reverse=obj.get("reverse") is True)
 
 
 def llm_judge(complete: Callable[[str], str], *, template: str = JUDGE_PROMPT) -> JudgeFn:
@@ -497,7 +584,7 @@ def llm_judge(complete: Callable[[str], str], *, template: str = JUDGE_PROMPT) -
 
     >>> judge = llm_judge(lambda prompt: '{"action": "merge", "note": "Same report twice.", "confidence": 0.95}')
     >>> judge({"id": "a"}, {"id": "b"})
-    Verdict(action='merge', note='Same report twice.', confidence=0.95)
+    Verdict(action='merge', note='Same report twice.', confidence=0.95, reverse=False)
     """
     if not callable(complete):
         raise ValidationError("complete", complete, "an LLM judge needs a callable complete(prompt) -> str")
@@ -514,8 +601,8 @@ def llm_judge(complete: Callable[[str], str], *, template: str = JUDGE_PROMPT) -
 
 def plan_verdicts(judged: pl.DataFrame, *, merge_confidence: float = MERGE_CONFIDENCE) -> pl.DataFrame:
     """What each verdict writes (columns :data:`DECISION_SCHEMA`), from pairs with ``a``, ``b``,
-    ``score``, ``action``, ``note``, ``confidence``: a ``supersedes`` edge (newer over older) for
-    ``supersede``, a ``split_from`` edge (part from whole) for ``split``, a merge (``b`` into the
+    ``score``, ``action``, ``note``, ``confidence`` (and ``reverse``, optional): a ``supersedes``
+    edge for ``supersede`` (newer over older, older over newer where ``reverse``), a ``split_from`` edge (part from whole) for ``split``, a merge (``b`` into the
     older ``a``) for ``merge`` at or above ``merge_confidence`` and a ``supersedes`` edge below it,
     nothing for ``distinct``. An entry takes part in one write per run (best score first): a later
     pair that touches it is skipped and says why.
@@ -535,6 +622,8 @@ def plan_verdicts(judged: pl.DataFrame, *, merge_confidence: float = MERGE_CONFI
                 row["skipped"] = f"{taken} already takes part in a write of this run"
             elif r["action"] == "merge" and r["confidence"] >= merge_confidence:
                 row.update(write="merge", src=r["b"], dst=r["a"])
+            elif r["action"] == "supersede" and r.get("reverse"):
+                row.update(write="edge", src=r["a"], dst=r["b"], type="supersedes")
             else:
                 type_ = "split_from" if r["action"] == "split" else "supersedes"
                 row.update(write="edge", src=r["b"], dst=r["a"], type=type_)

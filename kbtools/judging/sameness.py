@@ -29,8 +29,9 @@ from functools import lru_cache
 
 from kbtools.words import STOP_WORDS, stem
 
-__all__ = ["Facts", "Comparison", "facts", "compare", "strip_framing", "FRAMING_PHRASES", "CHANGE_CUES",
-           "STRONG_CUES", "WEAK_CUE_CHANGES", "SLACK_PER_WORDS", "ADDED_WORDS", "RESTATED"]
+__all__ = ["Facts", "Comparison", "facts", "compare", "strip_framing", "sentences", "differing", "FRAMING_PHRASES",
+           "CHANGE_CUES", "STRONG_CUES", "WEAK_CUE_CHANGES", "SLACK_PER_WORDS", "ADDED_WORDS", "RESTATED",
+           "CHANGED_SENTENCES"]
 
 #: Phrases that frame a report and state no fact; removed before the words are compared.
 FRAMING_PHRASES: tuple[str, ...] = (
@@ -62,7 +63,12 @@ ADDED_WORDS: int = 3
 RESTATED: float = 0.85
 #: Values or words a weakly cued change may drop from the older text.
 WEAK_CUE_CHANGES: int = 2
+#: The most sentences a correction changes on either side (the newer may add one, "the earlier entry
+#: had this wrong"); two texts that differ in more are a rewrite, not a change of one value.
+CHANGED_SENTENCES: int = 3
 _CUE_RE = re.compile(r"(?<![\w-])(?:" + "|".join(CHANGE_CUES) + r")(?![\w-])", re.I)
+_OPENING_CUE_RE = re.compile(r"^\W*(?:" + "|".join(CHANGE_CUES) + r")(?![\w-])", re.I)
+_SENTENCE_RE = re.compile(r"(?<=[.!?])\s+|\s*\n\s*")
 #: "not 12", "instead of 7.17", "from 30 s", "no longer Node 16": the value right after names the old one.
 _NEGATED_RE = re.compile(r"(?<![\w-])(?:not|instead of|rather than|no longer|down from|up from|replacing|used to be)"
                          r"\s+((?:[^\s,;()]+\s*){1,3})"
@@ -229,6 +235,75 @@ def _few(values: tuple[str, ...], most: int = 3) -> str:
 SLACK_PER_WORDS: int = 10**6
 
 
+def sentences(text: str) -> list[str]:
+    """The sentences (and lines) of ``text``.
+
+    >>> sentences("Pin the pool at 64. Watch pg_locks.\\nDone")
+    ['Pin the pool at 64.', 'Watch pg_locks.', 'Done']
+    """
+    return [s for s in (x.strip() for x in _SENTENCE_RE.split(text or "")) if s]
+
+
+@lru_cache(maxsize=1 << 16)
+def _key(sentence: str) -> tuple:
+    """A sentence as its content words in order and its values: two sentences with one key say the
+    same thing (framing and a leading "Correction:" aside); the order keeps "A hid B" apart from "B hid A"."""
+    values, rest = _values(strip_framing(_OPENING_CUE_RE.sub("", sentence)))
+    return tuple(w for w in map(_stem_of, _WORD_RE.findall(rest)) if w), tuple(sorted(values))
+
+
+def differing(a: str, b: str) -> tuple[tuple[str, ...], tuple[str, ...]]:
+    """The sentences of ``a`` that ``b`` does not say, and those of ``b`` that ``a`` does not say.
+
+    >>> differing("Pool size is 64. Watch pg_locks.", "Correction: pool size is 32. Watch pg_locks.")
+    (('Pool size is 64.',), ('Correction: pool size is 32.',))
+    """
+    sa, sb = sentences(a), sentences(b)
+    ka, kb = {_key(x) for x in sa}, {_key(x) for x in sb}
+    return tuple(x for x in sa if _key(x) not in kb), tuple(x for x in sb if _key(x) not in ka)
+
+
+def _change(a: str, b: str, whole: float, frame: float) -> tuple[bool, tuple[str, ...], tuple[str, ...]]:
+    """Whether ``b`` changes a value of ``a`` and says so, with the values it changes, read on the
+    sentences that differ: the changed sentence restates the words around the value in the older
+    one's sentence (the same slot), and ``b`` as a whole restates ``a`` (``whole``: the share of
+    ``a``'s words in ``b``). A cue counts where it is said: in a differing sentence of ``b`` or
+    opening ``b`` ("Correction: ..."); a rewrite of more than :data:`CHANGED_SENTENCES` sentences
+    (two documents) is no change of one value."""
+    da, db = differing(a, b)
+    if not da or not db or len(da) > CHANGED_SENTENCES or len(db) > CHANGED_SENTENCES + 1 or whole < frame:
+        return False, (), ()
+    pa, pb, slot = facts(" ".join(da)), facts(" ".join(db)), facts(_counterparts(da, db))
+    opening = _OPENING_CUE_RE.match(b.lstrip())
+    cues = (pb.cues | ({opening.group(0).strip(" :,-").lower()} if opening else set())) - pa.cues
+    old = tuple(sorted((pb.negated & pa.values) or (slot.values - pb.values)))
+    new = tuple(sorted(pb.values - pa.values - pb.negated))
+    negates = bool((pb.negated - pa.negated) & (slot.values | slot.words))
+    strong = bool(cues & STRONG_CUES)
+    dropped = len(pa.values - pb.values) + len(pa.words - pb.words)
+    differs = bool(len(slot.values - pb.values) + len(slot.words - pb.words)) or negates or (bool(new) and strong)
+    # a weak cue ("now", "raised", "since the") reads as a change only when little else changed
+    small = dropped <= WEAK_CUE_CHANGES and len(pb.words - pa.words) <= WEAK_CUE_CHANGES + 2
+    overlap = len(slot.words & pb.words) / len(slot.words) if slot.words else 0.0
+    # naming the older value ("instead of orders.v1") points at that sentence; a cue alone needs more of it
+    changed = bool(cues) and differs and ((negates and overlap >= frame)
+                                          or ((strong or small) and overlap >= max(frame, RESTATED)))
+    return changed, (old if changed else ()), (new if changed else ())
+
+
+def _counterparts(da: tuple[str, ...], db: tuple[str, ...]) -> str:
+    """The sentences of ``da`` that some sentence of ``db`` rewrites (the one sharing most of its
+    words and values): what a change is read against; a sentence only dropped is no part of it."""
+    sides = [facts(x) for x in da]
+    keep = set()
+    for y in db:
+        fy = facts(y)
+        shared = [len((f.words | f.values) & (fy.words | fy.values)) for f in sides]
+        if max(shared) > 0:
+            keep.add(shared.index(max(shared)))
+    return " ".join(da[i] for i in sorted(keep))
+
+
 def compare(a: str, b: str, *, frame: float = 0.6) -> Comparison:
     """How the older text ``a`` and the newer text ``b`` relate (see :class:`Comparison`).
     ``frame``: the share of ``a``'s words ``b`` must restate for a change to be a correction.
@@ -254,16 +329,5 @@ def compare(a: str, b: str, *, frame: float = 0.6) -> Comparison:
     same = (size >= 2 and not conflicts and len(missing_words) <= size // SLACK_PER_WORDS
             and len(large.words - small.words) <= max(ADDED_WORDS, len(small.words) // 2)
             and not ((fb.negated - fa.negated) & (fa.values | fa.words)))
-    cues = fb.cues - fa.cues
-    old = tuple(sorted((fb.negated & fa.values) or (fa.values - fb.values)))
-    new = tuple(sorted(fb.values - fa.values - fb.negated))
-    negates = bool((fb.negated - fa.negated) & (fa.values | fa.words))
-    strong = bool(cues & STRONG_CUES)
-    dropped = len(fa.values - fb.values) + len(fa.words - fb.words)
-    differs = bool(dropped) or negates or (bool(new) and strong)
-    # a weak cue ("now", "raised", "since the") reads as a change only when little else changed
-    small = dropped <= WEAK_CUE_CHANGES and len(fb.words - fa.words) <= WEAK_CUE_CHANGES + 2
-    # naming the older value ("instead of orders.v1") points at that text; a cue alone needs more of it
-    changed = bool(cues) and differs and ((negates and overlap >= frame)
-                                          or ((strong or small) and overlap >= max(frame, RESTATED)))
+    changed, old, new = _change(a, b, overlap, frame)
     return Comparison(containment, overlap, conflicts, added, equal, same and not changed, changed, old, new)

@@ -99,8 +99,8 @@ def propose_duplicates(bank: Bank, *, threshold: float = DUPLICATE_THRESHOLD, k:
 
 def judge_pairs(entries: pl.DataFrame, pairs: pl.DataFrame, *, judge: JudgeFn = rule_judge,
                 progress: Progress = False) -> pl.DataFrame:
-    """``pairs`` with the judge's ``action``, ``note`` and ``confidence`` (the judge is called with
-    the older and the newer entry as dicts).
+    """``pairs`` with the judge's ``action``, ``note``, ``confidence`` and ``reverse`` (the older one
+    replaces the newer; the judge is called with the older and the newer entry as dicts).
 
     >>> e = pl.DataFrame({"id": ["a1", "b2"], "content": ["x", "x"]})
     >>> judge_pairs(e, pl.DataFrame({"a": ["a1"], "b": ["b2"]}), judge=lambda a, b: Verdict("distinct", "no", 0.5))["action"].to_list()
@@ -111,7 +111,7 @@ def judge_pairs(entries: pl.DataFrame, pairs: pl.DataFrame, *, judge: JudgeFn = 
     rows = {r["id"]: r for r in entries.filter(pl.col("id").is_in(pl.concat([pairs["a"], pairs["b"]]).implode()))
             .iter_rows(named=True)} if pairs.height else {}
     report = progress_callback(progress, "judge", unit="pair")
-    actions, notes, confs = [], [], []
+    actions, notes, confs, reverse = [], [], [], []
     for i, (a, b) in enumerate(pairs.select("a", "b").iter_rows()):
         v = judge(rows[a], rows[b])
         if not isinstance(v, Verdict):
@@ -119,10 +119,11 @@ def judge_pairs(entries: pl.DataFrame, pairs: pl.DataFrame, *, judge: JudgeFn = 
         actions.append(v.action)
         notes.append(v.note)
         confs.append(float(v.confidence))
+        reverse.append(bool(v.reverse))
         if report:
             report(i + 1, pairs.height)
     return pairs.with_columns(pl.Series("action", actions, pl.String), pl.Series("note", notes, pl.String),
-                              pl.Series("confidence", confs, pl.Float64))
+                              pl.Series("confidence", confs, pl.Float64), pl.Series("reverse", reverse, pl.Boolean))
 
 
 def judged_duplicates(bank: Bank, *, judge: JudgeFn = rule_judge, threshold: float = DUPLICATE_THRESHOLD, k: int = 5,
@@ -198,7 +199,7 @@ def judge_bank(bank: Bank, *, judge: JudgeFn = rule_judge, threshold: float = DU
     """Propose duplicate pairs, judge each (:func:`judged_duplicates`: at most ``limit`` pairs, same-fact
     pairs first, then by similarity) and commit
     the verdicts as one audited transaction with actor ``judge``: ``supersede`` writes ``b supersedes
-    a`` (newer over older), ``split`` writes ``b split_from a``, ``merge`` merges the newer into the
+    a`` (newer over older; ``a supersedes b`` where the verdict says the older replaces the newer), ``split`` writes ``b split_from a``, ``merge`` merges the newer into the
     older at or above ``merge_confidence`` (a ``supersedes`` edge below it), each edge with the
     verdict as its note and source ``judge``. ``dry_run`` writes nothing and reports the same.
     The report holds note coverage by source before and after.
