@@ -125,3 +125,27 @@ def test_cli_refuses_a_bad_commits_file_before_creating_the_bank(tmp_path):
     out = subprocess.run([sys.executable, "-m", "kbtools", "ingest", str(tmp_path / "b"), "--create", "--from",
                           str(CURL), "--shape", "documents", "--limit", "3"], capture_output=True, text=True, timeout=120)
     assert out.returncode == 1 and "--limit" in out.stderr
+
+
+def test_the_link_mask_takes_the_pull_request_number_written_with_a_cited_hash(tmp_path, curl_slice):
+    from kbtools.evaluate.links import held_out_frames
+    from kbtools.evaluate.masking import MASK, mask_citations
+
+    bank = kb.create_bank(tmp_path / "curl", embedder=None)
+    ingest_commits(bank, curl_slice)
+    kb.backfill(bank)
+    ents, _, held = held_out_frames(bank.entries, bank.edges)
+    body = dict(ents.select("id", "content").iter_rows())
+    # the leak: "Follow-up to <hash> #N" names the cited commit twice, its message saying "Closes #N"
+    written = [(src, dst) for src, dst in held.select("src", "dst").iter_rows()
+               if re.search(r"[0-9a-f]{7,40} \(?#\d+", body[src] or "")]
+    assert written
+    masked, report = mask_citations(ents, held, patterns=bank.settings["citations"])
+    assert report["by_rule"]["number"] >= len(written)
+    after = dict(masked.select("id", "content").iter_rows())
+    for src, _ in written:
+        assert not re.search(re.escape(MASK) + r"[ \t]*\(?#\d", after[src]), after[src]
+    # nothing else is taken: the cited commits keep their own "Closes #N"
+    fields = [f for f in ("title", "summary", "content") if f in ents.columns]
+    hashes = lambda frame: sum(frame[f].fill_null("").str.count_matches("#").sum() for f in fields)
+    assert hashes(masked) == hashes(ents) - report["by_rule"]["number"]

@@ -10,7 +10,9 @@ token that names the other end by the rules backfill resolves with:
   of its id or of its document key (a commit's full hash);
 - a match of one of the bank's citation patterns (``--cite``, ``{"pattern": regex}``, group 1 a
   document key) whose key resolves to the other end (exactly, or by unique prefix for a pattern
-  with ``"resolve": "prefix"``).
+  with ``"resolve": "prefix"``);
+- the pull-request or issue numbers written right after a masked token (``Follow-up to 1086f513b8
+  #17840``): they name the same commit (whose message says ``Closes #17840``) in another form.
 
 Every text the linker and the baselines read (title, summary, content, useful_for, steps) is
 masked alike; nothing else changes. The masked token is replaced by :data:`MASK`.
@@ -23,6 +25,11 @@ masked alike; nothing else changes. The masked token is replaced by :data:`MASK`
 >>> masked, report = mask_citations(e, held, patterns=[{"pattern": r"PEP\\s*(\\d+)"}])
 >>> masked["content"][0], report["tokens_masked"]
 ('As [ref] and [ref] say, indent.', 2)
+>>> held = pl.DataFrame({"src": ["b2c3d4e5"], "dst": ["a1b2c3d4"]})
+>>> e = e.with_columns(pl.Series("content", ["Closes #17840", "Follow-up to a1b2c3d (#17840), #9 too"]))
+>>> masked, report = mask_citations(e, held)
+>>> masked["content"].to_list(), report["by_rule"]
+(['Closes #17840', 'Follow-up to [ref], #9 too'], {'id': 1, 'pattern': 0, 'number': 1})
 """
 
 from __future__ import annotations
@@ -41,6 +48,9 @@ MASK = "[ref]"
 #: The text columns masked (those present).
 MASKED_FIELDS: tuple[str, ...] = ("title", "summary", "content", "useful_for", "steps")
 _HEX = re.compile(r"(?<![0-9A-Za-z])[0-9a-f]{7,40}(?![0-9A-Za-z])")
+#: Numbers written right after a masked token, ``#17840``, ``(#17840)``, ``#22386 #21239``: part of
+#: the citation.
+_NUMBER_AFTER = r"(?:[ \t]*\(?#\d+\)?(?![0-9A-Za-z]))+"
 
 
 def _partners(held: pl.DataFrame) -> dict[str, set[str]]:
@@ -79,16 +89,18 @@ def mask_citations(entries: pl.DataFrame, held: pl.DataFrame, *, patterns: Itera
     """``(entries with every held-out citation token masked, report)`` (pure; see the module
     docstring). ``held``: the held-out edges (``src``, ``dst``); ``patterns``: the bank's citation
     patterns (``bank.settings["citations"]``). The report counts the entries and tokens masked, by
-    rule (``id`` for hex ids and hashes, ``pattern`` for citation-pattern matches), and lists the
+    rule (``id`` for hex ids and hashes, ``pattern`` for citation-pattern matches, ``number`` for a
+    number written right after one of them), and lists the
     masked entries' row numbers (``rows``)."""
     partners = _partners(held)
-    report = {"entries_masked": 0, "tokens_masked": 0, "by_rule": {"id": 0, "pattern": 0}, "rows": []}
+    report = {"entries_masked": 0, "tokens_masked": 0, "by_rule": {"id": 0, "pattern": 0, "number": 0}, "rows": []}
     if not partners or entries.height == 0:
         return entries, report
     ids = entries["id"].to_list()
     doc_key = _doc_keys_of(entries)
     matchers = _matchers(entries, patterns)
-    counts = {"id": 0, "pattern": 0}
+    counts = {"id": 0, "pattern": 0, "number": 0}
+    number_after = re.compile(re.escape(mask) + _NUMBER_AFTER)
 
     def names_partner_hex(token: str, mine: set[str]) -> bool:
         for p in mine:
@@ -112,7 +124,13 @@ def mask_citations(entries: pl.DataFrame, held: pl.DataFrame, *, patterns: Itera
                 counts["id"] += 1
                 return mask
             return m.group(0)
-        return _HEX.sub(sub_hex, text)
+        text = _HEX.sub(sub_hex, text)
+        if mask in text:
+            def sub_numbers(m):
+                counts["number"] += m.group(0).count("#")
+                return mask
+            text = number_after.sub(sub_numbers, text)
+        return text
 
     fields = [f for f in MASKED_FIELDS if f in entries.columns]
     columns = {f: entries[f].to_list() for f in fields}
@@ -131,6 +149,6 @@ def mask_citations(entries: pl.DataFrame, held: pl.DataFrame, *, patterns: Itera
         if sum(counts.values()) > before:
             touched.append(row)
     out = entries.with_columns([pl.Series(f, columns[f], dtype=entries.schema[f]) for f in fields])
-    report = {"entries_masked": len(touched), "tokens_masked": sum(counts.values()), "by_rule": dict(counts),
+    report = {"entries_masked": len(touched), "tokens_masked": counts["id"] + counts["pattern"], "by_rule": dict(counts),
               "rows": touched}
     return out, report
