@@ -91,3 +91,21 @@ def test_rare_sum_counts_only_terms_few_entries_hold():
     stats = TermStats.build(entries)
     got = rare_sum(stats, np.array([0, 2]), np.array([1, 3]))
     assert got[0] > 0 and got[1] == 0.0  # "zebra": 2 entries; the others: all 30
+
+
+def test_a_connect_links_an_older_entry_to_the_later_one_it_ranks_first():
+    # "old" is ranked below six copies in the list of "new" (written after all of them), but "new"
+    # is the best entry in the whole bank for "old" (the copies rank each other first): a connect
+    # reads both ends' lists and tries that pair first; the newer entry's list alone never reaches it
+    text = "encoder cable on line 3 keeps faulting with error E-217 during the night shift"
+    entries = _bank([("old", text)] + [(f"copy{i}", text) for i in range(6)] + [("new", text)])
+    # dimensions: what all share, what the copies share, one of each copy's own, one of old's own
+    copies = [[1.0, 1.0] + [0.0] * i + [0.1] + [0.0] * (6 - i) for i in range(6)]
+    vectors = _unit([[0.6] + [0.0] * 7 + [0.8]] + copies + [[1.0] + [0.0] * 8])
+    both = _linked(plan_connect(entries, None, None, vectors=vectors, now=T0))
+    assert frozenset({"new", "old"}) in both
+    one_end = plan_connect(entries, None, None, vectors=vectors, now=T0, settings=LINKER_DEFAULTS.with_(both_ends=False))
+    assert frozenset({"new", "old"}) not in _linked(one_end)
+    # one entry at a time reads the same lists
+    assert _linked(plan_links("new", entries, None, None, vectors=vectors, now=T0)) == {
+        p for p in both if "new" in p}

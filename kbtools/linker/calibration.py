@@ -76,7 +76,7 @@ def pair_features(stats: TermStats, rows, *, triples=None, vectors=None, setting
     n = len(stats.ids)
     open_ = np.ones(n, bool)
     linked = np.ones(n, bool)
-    plain = settings.with_(weights=())
+    plain = settings.with_(weights=(), both_ends=False)  # every entry is visible: its own candidates suffice
     ms, cs, xs = [], [], []
     for lo in range(0, len(rows), chunk):
         part = rows[lo : lo + chunk]

@@ -876,7 +876,7 @@ def _beam(ef: int):
 
 def candidate_pairs(
     stats: TermStats, rows, *, rel: Relations, open_, linked, settings: LinkerSettings, vectors=None,
-    neighbors=None, eligible=None, margin: int = 0, searched: tuple | None = None,
+    neighbors=None, eligible=None, margin: int = 0, searched: tuple | None = None, cosine=None, whole: bool = False,
 ) -> dict:
     """Candidates of each row: inverted index, nearest neighbours, same session (for a row without
     a session: the entries without one written closest to it, ``_written_near``).
@@ -894,6 +894,12 @@ def candidate_pairs(
     and linkable) counts what a row could see, so that the choice is the same for one entry and
     for a batch whatever was superseded in between. ``searched``: what :func:`search_neighbours`
     returned for these rows, when the caller searched ahead.
+
+    With ``settings.both_ends``, two more sources from the frame's lists (:func:`whole_lists`):
+    ``pos_own``, the row's place of the candidate in its own whole-frame list, and ``pos_rev``,
+    the row's place in the candidate's (``cosine``: the pairs' cosine function, when the caller
+    scores with one). ``whole``: the candidates of a whole-frame list itself (every eligible entry
+    visible; those two sources left out).
     """
     rows = np.asarray(rows, np.int64)
     k = settings.candidates + margin
@@ -932,6 +938,11 @@ def candidate_pairs(
     together = _session(stats, rows, open_, linked, settings.session_candidates + margin)
     alone = _written_near(stats, rows, open_, linked, settings.session_candidates + margin)
     parts.append(("session", *(np.concatenate(pair) for pair in zip(together, alone))))
+    if settings.both_ends and not whole:
+        frame = (eligible if eligible is not None else open_) & (stats.kind >= 0)
+        lists = whole_lists(stats, rel=rel, eligible=frame, settings=settings, vectors=vectors, cosine=cosine,
+                            neighbors=neighbors)
+        parts += _list_places(stats, rows, lists, open_, linked)
     out = _union(rows, parts, len(stats.ids))
     if floor is not None:
         out["nn_floor"] = floor[out["b"]]
@@ -1282,8 +1293,82 @@ def _written_near(stats, rows, open_, linked, k):
     return b[keep], c[keep], pos[keep]
 
 
+_WHOLE_BLOCK = 1024  #: rows whose whole-frame candidates are computed at once (``whole_lists``)
+
+
+def whole_lists(stats: TermStats, *, rel: Relations, eligible: np.ndarray, settings: LinkerSettings, vectors=None,
+                cosine=None, neighbors=None) -> tuple[np.ndarray, np.ndarray, tuple]:
+    """Each eligible entry's best ``settings.candidates`` candidates in the whole frame, earlier and
+    later entries alike: those past the gate in the order of their affinity (ties: the newer
+    first), as ``(starts, other, holders)``: entry ``r``'s list is ``other[starts[r]:starts[r + 1]]``,
+    and ``holders`` inverts it (per entry, the (holder, place) of the lists that hold it, see
+    ``_list_places``). Kept on the statistics for the same vectors, eligible entries and settings.
+
+    A connect is a batch: the older entry of a pair knows its later neighbours, which the newer
+    entry's list of earlier entries does not rank (a follow-up may be its predecessor's nearest
+    and still not among its own best five). A row's list depends on the frame, never on which
+    rows are being linked, so one entry and a batch read the same lists.
+
+    >>> import polars as pl, datetime as dt
+    >>> t = dt.datetime(2026, 1, 1, tzinfo=dt.timezone.utc)
+    >>> bank = pl.DataFrame({"id": ["a", "b", "c"], "kind": ["fact"] * 3, "created_at": [t] * 3,
+    ...                      "content": ["green tea kettle", "green tea kettle boils", "black coffee"]})
+    >>> stats = TermStats.build(bank)
+    >>> from kbtools.linker.rules import LINKER_DEFAULTS
+    >>> starts, other, _ = whole_lists(stats, rel=relations(stats, None), eligible=np.ones(3, bool),
+    ...                                settings=LINKER_DEFAULTS)
+    >>> [other[starts[r]:starts[r + 1]].tolist() for r in range(3)]
+    [[1], [0], []]
+    """
+    key = (eligible.tobytes(), settings.with_(both_ends=False), None if vectors is None else vectors.shape)
+    held = stats._cache.get("whole lists")
+    if held is not None and held[0] == key and held[1] is vectors and held[2] is neighbors and held[3] is cosine:
+        return held[4]
+    n = len(stats.ids)
+    rows = np.flatnonzero(eligible)
+    everyone = np.ones(n, bool)  # every eligible entry visible to every row
+    ms, cs = [], []
+    for lo in range(0, len(rows), _WHOLE_BLOCK):
+        block = rows[lo : lo + _WHOLE_BLOCK]
+        pairs = candidate_pairs(stats, block, rel=rel, open_=eligible, linked=everyone, settings=settings,
+                                vectors=vectors, neighbors=neighbors, eligible=eligible, whole=True)
+        ev = pair_evidence(stats, pairs["m"], pairs["c"], rel=rel, settings=settings, vectors=vectors, cosine=cosine,
+                           known_cos=pairs.get("cos"), features=False)
+        ok = np.flatnonzero(ev["linked"])
+        m, c = pairs["m"][ok], pairs["c"][ok]
+        order = np.lexsort((-stats.rank[c], -ev["affinity"][ok], m))
+        m, c = m[order], c[order]
+        keep = np.arange(len(m)) - np.searchsorted(m, m) < settings.candidates
+        ms.append(m[keep])
+        cs.append(c[keep])
+    m = np.concatenate(ms) if ms else np.zeros(0, np.int64)
+    other = np.concatenate(cs) if cs else np.zeros(0, np.int64)
+    starts = np.searchsorted(m, np.arange(n + 1))
+    place = np.arange(len(other)) - starts[m]
+    by_other = np.lexsort((place, other))
+    holders = (np.searchsorted(other[by_other], np.arange(n + 1)), m[by_other], place[by_other])
+    lists = (starts, other, holders)
+    stats._cache["whole lists"] = (key, vectors, neighbors, cosine, lists)
+    return lists
+
+
+def _list_places(stats: TermStats, rows: np.ndarray, lists, open_, linked) -> list[tuple]:
+    """``candidate_pairs``' parts ``own`` (each row's whole-frame list, the entries it may see, at
+    their places there) and ``rev`` (the entries it may see whose whole-frame list holds the row,
+    at the row's place in theirs)."""
+    starts, other, (h_starts, holder, h_place) = lists
+    parts = []
+    for name, bounds, found, place in (("own", starts, other, None), ("rev", h_starts, holder, h_place)):
+        b, pos = row_positions(bounds, rows)
+        c = found[pos]
+        at = pos - bounds[rows[b]] if place is None else place[pos]
+        ok = _visible_pairs(stats, rows, b, c, open_, linked) if len(b) else np.zeros(0, bool)
+        parts.append((name, b[ok].astype(np.int64), c[ok].astype(np.int64), at[ok].astype(np.int64)))
+    return parts
+
+
 def _union(rows, parts, n):
-    names = ("index", "nn", "nnx", "session")
+    names = ("index", "nn", "nnx", "session", "own", "rev")
     empty = np.zeros(0, np.int64)
     if sum(len(p[1]) for p in parts) == 0:
         return {"b": empty, "m": empty, "c": empty, **{f"pos_{x}": empty for x in names}}

@@ -89,7 +89,7 @@ class ChunkWork:
             searched = self.search(rows)
         pairs = candidate_pairs(self.stats, rows, rel=self.rel, open_=self.open_, linked=self.linked,
                                 settings=self.settings, vectors=self.vectors, neighbors=self.neighbors,
-                                eligible=self.eligible, margin=self.margin, searched=searched)
+                                eligible=self.eligible, margin=self.margin, searched=searched, cosine=self.cosine)
         ev = pair_evidence(self.stats, pairs["m"], pairs["c"], rel=self.rel, settings=self.settings,
                            vectors=self.vectors, cosine=self.cosine, known_cos=pairs.get("cos"), features=False)
         return pairs, ev

@@ -1,7 +1,8 @@
 """Plan the links of new entries: ``plan_links`` for one, ``plan_connect`` for many (seed 001, steps 2-7, section 5).
 
-Semantics shared by both (so that they agree exactly): term statistics are those of the whole
-entries frame given; entries are linked in (created_at, id) order; an entry's candidates are the
+Semantics shared by both (so that they agree exactly): term statistics, and each entry's list of
+its best candidates in the whole frame (``LinkerSettings.both_ends``, ``evidence.whole_lists``),
+are those of the whole entries frame given; entries are linked in (created_at, id) order; an entry's candidates are the
 linkable entries that are not superseded or archived and were either linked already (``linked_at``
 set) or created earlier. ``plan_connect`` over ids gives the same links as calling ``plan_links``
 for each id in that order and applying each plan (``apply_links``) before the next.
@@ -23,7 +24,7 @@ import numpy as np
 import polars as pl
 
 from kbtools.errors import EntryNotFound, ValidationError
-from kbtools.linker.evidence import candidate_pairs, pair_evidence, relations
+from kbtools.linker.evidence import candidate_pairs, pair_evidence, relations, whole_lists
 from kbtools.linker.pipeline import CHUNK_ROWS, ChunkWork, auto_workers, chunk_evidence, use_kernels
 from kbtools.linker.rules import KINDS, LINKER_DEFAULTS, LinkerSettings, kind_code
 from kbtools.linker.state import LINKING_READS, LinkPlan, LinkChoice, EdgeIndex, LinkState
@@ -75,7 +76,8 @@ def plan_links(entry_id, entries, edges, triples, *, vectors=None, cosine=None, 
         return LinkPlan.empty({"entry": entry_id, "skipped": "kind is not linked"})
     rows = np.array([row])
     pairs = candidate_pairs(ctx.stats, rows, rel=ctx.rel, open_=ctx.open_, linked=ctx.linked,
-                            settings=settings, vectors=vectors, neighbors=neighbors, eligible=ctx.eligible())
+                            settings=settings, vectors=vectors, neighbors=neighbors, eligible=ctx.eligible(),
+                            cosine=cosine)
     struct = ctx.structural(row)
     ev = pair_evidence(ctx.stats, pairs["m"], pairs["c"], rel=ctx.rel, settings=settings,
                        vectors=vectors, cosine=cosine, known_cos=pairs.get("cos"), features=False)
@@ -143,7 +145,10 @@ def plan_connect(entries, edges, triples, *, ids=None, vectors=None, cosine=None
             return True
         return made[0].write_evidence()
 
-    eligible = ctx.eligible() if neighbors is not None else None
+    eligible = ctx.eligible()
+    if settings.both_ends:  # the frame's lists, made once here (before any worker forks: they read them)
+        whole_lists(st, rel=ctx.rel, eligible=eligible, settings=settings, vectors=vectors, cosine=cosine,
+                    neighbors=neighbors)
     n = max(len(st.ids), 1)
     # without an index every entry of a chunk scans the bank densely: (chunk x bank) scores
     size = chunk or (CHUNK_ROWS if neighbors is not None else max(1, min(CHUNK_ROWS, 4_000_000 // n)))
@@ -306,10 +311,8 @@ class PlanContext:
         self.edges_input = edges
         return self
 
-    def eligible(self) -> np.ndarray | None:
-        """Linkable and not archived (superseded or not), per row; None without a neighbour index."""
-        if self.neighbors is None:
-            return None
+    def eligible(self) -> np.ndarray:
+        """Linkable and not archived (superseded or not), per row."""
         held = self.stats._cache.get("eligible")
         if held is None or held[0] is not self.open_:  # the flags are kept per entries frame
             held = self.stats._cache["eligible"] = (self.open_, (self.open_ | self.superseded) & (self.stats.kind >= 0))

@@ -63,6 +63,10 @@ class LinkerSettings:
     w_near: float = 0.0  #: noisy-OR weight of time proximity (0: the seed's priors ignore it)
     w_author: float = 0.0  #: noisy-OR weight of a shared author
     w_title: float = 0.0  #: noisy-OR weight of title overlap
+    #: an entry also takes as candidates the earlier entries whose best ``candidates`` in the whole
+    #: frame (later entries included) hold it, and tries its candidates by their best place in
+    #: either end's list (``evidence.whole_lists``); False: only its own list of earlier entries
+    both_ends: bool = True
     #: calibrated evidence weights, ``((feature, weight), ...)`` with a ``bias``: when set, the score is
     #: the logistic model's probability and the gate is ``score >= threshold`` (see ``kbtools.linker.calibration``)
     weights: tuple = ()
@@ -91,6 +95,7 @@ _FIELD_RULES: dict[str, tuple] = {
     "takeover": (float, 0.0, 1.0, True, True), "identifiers": (bool, None, None, True, True),
     "near_days": (float, 0.0, 1e6, False, True), "w_near": (float, 0.0, 1.0, True, True),
     "w_author": (float, 0.0, 1.0, True, True), "w_title": (float, 0.0, 1.0, True, True),
+    "both_ends": (bool, None, None, True, True),
 }
 _TRUE, _FALSE = {"true", "yes", "on", "1"}, {"false", "no", "off", "0"}
 

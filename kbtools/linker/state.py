@@ -206,17 +206,20 @@ class EdgeIndex:
 
 class LinkChoice:
     """The automatic-link candidates of a chunk's rows, each row's in the order they are tried
-    (score, then the newer entry), with the input edges joining each pair: what
-    ``LinkState._auto_links`` reads when no candidate of the row was superseded during the plan.
+    (the better place of the pair in either end's whole-frame list, then affinity, then the newer
+    entry), with the input edges joining each pair: what ``LinkState._auto_links`` reads when no
+    candidate of the row was superseded during the plan.
 
     A row's list takes, from each source, its first ``candidates`` (``session_candidates``)
     entries, the exact scan's list instead of the index's where the index may have missed some of
-    the best (``use_exact_neighbours``), and keeps those past the gate."""
+    the best (``use_exact_neighbours``), and the entries of either end's whole-frame list
+    (``settings.both_ends``), and keeps those past the gate."""
 
     def __init__(self, pairs: dict, ev: dict, stats: TermStats, settings: LinkerSettings, index: "EdgeIndex", n_rows: int):
         b, c, k, rank = pairs["b"], pairs["c"], settings.candidates, stats.rank
         self.stats = stats
-        lexical = (pairs["pos_index"] < k) | (pairs["pos_session"] < settings.session_candidates)
+        lexical = (pairs["pos_index"] < k) | (pairs["pos_session"] < settings.session_candidates) \
+            | (pairs["pos_own"] != SENTINEL) | (pairs["pos_rev"] != SENTINEL)
         near = pairs["pos_nn"] < k  # a source's positions in a row run 0, 1, 2, ...: its first k
         self.exact = np.zeros(n_rows, bool)
         if "nn_floor" in pairs and len(b):
@@ -227,7 +230,7 @@ class LinkChoice:
                 & (np.bincount(b[above], minlength=n_rows) < k)
             near = np.where(self.exact[b], pairs["pos_nnx"] < k, near)
         ok = np.flatnonzero((lexical | near) & ev["linked"] & ~index.same_whole(stats.kind, pairs["m"], c))
-        self.pairs = ok[np.lexsort((-rank[c[ok]], -ev["affinity"][ok], b[ok]))]
+        self.pairs = ok[np.lexsort((-rank[c[ok]], -ev["affinity"][ok], _both_ends(pairs, ok), b[ok]))]
         #: what a record and its evidence text read of each pair's evidence (arrays over ``pairs``)
         self.text_values = {k: ev[k][self.pairs] for k in TEXT_VALUES}
         #: per row its pairs' bounds, per pair the candidate, the input edges joining the two, the
@@ -256,6 +259,13 @@ class LinkChoice:
             out = {k: v[p].item() for k, v in self.text_values.items()}
         out["type_key"] = self.type_key[p]
         return out
+
+
+def _both_ends(pairs: dict, at) -> np.ndarray:
+    """Per pair (``at``: which), the better of its places in either end's whole-frame list
+    (``evidence.whole_lists``; SENTINEL when in neither): an entry tries its candidates by it,
+    then by affinity, as a batch takes each entry's best, then each entry's second, ..."""
+    return np.minimum(pairs["pos_own"][at], pairs["pos_rev"][at])
 
 
 _LISTED_PAIRS = 256  #: up to this many pairs, a choice's values are read as lists (``LinkChoice.values``)
@@ -595,12 +605,14 @@ class LinkState:
             pos = pairs[f"pos_{name}"][lo:hi]
             live = np.flatnonzero((pos != SENTINEL) & ~fresh)
             chosen[live[np.argsort(pos[live], kind="stable")][:limit]] = True
+        both = _both_ends(pairs, slice(lo, hi))
+        chosen |= both != SENTINEL
         ok = np.flatnonzero(chosen & ev["linked"][lo:hi] & ~self.index.same_whole(self.st.kind, np.full(hi - lo, end), c))
         base = dict(zip(ok.tolist(), self.index.pair_counts_of(np.full(len(ok), end), c[ok]).tolist()))  # input edges per pair
         superseded, delta = self.superseded, self.pair_delta
         idx = [i for i in base if cs[i] != end and cs[i] not in superseded and base[i] + delta.get(_pair(end, cs[i]), 0) <= 0]
         affinity, rank = ev["affinity"], self.st.rank
-        idx.sort(key=lambda i: (-affinity[lo + i], -rank[cs[i]]))
+        idx.sort(key=lambda i: (both[i], -affinity[lo + i], -rank[cs[i]]))
         for i in idx[: self.s.max_new]:
             e = {k: ev[k][lo + i].item() for k in TEXT_VALUES}
             e["type_key"] = int(_type_keys(self.st, {k: ev[k][lo + i : lo + i + 1] for k in _TYPE_INPUTS})[0])
@@ -825,7 +837,7 @@ _INLINE_LINKS = True
 _TYPE_INPUTS = ("m", "c", "later", "time", "bridge_only")
 #: What the linking reads of a chunk's pairs and of their evidence (``LinkChoice``, ``link_entry``):
 #: all a worker process sends back (``pipeline.ChunkWork.keep``)
-LINKING_READS = (("b", "m", "c", "pos_index", "pos_nn", "pos_nnx", "pos_session", "nn_floor"),
+LINKING_READS = (("b", "m", "c", "pos_index", "pos_nn", "pos_nnx", "pos_session", "pos_own", "pos_rev", "nn_floor"),
                  tuple(dict.fromkeys((*TEXT_VALUES, *_TYPE_INPUTS, "linked", "score", "affinity"))))
 
 

@@ -619,8 +619,11 @@ def plan_new_entry_links(bank: Bank, new_entries: pl.DataFrame, new_edges: pl.Da
             neighbors = _WithNewRows(neighbour_index(bank, state.view), content_vectors)
             vectors = state.with_rows(content_vectors)  # the bank's rows are not copied
             faiss_threads(1)
+        # a write reads no whole-frame lists (``LinkerSettings.both_ends``): every entry's list in
+        # the grown frame would cost a connect of the whole bank per write; ``kb connect`` reads them
+        alone = settings.with_(both_ends=False)
         plans = [plan_links(eid, entries, edges, bank.triples, vectors=vectors, neighbors=neighbors, stats=stats,
-                            settings=settings, now=now) for eid in new_entries["id"].to_list()]
+                            settings=alone, now=now) for eid in new_entries["id"].to_list()]
     if len(plans) == 1:
         return plans[0]
     return LinkPlan(add=pl.concat([p.add for p in plans], how="diagonal_relaxed"),
