@@ -495,9 +495,9 @@ def test_linking_reads_title_and_author_overlaps_only_where_they_score(monkeypat
     lean = plan_connect(entries, edges, triples, vectors=vectors, stats=stats, settings=settings, now=NOW)
     full_evidence = evidence.pair_evidence
     monkeypatch.setattr(evidence, "pair_evidence", lambda *a, **k: full_evidence(*a, **{**k, "features": True}))
-    import kbtools.linker.pipeline as pipeline
+    import kbtools.linker.planning as planning
 
-    monkeypatch.setattr(pipeline, "pair_evidence", evidence.pair_evidence)
+    monkeypatch.setattr(planning, "pair_evidence", evidence.pair_evidence)
     full = plan_connect(entries, edges, triples, vectors=vectors, stats=stats, settings=settings, now=NOW)
     assert lean.add.drop("created_at", "seen_at").equals(full.add.drop("created_at", "seen_at"))
     if changes:  # they score: the plan is not the one without them

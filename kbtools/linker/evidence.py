@@ -15,7 +15,6 @@ import bisect
 import contextlib
 import functools
 import math
-import sys
 from dataclasses import dataclass
 
 import numpy as np
@@ -289,13 +288,6 @@ def rare_sum(stats: TermStats, ms, cs) -> np.ndarray:
     return np.bincount(pair[hit], weights=weights[pos[hit]], minlength=len(ms))
 
 
-def compiled_kernels():
-    """The compiled loops (:mod:`kbtools.linker.kernels`) once a big connect made them ready in this
-    process or its parent, else None: the numpy steps then run, to the same bits."""
-    held = sys.modules.get("kbtools.linker.kernels")
-    return held if held is not None and held.ready() else None
-
-
 def _bag_overlap(stats: TermStats, name: str, ms, cs) -> np.ndarray:
     """Jaccard overlap of the pair's title stems (``title``) or authors (``author``); 0 without them."""
     bag = stats.bags.get(name) if stats.bags else None
@@ -327,11 +319,6 @@ def _shared(stats: TermStats, ms: np.ndarray, cs: np.ndarray):
     p = len(ms)
     if p == 0 or stats.postings.indptr[-1] == 0:
         return np.zeros(p), np.zeros(p), np.zeros(p), np.zeros(p)
-    compiled = compiled_kernels() if p > _FEW_PAIRS else None
-    if compiled is not None:  # a merge of the two lists per pair (about a quarter of the time)
-        postings = stats.postings
-        return compiled.shared_sums(postings.indptr, postings.indices, stats.w, stats.hub, stats.strong_base,
-                                    stats.is_entity, ms, cs)
     if p <= _FEW_PAIRS:  # one entry's candidates: one lookup among its own keys costs least
         return _shared_sums(stats, *_shared_hits(stats, ms, cs), p)
     indptr = stats.postings.indptr
@@ -555,42 +542,6 @@ def _product_before(stats: TermStats, q: sp.csr_matrix, pt: sp.csr_matrix, cut: 
     halves = sp.csr_matrix((pt.data, pt.indices, split), shape=(2 * n_terms, n), copy=False)
     doubled = sp.csr_matrix((q.data, 2 * q.indices.astype(np.int64), q.indptr), shape=(q.shape[0], 2 * n_terms), copy=False)
     return doubled @ halves
-
-
-def _compiled_best(compiled, stats: TermStats, rows: np.ndarray, rel: Relations, settings: LinkerSettings, open_, linked,
-                   k: int):
-    """``_best`` of the visible positive ``_votes`` of these rows, by the compiled loop (one pass per
-    row over its voting terms' entries before the cut, into a dense sum and a heap of k); None
-    where it cannot run (a negative weight: the numpy steps then)."""
-    r, t = voting_terms(stats, rows, rel, settings)
-    weights = stats.w[t]
-    joined = kernel_parts(stats)
-    if joined is None or (weights.size and not weights.min() >= 0.0):
-        return None
-    transposed = stats.transposed_parts()
-    # an entry's votes end at the cut only where each term's entries run in order
-    cut = _first_unseen(stats, rows, open_, linked) if all(pt.has_sorted_indices for pt in transposed) else len(stats.ids)
-    vf = _visible_from(stats, open_, linked)
-    held = stats._cache.get("kernel visibility")
-    if held is None or held[0] is not vf:
-        held = stats._cache["kernel visibility"] = (vf, compiled.visibility(vf, stats.rank))
-    return compiled.best_votes(np.searchsorted(r, np.arange(len(rows) + 1)), t, weights, joined, cut, rows,
-                               stats.rank[rows], held[1], len(stats.ids), k)
-
-
-def kernel_parts(stats: TermStats) -> tuple | None:
-    """The transposed postings as the compiled vote loop reads them (``kernels.joined_parts``; None
-    if one of their values is negative), kept with the statistics: made once per connect, before
-    its workers fork."""
-    import kbtools.linker.kernels as kernels
-
-    transposed = stats.transposed_parts()
-    held = stats._cache.get("kernel parts")
-    if held is None or held[0] is not transposed:
-        parts = [(pt.indptr, pt.indices, pt.data) for pt in transposed]
-        fit = all(pt.data.size == 0 or pt.data.min() >= 0.0 for pt in transposed)
-        held = stats._cache["kernel parts"] = (transposed, kernels.joined_parts(parts) if fit else None)
-    return held[1]
 
 
 def _first_unseen(stats: TermStats, rows: np.ndarray, open_, linked) -> int:
@@ -876,7 +827,7 @@ def _beam(ef: int):
 
 def candidate_pairs(
     stats: TermStats, rows, *, rel: Relations, open_, linked, settings: LinkerSettings, vectors=None,
-    neighbors=None, eligible=None, margin: int = 0, searched: tuple | None = None,
+    neighbors=None, eligible=None, margin: int = 0,
 ) -> dict:
     """Candidates of each row: inverted index, nearest neighbours, same session (for a row without
     a session: the entries without one written closest to it, ``_written_near``).
@@ -892,31 +843,23 @@ def candidate_pairs(
     exactly without searching) and ``pos_nnx`` the exact scan of the rows whose index list may be
     short (see :func:`use_exact_neighbours`). ``eligible`` (linkable and not archived; default: open
     and linkable) counts what a row could see, so that the choice is the same for one entry and
-    for a batch whatever was superseded in between. ``searched``: what :func:`search_neighbours`
-    returned for these rows, when the caller searched ahead.
+    for a batch whatever was superseded in between.
     """
     rows = np.asarray(rows, np.int64)
     k = settings.candidates + margin
     parts = []
     if len(stats.vocab) and k > 0:
-        compiled = compiled_kernels() if len(rows) > _FEW_ROWS else None
-        best = _compiled_best(compiled, stats, rows, rel, settings, open_, linked, k) if compiled is not None else None
-        if best is not None:
-            parts.append(("index", *best))
-        else:
-            cut = _first_unseen(stats, rows, open_, linked) if len(rows) > _FEW_ROWS else None  # a product's
-            r, c, v = _votes(stats, rows, rel, settings, cut=cut)
-            ok = (v > 0.0) & _visible_pairs(stats, rows, r, c, open_, linked)
-            parts.append(("index", *_best(r[ok], c[ok], v[ok], k, stats.rank, len(rows))))
+        cut = _first_unseen(stats, rows, open_, linked) if len(rows) > _FEW_ROWS else None  # a product's
+        r, c, v = _votes(stats, rows, rel, settings, cut=cut)
+        ok = (v > 0.0) & _visible_pairs(stats, rows, r, c, open_, linked)
+        parts.append(("index", *_best(r[ok], c[ok], v[ok], k, stats.rank, len(rows))))
     floor = None
-    if vectors is not None and neighbors is not None and searched is None and len(rows) == 1 \
+    if vectors is not None and neighbors is not None and len(rows) == 1 \
             and _fetch(settings.candidates, neighbors) > 0:  # one entry linked: its own few steps
         floor = _row_neighbours(stats, rows, vectors, neighbors, open_, linked, eligible, settings, k, parts)
     elif vectors is not None and neighbors is not None:
-        if searched is None:
-            searched = search_neighbours(stats, rows, vectors, neighbors, open_=open_, linked=linked,
-                                         settings=settings, eligible=eligible)
-        searched, hits = searched
+        searched, hits = search_neighbours(stats, rows, vectors, neighbors, open_=open_, linked=linked,
+                                           settings=settings, eligible=eligible)
         b, c, pos, low, sure, cos = index_neighbours(stats, rows[searched], vectors, neighbors, open_, linked, k,
                                                      settings.candidates, hits=hits, cosines=True)
         b = searched[b]

@@ -61,15 +61,6 @@ class PlannedColumns:
         self.alive.append(1)
         return at
 
-    def extend_auto(self, src: list, dst: list, types: list, weights: list, evidence: list) -> None:
-        """Many automatic links planned now, their evidence texts written (a link lane's, in order)."""
-        self.src.extend(src)
-        self.dst.extend(dst)
-        self.type.extend(types)
-        self.weight.extend(weights)
-        self.evidence.extend(evidence)
-        self.alive.extend(b"\x01" * len(src))
-
     def put(self, rec: dict) -> int:
         """The place of any planned record (``state.LinkState._new``'s fields)."""
         at = self.put_auto(rec["src"], rec["dst"], rec["type"], rec["weight"])

@@ -231,7 +231,7 @@ class LinkChoice:
         #: what a record and its evidence text read of each pair's evidence (arrays over ``pairs``)
         self.text_values = {k: ev[k][self.pairs] for k in TEXT_VALUES}
         #: per row its pairs' bounds, per pair the candidate, the input edges joining the two, the
-        #: score and the type key, as arrays (the link lane's) and as lists (the state's, made when read)
+        #: score and the type key, as arrays and as lists (made when read)
         self.arrays = {"bounds": np.searchsorted(b[self.pairs], np.arange(n_rows + 1)), "c": c[self.pairs],
                        "base": index.pair_counts_of(pairs["m"][self.pairs], c[self.pairs]),
                        "score": self.text_values["score"],
@@ -310,8 +310,6 @@ class LinkState:
         #: whether the words of most of the bank's entries will be written: their terms are put in
         #: order once for all entries (``wording.shown_terms_table``), at the first batch of texts
         self.most_entries = False
-        #: the links a big connect's compiled lane made (``lane.LinkLane``), until it hands them over
-        self.lane = None
 
     def ensure(self, rows) -> None:
         """Load the input edges touching these rows (once: an edge removed later stays removed)."""
@@ -625,10 +623,6 @@ class LinkState:
         and still planned, all at once (``wording.evidence_texts``): what a connect does while it
         waits for its next chunk, and at its end; whether some are left. The text is the same
         whenever it is written, and the same as ``_evidence`` writes for one link."""
-        if self.lane is not None:
-            if self.most_entries:
-                shown_terms_table(self.st)
-            return self.lane.write_texts(self.st, self.ctx.rel, most)
         records, start = self._unwritten, self._written
         stop = len(records) if most is None else min(start + most, len(records))
         batch = [rec for rec in records[start:stop] if "words" in rec and "gone" not in rec]
@@ -700,20 +694,9 @@ class LinkState:
                 self.counts["taken_over"] += 1
 
     # -- the result
-    def hand_over(self) -> None:
-        """The lane's links (``lane.LinkLane``) become this state's records: it links from here."""
-        if self.lane is not None:
-            lane, self.lane = self.lane, None
-            lane.materialize(self)
-
     def plan(self, report: dict) -> LinkPlan:
-        flushed = self.lane is not None and len(self.added) + self.lane.live() >= _EDGES_BY_COLUMN
-        if flushed:  # the lane linked to the end: its links are read from its arrays
-            self.lane, lane = None, self.lane
-            lane.flush(self)
-        self.hand_over()
         self.write_evidence(None)
-        if len(self.added) < _EDGES_BY_COLUMN and not flushed:
+        if len(self.added) < _EDGES_BY_COLUMN:
             add = _planned_edges(list(self.added.values()), self.st.ids)
         else:  # read from the columns kept as the records were planned, not from the records
             add = self.planned.frame(lambda rows: self.st._id_series()[rows])
@@ -823,10 +806,6 @@ _FEW_TEXTS = 64
 #: Whether ``_chosen_links`` makes an entry's common links inline (False: all through ``add_capped``)
 _INLINE_LINKS = True
 _TYPE_INPUTS = ("m", "c", "later", "time", "bridge_only")
-#: What the linking reads of a chunk's pairs and of their evidence (``LinkChoice``, ``link_entry``):
-#: all a worker process sends back (``pipeline.ChunkWork.keep``)
-LINKING_READS = (("b", "m", "c", "pos_index", "pos_nn", "pos_nnx", "pos_session", "nn_floor"),
-                 tuple(dict.fromkeys((*TEXT_VALUES, *_TYPE_INPUTS, "linked", "score", "affinity"))))
 
 
 def _text_inputs(words: list[tuple]) -> tuple[np.ndarray, np.ndarray, dict]:
