@@ -106,21 +106,6 @@ def test_one_entrys_shared_terms_are_those_of_mixed_pairs(bank):
     assert (total[1] > 0).sum() > 5
 
 
-def test_one_rows_votes_are_the_sparse_products(demo_dir):
-    from kbtools.store.bank import open_bank
-
-    bank = open_bank(demo_dir / "engineering")
-    stats = TermStats.build(bank.entries, known_entities=triple_entities(bank.triples))
-    rel = cached_relations(stats, bank.triples)
-    assert rel.cols.size  # related entities vote too
-    for row in np.flatnonzero(stats.kind >= 0)[:120].tolist():
-        r, c, v = evidence._votes(stats, np.array([row]), rel, LINKER_DEFAULTS)
-        product = (evidence._query_matrix(stats, np.array([row]), rel, LINKER_DEFAULTS) @ stats.postings_t).tocoo()
-        want = sorted(zip(product.row.tolist(), product.col.tolist(), product.data.tolist()))
-        assert list(zip(r.tolist(), c.tolist(), v.tolist())) == want  # the same bits, in entry order
-        assert r.dtype == c.dtype == np.int64
-
-
 def test_type_keys_hold_the_flags_in_the_order_link_type_reads_them(bank):
     rng = np.random.default_rng(8)
     n = len(bank[0].ids)
@@ -179,22 +164,3 @@ def test_a_plans_frames_are_built_alike_by_either_reader(monkeypatch, bank):
     for a, b in zip(plans["polars"], plans["public"]):
         assert a.add.equals(b.add) and a.entry_updates.equals(b.entry_updates) and a.report == b.report
     assert sum(p.add.height for p in plans["polars"]) > 20
-
-
-def test_a_records_values_read_from_lists_or_one_by_one_alike(monkeypatch, bank):
-    """One entry's record reads its evidence values from lists made once per choice; a chunk's
-    reads its own pair's values alone: the same plans, evidence texts included."""
-    from kbtools.linker import plan_links
-
-    stats, ctx, vectors, index = bank
-    demo = synthetic_bank(entries=900, seed=21)
-    entries = demo.entries.with_columns(pl.lit(None, dtype=schema.TIME).alias("linked_at"))
-    now = dt.datetime(2026, 12, 1, tzinfo=dt.timezone.utc)
-    plans = {}
-    for most in (state._LISTED_PAIRS, 0):
-        monkeypatch.setattr(state, "_LISTED_PAIRS", most)
-        plans[most] = [plan_links(i, entries, demo.edges, demo.triples, vectors=vectors, neighbors=index, stats=stats,
-                                  now=now) for i in entries["id"].to_list()[-30:]]
-    for a, b in zip(*plans.values()):
-        assert a.add.equals(b.add) and a.report == b.report
-    assert sum(p.add.height for p in plans[0]) > 20

@@ -11,7 +11,6 @@ array([0.787])
 
 from __future__ import annotations
 
-import bisect
 import contextlib
 import functools
 import math
@@ -341,14 +340,6 @@ def _shared_hits(stats: TermStats, own: np.ndarray, read: np.ndarray):
     candidates, hold a few thousand keys that stay in the cache; a search among the bank's keys
     misses it at every step (a third slower on either bank)."""
     indptr = stats.postings.indptr
-    if len(own) and own[0] == own[-1] and (own == own[0]).all():  # one entry's pairs: its terms are the keys
-        lo, hi = int(indptr[own[0]]), int(indptr[own[0] + 1])
-        own_keys = stats.postings.indices[lo:hi].astype(np.int64)  # sorted, as a row's
-        pair, pos = row_positions(indptr, read)
-        cols = stats.postings.indices[pos].astype(np.int64)
-        at = np.minimum(np.searchsorted(own_keys, cols), max(hi - lo - 1, 0))
-        hit = own_keys[at] == cols if hi > lo else np.zeros(len(cols), bool)
-        return pair[hit], cols[hit], pos[hit], lo + at[hit]
     rows, local = np.unique(own, return_inverse=True)
     own_row, own_pos = row_positions(indptr, rows)
     own_keys = (own_row << 32) | stats.postings.indices[own_pos].astype(np.int64)  # sorted, as the rows
@@ -422,17 +413,12 @@ def voting_terms(stats: TermStats, rows: np.ndarray, rel: Relations, settings: L
     t = stats.postings.indices[pos].astype(np.int64)
     # a term only this entry holds nominates nobody: the voting terms are the rarest shared ones
     # (per row by ``_vote_order``: held by others first, then the higher IDF, the heavier, the term)
-    if len(rows) == 1:  # one row: its first terms in that order
-        t = t[np.argsort(_vote_order(stats)[t])][: settings.query_terms]
-        t = t[~stats.capped[t]]
-        r = np.zeros(len(t), np.int64)
-    else:
-        order = np.argsort(r * len(stats.w) + _vote_order(stats)[t])
-        r, t = r[order], t[order]
-        starts = np.searchsorted(r, np.arange(len(rows)))
-        pos = np.arange(len(r)) - starts[r]
-        keep = (pos < settings.query_terms) & ~stats.capped[t]
-        r, t = r[keep], t[keep]
+    order = np.argsort(r * len(stats.w) + _vote_order(stats)[t])
+    r, t = r[order], t[order]
+    starts = np.searchsorted(r, np.arange(len(rows)))
+    pos = np.arange(len(r)) - starts[r]
+    keep = (pos < settings.query_terms) & ~stats.capped[t]
+    r, t = r[keep], t[keep]
     if rel.cols.size:
         own = stats.postings[rows]
         related = (own @ rel.any).tocsr()
@@ -475,49 +461,12 @@ _FEW_ROWS = 8
 def _votes(stats: TermStats, rows: np.ndarray, rel: Relations, settings: LinkerSettings, cut: int | None = None):
     """(row, entry, vote) of ``_query_matrix @ postings_t``, the zero votes left out; ``cut``: the
     entries from this row on may be left out (none of the rows can see them, see
-    ``_first_unseen``). A few rows sum their votes with numpy in the product's order (term by
-    term, from 0.0), so both ways give the same bits."""
-    transposed = stats.transposed_parts()  # an entry's postings are in one part: its votes sum there
-    if len(rows) > _FEW_ROWS:
-        q = _query_matrix(stats, rows, rel, settings)
-        votes = [_product_before(stats, q, pt, cut).tocoo() for pt in transposed]
-        return tuple(np.concatenate([getattr(v, name).astype(dtype) for v in votes])
-                     for name, dtype in (("row", np.int64), ("col", np.int64), ("data", np.float64)))
-    n = max(len(stats.ids), 1)
-    one = len(rows) == 1  # one row: its keys are the entries voted for
-    q_rows, q_terms = voting_terms(stats, rows, rel, settings)
-    q_weights = stats.w[q_terms]
-    keys, weights = [], []
-    for pt in transposed:
-        which, pos = row_positions(pt.indptr, q_terms)
-        keys.append(pt.indices[pos].astype(np.int64) if one else q_rows[which] * n + pt.indices[pos].astype(np.int64))
-        weights.append(q_weights[which] * pt.data[pos])
-    keys, weights = (np.concatenate(x) if len(x) > 1 else x[0] for x in (keys, weights))
-    found, inverse = _unique_runs(keys)
-    sums = np.bincount(inverse, weights=weights, minlength=len(found))
-    kept = sums != 0.0
-    if one:
-        return np.zeros(int(np.count_nonzero(kept)), np.int64), found[kept], sums[kept]
-    return found[kept] // n, found[kept] % n, sums[kept]
-
-
-def _unique_runs(keys: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """``np.unique(keys, return_inverse=True)`` of keys that come as a few sorted runs (a row's
-    votes: one posting list per term), by a stable sort, which merges runs: half the time of
-    numpy's, whose set-up alone costs more than sorting one entry's hundred candidates.
-
-    >>> keys = np.array([2, 5, 9, 1, 5, 7, 2])
-    >>> [x.tolist() for x in _unique_runs(keys)] == [x.tolist() for x in np.unique(keys, return_inverse=True)]
-    True
-    """
-    order = np.argsort(keys, kind="stable")
-    ordered = keys[order]
-    first = np.empty(len(keys), bool)
-    first[:1] = True
-    np.not_equal(ordered[1:], ordered[:-1], out=first[1:])
-    inverse = np.empty(len(keys), np.int64)
-    inverse[order] = np.cumsum(first) - 1
-    return ordered[first], inverse
+    ``_first_unseen``)."""
+    q = _query_matrix(stats, rows, rel, settings)
+    # an entry's postings are in one part: its votes sum there
+    votes = [_product_before(stats, q, pt, cut).tocoo() for pt in stats.transposed_parts()]
+    return tuple(np.concatenate([getattr(v, name).astype(dtype) for v in votes])
+                 for name, dtype in (("row", np.int64), ("col", np.int64), ("data", np.float64)))
 
 
 def _product_before(stats: TermStats, q: sp.csr_matrix, pt: sp.csr_matrix, cut: int | None) -> sp.csr_matrix:
@@ -854,10 +803,7 @@ def candidate_pairs(
         ok = (v > 0.0) & _visible_pairs(stats, rows, r, c, open_, linked)
         parts.append(("index", *_best(r[ok], c[ok], v[ok], k, stats.rank, len(rows))))
     floor = None
-    if vectors is not None and neighbors is not None and len(rows) == 1 \
-            and _fetch(settings.candidates, neighbors) > 0:  # one entry linked: its own few steps
-        floor = _row_neighbours(stats, rows, vectors, neighbors, open_, linked, eligible, settings, k, parts)
-    elif vectors is not None and neighbors is not None:
+    if vectors is not None and neighbors is not None:
         searched, hits = search_neighbours(stats, rows, vectors, neighbors, open_=open_, linked=linked,
                                            settings=settings, eligible=eligible)
         b, c, pos, low, sure, cos = index_neighbours(stats, rows[searched], vectors, neighbors, open_, linked, k,
@@ -879,43 +825,6 @@ def candidate_pairs(
     if floor is not None:
         out["nn_floor"] = floor[out["b"]]
     return out
-
-
-def _row_neighbours(stats, rows, vectors, neighbors, open_, linked, eligible, settings, k, parts) -> np.ndarray:
-    """``candidate_pairs``' neighbour parts for one row (``rows``, of one), added to ``parts``, and
-    its floor: the steps of ``search_neighbours``, ``index_neighbours`` and the exact fallback, a
-    row's numbers as Python numbers (one entry's link makes a few dozen numpy calls fewer, each
-    a few microseconds)."""
-    if eligible is None:
-        eligible = open_ & (stats.kind >= 0)
-    base, total = settings.candidates, int(neighbors.ntotal)
-    visible = int(_visible_count(stats, rows, eligible, linked)[0])
-    floor, sure = np.inf, 0
-    if visible * _fetch(base, neighbors) >= total * base:  # it sees a quarter of the index or more: searched
-        fetch = _fetch_count(visible, base, total)
-        scores, found = _search_row(neighbors, vectors, int(rows[0]), fetch)
-        b, c, pos, low, above, cos = _row_hits(stats, rows, vectors, total, open_, linked, k, scores, found, fetch)
-        floor, sure = float(low[0]), int(np.count_nonzero(above))
-        parts.append(("nn", b, c, pos, cos))
-    else:
-        empty = np.zeros(0, np.int64)
-        parts.append(("nn", empty, empty, empty, np.zeros(0)))
-    if floor > -np.inf and sure < k:
-        parts.append(("nnx", *_exact_neighbours(stats, rows, vectors, open_, linked, k)))
-    return np.array([floor])
-
-
-def _search_row(neighbors, vectors, row: int, fetch: int) -> tuple[np.ndarray, np.ndarray]:
-    """``index_search`` of one row, as 1-d arrays (scores, rows): its hits, without the missing
-    last place of a search from the row's own node."""
-    import faiss
-
-    query = np.ascontiguousarray(vectors[row : row + 1], dtype=np.float32)
-    if not isinstance(neighbors, faiss.IndexHNSW) or fetch < 2:
-        scores, found = neighbors.search(query, fetch)
-        return np.asarray(scores[0]), np.asarray(found[0], np.int64)
-    scores, found = _ground_search(neighbors, query, np.array([row], np.int64), fetch - 1)
-    return scores[0], found[0]
 
 
 _DENSE_CELLS = 4_000_000  #: scores of one dense block (rows x columns): 16 MB as float32
@@ -1020,17 +929,6 @@ def _fetches(visible: np.ndarray, base: int, total: int) -> np.ndarray:
     need = 1.5 * base * total / np.maximum(np.asarray(visible, np.float64), 1.0)
     step = np.minimum(np.searchsorted(steps, need - 1e-9), len(steps) - 1)
     return np.minimum(steps[step] + 1, total)
-
-
-def _fetch_count(visible: int, base: int, total: int) -> int:
-    """``_fetches`` of one row, in Python numbers (the same arithmetic: the same number).
-
-    >>> all(_fetch_count(v, 40, 1000) == _fetches(np.array([v]), 40, 1000)[0] for v in range(0, 1001, 7))
-    True
-    """
-    steps = [math.ceil(m * base) for m in _FETCH_STEPS]
-    step = min(bisect.bisect_left(steps, 1.5 * base * total / max(float(visible), 1.0) - 1e-9), len(steps) - 1)
-    return min(steps[step] + 1, total)
 
 
 def _visible_count(stats, rows, eligible, linked) -> np.ndarray:
@@ -1168,14 +1066,6 @@ def _similarities(vectors, rows, cols=None) -> np.ndarray:
 def _session(stats, rows, open_, linked, k):
     """Per row, the k visible entries of its session closest in time (ties: the newer first)."""
     empty = (np.zeros(0, np.int64),) * 3
-    if len(rows) == 1:  # one row: its session's slice
-        s = int(stats.session[rows[0]])
-        if s < 0 or k <= 0:
-            return empty
-        c = stats.session_rows[stats.session_start[s] : stats.session_start[s + 1]]
-        c = c[_visible_pairs(stats, rows, None, c, open_, linked)]
-        c = c[np.lexsort((-stats.rank[c], np.abs(stats.time_us[c] - stats.time_us[rows[0]])))[:k]]
-        return np.zeros(len(c), np.int64), c, np.arange(len(c), dtype=np.int64)
     s = stats.session[rows]
     have = np.flatnonzero(s >= 0)
     if have.size == 0 or k <= 0:
@@ -1230,13 +1120,9 @@ def _union(rows, parts, n):
     empty = np.zeros(0, np.int64)
     if sum(len(p[1]) for p in parts) == 0:
         return {"b": empty, "m": empty, "c": empty, **{f"pos_{x}": empty for x in names}}
-    if len(rows) == 1:  # one row: its candidates are the keys
-        uniq, inv = _unique_runs(np.concatenate([p[2] for p in parts]).astype(np.int64, copy=False))
-        out = {"b": np.zeros(len(uniq), np.int64), "m": np.full(len(uniq), rows[0], np.int64), "c": uniq}
-    else:
-        keys = np.concatenate([p[1] * n + p[2] for p in parts])
-        uniq, inv = np.unique(keys, return_inverse=True)
-        out = {"b": uniq // n, "m": rows[uniq // n], "c": uniq % n}
+    keys = np.concatenate([p[1] * n + p[2] for p in parts])
+    uniq, inv = np.unique(keys, return_inverse=True)
+    out = {"b": uniq // n, "m": rows[uniq // n], "c": uniq % n}
     for name in names:
         out[f"pos_{name}"] = np.full(len(uniq), SENTINEL, np.int64)
     offset = 0
