@@ -192,24 +192,6 @@ def test_a_big_banks_edges_gathered_row_by_row_plan_the_same_links(monkeypatch):
     assert whole.add.height > 50 and whole.add.equals(gathered.add) and whole.remove.equals(gathered.remove)
 
 
-def test_a_connect_of_most_entries_writes_the_same_words_from_one_table_of_shown_terms(monkeypatch):
-    from kbtools.demo import synthetic_bank
-    from kbtools.linker import planning
-    from kbtools.linker.terms import TermStats
-
-    demo = synthetic_bank(entries=300, seed=5)
-    entries = demo.entries.with_columns(pl.lit(None, dtype=pl.Datetime("us", "UTC")).alias("linked_at"))
-    now = entries["created_at"].max()
-    stats = TermStats.build(entries)
-    by_batch = planning.plan_connect(entries, demo.edges, demo.triples, stats=stats, now=now)
-    assert "shown terms" not in stats._cache  # 300 entries: under _SHOWN_TABLE_FROM
-    monkeypatch.setattr(planning, "_SHOWN_TABLE_FROM", 10)
-    stats = TermStats.build(entries)
-    from_table = planning.plan_connect(entries, demo.edges, demo.triples, stats=stats, now=now)
-    assert "shown terms" in stats._cache
-    assert by_batch.add.height > 50 and by_batch.add.equals(from_table.add)
-
-
 def test_the_evidence_text_is_written_only_for_links_still_planned(monkeypatch):
     """A link evicted (or replaced) before its text is written never gets one: the batches of
     texts hold no more links than the plan's automatic ones."""

@@ -45,16 +45,9 @@ def bank():
     return _bank()
 
 
-@pytest.fixture(params=[False, True], ids=["by batch", "from the table"])
-def words_of(bank, request):
-    """The bank, its entries' terms put in the order they are shown batch by batch, or once for
-    all of them (``shown_terms_table``, as a connect of most of a bank does)."""
-    stats, _ = bank
-    if request.param:
-        wording.shown_terms_table(stats)
-        assert "shown terms" in stats._cache
-    yield bank
-    stats._cache.pop("shown terms", None)
+@pytest.fixture
+def words_of(bank):
+    return bank
 
 
 def _pairs_sharing(stats: TermStats, rng, count: int) -> tuple[np.ndarray, np.ndarray]:

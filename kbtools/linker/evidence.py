@@ -120,10 +120,8 @@ def hit_cosines(vectors, rows: np.ndarray, found: np.ndarray) -> np.ndarray:
 
 
 def _dots(vectors, a: np.ndarray, b: np.ndarray) -> np.ndarray:
-    """Per i, the product of rows ``a[i]`` and ``b[i]`` of ``vectors`` (float64), pair by pair, never
-    BLAS: a pair's value must not depend on its batch (tested). float32 vectors (a bank's) go to
-    faiss' pairwise product, which reads the rows where they lie (about twice as fast as gathering
-    them for numpy); other arrays to numpy's row-wise product."""
+    """Per i, the product of rows ``a[i]`` and ``b[i]`` of ``vectors`` (float64), pair by pair, never BLAS: a
+    pair's value must not depend on its batch (tested)."""
     n = len(a)
     if n and isinstance(vectors, np.ndarray) and vectors.dtype == np.float32 and vectors.flags.c_contiguous \
             and vectors.ndim == 2:
@@ -310,11 +308,7 @@ _FEW_PAIRS = 512  #: up to this many pairs, ``_shared`` reads every candidate's 
 
 
 def _shared(stats: TermStats, ms: np.ndarray, cs: np.ndarray):
-    """Per pair: the summed weight, the number and the strong count of the terms both entries hold.
-
-    Each pair reads the shorter of its two posting lists and looks its terms up in the other's
-    (``_shared_hits``); sums are numpy's reductions over each pair's terms in column order, as a
-    sparse row product's sum (both lists run in column order: the same bits from either side)."""
+    """Per pair: the summed weight, the number and the strong count of the terms both entries hold."""
     p = len(ms)
     if p == 0 or stats.postings.indptr[-1] == 0:
         return np.zeros(p), np.zeros(p), np.zeros(p), np.zeros(p)
@@ -335,10 +329,8 @@ def _shared(stats: TermStats, ms: np.ndarray, cs: np.ndarray):
 
 
 def _shared_hits(stats: TermStats, own: np.ndarray, read: np.ndarray):
-    """The terms pair i's ``read[i]`` shares with ``own[i]``: (pair, term, its posting in read's
-    row, in own's row). The ``own`` rows' keys are gathered first: a chunk's rows, or its
-    candidates, hold a few thousand keys that stay in the cache; a search among the bank's keys
-    misses it at every step (a third slower on either bank)."""
+    """The terms pair i's ``read[i]`` shares with ``own[i]``: (pair, term, its posting in read's row, in own's
+    row)."""
     indptr = stats.postings.indptr
     rows, local = np.unique(own, return_inverse=True)
     own_row, own_pos = row_positions(indptr, rows)
@@ -470,11 +462,8 @@ def _votes(stats: TermStats, rows: np.ndarray, rel: Relations, settings: LinkerS
 
 
 def _product_before(stats: TermStats, q: sp.csr_matrix, pt: sp.csr_matrix, cut: int | None) -> sp.csr_matrix:
-    """``q @ pt`` for ``pt``'s columns before ``cut`` (the rest may be missing), pt not copied: each
-    of its rows that q reads is split where its columns reach the cut, into a row kept and a row
-    q never reads. A connect's chunk sees the entries created before it: in a bank whose rows run
-    in time order, half the votes of a whole-bank connect go to entries after it (1,226 votes a
-    row at 100k, half of them unseen)."""
+    """``q @ pt`` for ``pt``'s columns before ``cut`` (the rest may be missing), pt not copied: each of its
+    rows that q reads is split where its columns reach the cut, into a row kept and a row q never reads."""
     n_terms, n = pt.shape
     if cut is None or cut >= n or not pt.has_sorted_indices or q.nnz == 0:
         return q @ pt
@@ -504,16 +493,9 @@ def _first_unseen(stats: TermStats, rows: np.ndarray, open_, linked) -> int:
 
 
 def _top_k(values: np.ndarray, k: int, rank: np.ndarray, exact, slack: float = 0.0):
-    """Per row, the k columns with the highest value above -inf (ties: the newer entry first), and
-    their exact values.
-
-    ``values`` are approximate (a BLAS product whose last bits depend on the batch): the columns
-    within ``slack`` of the k-th are re-scored exactly by ``exact(r, c)`` (a matrix of column
-    numbers per row of ``r``: their exact values), so that the choice does not depend on how many
-    rows were computed together. A wide block reads, per row, the columns at or above a bound read
-    off every ``_SAMPLE_STRIDE``-th column (``_sampled_candidates``); a narrow one picks each row's
-    ``k + _TIE_ROOM`` highest columns. A row whose ties may run past what was read is read whole.
-    """
+    """Per row, the k columns with the highest value above -inf (ties: the newer entry first), and their exact
+    values: ``values`` are approximate (a BLAS product), so the columns within ``slack`` of the k-th are
+    re-scored by ``exact(r, c)`` and the choice does not depend on the batch."""
     empty = np.zeros(0, np.int64)
     if values.size == 0 or k <= 0:
         return empty, empty, empty, np.zeros(0)
@@ -604,9 +586,6 @@ def _visible_from(stats: TermStats, open_: np.ndarray, linked: np.ndarray) -> np
 def _best(r, c, v, k: int, rank: np.ndarray, n_rows: int):
     """Per row, the k (row, column) pairs with the highest value (ties: the newer entry first).
 
-    Pairs below their row's k-th highest value are dropped before the sort (ties at the k-th are
-    kept), so the sort reads about k pairs per row, not every vote of a large bank.
-
     >>> import numpy as np
     >>> _best(np.array([0, 0, 0, 1]), np.array([3, 1, 2, 0]), np.array([0.5, 0.9, 0.5, 0.2]), 2,
     ...       np.arange(4), 2)[1].tolist()
@@ -628,9 +607,6 @@ _GROUP_CELLS = 1_000_000
 
 def _above_kth(r, c, v, k: int, n_rows: int):
     """The pairs whose value is at least their row's k-th highest (all of a row with k or fewer).
-
-    The rows with more than k pairs are read in groups of about the same length (up to the next
-    power of two, padded with -inf): one sort per group, not one call per row (``_padded_kth``).
 
     >>> import numpy as np
     >>> r, c, v = _above_kth(np.array([1, 0, 0, 0, 1]), np.arange(5), np.array([0.2, 0.5, 0.9, 0.5, 0.1]), 2, 2)
@@ -666,11 +642,8 @@ def _kth_highest(bounds: np.ndarray, v: np.ndarray, k: int) -> np.ndarray:
 
 
 def _padded_kth(padded: np.ndarray, k: int) -> np.ndarray:
-    """The k-th highest of each row of ``padded`` (at least k values filling more than half of the
-    row, the rest -inf). A wide row is first cut at a bound read off every ``_SAMPLE_STRIDE``-th
-    column (at most the row's k-th highest), as ``_sampled_candidates`` cuts a dense block: the
-    values at or above it, about 8k, are sorted alone. A sort, not a partition: votes repeat (a row
-    of 7,419 votes held 49 values), and numpy's partition then takes 20 times as long as a sort."""
+    """The k-th highest of each row of ``padded`` (at least k values filling more than half of the row, the
+    rest -inf)."""
     w = padded.shape[1]
     if w >= 4 * _SAMPLE_STRIDE * k:
         sample = np.sort(padded[:, ::_SAMPLE_STRIDE], axis=1)
@@ -831,13 +804,8 @@ _DENSE_CELLS = 4_000_000  #: scores of one dense block (rows x columns): 16 MB a
 
 
 def _exact_neighbours(stats, rows, vectors, open_, linked, k):
-    """The dense scan: per row, the k visible entries of highest cosine (ties: the newer first), as
-    ``b, c, pos`` and each pair's exact cosine (the bits of ``pair_cosine``).
-
-    Rows are scanned in blocks of at most ``_DENSE_CELLS`` scores, in rank order, and only the
-    columns some row of a block could see are scored (all of them once that is most of the bank):
-    the early entries of a bank being linked see a few earlier ones, so their blocks are long. A
-    row's values never depend on its block (near ties are re-scored exactly, see ``_top_k``)."""
+    """The dense scan: per row, the k visible entries of highest cosine (ties: the newer first), as ``b, c,
+    pos`` and each pair's exact cosine (the bits of ``pair_cosine``)."""
     rows = np.asarray(rows, np.int64)
     if len(rows) == 0:
         return (np.zeros(0, np.int64),) * 3 + (np.zeros(0),)
@@ -885,10 +853,8 @@ def _exact_block(stats, rows, vectors, open_, linked, k):
 
 
 def _hide(sims: np.ndarray, stats, rows: np.ndarray, cols: np.ndarray, open_: np.ndarray, linked: np.ndarray) -> None:
-    """Set to -inf the scores of ``rows`` against ``cols`` (sorted) that a row cannot see
-    (``_visible_pairs``: the rank an entry must exceed to be seen, ``_visible_from``) and of the row
-    itself. Only the columns some row of the block cannot see are read (those not linkable, and
-    those not linked from the block's lowest rank on: a few hundred), not a mask of the block."""
+    """Set to -inf the scores of ``rows`` against ``cols`` (sorted) that a row cannot see (``_visible_pairs``:
+    the rank an entry must exceed to be seen, ``_visible_from``) and of the row itself."""
     if len(cols) == 0:
         return
     needs = _visible_from(stats, open_, linked)[cols]
@@ -916,11 +882,9 @@ _FETCH_STEPS = (1.5, 2.0, 3.0, 4.0, 6.0)
 
 
 def _fetches(visible: np.ndarray, base: int, total: int) -> np.ndarray:
-    """Hits to fetch per row: about 1.5 ``base`` of them visible when the index's entries are
-    spread evenly, that is ``1.5 base total / visible``, rounded up to a step of ``_FETCH_STEPS``
-    (at most 6 base), plus one, at most the index. A row's number depends on what it can see,
-    never on its batch; a row that sees the whole bank searches with 61 hits for 40 candidates,
-    not 161 (the search and the exact re-scoring of its hits cost about the hits fetched).
+    """Hits to fetch per row: about 1.5 ``base`` of them visible when the index's entries are spread evenly,
+    that is ``1.5 base total / visible``, rounded up to a step of ``_FETCH_STEPS`` (at most 6 base), plus one,
+    at most the index.
 
     >>> _fetches(np.array([1000, 500, 375, 260]), 40, 1000).tolist()
     [61, 121, 161, 241]

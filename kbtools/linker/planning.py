@@ -36,9 +36,6 @@ __all__ = ["LinkPlan", "plan_links", "plan_connect", "apply_links", "reference_c
 #: entry of a chunk scans the bank densely)
 CHUNK_ROWS = 512
 
-#: A connect of this many entries, half the bank or more, puts every entry's terms in the order its
-#: links show them once (``wording.shown_terms_table``) rather than batch by batch
-_SHOWN_TABLE_FROM = 10_000
 _DECISION = kind_code("decision")  #: a decision's code in ``TermStats.kind``
 
 
@@ -129,7 +126,6 @@ def plan_connect(entries, edges, triples, *, ids=None, vectors=None, cosine=None
     # bank's objects again and again (5-10 % of a connect at 100k)
     with gc_paused():
         state = LinkState(ctx, ctx.edge_index())
-        state.most_entries = total >= _SHOWN_TABLE_FROM and 2 * total >= len(st.ids)
         for start in range(0, total, size):
             rows = chosen[start : start + size]
             pairs = candidate_pairs(st, rows, rel=ctx.rel, open_=ctx.open_, linked=ctx.linked, settings=settings,

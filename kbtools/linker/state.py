@@ -23,7 +23,7 @@ from kbtools.errors import ValidationError
 from kbtools.linker.evidence import SENTINEL, use_exact_neighbours
 from kbtools.linker.rules import KINDS, LinkerSettings, kind_code, link_type
 from kbtools.linker.terms import TermStats, row_positions
-from kbtools.linker.wording import TEXT_VALUES, evidence_texts, shown_terms_table
+from kbtools.linker.wording import TEXT_VALUES, evidence_texts
 from kbtools.model.fading import fade
 from kbtools.model.schema import SCHEMAS, TIME, conform, rows_frame
 from kbtools.model.vocab import DOMINANCE_TYPES, normalize_type
@@ -271,9 +271,6 @@ class LinkState:
         self._pushed = itertools.count()
         self._unwritten: list[dict] = []  #: automatic records planned here, their evidence text maybe not written
         self._written = 0  #: how many of them ``write_evidence`` went through
-        #: whether the words of most of the bank's entries will be written: their terms are put in
-        #: order once for all entries (``wording.shown_terms_table``), at the first batch of texts
-        self.most_entries = False
 
     def ensure(self, rows) -> None:
         """Load the input edges touching these rows (once: an edge removed later stays removed)."""
@@ -560,8 +557,6 @@ class LinkState:
         self._written = stop
         words = [rec.pop("words") for rec in batch]
         m, c, values = _text_inputs(words)
-        if self.most_entries and words:
-            shown_terms_table(self.st)  # made once (kept with the statistics)
         for rec, text in zip(batch, evidence_texts(self.st, self.ctx.rel, m, c, values, [w[4] for w in words])):
             rec["evidence"] = text
         if stop == len(records):  # all written: the list starts again (its records are done with)
@@ -707,10 +702,8 @@ _TYPE_INPUTS = ("m", "c", "later", "time", "bridge_only")
 
 
 def _text_inputs(words: list[tuple]) -> tuple[np.ndarray, np.ndarray, dict]:
-    """The entries, candidates and evidence values (``TEXT_VALUES``, arrays) of records' words
-    ``(m, c, source, at, origin)``: gathered per chunk's ``LinkChoice``, read from a dictionary of
-    values otherwise. The words come in runs of one source (the records of a chunk's links are
-    planned one after another): each run is one gather."""
+    """The entries, candidates and evidence values (``TEXT_VALUES``, arrays) of records' words ``(m, c,
+    source, at, origin)``: gathered per chunk's ``LinkChoice``, read from a dictionary of values otherwise."""
     n = len(words)
     ms, cs, sources, ats, _ = zip(*words) if n else ((),) * 5
     m, c = np.fromiter(ms, np.int64, n), np.fromiter(cs, np.int64, n)

@@ -160,11 +160,11 @@ def _by_table(x: np.ndarray, places: int, kind) -> np.ndarray:
 
 def _shared_words_many(stats: TermStats, m: np.ndarray, c: np.ndarray) -> np.ndarray:
     """``"shared: " + ", ".join(_shared_words(...))`` of many pairs (an object array): each entry's
-    terms put in the order they are shown once (``_shown_terms``), then, a few places at a time,
+    terms put in the order they are shown once (``_shown_terms_of``), then, a few places at a time,
     the pairs that still lack words test their entry's next terms against the candidate's postings."""
     n = len(m)
     rows, local = np.unique(m, return_inverse=True)
-    shown = _shown_terms(stats, rows)
+    shown = _shown_terms_of(stats, rows)
     col, low, start, length = shown["col"], shown["low"], shown["start"][local], shown["length"][local]
     held = _posting_keys(stats, c)
     n_low = len(shown["lowers"])
@@ -200,34 +200,6 @@ def _words_text(text: np.ndarray, words: np.ndarray) -> np.ndarray:
     return np.array(out + [None], dtype=object)[:-1]
 
 
-def shown_terms_table(stats: TermStats) -> None:
-    """Put every entry's terms in the order its links show them once (``_shown_terms`` of all
-    rows), kept with the statistics: a connect that writes the words of most of a bank's entries
-    then gathers each batch's from it (at 100k: 1.6 million terms, once, against 195 batches that
-    each read their entries' labels into sets and dictionaries of their own)."""
-    if _shown_table(stats) is None:
-        stats._cache["shown terms"] = (stats.anchors, stats.w, _shown_terms_of(stats, np.arange(len(stats.ids))))
-
-
-def _shown_table(stats: TermStats) -> dict | None:
-    """``shown_terms_table``'s table when it was made for these statistics' anchors and weights."""
-    held = stats._cache.get("shown terms")
-    return held[2] if held is not None and held[0] is stats.anchors and held[1] is stats.w else None
-
-
-def _shown_terms(stats: TermStats, rows: np.ndarray) -> dict:
-    """``_shown_terms_of`` these rows, gathered from ``shown_terms_table`` when it was made for
-    these statistics (the same arrays but for ``low``: a label's place among all the bank's
-    labels, not the batch's, in the same order)."""
-    table = _shown_table(stats)
-    if table is None:
-        return _shown_terms_of(stats, rows)
-    _, pos = row_positions(table["indptr"], rows)
-    length = table["length"][rows]
-    return dict(col=table["col"][pos], low=table["low"][pos], text=np.append(table["text"][pos], None),
-                start=np.cumsum(length) - length, length=length, lowers=table["lowers"], low_id=table["low_id"])
-
-
 def _shown_terms_of(stats: TermStats, rows: np.ndarray) -> dict:
     """The terms of these entries, one entry after another, each entry's in the order its links
     show them (``_in_shown_order``: heaviest first, then by label in lower case, then as the entry
@@ -261,8 +233,7 @@ def _shown_terms_of(stats: TermStats, rows: np.ndarray) -> dict:
     names, is_word = _term_names(stats)
     text = np.concatenate([np.array(lowers, dtype=object), names, [None]])[
         np.append(np.where(is_word[col], low, len(lowers) + col), -1)]
-    return dict(col=col, low=low, text=text, start=start, length=length, lowers=lowers, low_id=low_id,
-                indptr=np.concatenate([[0], np.cumsum(length)]))
+    return dict(col=col, low=low, text=text, start=start, length=length, lowers=lowers, low_id=low_id)
 
 
 def _weight_ranks(stats: TermStats) -> np.ndarray:
