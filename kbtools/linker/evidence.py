@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import contextlib
 import functools
-import math
 from dataclasses import dataclass
 
 import numpy as np
@@ -21,7 +20,7 @@ import polars as pl
 import scipy.sparse as sp
 
 from kbtools.linker.rules import EVENT, GOAL, KINDS, LinkerSettings, kind_code, prior_matrix
-from kbtools.linker.terms import TermStats, row_positions
+from kbtools.linker.terms import TermStats, row_positions, segment_sums
 
 __all__ = [
     "Relations", "relations", "noisy_or", "pair_evidence", "candidate_pairs", "pair_cosine", "index_neighbours",
@@ -349,22 +348,12 @@ def _shared_sums(stats: TermStats, pair, cols, pos, at, p: int):
     shared_n = np.bincount(pair, minlength=p).astype(np.float64)
     weight = stats.w[cols]
     nonzero = weight != 0.0  # a sparse product holds no zeros, and they would change numpy's summation blocks
-    shared_w = _segment_sums(weight[nonzero], np.bincount(pair[nonzero], minlength=p))
+    shared_w = segment_sums(weight[nonzero], np.bincount(pair[nonzero], minlength=p))
     strong = ~stats.hub[cols]  # strong for the entry (its base flag) and not a hub
     strong_n = np.bincount(pair, weights=(stats.strong_base[at] & strong).astype(np.float64)
                            + (stats.strong_base[pos] & strong), minlength=p)
     entity_w = np.bincount(pair, weights=np.where(stats.is_entity[cols] & ~stats.hub[cols], weight, 0.0), minlength=p)
     return shared_w, shared_n, strong_n, entity_w
-
-
-def _segment_sums(values: np.ndarray, lengths: np.ndarray) -> np.ndarray:
-    """Sums of consecutive segments of ``values`` with these lengths (0 for an empty one)."""
-    out = np.zeros(len(lengths))
-    filled = lengths > 0
-    if filled.any():
-        starts = np.cumsum(lengths) - lengths
-        out[filled] = np.add.reduceat(values, starts[filled])
-    return out
 
 
 def _bridge(stats, ms, cs, rel: Relations) -> np.ndarray:
