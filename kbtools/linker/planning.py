@@ -178,7 +178,7 @@ def reference_connect(entries: pl.DataFrame, edges, triples, *, vectors=None, ne
     """The entries and edges after linking the bank the plain way: :func:`plan_links` for one entry
     at a time, never-linked entries in ``created_at`` order (then id), each plan applied
     (:func:`apply_links`) before the next entry is linked. The oracle a whole-bank
-    :func:`plan_connect` must equal, whatever its chunks, worker processes or compiled steps.
+    :func:`plan_connect` must equal, whatever its chunks.
     One plan per entry: slow on a big bank; tests compare against it.
 
     >>> import polars as pl, datetime as dt
