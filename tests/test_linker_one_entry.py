@@ -106,6 +106,21 @@ def test_one_entrys_shared_terms_are_those_of_mixed_pairs(bank):
     assert (total[1] > 0).sum() > 5
 
 
+def test_one_rows_votes_are_the_sparse_products(demo_dir):
+    from kbtools.store.bank import open_bank
+
+    bank = open_bank(demo_dir / "engineering")
+    stats = TermStats.build(bank.entries, known_entities=triple_entities(bank.triples))
+    rel = cached_relations(stats, bank.triples)
+    assert rel.cols.size  # related entities vote too
+    for row in np.flatnonzero(stats.kind >= 0)[:120].tolist():
+        r, c, v = evidence._votes(stats, np.array([row]), rel, LINKER_DEFAULTS)
+        product = (evidence._query_matrix(stats, np.array([row]), rel, LINKER_DEFAULTS) @ stats.postings_t).tocoo()
+        want = sorted(zip(product.row.tolist(), product.col.tolist(), product.data.tolist()))
+        assert list(zip(r.tolist(), c.tolist(), v.tolist())) == want  # the same bits, in entry order
+        assert r.dtype == c.dtype == np.int64
+
+
 def test_type_keys_hold_the_flags_in_the_order_link_type_reads_them(bank):
     rng = np.random.default_rng(8)
     n = len(bank[0].ids)

@@ -192,6 +192,24 @@ def test_a_big_banks_edges_gathered_row_by_row_plan_the_same_links(monkeypatch):
     assert whole.add.height > 50 and whole.add.equals(gathered.add) and whole.remove.equals(gathered.remove)
 
 
+def test_links_made_inline_plan_as_through_add_capped(monkeypatch):
+    """An entry's common links are made inline (``_INLINE_LINKS``); with full degree caps,
+    evictions and input edges, the plan is the one every link through ``add_capped`` makes."""
+    from kbtools.demo.engineering import engineering_bank
+    from kbtools.linker import LINKER_DEFAULTS, planning
+    from kbtools.linker import state as linking
+
+    demo = engineering_bank(entries=600)
+    settings = LINKER_DEFAULTS.with_(max_degree=3)
+    now = demo.entries["created_at"].max()
+    inline = planning.plan_connect(demo.entries, demo.edges, demo.triples, settings=settings, now=now)
+    monkeypatch.setattr(linking, "_INLINE_LINKS", False)
+    through = planning.plan_connect(demo.entries, demo.edges, demo.triples, settings=settings, now=now)
+    assert inline.report["evicted"] and inline.report["capped"] and inline.report == through.report
+    assert inline.add.height > 50 and inline.add.equals(through.add) and inline.remove.equals(through.remove)
+    assert inline.entry_updates.equals(through.entry_updates)
+
+
 def test_the_evidence_text_is_written_only_for_links_still_planned(monkeypatch):
     """A link evicted (or replaced) before its text is written never gets one: the batches of
     texts hold no more links than the plan's automatic ones."""
@@ -221,6 +239,25 @@ def test_pair_cosines_do_not_depend_on_their_batch():
         alone = np.array([pair_cosine(ms[i : i + 1], cs[i : i + 1], vectors=vectors)[0] for i in range(0, 3000, 7)])
         assert np.array_equal(whole[::7], alone), d
         assert np.allclose(whole, np.einsum("ij,ij->i", vectors[ms].astype(np.float64), vectors[cs].astype(np.float64)), atol=1e-4)
+
+
+def test_few_rows_sum_their_votes_as_the_sparse_product_does(demo_dir):
+    from kbtools.linker import LINKER_DEFAULTS, TermStats
+    from kbtools.linker import evidence
+    from kbtools.linker.planning import cached_relations, triple_entities
+    from kbtools.store.bank import open_bank
+
+    bank = open_bank(demo_dir / "engineering")
+    stats = TermStats.build(bank.entries, known_entities=triple_entities(bank.triples))
+    rel = cached_relations(stats, bank.triples)
+    assert rel.cols.size  # related entities vote too
+    rows = np.flatnonzero(stats.kind >= 0)[:400]
+    for start in range(0, len(rows), evidence._FEW_ROWS):
+        few = rows[start : start + evidence._FEW_ROWS]
+        r, c, v = evidence._votes(stats, few, rel, LINKER_DEFAULTS)
+        product = (evidence._query_matrix(stats, few, rel, LINKER_DEFAULTS) @ stats.postings_t).tocoo()
+        want = sorted(zip(product.row.tolist(), product.col.tolist(), product.data.tolist()))
+        assert sorted(zip(r.tolist(), c.tolist(), v.tolist())) == want  # the same bits
 
 
 def test_the_linking_state_counts_what_it_has_not_loaded():
@@ -334,6 +371,42 @@ def test_a_connect_leaves_the_garbage_collector_as_it_found_it(enabled):
         assert gc.isenabled() == enabled
     finally:
         gc.enable() if was else gc.disable()
+
+
+@pytest.mark.parametrize("presorted", [32, 0])
+def test_shared_words_are_those_of_the_entrys_terms_in_weight_order(monkeypatch, presorted):
+    """``why_text`` reads only the terms two entries share: the same words as reading every term of
+    the entry heaviest first (ties: by label, then as the entry holds them) and keeping the shared,
+    whether the entry's terms were put in order once (few terms) or each link's shared ones (0)."""
+    from kbtools.demo import synthetic_bank
+    from kbtools.linker import wording
+    from kbtools.linker.terms import TermStats
+
+    monkeypatch.setattr(wording, "_PRESORTED_TERMS", presorted)
+
+    demo = synthetic_bank(entries=500, seed=3)
+    stats = TermStats.build(demo.entries, known_entities=["line 3", "kiln"])
+    w, index = stats.w, stats.term_index
+
+    def brute(m, c):
+        am = stats.anchors[m]
+        facts = [(t, t.startswith("e:"), label.lower(), label.lower() if t.startswith("t:") else t[2:])
+                 for t, label in zip(am.terms, am.labels)]
+        facts.sort(key=lambda f: (-w[index[f[0]]], f[2]))
+        other = set(stats.anchors[c].terms)
+        shared = [f for f in facts if f[0] in other]
+        entity_words = {x for f in shared if f[1] for x in f[0][2:].split()}
+        return "shared: " + ", ".join([f[3] for f in shared if f[1] or f[2] not in entity_words][:3])
+
+    rng = np.random.default_rng(0)
+    e = dict(shared_n=1.0, sem=0.0, bridge=0.0, cue=0.0, time=0.0)
+    compared = 0
+    for m, c in rng.integers(0, 500, (3000, 2)).tolist():
+        if set(stats.anchors[m].terms) & set(stats.anchors[c].terms):
+            got = wording.why_words(stats, None, m, c, e, wording.term_places(stats, m))
+            assert got == brute(m, c)
+            compared += got.count(",") > 0
+    assert compared > 500
 
 
 @pytest.mark.parametrize("values", ["two", "twelve", "distinct"])

@@ -23,7 +23,7 @@ from kbtools.errors import ValidationError
 from kbtools.linker.evidence import SENTINEL, use_exact_neighbours
 from kbtools.linker.rules import KINDS, LinkerSettings, kind_code, link_type
 from kbtools.linker.terms import TermStats, row_positions
-from kbtools.linker.wording import TEXT_VALUES, evidence_texts
+from kbtools.linker.wording import TEXT_VALUES, evidence_json, evidence_texts, term_places, why_words
 from kbtools.model.fading import fade
 from kbtools.model.schema import SCHEMAS, TIME, conform, rows_frame
 from kbtools.model.vocab import DOMINANCE_TYPES, normalize_type
@@ -227,6 +227,10 @@ class LinkChoice:
     score = functools.cached_property(lambda self: self.arrays["score"].tolist())
     type_key = functools.cached_property(lambda self: self.arrays["type_key"].tolist())
 
+    def values(self, p: int) -> dict:
+        """What the record of pair ``p`` (of this choice) reads of its evidence, as Python numbers."""
+        return {k: v[p].item() for k, v in self.text_values.items()}
+
 
 class LinkState:
     """Edges near the entries being linked, as dictionaries, updated link by link.
@@ -269,6 +273,7 @@ class LinkState:
         #: removed since left in it (``_weakest``)
         self._by_strength: dict[int, list] = {}
         self._pushed = itertools.count()
+        self._facts = (-1, None)  #: the last entry's terms as its links' words read them (``wording.term_places``)
         self._unwritten: list[dict] = []  #: automatic records planned here, their evidence text maybe not written
         self._written = 0  #: how many of them ``write_evidence`` went through
 
@@ -497,10 +502,40 @@ class LinkState:
                     break
         if not tried:
             return
+        # the common link inline (a whole-bank connect plans 450,000): a new record, its key not
+        # held, no input edge between the two and neither end at its cap; any other goes through
+        # ``_auto_record`` and ``add_capped``, whose record and bookkeeping (``_new``, ``_put``,
+        # ``_count``) this repeats (tested: the same plans with ``_INLINE_LINKS`` off)
+        cap, degrees, degree_delta, edges, now = self.s.max_degree, self.index.degrees, self.degree_delta, self.edges, \
+            self.ctx.now_us
+        unwritten, added, capped, types = self._unwritten, self.added, self.capped, choice.type_key
+        heaps = self._by_strength
         linked = 0
         for p in tried:
-            linked += self.add_capped(self._auto_record(m, m, None, cs[p], choice.type_key[p], choice.score[p], choice, p),
-                                      base[p])
+            c = cs[p]
+            typ, m_is_src = type_of_key(types[p])
+            src, dst = (m, c) if m_is_src else (c, m)
+            key = (src, dst, typ)
+            if (base[p] or key in edges or degrees[src] + degree_delta.get(src, 0) >= cap
+                    or degrees[dst] + degree_delta.get(dst, 0) >= cap or not _INLINE_LINKS):
+                linked += self.add_capped(self._auto_record(m, m, None, c, types[p], choice.score[p], choice, p), base[p])
+                continue
+            weight = float(choice.score[p])
+            rec = {"src": src, "dst": dst, "type": typ, "source": "auto", "note": None, "evidence": None,
+                   "weight": weight, "created_by": "linker", "created_us": now, "seen_us": now,
+                   "orig": None, "taken": False, "words": (m, c, choice, p, None)}
+            rec["faded"] = rec["weight"]  # seen now: ``faded`` would return its weight
+            unwritten.append(rec)
+            edges[key] = added[key] = rec
+            capped[src].add(key)
+            capped[dst].add(key)
+            if heaps and (src in heaps or dst in heaps):
+                self._push(rec, key)
+            delta[(src, dst) if src < dst else (dst, src)] += 1
+            degree_delta[src] += 1
+            if dst != src:
+                degree_delta[dst] += 1
+            linked += 1
         self.counts["links"] += linked
 
     def _auto_links(self, m, end, origin, pairs, ev, own, lo, hi):
@@ -555,10 +590,14 @@ class LinkState:
         stop = len(records) if most is None else min(start + most, len(records))
         batch = [rec for rec in records[start:stop] if "words" in rec and "gone" not in rec]
         self._written = stop
-        words = [rec.pop("words") for rec in batch]
-        m, c, values = _text_inputs(words)
-        for rec, text in zip(batch, evidence_texts(self.st, self.ctx.rel, m, c, values, [w[4] for w in words])):
-            rec["evidence"] = text
+        if len(batch) < _FEW_TEXTS:  # one entry's links: numpy's set-up would cost more than the words
+            for rec in batch:
+                self._evidence(rec)
+        else:
+            words = [rec.pop("words") for rec in batch]
+            m, c, values = _text_inputs(words)
+            for rec, text in zip(batch, evidence_texts(self.st, self.ctx.rel, m, c, values, [w[4] for w in words])):
+                rec["evidence"] = text
         if stop == len(records):  # all written: the list starts again (its records are done with)
             records.clear()
             self._written = 0
@@ -568,8 +607,11 @@ class LinkState:
         """The record's evidence text, written now for an automatic link planned here."""
         words = rec.pop("words", None)
         if words is not None:
-            m, c, values = _text_inputs([words])
-            rec["evidence"] = evidence_texts(self.st, self.ctx.rel, m, c, values, [words[4]])[0]
+            m, c, source, at, origin = words
+            e = source if at is None else source.values(at)
+            if self._facts[0] != m:  # an entry's links are written one after another: its terms read once
+                self._facts = (m, term_places(self.st, m))
+            rec["evidence"] = evidence_json(why_words(self.st, self.ctx.rel, m, c, e, self._facts[1]), e, origin)
         return rec["evidence"]
 
     def _take_over(self, old, new):
@@ -698,6 +740,10 @@ def _pair(a: int, b: int) -> tuple[int, int]:
     return (a, b) if a < b else (b, a)
 
 
+#: Below this many links, ``write_evidence`` writes each link's text alone
+_FEW_TEXTS = 64
+#: Whether ``_chosen_links`` makes an entry's common links inline (False: all through ``add_capped``)
+_INLINE_LINKS = True
 _TYPE_INPUTS = ("m", "c", "later", "time", "bridge_only")
 
 

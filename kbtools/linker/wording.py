@@ -20,7 +20,79 @@ __all__ = ["why_text", "evidence_texts"]
 
 def why_text(stats: TermStats, rel, m: int, c: int, e: dict) -> str:
     """The evidence of a pair in words: "shared: line 3; similar meaning (0.30); ..."."""
-    return _whys(stats, rel, np.array([m]), np.array([c]), {k: np.array([float(e[k])]) for k in _WHY_VALUES})[0]
+    return why_words(stats, rel, m, c, e, term_places(stats, m))
+
+
+#: Up to this many terms an entry's terms are put in the order they are shown once, for all its
+#: links; an entry of more (long texts: the PEP bank's sections hold 79 on average) sorts each
+#: link's shared terms alone: presorting pays where entries hold few terms (the synthetic banks) and
+#: costs where they hold many (sorting every PEP section's terms is slower than sorting each link's)
+_PRESORTED_TERMS = 32
+
+
+def term_places(stats: TermStats, m: int) -> tuple:
+    """Entry m's terms as ``why_words`` reads them, once per entry (it writes an entry's links one
+    after another): by their place in its anchor; for an entry of a few terms, all of them in the
+    order they are shown (``_in_shown_order``), else None; and its entities' words."""
+    terms = stats.anchors[m].terms
+    places = dict(zip(terms, range(len(terms))))
+    shown = _in_shown_order(stats, m, places.items()) if len(places) <= _PRESORTED_TERMS else None
+    entities = [(t, t[2:].split()) for t in places if t.startswith("e:")]
+    return places, shown, entities
+
+
+def _in_shown_order(stats: TermStats, m: int, terms) -> list[tuple]:
+    """(-weight, label in lower case, place, term) of these (term, place) of entry m, in the order
+    they are shown: heaviest first (ties: by label, then as m holds them)."""
+    labels, index, w = stats.anchors[m].labels, stats.term_index, _weights(stats)
+    return sorted([(-w[index[t]], labels[i].lower(), i, t) for t, i in terms])
+
+
+def _shared_words(stats: TermStats, m: int, c: int, facts: tuple) -> list[str]:
+    """The first three terms entries m and c share, as ``why_text`` shows them (``_in_shown_order``),
+    a word of a shared entity only within it."""
+    places, shown, entities = facts
+    shared = places.keys() & stats.anchors[c].terms
+    if not shared:
+        return []
+    if shown is None:  # an entry of many terms: its shared ones put in order alone
+        ordered = _in_shown_order(stats, m, [(t, places[t]) for t in shared])
+    else:
+        ordered = [key for key in shown if key[3] in shared]
+    hidden = {x for t, words in entities if t in shared for x in words} if entities else ()
+    out = []
+    for _, low, _, t in ordered:
+        if t.startswith("e:"):
+            out.append(t[2:])
+        elif low not in hidden:
+            out.append(low if t.startswith("t:") else t[2:])
+        if len(out) == 3:
+            break
+    return out
+
+
+def _weights(stats: TermStats) -> list[float]:
+    """The terms' weights as Python numbers, read once per statistics."""
+    held = stats._cache.get("weights list")
+    if held is None or held[0] is not stats.w:
+        held = stats._cache["weights list"] = (stats.w, stats.w.tolist())
+    return held[1]
+
+
+def why_words(stats: TermStats, rel, m: int, c: int, e: dict, facts: tuple) -> str:
+    parts = []
+    if e["shared_n"] > 0:
+        parts.append("shared: " + ", ".join(_shared_words(stats, m, c, facts)))
+    if e["sem"] > 0:
+        parts.append(f"similar meaning ({e['cos']:.2f})")
+    if e["bridge"] > 0:
+        parts.append("via " + _bridge_label(stats, rel, m, c))
+    if e["cue"] > 0:
+        parts.append("a problem and its fix")
+    if e["time"] > 0:
+        minutes = int(abs(int(stats.time_us[m]) - int(stats.time_us[c])) // 60_000_000)
+        parts.append(f"same session, {minutes} min apart")
+    return "; ".join(parts)
 
 
 _SIGNALS = ("share", "sem", "bridge", "time", "cue")
@@ -79,23 +151,7 @@ def evidence_texts(stats: TermStats, rel, m, c, values: dict, origins=None) -> l
     if n == 0:
         return []
     values = {k: np.asarray(values[k], np.float64) for k in TEXT_VALUES}
-    why = _whys(stats, rel, m, c, values)
-    signals = [_by_table(values[k], 3, repr) for k in (*_SIGNALS, "score")]
-    out = [_EVIDENCE_TEXT % x for x in zip(map(_json_string, why.tolist()), *(x.tolist() for x in signals))]
-    odd = np.zeros(n, bool)
-    for x in signals:
-        odd |= x == None  # noqa: E711 - object arrays: an elementwise test
-    for i in np.flatnonzero(odd).tolist():  # a value not in [0, 1]: the link's own writer
-        out[i] = evidence_json(why[i], {k: values[k][i] for k in values}, origins[i] if origins else None)
-    for i, origin in enumerate(origins or ()):
-        if origin is not None and not odd[i]:
-            out[i] = out[i][:-1] + f', "from": {_json_string(origin)}}}'
-    return out
-
-
-def _whys(stats: TermStats, rel, m: np.ndarray, c: np.ndarray, values: dict) -> np.ndarray:
-    """The "why" of many links (an object array), as ``evidence_texts`` writes it."""
-    why = np.full(len(m), "", dtype=object)
+    why = np.full(n, "", dtype=object)
     shared = np.flatnonzero(values["shared_n"] > 0)
     if shared.size:
         why[shared] = _shared_words_many(stats, m[shared], c[shared])
@@ -112,13 +168,22 @@ def _whys(stats: TermStats, rel, m: np.ndarray, c: np.ndarray, values: dict) -> 
     timed = np.flatnonzero(values["time"] > 0)
     minutes = np.abs(stats.time_us[m[timed]].astype(np.int64) - stats.time_us[c[timed]].astype(np.int64)) // 60_000_000
     why = _joined(why, timed, np.array([f"same session, {x} min apart" for x in minutes.tolist()] + [None], dtype=object)[:-1])
-    return why
+    signals = [_by_table(values[k], 3, repr) for k in (*_SIGNALS, "score")]
+    out = [_EVIDENCE_TEXT % x for x in zip(map(_json_string, why.tolist()), *(x.tolist() for x in signals))]
+    odd = np.zeros(n, bool)
+    for x in signals:
+        odd |= x == None  # noqa: E711 - object arrays: an elementwise test
+    for i in np.flatnonzero(odd).tolist():  # a value not in [0, 1]: the link's own writer
+        out[i] = evidence_json(why[i], {k: values[k][i] for k in values}, origins[i] if origins else None)
+    for i, origin in enumerate(origins or ()):
+        if origin is not None and not odd[i]:
+            out[i] = out[i][:-1] + f', "from": {_json_string(origin)}}}'
+    return out
 
 
 _EVIDENCE_TEXT = _EVIDENCE.replace("%r", "%s") + "}"
-#: what an automatic link's evidence text reads of its pair's evidence (its "why": the first six)
+#: what an automatic link's evidence text reads of its pair's evidence
 TEXT_VALUES = ("shared_n", "sem", "cos", "bridge", "cue", "time", "share", "score")
-_WHY_VALUES = TEXT_VALUES[:6]
 
 
 def _joined(why: np.ndarray, at: np.ndarray, parts) -> np.ndarray:
@@ -231,8 +296,10 @@ def _shown_terms_of(stats: TermStats, rows: np.ndarray) -> dict:
         order = np.lexsort((place, low, heavier, row))
     col, low = col[order], low[order]
     names, is_word = _term_names(stats)
-    text = np.concatenate([np.array(lowers, dtype=object), names, [None]])[
-        np.append(np.where(is_word[col], low, len(lowers) + col), -1)]
+    word = is_word[col]
+    text = np.empty(len(col) + 1, dtype=object)  # the last: None
+    text[:-1][word] = np.array(lowers + [None], dtype=object)[:-1][low[word]]
+    text[:-1][~word] = names[col[~word]]
     return dict(col=col, low=low, text=text, start=start, length=length, lowers=lowers, low_id=low_id)
 
 
