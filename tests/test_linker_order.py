@@ -109,3 +109,16 @@ def test_a_connect_links_an_older_entry_to_the_later_one_it_ranks_first():
     # one entry at a time reads the same lists
     assert _linked(plan_links("new", entries, None, None, vectors=vectors, now=T0)) == {
         p for p in both if "new" in p}
+
+
+def test_a_small_connect_on_a_big_bank_reads_each_entry_own_lists():
+    # linking the newest entry alone (under a quarter of the bank): the frame's lists are not read,
+    # so "old" is not reached from the other end; the whole-bank connect reaches it
+    text = "encoder cable on line 3 keeps faulting with error E-217 during the night shift"
+    entries = _bank([("old", text)] + [(f"copy{i}", text) for i in range(6)] + [("new", text)])
+    copies = [[1.0, 1.0] + [0.0] * i + [0.1] + [0.0] * (6 - i) for i in range(6)]
+    vectors = _unit([[0.6] + [0.0] * 7 + [0.8]] + copies + [[1.0] + [0.0] * 8])
+    small = plan_connect(entries, None, None, ids=["new"], vectors=vectors, now=T0)
+    one_end = plan_connect(entries, None, None, ids=["new"], vectors=vectors, now=T0,
+                           settings=LINKER_DEFAULTS.with_(both_ends=False))
+    assert _linked(small) == _linked(one_end) and frozenset({"new", "old"}) not in _linked(small)

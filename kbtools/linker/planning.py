@@ -5,7 +5,8 @@ its best candidates in the whole frame (``LinkerSettings.both_ends``, ``evidence
 are those of the whole entries frame given; entries are linked in (created_at, id) order; an entry's candidates are the
 linkable entries that are not superseded or archived and were either linked already (``linked_at``
 set) or created earlier. ``plan_connect`` over ids gives the same links as calling ``plan_links``
-for each id in that order and applying each plan (``apply_links``) before the next.
+for each id in that order and applying each plan (``apply_links``) before the next. A connect of
+fewer than :data:`BOTH_ENDS_FROM` of the frame's entries reads each entry's own lists only.
 
 >>> import polars as pl, datetime as dt
 >>> t = dt.datetime(2026, 11, 1, tzinfo=dt.timezone.utc)
@@ -36,6 +37,9 @@ __all__ = ["LinkPlan", "plan_links", "plan_connect", "apply_links", "reference_c
 #: Entries a connect links per chunk with a neighbour index (without one, fewer on a big bank: each
 #: entry of a chunk scans the bank densely)
 CHUNK_ROWS = 512
+#: A connect reads the frame's lists (``LinkerSettings.both_ends``) when it links at least this share
+#: of the bank's entries (a first connect, a relink); a smaller one reads each entry's own lists.
+BOTH_ENDS_FROM = 0.25
 
 _DECISION = kind_code("decision")  #: a decision's code in ``TermStats.kind``
 
@@ -119,6 +123,10 @@ def plan_connect(entries, edges, triples, *, ids=None, vectors=None, cosine=None
     # (``margin``); the others' are read as each entry is linked
     structs = {r: ctx.structural(r) for r in chosen[st.kind[chosen] == _DECISION].tolist()}
     margin = len({t for s in structs.values() for typ, t in s if typ == "supersedes" and t is not None})
+    if settings.both_ends and len(chosen) < BOTH_ENDS_FROM * len(st.ids):
+        # a small connect on a big bank (the night's new entries): each entry's own lists, as a
+        # write reads them; the frame's lists are a pass over the whole bank
+        settings = settings.with_(both_ends=False)
     eligible = ctx.eligible()
     if settings.both_ends:  # the frame's lists, made once here: every chunk reads them
         whole_lists(st, rel=ctx.rel, eligible=eligible, settings=settings, vectors=vectors, cosine=cosine,
