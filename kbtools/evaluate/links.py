@@ -149,7 +149,8 @@ class LinkRecovery:
         lines = [f"## Link recovery: {self.bank}", "",
                  f"{self.entries} entries; held out {sum(self.held_out.values())} human edges "
                  f"({', '.join(f'{k} {v}' for k, v in sorted(self.held_out.items()))}); masked "
-                 f"{self.mask.get('tokens_masked', 0)} citation tokens in {self.mask.get('entries_masked', 0)} entries; "
+                 f"{self.mask.get('tokens_masked', 0)} citation tokens in {self.mask.get('entries_masked', 0)} entries"
+                 f" ({(self.mask.get('by_rule') or {}).get('number', 0)} numbers written with them); "
                  f"vectors: {self.protocol.get('vectors', '')}", "",
                  "| arm | budget | links | links/entry | recovered (95 % interval) | precision | recovered (test half) |",
                  "|---|---|---|---|---|---|---|"]
