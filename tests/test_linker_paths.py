@@ -2,25 +2,31 @@
 
 The oracle is :func:`kbtools.linker.planning.reference_connect`: ``plan_links`` for one entry at a
 time, in ``created_at`` order, each plan applied before the next. ``plan_connect`` reads the bank in
-chunks of any size. Each path, on each bank, must leave the same edges (type, source, weight,
-evidence, seen_at) and the same entries (status, linked_at) as the oracle.
+chunks, may compute the chunks' evidence in worker processes and, for a connect of many chunks,
+runs compiled loops (numba) instead of its numpy steps (``KB_KERNELS=numpy`` turns them off). Each
+path, on each bank, must leave the same edges (type, source, weight, evidence, seen_at) and the
+same entries (status, linked_at) as the oracle.
 """
 
 from __future__ import annotations
 
 import datetime as dt
+import multiprocessing
 
 import numpy as np
 import pytest
-from polars.testing import assert_frame_equal
 
 from kbtools.linker import LINKER_DEFAULTS, TermStats, apply_links, plan_connect
+from kbtools.linker import kernels
+from kbtools.linker.pipeline import KERNELS_FROM, auto_workers, use_kernels
 from kbtools.linker.planning import reference_connect, triple_entities
 from tests.seed_memories import synthetic_bank
 
 NOW = dt.datetime(2026, 11, 1, tzinfo=dt.timezone.utc)
 SIZE = 400
-SMALL_CHUNK = 7
+#: chunks small enough that a connect of a SIZE-entry bank (a fifth linked already) runs the
+#: compiled loops where numba is installed
+SMALL_CHUNK = SIZE * 4 // 5 // (KERNELS_FROM + 4)
 
 #: (seed, vectors, max_degree, neighbour index) of each bank.
 BANKS = {
@@ -30,11 +36,13 @@ BANKS = {
     "vectors through an approximate index": (5, True, LINKER_DEFAULTS.max_degree, "hnsw"),
 }
 
-#: (chunk, statistics given) of each path.
+#: (chunk, workers, KB_KERNELS, statistics given) of each path.
 PATHS = {
-    "one chunk": (None, True),
-    "small chunks": (SMALL_CHUNK, True),
-    "statistics built by the call": (23, False),
+    "one chunk": (None, 0, "numpy", True),
+    "small chunks, numpy steps": (SMALL_CHUNK, 0, "numpy", True),
+    "small chunks, compiled steps": (SMALL_CHUNK, 0, "", True),
+    "small chunks, worker processes": (SMALL_CHUNK, 2, "", True),
+    "statistics built by the call": (23, 0, "numpy", False),
 }
 
 
@@ -76,42 +84,21 @@ def _norm_entries(entries):
 @pytest.mark.slow
 @pytest.mark.parametrize("path", list(PATHS))
 @pytest.mark.parametrize("bank", list(BANKS))
-def test_every_connect_path_plans_what_one_entry_at_a_time_plans(bank, path):
-    chunk, given = PATHS[path]
+def test_every_connect_path_plans_what_one_entry_at_a_time_plans(bank, path, monkeypatch):
+    chunk, workers, mode, given = PATHS[path]
+    if workers and not auto_workers(10, cpus=2):
+        pytest.skip("worker processes are forked on Linux only")
     entries, edges, triples, vectors, neighbors, settings, stats, (want_entries, want_edges) = _bank(bank)
+    monkeypatch.setenv("KB_KERNELS", mode)
     seen = []
     plan = plan_connect(entries, edges, triples, vectors=vectors, neighbors=neighbors, stats=stats if given else None,
-                        settings=settings, now=NOW, chunk=chunk,
+                        settings=settings, now=NOW, chunk=chunk, workers=workers,
                         progress=lambda done, total: seen.append((done, total)))
     got_entries, got_edges = apply_links(entries, edges, plan)
     assert plan.report["links"] > 100 and plan.report["structural"] > 0
     assert _norm_edges(got_edges).equals(_norm_edges(want_edges))
     assert _norm_entries(got_entries).equals(_norm_entries(want_entries))
     assert seen[-1][0] == seen[-1][1] == plan.report["entries"]
-
-
-def test_evidence_written_early_reads_as_written_at_the_end():
-    """A connect writes its links' evidence texts in batches; written a few at a time, while the
-    links are still being planned, they read as when written all at the end."""
-    from kbtools.linker.state import LinkState
-
-    entries, edges, triples, *_ = _bank("lexical, degree 4")
-    stats = TermStats.build(entries, known_entities=triple_entities(triples))
-    written = []
-    original = LinkState.link_entry
-
-    def link_entry(self, *args, **kwargs):
-        out = original(self, *args, **kwargs)
-        waiting = len(self._unwritten) - self._written
-        self.write_evidence(most=7)
-        written.append(waiting)
-        return out
-
-    LinkState.link_entry = link_entry
-    try:
-        early = plan_connect(entries, edges, triples, stats=stats, now=NOW, chunk=50)
-    finally:
-        LinkState.link_entry = original
-    late = plan_connect(entries, edges, triples, stats=stats, now=NOW, chunk=50)
-    assert sum(written) > 100
-    assert_frame_equal(early.add, late.add)
+    if mode == "" and chunk == SMALL_CHUNK and kernels.available():
+        assert use_kernels(-(-plan.report["entries"] // chunk))  # the compiled loops did run
+    assert not multiprocessing.active_children()  # any workers were stopped

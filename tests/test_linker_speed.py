@@ -192,6 +192,24 @@ def test_a_big_banks_edges_gathered_row_by_row_plan_the_same_links(monkeypatch):
     assert whole.add.height > 50 and whole.add.equals(gathered.add) and whole.remove.equals(gathered.remove)
 
 
+def test_a_connect_of_most_entries_writes_the_same_words_from_one_table_of_shown_terms(monkeypatch):
+    from kbtools.demo import synthetic_bank
+    from kbtools.linker import planning
+    from kbtools.linker.terms import TermStats
+
+    demo = synthetic_bank(entries=300, seed=5)
+    entries = demo.entries.with_columns(pl.lit(None, dtype=pl.Datetime("us", "UTC")).alias("linked_at"))
+    now = entries["created_at"].max()
+    stats = TermStats.build(entries)
+    by_batch = planning.plan_connect(entries, demo.edges, demo.triples, stats=stats, now=now)
+    assert "shown terms" not in stats._cache  # 300 entries: under _SHOWN_TABLE_FROM
+    monkeypatch.setattr(planning, "_SHOWN_TABLE_FROM", 10)
+    stats = TermStats.build(entries)
+    from_table = planning.plan_connect(entries, demo.edges, demo.triples, stats=stats, now=now)
+    assert "shown terms" in stats._cache
+    assert by_batch.add.height > 50 and by_batch.add.equals(from_table.add)
+
+
 def test_links_made_inline_plan_as_through_add_capped(monkeypatch):
     """An entry's common links are made inline (``_INLINE_LINKS``); with full degree caps,
     evictions and input edges, the plan is the one every link through ``add_capped`` makes."""
@@ -334,6 +352,20 @@ def test_hit_cosines_are_the_pair_cosines_bits():
         pairs = pair_cosine(np.repeat(rows, 41), found.ravel(), vectors=vectors).reshape(300, 41)
         assert np.array_equal(grid, pairs), d
         assert np.array_equal(hit_cosines(vectors, rows[:1], found[:1]), grid[:1])  # one row alone
+
+
+def test_a_small_edges_frame_read_as_lists_plans_the_same_links(monkeypatch):
+    from kbtools.demo.engineering import engineering_bank
+    from kbtools.linker import planning, state
+    from kbtools.linker.terms import TermStats
+
+    demo = engineering_bank(entries=600)
+    now = demo.entries["created_at"].max()
+    as_lists = planning.plan_connect(demo.entries, demo.edges, demo.triples, stats=TermStats.build(demo.entries), now=now)
+    monkeypatch.setattr(state, "_FEW_EDGES", 0)  # every frame read by polars
+    by_polars = planning.plan_connect(demo.entries, demo.edges, demo.triples, stats=TermStats.build(demo.entries), now=now)
+    assert as_lists.add.height > 50 and as_lists.add.equals(by_polars.add) and as_lists.remove.equals(by_polars.remove)
+    assert as_lists.entry_updates.equals(by_polars.entry_updates)
 
 
 def test_relations_are_kept_while_the_triples_read_alike():

@@ -1,5 +1,5 @@
-"""The words of links (``evidence_texts``): each link's shared words are its entry's terms read
-heaviest first, a word of a shared entity hidden, and its JSON is ``json.dumps``' own."""
+"""The words of links: many links written at once (``evidence_texts``) read exactly as each link
+written alone (``evidence_json(why_text(...))``)."""
 
 from __future__ import annotations
 
@@ -45,9 +45,16 @@ def bank():
     return _bank()
 
 
-@pytest.fixture
-def words_of(bank):
-    return bank
+@pytest.fixture(params=[False, True], ids=["by batch", "from the table"])
+def words_of(bank, request):
+    """The bank, its entries' terms put in the order they are shown batch by batch, or once for
+    all of them (``shown_terms_table``, as a connect of most of a bank does)."""
+    stats, _ = bank
+    if request.param:
+        wording.shown_terms_table(stats)
+        assert "shown terms" in stats._cache
+    yield bank
+    stats._cache.pop("shown terms", None)
 
 
 def _pairs_sharing(stats: TermStats, rng, count: int) -> tuple[np.ndarray, np.ndarray]:
@@ -80,31 +87,6 @@ def _values(stats: TermStats, m, c, rng) -> dict:
     )
 
 
-def _brute_why(stats, rel, m, c, e) -> str:
-    """The why of one link, read the plain way: every term of the entry heaviest first (ties: by
-    label, then as the entry holds them), the shared ones kept, a word of a shared entity hidden."""
-    w, index = stats.w, stats.term_index
-    parts = []
-    if e["shared_n"] > 0:
-        am = stats.anchors[m]
-        facts = [(t, t.startswith("e:"), label.lower(), label.lower() if t.startswith("t:") else t[2:], i)
-                 for i, (t, label) in enumerate(zip(am.terms, am.labels))]
-        facts.sort(key=lambda f: (-w[index[f[0]]], f[2], f[4]))
-        other = set(stats.anchors[c].terms)
-        shared = [f for f in facts if f[0] in other]
-        entity_words = {x for f in shared if f[1] for x in f[0][2:].split()}
-        parts.append("shared: " + ", ".join([f[3] for f in shared if f[1] or f[2] not in entity_words][:3]))
-    if e["sem"] > 0:
-        parts.append(f"similar meaning ({e['cos']:.2f})")
-    if e["bridge"] > 0:
-        parts.append("via " + wording._bridge_label(stats, rel, m, c))
-    if e["cue"] > 0:
-        parts.append("a problem and its fix")
-    if e["time"] > 0:
-        parts.append(f"same session, {abs(int(stats.time_us[m]) - int(stats.time_us[c])) // 60_000_000} min apart")
-    return "; ".join(parts)
-
-
 def test_many_links_read_as_each_link_written_alone(words_of):
     stats, rel = words_of
     rng = np.random.default_rng(7)
@@ -115,15 +97,21 @@ def test_many_links_read_as_each_link_written_alone(words_of):
     want = []
     for i, (a, b) in enumerate(zip(m.tolist(), c.tolist())):
         e = {k: values[k][i].item() for k in _VALUES}
-        why = _brute_why(stats, rel, a, b, e)
-        assert wording.why_text(stats, rel, a, b, e) == why  # one link's own words, as a batch writes them
-        want.append(wording.evidence_json(why, e, origins[i]))
+        want.append(wording.evidence_json(wording.why_text(stats, rel, a, b, e), e, origins[i]))
     assert got == want
     # the cases were there: words found past the first places, hidden words, odd values, origins
     parsed = [json.loads(x) for x in got]
     assert sum(x["why"].count(",") == 2 for x in parsed) > 300
     assert any("via line 3 feeds kiln" in x["why"] for x in parsed)
     assert any("from" in x for x in parsed) and any(x["score"] != x["score"] or x["score"] > 1 for x in parsed)
+    later = [i for i, (a, b) in enumerate(zip(m, c)) if values["shared_n"][i] > 0 and _first_shared_place(stats, a, b) > 12]
+    assert len(later) > 20
+
+
+def _first_shared_place(stats, a, b) -> int:
+    places = wording._in_shown_order(stats, a, zip(stats.anchors[a].terms, range(len(stats.anchors[a].terms))))
+    other = set(stats.anchors[b].terms)
+    return next(i for i, key in enumerate(places) if key[3] in other)
 
 
 def test_a_word_of_a_shared_entity_is_hidden_in_a_batch_as_alone(words_of):
@@ -139,7 +127,7 @@ def test_a_word_of_a_shared_entity_is_hidden_in_a_batch_as_alone(words_of):
     items = [w.removeprefix("shared: ").split(", ") for w in whys]
     assert all("line 3" in x and "line" not in x for x in items), whys
     e = {k: 0.0 for k in _VALUES} | {"shared_n": 1.0}
-    assert got == [wording.evidence_json(_brute_why(stats, rel, a, b, e), e, None) for a, b in zip(m.tolist(), c.tolist())]
+    assert got == [wording.evidence_json(wording.why_text(stats, rel, a, b, e), e, None) for a, b in zip(m.tolist(), c.tolist())]
 
 
 @pytest.mark.parametrize("places,kind", [(3, repr), (2, wording._fixed2)])

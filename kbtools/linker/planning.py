@@ -26,21 +26,22 @@ import polars as pl
 
 from kbtools.errors import EntryNotFound, ValidationError
 from kbtools.linker.evidence import candidate_pairs, pair_evidence, relations, whole_lists
+from kbtools.linker.pipeline import CHUNK_ROWS, ChunkWork, auto_workers, chunk_evidence, use_kernels
 from kbtools.linker.rules import KINDS, LINKER_DEFAULTS, LinkerSettings, kind_code
-from kbtools.linker.state import LinkPlan, LinkChoice, EdgeIndex, LinkState
+from kbtools.linker.state import LINKING_READS, LinkPlan, LinkChoice, EdgeIndex, LinkState
 from kbtools.linker.terms import TermStats, gc_paused, metadata_of
 from kbtools.linker.wording import why_text
 from kbtools.model.schema import SCHEMAS, conform
 
-__all__ = ["LinkPlan", "plan_links", "plan_connect", "apply_links", "reference_connect", "why_text", "CHUNK_ROWS"]
+__all__ = ["LinkPlan", "plan_links", "plan_connect", "apply_links", "reference_connect", "why_text"]
 
-#: Entries a connect links per chunk with a neighbour index (without one, fewer on a big bank: each
-#: entry of a chunk scans the bank densely)
-CHUNK_ROWS = 512
 #: A connect reads the frame's lists (``LinkerSettings.both_ends``) when it links at least this share
 #: of the bank's entries (a first connect, a relink); a smaller one reads each entry's own lists.
 BOTH_ENDS_FROM = 0.25
 
+#: A connect of this many entries, half the bank or more, puts every entry's terms in the order its
+#: links show them once (``wording.shown_terms_table``) rather than batch by batch
+_SHOWN_TABLE_FROM = 10_000
 _DECISION = kind_code("decision")  #: a decision's code in ``TermStats.kind``
 
 
@@ -91,14 +92,16 @@ def plan_links(entry_id, entries, edges, triples, *, vectors=None, cosine=None, 
 
 
 def plan_connect(entries, edges, triples, *, ids=None, vectors=None, cosine=None, neighbors=None, stats=None,
-                 settings: LinkerSettings = LINKER_DEFAULTS, now=None, progress=None, chunk=None) -> LinkPlan:
+                 settings: LinkerSettings = LINKER_DEFAULTS, now=None, progress=None, chunk=None,
+                 workers: int | None = None) -> LinkPlan:
     """Links for many entries (default: those never linked), vectorised; the same links as
     ``plan_links`` one entry at a time in created_at order (given the same ``neighbors`` index, see
-    ``plan_links``). ``progress(done, total)`` is called after each chunk of ``chunk`` entries.
+    ``plan_links``). ``progress(done, total)`` is called after each chunk.
 
-    A chunk's candidates and evidence depend only on the bank as it was read, never on the links
-    planned so far: they are computed for the whole chunk at once, then its entries are linked one
-    after another.
+    ``workers``: processes that compute the chunks' candidates and evidence ahead of the linking
+    (forked, Linux only; see ``pipeline.chunk_evidence``); 0 computes them here, None (default)
+    chooses (``pipeline.auto_workers``: one per core for a connect of six chunks or more). The
+    plan is the same either way.
 
     >>> import polars as pl, datetime as dt
     >>> t = dt.datetime(2026, 11, 1, tzinfo=dt.timezone.utc)
@@ -108,6 +111,9 @@ def plan_connect(entries, edges, triples, *, ids=None, vectors=None, cosine=None
     >>> plan_connect(entries, None, None, ids=[]).report["entries"]
     0
     """
+    if workers is not None and (isinstance(workers, bool) or not isinstance(workers, int) or workers < 0):
+        raise ValidationError("workers", workers, "a number of worker processes, 0 or more (None: one per core "
+                                                  "for a connect of six chunks or more)")
     ctx = PlanContext.open(entries, edges, triples, stats, settings, now, vectors, cosine, neighbors)
     st = ctx.stats
     if ids is None:
@@ -127,35 +133,86 @@ def plan_connect(entries, edges, triples, *, ids=None, vectors=None, cosine=None
         # a small connect on a big bank (the night's new entries): each entry's own lists, as a
         # write reads them; the frame's lists are a pass over the whole bank
         settings = settings.with_(both_ends=False)
+    made = []  # the link state, made once the workers have started (its edge index: 0.4 s at 100k)
+
+    def linking() -> LinkState:
+        if not made:
+            made.append(LinkState(ctx, ctx.edge_index()))
+            made[0].most_entries = len(chosen) >= _SHOWN_TABLE_FROM and 2 * len(chosen) >= len(st.ids)
+            if work.kernels and _LANE:  # numba is imported only here, for a connect that runs its loops
+                import kbtools.linker.kernels as kernels
+                from kbtools.linker.lane import LinkLane
+
+                if kernels.ready():  # the compiled loops were read back (``chunk_evidence``): the lane links
+                    made[0].lane = LinkLane(len(st.ids), len(chosen) * settings.max_new, made[0].index.capped_degree,
+                                            ctx.superseded, settings.max_degree, settings.max_new)
+        return made[0]
+
+    def while_waiting() -> bool:
+        if not made:  # the first chunks are being computed: make the state meanwhile
+            linking()
+            return True
+        return made[0].write_evidence()
+
     eligible = ctx.eligible()
-    if settings.both_ends:  # the frame's lists, made once here: every chunk reads them
+    if settings.both_ends:  # the frame's lists, made once here (before any worker forks: they read them)
         whole_lists(st, rel=ctx.rel, eligible=eligible, settings=settings, vectors=vectors, cosine=cosine,
                     neighbors=neighbors)
     n = max(len(st.ids), 1)
     # without an index every entry of a chunk scans the bank densely: (chunk x bank) scores
     size = chunk or (CHUNK_ROWS if neighbors is not None else max(1, min(CHUNK_ROWS, 4_000_000 // n)))
     total = len(chosen)
+    chunks = [chosen[start : start + size] for start in range(0, total, size)]
+    work = ChunkWork(st, ctx.rel, ctx.open_, ctx.linked, settings, vectors=vectors, cosine=cosine, neighbors=neighbors,
+                     eligible=eligible, margin=margin, keep=LINKING_READS, kernels=use_kernels(len(chunks)))
+    if workers is None:
+        workers = auto_workers(len(chunks)) if cosine is None else 0  # a cosine function may not survive a fork
     # the link state makes a few small objects per link and no cycles: the collector would walk the
     # bank's objects again and again (5-10 % of a connect at 100k)
     with gc_paused():
-        state = LinkState(ctx, ctx.edge_index())
-        for start in range(0, total, size):
-            rows = chosen[start : start + size]
-            pairs = candidate_pairs(st, rows, rel=ctx.rel, open_=ctx.open_, linked=ctx.linked, settings=settings,
-                                    vectors=vectors, neighbors=neighbors, eligible=eligible, margin=margin,
-                                    cosine=cosine)
-            ev = pair_evidence(st, pairs["m"], pairs["c"], rel=ctx.rel, settings=settings, vectors=vectors,
-                               cosine=cosine, known_cos=pairs.get("cos"), features=False)
-            choice = LinkChoice(pairs, ev, st, settings, state.index, len(rows))
-            bounds = np.searchsorted(pairs["b"], np.arange(len(rows) + 1)).tolist()
-            for b, row in enumerate(rows.tolist()):
-                struct = structs[row] if row in structs else ctx.structural(row)
-                state.link_entry(row, pairs, ev, struct, bounds[b], bounds[b + 1], choice, b)
-            if progress is not None:
-                progress(start + len(rows), total)
+        with chunk_evidence(work, chunks, workers=workers, while_waiting=while_waiting) as computed:
+            done = 0
+            for rows, (pairs, ev) in zip(chunks, computed):
+                state = linking()
+                choice = LinkChoice(pairs, ev, st, settings, state.index, len(rows))
+                start = 0
+                if state.lane is not None:
+                    start = state.lane.link(rows, choice, _pure(ctx, rows, structs))
+                    linked = rows[:start].tolist()
+                    state.updates.update(dict.fromkeys(linked))  # none of them had an update yet
+                    state.linked_rows.update(linked)
+                    if start < len(rows):  # a row the state must link: it links from here
+                        state.hand_over()
+                if start < len(rows):
+                    bounds = np.searchsorted(pairs["b"], np.arange(len(rows) + 1)).tolist()
+                    for b, row in enumerate(rows[start:].tolist(), start):
+                        struct = structs[row] if row in structs else ctx.structural(row)
+                        state.link_entry(row, pairs, ev, struct, bounds[b], bounds[b + 1], choice, b)
+                done += len(rows)
+                if progress is not None:
+                    progress(done, total)
+        state = linking()
+        made.clear()
         plan = state.plan({"entries": total})  # the records' evidence is written here: no collector either
         del state  # its records freed before the collector runs again: it would walk them all
     return plan
+
+
+#: Whether a connect that runs the compiled loops links its pure rows through the link lane
+#: (``lane.LinkLane``; False: every row through the state, the same plan)
+_LANE = True
+_STRUCTURAL_KINDS = np.array([kind_code(k) for k in ("goal", "decision", "insight")])
+
+
+def _pure(ctx: "PlanContext", rows: np.ndarray, structs: dict) -> np.ndarray:
+    """Per row, whether the link lane may link it: never linked, not superseded, and no
+    structural links of its own (a goal's parent, a decision's predecessor, an insight's evidence)."""
+    pure = ~ctx.linked[rows] & ~ctx.superseded[rows]
+    if ctx.metadata is not None:
+        for b in np.flatnonzero(pure & np.isin(ctx.stats.kind[rows], _STRUCTURAL_KINDS)).tolist():
+            row = int(rows[b])
+            pure[b] = not (structs[row] if row in structs else ctx.structural(row))
+    return pure
 
 
 def apply_links(entries: pl.DataFrame, edges: pl.DataFrame, plan: LinkPlan) -> tuple[pl.DataFrame, pl.DataFrame]:
@@ -192,7 +249,7 @@ def reference_connect(entries: pl.DataFrame, edges, triples, *, vectors=None, ne
     """The entries and edges after linking the bank the plain way: :func:`plan_links` for one entry
     at a time, never-linked entries in ``created_at`` order (then id), each plan applied
     (:func:`apply_links`) before the next entry is linked. The oracle a whole-bank
-    :func:`plan_connect` must equal, whatever its chunks.
+    :func:`plan_connect` must equal, whatever its chunks, worker processes or compiled steps.
     One plan per entry: slow on a big bank; tests compare against it.
 
     >>> import polars as pl, datetime as dt

@@ -13,6 +13,7 @@ import math
 
 import numpy as np
 
+from kbtools.linker.evidence import compiled_kernels
 from kbtools.linker.terms import TermStats, row_positions
 
 __all__ = ["why_text", "evidence_texts"]
@@ -96,8 +97,6 @@ def why_words(stats: TermStats, rel, m: int, c: int, e: dict, facts: tuple) -> s
 
 
 _SIGNALS = ("share", "sem", "bridge", "time", "cue")
-
-
 def evidence_json(why: str, e: dict, origin) -> str:
     """``json.dumps`` of {"why", "signals", "score"[, "from"]}, written directly (a link's record is
     made once per link of a whole bank).
@@ -225,11 +224,15 @@ def _by_table(x: np.ndarray, places: int, kind) -> np.ndarray:
 
 def _shared_words_many(stats: TermStats, m: np.ndarray, c: np.ndarray) -> np.ndarray:
     """``"shared: " + ", ".join(_shared_words(...))`` of many pairs (an object array): each entry's
-    terms put in the order they are shown once (``_shown_terms_of``), then, a few places at a time,
-    the pairs that still lack words test their entry's next terms against the candidate's postings."""
+    terms put in the order they are shown once (``_shown_terms``), then, a few places at a time,
+    the pairs that still lack words test their entry's next terms against the candidate's postings
+    (a compiled loop over the table of shown terms in a big connect: ``_compiled_words``)."""
+    compiled = _compiled_words(stats, m, c)
+    if compiled is not None:
+        return compiled
     n = len(m)
     rows, local = np.unique(m, return_inverse=True)
-    shown = _shown_terms_of(stats, rows)
+    shown = _shown_terms(stats, rows)
     col, low, start, length = shown["col"], shown["low"], shown["start"][local], shown["length"][local]
     held = _posting_keys(stats, c)
     n_low = len(shown["lowers"])
@@ -265,6 +268,65 @@ def _words_text(text: np.ndarray, words: np.ndarray) -> np.ndarray:
     return np.array(out + [None], dtype=object)[:-1]
 
 
+def _compiled_words(stats: TermStats, m: np.ndarray, c: np.ndarray) -> np.ndarray | None:
+    """``_shared_words_many`` by a compiled loop (``kernels.shared_words``) over the table of every
+    entry's shown terms (``shown_terms_table``), once a big connect made both; else None. The same
+    words: per pair its entry's terms in the order shown, the first three the candidate holds, a
+    term not when its label is a word of an entity both hold."""
+    table = _shown_table(stats)
+    held = compiled_kernels()
+    if table is None or held is None:
+        return None
+    word_ptr, word_entity = _entities_by_word(stats, table)
+    words = held.shared_words(table["indptr"][m], table["length"][m], m, c, table["col"], table["low"],
+                              stats.is_entity, stats.postings.indptr, stats.postings.indices, word_ptr, word_entity)
+    return _words_text(table["text"], words)
+
+
+def _entities_by_word(stats: TermStats, table: dict) -> tuple[np.ndarray, np.ndarray]:
+    """Per label in lower case of the table (a CSR over ``table["lowers"]``), the entity terms
+    with it among the words of their name (``_hidden_words``' words); kept with the table."""
+    held = stats._cache.get("entities by word")
+    if held is None or held[0] is not table:
+        low_id, vocab = table["low_id"], stats.vocab
+        pairs = [(low_id[w], t) for t in np.flatnonzero(stats.is_entity).tolist() for w in vocab[t][2:].split()
+                 if w in low_id]
+        word = np.array([w for w, _ in pairs], np.int64)
+        entity = np.array([t for _, t in pairs], np.int64)
+        order = np.argsort(word, kind="stable")
+        ptr = np.concatenate([[0], np.cumsum(np.bincount(word, minlength=len(table["lowers"])))])
+        held = stats._cache["entities by word"] = (table, ptr, entity[order])
+    return held[1], held[2]
+
+
+def shown_terms_table(stats: TermStats) -> None:
+    """Put every entry's terms in the order its links show them once (``_shown_terms`` of all
+    rows), kept with the statistics: a connect that writes the words of most of a bank's entries
+    then gathers each batch's from it (at 100k: 1.6 million terms, once, against 195 batches that
+    each read their entries' labels into sets and dictionaries of their own)."""
+    if _shown_table(stats) is None:
+        stats._cache["shown terms"] = (stats.anchors, stats.w, _shown_terms_of(stats, np.arange(len(stats.ids))))
+
+
+def _shown_table(stats: TermStats) -> dict | None:
+    """``shown_terms_table``'s table when it was made for these statistics' anchors and weights."""
+    held = stats._cache.get("shown terms")
+    return held[2] if held is not None and held[0] is stats.anchors and held[1] is stats.w else None
+
+
+def _shown_terms(stats: TermStats, rows: np.ndarray) -> dict:
+    """``_shown_terms_of`` these rows, gathered from ``shown_terms_table`` when it was made for
+    these statistics (the same arrays but for ``low``: a label's place among all the bank's
+    labels, not the batch's, in the same order)."""
+    table = _shown_table(stats)
+    if table is None:
+        return _shown_terms_of(stats, rows)
+    _, pos = row_positions(table["indptr"], rows)
+    length = table["length"][rows]
+    return dict(col=table["col"][pos], low=table["low"][pos], text=np.append(table["text"][pos], None),
+                start=np.cumsum(length) - length, length=length, lowers=table["lowers"], low_id=table["low_id"])
+
+
 def _shown_terms_of(stats: TermStats, rows: np.ndarray) -> dict:
     """The terms of these entries, one entry after another, each entry's in the order its links
     show them (``_in_shown_order``: heaviest first, then by label in lower case, then as the entry
@@ -296,11 +358,10 @@ def _shown_terms_of(stats: TermStats, rows: np.ndarray) -> dict:
         order = np.lexsort((place, low, heavier, row))
     col, low = col[order], low[order]
     names, is_word = _term_names(stats)
-    word = is_word[col]
-    text = np.empty(len(col) + 1, dtype=object)  # the last: None
-    text[:-1][word] = np.array(lowers + [None], dtype=object)[:-1][low[word]]
-    text[:-1][~word] = names[col[~word]]
-    return dict(col=col, low=low, text=text, start=start, length=length, lowers=lowers, low_id=low_id)
+    text = np.concatenate([np.array(lowers, dtype=object), names, [None]])[
+        np.append(np.where(is_word[col], low, len(lowers) + col), -1)]
+    return dict(col=col, low=low, text=text, start=start, length=length, lowers=lowers, low_id=low_id,
+                indptr=np.concatenate([[0], np.cumsum(length)]))
 
 
 def _weight_ranks(stats: TermStats) -> np.ndarray:

@@ -1,0 +1,579 @@
+"""Compiled loops for four of the linker's steps, with numba when it is installed (the ``fast`` extra).
+
+A whole-bank connect spent about a fifth of its CPU in two steps that numpy can only do with
+sorts and binary searches over every pair's terms: the shared terms of each candidate pair
+(``evidence._shared``) and each row's best lexical candidates, the votes of its rarest terms
+(``evidence._votes`` then ``evidence._best``). Here each is one loop per pair or per row, compiled
+by numba: a merge of two sorted posting lists, and a dense accumulator with a small heap. The
+third is the link lane's (``lane.LinkLane``): the sequential linking of a big connect's pure rows
+over arrays, the state's decisions link for link. The fourth finds the first three shared words
+of each link's evidence text (``wording._compiled_words``) in the table of every entry's terms.
+
+They give the numpy steps' results bit for bit: the same terms summed in the same order (a
+segment's sum as ``numpy.add.reduceat`` makes it: its first value plus numpy's pairwise sum of
+the rest; a vote as scipy's sparse product sums it: term by term from 0.0), the same ties. Tests
+compare both on generated and real banks; ``KB_KERNELS=numpy`` turns the compiled loops off.
+
+Without numba, or with ``KB_KERNELS=numpy``, :func:`available` is False and the linker runs its
+numpy steps. The loops run once :func:`warm` has compiled them: about 10 s the first time on a
+machine, then read back from numba's cache beside this module in about 0.5 s (and 0.4 s for
+numba's own import), once a process. A connect of many chunks (``pipeline.KERNELS_FROM``) does it
+before it forks its worker processes, which start with the loops in memory.
+
+>>> import numpy as np
+>>> indptr, indices = np.array([0, 2, 4]), np.array([1, 3, 1, 2], np.int32)
+>>> w = np.array([0.0, 0.5, 0.25, 0.125])
+>>> flags = np.zeros(4, bool)
+>>> out = shared_sums(indptr, indices, w, flags, flags, flags, np.array([0]), np.array([1])) if warm() else None
+>>> out is None or [x.tolist() for x in out] == [[0.5], [1.0], [0.0], [0.0]]
+True
+"""
+
+from __future__ import annotations
+
+import os
+import warnings
+
+import numpy as np
+
+__all__ = ["available", "ready", "warm", "shared_sums", "joined_parts", "visibility", "best_votes", "lane_rows", "shared_words"]
+
+
+def _fixed(a, dtype=None) -> np.ndarray:
+    """``a`` as a read-only contiguous array (of ``dtype``): numba compiles once per array type, and
+    the statistics' arrays are read-only or not by how they were built."""
+    out = np.ascontiguousarray(a, dtype=dtype).view()
+    out.flags.writeable = False
+    return out
+
+
+try:  # the ``fast`` extra
+    import numba
+except Exception:  # noqa: BLE001 - not installed, or not importable here (a numpy it does not know): the numpy steps
+    numba = None
+
+
+def _jit(**options):
+    """numba's ``njit``, its compiled code cached on disk beside this module (or in numba's user
+    cache); without numba, the plain function (never called: ``available`` is False)."""
+    if numba is None:
+        return lambda fn: fn
+
+    def compiled(fn):
+        try:
+            return numba.njit(cache=True, nogil=True, **options)(fn)
+        except RuntimeError:  # no cache location writable: compiled anew in each process instead
+            return numba.njit(nogil=True, **options)(fn)
+
+    return compiled
+
+
+@_jit()
+def _block(a, lo, n):
+    # numpy's pairwise summation (``pairwise_sum_DOUBLE``) of at most 128 values: up to 8 one
+    # after another, more in eight running sums
+    if n < 8:
+        res = 0.0
+        for i in range(n):
+            res += a[lo + i]
+        return res
+    r0, r1, r2, r3 = a[lo], a[lo + 1], a[lo + 2], a[lo + 3]
+    r4, r5, r6, r7 = a[lo + 4], a[lo + 5], a[lo + 6], a[lo + 7]
+    i = 8
+    whole = n - n % 8
+    while i < whole:
+        r0 += a[lo + i]
+        r1 += a[lo + i + 1]
+        r2 += a[lo + i + 2]
+        r3 += a[lo + i + 3]
+        r4 += a[lo + i + 4]
+        r5 += a[lo + i + 5]
+        r6 += a[lo + i + 6]
+        r7 += a[lo + i + 7]
+        i += 8
+    res = ((r0 + r1) + (r2 + r3)) + ((r4 + r5) + (r6 + r7))
+    while i < n:
+        res += a[lo + i]
+        i += 1
+    return res
+
+
+@_jit()
+def _pairwise(a, lo, n):
+    # numpy's pairwise summation: past 128 values, the sum of two halves' sums (the first a
+    # multiple of 8), each summed so. Without recursion (numba's cache cannot load a recursive
+    # function back): the halves are walked with a stack of their bounds
+    if n <= 128:
+        return _block(a, lo, n)
+    los, ns = np.empty(64, np.int64), np.empty(64, np.int64)
+    left, state = np.empty(64), np.zeros(64, np.int64)  # state: 0 new, 1 in its left half, 2 in its right
+    d = 0
+    los[0], ns[0] = lo, n
+    while True:
+        if ns[d] > 128 and state[d] == 0:
+            half = ns[d] // 2
+            half -= half % 8
+            state[d] = 1
+            los[d + 1], ns[d + 1], state[d + 1] = los[d], half, 0
+            d += 1
+            continue
+        value = _block(a, los[d], ns[d])
+        while True:  # hand the value up
+            d -= 1
+            if d < 0:
+                return value
+            if state[d] == 1:  # its left half done: the right half next
+                left[d] = value
+                state[d] = 2
+                half = ns[d] // 2
+                half -= half % 8
+                los[d + 1], ns[d + 1], state[d + 1] = los[d] + half, ns[d] - half, 0
+                d += 1
+                break
+            value = left[d] + value
+
+
+@_jit()
+def _shared(indptr, indices, w, hub, strong_base, is_entity, ms, cs):
+    p = len(ms)
+    shared_w, shared_n = np.zeros(p), np.zeros(p)
+    strong_n, entity_w = np.zeros(p), np.zeros(p)
+    longest = 0
+    for r in range(len(indptr) - 1):
+        longest = max(longest, indptr[r + 1] - indptr[r])
+    weights = np.empty(max(longest, 1))
+    for i in range(p):
+        a, a_end = indptr[ms[i]], indptr[ms[i] + 1]
+        b, b_end = indptr[cs[i]], indptr[cs[i] + 1]
+        n = 0
+        held = 0
+        strong = 0.0
+        entity = 0.0
+        while a < a_end and b < b_end:
+            ta, tb = indices[a], indices[b]
+            if ta < tb:
+                a += 1
+            elif tb < ta:
+                b += 1
+            else:
+                weight = w[ta]
+                n += 1
+                if weight != 0.0:  # the numpy step sums the nonzero weights (a sparse product's)
+                    weights[held] = weight
+                    held += 1
+                if not hub[ta]:
+                    strong += np.float64(strong_base[a]) + np.float64(strong_base[b])
+                    if is_entity[ta]:
+                        entity += weight
+                a += 1
+                b += 1
+        shared_n[i] = n
+        strong_n[i] = strong
+        entity_w[i] = entity
+        if held:  # numpy.add.reduceat: the first value, plus the pairwise sum of the rest
+            shared_w[i] = weights[0] + _pairwise(weights, 1, held - 1) if held > 1 else weights[0]
+    return shared_w, shared_n, strong_n, entity_w
+
+@_jit(inline="always")
+def _worse(v1, rank1, v2, rank2):
+    # whether a candidate ranks below another: a lower vote, or the same vote and older
+    return v1 < v2 or (v1 == v2 and rank1 < rank2)
+
+@_jit(inline="always")
+def _sift_down(hv, hrank, hc, size, at):
+    # the heap's entry at ``at`` moved down below the worse of its children while they are worse
+    while True:
+        low = at
+        left, right = 2 * at + 1, 2 * at + 2
+        if left < size and _worse(hv[left], hrank[left], hv[low], hrank[low]):
+            low = left
+        if right < size and _worse(hv[right], hrank[right], hv[low], hrank[low]):
+            low = right
+        if low == at:
+            return
+        hv[at], hv[low] = hv[low], hv[at]
+        hrank[at], hrank[low] = hrank[low], hrank[at]
+        hc[at], hc[low] = hc[low], hc[at]
+        at = low
+
+@_jit()
+def _best(q_indptr, q_terms, q_weights, parts_indptr, parts_indices, parts_data, part_starts, cut, rows, row_rank, seen,
+          n, k):
+    n_rows = len(q_indptr) - 1
+    sums = np.zeros(n)
+    touched = np.empty(n, np.int64)
+    out_r = np.empty(n_rows * k, np.int64)
+    out_c = np.empty(n_rows * k, np.int64)
+    out_pos = np.empty(n_rows * k, np.int64)
+    # the k best so far (a higher vote, then the newer entry) as a heap whose top is the worst kept
+    hv = np.empty(max(k, 1))
+    hrank = np.empty(max(k, 1), np.int64)
+    hc = np.empty(max(k, 1), np.int64)
+    written = 0
+    for r in range(n_rows):
+        count = 0
+        for part in range(len(part_starts) - 1):  # an entry's postings are in one part: its votes sum there
+            base = part_starts[part]
+            for j in range(q_indptr[r], q_indptr[r + 1]):
+                t = q_terms[j]
+                weight = q_weights[j]
+                for x in range(parts_indptr[base + t], parts_indptr[base + t + 1]):
+                    c = parts_indices[x]
+                    if c >= cut:  # a term's entries run in order: none of the rows sees these
+                        break
+                    add = weight * parts_data[x]
+                    if add > 0.0:  # none is negative (checked): a sum is 0 until its entry's first vote
+                        if sums[c] == 0.0:
+                            touched[count] = c
+                            count += 1
+                        sums[c] += add
+        m, own = rows[r], row_rank[r]
+        size = 0
+        # newest first as they came (a term's entries run oldest first): of equal votes the first
+        # kept wins, and the rest leave the heap alone
+        for j in range(count - 1, -1, -1):
+            c = touched[j]
+            value = sums[c]
+            sums[c] = 0.0
+            if seen[c, 0] >= own or c == m:  # not visible from this row
+                continue
+            cr = seen[c, 1]
+            if size < k:
+                at = size
+                size += 1
+                while at > 0:
+                    up = (at - 1) // 2
+                    if not _worse(value, cr, hv[up], hrank[up]):
+                        break
+                    hv[at], hrank[at], hc[at] = hv[up], hrank[up], hc[up]
+                    at = up
+                hv[at], hrank[at], hc[at] = value, cr, c
+            elif _worse(hv[0], hrank[0], value, cr):
+                hv[0], hrank[0], hc[0] = value, cr, c
+                _sift_down(hv, hrank, hc, size, 0)
+        kept = size
+        for pos in range(kept - 1, -1, -1):  # the worst first: placed from the back
+            out_r[written + pos] = r
+            out_c[written + pos] = hc[0]
+            out_pos[written + pos] = pos
+            size -= 1
+            hv[0], hrank[0], hc[0] = hv[size], hrank[size], hc[size]
+            _sift_down(hv, hrank, hc, size, 0)
+        written += kept
+    return out_r[:written], out_c[:written], out_pos[:written]
+
+
+@_jit(inline="always")
+def _holds(indices, lo, hi, t):
+    # whether the sorted ``indices[lo:hi]`` (a row's postings) hold term t
+    end = hi
+    while lo < hi:
+        mid = (lo + hi) // 2
+        if indices[mid] < t:
+            lo = mid + 1
+        else:
+            hi = mid
+    return lo < end and indices[lo] == t
+
+
+@_jit()
+def _words(starts, lengths, ms, cs, col, low, is_entity, indptr, indices, word_ptr, word_entity):
+    n = len(cs)
+    out = np.full((n, 3), -1, np.int64)
+    for i in range(n):
+        c, m = cs[i], ms[i]
+        lo, hi = indptr[c], indptr[c + 1]
+        found = 0
+        for j in range(starts[i], starts[i] + lengths[i]):
+            t = col[j]
+            if not _holds(indices, lo, hi, t):
+                continue
+            if not is_entity[t]:  # not shown when it is a word of an entity both hold (the entity is)
+                word, hidden = low[j], False
+                for q in range(word_ptr[word], word_ptr[word + 1]):
+                    e = word_entity[q]
+                    if _holds(indices, lo, hi, e) and _holds(indices, indptr[m], indptr[m + 1], e):
+                        hidden = True
+                        break
+                if hidden:
+                    continue
+            out[i, found] = j
+            found += 1
+            if found == 3:
+                break
+    return out
+
+# ---------------------------------------------------------------- the link lane (``lane.LinkLane``)
+# A link's ends hold it in a list each: node 2 * link in its source's, 2 * link + 1 in its
+# target's (``head`` per row, ``nxt`` per node); a list holds the row's live links only.
+
+
+@_jit(inline="always")
+def _lane_before(a, b, l_w, l_src, l_dst, l_typ):
+    # whether link a is weaker than link b: (weight, source, target, type), as the state's keys compare
+    if l_w[a] != l_w[b]:
+        return l_w[a] < l_w[b]
+    if l_src[a] != l_src[b]:
+        return l_src[a] < l_src[b]
+    if l_dst[a] != l_dst[b]:
+        return l_dst[a] < l_dst[b]
+    return l_typ[a] < l_typ[b]
+
+
+@_jit()
+def _lane_weakest(row, head, nxt, l_w, l_src, l_dst, l_typ):
+    weakest = -1
+    node = head[row]
+    while node >= 0:
+        link = node >> 1
+        if weakest < 0 or _lane_before(link, weakest, l_w, l_src, l_dst, l_typ):
+            weakest = link
+        node = nxt[node]
+    return weakest
+
+
+@_jit()
+def _lane_joined(m, c, head, nxt, l_src, l_dst):
+    node = head[m]
+    while node >= 0:
+        link = node >> 1
+        if l_src[link] + l_dst[link] - m == c:  # its other end (a link never joins a row to itself)
+            return True
+        node = nxt[node]
+    return False
+
+
+@_jit()
+def _lane_unlink(row, node, head, nxt):
+    at = head[row]
+    if at == node:
+        head[row] = nxt[node]
+        return
+    while at >= 0:
+        if nxt[at] == node:
+            nxt[at] = nxt[node]
+            return
+        at = nxt[at]
+
+
+@_jit()
+def _lane_remove(link, head, nxt, l_src, l_dst, l_alive, deg):
+    l_alive[link] = 0
+    src, dst = l_src[link], l_dst[link]
+    _lane_unlink(src, 2 * link, head, nxt)
+    _lane_unlink(dst, 2 * link + 1, head, nxt)
+    deg[src] -= 1
+    deg[dst] -= 1
+
+
+@_jit()
+def _lane_evict(row, weak, cap, input_deg, deg, head, nxt, l_w, l_src, l_dst, l_typ, l_alive):
+    # the row's weakest links removed until it is under its cap: ``weak`` (found before) first,
+    # unless the other end's eviction took it; how many
+    evicted = 0
+    while input_deg[row] + deg[row] >= cap:
+        gone = weak if weak >= 0 and l_alive[weak] else _lane_weakest(row, head, nxt, l_w, l_src, l_dst, l_typ)
+        weak = -1
+        _lane_remove(gone, head, nxt, l_src, l_dst, l_alive, deg)
+        evicted += 1
+    return evicted
+
+
+@_jit()
+def _lane(rows, pure, bounds, cs, base, score, typ, m_is_src, exact, chunk, superseded, input_deg, deg, head, nxt,
+          l_src, l_dst, l_typ, l_w, l_alive, l_m, l_p, l_chunk, counts, cap, max_new):
+    # counts: links made (live or not), links, evicted, refused at a full cap, rows scanned exactly
+    tried = np.empty(max(max_new, 1), np.int64)
+    for b in range(len(rows)):
+        if not pure[b]:
+            return b
+        m = rows[b]
+        k = 0
+        for p in range(bounds[b], bounds[b + 1]):  # the candidates tried, read before any is added
+            if k == max_new:
+                break
+            c = cs[p]
+            if superseded[c] or base[p] > 0 or _lane_joined(m, c, head, nxt, l_src, l_dst):
+                continue
+            tried[k] = p
+            k += 1
+        # the state's own path for the row: a link to itself, an unknown type, a score that is not
+        # a number, or an end with links from before the plan that could reach its cap
+        for i in range(k):
+            p = tried[i]
+            c = cs[p]
+            if c == m or typ[p] < 0 or not score[p] == score[p]:
+                return b
+            if input_deg[c] > 0 and input_deg[c] + deg[c] + 1 >= cap:
+                return b
+            for j in range(i):
+                if cs[tried[j]] == c:
+                    return b
+        if k > 0 and input_deg[m] > 0 and input_deg[m] + deg[m] + k >= cap:
+            return b
+        if exact[b]:
+            counts[4] += 1
+        for i in range(k):
+            p = tried[i]
+            c = cs[p]
+            src, dst = (m, c) if m_is_src[p] else (c, m)
+            w = score[p]
+            src_full = input_deg[src] + deg[src] >= cap  # then it has no links from before (above)
+            dst_full = input_deg[dst] + deg[dst] >= cap
+            weak_src, weak_dst = -1, -1
+            if src_full:
+                weak_src = _lane_weakest(src, head, nxt, l_w, l_src, l_dst, l_typ)
+                if l_w[weak_src] >= w:
+                    counts[3] += 1
+                    continue
+            if dst_full:
+                weak_dst = _lane_weakest(dst, head, nxt, l_w, l_src, l_dst, l_typ)
+                if l_w[weak_dst] >= w:
+                    counts[3] += 1
+                    continue
+            if src_full:
+                counts[2] += _lane_evict(src, weak_src, cap, input_deg, deg, head, nxt, l_w, l_src, l_dst, l_typ, l_alive)
+            if dst_full:
+                counts[2] += _lane_evict(dst, weak_dst, cap, input_deg, deg, head, nxt, l_w, l_src, l_dst, l_typ, l_alive)
+            link = counts[0]
+            counts[0] += 1
+            l_src[link], l_dst[link], l_typ[link], l_w[link], l_alive[link] = src, dst, typ[p], w, 1
+            l_m[link], l_p[link], l_chunk[link] = m, p, chunk
+            nxt[2 * link], head[src] = head[src], 2 * link
+            nxt[2 * link + 1], head[dst] = head[dst], 2 * link + 1
+            deg[src] += 1
+            deg[dst] += 1
+            counts[1] += 1
+    return len(rows)
+
+
+def available() -> bool:
+    """Whether the compiled loops can run (numba installed, ``KB_KERNELS`` not ``numpy``)."""
+    return numba is not None and os.environ.get("KB_KERNELS", "").strip().lower() != "numpy"
+
+
+_warmed = False  #: whether ``warm`` compiled (or read) the loops in this process or in its parent before a fork
+
+
+def ready() -> bool:
+    """Whether the linker's steps use the compiled loops now: they can run and were warmed (by a
+    big connect, see ``pipeline.KERNELS_FROM``). Until then, and for a few rows or pairs, the
+    numpy steps run: importing numba and reading the compiled code back costs about 0.8 s a
+    process, more than they save on a small batch."""
+    return _warmed and available()
+
+
+def warm() -> bool:
+    """Compile (or read from numba's cache) both loops now, once a process: a connect does it
+    before it forks its workers, which then have them. From then on ``ready()``; returns it.
+    Should numba fail (a compiler error, an unreadable cache), it warns and the numpy steps run."""
+    global _warmed
+    if not available():
+        return False
+    if _warmed:
+        return True
+    indptr, indices = np.array([0, 1, 2], np.int32), np.array([0, 0], np.int32)
+    flags = np.zeros(2, bool)
+    one = np.array([0], np.int64)
+    try:
+        shared = shared_sums(indptr, indices, np.ones(1), flags[:1], flags, flags[:1], one, one + 1)
+        best = best_votes(indptr[:2], indices[:1], np.ones(1), joined_parts([(indptr[:2], indices[:1], np.ones(1))]),
+                          2, one + 1, one + 1, visibility(np.array([-1, -1]), np.arange(2)), 2, 1)
+        lane = _lane_known_case()
+        words = shared_words(np.array([0]), np.array([2]), one, one + 1, np.array([0, 1]), np.array([0, 1]), flags,
+                             np.array([0, 1, 2]), np.array([1, 1], np.int32), np.array([0, 0, 0]), np.zeros(0))
+    except Exception as err:  # noqa: BLE001 - any failure of numba leaves the numpy steps, which give the same bits
+        warnings.warn(f"the linker's compiled loops could not be made ({type(err).__name__}: {err}); "
+                      "the numpy steps run instead (the same results, slower)", RuntimeWarning, stacklevel=2)
+        return False
+    # the pair shares term 0; row 1 sees row 0; at a cap of one, the stronger link evicts the weaker
+    # and of the entry's two terms the candidate holds the second, at place 1
+    if shared[1].tolist() != [1.0] or best[1].tolist() != [0] or lane != ([2, 2, 1, 0, 0], [0, 1]) \
+            or words.tolist() != [[1, -1, -1]]:
+        warnings.warn("the linker's compiled loops gave a wrong answer on a known case; the numpy steps run "
+                      "instead", RuntimeWarning, stacklevel=2)
+        return False
+    _warmed = True
+    return True
+
+
+def _lane_known_case() -> tuple[list, list]:
+    # rows 1 then 2 each link to row 0 (scores 0.5, 0.7) at a cap of one link a row: the second
+    # evicts the first. The counts (made, links, evicted, refused, exact) and which links live
+    n, links = 3, 2
+    deg, head, nxt = np.zeros(n, np.int64), np.full(n, -1, np.int64), np.full(2 * links, -1, np.int64)
+    l_src, l_dst, l_typ, l_m, l_p = (np.zeros(links, np.int64) for _ in range(5))
+    l_w, l_alive, l_chunk, counts = np.zeros(links), np.zeros(links, np.uint8), np.zeros(links, np.int32), \
+        np.zeros(5, np.int64)
+    two = np.ones(2, bool)
+    lane_rows(np.array([1, 2]), two, np.array([0, 1, 2]), np.zeros(2), np.zeros(2), np.array([0.5, 0.7]), np.zeros(2),
+              two, ~two, 0, np.zeros(n, bool), np.zeros(n), deg, head, nxt, l_src, l_dst, l_typ, l_w, l_alive, l_m,
+              l_p, l_chunk, counts, 1, 1)
+    return counts.tolist(), l_alive.tolist()
+
+
+def shared_sums(indptr, indices, w, hub, strong_base, is_entity, ms, cs):
+    """Per pair (``ms[i]``, ``cs[i]``), over the terms both rows of the postings hold: the summed
+    weight ``w`` (nonzero ones), their number, the strong count (each side's ``strong_base`` where
+    the term is not a ``hub``) and the entities' summed weight; ``evidence._shared_sums``' values."""
+    return _shared(_fixed(indptr, np.int64), _fixed(indices, np.int32), _fixed(w, np.float64), _fixed(hub, bool),
+                  _fixed(strong_base, bool), _fixed(is_entity, bool), _fixed(ms, np.int64), _fixed(cs, np.int64))
+
+
+def joined_parts(parts) -> tuple:
+    """``(indptr, indices, data, part_starts)``: the (terms x entries) matrices ``parts``, each
+    ``(indptr, indices, data)``, in one set of arrays (``best_votes`` reads them; join once). Their
+    values must not be negative (the vote loop counts on it)."""
+    n_terms = len(parts[0][0]) - 1
+    if any(len(p[0]) != n_terms + 1 for p in parts):
+        raise ValueError("the parts of the transposed postings must have the same terms")
+    part_starts = np.arange(len(parts) + 1, dtype=np.int64) * (n_terms + 1)
+    offsets = np.cumsum([0] + [len(p[1]) for p in parts[:-1]])  # each part's positions past the ones before
+    indptr = np.concatenate([np.asarray(p[0], np.int64) + off for p, off in zip(parts, offsets)])
+    indices = np.concatenate([np.asarray(p[1], np.int32) for p in parts])
+    data = np.concatenate([np.asarray(p[2], np.float64) for p in parts])
+    if data.size and not data.min() >= 0.0:
+        raise ValueError("the transposed postings hold a negative (or NaN) value: the vote loop sums non-negative ones")
+    return tuple(_fixed(a) for a in (indptr, indices, data, part_starts))
+
+
+def visibility(visible_from, rank) -> np.ndarray:
+    """Per entry, the rank a row must exceed to see it and its own rank, side by side (one read)."""
+    return _fixed(np.stack([np.asarray(visible_from, np.int64), np.asarray(rank, np.int64)], axis=1))
+
+
+def best_votes(q_indptr, q_terms, q_weights, joined, cut, rows, row_rank, seen, n: int, k: int):
+    """Per query row, the ``k`` entries with the highest vote (ties: the newer first) among those
+    it may see (``seen[c, 0] < row_rank``, not itself; ``seen``: ``visibility(...)``) and before
+    ``cut``: a vote sums ``q_weights * data`` over the row's terms (``q_indptr``/``q_terms``, in
+    term order) and the entries of each term in the parts ``joined`` (``joined_parts``: matrices
+    whose sum is the transposed postings). No weight may be negative. Returns ``(r, c, pos)``, by
+    row then place: what ``evidence._best`` makes of ``evidence._votes``."""
+    q_weights = _fixed(q_weights, np.float64)
+    if q_weights.size and not q_weights.min() >= 0.0:
+        raise ValueError("a voting term's weight is negative (or NaN): the vote loop sums non-negative ones")
+    indptr, indices, data, part_starts = joined
+    return _best(_fixed(q_indptr, np.int64), _fixed(q_terms, np.int64), q_weights, indptr, indices, data, part_starts,
+                 int(cut), _fixed(rows, np.int64), _fixed(row_rank, np.int64), _fixed(seen, np.int64), int(n), int(k))
+
+
+def lane_rows(rows, pure, bounds, cs, base, score, typ, m_is_src, exact, chunk: int, superseded, input_deg, deg, head,
+              nxt, l_src, l_dst, l_typ, l_w, l_alive, l_m, l_p, l_chunk, counts, cap: int, max_new: int) -> int:
+    """Link a chunk's rows in order while they are ``pure`` (``lane.LinkLane.link``: its arrays,
+    the chunk's choice), updating the lane's arrays in place; returns how many rows it linked."""
+    return _lane(_fixed(rows, np.int64), _fixed(pure, bool), _fixed(bounds, np.int64), _fixed(cs, np.int64),
+                 _fixed(base, np.int64), _fixed(score, np.float64), _fixed(typ, np.int64), _fixed(m_is_src, bool),
+                 _fixed(exact, bool), int(chunk), _fixed(superseded, bool), _fixed(input_deg, np.int64), deg, head, nxt,
+                 l_src, l_dst, l_typ, l_w, l_alive, l_m, l_p, l_chunk, counts, int(cap), int(max_new))
+
+
+def shared_words(starts, lengths, ms, cs, col, low, is_entity, indptr, indices, word_ptr, word_entity) -> np.ndarray:
+    """Per pair (``ms[i]``, ``cs[i]``), the places (in ``col``/``low``; -1: none) of the first three
+    terms the entry shows (its terms at ``starts[i]``, ``lengths[i]`` places, in the order shown)
+    that the candidate holds too (``indptr``/``indices``: the postings, each row's terms sorted); a
+    term that is not an entity is passed over when its label (``low``) is a word of an entity both
+    hold (``word_ptr``/``word_entity``: per label, the entities with it in their name):
+    ``wording._shared_words_many``' places."""
+    return _words(_fixed(starts, np.int64), _fixed(lengths, np.int64), _fixed(ms, np.int64), _fixed(cs, np.int64),
+                  _fixed(col, np.int64), _fixed(low, np.int64), _fixed(is_entity, bool), _fixed(indptr, np.int64),
+                  _fixed(indices, np.int32), _fixed(word_ptr, np.int64), _fixed(word_entity, np.int64))
