@@ -231,3 +231,14 @@ def test_a_graph_index_takes_new_rows_in_an_exact_side_index():
     idx.remove(["n00003"])
     assert "n00003" not in idx.search(new[3:4], 5)[1][0].tolist()
     assert idx.search(base[:1], 1)[1][0, 0] == "b00000"
+
+
+def test_a_grown_graph_index_is_never_serialised_without_its_new_rows():
+    from kbtools.errors import KbError
+
+    rows = np.eye(4, dtype=np.float32)
+    idx = VectorIndex.build(list("abc"), rows[:3], kind="hnsw")
+    assert VectorIndex.from_bytes(idx.to_bytes()).search(rows[:1], 1)[1].tolist() == [["a"]]
+    idx.add(["d"], rows[3:])
+    with pytest.raises(KbError, match="build it again"):
+        idx.to_bytes()

@@ -504,8 +504,12 @@ class VectorIndex:
         return cls(index, ids, kind, fingerprint, mapped=mapped)
 
     def to_bytes(self) -> bytes:
-        """The index, its ids, kind and fingerprint as one byte string (for the store to persist)."""
+        """The index, its ids, kind and fingerprint as one byte string (for the store to persist).
+        An index grown into its side index or with removed rows is refused, as by :meth:`write`."""
         import faiss
+
+        if (self.delta is not None and self.delta.ntotal) or self.n_dead:
+            raise KbError("a grown index or one with removed rows is not serialised: build it again to keep it")
 
         header = json.dumps({"kind": self.kind, "fingerprint": self.fingerprint}).encode()
         id_buffer = io.BytesIO()
