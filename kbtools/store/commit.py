@@ -33,7 +33,7 @@ from kbtools.model.schema import APPEND_ONLY, KEYS, TABLES, conform
 from kbtools.store.files import atomic_write_bytes, digest, inside, manifest_files, write_history, write_parquet
 from kbtools.store.manifest import SWEEP_AGE_S, copy_manifest, new_tag, stamp
 from kbtools.store.segments import DELETED, SEQ
-from kbtools.store.vectors import DEFAULT_VECTOR_DTYPE, VECTOR_DTYPES, write_vector_segment
+from kbtools.store.vectors import DEFAULT_VECTOR_DTYPE, write_vector_segment
 
 __all__ = ["Prepared", "prepare_commit", "segment_frame", "swap_manifest"]
 
@@ -111,13 +111,9 @@ def prepare_commit(root: Path, current: dict, changes: Plan, *, actor: str | Non
             )
         info["embedder"] = embedder
         dtype = str((manifest.get("settings") or {}).get("vector_dtype", DEFAULT_VECTOR_DTYPE))
-        seg = write_vector_segment(root, tag, ids, data, hashes, dtype=dtype, durable=False)
+        seg = write_vector_segment(root, tag, ids, data, hashes, dtype=dtype, durable=False,
+                                   arrays=arrays if len(ids) <= REMEMBERED_ROWS else None)
         info["segments"].append(seg)
-        if len(ids) <= REMEMBERED_ROWS:
-            arrays[seg["data"]] = np.ascontiguousarray(data, dtype=VECTOR_DTYPES.get(dtype, np.float16))
-            arrays[seg["ids"]] = np.asarray(ids, dtype="U8").astype(str)
-            if seg.get("hashes"):
-                arrays[seg["hashes"]] = np.asarray(hashes, dtype=np.uint64)
         synced += [root / seg[k] for k in ("data", "ids", "hashes") if seg.get(k)] + [root / "vectors"]
     if changes.settings:
         manifest.setdefault("settings", {}).update(changes.settings)

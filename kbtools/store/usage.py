@@ -56,8 +56,8 @@ class UsageLogs:
     """The usage logs of the bank folder ``root`` not yet merged into its usage table, as one
     open bank sees them: :attr:`pending` holds their rows, read again only when a log changed
     (its name or size) other than by this object's own appends; :attr:`reads` counts those reads.
-    An append never reads: other processes' logs are seen at the next :meth:`refresh`. ``merged``, in the methods below, is the manifest's ``usage_merged``: the
-    logs its commit already counted."""
+    An append never reads: other processes' logs are seen at the next :meth:`refresh`. ``merged``,
+    in the methods below, is the manifest's ``usage_merged``: the logs its commit already counted."""
 
     def __init__(self, root: Path) -> None:
         self.root = Path(root)

@@ -40,7 +40,7 @@ from kbtools.store.segments import new_epoch, table_mark
 if TYPE_CHECKING:  # functions here read a bank's snapshot; the bank imports this module
     from kbtools.store.bank import Bank
 
-__all__ = ["remember_segments", "segment_hashes", "SegmentedVectors", "VectorBlocks", "VECTOR_DTYPES", "DEFAULT_VECTOR_DTYPE", "embedder_name",
+__all__ = ["remember_segments", "segment_arrays", "segment_hashes", "SegmentedVectors", "VectorBlocks", "VECTOR_DTYPES", "DEFAULT_VECTOR_DTYPE", "embedder_name",
            "entry_vectors", "vector_count", "vector_ids", "vector_blocks", "vector_segments", "segment_ids",
            "segment_data", "load_npy", "write_vector_segment"]
 
@@ -504,7 +504,7 @@ def _state(bank: Bank) -> _VectorState:
         for seg in segs[len(state.names):]:
             ids = segment_ids(bank, seg)
             data = segment_data(bank, seg)
-            hashes = segment_hashes(bank, seg) if seg.get("hashes") else np.zeros(len(ids), dtype=np.uint64)
+            hashes = segment_hashes(bank, seg)
             state = state.appended(seg["data"], ids, data, hashes)
         return state
 
@@ -606,16 +606,27 @@ def vector_ids(bank: Bank) -> np.ndarray:
     return _after_sweep(bank, lambda: bank.derived(f"vector-ids:{hash(segs)}", build, on=("entries", "vectors")))
 
 
+def segment_arrays(ids, data, hashes, *, dtype: str = DEFAULT_VECTOR_DTYPE) -> dict[str, np.ndarray]:
+    """The arrays a vector segment's files hold (``"data"`` as ``dtype``, ``"ids"``, and
+    ``"hashes"`` when given), keyed as the manifest names the files."""
+    out = {"data": np.ascontiguousarray(data, dtype=VECTOR_DTYPES.get(str(dtype), np.float16)),
+           "ids": np.asarray(ids, dtype="U8")}
+    if hashes is not None:
+        out["hashes"] = np.asarray(hashes, dtype=np.uint64)
+    return out
+
+
 def write_vector_segment(root: Path, tag: str, ids, data, hashes, *, dtype: str = DEFAULT_VECTOR_DTYPE,
-                         durable: bool = True) -> dict:
+                         durable: bool = True, arrays: dict | None = None) -> dict:
     """Write one vector segment into ``root/vectors/`` (its data as ``dtype``, its ids and, when
-    given, its text hashes) and return what the manifest records of it."""
+    given, its text hashes) and return what the manifest records of it. With ``arrays`` (a dict),
+    the arrays written are put in it by relative path."""
     (root / "vectors").mkdir(exist_ok=True)
     seg = {"data": f"vectors/{tag}.npy", "ids": f"vectors/{tag}.ids.npy", "rows": int(len(ids))}
-    write_npy(np.ascontiguousarray(data, dtype=VECTOR_DTYPES.get(str(dtype), np.float16)), root / seg["data"],
-              durable=durable)
-    write_npy(np.asarray(ids, dtype="U8"), root / seg["ids"], durable=durable)
     if hashes is not None:
         seg["hashes"] = f"vectors/{tag}.hashes.npy"
-        write_npy(np.asarray(hashes, dtype=np.uint64), root / seg["hashes"], durable=durable)
+    for kind, array in segment_arrays(ids, data, hashes, dtype=dtype).items():
+        write_npy(array, root / seg[kind], durable=durable)
+        if arrays is not None:
+            arrays[seg[kind]] = array
     return seg
