@@ -80,8 +80,7 @@ def _create(args):
 
 
 def _create_args(p):
-    from kbtools.model.config import DEFAULT_EMBEDDER
-    from kbtools.retrieval.embedders import EMBEDDER_NAMES
+    from kbtools.model.config import DEFAULT_EMBEDDER, EMBEDDER_NAMES
 
     _bank_arg(p)
     p.add_argument("--embedder", choices=(*EMBEDDER_NAMES, "none"), default=DEFAULT_EMBEDDER,

@@ -54,8 +54,7 @@ def bank_arg(p, nargs=None):
 
 def create_args(p):
     """``--create`` and the ``--embedder`` the bank it makes records, for a command that fills a bank."""
-    from kbtools.model.config import DEFAULT_EMBEDDER
-    from kbtools.retrieval.embedders import EMBEDDER_NAMES
+    from kbtools.model.config import DEFAULT_EMBEDDER, EMBEDDER_NAMES
 
     p.add_argument("--create", action="store_true", help="create the bank first")
     p.add_argument("--embedder", choices=(*EMBEDDER_NAMES, "none"),

@@ -6,7 +6,6 @@ import sys
 
 from kbtools.model.config import QUERY_DEFAULTS
 from kbtools.cli.base import command, progress as _progress, register_args
-from kbtools.store.vectors import entry_vectors
 
 __all__: list[str] = []
 
@@ -15,6 +14,7 @@ def _open(args):
     without vectors are embedded first (an explicit write; a read never embeds by itself)."""
     from kbtools.ops.embedding import embed_bank
     from kbtools.store.bank import open_bank
+    from kbtools.store.vectors import entry_vectors
 
     bank = open_bank(args.path, readonly=args.readonly)
     if args.embed and bank.entries.height and len(entry_vectors(bank)[0]) < bank.entries.height:
@@ -25,13 +25,13 @@ def _open(args):
 
 
 def _index_kinds() -> tuple[str, ...]:
-    from kbtools.retrieval.index import INDEX_KINDS
+    from kbtools.model.config import INDEX_KINDS
 
     return INDEX_KINDS
 
 
 def _embedder_names() -> tuple[str, ...]:
-    from kbtools.retrieval.embedders import EMBEDDER_ALIASES, EMBEDDER_NAMES
+    from kbtools.model.config import EMBEDDER_ALIASES, EMBEDDER_NAMES
 
     return (*EMBEDDER_NAMES, *sorted(EMBEDDER_ALIASES))
 

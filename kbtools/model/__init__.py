@@ -8,7 +8,18 @@ what ``kb.check_bank`` finds.
 True
 """
 
-from kbtools.model.plan import Plan
-from kbtools.model.rules import Problem
-
 __all__ = ["Plan", "Problem"]
+
+
+def __getattr__(name: str):
+    # imported on first use: a module that needs only the settings (kbtools.model.config) does not
+    # load polars through the plan
+    if name == "Plan":
+        from kbtools.model.plan import Plan
+
+        return Plan
+    if name == "Problem":
+        from kbtools.model.rules import Problem
+
+        return Problem
+    raise AttributeError(f"module 'kbtools.model' has no attribute {name!r}")

@@ -12,11 +12,18 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-__all__ = ["FoldConfig", "QueryConfig", "FOLD_DEFAULTS", "QUERY_DEFAULTS", "DEFAULT_EMBEDDER"]
+__all__ = ["FoldConfig", "QueryConfig", "FOLD_DEFAULTS", "QUERY_DEFAULTS", "DEFAULT_EMBEDDER", "EMBEDDER_NAMES", "EMBEDDER_ALIASES", "INDEX_KINDS"]
 
 #: The embedder a new bank records (``create_bank``): its writes embed what they add with it, so
 #: the first query answers; ``kb embed --embedder NAME`` picks another before anything is embedded.
 DEFAULT_EMBEDDER = "minilm-int8"
+#: The embedders a bank can record, in order of preference (kbtools.retrieval.embedders makes them).
+EMBEDDER_NAMES: tuple[str, ...] = ("minilm-int8", "minilm-static", "hashing-char")
+#: Short names ``get_embedder`` also takes: alias -> the name in :data:`EMBEDDER_NAMES` it means.
+EMBEDDER_ALIASES = {"minilm": "minilm-int8", "static": "minilm-static", "fast": "minilm-static",
+                    "hashing": "hashing-char"}
+#: The faiss index kinds a query can search (kbtools.retrieval.index builds them).
+INDEX_KINDS: tuple[str, ...] = ("flat", "hnsw", "ivf", "sq8", "hnsw_sq8", "ivf_sq8")
 
 
 @dataclass(frozen=True)

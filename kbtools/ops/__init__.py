@@ -14,13 +14,19 @@ reads it or commits one audited plan.
 True
 """
 
-from kbtools.ops.analytics import bank_adjacency, bank_igraph, edges_counted
-from kbtools.ops.bpmn import export_bpmn_holes, ingest_bpmn
-from kbtools.ops.interchange import import_frames
-from kbtools.ops.judging import propose_duplicates
-from kbtools.ops.maintenance import calibrate_bank, configure_linker, feedback, reinforce
-from kbtools.ops.writes import add_triple, record_usage
-from kbtools.store.scan import duckdb
+from importlib import import_module
+
+# Each name is imported from its module on first use, so that a process that needs one verb (the
+# command line's `kb query`, a job) does not load igraph, scipy or the linker for the others.
+_HOME = {
+    "bank_igraph": "analytics", "bank_adjacency": "analytics", "edges_counted": "analytics",
+    "export_bpmn_holes": "bpmn", "ingest_bpmn": "bpmn",
+    "import_frames": "interchange",
+    "propose_duplicates": "judging",
+    "calibrate_bank": "maintenance", "configure_linker": "maintenance", "feedback": "maintenance",
+    "reinforce": "maintenance",
+    "add_triple": "writes", "record_usage": "writes",
+}
 
 __all__ = [
     "bank_igraph", "bank_adjacency", "edges_counted",
@@ -29,3 +35,18 @@ __all__ = [
     "reinforce", "feedback", "calibrate_bank", "configure_linker", "propose_duplicates",
     "duckdb",
 ]
+
+
+def __getattr__(name: str):
+    if name == "duckdb":
+        from kbtools.store.scan import duckdb
+
+        return duckdb
+    home = _HOME.get(name)
+    if home is None:
+        raise AttributeError(f"module 'kbtools.ops' has no attribute {name!r}")
+    return getattr(import_module(f"kbtools.ops.{home}"), name)
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(__all__))

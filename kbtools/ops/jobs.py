@@ -22,13 +22,13 @@ import argparse
 import json
 import sys
 import time
-from typing import Callable, Sequence
+from typing import TYPE_CHECKING, Callable, Sequence
 
-from kbtools.linker.citations import plan_backfill
 from kbtools.errors import BankLocked, KbError
-from kbtools.store.bank import Bank, flock_file, open_bank
-from kbtools.ops.writes import edit_edges
 from kbtools.progress import Progress
+
+if TYPE_CHECKING:  # the store (polars, numpy) loads when a job runs, not when its flags are read
+    from kbtools.store.bank import Bank
 
 __all__ = ["JOB_HELP", "JobRunning", "progress_reporter", "job_lock", "backfill", "connect", "decay", "run_job", "JOBS", "add_job_arguments", "job_options", "format_reports"]
 
@@ -44,12 +44,17 @@ class JobRunning(BankLocked):
 def job_lock(bank: Bank, job: str):
     """Hold the bank's lock for ``job`` (not the writers' lock: writes still go through), or raise
     :class:`JobRunning` at once naming the holder."""
+    from kbtools.store.bank import flock_file
+
     return flock_file(bank.path / f".job-{job}.lock", timeout=0, actor=f"kb {job}",
                       busy=lambda holder: JobRunning(bank.path, job, holder))
 
 
 def backfill(bank: Bank, *, dry_run: bool = False, actor: str = "backfill", progress: Callable | None = None) -> dict:
     """Write the citation and metadata edges the bank lacks (none on a second run)."""
+    from kbtools.linker.citations import plan_backfill
+    from kbtools.ops.writes import edit_edges
+
     plan = plan_backfill(bank.entries, bank.edges, patterns=bank.settings.get("citations") or ())
     report = dict(plan.report)
     if plan.add.height and not dry_run:
@@ -122,6 +127,8 @@ def progress_reporter(label: str) -> Callable:
 
 def run_job(job: str, banks: Sequence[str], *, options: dict | None = None) -> tuple[list[dict], int]:
     """Run ``job`` on each bank under its job lock; returns (one report per bank, exit status)."""
+    from kbtools.store.bank import open_bank
+
     fn = JOBS[job]
     reports, status = [], 0
     for path in banks:

@@ -29,6 +29,7 @@ from typing import Protocol, Sequence, runtime_checkable
 import numpy as np
 
 from kbtools.errors import KbError
+from kbtools.model.config import EMBEDDER_ALIASES, EMBEDDER_NAMES
 
 __all__ = [
     "Embedder",
@@ -44,11 +45,6 @@ __all__ = [
     "find_tokenizer_dir",
 ]
 
-#: The names :func:`get_embedder` knows, in order of preference.
-EMBEDDER_NAMES: tuple[str, ...] = ("minilm-int8", "minilm-static", "hashing-char")
-#: Short names :func:`get_embedder` also takes: alias -> the name in :data:`EMBEDDER_NAMES` it means.
-EMBEDDER_ALIASES = {"minilm": "minilm-int8", "static": "minilm-static", "fast": "minilm-static",
-                    "hashing": "hashing-char"}
 _MAX_TOKENS = 256
 _TOKENIZER_SUBDIR = Path("shared/models/all-MiniLM-L6-v2")
 

@@ -25,6 +25,7 @@ from typing import Callable, ClassVar, Final, Mapping, Sequence
 import numpy as np
 
 from kbtools.errors import KbError, StaleCache, ValidationError
+from kbtools.model.config import INDEX_KINDS
 
 __all__ = [
     "DIMENSIONS",
@@ -52,7 +53,6 @@ DIMENSIONS: Final[tuple[str, ...]] = ("content", "useful_for", "systems", "tasks
 DEFAULT_WEIGHTS: Final[Mapping[str, float]] = MappingProxyType(
     {"content": 0.5, "useful_for": 0.25, "systems": 0.125, "tasks": 0.125})
 #: faiss index kinds :meth:`VectorIndex.build` makes; "flat" is exact.
-INDEX_KINDS: Final[tuple[str, ...]] = ("flat", "hnsw", "ivf", "sq8", "hnsw_sq8", "ivf_sq8")
 #: ``"auto"`` is exact (flat) below this many entries and ``ivf_sq8`` from it (1 byte per value).
 APPROXIMATE_FROM: Final[int] = 50_000
 #: Lists of an ``ivf_sq8`` index: this many times √n (at least 39 training points per list).
