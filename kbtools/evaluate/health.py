@@ -28,6 +28,9 @@ __all__ = ["health", "Health", "Finding", "SIBLING_TYPES"]
 
 #: Dedup types whose note-less siblings are the pointer noise of seed 000.
 SIBLING_TYPES = ("split_from", "supersedes", "derived_from", "part_of")
+#: The source of the edges that join a document's pieces (``kb ingest``): a piece is part of its
+#: document by construction, so such an edge needs no note and its siblings are no duplicates.
+STRUCTURE = "structure"
 _BAD = jp("error-color1", "#d32f2f")
 _WARN = jp("warn-color1", "#f57c00")
 _GOOD = jp("success-color1", "#388e3c")
@@ -125,17 +128,19 @@ def health(bank: Bank, *, duplicate_threshold: float = DUPLICATE_THRESHOLD, exam
 
 def _coverage(edges: pl.DataFrame, n: int) -> Finding:
     cov = note_coverage(edges)
-    trusted = edges.filter(pl.col("source").is_in(sorted(TRUSTED_SOURCES)))
+    trusted = edges.filter(pl.col("source").is_in(sorted(TRUSTED_SOURCES - {STRUCTURE})))
     missing = int((trusted["note"].fill_null("").str.strip_chars() == "").sum()) if trusted.height else 0
     ex = [{"source": s, "edges": c["edges"], "with_note": c["with_note"], "share": c["share"]} for s, c in cov.items()]
-    return Finding("note_coverage", "trusted edges without a note (note coverage by source in examples)", missing,
+    return Finding("note_coverage", "trusted edges without a note, a document's parts aside (note coverage by source in "
+                   "examples)", missing,
                    sorted(ex, key=lambda r: r["share"])[:n] if missing else ex[:n],
                    "kb judge PATH (its edges carry the verdict as note); kb.link(bank, src, dst, type, note=..., actor=...)",
                    "warning", {"by_source": cov})
 
 
 def _siblings(edges: pl.DataFrame, n: int) -> Finding:
-    noteless = edges.filter(pl.col("type").is_in(SIBLING_TYPES) & (pl.col("note").fill_null("").str.strip_chars() == ""))
+    noteless = edges.filter(pl.col("type").is_in(SIBLING_TYPES) & (pl.col("note").fill_null("").str.strip_chars() == "")
+                            & (pl.col("source") != STRUCTURE))
     groups = (noteless.group_by("dst", "type").agg(pl.col("src").sort().alias("siblings"), pl.len().alias("size"))
               .filter(pl.col("size") >= 2).sort(["size", "dst"], descending=[True, False])) if noteless.height else noteless
     ex = [{"parent": d, "type": t, "siblings": s} for d, t, s, _ in groups.head(n).iter_rows()] if groups.height else []
