@@ -83,6 +83,18 @@ def test_kb_health_cli(tmp_path):
     assert "kb holes PATH --flows" in out.read_text()
 
 
+def test_kb_judge_and_kb_health_report_progress_on_stderr():
+    # off a terminal: timestamped lines at each quarter of the pairs judged, the last one whole
+    env = dict(os.environ, ORT_DISABLE_TELEMETRY="1")
+    for args in (["judge", str(DEMO_DIR / "engineering"), "--dry-run"], ["health", str(DEMO_DIR / "engineering")]):
+        proc = subprocess.run([sys.executable, "-m", "kbtools", *args], capture_output=True, text=True, env=env,
+                              timeout=600)
+        assert proc.returncode == 0, proc.stderr
+        lines = [line for line in proc.stderr.splitlines() if "judg" in line]
+        done, total = lines[-1].rsplit(" ", 1)[-1].split("/")
+        assert len(lines) >= 2 and done == total and int(total) > 0, proc.stderr
+
+
 def test_a_document_bank_is_not_faulted_for_its_own_structure(tmp_path):
     # kb ingest joins each document's sections to its first entry (source "structure"): those edges
     # need no note, and a document's sections are not note-less duplicate siblings

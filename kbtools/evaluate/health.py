@@ -21,6 +21,7 @@ from kbtools.model.answer_html import MUTED_TEXT, html_table, jp
 from kbtools.model.vocab import FADING_SOURCES, TRUSTED_SOURCES
 from kbtools.ops.analytics import centrality, process_flows, workflow_holes
 from kbtools.ops.judging import judged_duplicates, note_coverage
+from kbtools.progress import Progress
 from kbtools.store.bank import Bank, utcnow
 from kbtools.store.storage import storage_report
 
@@ -109,19 +110,21 @@ def _short(value, limit: int = 60) -> str:
     return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
-def health(bank: Bank, *, duplicate_threshold: float = DUPLICATE_THRESHOLD, examples: int = 5) -> Health:
+def health(bank: Bank, *, duplicate_threshold: float = DUPLICATE_THRESHOLD, examples: int = 5,
+           progress: Progress = False) -> Health:
     """What is wrong with ``bank``: note coverage by edge source, note-less sibling groups, notes that
     restate their target, hubs and isolated entries, the hidden-hop audit (entries one hop from
     frequently returned ones that are never returned), automatic links near the prune threshold,
     undeclared flows and their holes, duplicate candidates, and storage. Each finding has a count,
-    examples and the command that fixes it. Reads only.
+    examples and the command that fixes it. Reads only. ``progress`` reports the judging of the
+    duplicate candidates, the long part on a big bank (``True``: a tqdm bar; or a callback).
     """
     entries, edges = bank.entries, bank.edges
     n = examples
     findings = [
         _coverage(edges, n), _siblings(edges, n), _leaky(bank, n), *_structure(bank, entries, edges, n),
         _hidden_hop(entries, edges, n), _near_prune(edges, n), _flows(bank, n),
-        _duplicates(bank, duplicate_threshold, n), _storage(bank),
+        _duplicates(bank, duplicate_threshold, n, progress), _storage(bank),
     ]
     return Health(str(bank.path), bank.version, entries.height, tuple(findings))
 
@@ -222,9 +225,9 @@ def _flows(bank: Bank, n: int) -> Finding:
                     "inferred_flow_names": inferred["flow"].to_list()[:n] if inferred.height else []})
 
 
-def _duplicates(bank: Bank, threshold: float, n: int) -> Finding:
+def _duplicates(bank: Bank, threshold: float, n: int, progress: Progress = False) -> Finding:
     # the judge's own candidates and verdicts (one function): a pair listed here is one kb judge folds
-    judged = judged_duplicates(bank, threshold=threshold)
+    judged = judged_duplicates(bank, threshold=threshold, progress=progress)
     folds = judged.filter(pl.col("action") != "distinct")
     ex = folds.select("a", "b", "action", "note", pl.col("score").round(3), "title_a", "title_b").head(n).to_dicts()
     verdicts = dict(folds.group_by("action").len().sort("action").iter_rows()) if folds.height else {}

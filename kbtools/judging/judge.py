@@ -397,15 +397,37 @@ def _says_replaced(text: str, reference: tuple[str | None, tuple[str, ...]], pat
     if not ref or not any(n in lower for n in needles):
         return False
     text = text.replace("*", "")  # emphasis: "would *supersede* PEP 8"
-    if not _compiled(ref).search(text):  # most pairs: the other is not named at all
+    names = list(_compiled(ref).finditer(text))
+    if not names:  # most pairs: the other is not named at all
         return False
-    for cue in (_compiled(p.replace("{ref}", f"(?P<ref>{ref})")) for p in patterns):
-        for m in cue.finditer(text):
-            if re.match(r"['’]s\b", text[m.end("ref"):]):
+    # each pattern is read around each place the name is written: what comes before it (the cue and
+    # its gap, anchored where the name starts) and after it, with the tables' parts compiled once
+    # rather than one pattern per entry and cue
+    for pattern in patterns:
+        before_re, after_re = _sides(pattern)
+        for name in names:
+            start, end = name.span()
+            after = after_re.match(text, end) if after_re else None
+            before = before_re.search(text, max(0, start - _CUE_REACH), start) if before_re else None
+            if (after_re and not after) or (before_re and not before):
                 continue
-            if not _NEGATED.search(text[max(0, m.start() - 40):m.end()]):
+            if re.match(r"['’]s\b", text[end:]):
+                continue
+            if not _NEGATED.search(text[max(0, (before.start() if before else start) - 40):(after.end() if after else end)]):
                 return True
     return False
+
+
+#: How far before a name a cue and its gap may start (characters): a cue and up to eight words.
+_CUE_REACH = 400
+
+
+@lru_cache(maxsize=64)
+def _sides(pattern: str) -> tuple[re.Pattern | None, re.Pattern | None]:
+    """A pattern of :data:`_REPLACES` / :data:`_SUCCEEDED` as what must come right before the name
+    (anchored at its start) and what must come right after it."""
+    before, after = pattern.split("{ref}")
+    return (re.compile(f"(?:{before})\\Z", re.I) if before else None, re.compile(after, re.I) if after else None)
 
 
 @lru_cache(maxsize=1 << 14)
