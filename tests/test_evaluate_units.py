@@ -281,3 +281,20 @@ def test_reports_render_on_empty_input():
     assert "simulated reader agent, not a model" in r.to_markdown()
     assert json.loads(r.to_json())["agent"] == {"name": SIMULATED_AGENT, "simulated": True}
     assert r.to_frame().height == 0
+
+
+def test_a_note_naming_an_entry_by_hash_or_its_own_title_restates_nothing():
+    entries = pl.DataFrame({
+        "id": ["5a4b2f93", "4f794558", "64283119"],
+        "title": ["HTTP3.md: run nghttp3 init", "DEP0111: process.binding", "HTTP3.md: always run submodule init"],
+        "summary": ["", "", ""], "useful_for": [None, None, None],
+        "content": ["Run the nghttp3 submodule init step first.", "The DEP0111 deprecation of process.binding.",
+                    "Follow-up to 5a4b2f93 and 4f794558a1 (see DEP0111). Init the submodule always, before the "
+                    "build step, on every runner image we keep warm."]})
+    edges = pl.DataFrame({"src": ["64283119", "64283119"], "dst": ["5a4b2f93", "4f794558"],
+                          "type": ["cites", "cites"], "source": ["citation_backfill"] * 2,
+                          "note": ["Follow-up to 5a4b2f93 and 4f794558a1 (see DEP0111)."] * 2})
+    assert leaky_notes(entries, edges).height == 0  # hashes name commits; DEP0111 is the target's title
+    leaking = edges.with_columns(pl.lit("Follow-up to 5a4b2f93: see QX-7731-Z.").alias("note"))
+    ents = entries.with_columns(pl.Series("content", ["Tracked as QX-7731-Z.", "x", "y"]))
+    assert leaky_notes(ents, leaking)["reason"].to_list() == ["rare token QX-7731-Z"]

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from kbtools.cli.base import bank_arg, command, register_args
+from kbtools.cli.base import bank_arg, command, progress as _progress, register_args
 
 __all__: list[str] = []
 
@@ -25,13 +25,13 @@ def _judge(args):
     verdicts, what was written and note coverage by source before and after.
 
     --dry-run judges and reports but writes nothing. --limit N judges the first N pairs (same-fact
-    pairs first, then the most similar)."""
+    pairs first, then the most similar). Progress goes to stderr (a bar on a terminal)."""
     from kbtools.ops.judging import judge_bank
     from kbtools.store.bank import open_bank
 
     bank = open_bank(args.path, readonly=args.dry_run)
     report = judge_bank(bank, threshold=args.threshold, limit=args.limit, dry_run=args.dry_run,
-                        merge_confidence=args.merge_confidence)
+                        merge_confidence=args.merge_confidence, progress=_progress("judge"))
     return report.to_dict(), report.to_text()
 
 
@@ -51,11 +51,11 @@ def _health(args):
     and isolated entries, entries one hop from frequently returned ones that are never returned
     (from the usage log), automatic links near the prune threshold, holes in declared or inferred
     flows, duplicate candidates and storage (segments, dead rows, vectors, caches). Reads only.
-    --html FILE also writes the report as an HTML page."""
+    --html FILE also writes the report as an HTML page. Progress of the judging goes to stderr."""
     from kbtools.evaluate.health import health
     from kbtools.store.bank import open_bank
 
-    report = health(open_bank(args.path, readonly=True))
+    report = health(open_bank(args.path, readonly=True), progress=_progress("health: judging duplicate candidates"))
     if args.html:
         Path(args.html).write_text("<!doctype html><meta charset='utf-8'><title>kb health</title>"
                                    + report._repr_html_(), encoding="utf-8")

@@ -21,6 +21,7 @@ from kbtools.model.answer_html import MUTED_TEXT, html_table, jp
 from kbtools.model.vocab import FADING_SOURCES, TRUSTED_SOURCES
 from kbtools.ops.analytics import centrality, process_flows, workflow_holes
 from kbtools.ops.judging import judged_duplicates, note_coverage
+from kbtools.progress import Progress
 from kbtools.store.bank import Bank, utcnow
 from kbtools.store.storage import storage_report
 
@@ -28,6 +29,9 @@ __all__ = ["health", "Health", "Finding", "SIBLING_TYPES"]
 
 #: Dedup types whose note-less siblings are the pointer noise of seed 000.
 SIBLING_TYPES = ("split_from", "supersedes", "derived_from", "part_of")
+#: The source of the edges that join a document's pieces (``kb ingest``): a piece is part of its
+#: document by construction, so such an edge needs no note and its siblings are no duplicates.
+STRUCTURE = "structure"
 _BAD = jp("error-color1", "#d32f2f")
 _WARN = jp("warn-color1", "#f57c00")
 _GOOD = jp("success-color1", "#388e3c")
@@ -106,36 +110,40 @@ def _short(value, limit: int = 60) -> str:
     return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
-def health(bank: Bank, *, duplicate_threshold: float = DUPLICATE_THRESHOLD, examples: int = 5) -> Health:
+def health(bank: Bank, *, duplicate_threshold: float = DUPLICATE_THRESHOLD, examples: int = 5,
+           progress: Progress = False) -> Health:
     """What is wrong with ``bank``: note coverage by edge source, note-less sibling groups, notes that
     restate their target, hubs and isolated entries, the hidden-hop audit (entries one hop from
     frequently returned ones that are never returned), automatic links near the prune threshold,
     undeclared flows and their holes, duplicate candidates, and storage. Each finding has a count,
-    examples and the command that fixes it. Reads only.
+    examples and the command that fixes it. Reads only. ``progress`` reports the judging of the
+    duplicate candidates, the long part on a big bank (``True``: a tqdm bar; or a callback).
     """
     entries, edges = bank.entries, bank.edges
     n = examples
     findings = [
         _coverage(edges, n), _siblings(edges, n), _leaky(bank, n), *_structure(bank, entries, edges, n),
         _hidden_hop(entries, edges, n), _near_prune(edges, n), _flows(bank, n),
-        _duplicates(bank, duplicate_threshold, n), _storage(bank),
+        _duplicates(bank, duplicate_threshold, n, progress), _storage(bank),
     ]
     return Health(str(bank.path), bank.version, entries.height, tuple(findings))
 
 
 def _coverage(edges: pl.DataFrame, n: int) -> Finding:
     cov = note_coverage(edges)
-    trusted = edges.filter(pl.col("source").is_in(sorted(TRUSTED_SOURCES)))
+    trusted = edges.filter(pl.col("source").is_in(sorted(TRUSTED_SOURCES - {STRUCTURE})))
     missing = int((trusted["note"].fill_null("").str.strip_chars() == "").sum()) if trusted.height else 0
     ex = [{"source": s, "edges": c["edges"], "with_note": c["with_note"], "share": c["share"]} for s, c in cov.items()]
-    return Finding("note_coverage", "trusted edges without a note (note coverage by source in examples)", missing,
+    return Finding("note_coverage", "trusted edges without a note, a document's parts aside (note coverage by source in "
+                   "examples)", missing,
                    sorted(ex, key=lambda r: r["share"])[:n] if missing else ex[:n],
                    "kb judge PATH (its edges carry the verdict as note); kb.link(bank, src, dst, type, note=..., actor=...)",
                    "warning", {"by_source": cov})
 
 
 def _siblings(edges: pl.DataFrame, n: int) -> Finding:
-    noteless = edges.filter(pl.col("type").is_in(SIBLING_TYPES) & (pl.col("note").fill_null("").str.strip_chars() == ""))
+    noteless = edges.filter(pl.col("type").is_in(SIBLING_TYPES) & (pl.col("note").fill_null("").str.strip_chars() == "")
+                            & (pl.col("source") != STRUCTURE))
     groups = (noteless.group_by("dst", "type").agg(pl.col("src").sort().alias("siblings"), pl.len().alias("size"))
               .filter(pl.col("size") >= 2).sort(["size", "dst"], descending=[True, False])) if noteless.height else noteless
     ex = [{"parent": d, "type": t, "siblings": s} for d, t, s, _ in groups.head(n).iter_rows()] if groups.height else []
@@ -217,9 +225,9 @@ def _flows(bank: Bank, n: int) -> Finding:
                     "inferred_flow_names": inferred["flow"].to_list()[:n] if inferred.height else []})
 
 
-def _duplicates(bank: Bank, threshold: float, n: int) -> Finding:
+def _duplicates(bank: Bank, threshold: float, n: int, progress: Progress = False) -> Finding:
     # the judge's own candidates and verdicts (one function): a pair listed here is one kb judge folds
-    judged = judged_duplicates(bank, threshold=threshold)
+    judged = judged_duplicates(bank, threshold=threshold, progress=progress)
     folds = judged.filter(pl.col("action") != "distinct")
     ex = folds.select("a", "b", "action", "note", pl.col("score").round(3), "title_a", "title_b").head(n).to_dicts()
     verdicts = dict(folds.group_by("action").len().sort("action").iter_rows()) if folds.height else {}

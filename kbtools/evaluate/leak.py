@@ -120,10 +120,10 @@ def leaky_notes(entries, edges: pl.DataFrame | None = None, *, share: float = 0.
     """Edge notes that restate what an end entry says (columns :data:`LEAKY_NOTE_SCHEMA`).
 
     A note restates entry X (either end of its edge) when it holds one of X's rare tokens (a token
-    of X's content with letters and digits, at least five characters, found in no other entry: a
-    code, a version, a reference such as a proof token), or when it covers at least ``share`` of
-    X's distinctive terms: X's ``top``
-    rarest stemmed content words that the other end does not use (at least two of them).
+    of X's content with letters and digits, at least five characters, found in no other entry and
+    not in X's own title: a code, a version, a proof token; an id, key or commit hash that names an
+    entry is a citation, not a fact), or when it covers at least ``share`` of X's distinctive terms:
+    X's ``top`` rarest stemmed content words that the other end does not use (at least two of them).
     ``leaky_notes(bank)`` reads the bank's entries and edges.
 
     >>> entries = pl.DataFrame({"id": ["a1", "b2"], "title": ["Recipe", "Quirk"], "summary": ["How.", "Why."],
@@ -142,6 +142,7 @@ def leaky_notes(entries, edges: pl.DataFrame | None = None, *, share: float = 0.
         return pl.DataFrame(schema=LEAKY_NOTE_SCHEMA)
     rare = dict(_rare_tokens(entries).iter_rows())
     keys = _keys(entries)
+    refs = _references(entries["id"].to_list(), keys)
     ids_needed = set(noted["src"].to_list()) | set(noted["dst"].to_list())
     texts = {r[0]: r[1] for r in _entry_text(entries).filter(pl.col("id").is_in(list(ids_needed))).iter_rows()}
     df = _document_frequency(entries)
@@ -150,7 +151,7 @@ def leaky_notes(entries, edges: pl.DataFrame | None = None, *, share: float = 0.
     source_col = pl.col("source") if "source" in noted.columns else pl.lit(None, pl.String).alias("source")
     for src, dst, type_, source, note in noted.select("src", "dst", "type", source_col, "note").iter_rows():
         own = {src, dst, src[:7], dst[:7], *keys.get(src, ()), *keys.get(dst, ())}
-        flagged = _restated_token(note, (dst, src), rare, own) or _restated_terms(
+        flagged = _restated_token(note, (dst, src), rare, own, refs) or _restated_terms(
             terms(note), ((dst, src), (src, dst)), texts, df, total, share, top)
         if flagged:
             out.append((src, dst, type_, source, note, *flagged))
@@ -165,12 +166,31 @@ def _keys(entries: pl.DataFrame) -> dict[str, tuple[str, ...]]:
     return {i: (k, k.lower()) for i, k in keyed.iter_rows()}
 
 
-def _restated_token(note: str, ends, rare, own=frozenset()) -> tuple | None:
+def _references(ids: list[str], keys: dict[str, tuple[str, ...]]) -> frozenset[str]:
+    """What names an entry of the bank: each id, a hash-like id's 7-character prefix, each key
+    (lower case)."""
+    refs = {i.lower() for i in ids} | {k.lower() for ks in keys.values() for k in ks}
+    refs |= {i[:7].lower() for i in ids if _HEX_ID.fullmatch(i.lower())}
+    return frozenset(refs)
+
+
+_HEX_ID = re.compile(r"[0-9a-f]{7,64}")
+
+
+def _cites(token: str, refs: frozenset[str]) -> bool:
+    """``token`` names an entry of the bank (its id, key, or a commit hash written longer or shorter
+    than the id): a reference, not a fact."""
+    t = token.lower()
+    return t in refs or (_HEX_ID.fullmatch(t) is not None and t[:7] in refs)
+
+
+def _restated_token(note: str, ends, rare, own=frozenset(), refs=frozenset()) -> tuple | None:
     """The first rare token of an end that the note holds; an end's own id (or its 7-character
-    prefix) or key is a citation, not a restatement, and does not count."""
+    prefix) or key, and any token naming an entry of the bank (``refs``), is a citation, not a
+    restatement, and does not count."""
     for end in ends:
-        token = next((t for t in rare.get(end, ()) if t.lower() not in own and t not in own and contains_token(note, t)),
-                     None)
+        token = next((t for t in rare.get(end, ()) if t.lower() not in own and t not in own
+                      and not _cites(t, refs) and contains_token(note, t)), None)
         if token is not None:
             return (end, f"rare token {token}", 1.0)
     return None
@@ -192,7 +212,7 @@ def _restated_terms(note_terms, pairs, texts, df, total, share, top) -> tuple | 
 
 def _rare_tokens(entries: pl.DataFrame) -> pl.DataFrame:
     """(id, list of rare tokens): tokens of an entry's content with letters and digits (five
-    characters or more) that no other entry holds."""
+    characters or more) that no other entry holds and its own title does not."""
     from kbtools.evaluate.tasks import text_tokens
 
     cols = [c for c in _TEXT_FIELDS if c in entries.columns]
@@ -200,9 +220,12 @@ def _rare_tokens(entries: pl.DataFrame) -> pl.DataFrame:
         return pl.DataFrame(schema={"id": pl.String, "tokens": pl.List(pl.String)})
     tokens = text_tokens(entries, cols)
     holders = tokens.group_by("token").agg(pl.col("id").n_unique().alias("holders"))
+    # a token of the entry's own title is its name ("DEP0111: process.binding"): naming it is how
+    titled = tokens.filter(pl.col("field") == "title").select("id", "token").unique()
     return (
         tokens.filter(pl.col("field") == "content")
         .join(holders.filter(pl.col("holders") == 1), on="token", how="semi")
+        .join(titled, on=["id", "token"], how="anti")
         .filter((pl.col("surface").str.len_chars() >= 5) & pl.col("surface").str.contains("[0-9]")
                 & pl.col("surface").str.contains("[A-Za-z]"))
         .group_by("id", maintain_order=True).agg(pl.col("surface").unique(maintain_order=True).alias("tokens"))

@@ -21,6 +21,7 @@ from __future__ import annotations
 import json
 import re
 from dataclasses import dataclass
+from types import MappingProxyType
 from functools import lru_cache
 from typing import Callable, Mapping
 
@@ -252,12 +253,20 @@ def _sentences_inside(a: Mapping, b: Mapping) -> bool:
     return 1 <= 2 * len(sb) <= len(sa) and not differing(str(a.get("content") or ""), str(b.get("content") or ""))[1]
 
 
-def _metadata(row: Mapping) -> dict:
+def _metadata(row: Mapping) -> Mapping:
+    text = row.get("metadata") or "{}"
+    return _metadata_of(text) if isinstance(text, str) else {}
+
+
+@lru_cache(maxsize=1 << 16)
+def _metadata_of(text: str) -> Mapping:
+    """An entry's metadata, read once per text (a judge run reads each entry's for every pair it is
+    in), read-only."""
     try:
-        meta = json.loads(row.get("metadata") or "{}")
-    except (TypeError, ValueError):
-        return {}
-    return meta if isinstance(meta, dict) else {}
+        meta = json.loads(text)
+    except ValueError:
+        return MappingProxyType({})
+    return MappingProxyType(meta) if isinstance(meta, dict) else MappingProxyType({})
 
 
 def _metadata_points_at(row: Mapping, other: str) -> bool:
@@ -279,7 +288,12 @@ def _marked_replaced(row: Mapping) -> bool:
 
 def _name(row: Mapping) -> str:
     """The title without a leading reference ("PEP 333: ")."""
-    return re.sub(r"^[A-Z]{2,6}[ -]?\d{1,6}\s*[:.-]\s*", "", re.sub(r"\s+", " ", str(row.get("title") or "")).strip())
+    return _name_of(str(row.get("title") or ""))
+
+
+@lru_cache(maxsize=1 << 16)
+def _name_of(title: str) -> str:
+    return re.sub(r"^[A-Z]{2,6}[ -]?\d{1,6}\s*[:.-]\s*", "", re.sub(r"\s+", " ", title).strip())
 
 
 def _title_share(older: Mapping, newer: Mapping) -> tuple[float, int]:
@@ -295,7 +309,7 @@ def _names(text: str, row: Mapping) -> bool:
     """``text`` names the entry ``row`` by its id or reference ("PEP 333"), not by its title
     (a text taking up the same subject says the title anyway)."""
     ref, needles = _reference(row, by_title=False)
-    lower = " ".join(text.lower().split())
+    lower = _folded(text)
     return bool(ref) and any(n in lower for n in needles) and bool(_compiled(ref).search(text))
 
 
@@ -338,17 +352,22 @@ def _one_document(a: Mapping, b: Mapping) -> bool:
 
 
 def _reference(row: Mapping, *, by_title: bool = True) -> tuple[str | None, tuple[str, ...]]:
+    """See :func:`_reference_of`: the entry's id and title."""
+    return _reference_of(str(row.get("id") or ""), str(row.get("title") or ""), by_title)
+
+
+@lru_cache(maxsize=1 << 16)
+def _reference_of(own: str, title: str, by_title: bool) -> tuple[str | None, tuple[str, ...]]:
     """A pattern of the ways people name an entry: its id (or, for a hash-like id, an abbreviation
     of at least seven characters), a reference in its title such as "PEP 333" / "RFC-2616" /
     ``:pep:`333` ``, and its title itself when that has at least three words (a leading "PEP 333:"
     set aside); with the lowercase strings one of which a text naming it contains (a cheap first
     look). None when the entry has no name to find."""
     refs, needles = [], []
-    title = re.sub(r"\s+", " ", str(row.get("title") or "")).strip()
+    title = re.sub(r"\s+", " ", title).strip()
     for kind, num in re.findall(r"\b([A-Z]{2,6})[ -]?0*(\d{1,6})\b", title):
         refs.append(rf"(?<![\w-]){kind}[ -]?0*{num}(?![\w-])|:{kind}:`(?:[^`<]*<)?0*{num}\b[^`]*`")
         needles.append(num)
-    own = str(row.get("id") or "")
     if re.fullmatch(r"[0-9a-f]{7,64}", own):
         refs.append(rf"(?<![0-9a-z]){own[:7]}[0-9a-f]{{0,{len(own) - 7}}}(?![0-9a-z])")
         needles.append(own[:7])
@@ -374,23 +393,54 @@ def _says_replaced(text: str, reference: tuple[str | None, tuple[str, ...]], pat
     read as a part of the other ("PEP 8's limits") and the cue not turned round by "not", "never",
     "rather than"."""
     ref, needles = reference
-    lower = " ".join(text.lower().split())
+    lower = _folded(text)
     if not ref or not any(n in lower for n in needles):
         return False
     text = text.replace("*", "")  # emphasis: "would *supersede* PEP 8"
-    if not _compiled(ref).search(text):  # most pairs: the other is not named at all
+    names = list(_compiled(ref).finditer(text))
+    if not names:  # most pairs: the other is not named at all
         return False
-    for cue in (_compiled(p.replace("{ref}", f"(?P<ref>{ref})")) for p in patterns):
-        for m in cue.finditer(text):
-            if re.match(r"['’]s\b", text[m.end("ref"):]):
+    # each pattern is read around each place the name is written: what comes before it (the cue and
+    # its gap, anchored where the name starts) and after it, with the tables' parts compiled once
+    # rather than one pattern per entry and cue
+    for pattern in patterns:
+        before_re, after_re = _sides(pattern)
+        for name in names:
+            start, end = name.span()
+            after = after_re.match(text, end) if after_re else None
+            before = before_re.search(text, max(0, start - _CUE_REACH), start) if before_re else None
+            if (after_re and not after) or (before_re and not before):
                 continue
-            if not _NEGATED.search(text[max(0, m.start() - 40):m.end()]):
+            if re.match(r"['’]s\b", text[end:]):
+                continue
+            if not _NEGATED.search(text[max(0, (before.start() if before else start) - 40):(after.end() if after else end)]):
                 return True
     return False
 
 
-@lru_cache(maxsize=4096)
+#: How far before a name a cue and its gap may start (characters): a cue and up to eight words.
+_CUE_REACH = 400
+
+
+@lru_cache(maxsize=64)
+def _sides(pattern: str) -> tuple[re.Pattern | None, re.Pattern | None]:
+    """A pattern of :data:`_REPLACES` / :data:`_SUCCEEDED` as what must come right before the name
+    (anchored at its start) and what must come right after it."""
+    before, after = pattern.split("{ref}")
+    return (re.compile(f"(?:{before})\\Z", re.I) if before else None, re.compile(after, re.I) if after else None)
+
+
+@lru_cache(maxsize=1 << 14)
+def _folded(text: str) -> str:
+    """``text`` lower-cased with its runs of white space as one space (what a name is looked for in)."""
+    return " ".join(text.lower().split())
+
+
+@lru_cache(maxsize=1 << 15)
 def _compiled(pattern: str) -> re.Pattern:
+    # a judge run names each entry's patterns for every pair it is in: a cache smaller than the
+    # bank's named entries compiles them again and again (a compile costs milliseconds, a pattern
+    # a few kilobytes)
     return re.compile(pattern, re.I)
 
 

@@ -241,7 +241,7 @@ def sentences(text: str) -> list[str]:
     >>> sentences("Pin the pool at 64. Watch pg_locks.\\nDone")
     ['Pin the pool at 64.', 'Watch pg_locks.', 'Done']
     """
-    return [s for s in (x.strip() for x in _SENTENCE_RE.split(text or "")) if s]
+    return list(_sentence_keys(text or "")[0])
 
 
 @lru_cache(maxsize=1 << 16)
@@ -258,9 +258,18 @@ def differing(a: str, b: str) -> tuple[tuple[str, ...], tuple[str, ...]]:
     >>> differing("Pool size is 64. Watch pg_locks.", "Correction: pool size is 32. Watch pg_locks.")
     (('Pool size is 64.',), ('Correction: pool size is 32.',))
     """
-    sa, sb = sentences(a), sentences(b)
-    ka, kb = {_key(x) for x in sa}, {_key(x) for x in sb}
-    return tuple(x for x in sa if _key(x) not in kb), tuple(x for x in sb if _key(x) not in ka)
+    (sa, keys_a), (sb, keys_b) = _sentence_keys(a or ""), _sentence_keys(b or "")
+    ka, kb = set(keys_a), set(keys_b)
+    return (tuple(x for x, k in zip(sa, keys_a) if k not in kb),
+            tuple(x for x, k in zip(sb, keys_b) if k not in ka))
+
+
+@lru_cache(maxsize=1 << 14)
+def _sentence_keys(text: str) -> tuple[tuple[str, ...], tuple[tuple, ...]]:
+    """The sentences of ``text`` and their keys, read once per text: a judge run compares one long
+    text with many others, and its sentences outnumber any cache of single sentences."""
+    said = tuple(s for s in (x.strip() for x in _SENTENCE_RE.split(text)) if s)
+    return said, tuple(_key(x) for x in said)
 
 
 def _change(a: str, b: str, whole: float, frame: float) -> tuple[bool, tuple[str, ...], tuple[str, ...]]:
@@ -304,6 +313,7 @@ def _counterparts(da: tuple[str, ...], db: tuple[str, ...]) -> str:
     return " ".join(da[i] for i in sorted(keep))
 
 
+@lru_cache(maxsize=1 << 16)
 def compare(a: str, b: str, *, frame: float = 0.6) -> Comparison:
     """How the older text ``a`` and the newer text ``b`` relate (see :class:`Comparison`).
     ``frame``: the share of ``a``'s words ``b`` must restate for a change to be a correction.
