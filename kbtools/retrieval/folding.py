@@ -210,31 +210,7 @@ class EdgeLookup:
                 if edge[1] in keep:
                     found.setdefault(edge[1], []).append((edge[0], "in", edge))
             return {i: sorted(found[i], key=_neighbour_key) for i in wanted if i in found}
-        found = {}
-        dead = self.dead
-        for p in self.parts:
-            if not len(p.keys):
-                continue
-            lo, hi = p.keys.find(wanted)
-            hit = np.flatnonzero(hi > lo)
-            if not len(hit):
-                continue
-            spans = [(wanted[h], a, b) for h, a, b in zip(hit.tolist(), lo[hit].tolist(), hi[hit].tolist())]
-            at = np.concatenate([np.arange(a, b) for _, a, b in spans])
-            rows = p.rows[at]
-            edges = p.edge_rows(rows - p.offset)
-            outs = p.is_out[at].tolist()
-            rows = rows.tolist()
-            k = 0
-            for entry_id, a, b in spans:
-                mine = [(e[1], "out", e) if o else (e[0], "in", e)
-                        for e, o, r in zip(edges[k:k + b - a], outs[k:k + b - a], rows[k:k + b - a]) if r not in dead]
-                k += b - a
-                if mine:
-                    found.setdefault(entry_id, []).extend(mine)
-        for incident in found.values():  # a part keeps an id's ends together, in no set order
-            incident.sort(key=_neighbour_key)
-        return {i: found[i] for i in wanted if i in found}
+        return _incident_sorted(self.parts, wanted, self.dead)
 
     def touching(self, ids: Iterable[str]) -> list[_Edge]:
         """Edge rows with either end in ``ids``, each once, in edge-frame order.
@@ -363,6 +339,63 @@ def _part(kept: pl.DataFrame, offset: int, aliased: bool = True) -> _Part:
                  notes.astype(object, copy=False), order < n, aliased)
 
 
+def _incident_sorted(parts, wanted: list[str], dead) -> dict[str, list[_Incident]]:
+    """:meth:`EdgeLookup.incident_of` where no key repeats across parts: the ends of ``wanted``
+    gathered from every part with a few array operations, put in neighbour order by one
+    ``lexsort`` (the order :func:`_neighbour_key` gives, each id's edges together), and only then
+    made into tuples."""
+    got = [g for g in (_gathered(p, wanted) for p in parts if len(p.keys)) if g is not None]
+    if not got:
+        return {}
+    if len(got) == 1:
+        owner, rows, out, other_key, type_rank, priority, others, types, notes, sources = got[0]
+    else:  # type names ranked over all parts; other ends compared as integers only where all pack
+        owner, rows, out, priority = (np.concatenate([g[i] for g in got]) for i in (0, 1, 2, 5))
+        others, types, notes, sources = ([x for g in got for x in g[i]] for i in (6, 7, 8, 9))
+        other_key = (np.concatenate([g[3] for g in got]) if all(g[3].dtype == np.uint64 for g in got)
+                     else np.asarray(others, dtype=str))
+        rank = {t: i for i, t in enumerate(sorted(set(types)))}
+        type_rank = np.array([rank[t] for t in types], dtype=np.int64)
+    bare = np.array([not (n and n.strip()) for n in notes], dtype=bool)
+    order = np.lexsort((out, type_rank, other_key, priority, bare, owner))
+    if dead:
+        order = order[~np.isin(rows[order], np.fromiter(dead, dtype=np.int64, count=len(dead)))]
+    ends = [(wanted[w], d) for w, d in zip(owner[order].tolist(), out[order].tolist())]
+    incident = [(others[j], "out", (me, others[j], types[j], notes[j], sources[j])) if d else
+                (others[j], "in", (others[j], me, types[j], notes[j], sources[j]))
+                for j, (me, d) in zip(order.tolist(), ends)]
+    found: dict[str, list[_Incident]] = {}
+    start = 0
+    for entry_id, count in zip(wanted, np.bincount(owner[order], minlength=len(wanted)).tolist()):
+        if count:  # each id's edges lie together, ids in the order asked
+            found[entry_id] = incident[start:start + count]
+            start += count
+    return found
+
+
+def _gathered(p: _Part, wanted: list[str]):
+    """The ends of ``wanted`` in part ``p`` as columns (None when it holds none): which of
+    ``wanted`` (its index), global row, outgoing or not, the keys that order the other ends, the
+    type's rank in the part's names (their order), its neighbour priority; then as lists the
+    other ends, types, notes and sources."""
+    lo, hi = p.keys.find(wanted)
+    count = hi - lo
+    total = int(count.sum())
+    if not total:
+        return None
+    owner = np.repeat(np.arange(len(wanted)), count)
+    at = np.arange(total) + np.repeat(lo - (np.cumsum(count) - count), count)  # lo[i] .. hi[i] - 1, each i in turn
+    rows = p.rows[at]
+    local = rows - p.offset
+    out = p.is_out[at]
+    other_at = np.where(out, p.dst_at[local], p.src_at[local])
+    names = p.names
+    type_code = p.type_code[local]
+    priority = np.array([vocab.NEIGHBOR_TYPE_PRIORITY.get(n, 1) for n in names], dtype=np.int64)[type_code]
+    return (owner, rows, out, p.keys.values[other_at], type_code, priority, p.keys.take(other_at),
+            [names[c] for c in type_code.tolist()], p.notes[local].tolist(),
+            [names[c] for c in p.source_code[local].tolist()])
+
 def _neighbour_key(incident: _Incident) -> tuple:
     """Neighbour order of one incident edge: note-carrying first, type priority, other end, type,
     direction."""
@@ -412,18 +445,24 @@ class _IdKeys:
         """``(lo, hi)``: the positions ``lo[i]:hi[i]`` hold ``ids[i]`` (empty when absent)."""
         if not self.packed:
             q = np.asarray(ids, dtype=str)
+        elif max(map(len, ids)) <= 8 and "".join(ids).isascii():  # each id packs as it is
+            q = np.array(ids, dtype="S8").view(">u8").astype(np.uint64)
         else:
             fits = [len(i) <= 8 and i.isascii() for i in ids]
             q = np.asarray([i if ok else "" for i, ok in zip(ids, fits)], dtype="S8").view(">u8").astype(np.uint64)
-        lo, hi = np.searchsorted(self.values, q, "left"), np.searchsorted(self.values, q, "right")
-        if self.packed and not all(fits):
-            hi = np.where(fits, hi, lo)
-        return lo, hi
+            lo = np.searchsorted(self.values, q, "left")
+            return lo, np.where(fits, np.searchsorted(self.values, q, "right"), lo)
+        return np.searchsorted(self.values, q, "left"), np.searchsorted(self.values, q, "right")
 
     def take(self, positions: np.ndarray) -> list[str]:
         """The ids at these positions."""
         got = self.values[positions]
-        return got.astype(">u8").view("S8").astype(str).tolist() if self.packed else got.tolist()
+        if not self.packed:
+            return got.tolist()
+        text = got.astype(">u8").tobytes().decode("ascii")  # 8 bytes an id, zero-padded
+        if "\0" not in text:
+            return [text[i:i + 8] for i in range(0, len(text), 8)]
+        return [text[i:i + 8].rstrip("\0") for i in range(0, len(text), 8)]
 
 
 class _FrameEntries:
