@@ -53,7 +53,6 @@ The query path, step by step (steps 1 and 8 belong to the caller, the bank's que
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass
 from typing import Any, ClassVar, NamedTuple
 
 import numpy as np
@@ -702,9 +701,12 @@ class _Info:
         self.entries: dict[str, dict[str, Any]] | None = None if source is None else {}
         if source is not None:  # a pool with a steps column says which members have none
             ids = columns["id"]
-            blank = [None] * len(ids)
-            wanted = [c for c in _INFO_COLUMNS if c != "steps" or c not in self.pool_rows]
-            self.fetch(i for n, i in enumerate(ids) if any(self.pool_rows.get(c, blank)[n] is None for c in wanted))
+            wanted = [self.pool_rows.get(c) for c in _INFO_COLUMNS if c != "steps" or c not in self.pool_rows]
+            if any(column is None for column in wanted):
+                self.fetch(ids)
+            elif any(None in column for column in wanted):
+                missing = {n for column in wanted if None in column for n, v in enumerate(column) if v is None}
+                self.fetch(ids[n] for n in sorted(missing))
 
     def fetch(self, ids: Iterable[str]) -> None:
         """Read the entries' rows of those of ``ids`` not read yet."""
@@ -728,8 +730,7 @@ class _Info:
 # the kernel: members are pool indices (0 = best rank); an edge is (src, dst, type, note, source)
 
 
-@dataclass(frozen=True)
-class _Unit:
+class _Unit(NamedTuple):
     rep: int
     members: tuple[int, ...]  # sorted by rank, rep included
 
@@ -737,18 +738,16 @@ class _Unit:
 class _PoolGraph:
     """The pool's internal edges as index adjacency, one display edge per pair, dominators."""
 
-    __slots__ = ("n", "pairs", "adj", "pair_edge", "dominators")
+    __slots__ = ("n", "adj", "pair_edge", "dominators")
 
     def __init__(self, ids: list[str], internal: list[_Edge]):
         pos = {entry_id: i for i, entry_id in enumerate(ids)}
         self.n = len(ids)
-        self.pairs: list[tuple[int, int]] = []
         self.pair_edge: dict[tuple[int, int], _Edge] = {}
         self.dominators: dict[int, list[int]] = {}
         neighbours: dict[int, set[int]] = {}
         for edge in internal:
             a, b = pos[edge[0]], pos[edge[1]]
-            self.pairs.append((a, b))
             key = (a, b) if a < b else (b, a)
             shown = self.pair_edge.get(key)
             if shown is None or _pointer_key(edge) < _pointer_key(shown):
@@ -786,23 +785,28 @@ def _pointer_key(edge: _Edge) -> tuple:
 
 
 def _components(graph: _PoolGraph) -> list[list[int]]:
-    """Connected components (union-find, undirected), each sorted by rank, ordered by best rank."""
-    parent = list(range(graph.n))
-
-    def find(i: int) -> int:
-        while parent[i] != i:
-            parent[i] = parent[parent[i]]
-            i = parent[i]
-        return i
-
-    for a, b in graph.pairs:
-        ra, rb = find(a), find(b)
-        if ra != rb:
-            parent[max(ra, rb)] = min(ra, rb)
-    groups: dict[int, list[int]] = {}
+    """Connected components (undirected), each sorted by rank, ordered by best rank: members
+    without an edge are their own; the others are walked from their best-ranked member."""
+    adj = graph.adj
+    seen: set[int] = set()
+    groups = []
     for i in range(graph.n):
-        groups.setdefault(find(i), []).append(i)
-    return sorted(groups.values(), key=lambda g: g[0])
+        if i in seen:
+            continue
+        if i not in adj:
+            groups.append([i])
+            continue
+        seen.add(i)
+        group, todo = [i], [i]
+        while todo:
+            for j in adj[todo.pop()]:
+                if j not in seen:
+                    seen.add(j)
+                    group.append(j)
+                    todo.append(j)
+        group.sort()
+        groups.append(group)
+    return groups
 
 
 def _representative(members: list[int], graph: _PoolGraph) -> int:

@@ -248,7 +248,7 @@ def _appended(prior: VectorIndex | None, bank: Bank, segs: list, weights) -> Vec
     old = getattr(prior, "segments", None)
     if prior is None or old is None or segs[: len(old)] != old:
         return None
-    added = appended_rows(bank, "entries", getattr(prior, "mark", None))
+    added = appended_rows(bank, "entries", getattr(prior, "mark", None), columns=("id", "status"))
     if added is None:
         return None
     held = set(old)
@@ -258,10 +258,12 @@ def _appended(prior: VectorIndex | None, bank: Bank, segs: list, weights) -> Vec
     ids = np.concatenate([segment_ids(bank, sg) for sg in new_segs])
     if len(ids) > 4096 or len(np.unique(ids)) != len(ids) or len(ids) != added.height:
         return None
-    if set(ids.tolist()) != set(added["id"].to_list()) or prior.holds_any(ids.tolist()):
+    listed, added_ids = ids.tolist(), added["id"].to_list()
+    if set(listed) != set(added_ids) or prior.holds_any(listed):
         return None
     data = np.concatenate([np.asarray(segment_data(bank, sg), dtype=np.float32) for sg in new_segs])
-    active = np.isin(ids, added.filter(pl.col("status") == "active")["id"].to_numpy().astype(str))
+    live = {i for i, status in zip(added_ids, added["status"].to_list()) if status == "active"}
+    active = np.array([i in live for i in listed], dtype=bool)  # (a few rows: no frame filter)
     if active.any():
         prior.add(ids[active].tolist(), combine(data[active], weights))
     return prior
@@ -360,7 +362,7 @@ def _display(bank: Bank) -> PoolDisplay:
 
     def build(prior):
         mark = table_mark(bank, "entries")
-        added = None if prior is None else appended_rows(bank, "entries", prior.mark)
+        added = None if prior is None else appended_rows(bank, "entries", prior.mark, columns=PoolDisplay.COLUMNS)
         if added is not None:  # entries were only added: extend, do not rebuild
             return prior.grown(added, mark)
         return PoolDisplay.of(bank.entries, mark)
