@@ -691,27 +691,31 @@ class _ListedEntries:
 class _Info:
     """Display fields: the pool's own columns first, the entries' for anything missing. Entries'
     rows are read from ``source`` (a ``rows_for(ids)`` object) when first needed, for the ids
-    needed only: the pool's ids with a field missing, and the candidates for neighbours."""
+    needed only: the pool's ids with a field missing, and the candidates for neighbours (the pool's
+    wait for the first read, so that one read serves both)."""
 
-    __slots__ = ("pool_rows", "source", "entries")
+    __slots__ = ("pool_rows", "source", "entries", "pending")
 
     def __init__(self, columns: dict[str, list], source):
         self.source = source
         self.pool_rows = {c: columns[c] for c in ("score", *_INFO_COLUMNS) if c in columns}
         self.entries: dict[str, dict[str, Any]] | None = None if source is None else {}
+        self.pending: list[str] = []
         if source is not None:  # a pool with a steps column says which members have none
             ids = columns["id"]
             wanted = [self.pool_rows.get(c) for c in _INFO_COLUMNS if c != "steps" or c not in self.pool_rows]
             if any(column is None for column in wanted):
-                self.fetch(ids)
+                self.pending = list(ids)
             elif any(None in column for column in wanted):
                 missing = {n for column in wanted if None in column for n, v in enumerate(column) if v is None}
-                self.fetch(ids[n] for n in sorted(missing))
+                self.pending = [ids[n] for n in sorted(missing)]
 
     def fetch(self, ids: Iterable[str]) -> None:
-        """Read the entries' rows of those of ``ids`` not read yet."""
+        """Read the entries' rows of those of ``ids`` (and of the pool's members waiting) not read yet."""
         if self.source is None:
             return
+        if self.pending:
+            ids, self.pending = [*self.pending, *ids], []
         todo = [i for i in ids if i not in self.entries]
         if todo:
             found = self.source.rows_for(todo)
@@ -719,11 +723,32 @@ class _Info:
                 self.entries[i] = found.get(i)
 
     def pool_field(self, i: int, entry_id: str, name: str):
+        if self.pending:
+            self.fetch(())
         column = self.pool_rows.get(name)
         value = column[i] if column is not None else None
         if value is None and self.entries is not None and (name != "steps" or column is None):
             value = (self.entries.get(entry_id) or {}).get(name)
         return value
+
+    def fields(self, i: int, entry_id: str) -> list:
+        """:meth:`pool_field` of score, title, summary, kind and steps at once."""
+        if self.pending:
+            self.fetch(())
+        out = []
+        row = None
+        for name in _RESULT_FIELDS:
+            column = self.pool_rows.get(name)
+            value = column[i] if column is not None else None
+            if value is None and self.entries is not None and (name != "steps" or column is None):
+                if row is None:
+                    row = self.entries.get(entry_id) or {}
+                value = row.get(name)
+            out.append(value)
+        return out
+
+
+_RESULT_FIELDS = ("score", *_INFO_COLUMNS)
 
 
 # --------------------------------------------------------------------------------------------
@@ -860,12 +885,11 @@ def _pointers(unit: _Unit, graph: _PoolGraph, ids: list[str], info: _Info) -> li
 def _result(rank: int, i: int, ids: list[str], info: _Info, related: list[Pointer] | None = None,
             neighbors: list[Pointer] | None = None) -> Result:
     entry_id = ids[i]
-    steps = info.pool_field(i, entry_id, "steps")
+    score, title, summary, kind, steps = info.fields(i, entry_id)
     return fast_instance(Result, dict(
-        id=entry_id, rank=rank, score=info.pool_field(i, entry_id, "score"), kind="result",
-        title=info.pool_field(i, entry_id, "title"), summary=info.pool_field(i, entry_id, "summary"),
+        id=entry_id, rank=rank, score=score, kind="result", title=title, summary=summary,
         related=related or [], neighbors=neighbors or [], steps=list(steps) if steps else None,
-        entry_kind=info.pool_field(i, entry_id, "kind"), pool_rank=i + 1,
+        entry_kind=kind, pool_rank=i + 1,
     ))
 
 
