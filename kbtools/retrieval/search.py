@@ -441,7 +441,7 @@ def ranked_columns(
     idx = bank_index(bank, kind=index, weights=weights)
     depth = pool if not lexical else max(pool, QUERY_DEFAULTS.lexical_depth)
     scores, ids = idx.search(np.asarray(q, dtype=np.float32)[None, :], min(depth, max(idx.size, 1)))
-    dense = [(i, float(s)) for i, s in zip(list(ids[0]), scores[0].tolist()) if i is not None and i != ""]
+    dense = [(i, float(s)) for i, s in zip(ids[0].tolist(), scores[0].tolist()) if i is not None and i != ""]
     if lexical:
         lex_ids, _ = bank_bm25(bank).search(text, depth)
         fused = rrf([[i for i, _ in dense], list(lex_ids)], k=QUERY_DEFAULTS.rrf_k)
