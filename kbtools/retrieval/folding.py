@@ -391,7 +391,8 @@ def _gathered(p: _Part, wanted: list[str]):
     names = p.names
     type_code = p.type_code[local]
     priority = np.array([vocab.NEIGHBOR_TYPE_PRIORITY.get(n, 1) for n in names], dtype=np.int64)[type_code]
-    return (owner, rows, out, p.keys.values[other_at], type_code, priority, p.keys.take(other_at),
+    other_key = p.keys.values[other_at]
+    return (owner, rows, out, other_key, type_code, priority, p.keys.decoded(other_key),
             [names[c] for c in type_code.tolist()], p.notes[local].tolist(),
             [names[c] for c in p.source_code[local].tolist()])
 
@@ -455,7 +456,10 @@ class _IdKeys:
 
     def take(self, positions: np.ndarray) -> list[str]:
         """The ids at these positions."""
-        got = self.values[positions]
+        return self.decoded(self.values[positions])
+
+    def decoded(self, got: np.ndarray) -> list[str]:
+        """Keys taken from :attr:`values` as ids."""
         if not self.packed:
             return got.tolist()
         text = got.astype(">u8").tobytes().decode("ascii")  # 8 bytes an id, zero-padded
@@ -585,9 +589,10 @@ def _pool_columns(pool) -> dict[str, list]:
         if column not in names:
             raise ValidationError("pool", list(names), f"needs a column {column!r}")
     if isinstance(pool, pl.DataFrame):
-        if pool.schema["id"] != pl.String:
-            raise ValidationError("id", str(pool.schema["id"]), "pool ids must be strings (8 hex characters)")
-        return {c: pool[c].to_list() for c in ("id", "score", *_INFO_COLUMNS) if c in names}
+        series = {s.name: s for s in pool.get_columns()}
+        if series["id"].dtype != pl.String:
+            raise ValidationError("id", str(series["id"].dtype), "pool ids must be strings (8 hex characters)")
+        return {c: series[c].to_list() for c in ("id", "score", *_INFO_COLUMNS) if c in series}
     columns = {c: list(pool[c]) for c in ("id", "score", *_INFO_COLUMNS) if c in names}
     height = len(columns["id"])
     for name, values in columns.items():
