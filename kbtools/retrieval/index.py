@@ -74,13 +74,24 @@ _MAGIC = b"KBVX1\n"
 _HNSW_M, _HNSW_EF_CONSTRUCTION, _HNSW_EF_SEARCH = 32, 80, 128
 
 
+#: weight vectors checked already, by their values (read-only; a few: weights rarely vary)
+_WEIGHT_VECTORS: dict[tuple[float, ...], np.ndarray] = {}
+
+
 def _weight_vector(weights: Mapping[str, float]) -> np.ndarray:
     unknown = set(weights) - set(DIMENSIONS)
     if unknown:
         raise ValidationError("weights", sorted(unknown), f"dimensions must be among {', '.join(DIMENSIONS)}")
-    vector = np.array([float(weights.get(d, 0.0)) for d in DIMENSIONS], dtype=np.float32)
+    values = tuple(float(weights.get(d, 0.0)) for d in DIMENSIONS)
+    held = _WEIGHT_VECTORS.get(values)
+    if held is not None:
+        return held
+    vector = np.array(values, dtype=np.float32)
     if not np.all(np.isfinite(vector)) or (vector < 0).any() or vector.sum() <= 0:
         raise ValidationError("weights", dict(weights), "must be finite, non-negative and not all zero")
+    vector.flags.writeable = False
+    if len(_WEIGHT_VECTORS) < 64:
+        _WEIGHT_VECTORS[values] = vector
     return vector
 
 

@@ -114,7 +114,16 @@ def bank_embedder(bank: Bank, embedder: Embedder | str | None = None) -> Embedde
 
 
 def _weights_key(weights: Mapping[str, float]) -> str:
-    return json.dumps({d: float(weights.get(d, 0.0)) for d in DIMENSIONS}, sort_keys=True)
+    values = tuple(float(weights.get(d, 0.0)) for d in DIMENSIONS)
+    key = _WEIGHT_KEYS.get(values)
+    if key is None:  # (every query names its index by this key: made once per weights)
+        key = json.dumps(dict(zip(DIMENSIONS, values)), sort_keys=True)
+        if len(_WEIGHT_KEYS) < 64:
+            _WEIGHT_KEYS[values] = key
+    return key
+
+
+_WEIGHT_KEYS: dict[tuple[float, ...], str] = {}
 
 
 def _check_weights(weights: Mapping[str, float] | None) -> Mapping[str, float]:
