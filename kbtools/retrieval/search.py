@@ -257,7 +257,7 @@ def _appended(prior: VectorIndex | None, bank: Bank, segs: list, weights) -> Vec
     old = getattr(prior, "segments", None)
     if prior is None or old is None or segs[: len(old)] != old:
         return None
-    added = appended_rows(bank, "entries", getattr(prior, "mark", None), columns=("id", "status"))
+    added = _appended_entries(bank, getattr(prior, "mark", None))
     if added is None:
         return None
     held = set(old)
@@ -371,12 +371,23 @@ def _display(bank: Bank) -> PoolDisplay:
 
     def build(prior):
         mark = table_mark(bank, "entries")
-        added = None if prior is None else appended_rows(bank, "entries", prior.mark, columns=PoolDisplay.COLUMNS)
+        added = None if prior is None else _appended_entries(bank, prior.mark)
         if added is not None:  # entries were only added: extend, do not rebuild
             return prior.grown(added, mark)
         return PoolDisplay.of(bank.entries, mark)
 
     return bank.derived("pool-display", build, on=("entries",), grow=True)
+
+
+def _appended_entries(bank: Bank, mark) -> pl.DataFrame | None:
+    """The display columns of the entries appended since ``mark`` (see ``appended_rows``), read
+    once per bank version and mark: the index and the display rows grow from the same rows."""
+    if mark is None:
+        return None
+    read = bank.derived("appended-entries", dict, on=("entries",))
+    if mark not in read:
+        read[mark] = appended_rows(bank, "entries", mark, columns=PoolDisplay.COLUMNS)
+    return read[mark]
 
 
 def display_rows(bank: Bank, ids) -> dict[str, dict]:
