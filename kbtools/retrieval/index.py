@@ -159,7 +159,7 @@ def _check_ids_vectors(ids: Sequence[str], vectors: np.ndarray, dim: int | None)
     if vectors.ndim != 2 or vectors.shape[0] != len(ids) or (dim is not None and vectors.shape[1] != dim):
         want = f"({len(ids)}, {dim if dim is not None else 'd'})"
         raise ValidationError("vectors", f"shape {vectors.shape}", f"must be {want}, one row per id")
-    if len(np.unique(ids)) != len(ids):
+    if (len(set(ids.tolist())) if len(ids) <= 64 else len(np.unique(ids))) != len(ids):  # (a few: a set)
         values, counts = np.unique(ids, return_counts=True)
         raise ValidationError("ids", values[counts > 1][0].item(), "appears more than once")
     if not np.all(np.isfinite(vectors)):

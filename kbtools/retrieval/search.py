@@ -265,10 +265,10 @@ def _appended(prior: VectorIndex | None, bank: Bank, segs: list, weights) -> Vec
     if not new_segs:
         return prior if added.height == 0 else None  # entries without vectors: the full check
     ids = np.concatenate([segment_ids(bank, sg) for sg in new_segs])
-    if len(ids) > 4096 or len(np.unique(ids)) != len(ids) or len(ids) != added.height:
+    if len(ids) > 4096 or len(ids) != added.height:
         return None
     listed, added_ids = ids.tolist(), added["id"].to_list()
-    if set(listed) != set(added_ids) or prior.holds_any(listed):
+    if len(set(listed)) != len(listed) or set(listed) != set(added_ids) or prior.holds_any(listed):
         return None
     data = np.concatenate([np.asarray(segment_data(bank, sg), dtype=np.float32) for sg in new_segs])
     live = {i for i, status in zip(added_ids, added["status"].to_list()) if status == "active"}
