@@ -401,12 +401,17 @@ def display_rows(bank: Bank, ids) -> dict[str, dict]:
     """
     display = _display(bank)
     rows = display.rows
-    found = display.take([rows[i] for i in dict.fromkeys(ids) if i in rows])
-    return {row[0]: dict(zip(_SHOWN, row)) for row in found if row[5] == "active"}
+    _, titles, summaries, kinds, steps, status = display.columns
+    out = {}
+    for i in dict.fromkeys(ids):  # (read in place: a row's fields only once it is known active)
+        p = rows.get(i)
+        if p is not None and status[p] == "active":
+            held = steps[p]
+            out[i] = {"id": i, "title": titles[p], "summary": summaries[p], "kind": kinds[p],
+                      "steps": None if held is None else list(held)}
+    return out
 
 
-#: the fields :func:`display_rows` returns, in :attr:`PoolDisplay.COLUMNS` order
-_SHOWN = ("id", "title", "summary", "kind", "steps")
 #: the columns of a ranked pool
 POOL_SCHEMA = {"id": pl.String, "score": pl.Float64, "title": pl.String, "summary": pl.String,
                "kind": pl.String, "steps": pl.List(pl.String)}
