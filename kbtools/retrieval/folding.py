@@ -69,6 +69,7 @@ __all__ = ["EdgeLookup", "fold", "flat", "pool_components"]
 
 _EDGE_COLUMNS = ("src", "dst", "type", "source")
 _INFO_COLUMNS = ("title", "summary", "kind", "steps")
+_RESULT_FIELDS = ("score", *_INFO_COLUMNS)  # a result's fields read from the pool (or the entries)
 # An edge row inside the lookup: (src, dst, type, note, source).
 _Edge = tuple
 # An edge as seen from one of its ends: (other end, "out" | "in", edge).
@@ -395,6 +396,7 @@ def _gathered(p: _Part, wanted: list[str]):
     return (owner, rows, out, other_key, type_code, priority, p.keys.decoded(other_key),
             [names[c] for c in type_code.tolist()], p.notes[local].tolist(),
             [names[c] for c in p.source_code[local].tolist()])
+
 
 def _neighbour_key(incident: _Incident) -> tuple:
     """Neighbour order of one incident edge: note-carrying first, type priority, other end, type,
@@ -751,9 +753,6 @@ class _Info:
                 value = row.get(name)
             out.append(value)
         return out
-
-
-_RESULT_FIELDS = ("score", *_INFO_COLUMNS)
 
 
 # --------------------------------------------------------------------------------------------

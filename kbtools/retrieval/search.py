@@ -113,6 +113,10 @@ def bank_embedder(bank: Bank, embedder: Embedder | str | None = None) -> Embedde
     return embedder
 
 
+#: index keys of the weights seen, by their values (a few: weights rarely vary)
+_WEIGHT_KEYS: dict[tuple[float, ...], str] = {}
+
+
 def _weights_key(weights: Mapping[str, float]) -> str:
     values = tuple(float(weights.get(d, 0.0)) for d in DIMENSIONS)
     key = _WEIGHT_KEYS.get(values)
@@ -121,9 +125,6 @@ def _weights_key(weights: Mapping[str, float]) -> str:
         if len(_WEIGHT_KEYS) < 64:
             _WEIGHT_KEYS[values] = key
     return key
-
-
-_WEIGHT_KEYS: dict[tuple[float, ...], str] = {}
 
 
 def _check_weights(weights: Mapping[str, float] | None) -> Mapping[str, float]:
