@@ -376,6 +376,8 @@ class VectorIndex:
                 d_scores, d_pos = np.where(gone, -np.inf, d_scores), np.where(gone, -1, d_pos)
             scores, positions = _merged(scores, positions, d_scores, d_pos, base, k)
         found = positions >= 0
+        if found.all():  # (every slot filled: the usual case, no masking)
+            return np.asarray(scores, dtype=np.float32), self.ids[positions]
         ids = np.where(found, self.ids[np.where(found, positions, 0)] if len(self.ids) else "", "")
         return np.where(found, scores, -np.inf).astype(np.float32), ids
 
