@@ -395,3 +395,75 @@ def test_pool_fields_fall_back_to_entries():
     assert (result.related[0].title, result.related[0].summary) == ("A", "Does A.")
     assert fold(pool, EdgeLookup.build(edges, entries=entries), protect=0).to_dict() == answer.to_dict()
     assert flat(pool, entries=entries).results[0].steps == ["one", "two"]
+
+
+# ---------------------------------------------------------------------------------------------
+# the fold's kernel against what it answered before it was rewritten for speed
+
+def _incident_by_scan(lookup: EdgeLookup, ids):
+    """Each id's incident edges from a scan of every kept row, in the documented neighbour order
+    (note-carrying first, then the type priority, other end, type, direction)."""
+    found = {}
+    for edge in lookup.rows:
+        for me, other, direction in ((edge[0], edge[1], "out"), (edge[1], edge[0], "in")):
+            if me in ids:
+                found.setdefault(me, []).append((other, direction, edge))
+    order = lambda e: (not (e[2][3] and e[2][3].strip()), vocab.NEIGHBOR_TYPE_PRIORITY.get(e[2][2], 1), e[0], e[2][2], e[1])
+    return {i: sorted(found[i], key=order) for i in dict.fromkeys(ids) if i in found}
+
+
+ENDS = ["a0000001", "a0000002", "b0000003", "b0000004", "c0000005", "c000006", "longer-than-8", "é0000007"]
+
+
+@settings(max_examples=150, deadline=None)
+@given(st.lists(st.tuples(st.sampled_from(ENDS), st.sampled_from(sorted(vocab.EDGE_TYPES)), st.sampled_from(ENDS),
+                          st.sampled_from([None, "", "  ", "why"]), st.sampled_from(["author", "judge"])),
+                max_size=30),
+       st.integers(0, 30), st.integers(0, 30), st.integers(0, 8))
+def test_incident_edges_are_those_of_a_scan_of_every_part_in_neighbour_order(rows, cut, cut2, removed):
+    rows = list({(r[0], r[1], r[2]): r for r in reversed(rows)}.values())[::-1]  # one row a key, as in a bank
+    edges = make_edges(rows)
+    first, second = sorted((cut, cut2))
+    lookup = EdgeLookup.build(edges.slice(0, first))
+    lookup = lookup.grown(edges.slice(first, second - first)).grown(edges.slice(second))
+    lookup = lookup.without([(r[0], r[2], r[1]) for r in rows[:removed]])
+    for ids in (ENDS, ENDS[:3], ENDS[::-2], ["zzzzzzzz"]):
+        assert lookup.incident_of(ids) == _incident_by_scan(lookup, ids)
+
+
+def test_fold_answers_on_a_seeded_bank_are_unchanged():
+    """Folded and flat answers (ids, order, pointers, neighbours, display fields) over 120 seeded
+    pools of a synthetic bank, with a lookup of three parts and masked rows, digested: the digest is
+    what the fold answered before its kernel was rewritten for speed."""
+    import hashlib
+    import json
+
+    from kbtools.demo import synthetic_bank
+
+    bank = synthetic_bank(entries=3000, seed=5)
+    entries, edges = bank.entries, bank.edges
+    later = edges.slice(edges.height - 300)
+    lookup = EdgeLookup.build(edges.slice(0, edges.height - 300),
+                              entries=entries.select("id", "title", "summary", "kind", "steps"))
+    lookup = lookup.grown(later.slice(0, 150)).grown(later.slice(150))
+    lookup = lookup.without([tuple(r) for r in edges.select("src", "dst", "type").slice(0, 400).rows()[::7]])
+    rng = np.random.default_rng(11)
+    touched = pl.concat([edges["src"], edges["dst"]]).unique(maintain_order=True).to_list()
+    ids = entries["id"].to_list()
+    shown = entries.select("id", "title", "summary", "kind", "steps")
+    out = []
+    for n in range(120):
+        pick = list(dict.fromkeys(list(rng.choice(touched, 14, replace=False)) + list(rng.choice(ids, 6, replace=False))))[:20]
+        pool = pl.DataFrame({"id": pick, "score": np.linspace(1, 0.5, len(pick))})
+        if n % 3 == 1:
+            pool = pool.join(shown.select("id", "title", "summary"), on="id", how="left")
+        elif n % 3 == 2:
+            pool = pool.join(shown, on="id", how="left")
+        k, protect, neighbors = ((8, 2, 3), (5, 3, 2), (12, 0, 4))[n % 3]
+        out.append(fold(pool, lookup, k=k, protect=protect, neighbors=neighbors).to_dict())
+        out.append(fold(pool, edges, k=k, protect=protect, neighbors=neighbors, entries=entries).to_dict())
+        out.append(flat(pool, lookup, k=k, neighbors=neighbors).to_dict())
+    pointers = Counter(p["kind"] for a in out for r in a["results"] for p in r["related"] + r["neighbors"])
+    assert pointers["folded"] >= 50 and pointers["neighbor"] >= 1000  # the digest covers both kinds
+    digest = hashlib.sha256(json.dumps(out, sort_keys=True, default=str).encode()).hexdigest()
+    assert digest == "0629a2ba967ce0a6bf6bef4ca4b4b2561f2cfca28b33dd84407a7dbfeabf429f"

@@ -53,7 +53,6 @@ The query path, step by step (steps 1 and 8 belong to the caller, the bank's que
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass
 from typing import Any, ClassVar, NamedTuple
 
 import numpy as np
@@ -70,6 +69,7 @@ __all__ = ["EdgeLookup", "fold", "flat", "pool_components"]
 
 _EDGE_COLUMNS = ("src", "dst", "type", "source")
 _INFO_COLUMNS = ("title", "summary", "kind", "steps")
+_RESULT_FIELDS = ("score", *_INFO_COLUMNS)  # a result's fields read from the pool (or the entries)
 # An edge row inside the lookup: (src, dst, type, note, source).
 _Edge = tuple
 # An edge as seen from one of its ends: (other end, "out" | "in", edge).
@@ -210,31 +210,7 @@ class EdgeLookup:
                 if edge[1] in keep:
                     found.setdefault(edge[1], []).append((edge[0], "in", edge))
             return {i: sorted(found[i], key=_neighbour_key) for i in wanted if i in found}
-        found = {}
-        dead = self.dead
-        for p in self.parts:
-            if not len(p.keys):
-                continue
-            lo, hi = p.keys.find(wanted)
-            hit = np.flatnonzero(hi > lo)
-            if not len(hit):
-                continue
-            spans = [(wanted[h], a, b) for h, a, b in zip(hit.tolist(), lo[hit].tolist(), hi[hit].tolist())]
-            at = np.concatenate([np.arange(a, b) for _, a, b in spans])
-            rows = p.rows[at]
-            edges = p.edge_rows(rows - p.offset)
-            outs = p.is_out[at].tolist()
-            rows = rows.tolist()
-            k = 0
-            for entry_id, a, b in spans:
-                mine = [(e[1], "out", e) if o else (e[0], "in", e)
-                        for e, o, r in zip(edges[k:k + b - a], outs[k:k + b - a], rows[k:k + b - a]) if r not in dead]
-                k += b - a
-                if mine:
-                    found.setdefault(entry_id, []).extend(mine)
-        for incident in found.values():  # a part keeps an id's ends together, in no set order
-            incident.sort(key=_neighbour_key)
-        return {i: found[i] for i in wanted if i in found}
+        return _incident_sorted(self.parts, wanted, self.dead)
 
     def touching(self, ids: Iterable[str]) -> list[_Edge]:
         """Edge rows with either end in ``ids``, each once, in edge-frame order.
@@ -363,6 +339,65 @@ def _part(kept: pl.DataFrame, offset: int, aliased: bool = True) -> _Part:
                  notes.astype(object, copy=False), order < n, aliased)
 
 
+def _incident_sorted(parts, wanted: list[str], dead) -> dict[str, list[_Incident]]:
+    """:meth:`EdgeLookup.incident_of` where no key repeats across parts: the ends of ``wanted``
+    gathered from every part with a few array operations, put in neighbour order by one
+    ``lexsort`` (the order :func:`_neighbour_key` gives, each id's edges together), and only then
+    made into tuples."""
+    got = [g for g in (_gathered(p, wanted) for p in parts if len(p.keys)) if g is not None]
+    if not got:
+        return {}
+    if len(got) == 1:
+        owner, rows, out, other_key, type_rank, priority, others, types, notes, sources = got[0]
+    else:  # type names ranked over all parts; other ends compared as integers only where all pack
+        owner, rows, out, priority = (np.concatenate([g[i] for g in got]) for i in (0, 1, 2, 5))
+        others, types, notes, sources = ([x for g in got for x in g[i]] for i in (6, 7, 8, 9))
+        other_key = (np.concatenate([g[3] for g in got]) if all(g[3].dtype == np.uint64 for g in got)
+                     else np.asarray(others, dtype=str))
+        rank = {t: i for i, t in enumerate(sorted(set(types)))}
+        type_rank = np.array([rank[t] for t in types], dtype=np.int64)
+    bare = np.array([not (n and n.strip()) for n in notes], dtype=bool)
+    order = np.lexsort((out, type_rank, other_key, priority, bare, owner))
+    if dead:
+        order = order[~np.isin(rows[order], np.fromiter(dead, dtype=np.int64, count=len(dead)))]
+    ends = [(wanted[w], d) for w, d in zip(owner[order].tolist(), out[order].tolist())]
+    incident = [(others[j], "out", (me, others[j], types[j], notes[j], sources[j])) if d else
+                (others[j], "in", (others[j], me, types[j], notes[j], sources[j]))
+                for j, (me, d) in zip(order.tolist(), ends)]
+    found: dict[str, list[_Incident]] = {}
+    start = 0
+    for entry_id, count in zip(wanted, np.bincount(owner[order], minlength=len(wanted)).tolist()):
+        if count:  # each id's edges lie together, ids in the order asked
+            found[entry_id] = incident[start:start + count]
+            start += count
+    return found
+
+
+def _gathered(p: _Part, wanted: list[str]):
+    """The ends of ``wanted`` in part ``p`` as columns (None when it holds none): which of
+    ``wanted`` (its index), global row, outgoing or not, the keys that order the other ends, the
+    type's rank in the part's names (their order), its neighbour priority; then as lists the
+    other ends, types, notes and sources."""
+    lo, hi = p.keys.find(wanted)
+    count = hi - lo
+    total = int(count.sum())
+    if not total:
+        return None
+    owner = np.repeat(np.arange(len(wanted)), count)
+    at = np.arange(total) + np.repeat(lo - (np.cumsum(count) - count), count)  # lo[i] .. hi[i] - 1, each i in turn
+    rows = p.rows[at]
+    local = rows - p.offset
+    out = p.is_out[at]
+    other_at = np.where(out, p.dst_at[local], p.src_at[local])
+    names = p.names
+    type_code = p.type_code[local]
+    priority = np.array([vocab.NEIGHBOR_TYPE_PRIORITY.get(n, 1) for n in names], dtype=np.int64)[type_code]
+    other_key = p.keys.values[other_at]
+    return (owner, rows, out, other_key, type_code, priority, p.keys.decoded(other_key),
+            [names[c] for c in type_code.tolist()], p.notes[local].tolist(),
+            [names[c] for c in p.source_code[local].tolist()])
+
+
 def _neighbour_key(incident: _Incident) -> tuple:
     """Neighbour order of one incident edge: note-carrying first, type priority, other end, type,
     direction."""
@@ -412,18 +447,27 @@ class _IdKeys:
         """``(lo, hi)``: the positions ``lo[i]:hi[i]`` hold ``ids[i]`` (empty when absent)."""
         if not self.packed:
             q = np.asarray(ids, dtype=str)
+        elif max(map(len, ids)) <= 8 and "".join(ids).isascii():  # each id packs as it is
+            q = np.array(ids, dtype="S8").view(">u8").astype(np.uint64)
         else:
             fits = [len(i) <= 8 and i.isascii() for i in ids]
             q = np.asarray([i if ok else "" for i, ok in zip(ids, fits)], dtype="S8").view(">u8").astype(np.uint64)
-        lo, hi = np.searchsorted(self.values, q, "left"), np.searchsorted(self.values, q, "right")
-        if self.packed and not all(fits):
-            hi = np.where(fits, hi, lo)
-        return lo, hi
+            lo = np.searchsorted(self.values, q, "left")
+            return lo, np.where(fits, np.searchsorted(self.values, q, "right"), lo)
+        return np.searchsorted(self.values, q, "left"), np.searchsorted(self.values, q, "right")
 
     def take(self, positions: np.ndarray) -> list[str]:
         """The ids at these positions."""
-        got = self.values[positions]
-        return got.astype(">u8").view("S8").astype(str).tolist() if self.packed else got.tolist()
+        return self.decoded(self.values[positions])
+
+    def decoded(self, got: np.ndarray) -> list[str]:
+        """Keys taken from :attr:`values` as ids."""
+        if not self.packed:
+            return got.tolist()
+        text = got.astype(">u8").tobytes().decode("ascii")  # 8 bytes an id, zero-padded
+        if "\0" not in text:
+            return [text[i:i + 8] for i in range(0, len(text), 8)]
+        return [text[i:i + 8].rstrip("\0") for i in range(0, len(text), 8)]
 
 
 class _FrameEntries:
@@ -547,9 +591,10 @@ def _pool_columns(pool) -> dict[str, list]:
         if column not in names:
             raise ValidationError("pool", list(names), f"needs a column {column!r}")
     if isinstance(pool, pl.DataFrame):
-        if pool.schema["id"] != pl.String:
-            raise ValidationError("id", str(pool.schema["id"]), "pool ids must be strings (8 hex characters)")
-        return {c: pool[c].to_list() for c in ("id", "score", *_INFO_COLUMNS) if c in names}
+        series = {s.name: s for s in pool.get_columns()}
+        if series["id"].dtype != pl.String:
+            raise ValidationError("id", str(series["id"].dtype), "pool ids must be strings (8 hex characters)")
+        return {c: series[c].to_list() for c in ("id", "score", *_INFO_COLUMNS) if c in series}
     columns = {c: list(pool[c]) for c in ("id", "score", *_INFO_COLUMNS) if c in names}
     height = len(columns["id"])
     for name, values in columns.items():
@@ -653,24 +698,31 @@ class _ListedEntries:
 class _Info:
     """Display fields: the pool's own columns first, the entries' for anything missing. Entries'
     rows are read from ``source`` (a ``rows_for(ids)`` object) when first needed, for the ids
-    needed only: the pool's ids with a field missing, and the candidates for neighbours."""
+    needed only: the pool's ids with a field missing, and the candidates for neighbours (the pool's
+    wait for the first read, so that one read serves both)."""
 
-    __slots__ = ("pool_rows", "source", "entries")
+    __slots__ = ("pool_rows", "source", "entries", "pending")
 
     def __init__(self, columns: dict[str, list], source):
         self.source = source
         self.pool_rows = {c: columns[c] for c in ("score", *_INFO_COLUMNS) if c in columns}
         self.entries: dict[str, dict[str, Any]] | None = None if source is None else {}
+        self.pending: list[str] = []
         if source is not None:  # a pool with a steps column says which members have none
             ids = columns["id"]
-            blank = [None] * len(ids)
-            wanted = [c for c in _INFO_COLUMNS if c != "steps" or c not in self.pool_rows]
-            self.fetch(i for n, i in enumerate(ids) if any(self.pool_rows.get(c, blank)[n] is None for c in wanted))
+            wanted = [self.pool_rows.get(c) for c in _INFO_COLUMNS if c != "steps" or c not in self.pool_rows]
+            if any(column is None for column in wanted):
+                self.pending = list(ids)
+            elif any(None in column for column in wanted):
+                missing = {n for column in wanted if None in column for n, v in enumerate(column) if v is None}
+                self.pending = [ids[n] for n in sorted(missing)]
 
     def fetch(self, ids: Iterable[str]) -> None:
-        """Read the entries' rows of those of ``ids`` not read yet."""
+        """Read the entries' rows of those of ``ids`` (and of the pool's members waiting) not read yet."""
         if self.source is None:
             return
+        if self.pending:
+            ids, self.pending = [*self.pending, *ids], []
         todo = [i for i in ids if i not in self.entries]
         if todo:
             found = self.source.rows_for(todo)
@@ -678,19 +730,36 @@ class _Info:
                 self.entries[i] = found.get(i)
 
     def pool_field(self, i: int, entry_id: str, name: str):
+        if self.pending:
+            self.fetch(())
         column = self.pool_rows.get(name)
         value = column[i] if column is not None else None
         if value is None and self.entries is not None and (name != "steps" or column is None):
             value = (self.entries.get(entry_id) or {}).get(name)
         return value
 
+    def fields(self, i: int, entry_id: str) -> list:
+        """:meth:`pool_field` of score, title, summary, kind and steps at once."""
+        if self.pending:
+            self.fetch(())
+        out = []
+        row = None
+        for name in _RESULT_FIELDS:
+            column = self.pool_rows.get(name)
+            value = column[i] if column is not None else None
+            if value is None and self.entries is not None and (name != "steps" or column is None):
+                if row is None:
+                    row = self.entries.get(entry_id) or {}
+                value = row.get(name)
+            out.append(value)
+        return out
+
 
 # --------------------------------------------------------------------------------------------
 # the kernel: members are pool indices (0 = best rank); an edge is (src, dst, type, note, source)
 
 
-@dataclass(frozen=True)
-class _Unit:
+class _Unit(NamedTuple):
     rep: int
     members: tuple[int, ...]  # sorted by rank, rep included
 
@@ -698,18 +767,16 @@ class _Unit:
 class _PoolGraph:
     """The pool's internal edges as index adjacency, one display edge per pair, dominators."""
 
-    __slots__ = ("n", "pairs", "adj", "pair_edge", "dominators")
+    __slots__ = ("n", "adj", "pair_edge", "dominators")
 
     def __init__(self, ids: list[str], internal: list[_Edge]):
         pos = {entry_id: i for i, entry_id in enumerate(ids)}
         self.n = len(ids)
-        self.pairs: list[tuple[int, int]] = []
         self.pair_edge: dict[tuple[int, int], _Edge] = {}
         self.dominators: dict[int, list[int]] = {}
         neighbours: dict[int, set[int]] = {}
         for edge in internal:
             a, b = pos[edge[0]], pos[edge[1]]
-            self.pairs.append((a, b))
             key = (a, b) if a < b else (b, a)
             shown = self.pair_edge.get(key)
             if shown is None or _pointer_key(edge) < _pointer_key(shown):
@@ -747,23 +814,28 @@ def _pointer_key(edge: _Edge) -> tuple:
 
 
 def _components(graph: _PoolGraph) -> list[list[int]]:
-    """Connected components (union-find, undirected), each sorted by rank, ordered by best rank."""
-    parent = list(range(graph.n))
-
-    def find(i: int) -> int:
-        while parent[i] != i:
-            parent[i] = parent[parent[i]]
-            i = parent[i]
-        return i
-
-    for a, b in graph.pairs:
-        ra, rb = find(a), find(b)
-        if ra != rb:
-            parent[max(ra, rb)] = min(ra, rb)
-    groups: dict[int, list[int]] = {}
+    """Connected components (undirected), each sorted by rank, ordered by best rank: members
+    without an edge are their own; the others are walked from their best-ranked member."""
+    adj = graph.adj
+    seen: set[int] = set()
+    groups = []
     for i in range(graph.n):
-        groups.setdefault(find(i), []).append(i)
-    return sorted(groups.values(), key=lambda g: g[0])
+        if i in seen:
+            continue
+        if i not in adj:
+            groups.append([i])
+            continue
+        seen.add(i)
+        group, todo = [i], [i]
+        while todo:
+            for j in adj[todo.pop()]:
+                if j not in seen:
+                    seen.add(j)
+                    group.append(j)
+                    todo.append(j)
+        group.sort()
+        groups.append(group)
+    return groups
 
 
 def _representative(members: list[int], graph: _PoolGraph) -> int:
@@ -817,12 +889,11 @@ def _pointers(unit: _Unit, graph: _PoolGraph, ids: list[str], info: _Info) -> li
 def _result(rank: int, i: int, ids: list[str], info: _Info, related: list[Pointer] | None = None,
             neighbors: list[Pointer] | None = None) -> Result:
     entry_id = ids[i]
-    steps = info.pool_field(i, entry_id, "steps")
+    score, title, summary, kind, steps = info.fields(i, entry_id)
     return fast_instance(Result, dict(
-        id=entry_id, rank=rank, score=info.pool_field(i, entry_id, "score"), kind="result",
-        title=info.pool_field(i, entry_id, "title"), summary=info.pool_field(i, entry_id, "summary"),
+        id=entry_id, rank=rank, score=score, kind="result", title=title, summary=summary,
         related=related or [], neighbors=neighbors or [], steps=list(steps) if steps else None,
-        entry_kind=info.pool_field(i, entry_id, "kind"), pool_rank=i + 1,
+        entry_kind=kind, pool_rank=i + 1,
     ))
 
 

@@ -74,13 +74,24 @@ _MAGIC = b"KBVX1\n"
 _HNSW_M, _HNSW_EF_CONSTRUCTION, _HNSW_EF_SEARCH = 32, 80, 128
 
 
+#: weight vectors checked already, by their values (read-only; a few: weights rarely vary)
+_WEIGHT_VECTORS: dict[tuple[float, ...], np.ndarray] = {}
+
+
 def _weight_vector(weights: Mapping[str, float]) -> np.ndarray:
     unknown = set(weights) - set(DIMENSIONS)
     if unknown:
         raise ValidationError("weights", sorted(unknown), f"dimensions must be among {', '.join(DIMENSIONS)}")
-    vector = np.array([float(weights.get(d, 0.0)) for d in DIMENSIONS], dtype=np.float32)
+    values = tuple(float(weights.get(d, 0.0)) for d in DIMENSIONS)
+    held = _WEIGHT_VECTORS.get(values)
+    if held is not None:
+        return held
+    vector = np.array(values, dtype=np.float32)
     if not np.all(np.isfinite(vector)) or (vector < 0).any() or vector.sum() <= 0:
         raise ValidationError("weights", dict(weights), "must be finite, non-negative and not all zero")
+    vector.flags.writeable = False
+    if len(_WEIGHT_VECTORS) < 64:
+        _WEIGHT_VECTORS[values] = vector
     return vector
 
 
@@ -148,7 +159,7 @@ def _check_ids_vectors(ids: Sequence[str], vectors: np.ndarray, dim: int | None)
     if vectors.ndim != 2 or vectors.shape[0] != len(ids) or (dim is not None and vectors.shape[1] != dim):
         want = f"({len(ids)}, {dim if dim is not None else 'd'})"
         raise ValidationError("vectors", f"shape {vectors.shape}", f"must be {want}, one row per id")
-    if len(np.unique(ids)) != len(ids):
+    if (len(set(ids.tolist())) if len(ids) <= 64 else len(np.unique(ids))) != len(ids):  # (a few: a set)
         values, counts = np.unique(ids, return_counts=True)
         raise ValidationError("ids", values[counts > 1][0].item(), "appears more than once")
     if not np.all(np.isfinite(vectors)):
@@ -365,6 +376,8 @@ class VectorIndex:
                 d_scores, d_pos = np.where(gone, -np.inf, d_scores), np.where(gone, -1, d_pos)
             scores, positions = _merged(scores, positions, d_scores, d_pos, base, k)
         found = positions >= 0
+        if found.all():  # (every slot filled: the usual case, no masking)
+            return np.asarray(scores, dtype=np.float32), self.ids[positions]
         ids = np.where(found, self.ids[np.where(found, positions, 0)] if len(self.ids) else "", "")
         return np.where(found, scores, -np.inf).astype(np.float32), ids
 

@@ -113,8 +113,18 @@ def bank_embedder(bank: Bank, embedder: Embedder | str | None = None) -> Embedde
     return embedder
 
 
+#: index keys of the weights seen, by their values (a few: weights rarely vary)
+_WEIGHT_KEYS: dict[tuple[float, ...], str] = {}
+
+
 def _weights_key(weights: Mapping[str, float]) -> str:
-    return json.dumps({d: float(weights.get(d, 0.0)) for d in DIMENSIONS}, sort_keys=True)
+    values = tuple(float(weights.get(d, 0.0)) for d in DIMENSIONS)
+    key = _WEIGHT_KEYS.get(values)
+    if key is None:  # (every query names its index by this key: made once per weights)
+        key = json.dumps(dict(zip(DIMENSIONS, values)), sort_keys=True)
+        if len(_WEIGHT_KEYS) < 64:
+            _WEIGHT_KEYS[values] = key
+    return key
 
 
 def _check_weights(weights: Mapping[str, float] | None) -> Mapping[str, float]:
@@ -248,7 +258,7 @@ def _appended(prior: VectorIndex | None, bank: Bank, segs: list, weights) -> Vec
     old = getattr(prior, "segments", None)
     if prior is None or old is None or segs[: len(old)] != old:
         return None
-    added = appended_rows(bank, "entries", getattr(prior, "mark", None))
+    added = _appended_entries(bank, getattr(prior, "mark", None))
     if added is None:
         return None
     held = set(old)
@@ -256,12 +266,14 @@ def _appended(prior: VectorIndex | None, bank: Bank, segs: list, weights) -> Vec
     if not new_segs:
         return prior if added.height == 0 else None  # entries without vectors: the full check
     ids = np.concatenate([segment_ids(bank, sg) for sg in new_segs])
-    if len(ids) > 4096 or len(np.unique(ids)) != len(ids) or len(ids) != added.height:
+    if len(ids) > 4096 or len(ids) != added.height:
         return None
-    if set(ids.tolist()) != set(added["id"].to_list()) or prior.holds_any(ids.tolist()):
+    listed, added_ids = ids.tolist(), added["id"].to_list()
+    if len(set(listed)) != len(listed) or set(listed) != set(added_ids) or prior.holds_any(listed):
         return None
     data = np.concatenate([np.asarray(segment_data(bank, sg), dtype=np.float32) for sg in new_segs])
-    active = np.isin(ids, added.filter(pl.col("status") == "active")["id"].to_numpy().astype(str))
+    live = {i for i, status in zip(added_ids, added["status"].to_list()) if status == "active"}
+    active = np.array([i in live for i in listed], dtype=bool)  # (a few rows: no frame filter)
     if active.any():
         prior.add(ids[active].tolist(), combine(data[active], weights))
     return prior
@@ -360,12 +372,23 @@ def _display(bank: Bank) -> PoolDisplay:
 
     def build(prior):
         mark = table_mark(bank, "entries")
-        added = None if prior is None else appended_rows(bank, "entries", prior.mark)
+        added = None if prior is None else _appended_entries(bank, prior.mark)
         if added is not None:  # entries were only added: extend, do not rebuild
             return prior.grown(added, mark)
         return PoolDisplay.of(bank.entries, mark)
 
     return bank.derived("pool-display", build, on=("entries",), grow=True)
+
+
+def _appended_entries(bank: Bank, mark) -> pl.DataFrame | None:
+    """The display columns of the entries appended since ``mark`` (see ``appended_rows``), read
+    once per bank version and mark: the index and the display rows grow from the same rows."""
+    if mark is None:
+        return None
+    read = bank.derived("appended-entries", dict, on=("entries",))
+    if mark not in read:
+        read[mark] = appended_rows(bank, "entries", mark, columns=PoolDisplay.COLUMNS)
+    return read[mark]
 
 
 def display_rows(bank: Bank, ids) -> dict[str, dict]:
@@ -379,12 +402,17 @@ def display_rows(bank: Bank, ids) -> dict[str, dict]:
     """
     display = _display(bank)
     rows = display.rows
-    found = display.take([rows[i] for i in dict.fromkeys(ids) if i in rows])
-    return {row[0]: dict(zip(_SHOWN, row)) for row in found if row[5] == "active"}
+    _, titles, summaries, kinds, steps, status = display.columns
+    out = {}
+    for i in dict.fromkeys(ids):  # (read in place: a row's fields only once it is known active)
+        p = rows.get(i)
+        if p is not None and status[p] == "active":
+            held = steps[p]
+            out[i] = {"id": i, "title": titles[p], "summary": summaries[p], "kind": kinds[p],
+                      "steps": None if held is None else list(held)}
+    return out
 
 
-#: the fields :func:`display_rows` returns, in :attr:`PoolDisplay.COLUMNS` order
-_SHOWN = ("id", "title", "summary", "kind", "steps")
 #: the columns of a ranked pool
 POOL_SCHEMA = {"id": pl.String, "score": pl.Float64, "title": pl.String, "summary": pl.String,
                "kind": pl.String, "steps": pl.List(pl.String)}
@@ -439,7 +467,7 @@ def ranked_columns(
     idx = bank_index(bank, kind=index, weights=weights)
     depth = pool if not lexical else max(pool, QUERY_DEFAULTS.lexical_depth)
     scores, ids = idx.search(np.asarray(q, dtype=np.float32)[None, :], min(depth, max(idx.size, 1)))
-    dense = [(i, float(s)) for i, s in zip(list(ids[0]), scores[0].tolist()) if i is not None and i != ""]
+    dense = [(i, float(s)) for i, s in zip(ids[0].tolist(), scores[0].tolist()) if i is not None and i != ""]
     if lexical:
         lex_ids, _ = bank_bm25(bank).search(text, depth)
         fused = rrf([[i for i, _ in dense], list(lex_ids)], k=QUERY_DEFAULTS.rrf_k)

@@ -401,10 +401,12 @@ def key_mark(bank: Bank, name: str) -> tuple[int, int]:
     return merged.key_epoch, merged.frame.height
 
 
-def appended_rows(bank: Bank, name: str, mark: tuple[int, int] | None) -> pl.DataFrame | None:
+def appended_rows(bank: Bank, name: str, mark: tuple[int, int] | None, *,
+                  columns: tuple[str, ...] | None = None) -> pl.DataFrame | None:
     """The rows of table ``name`` of ``bank`` added since ``mark`` (a :func:`table_mark` of an
     earlier snapshot), when the table only gained rows at its end since; None when anything else
-    changed (then rebuild what was built over the rows). Usage is not counted in.
+    changed (then rebuild what was built over the rows). Usage is not counted in. ``columns``:
+    only these columns of the table (a query growing its caches reads a few).
 
     >>> import tempfile, pathlib
     >>> from kbtools.store.bank import create_bank
@@ -415,4 +417,4 @@ def appended_rows(bank: Bank, name: str, mark: tuple[int, int] | None) -> pl.Dat
     merged = bank.merged(name)
     if mark is None or mark[0] != merged.epoch or mark[1] > merged.frame.height:
         return None
-    return project(merged.frame.slice(mark[1]), SCHEMAS[name])
+    return project(merged.frame.slice(mark[1]), SCHEMAS[name] if columns is None else columns)

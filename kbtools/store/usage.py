@@ -67,6 +67,7 @@ class UsageLogs:
         self.reads = 0
         self.claimed: list[Path] = []
         self._warned = False
+        self._log: tuple[int, str] | None = None  # (process id, this process's log path)
 
     @property
     def pending(self) -> pl.DataFrame:
@@ -112,10 +113,16 @@ class UsageLogs:
         qhash = hashlib.sha256(query.encode()).hexdigest()[:16]
         at = datetime.now(timezone.utc).isoformat()
         data = "".join(f"{at}\t{i}\t{qhash}\n" for i in ids).encode()
-        log = self.root / "usage" / f"{socket.gethostname()}-{os.getpid()}.log"
+        log = self._log_path()
         try:
-            log.parent.mkdir(exist_ok=True)
-            fd = os.open(log, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+            try:
+                fd = os.open(log, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+            except FileNotFoundError:  # the first log of this bank: its folder is made once
+                try:
+                    os.mkdir(os.path.dirname(log))
+                except FileExistsError:
+                    pass
+                fd = os.open(log, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
             try:
                 os.write(fd, data)
             finally:
@@ -125,11 +132,20 @@ class UsageLogs:
         # A query neither re-reads nor lists the logs: its rows join the pending rows as they are,
         # and the signature says what this append grew. Other processes' logs are read at the next
         # refresh (a reload), which re-reads everything only when the files differ from it.
+        name = os.path.basename(log)
         sizes = dict(self.signature)
-        sizes[log.name] = sizes.get(log.name, 0) + len(data)
+        sizes[name] = sizes.get(name, 0) + len(data)
         self.signature = tuple(sorted(sizes.items()))
         self._appended.extend((at, i, qhash) for i in ids)
         return len(ids)
+
+    def _log_path(self) -> str:
+        """This process's log, ``usage/<host>-<pid>.log`` (the name kept until the process id changes)."""
+        pid = os.getpid()
+        held = self._log
+        if held is None or held[0] != pid:
+            held = self._log = (pid, os.path.join(self.root, "usage", f"{socket.gethostname()}-{pid}.log"))
+        return held[1]
 
     def _skipped(self, why: str) -> int:
         if not self._warned:  # stack: the caller of Bank.log_usage, Bank.log_usage, append, here

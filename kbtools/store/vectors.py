@@ -267,7 +267,7 @@ def _grow_live(prior: _Live | None, state: _VectorState, mark: tuple[int, int], 
     if len(ids) > 64:
         return None
     fresh = entries["id"].slice(prior.mark[1])  # entries added since: the vectors' ids are among them
-    if len(ids) and not np.isin(ids, fresh.to_numpy().astype(str)).all():
+    if len(ids) and not set(ids.tolist()) <= set(fresh.to_list()):  # (a few ids: no sort of strings)
         return None
     return _Live(state, mark)
 
