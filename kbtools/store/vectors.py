@@ -272,6 +272,28 @@ def _grow_live(prior: _Live | None, state: _VectorState, mark: tuple[int, int], 
     return _Live(state, mark)
 
 
+def _packed(ids) -> np.ndarray | None:
+    """A ``str`` array of ids of at most 8 ASCII characters as ``uint64`` (their bytes; equal
+    exactly where the ids are), else None."""
+    if not isinstance(ids, np.ndarray) or ids.dtype.kind != "U" or ids.dtype.itemsize > 32 or ids.ndim != 1:
+        return None
+    chars = np.ascontiguousarray(ids).view(np.uint32).reshape(len(ids), ids.dtype.itemsize // 4)
+    if chars.size and chars.max() > 127:
+        return None
+    out = np.zeros((len(ids), 8), dtype=np.uint8)
+    out[:, : chars.shape[1]] = chars
+    return out.view(np.uint64).reshape(len(ids))
+
+
+def _member(ids: np.ndarray, wanted) -> np.ndarray:
+    """Which of ``ids`` (a ``str`` array) are in ``wanted`` (an array or series of ids): compared as
+    8-byte integers where both pack (no string column built)."""
+    a, w = _packed(ids), _packed(wanted)
+    if a is not None and w is not None:
+        return pl.Series(a).is_in(pl.Series(w).implode()).to_numpy()
+    return pl.Series(ids, dtype=pl.String).is_in(pl.Series(wanted, dtype=pl.String).implode()).to_numpy()
+
+
 class VectorBlocks:
     """A bank's vectors as blocks read from the memory-mapped segments (see
     :func:`vector_blocks`): ``.ids`` in order, iterate for ``(ids, vectors)`` blocks, as many
@@ -295,8 +317,7 @@ class VectorBlocks:
             keep = np.sort(len(all_ids) - 1 - last)
             all_ids, seg_of, row_of = all_ids[keep], seg_of[keep], row_of[keep]
         wanted = bank.entries["id"] if ids is None else ids
-        live = pl.Series(all_ids, dtype=pl.String).is_in(pl.Series(wanted, dtype=pl.String).implode()).to_numpy()
-        self.ids, self._seg, self._row = all_ids[live], seg_of[live], row_of[live]
+        self.ids, self._seg, self._row = (a[_member(all_ids, wanted)] for a in (all_ids, seg_of, row_of))
 
     @property
     def shape(self) -> tuple[int, ...]:
