@@ -161,7 +161,7 @@ def bank_index(bank: Bank, *, kind: str = "auto", weights: Mapping[str, float] |
                 was = getattr(earlier, "fingerprint", None)
         # every other read of the vectors streams blocks from the memory-mapped segments (never joined);
         # this snapshot's own index file holds exactly its active entries with vectors: no table read
-        live = idx.ids if idx is not None else bank.entries.filter(pl.col("status") == "active")["id"]
+        live = idx.ids if idx is not None else _active_ids(bank)
         blocks = vector_blocks(bank, ids=live)
         if idx is None and prior is not None:
             old_segs = set(getattr(prior, "segments", None) or [])
@@ -449,6 +449,16 @@ class SidecarDisplay:
         n = len(self.records)
         return [next(base) if i not in later else (None if later[i] is None else n + later[i]) for i in ids]
 
+    def active_ids(self) -> np.ndarray:
+        """The ids of the active entries (in no set order)."""
+        later = self.later
+        base = self.records.ids(np.flatnonzero(self.records.active))
+        if later:
+            base = base[~np.isin(base, np.array(list(later), dtype="U8"))] if base.size else base
+        listed = self.listed
+        added = [eid for eid, at in later.items() if at is not None and listed[at][5] == "active"]
+        return np.concatenate([base, np.array(added, dtype="U8")]) if added else base
+
     def take(self, positions: list[int]) -> list[tuple]:
         """The display rows at these positions, as :meth:`PoolDisplay.take` gives them."""
         n = len(self.records)
@@ -502,6 +512,14 @@ def _sidecar_display(bank: Bank, prior: SidecarDisplay | None) -> SidecarDisplay
     except FileNotFoundError:  # swept by a compaction since this snapshot: the table's own read moves on
         return None
     return base.applied(rows, SegmentMark(names))
+
+
+def _active_ids(bank: Bank):
+    """The ids of the bank's active entries (from the display's sidecar where it has one)."""
+    display = _display(bank)
+    if isinstance(display, SidecarDisplay):
+        return display.active_ids()
+    return bank.entries.filter(pl.col("status") == "active")["id"]
 
 
 def _entry_count(bank: Bank) -> int:

@@ -11,6 +11,7 @@ keeps per table (:class:`TableCache`, :class:`EntryIds`) to grow on append inste
 
 from __future__ import annotations
 
+import collections
 import errno
 import itertools
 import os
@@ -29,7 +30,7 @@ if TYPE_CHECKING:  # functions here read a bank's snapshot; the bank imports thi
     from kbtools.store.bank import Bank
 
 __all__ = ["SEQ", "DELETED", "MAX_CHUNKS", "new_epoch", "latest_in_first_order", "only_fresh_keys",
-           "merge_keyed", "append_rows", "project", "read_segment", "read_segments", "check_segment", "segment_rows",
+           "merge_keyed", "append_rows", "project", "read_segment", "read_segments", "TABLE_READS", "check_segment", "segment_rows",
            "live_rows", "segment_files",
            "TableCache", "EntryIds", "current_ids", "missing_ids", "table_mark", "key_mark",
            "appended_rows", "SegmentMark", "remember_rows", "segment_names", "segments_frame"]
@@ -289,6 +290,11 @@ def segment_files(bank: Bank) -> dict[str, list[str]]:
     return {t: list(tables.get(t, [])) for t in TABLES}
 
 
+#: how often this process read segments of each table into its merged rows (:func:`read_segments`);
+#: tests and benches count them
+TABLE_READS: collections.Counter = collections.Counter()
+
+
 def read_segments(root: Path, table: str, names: list[str], frame: pl.DataFrame | None, *,
                   written: dict[str, pl.DataFrame], ids: EntryIds | None = None) -> tuple[pl.DataFrame, bool, bool]:
     """The merged rows of ``table`` after reading the segments ``names`` (of the bank at ``root``)
@@ -301,6 +307,8 @@ def read_segments(root: Path, table: str, names: list[str], frame: pl.DataFrame 
     that an append of new entries is told without scanning the id column.
     """
     keyed = table in KEYS
+    if names:
+        TABLE_READS[table] += 1
     if not names:
         if frame is not None:
             return frame, True, True

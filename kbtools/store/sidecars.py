@@ -193,15 +193,15 @@ def read_edge_ends(bank: Bank, segment: str) -> dict | None:
 def display_records(entries: pl.DataFrame) -> dict | None:
     """The display fields of ``entries`` (id, title, summary, kind, steps, status), one record per
     entry sorted by id: ``keys`` (packed ids), ``ends`` (n, 6: the end of each field in ``blob``,
-    a record's fields one after the other; steps as JSON), ``blob``; None when the ids do not pack
-    or repeat."""
+    a record's fields one after the other; steps as JSON), ``blob``, ``active`` (the status is
+    active); None when the ids do not pack or repeat."""
     frame = entries.select(*_DISPLAY_FIELDS)
     keys = packed_ids(frame["id"])
     if keys is None and frame.height:
         return None
     if frame.height == 0:
         return {"keys": np.zeros(0, np.uint64), "ends": np.zeros((0, len(_DISPLAY_FIELDS)), np.int64),
-                "blob": np.zeros(0, np.uint8)}
+                "blob": np.zeros(0, np.uint8), "active": np.zeros(0, bool)}
     order = np.argsort(keys, kind="stable")
     keys = keys[order]
     if (keys[1:] == keys[:-1]).any():
@@ -216,7 +216,8 @@ def display_records(entries: pl.DataFrame) -> dict | None:
         null = frame[_DISPLAY_FIELDS[j]].is_null().to_numpy()
         ends[:, j] = np.where(null, -1 - ends[:, j], ends[:, j])
     blob = "".join(v for row in zip(*columns) for v in row).encode()
-    return {"keys": keys, "ends": ends, "blob": np.frombuffer(blob, dtype=np.uint8)}
+    return {"keys": keys, "ends": ends, "blob": np.frombuffer(blob, dtype=np.uint8),
+            "active": (frame["status"] == "active").fill_null(False).to_numpy()}
 
 
 def write_display_records(bank: Bank, segment: str, frame: pl.DataFrame, vectors: list[dict] = ()) -> bool:
@@ -240,16 +241,21 @@ class DisplayRecords:
     records, :meth:`take` reads records as ``(id, title, summary, kind, steps, status)`` tuples
     (steps a tuple or None); nothing is read before a record is asked for."""
 
-    __slots__ = ("keys", "ends", "view", "vectors", "_shared")
+    __slots__ = ("keys", "ends", "view", "active", "vectors", "_shared")
 
-    def __init__(self, keys: np.ndarray, ends: np.ndarray, view, vectors: list[str] | None = None):
-        self.keys, self.ends, self.view = keys, ends, view
+    def __init__(self, keys: np.ndarray, ends: np.ndarray, view, active: np.ndarray, vectors: list[str] | None = None):
+        self.keys, self.ends, self.view, self.active = keys, ends, view, active
         #: the vector segments that hold a vector of every record's entry (None: not known)
         self.vectors = vectors
         self._shared: dict = {}
 
     def __len__(self) -> int:
         return len(self.keys)
+
+    def ids(self, records: np.ndarray | None = None) -> np.ndarray:
+        """The ids of these records (all when None), as a ``str`` array."""
+        keys = self.keys if records is None else self.keys[records]
+        return np.asarray(keys, dtype=np.uint64).astype(">u8").view("S8").astype("U8")
 
     def find(self, ids: list[str]) -> list[int | None]:
         """The record of each of ``ids`` (None where absent)."""
@@ -290,20 +296,21 @@ class DisplayRecords:
 def read_display_records(bank: Bank, segment: str) -> DisplayRecords | None:
     """The ``entries-display`` sidecar of ``segment``, memory-mapped; None when there is none for
     this segment or it is not as it was written."""
-    got = _read_arrays(bank, DISPLAY_SIDECAR, segment, ("keys", "ends", "blob"))
+    got = _read_arrays(bank, DISPLAY_SIDECAR, segment, ("keys", "ends", "blob", "active"))
     if got is None:
         return None
     arrays, meta = got
     n = meta.get("entries")
     ends = arrays["ends"]
-    if (not isinstance(n, int) or len(arrays["keys"]) != n or ends.shape != (n, len(_DISPLAY_FIELDS))
+    if (not isinstance(n, int) or len(arrays["keys"]) != n or len(arrays["active"]) != n
+            or ends.shape != (n, len(_DISPLAY_FIELDS))
             or (n and _end(int(ends[-1, -1])) != len(arrays["blob"]))):
         return None
     blob = arrays["blob"]
     view = memoryview(blob) if not isinstance(blob, np.memmap) else _mapped_bytes(blob)
     covered = meta.get("vectors")
     covered = [str(v) for v in covered] if isinstance(covered, list) else None
-    return DisplayRecords(arrays["keys"], ends, view, covered)
+    return DisplayRecords(arrays["keys"], ends, view, arrays["active"], covered)
 
 
 def _end(x: int) -> int:
