@@ -31,7 +31,8 @@ from kbtools.store.caches import cache_file, cached_file_meta, reseal_cache_file
 from kbtools.store.segments import (DELETED, SegmentMark, appended_rows, latest_in_first_order, segment_names,
                                     segments_frame, table_mark)
 from kbtools.store.sidecars import DisplayRecords, read_display_records
-from kbtools.store.vectors import embedder_name, segment_data, segment_ids, vector_blocks, vector_count, vector_segments
+from kbtools.store.vectors import (embedder_name, ids_in, segment_data, segment_ids, vector_blocks, vector_count,
+                                   vector_segments)
 
 __all__ = [
     "display_rows",
@@ -170,7 +171,7 @@ def bank_index(bank: Bank, *, kind: str = "auto", weights: Mapping[str, float] |
             # segments a compaction folded in with them (``appended``, see ``Bank._carry_caches``)
             parts = [segment_ids(bank, sg) for sg in fresh] + [np.asarray(getattr(prior, "appended", ()), dtype=str)]
             rewritten = np.concatenate(parts)
-            idx = grown_index(prior, segs, blocks.ids, lambda new: vector_blocks(bank, ids=new), weights, rewritten)
+            idx = grown_index(prior, segs, blocks.ids, blocks.only, weights, rewritten)
             if idx is not None and earlier is not None and _as_built(idx, blocks.ids):
                 # the file holds what a build for this snapshot would (a compaction rewrote the
                 # tables, not what they hold): sealed for it, the next process reads it as it is
@@ -318,16 +319,16 @@ def grown_index(prior: VectorIndex | None, segs: list, live: np.ndarray, read: C
     if prior is None or old_segs is None or segs[: len(old_segs)] != old_segs:
         return None
     before = prior.live_ids()
-    live_series = pl.Series(live, dtype=pl.String)
-    gone = ~pl.Series(before, dtype=pl.String).is_in(live_series.implode()).to_numpy()
+    live = np.asarray(live, dtype=str)
+    gone = ~ids_in(before, live)
     if len(rewritten):  # entries re-embedded (their text changed): the old row goes, the new one is added
-        gone |= pl.Series(before, dtype=pl.String).is_in(pl.Series(rewritten, dtype=pl.String).implode()).to_numpy()
+        gone |= ids_in(before, np.asarray(rewritten, dtype=str))
     if gone.any():  # an entry left (deleted, superseded, archived)
         total = len(prior.ids)
         if (prior.n_dead + int(gone.sum())) > MAX_DEAD_SHARE * total:
             return None
         prior.remove(before[gone])
-    known = live_series.is_in(pl.Series(prior.live_ids(), dtype=pl.String).implode()).to_numpy()
+    known = ids_in(live, prior.live_ids())
     if (~known).any():  # read only the new rows
         for new_ids, data in read(live[~known]):
             prior.add(new_ids.tolist(), combine(data, weights))

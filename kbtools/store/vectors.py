@@ -40,7 +40,7 @@ from kbtools.store.segments import new_epoch, table_mark
 if TYPE_CHECKING:  # functions here read a bank's snapshot; the bank imports this module
     from kbtools.store.bank import Bank
 
-__all__ = ["remember_segments", "segment_arrays", "segment_hashes", "SegmentedVectors", "VectorBlocks", "VECTOR_DTYPES", "DEFAULT_VECTOR_DTYPE", "embedder_name",
+__all__ = ["ids_in", "remember_segments", "segment_arrays", "segment_hashes", "SegmentedVectors", "VectorBlocks", "VECTOR_DTYPES", "DEFAULT_VECTOR_DTYPE", "embedder_name",
            "entry_vectors", "vector_count", "vector_ids", "vector_blocks", "vector_segments", "segment_ids",
            "segment_data", "load_npy", "write_vector_segment"]
 
@@ -285,9 +285,14 @@ def _packed(ids) -> np.ndarray | None:
     return out.view(np.uint64).reshape(len(ids))
 
 
-def _member(ids: np.ndarray, wanted) -> np.ndarray:
-    """Which of ``ids`` (a ``str`` array) are in ``wanted`` (an array or series of ids): compared as
-    8-byte integers where both pack (no string column built)."""
+def ids_in(ids: np.ndarray, wanted) -> np.ndarray:
+    """Which of ``ids`` (a ``str`` array) are in ``wanted`` (an array or series of ids), as a
+    boolean array: compared as 8-byte integers where both pack (no string column built: a million
+    ids in tens of milliseconds).
+
+    >>> ids_in(np.array(["a1b2c3d4", "0000000a"]), np.array(["0000000a"])).tolist()
+    [False, True]
+    """
     a, w = _packed(ids), _packed(wanted)
     if a is not None and w is not None:
         return pl.Series(a).is_in(pl.Series(w).implode()).to_numpy()
@@ -317,7 +322,16 @@ class VectorBlocks:
             keep = np.sort(len(all_ids) - 1 - last)
             all_ids, seg_of, row_of = all_ids[keep], seg_of[keep], row_of[keep]
         wanted = bank.entries["id"] if ids is None else ids
-        self.ids, self._seg, self._row = (a[_member(all_ids, wanted)] for a in (all_ids, seg_of, row_of))
+        self.ids, self._seg, self._row = (a[ids_in(all_ids, wanted)] for a in (all_ids, seg_of, row_of))
+
+    def only(self, ids) -> "VectorBlocks":
+        """These blocks limited to the rows of ``ids`` (what ``vector_blocks(bank, ids=ids)`` gives
+        for a subset of :attr:`ids`, without reading the id files again)."""
+        out = VectorBlocks.__new__(VectorBlocks)
+        out.block, out._paths, out._maps, out._fds = self.block, self._paths, self._maps, {}
+        keep = ids_in(self.ids, np.asarray(ids, dtype=str))
+        out.ids, out._seg, out._row = self.ids[keep], self._seg[keep], self._row[keep]
+        return out
 
     @property
     def shape(self) -> tuple[int, ...]:
