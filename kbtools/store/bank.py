@@ -470,10 +470,11 @@ class Bank:
             elif self._caches[table].frame is not None:
                 # a tail merge rewrites files, not rows: the merged frame stays as it is
                 self._caches[table].segments = list(manifest["tables"][table])
-        self._swap(manifest)
-        if not full:  # a tail merge: its segment holds the rows of those it folded
+        if not full:  # a tail merge: its segment holds the rows of those it folded (said before the swap,
+            # so that the rows of theirs this process holds are kept with it)
             remember_rows(self, {}, {manifest["tables"][t][-1]: names for t, names in folded.items()
                                      if len(manifest["tables"][t]) == starts[t] + 1})
+        self._swap(manifest)
         folded = report.get("vectors", {}).pop("folded", None)
         if folded:  # after the commit: a crash before leaves the caches to be rebuilt, as before
             report["vectors"]["caches_kept"] = carry_caches(self, folded, manifest["vectors"]["segments"][0]["data"])

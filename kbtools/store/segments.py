@@ -290,8 +290,8 @@ def segment_files(bank: Bank) -> dict[str, list[str]]:
     return {t: list(tables.get(t, [])) for t in TABLES}
 
 
-#: how often this process read segments of each table into its merged rows (:func:`read_segments`);
-#: tests and benches count them
+#: how often this process read a table whole (:func:`read_segments` without rows to grow); tests
+#: and benches count them
 TABLE_READS: collections.Counter = collections.Counter()
 
 
@@ -307,7 +307,7 @@ def read_segments(root: Path, table: str, names: list[str], frame: pl.DataFrame 
     that an append of new entries is told without scanning the id column.
     """
     keyed = table in KEYS
-    if names:
+    if names and frame is None:
         TABLE_READS[table] += 1
     if not names:
         if frame is not None:

@@ -322,6 +322,9 @@ class VectorBlocks:
             keep = np.sort(len(all_ids) - 1 - last)
             all_ids, seg_of, row_of = all_ids[keep], seg_of[keep], row_of[keep]
         wanted = bank.entries["id"] if ids is None else ids
+        if isinstance(wanted, np.ndarray) and len(wanted) == len(all_ids) and np.array_equal(wanted, all_ids):
+            self.ids, self._seg, self._row = all_ids, seg_of, row_of  # every row wanted (an index's own ids)
+            return
         self.ids, self._seg, self._row = (a[ids_in(all_ids, wanted)] for a in (all_ids, seg_of, row_of))
 
     def only(self, ids) -> "VectorBlocks":
