@@ -93,7 +93,7 @@ def _from_segments(bank: Bank, allowed: frozenset[str], prior: EdgeLookup | None
         rows = segments_frame(bank, "edges", later)
     except FileNotFoundError:  # swept by a compaction since this snapshot: the table's own read moves on
         return None
-    if rows["type"].cast(pl.String).is_in(list(vocab.TYPE_ALIASES)).any():
+    if set(rows.get_column("type").cast(pl.String).to_list()) & set(vocab.TYPE_ALIASES):
         return None
     rows = latest_in_first_order(rows, list(KEYS["edges"]))
     keys = rows.select("src", "dst", "type").rows()

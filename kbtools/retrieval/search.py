@@ -302,7 +302,7 @@ def _added_since(bank: Bank, mark) -> pl.DataFrame | None:
         return None
     if rows is None:
         return pl.DataFrame(schema={"id": pl.String, "status": pl.String})
-    if rows[DELETED].any():
+    if any(rows.get_column(DELETED).to_list()):
         return None
     return latest_in_first_order(rows, ["id"])
 
@@ -531,18 +531,21 @@ def _entry_count(bank: Bank) -> int:
 
 
 def _unembedded(bank: Bank, entries: int) -> int:
-    """How many of the ``entries`` entries have no vector. Where the display is read from its
-    sidecar and the vector segments start with those its compaction found every entry in, only
-    the entries written since are looked up (in the vector segments written since)."""
-    display = _display(bank)
-    covered = display.records.vectors if isinstance(display, SidecarDisplay) else None
-    segs = vector_segments(bank)
-    if covered is not None and [s["data"] for s in segs[: len(covered)]] == covered:
-        if not display.fresh:
-            return 0
-        later = set().union(*(segment_ids(bank, sg).tolist() for sg in segs[len(covered):]))
-        return len(display.fresh - later)
-    return max(entries - vector_count(bank), 0)
+    """How many of the ``entries`` entries have no vector (once per snapshot). Where the display
+    is read from its sidecar and the vector segments start with those its compaction found every
+    entry in, only the entries written since are looked up (in the vector segments written since)."""
+    def count() -> int:
+        display = _display(bank)
+        covered = display.records.vectors if isinstance(display, SidecarDisplay) else None
+        segs = vector_segments(bank)
+        if covered is not None and [s["data"] for s in segs[: len(covered)]] == covered:
+            if not display.fresh:
+                return 0
+            later = set().union(*(segment_ids(bank, sg).tolist() for sg in segs[len(covered):]))
+            return len(display.fresh - later)
+        return max(entries - vector_count(bank), 0)
+
+    return bank.derived("unembedded", count, on=("entries", "vectors"))
 
 
 def display_rows(bank: Bank, ids) -> dict[str, dict]:

@@ -134,26 +134,29 @@ def _texts(values: list) -> tuple[np.ndarray, np.ndarray]:
 
 
 class _Notes:
-    """Edge notes read from a blob by row: ``notes[rows]`` gives them as an object array."""
+    """Edge notes read from a blob by row: ``notes[rows]`` gives them as an object array (each
+    row's note decoded once)."""
 
-    __slots__ = ("ends", "blob")
+    __slots__ = ("ends", "blob", "_read")
 
-    def __init__(self, ends: np.ndarray, blob: np.ndarray):
+    def __init__(self, ends: np.ndarray, blob):
         self.ends, self.blob = ends, blob
+        self._read: dict[int, str | None] = {}
 
     def __len__(self) -> int:
         return len(self.ends)
 
     def __getitem__(self, rows) -> np.ndarray:
-        rows = np.asarray(rows, dtype=np.int64)
-        ends = self.ends[rows].tolist()
-        starts = self.ends[rows - 1].tolist() if len(rows) else []
-        out = np.empty(len(rows), dtype=object)
-        for k, (r, e, s) in enumerate(zip(rows.tolist(), ends, starts)):
-            if e < 0:
-                continue
-            start = 0 if r == 0 else (s if s >= 0 else -1 - s)
-            out[k] = self.blob[start:e].tobytes().decode()
+        listed = np.asarray(rows, dtype=np.int64).tolist()
+        read = self._read
+        todo = [r for r in listed if r not in read]
+        if todo:
+            at = np.asarray(todo, dtype=np.int64)
+            for r, e, s in zip(todo, self.ends[at].tolist(), self.ends[at - 1].tolist()):
+                start = 0 if r == 0 else (s if s >= 0 else -1 - s)
+                read[r] = None if e < 0 else bytes(self.blob[start:e]).decode()
+        out = np.empty(len(listed), dtype=object)
+        out[:] = [read[r] for r in listed]
         return out
 
 
@@ -186,8 +189,10 @@ def read_edge_ends(bank: Bank, segment: str) -> dict | None:
             or any(len(arrays[k]) != 2 * n for k in ("keys", "rows", "is_out"))
             or any(len(arrays[k]) != n for k in ("src_at", "dst_at", "type_code", "source_code", "note_ends"))):
         return None
+    blob = _mapped_bytes(arrays.pop("note_bytes"))
+    arrays = {k: _plain(a) for k, a in arrays.items()}
     return {**arrays, "packed": True, "names": list(meta.get("names") or []), "edges": n,
-            "aliased": bool(meta.get("aliased")), "notes": _Notes(arrays["note_ends"], arrays["note_bytes"])}
+            "aliased": bool(meta.get("aliased")), "notes": _Notes(arrays["note_ends"], blob)}
 
 
 def display_records(entries: pl.DataFrame) -> dict | None:
@@ -241,13 +246,16 @@ class DisplayRecords:
     records, :meth:`take` reads records as ``(id, title, summary, kind, steps, status)`` tuples
     (steps a tuple or None); nothing is read before a record is asked for."""
 
-    __slots__ = ("keys", "ends", "view", "active", "vectors", "_shared")
+    __slots__ = ("keys", "ends", "view", "active", "vectors", "_shared", "_taken", "_found")
 
     def __init__(self, keys: np.ndarray, ends: np.ndarray, view, active: np.ndarray, vectors: list[str] | None = None):
         self.keys, self.ends, self.view, self.active = keys, ends, view, active
         #: the vector segments that hold a vector of every record's entry (None: not known)
         self.vectors = vectors
         self._shared: dict = {}
+        # records read and ids placed so far (a served bank asks for the same ones again)
+        self._taken: dict[int, tuple] = {}
+        self._found: dict[str, int | None] = {}
 
     def __len__(self) -> int:
         return len(self.keys)
@@ -259,6 +267,14 @@ class DisplayRecords:
 
     def find(self, ids: list[str]) -> list[int | None]:
         """The record of each of ``ids`` (None where absent)."""
+        found = self._found
+        if all(i in found for i in ids):
+            return [found[i] for i in ids]
+        got = self._search(ids)
+        found.update(zip(ids, got))
+        return got
+
+    def _search(self, ids: list[str]) -> list[int | None]:
         if not ids or not len(self.keys):
             return [None] * len(ids)
         fits = [isinstance(i, str) and len(i) <= 8 and i.isascii() for i in ids]
@@ -270,8 +286,14 @@ class DisplayRecords:
 
     def take(self, records: list[int]) -> list[tuple]:
         """The records at these positions, in this order."""
-        if not records:
-            return []
+        taken = self._taken
+        todo = [r for r in records if r not in taken]
+        if todo:
+            for r, row in zip(todo, self._read(todo)):
+                taken[r] = row
+        return [taken[r] for r in records]
+
+    def _read(self, records: list[int]) -> list[tuple]:
         rows = np.asarray(records, dtype=np.int64)
         ends = self.ends[rows].tolist()
         before = self.ends[rows - 1, -1].tolist()
@@ -288,7 +310,7 @@ class DisplayRecords:
             eid, title, summary, kind, steps, status = fields
             out.append((eid, None if e[1] < 0 else title, None if e[2] < 0 else summary,
                         None if e[3] < 0 else shared.setdefault(kind, sys.intern(kind)),
-                        None if not steps else tuple(json.loads(steps)),
+                        None if not steps else () if steps == "[]" else tuple(json.loads(steps)),
                         None if e[5] < 0 else shared.setdefault(status, sys.intern(status))))
         return out
 
@@ -306,11 +328,10 @@ def read_display_records(bank: Bank, segment: str) -> DisplayRecords | None:
             or ends.shape != (n, len(_DISPLAY_FIELDS))
             or (n and _end(int(ends[-1, -1])) != len(arrays["blob"]))):
         return None
-    blob = arrays["blob"]
-    view = memoryview(blob) if not isinstance(blob, np.memmap) else _mapped_bytes(blob)
+    view = _mapped_bytes(arrays["blob"])
     covered = meta.get("vectors")
     covered = [str(v) for v in covered] if isinstance(covered, list) else None
-    return DisplayRecords(arrays["keys"], ends, view, arrays["active"], covered)
+    return DisplayRecords(_plain(arrays["keys"]), _plain(ends), view, _plain(arrays["active"]), covered)
 
 
 def _end(x: int) -> int:
@@ -318,9 +339,17 @@ def _end(x: int) -> int:
     return x if x >= 0 else -1 - x
 
 
-def _mapped_bytes(array: np.memmap):
+def _plain(array: np.ndarray) -> np.ndarray:
+    """A memory-mapped array as a plain ndarray over the same pages (indexing a ``np.memmap``
+    costs a subclass's bookkeeping on every call)."""
+    return array.view(np.ndarray) if isinstance(array, np.memmap) else array
+
+
+def _mapped_bytes(array: np.ndarray):
     """The bytes of a memory-mapped ``uint8`` array as a memoryview over one ``mmap`` of its file
     (slicing it gives bytes without numpy's per-slice cost)."""
+    if not isinstance(array, np.memmap):
+        return memoryview(np.ascontiguousarray(array).tobytes())
     if not len(array):
         return memoryview(b"")
     with open(array.filename, "rb") as fh:
