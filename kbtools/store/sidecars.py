@@ -19,7 +19,7 @@ one. Pure builders (:func:`canonical_edges`, :func:`packed_ids`, :func:`edge_end
 ...                                      "note": [None, "x"], "source": ["author", "judge"]}), frozenset({"author", "judge"}))
 >>> ends = edge_ends(kept)
 >>> ends["keys"].astype(">u8").view("S8").tolist(), ends["rows"].tolist(), ends["names"]
-([b'a', b'a', b'b', b'c'], [0, 1, 0, 1], ['author', 'cites', 'judge', 'see_also'])
+([b'a', b'a', b'b', b'c'], [1, 0, 0, 1], ['author', 'cites', 'judge', 'see_also'])
 """
 
 from __future__ import annotations
