@@ -31,7 +31,7 @@ from kbtools.store.caches import cache_file, cached_file_meta, reseal_cache_file
 from kbtools.store.segments import (DELETED, SegmentMark, appended_rows, latest_in_first_order, segment_names,
                                     segments_frame, table_mark)
 from kbtools.store.sidecars import DisplayRecords, read_display_records
-from kbtools.store.vectors import (embedder_name, ids_in, segment_data, segment_ids, vector_blocks, vector_count,
+from kbtools.store.vectors import (embedder_name, ids_in, pack_ids, segment_data, segment_ids, vector_blocks, vector_count,
                                    vector_segments)
 
 __all__ = [
@@ -319,7 +319,6 @@ def grown_index(prior: VectorIndex | None, segs: list, live: np.ndarray, read: C
     if prior is None or old_segs is None or segs[: len(old_segs)] != old_segs:
         return None
     before = prior.live_ids()
-    live = np.asarray(live, dtype=str)
     gone = ~ids_in(before, live)
     if len(rewritten):  # entries re-embedded (their text changed): the old row goes, the new one is added
         gone |= ids_in(before, np.asarray(rewritten, dtype=str))
@@ -450,15 +449,19 @@ class SidecarDisplay:
         n = len(self.records)
         return [next(base) if i not in later else (None if later[i] is None else n + later[i]) for i in ids]
 
-    def active_ids(self) -> np.ndarray:
-        """The ids of the active entries (in no set order)."""
-        later = self.later
-        base = self.records.ids(np.flatnonzero(self.records.active))
-        if later:
-            base = base[~np.isin(base, np.array(list(later), dtype="U8"))] if base.size else base
-        listed = self.listed
-        added = [eid for eid, at in later.items() if at is not None and listed[at][5] == "active"]
-        return np.concatenate([base, np.array(added, dtype="U8")]) if added else base
+    def active_ids(self):
+        """The ids of the active entries (in no set order), packed
+        (:func:`~kbtools.store.vectors.pack_ids`) where every id packs, else as strings."""
+        later, listed = self.later, self.listed
+        base = self.records.packed_ids(np.flatnonzero(self.records.active))
+        added = np.array([eid for eid, at in later.items() if at is not None and listed[at][5] == "active"], dtype=str)
+        if not later:
+            return base
+        changed, added_packed = pack_ids(np.array(list(later), dtype=str)), pack_ids(added)
+        if changed is None or added_packed is None:  # an id that does not pack: as strings
+            ids = self.records.ids_of(base)
+            return np.concatenate([ids[~np.isin(ids, np.array(list(later), dtype=str))], added])
+        return np.concatenate([base[~np.isin(base, changed)], added_packed])
 
     def take(self, positions: list[int]) -> list[tuple]:
         """The display rows at these positions, as :meth:`PoolDisplay.take` gives them."""

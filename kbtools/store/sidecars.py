@@ -260,10 +260,16 @@ class DisplayRecords:
     def __len__(self) -> int:
         return len(self.keys)
 
-    def ids(self, records: np.ndarray | None = None) -> np.ndarray:
-        """The ids of these records (all when None), as a ``str`` array."""
+    @staticmethod
+    def ids_of(packed: np.ndarray) -> np.ndarray:
+        """:meth:`packed_ids` as a ``str`` array."""
+        return np.ascontiguousarray(packed, dtype=np.uint64).view("S8").astype("U8")
+
+    def packed_ids(self, records: np.ndarray | None = None) -> np.ndarray:
+        """The ids of these records (all when None) as :func:`~kbtools.store.vectors.pack_ids`
+        packs them (each id's bytes read as one native integer)."""
         keys = self.keys if records is None else self.keys[records]
-        return np.asarray(keys, dtype=np.uint64).astype(">u8").view("S8").astype("U8")
+        return np.asarray(keys, dtype=np.uint64).astype(">u8").view(np.uint64)
 
     def find(self, ids: list[str]) -> list[int | None]:
         """The record of each of ``ids`` (None where absent)."""
