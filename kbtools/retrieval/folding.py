@@ -62,6 +62,7 @@ from kbtools.model import vocab
 from kbtools.model.config import FOLD_DEFAULTS
 from kbtools.model.answer import Answer, Pointer, Result, fast_instance
 from kbtools.errors import ValidationError
+from kbtools.store.sidecars import canonical_edges, edge_ends, packed_ids
 
 __all__ = ["EdgeLookup", "fold", "flat", "pool_components"]
 
@@ -114,7 +115,7 @@ class EdgeLookup:
     def __init__(self, parts: tuple[_Part, ...], sources: frozenset[str], entries=None,
                  dead: frozenset[int] = frozenset(), mark=None):
         self.parts, self.sources, self.entries, self.dead, self.mark = parts, sources, entries, dead, mark
-        self._size = sum(p.edges.height for p in parts) - len(dead)
+        self._size = sum(p.height for p in parts) - len(dead)
 
     @classmethod
     def build(cls, edges: pl.DataFrame, *, sources: Iterable[str] | None = None,
@@ -129,7 +130,23 @@ class EdgeLookup:
         _check_edges(edges)
         source = _FrameEntries(entries) if entries is not None else None
         EdgeLookup.builds += 1
-        return cls((_part(_canonical(edges, allowed), 0, _aliased(edges)),), allowed, source)
+        return cls((_part(canonical_edges(edges, allowed), 0, _aliased(edges)),), allowed, source)
+
+    @classmethod
+    def from_ends(cls, ends: dict, *, mark=None) -> EdgeLookup:
+        """A lookup over a base edges segment's sidecar
+        (:func:`~kbtools.store.sidecars.read_edge_ends`: the trusted edges' ends, memory-mapped):
+        nothing is built, a query reads the ends of its pool's ids only."""
+        return cls((_part_of(ends, 0, bool(ends["aliased"])),), frozenset(vocab.TRUSTED_SOURCES), mark=mark)
+
+    def changed(self, keys: list[tuple[str, str, str]], live: pl.DataFrame, *, mark=None) -> EdgeLookup:
+        """This lookup with the edges of these ``(src, dst, type)`` keys masked and the edges of
+        ``live`` added: what rows written after its edges do (each key's latest version; ``live``
+        those of them that are not tombstones). For edges without aliased types (an alias makes
+        two keys one edge)."""
+        out = self.without(keys, mark=mark) if keys else EdgeLookup(self.parts, self.sources, self.entries,
+                                                                       self.dead, mark)
+        return out.grown(live, mark=mark) if live.height else out
 
     def __len__(self) -> int:
         return self._size
@@ -137,7 +154,7 @@ class EdgeLookup:
     @property
     def rows(self) -> list[_Edge]:
         """Every kept edge, in edge-frame order (a whole-lookup read: not for the query path)."""
-        return [e for _, e in sorted(self._live_rows(np.concatenate([np.arange(p.offset, p.offset + p.edges.height)
+        return [e for _, e in sorted(self._live_rows(np.concatenate([np.arange(p.offset, p.offset + p.height)
                                                                        for p in self.parts])))]
 
     def with_entries(self, entries) -> EdgeLookup:
@@ -149,11 +166,11 @@ class EdgeLookup:
         lookup sharing this one's arrays; the appended parts are merged once there are more than
         :data:`MAX_PARTS` of them (a sort of the appended rows only)."""
         _check_edges(edges)
-        return self._grown(_canonical(edges, self.sources), _aliased(edges), mark)
+        return self._grown(canonical_edges(edges, self.sources), _aliased(edges), mark)
 
     def _grown(self, added: pl.DataFrame, aliased: bool, mark) -> EdgeLookup:
         parts = list(self.parts)
-        end = parts[-1].offset + parts[-1].edges.height
+        end = parts[-1].offset + parts[-1].height
         if added.height:
             parts.append(_part(added, end, aliased))
         if len(parts) > self.MAX_PARTS:
@@ -177,12 +194,12 @@ class EdgeLookup:
         join as a part. One vectorised comparison of the two edge sets, no rebuild; None when the
         masked rows would pass ``max_dead`` of the rows held (then build afresh)."""
         _check_edges(edges)
-        current = _canonical(edges, self.sources)
+        current = canonical_edges(edges, self.sources)
         held = self._held()
         cols = list(_KEPT_COLUMNS)
         gone = held.join(current, on=cols, how="anti", nulls_equal=True)["row"].to_list()
         new = current.join(held.select(cols), on=cols, how="anti", nulls_equal=True)
-        total = sum(p.edges.height for p in self.parts) + new.height
+        total = sum(p.height for p in self.parts) + new.height
         if len(self.dead) + len(gone) > max_dead * max(total, 1):
             return None
         out = EdgeLookup(self.parts, self.sources, self.entries, self.dead | frozenset(gone), mark)
@@ -251,7 +268,7 @@ class EdgeLookup:
         seen: set = set()
         dead = self.dead
         for p in self.parts:
-            lo, hi = np.searchsorted(rows, [p.offset, p.offset + p.edges.height])
+            lo, hi = np.searchsorted(rows, [p.offset, p.offset + p.height])
             mine = rows[lo:hi]
             if not len(mine):
                 continue
@@ -264,30 +281,32 @@ class EdgeLookup:
 
     def _held(self) -> pl.DataFrame:
         """The live rows held, with their global row numbers (for :meth:`followed`)."""
-        frames = [p.edges.with_columns((pl.int_range(pl.len(), dtype=pl.Int64) + p.offset).alias("row"))
+        frames = [p.frame().with_columns((pl.int_range(pl.len(), dtype=pl.Int64) + p.offset).alias("row"))
                   for p in self.parts]
         held = pl.concat(frames)
         return held.filter(~pl.col("row").is_in(list(self.dead))) if self.dead else held
 
 
 class _Part(NamedTuple):
-    """One sorted slab of edge ends over ``edges`` (the part's kept edges, global rows ``offset``
-    on): ``keys`` (end ids, sorted) and ``rows`` (the global edge row of each end); each edge's
-    fields as arrays for gathering a few rows without polars: ``src_at`` / ``dst_at`` (positions
-    of its ends in ``keys``), ``type_code`` / ``source_code`` (into ``names``), ``notes``."""
+    """One sorted slab of edge ends over ``height`` kept edges (global rows ``offset`` on):
+    ``keys`` (end ids, sorted) and ``rows`` (the global edge row of each end); each edge's fields
+    as arrays for gathering a few rows without polars: ``src_at`` / ``dst_at`` (positions of its
+    ends in ``keys``), ``type_code`` / ``source_code`` (into ``names``), ``notes``. ``edges``: the
+    part's kept edges as a frame, None for a part read from a sidecar (:meth:`frame` makes it)."""
 
     keys: _IdKeys
     rows: np.ndarray
-    edges: pl.DataFrame
+    edges: pl.DataFrame | None
     offset: int
     src_at: np.ndarray
     dst_at: np.ndarray
     names: list
     type_code: np.ndarray
     source_code: np.ndarray
-    notes: np.ndarray
+    notes: Any
     is_out: np.ndarray
     aliased: bool
+    height: int
 
     def edge_rows(self, local: np.ndarray) -> list[_Edge]:
         """The edges at these local rows as ``(src, dst, type, note, source)`` tuples."""
@@ -296,22 +315,15 @@ class _Part(NamedTuple):
                         [names[c] for c in self.type_code[local].tolist()], self.notes[local].tolist(),
                         [names[c] for c in self.source_code[local].tolist()]))
 
+    def frame(self) -> pl.DataFrame:
+        """The part's kept edges (src, dst, type, note, source), in row order."""
+        if self.edges is not None:
+            return self.edges
+        return pl.DataFrame(self.edge_rows(np.arange(self.height)), schema={c: pl.String for c in _KEPT_COLUMNS},
+                            orient="row")
+
 
 _KEPT_COLUMNS = ("src", "dst", "type", "note", "source")
-
-
-def _canonical(edges: pl.DataFrame, allowed: frozenset[str]) -> pl.DataFrame:
-    """The allowed edges of a frame, types canonical, self-loops and repeated keys dropped."""
-    note = pl.col("note").cast(pl.String) if "note" in edges.columns else pl.lit(None, pl.String)
-    return (
-        edges.lazy()
-        .select(pl.col("src").cast(pl.String), pl.col("dst").cast(pl.String),
-                pl.col("type").cast(pl.String).replace(vocab.TYPE_ALIASES), note.alias("note"),
-                pl.col("source").cast(pl.String))
-        .filter(pl.col("source").is_in(list(allowed)) & (pl.col("src") != pl.col("dst")))
-        .unique(subset=["src", "dst", "type"], keep="first", maintain_order=True)
-        .collect()
-    )
 
 
 def _aliased(edges: pl.DataFrame) -> bool:
@@ -320,23 +332,18 @@ def _aliased(edges: pl.DataFrame) -> bool:
 
 
 def _part(kept: pl.DataFrame, offset: int, aliased: bool = True) -> _Part:
-    """Both ends of every edge of ``kept``, sorted by end id (one integer sort where ids pack);
-    the few edges of an id are put in neighbour order when read (:meth:`EdgeLookup.incident_of`)."""
-    n = kept.height
-    kept = kept.rechunk()
-    ends = _IdKeys(pl.concat([kept["src"], kept["dst"]]))
-    order = np.argsort(ends.values)
-    keys = ends.taken(order)
-    rows = np.concatenate([np.arange(n, dtype=np.int64), np.arange(n, dtype=np.int64)]) + offset
-    where = np.empty(2 * n, dtype=np.int64)
-    where[order] = np.arange(2 * n)
-    names = sorted(set(kept["type"].unique().to_list()) | set(kept["source"].unique().to_list()))
-    code = {name: i for i, name in enumerate(names)}
-    type_code = kept["type"].replace_strict(code, return_dtype=pl.UInt16).to_numpy() if n else np.zeros(0, np.uint16)
-    source_code = kept["source"].replace_strict(code, return_dtype=pl.UInt16).to_numpy() if n else np.zeros(0, np.uint16)
-    notes = kept["note"].to_numpy() if n else np.zeros(0, dtype=object)
-    return _Part(keys, rows[order], kept, offset, where[:n], where[n:], names, type_code, source_code,
-                 notes.astype(object, copy=False), order < n, aliased)
+    """Both ends of every edge of ``kept``, sorted by end id (one integer sort where ids pack:
+    :func:`~kbtools.store.sidecars.edge_ends`, what a base segment's sidecar holds); the few
+    edges of an id are put in neighbour order when read (:meth:`EdgeLookup.incident_of`)."""
+    return _part_of(edge_ends(kept.rechunk()), offset, aliased, kept)
+
+
+def _part_of(ends: dict, offset: int, aliased: bool, kept: pl.DataFrame | None = None) -> _Part:
+    """A part over the arrays of :func:`~kbtools.store.sidecars.edge_ends` (or a sidecar's)."""
+    rows = ends["rows"] if not offset else ends["rows"] + offset
+    return _Part(_IdKeys._of(ends["keys"], ends["packed"]), rows, kept, offset, ends["src_at"], ends["dst_at"],
+                 ends["names"], ends["type_code"], ends["source_code"], ends["notes"], ends["is_out"], aliased,
+                 len(ends["src_at"]))
 
 
 def _incident_sorted(parts, wanted: list[str], dead) -> dict[str, list[_Incident]]:
@@ -406,17 +413,6 @@ def _neighbour_key(incident: _Incident) -> tuple:
     return (not (note and note.strip()), vocab.NEIGHBOR_TYPE_PRIORITY.get(edge[2], 1), other, edge[2], direction)
 
 
-def _packed_ids(ids: pl.Series) -> np.ndarray | None:
-    """``ids`` as big-endian ``uint64`` (each id's bytes, zero-padded to 8), converted as bytes
-    (no ``str`` array in between); None unless every id is ASCII of at most 8 bytes."""
-    if not len(ids) or ids.null_count() or ids.str.len_bytes().max() > 8:
-        return None
-    raw = ids.cast(pl.Binary).to_numpy().astype("S8")
-    if (raw.view(np.uint8) > 127).any():
-        return None
-    return raw.view(">u8").astype(np.uint64)
-
-
 class _IdKeys:
     """Sorted ids for binary search. Ids that are all ASCII of at most 8 bytes (a bank's 8-hex
     ids) are packed into big-endian ``uint64`` (integer order is then string order, and a search
@@ -425,7 +421,7 @@ class _IdKeys:
     __slots__ = ("values", "packed")
 
     def __init__(self, ids: pl.Series):
-        packed = _packed_ids(ids)
+        packed = packed_ids(ids)
         self.packed = packed is not None
         self.values = packed if packed is not None else (
             ids.to_numpy().astype(str) if len(ids) else np.zeros(0, dtype="<U8"))
@@ -646,7 +642,7 @@ def _prepare(pool, edges, *, k, protect, neighbors, entries, sources):
     else:
         _check_edges(edges)
         near = edges.filter(pl.col("src").is_in(ids) | pl.col("dst").is_in(ids)) if ids else edges.clear()
-        incident = EdgeLookup((_part(_canonical(near, allowed), 0, False),), allowed).incident_of(ids)
+        incident = EdgeLookup((_part(canonical_edges(near, allowed), 0, False),), allowed).incident_of(ids)
         lookup_info, keep = None, None
     internal = _internal_edges(incident, ids, keep)
     source = _ListedEntries(entries) if entries is not None else lookup_info

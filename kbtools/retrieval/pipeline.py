@@ -22,8 +22,12 @@ from kbtools.retrieval.folding import EdgeLookup, flat
 from kbtools.retrieval.folding import fold as fold_pool
 from kbtools.retrieval.search import display_rows, ranked_columns
 from kbtools.store.bank import Bank
+from kbtools.model import vocab
+from kbtools.model.schema import KEYS
 from kbtools.model.vocab import EDGE_SOURCES, TRUSTED_SOURCES
-from kbtools.store.segments import appended_rows, table_mark
+from kbtools.store.segments import (DELETED, SegmentMark, appended_rows, latest_in_first_order, segment_names,
+                                    segments_frame, table_mark)
+from kbtools.store.sidecars import read_edge_ends
 
 __all__ = ["QUERY_DEFAULTS", "query", "edge_lookup"]
 
@@ -35,9 +39,11 @@ def edge_lookup(bank: Bank, *, sources: Iterable[str] | None = None) -> EdgeLook
     appended since (a link, an add with its connections) join it as a part, and after any other
     change of the edges (an unlink, a retype, a bridge) the rows gone are masked and the new ones
     added, so a query after a write reads only what the write changed (``EdgeLookup.builds``
-    counts the builds from the whole edge frame). Neighbours' display fields come from the pool's
-    display rows of active entries (:func:`~kbtools.retrieval.search.display_rows`), read for the
-    ids a fold hands over only."""
+    counts the builds from the whole edge frame). The trusted edges of a bank whose base edges
+    segment has its sidecar (:func:`~kbtools.store.sidecars.read_edge_ends`, written by a full
+    compaction) are read from it, memory-mapped, and the segments after it applied: the edge
+    frame is never read. Neighbours' display fields come from the pool's display rows of active
+    entries (:func:`~kbtools.retrieval.search.display_rows`), read for the ids a fold hands over only."""
     allowed = frozenset(TRUSTED_SOURCES if sources is None else sources)
     unknown = allowed - EDGE_SOURCES
     if unknown:
@@ -45,6 +51,11 @@ def edge_lookup(bank: Bank, *, sources: Iterable[str] | None = None) -> EdgeLook
     key = "edge_lookup:" + ",".join(sorted(allowed))
 
     def build(prior: EdgeLookup | None) -> EdgeLookup:
+        if prior is None or isinstance(prior.mark, SegmentMark):
+            out = _from_segments(bank, allowed, prior) if allowed == TRUSTED_SOURCES else None
+            if out is not None:
+                return out
+            prior = None
         mark = table_mark(bank, "edges")
         if prior is not None:
             added = appended_rows(bank, "edges", prior.mark)
@@ -59,6 +70,34 @@ def edge_lookup(bank: Bank, *, sources: Iterable[str] | None = None) -> EdgeLook
 
     lookup = bank.derived(key, build, on=("edges",), grow=True)
     return lookup.with_entries(_BankEntries(bank))
+
+
+def _from_segments(bank: Bank, allowed: frozenset[str], prior: EdgeLookup | None) -> EdgeLookup | None:
+    """The trusted edges from the base segment's sidecar (or ``prior``, built so, when the
+    segments it covers still lead the snapshot's) and the rows of the segments after it, applied
+    key by key; None where the whole edge frame must be read: no sidecar, an aliased type, a
+    segment swept since."""
+    names = segment_names(bank, "edges")
+    if not names:
+        return None
+    if prior is not None and names[: len(prior.mark.names)] == prior.mark.names:
+        base, later = prior, names[len(prior.mark.names):]
+    else:
+        ends = read_edge_ends(bank, names[0])
+        if ends is None or ends["aliased"]:
+            return None
+        base, later = EdgeLookup.from_ends(ends, mark=SegmentMark(names[:1])), names[1:]
+    if not later:
+        return base
+    try:
+        rows = segments_frame(bank, "edges", later)
+    except FileNotFoundError:  # swept by a compaction since this snapshot: the table's own read moves on
+        return None
+    if set(rows.get_column("type").cast(pl.String).to_list()) & set(vocab.TYPE_ALIASES):
+        return None
+    rows = latest_in_first_order(rows, list(KEYS["edges"]))
+    keys = rows.select("src", "dst", "type").rows()
+    return base.changed(keys, rows.filter(~pl.col(DELETED)), mark=SegmentMark(names))
 
 
 class _BankEntries:

@@ -27,12 +27,17 @@ from kbtools.errors import EmbedderMismatch, NotEmbedded, ValidationError
 from kbtools.retrieval.index import DEFAULT_WEIGHTS, DIMENSIONS, MAX_DEAD_SHARE, VectorIndex, combine, index_kind
 from kbtools.retrieval.lexical import BM25Index, rrf
 from kbtools.store.bank import Bank
-from kbtools.store.caches import cache_file, cached_file_meta, write_cache_file
-from kbtools.store.segments import appended_rows, table_mark
-from kbtools.store.vectors import embedder_name, segment_data, segment_ids, vector_blocks, vector_count, vector_segments
+from kbtools.store.caches import cache_file, cached_file_meta, reseal_cache_file, write_cache_file
+from kbtools.store.segments import (DELETED, SegmentMark, appended_rows, latest_in_first_order, segment_names,
+                                    segments_frame, table_mark)
+from kbtools.store.sidecars import DisplayRecords, read_display_records
+from kbtools.store.vectors import (embedder_name, ids_in, pack_ids, segment_data, segment_ids, vector_blocks, vector_count,
+                                   vector_segments)
 
 __all__ = [
     "display_rows",
+    "PoolDisplay",
+    "SidecarDisplay",
     "entry_texts",
     "text_hashes",
     "bank_embedder",
@@ -145,12 +150,12 @@ def bank_index(bank: Bank, *, kind: str = "auto", weights: Mapping[str, float] |
     is rebuilt. ``kind="auto"``: exact below
     :data:`~kbtools.retrieval.index.APPROXIMATE_FROM` entries, ``ivf_sq8`` from it."""
     weights = _check_weights(weights)
-    kind = index_kind(kind, table_mark(bank, "entries")[1])  # the row count, without usage counted in
+    kind = index_kind(kind, _entry_count(bank))  # the row count, without usage counted in
     name = f"index:{kind}:{_weights_key(weights)}"
 
     def build(prior: VectorIndex | None) -> VectorIndex:
         segs = [s["data"] for s in vector_segments(bank)]
-        mark = table_mark(bank, "entries")
+        mark = SegmentMark(segment_names(bank, "entries"))
         fp = hashlib.sha256(
             json.dumps([embedder_name(bank), segs, _weights_key(weights), kind, bank.fingerprint(("entries", "vectors"))]).encode()
         ).hexdigest()[:24]
@@ -159,12 +164,16 @@ def bank_index(bank: Bank, *, kind: str = "auto", weights: Mapping[str, float] |
         if idx is not None:  # nothing else to read (the blocks' id index is costly at 100k)
             idx.fingerprint, idx.segments, idx.mark = fp, segs, mark
             return idx
+        earlier = None
         if prior is None:
             idx = _cached_index(bank, kind, fp)
             if idx is None:  # a cache file of an earlier snapshot: grown below, not rebuilt
-                prior = _earlier_cached_index(bank, kind, weights, segs)
-        # every other read of the vectors streams blocks from the memory-mapped segments (never joined)
-        blocks = vector_blocks(bank, ids=bank.entries.filter(pl.col("status") == "active")["id"])
+                prior = earlier = _earlier_cached_index(bank, kind, weights, segs)
+                was = getattr(earlier, "fingerprint", None)
+        # every other read of the vectors streams blocks from the memory-mapped segments (never joined);
+        # this snapshot's own index file holds exactly its active entries with vectors: no table read
+        live = idx.ids if idx is not None else _active_ids(bank)
+        blocks = vector_blocks(bank, ids=live)
         if idx is None and prior is not None:
             old_segs = set(getattr(prior, "segments", None) or [])
             fresh = [sg for sg in vector_segments(bank) if sg["data"] not in old_segs]
@@ -172,7 +181,11 @@ def bank_index(bank: Bank, *, kind: str = "auto", weights: Mapping[str, float] |
             # segments a compaction folded in with them (``appended``, see ``Bank._carry_caches``)
             parts = [segment_ids(bank, sg) for sg in fresh] + [np.asarray(getattr(prior, "appended", ()), dtype=str)]
             rewritten = np.concatenate(parts)
-            idx = grown_index(prior, segs, blocks.ids, lambda new: vector_blocks(bank, ids=new), weights, rewritten)
+            idx = grown_index(prior, segs, blocks.ids, blocks.only, weights, rewritten)
+            if idx is not None and earlier is not None and _as_built(idx, blocks.ids):
+                # the file holds what a build for this snapshot would (a compaction rewrote the
+                # tables, not what they hold): sealed for it, the next process reads it as it is
+                reseal_cache_file(bank, f"index-{kind}.kbx", was, fp, _cache_meta(bank, kind, weights, segs))
         if idx is None:
             idx = VectorIndex.build_blocks(blocks.ids, lambda: (combine(d, weights) for _, d in blocks),
                                            dim=blocks.shape[2], kind=kind, threads=_build_threads(len(blocks.ids)))
@@ -190,6 +203,13 @@ def bank_index(bank: Bank, *, kind: str = "auto", weights: Mapping[str, float] |
         return idx
 
     return bank.derived(name, build, on=("entries", "vectors"), grow=True)
+
+
+def _as_built(idx: VectorIndex, live: np.ndarray) -> bool:
+    """Whether ``idx`` holds exactly the rows a build over ``live`` would, in its order (nothing
+    added beside it, nothing removed)."""
+    return ((idx.delta is None or idx.delta.ntotal == 0) and idx.n_dead == 0 and len(idx.ids) == len(live)
+            and bool(np.array_equal(idx.ids, live)))
 
 
 def _build_threads(n: int) -> int:
@@ -258,7 +278,7 @@ def _appended(prior: VectorIndex | None, bank: Bank, segs: list, weights) -> Vec
     old = getattr(prior, "segments", None)
     if prior is None or old is None or segs[: len(old)] != old:
         return None
-    added = _appended_entries(bank, getattr(prior, "mark", None))
+    added = _added_since(bank, getattr(prior, "mark", None))
     if added is None:
         return None
     held = set(old)
@@ -279,6 +299,26 @@ def _appended(prior: VectorIndex | None, bank: Bank, segs: list, weights) -> Vec
     return prior
 
 
+def _added_since(bank: Bank, mark) -> pl.DataFrame | None:
+    """The latest version of each entry written since ``mark`` (a :class:`SegmentMark` of an
+    earlier snapshot), read from the segments after those it names (this process's own writes are
+    not read back), when none of them is a tombstone; None when anything else changed."""
+    if not isinstance(mark, SegmentMark):
+        return None
+    names = segment_names(bank, "entries")
+    if names[: len(mark.names)] != mark.names:
+        return None
+    try:
+        rows = segments_frame(bank, "entries", names[len(mark.names):])
+    except FileNotFoundError:  # swept by a compaction since: rebuilt from the tables
+        return None
+    if rows is None:
+        return pl.DataFrame(schema={"id": pl.String, "status": pl.String})
+    if any(rows.get_column(DELETED).to_list()):
+        return None
+    return latest_in_first_order(rows, ["id"])
+
+
 def grown_index(prior: VectorIndex | None, segs: list, live: np.ndarray, read: Callable, weights,
                 rewritten=()) -> VectorIndex | None:
     """The previous index, changed in place, when only entries were added, deleted or superseded
@@ -291,16 +331,15 @@ def grown_index(prior: VectorIndex | None, segs: list, live: np.ndarray, read: C
     if prior is None or old_segs is None or segs[: len(old_segs)] != old_segs:
         return None
     before = prior.live_ids()
-    live_series = pl.Series(live, dtype=pl.String)
-    gone = ~pl.Series(before, dtype=pl.String).is_in(live_series.implode()).to_numpy()
+    gone = ~ids_in(before, live)
     if len(rewritten):  # entries re-embedded (their text changed): the old row goes, the new one is added
-        gone |= pl.Series(before, dtype=pl.String).is_in(pl.Series(rewritten, dtype=pl.String).implode()).to_numpy()
+        gone |= ids_in(before, np.asarray(rewritten, dtype=str))
     if gone.any():  # an entry left (deleted, superseded, archived)
         total = len(prior.ids)
         if (prior.n_dead + int(gone.sum())) > MAX_DEAD_SHARE * total:
             return None
         prior.remove(before[gone])
-    known = live_series.is_in(pl.Series(prior.live_ids(), dtype=pl.String).implode()).to_numpy()
+    known = ids_in(live, prior.live_ids())
     if (~known).any():  # read only the new rows
         for new_ids, data in read(live[~known]):
             prior.add(new_ids.tolist(), combine(data, weights))
@@ -333,6 +372,16 @@ class PoolDisplay:
         for column, more in zip(self.columns, new):
             column.extend(more)
         return PoolDisplay(self.rows, self.columns, mark)
+
+    @property
+    def count(self) -> int:
+        """The rows held (the entries table's rows)."""
+        return len(self.columns[0])
+
+    def find(self, ids: list[str]) -> list[int | None]:
+        """The position of each of ``ids`` (None where it is not an entry)."""
+        rows = self.rows
+        return [rows.get(i) for i in ids]
 
     def take(self, positions: list[int]) -> list[tuple]:
         """The display rows at these positions, in this order, as tuples in :data:`COLUMNS` order
@@ -367,10 +416,89 @@ def _steps(steps: pl.Series) -> list:
     return held
 
 
-def _display(bank: Bank) -> PoolDisplay:
-    """The pool's display rows of the bank's entries (cached; grown when entries were only added)."""
+class SidecarDisplay:
+    """The pool's display rows read from the base entries segment's sidecar
+    (:class:`~kbtools.store.sidecars.DisplayRecords`, memory-mapped: a query reads its own rows
+    only) and the rows of the segments written after it (``later``: id -> display row, None for a
+    deleted entry), with the interface of :class:`PoolDisplay`: positions past the sidecar's
+    records are rows of ``later``."""
+
+    __slots__ = ("records", "later", "listed", "fresh", "count", "mark")
+
+    def __init__(self, records: DisplayRecords, mark: SegmentMark):
+        self.records, self.mark = records, mark
+        self.later: dict[str, int | None] = {}  # id -> position in ``listed`` (None: deleted)
+        self.listed: list[tuple] = []
+        self.fresh: set[str] = set()  # live ids the sidecar does not hold
+        self.count = len(records)
+
+    def applied(self, rows: pl.DataFrame, mark: SegmentMark) -> "SidecarDisplay":
+        """This display with ``rows`` (entries rows written after what it covers, ``_deleted``
+        included, oldest first) applied; shares this one's state (it is the newer of the two)."""
+        before = self.records.find(rows["id"].to_list())
+        deleted = rows[DELETED].to_list()
+        for row, in_base, gone in zip(zip(*_display_columns(rows)), before, deleted):
+            eid = row[0]
+            was = self.later[eid] is not None if eid in self.later else in_base is not None
+            if gone:
+                self.later[eid] = None
+                self.fresh.discard(eid)
+            else:
+                self.later[eid] = len(self.listed)
+                self.listed.append(row)
+                if in_base is None:
+                    self.fresh.add(eid)
+            self.count += (not gone) - was
+        out = SidecarDisplay.__new__(SidecarDisplay)
+        out.records, out.later, out.listed, out.fresh, out.count, out.mark = (
+            self.records, self.later, self.listed, self.fresh, self.count, mark)
+        return out
+
+    def find(self, ids: list[str]) -> list[int | None]:
+        """The position of each of ``ids`` (None where it is not an entry)."""
+        later = self.later
+        base = iter(self.records.find([i for i in ids if i not in later]))
+        n = len(self.records)
+        return [next(base) if i not in later else (None if later[i] is None else n + later[i]) for i in ids]
+
+    def active_ids(self):
+        """The ids of the active entries (in no set order), packed
+        (:func:`~kbtools.store.vectors.pack_ids`) where every id packs, else as strings."""
+        later, listed = self.later, self.listed
+        base = self.records.packed_ids(np.flatnonzero(self.records.active))
+        added = np.array([eid for eid, at in later.items() if at is not None and listed[at][5] == "active"], dtype=str)
+        if not later:
+            return base
+        changed, added_packed = pack_ids(np.array(list(later), dtype=str)), pack_ids(added)
+        if changed is None or added_packed is None:  # an id that does not pack: as strings
+            ids = self.records.ids_of(base)
+            return np.concatenate([ids[~np.isin(ids, np.array(list(later), dtype=str))], added])
+        return np.concatenate([base[~np.isin(base, changed)], added_packed])
+
+    def take(self, positions: list[int]) -> list[tuple]:
+        """The display rows at these positions, as :meth:`PoolDisplay.take` gives them."""
+        n = len(self.records)
+        base = iter(self.records.take([p for p in positions if p < n]))
+        listed = self.listed
+        return [_shown(next(base) if p < n else listed[p - n]) for p in positions]
+
+
+def _shown(row: tuple) -> tuple:
+    """A held display row as :meth:`PoolDisplay.take` gives it (steps a new list, or None)."""
+    return row[:4] + (None if row[4] is None else list(row[4]), row[5])
+
+
+def _display(bank: Bank) -> PoolDisplay | SidecarDisplay:
+    """The pool's display rows of the bank's entries (cached; grown when entries were only
+    added): from the base segment's sidecar when it has one (:class:`SidecarDisplay`), else built
+    from the entries table."""
 
     def build(prior):
+        if prior is None or isinstance(prior, SidecarDisplay):
+            out = _sidecar_display(bank, prior)
+            if out is not None:
+                return out
+            prior = None
         mark = table_mark(bank, "entries")
         added = None if prior is None else _appended_entries(bank, prior.mark)
         if added is not None:  # entries were only added: extend, do not rebuild
@@ -391,6 +519,61 @@ def _appended_entries(bank: Bank, mark) -> pl.DataFrame | None:
     return read[mark]
 
 
+def _sidecar_display(bank: Bank, prior: SidecarDisplay | None) -> SidecarDisplay | None:
+    """The display from the base entries segment's sidecar (or ``prior``, read so, when the
+    segments it covers still lead the snapshot's) and the segments after it; None without one."""
+    names = segment_names(bank, "entries")
+    if not names:
+        return None
+    if prior is not None and names[: len(prior.mark.names)] == prior.mark.names:
+        base, later = prior, names[len(prior.mark.names):]
+    else:
+        records = read_display_records(bank, names[0])
+        if records is None:
+            return None
+        base, later = SidecarDisplay(records, SegmentMark(names[:1])), names[1:]
+    if not later:
+        return base
+    try:
+        rows = segments_frame(bank, "entries", later)
+    except FileNotFoundError:  # swept by a compaction since this snapshot: the table's own read moves on
+        return None
+    return base.applied(rows, SegmentMark(names))
+
+
+def _active_ids(bank: Bank):
+    """The ids of the bank's active entries (from the display's sidecar where it has one)."""
+    display = _display(bank)
+    if isinstance(display, SidecarDisplay):
+        return display.active_ids()
+    return bank.entries.filter(pl.col("status") == "active")["id"]
+
+
+def _entry_count(bank: Bank) -> int:
+    """The rows of the entries table (usage not counted in), without reading it where the
+    display is read from its sidecar."""
+    display = _display(bank)
+    return display.count if isinstance(display, SidecarDisplay) else table_mark(bank, "entries")[1]
+
+
+def _unembedded(bank: Bank, entries: int) -> int:
+    """How many of the ``entries`` entries have no vector (once per snapshot). Where the display
+    is read from its sidecar and the vector segments start with those its compaction found every
+    entry in, only the entries written since are looked up (in the vector segments written since)."""
+    def count() -> int:
+        display = _display(bank)
+        covered = display.records.vectors if isinstance(display, SidecarDisplay) else None
+        segs = vector_segments(bank)
+        if covered is not None and [s["data"] for s in segs[: len(covered)]] == covered:
+            if not display.fresh:
+                return 0
+            later = set().union(*(segment_ids(bank, sg).tolist() for sg in segs[len(covered):]))
+            return len(display.fresh - later)
+        return max(entries - vector_count(bank), 0)
+
+    return bank.derived("unembedded", count, on=("entries", "vectors"))
+
+
 def display_rows(bank: Bank, ids) -> dict[str, dict]:
     """Title, summary, kind and steps of those of ``ids`` that are active entries, by id: read from
     the pool's display rows (grown when entries are only added), never from a pass over the bank.
@@ -401,18 +584,12 @@ def display_rows(bank: Bank, ids) -> dict[str, dict]:
     {}
     """
     display = _display(bank)
-    rows = display.rows
-    _, titles, summaries, kinds, steps, status = display.columns
-    out = {}
-    for i in dict.fromkeys(ids):  # (read in place: a row's fields only once it is known active)
-        p = rows.get(i)
-        if p is not None and status[p] == "active":
-            held = steps[p]
-            out[i] = {"id": i, "title": titles[p], "summary": summaries[p], "kind": kinds[p],
-                      "steps": None if held is None else list(held)}
-    return out
+    found = display.take([p for p in display.find(list(dict.fromkeys(ids))) if p is not None])
+    return {row[0]: dict(zip(_SHOWN, row)) for row in found if row[5] == "active"}
 
 
+#: the fields :func:`display_rows` returns, in :attr:`PoolDisplay.COLUMNS` order
+_SHOWN = ("id", "title", "summary", "kind", "steps")
 #: the columns of a ranked pool
 POOL_SCHEMA = {"id": pl.String, "score": pl.Float64, "title": pl.String, "summary": pl.String,
                "kind": pl.String, "steps": pl.List(pl.String)}
@@ -460,9 +637,10 @@ def ranked_columns(
         raise ValidationError("pool", pool, "the pool holds at least one candidate")
     if query_vector is None or embedder is not None:  # the embedder loads only to embed text
         emb = bank_embedder(bank, embedder)
-    entries = table_mark(bank, "entries")[1]  # the row count: the usage log need not be counted in
-    if entries and vector_count(bank) < entries:
-        raise NotEmbedded(bank.path, entries - vector_count(bank), entries)
+    entries = _entry_count(bank)  # the row count: the usage log need not be counted in
+    missing = _unembedded(bank, entries) if entries else 0
+    if missing:
+        raise NotEmbedded(bank.path, missing, entries)
     q = query_vector if query_vector is not None else emb.encode([text])[0]
     idx = bank_index(bank, kind=index, weights=weights)
     depth = pool if not lexical else max(pool, QUERY_DEFAULTS.lexical_depth)
@@ -477,8 +655,9 @@ def ranked_columns(
     if not ranked:
         return {name: [] for name in POOL_SCHEMA}
     display = _display(bank)
-    keep = [(i, s) for i, s in ranked if i in display.rows]
-    rows = display.take([display.rows[i] for i, _ in keep])
+    found = display.find([i for i, _ in ranked])
+    keep = [(r, p) for r, p in zip(ranked, found) if p is not None]
+    rows = display.take([p for _, p in keep])
     ids, titles, summaries, kinds, steps, _ = zip(*rows) if rows else ([],) * 6
-    return {"id": list(ids), "score": [float(s) for _, s in keep], "title": list(titles), "summary": list(summaries),
+    return {"id": list(ids), "score": [float(s) for (_, s), _ in keep], "title": list(titles), "summary": list(summaries),
             "kind": list(kinds), "steps": list(steps)}

@@ -10,6 +10,8 @@
     vectors.py      entry vectors, read in place from memory-mapped segments
     caches.py       derived values: files under ``cache/`` sealed with what they were built from,
                     fingerprints and the in-memory values of ``Bank.derived``
+    sidecars.py     what a full compaction writes beside the base entries and edges segments
+                    (display records, edge ends) for a fresh process's first query
     files.py        atomic writes, the paths a manifest may name, the kept manifests
     lock.py         the writers' lock
     scan.py         the door for other tools: polars LazyFrames, DuckDB, SQL

@@ -34,7 +34,8 @@ from kbtools.store.files import atomic_write_bytes, changed_files, inside, manif
 from kbtools.store.lock import bank_lock, flock_file, storage_errors
 from kbtools.store.manifest import FORMAT, FORMAT_VERSION, SWEEP_AGE_S, parse_manifest, read_manifest, utcnow
 from kbtools.store.segments import (EntryIds, TableCache, current_ids, live_rows, missing_ids, new_epoch, project,
-                                    read_segments, segment_rows)
+                                    read_segments, remember_rows, segment_rows)
+from kbtools.store.sidecars import SIDECAR_TABLES, write_sidecars
 from kbtools.store.usage import UsageLogs, fold_usage, with_pending
 from kbtools.store.vectors import embedder_name, remember_segments
 from kbtools.model.config import DEFAULT_EMBEDDER
@@ -415,6 +416,7 @@ class Bank:
         finally:
             self._written = {}
         remember_segments(self, prepared.arrays)
+        remember_rows(self, prepared.written)
         starts = tail_starts(self._manifest, self._segment_rows)
         if starts:
             self._compact(full=False, starts=starts)
@@ -454,7 +456,12 @@ class Bank:
         if full:
             frames = {t: self._frame(t) for t in TABLES}
             frames = full_frames(frames, self.table("entries") if frames["usage"].height else None, self.version + 1)
+        folded = {t: list(self._manifest["tables"][t][start:]) for t, start in (starts or {}).items()}
         manifest, report = rewritten(self, frames=frames, starts=starts, seg_rows=self._seg_rows)
+        if full:  # before the commit: a reader of the new version finds its base segments' sidecars
+            report["sidecars"] = write_sidecars(self, {t: (manifest["tables"][t][0], frames[t]) for t in SIDECAR_TABLES
+                                                       if frames.get(t) is not None and manifest["tables"].get(t)},
+                                                (manifest.get("vectors") or {}).get("segments", []))
         # a rewrite cannot be applied incrementally: drop the merged frames. Derived values stay: the
         # content is unchanged, and each one is rebuilt (or grown from its predecessor) when next asked
         for table in report["tables"]:
@@ -463,6 +470,10 @@ class Bank:
             elif self._caches[table].frame is not None:
                 # a tail merge rewrites files, not rows: the merged frame stays as it is
                 self._caches[table].segments = list(manifest["tables"][table])
+        if not full:  # a tail merge: its segment holds the rows of those it folded (said before the swap,
+            # so that the rows of theirs this process holds are kept with it)
+            remember_rows(self, {}, {manifest["tables"][t][-1]: names for t, names in folded.items()
+                                     if len(manifest["tables"][t]) == starts[t] + 1})
         self._swap(manifest)
         folded = report.get("vectors", {}).pop("folded", None)
         if folded:  # after the commit: a crash before leaves the caches to be rebuilt, as before

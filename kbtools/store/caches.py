@@ -29,7 +29,8 @@ from kbtools.store.vectors import segment_ids
 if TYPE_CHECKING:  # the bank imports this module
     from kbtools.store.bank import Bank
 
-__all__ = ["DerivedValues", "fingerprint_of", "read_cache", "write_cache", "cache_file", "cached_file_meta", "write_cache_file", "carry_caches"]
+__all__ = ["DerivedValues", "fingerprint_of", "read_cache", "write_cache", "cache_file", "cached_file_meta", "write_cache_file",
+           "reseal_cache_file", "carry_caches", "SEAL_SPAN"]
 
 
 def fingerprint_of(manifest: dict, on: tuple[str, ...] = TABLES, *, usage_signature: tuple = (),
@@ -88,9 +89,14 @@ def _cache_group(path: Path) -> list[Path]:
                   if p.is_file() and not p.name.endswith(".json") and not p.name.endswith(".tmp"))
 
 
-def _file_seal(path: Path, whole: bool = False) -> list:
-    """``[size, mtime_ns, hash of the first and last MiB]``: enough to see a file was changed;
-    ``whole``: a hash of every byte instead, read a MiB at a time (the file is never held whole)."""
+#: the bytes at each end of a cache file that its seal hashes (unless the seal says otherwise)
+SEAL_SPAN = 1 << 20
+
+
+def _file_seal(path: Path, whole: bool = False, span: int = SEAL_SPAN) -> list:
+    """``[size, mtime_ns, hash of the first and last span bytes (a MiB)]``: enough to see a file
+    was changed; ``whole``: a hash of every byte instead, read a MiB at a time (the file is never
+    held whole)."""
     st = path.stat()
     h = hashlib.blake2b(digest_size=16)
     with open(path, "rb") as fh:
@@ -98,11 +104,16 @@ def _file_seal(path: Path, whole: bool = False) -> list:
             for block in iter(lambda: fh.read(1 << 20), b""):
                 h.update(block)
         else:
-            h.update(fh.read(1 << 20))
-            if st.st_size > 1 << 20:
-                fh.seek(max(st.st_size - (1 << 20), 1 << 20))
-                h.update(fh.read(1 << 20))
+            h.update(fh.read(span))
+            if st.st_size > span:
+                fh.seek(max(st.st_size - span, span))
+                h.update(fh.read(span))
     return [st.st_size, st.st_mtime_ns, h.hexdigest()]
+
+
+def _seal_span(info: dict) -> int:
+    span = info.get("span", SEAL_SPAN)
+    return span if isinstance(span, int) and span > 0 else SEAL_SPAN
 
 def read_cache(bank: Bank, name: str, fingerprint: str) -> bytes | None:
     """The bytes of a derived artefact if it was built from ``fingerprint``; None otherwise
@@ -166,20 +177,21 @@ def cached_file_meta(bank: Bank, name: str) -> tuple[Path, str, dict] | None:
         if not isinstance(info, dict):
             return None  # a damaged seal: the cache is rebuilt
         whole = bool(info.get("whole"))
-        if info.get("files") != {p.name: _file_seal(p, whole) for p in _cache_group(path)}:
+        if info.get("files") != {p.name: _file_seal(p, whole, _seal_span(info)) for p in _cache_group(path)}:
             return None
     except (OSError, ValueError):
         return None
     return path, str(info.get("fingerprint")), dict(info.get("meta") or {})
 
 def write_cache_file(bank: Bank, name: str, fingerprint: str, write: Callable[[Path], None], *,
-                     meta: dict | None = None, whole: bool = False) -> None:
+                     meta: dict | None = None, whole: bool = False, span: int = SEAL_SPAN) -> None:
     """Write a derived file with ``write(path)`` (it may write siblings ``path.*`` too), sealed
     with ``fingerprint`` and ``meta`` (JSON, read back by :func:`cached_file_meta`); what an
     older build left under the name is replaced. A read-only bank writes nothing.
 
     ``whole``: the seal hashes every byte (checked on each read, a MiB at a time), for a file
-    whose damage would go unseen by its reader; else its first and last MiB.
+    whose damage would go unseen by its reader; else its first and last ``span`` bytes (a MiB;
+    less for files a cold process checks on its first read).
 
     >>> import tempfile, pathlib
     >>> from kbtools.store.bank import create_bank
@@ -207,9 +219,37 @@ def write_cache_file(bank: Bank, name: str, fingerprint: str, write: Callable[[P
     write(tmp)  # written aside, then renamed: a reader that mapped the old file keeps it intact
     for part in sorted(folder.glob(tmp.name + "*")):
         os.replace(part, folder / (name + part.name[len(tmp.name):]))
-    seal = {"fingerprint": fingerprint, "files": {p.name: _file_seal(p, whole) for p in _cache_group(path)},
-            "meta": meta or {}, **({"whole": True} if whole else {})}
+    seal = {"fingerprint": fingerprint, "files": {p.name: _file_seal(p, whole, span) for p in _cache_group(path)},
+            "meta": meta or {}, **({"whole": True} if whole else {}), **({"span": span} if span != SEAL_SPAN else {})}
     atomic_write_bytes(seal_path, json.dumps(seal).encode())
+
+
+def reseal_cache_file(bank: Bank, name: str, was: str, fingerprint: str, meta: dict) -> bool:
+    """Seal the derived file ``name``, built from ``was`` and found to hold exactly what it would
+    hold if built from ``fingerprint`` (a compaction rewrote the tables it was built from, not
+    what they hold), as built from ``fingerprint`` with ``meta``: the next process reads it
+    instead of bringing it up to date again. Only its seal is rewritten; nothing when the file is
+    no longer as sealed or the bank is read-only. Returns whether it was resealed.
+
+    >>> import tempfile, pathlib
+    >>> from kbtools.store.bank import create_bank
+    >>> bank = create_bank(pathlib.Path(tempfile.mkdtemp()) / "b")
+    >>> write_cache_file(bank, "x.bin", "fp1", lambda p: p.write_bytes(b"abc"))
+    >>> reseal_cache_file(bank, "x.bin", "fp1", "fp2", {}), cache_file(bank, "x.bin", "fp2") is not None
+    (True, True)
+    """
+    if bank.readonly:
+        return False
+    path = bank.path / "cache" / name
+    seal_path = path.with_name(path.name + ".json")
+    try:
+        info = read_json(seal_path)
+        if not isinstance(info, dict) or info.get("fingerprint") != was or cached_file_meta(bank, name) is None:
+            return False
+        atomic_write_bytes(seal_path, json.dumps({**info, "fingerprint": fingerprint, "meta": meta}).encode())
+    except (OSError, ValueError):
+        return False
+    return True
 
 
 

@@ -11,12 +11,13 @@ keeps per table (:class:`TableCache`, :class:`EntryIds`) to grow on append inste
 
 from __future__ import annotations
 
+import collections
 import errno
 import itertools
 import os
 import re
 from pathlib import Path
-from typing import TYPE_CHECKING, Callable
+from typing import TYPE_CHECKING, Callable, NamedTuple
 
 import numpy as np
 import polars as pl
@@ -29,10 +30,10 @@ if TYPE_CHECKING:  # functions here read a bank's snapshot; the bank imports thi
     from kbtools.store.bank import Bank
 
 __all__ = ["SEQ", "DELETED", "MAX_CHUNKS", "new_epoch", "latest_in_first_order", "only_fresh_keys",
-           "merge_keyed", "append_rows", "project", "read_segment", "read_segments", "check_segment", "segment_rows",
+           "merge_keyed", "append_rows", "project", "read_segment", "read_segments", "TABLE_READS", "check_segment", "segment_rows",
            "live_rows", "segment_files",
            "TableCache", "EntryIds", "current_ids", "missing_ids", "table_mark", "key_mark",
-           "appended_rows"]
+           "appended_rows", "SegmentMark", "remember_rows", "segment_names", "segments_frame"]
 
 #: the column of a keyed table's rows naming the manifest version that wrote them
 SEQ = "_seq"
@@ -55,7 +56,11 @@ def new_epoch() -> int:
 
 def latest_in_first_order(rows: pl.DataFrame, keys: list[str]) -> pl.DataFrame:
     """One row per key: the values of its latest version, in the order keys first appeared."""
-    if not rows.select(pl.struct(keys).is_duplicated().any()).item():
+    if rows.height <= 64:  # a write's few rows: told in Python (a polars query costs more here)
+        listed = list(zip(*(rows.get_column(k).to_list() for k in keys)))
+        if len(set(listed)) == len(listed):
+            return rows
+    elif not rows.select(pl.struct(keys).is_duplicated().any()).item():
         return rows
     idx = rows.with_row_index("_ord")
     last = idx.sort(_SEQ, maintain_order=True).unique(subset=keys, keep="last").drop("_ord")
@@ -289,6 +294,11 @@ def segment_files(bank: Bank) -> dict[str, list[str]]:
     return {t: list(tables.get(t, [])) for t in TABLES}
 
 
+#: how often this process read a table whole (:func:`read_segments` without rows to grow); tests
+#: and benches count them
+TABLE_READS: collections.Counter = collections.Counter()
+
+
 def read_segments(root: Path, table: str, names: list[str], frame: pl.DataFrame | None, *,
                   written: dict[str, pl.DataFrame], ids: EntryIds | None = None) -> tuple[pl.DataFrame, bool, bool]:
     """The merged rows of ``table`` after reading the segments ``names`` (of the bank at ``root``)
@@ -301,6 +311,8 @@ def read_segments(root: Path, table: str, names: list[str], frame: pl.DataFrame 
     that an append of new entries is told without scanning the id column.
     """
     keyed = table in KEYS
+    if names and frame is None:
+        TABLE_READS[table] += 1
     if not names:
         if frame is not None:
             return frame, True, True
@@ -418,3 +430,73 @@ def appended_rows(bank: Bank, name: str, mark: tuple[int, int] | None, *,
     if mark is None or mark[0] != merged.epoch or mark[1] > merged.frame.height:
         return None
     return project(merged.frame.slice(mark[1]), SCHEMAS[name] if columns is None else columns)
+
+
+class SegmentMark(NamedTuple):
+    """What a value built from a table's segments themselves (a base segment's sidecar and the
+    segments after it), not from its merged frame, covers: the segments' names, oldest first.
+    While a later snapshot's segments start with these, only the segments after them are new."""
+
+    names: tuple[str, ...]
+
+
+#: a segment of at most this many rows that this process wrote is kept for :func:`segments_frame`
+REMEMBER_ROWS = 4096
+
+
+class _Recent(NamedTuple):
+    """What this process's commits wrote, while the snapshot names it: small segments' rows by
+    name, and the segments each tail merge folded (merged name -> the names it holds, in order)."""
+
+    rows: dict
+    merges: dict
+
+
+def _recent(bank: Bank) -> _Recent:
+    def kept(prior: _Recent | None) -> _Recent:
+        tables = bank.manifest.get("tables") or {}
+        named = {n for segs in tables.values() for n in segs}
+        merges = {m: held for m, held in (prior.merges if prior else {}).items() if m in named}
+        named |= {n for held in merges.values() for n in held}
+        return _Recent({n: f for n, f in (prior.rows if prior else {}).items() if n in named}, merges)
+
+    return bank.derived("table-segment-rows", kept, on=TABLES, grow=True)
+
+
+def remember_rows(bank: Bank, written: dict[str, pl.DataFrame], merges: dict[str, list[str]] | None = None) -> None:
+    """Take the small entries and edges segments a commit of this process just wrote (relative
+    path -> their rows) as read, and the segments a tail merge folded (merged name -> their
+    names): :func:`segments_frame` reads none of them back, and :func:`segment_names` names
+    the folded ones instead of the merged one."""
+    recent = _recent(bank)
+    for name, frame in (written or {}).items():
+        if frame.height <= REMEMBER_ROWS and name.startswith(("tables/entries/", "tables/edges/")):
+            recent.rows[name] = frame
+    for merged, held in (merges or {}).items():
+        recent.merges[merged] = tuple(n for h in held for n in recent.merges.get(h, (h,)))
+
+
+def segment_names(bank: Bank, table: str) -> tuple[str, ...]:
+    """The segments of ``table`` in ``bank``'s snapshot, oldest first, a segment that a tail merge
+    of this process wrote named by the segments it folded (its rows are theirs): a value built
+    over the segments before a write and its tail merge sees the write's segment as the only new
+    one (:class:`SegmentMark`)."""
+    merges = _recent(bank).merges
+    names = (bank.manifest.get("tables") or {}).get(table, [])
+    return tuple(n for name in names for n in merges.get(name, (name,)))
+
+
+def segments_frame(bank: Bank, table: str, names: list[str] | tuple[str, ...]) -> pl.DataFrame | None:
+    """The rows of the segments ``names`` of ``table`` (as :func:`segment_names` gives them) as
+    written (``_seq`` and ``_deleted`` included, oldest first; None for no segment): the ones
+    this process wrote as it wrote them, the others read (:func:`read_segment`: damage raises
+    :class:`~kbtools.errors.BankDamaged`, a segment swept since raises FileNotFoundError)."""
+    if not names:
+        return None
+    held = _recent(bank).rows
+    parts = [held[n] if n in held else read_segment(bank.path, table, n) for n in names]
+    try:
+        return pl.concat(parts, how="diagonal_relaxed") if len(parts) > 1 else parts[0]
+    except _PARQUET_ERRORS as err:
+        raise BankDamaged(bank.path, f"tables/{table}/", f"segments of {table} that do not fit together: "
+                          f"{str(err).splitlines()[0][:200]}") from None

@@ -64,6 +64,7 @@ class UsageLogs:
         self.signature: tuple = ()
         self._read: pl.DataFrame = empty("usage")
         self._appended: list[tuple[str, str, str]] = []  # this process's rows since the last read
+        self._unread: list[str] | None = None  # the merged logs of the refresh whose logs are not read yet
         self.reads = 0
         self.claimed: list[Path] = []
         self._warned = False
@@ -71,7 +72,12 @@ class UsageLogs:
 
     @property
     def pending(self) -> pl.DataFrame:
-        """The rows of the pending logs (what was read, then this process's appends)."""
+        """The rows of the pending logs (what was read, then this process's appends); the logs a
+        refresh found changed are read here, when first asked for (a query never asks)."""
+        if self._unread is not None:  # every pending log as it is now (this process's appends included)
+            files = self.files(self._unread)
+            self._unread = None
+            self._read_logs(files)
         if self._appended:
             self._read = pl.concat([self._read, _usage_frame(self._appended)])
             self._appended = []
@@ -95,10 +101,19 @@ class UsageLogs:
             sig = ()
         if sig == self.signature:
             return
+        self._unread = list(merged)  # the logs are read by :attr:`pending`, when first asked for
+        self._read = empty("usage")
+        self._appended = []
+        self.signature = sig
+
+    def _read_logs(self, files: list[Path]) -> None:
+        try:
+            self.signature = tuple((p.name, p.stat().st_size) for p in files)
+        except OSError:
+            self.signature = ()
         frames = [read_usage_log(p) for p in files]
         self._read = pl.concat(frames) if frames else empty("usage")
         self._appended = []
-        self.signature = sig
         self.reads += 1
 
     def append(self, ids, *, query: str, merged, readonly: bool) -> int:

@@ -40,7 +40,7 @@ from kbtools.store.segments import new_epoch, table_mark
 if TYPE_CHECKING:  # functions here read a bank's snapshot; the bank imports this module
     from kbtools.store.bank import Bank
 
-__all__ = ["remember_segments", "segment_arrays", "segment_hashes", "SegmentedVectors", "VectorBlocks", "VECTOR_DTYPES", "DEFAULT_VECTOR_DTYPE", "embedder_name",
+__all__ = ["ids_in", "pack_ids", "remember_segments", "segment_arrays", "segment_hashes", "SegmentedVectors", "VectorBlocks", "VECTOR_DTYPES", "DEFAULT_VECTOR_DTYPE", "embedder_name",
            "entry_vectors", "vector_count", "vector_ids", "vector_blocks", "vector_segments", "segment_ids",
            "segment_data", "load_npy", "write_vector_segment"]
 
@@ -272,6 +272,41 @@ def _grow_live(prior: _Live | None, state: _VectorState, mark: tuple[int, int], 
     return _Live(state, mark)
 
 
+def pack_ids(ids) -> np.ndarray | None:
+    """A ``str`` array of ids of at most 8 ASCII characters as ``uint64`` (each id's bytes,
+    zero-padded, read as one native integer: equal exactly where the ids are), else None; a
+    ``uint64`` array is taken as packed already. What :func:`ids_in` compares.
+
+    >>> pack_ids(np.array(["a1b2c3d4"])).view("S8").tolist()
+    [b'a1b2c3d4']
+    """
+    if isinstance(ids, np.ndarray) and ids.dtype == np.uint64:
+        return ids
+    if not isinstance(ids, np.ndarray) or ids.dtype.kind != "U" or ids.dtype.itemsize > 32 or ids.ndim != 1:
+        return None
+    chars = np.ascontiguousarray(ids).view(np.uint32).reshape(len(ids), ids.dtype.itemsize // 4)
+    if chars.size and chars.max() > 127:
+        return None
+    out = np.zeros((len(ids), 8), dtype=np.uint8)
+    out[:, : chars.shape[1]] = chars
+    return out.view(np.uint64).reshape(len(ids))
+
+
+def ids_in(ids: np.ndarray, wanted) -> np.ndarray:
+    """Which of ``ids`` (a ``str`` array) are in ``wanted`` (an array or series of ids, or a
+    :func:`pack_ids` array), as a
+    boolean array: compared as 8-byte integers where both pack (no string column built: a million
+    ids in tens of milliseconds).
+
+    >>> ids_in(np.array(["a1b2c3d4", "0000000a"]), np.array(["0000000a"])).tolist()
+    [False, True]
+    """
+    a, w = pack_ids(ids), pack_ids(wanted)
+    if a is not None and w is not None:
+        return pl.Series(a).is_in(pl.Series(w).implode()).to_numpy()
+    return pl.Series(ids, dtype=pl.String).is_in(pl.Series(wanted, dtype=pl.String).implode()).to_numpy()
+
+
 class VectorBlocks:
     """A bank's vectors as blocks read from the memory-mapped segments (see
     :func:`vector_blocks`): ``.ids`` in order, iterate for ``(ids, vectors)`` blocks, as many
@@ -291,12 +326,25 @@ class VectorBlocks:
         seg_of = np.repeat(np.arange(len(parts)), [len(p) for p in parts])
         row_of = np.concatenate([np.arange(len(p)) for p in parts])
         if len(parts) > 1:  # the latest segment wins per id, in the order :func:`entry_vectors` gives
-            _, last = np.unique(all_ids[::-1], return_index=True)
+            key = pack_ids(all_ids)  # integers sort faster than strings
+            _, last = np.unique((all_ids if key is None else key)[::-1], return_index=True)
             keep = np.sort(len(all_ids) - 1 - last)
             all_ids, seg_of, row_of = all_ids[keep], seg_of[keep], row_of[keep]
         wanted = bank.entries["id"] if ids is None else ids
-        live = pl.Series(all_ids, dtype=pl.String).is_in(pl.Series(wanted, dtype=pl.String).implode()).to_numpy()
-        self.ids, self._seg, self._row = all_ids[live], seg_of[live], row_of[live]
+        if (isinstance(wanted, np.ndarray) and wanted.dtype.kind == "U" and len(wanted) == len(all_ids)
+                and np.array_equal(wanted, all_ids)):
+            self.ids, self._seg, self._row = all_ids, seg_of, row_of  # every row wanted (an index's own ids)
+            return
+        self.ids, self._seg, self._row = (a[ids_in(all_ids, wanted)] for a in (all_ids, seg_of, row_of))
+
+    def only(self, ids) -> "VectorBlocks":
+        """These blocks limited to the rows of ``ids`` (what ``vector_blocks(bank, ids=ids)`` gives
+        for a subset of :attr:`ids`, without reading the id files again)."""
+        out = VectorBlocks.__new__(VectorBlocks)
+        out.block, out._paths, out._maps, out._fds = self.block, self._paths, self._maps, {}
+        keep = ids_in(self.ids, np.asarray(ids, dtype=str))
+        out.ids, out._seg, out._row = self.ids[keep], self._seg[keep], self._row[keep]
+        return out
 
     @property
     def shape(self) -> tuple[int, ...]:
