@@ -9,6 +9,7 @@ import polars as pl
 import pytest
 
 import kbtools as kb
+from kbtools.model.vocab import TRUSTED_SOURCES
 from kbtools.retrieval.index import combine
 from kbtools.store.caches import write_cache
 from kbtools.store.segments import segment_files
@@ -47,6 +48,18 @@ def test_dated_dispatch_entries_fold_and_the_stale_one_is_flagged(eng):
     # every entry of the flat answer is still visible: as a result or as a pointer
     shown = set(ans.ids()) | {p.id for p in pointers}
     assert set(flat.ids()) - shown <= set(flat.ids()[6:])  # only refill candidates may differ
+
+
+def test_a_query_folds_over_the_sources_it_names(eng):
+    # the dispatch entries fold over their authors' edges; naming a source that holds none of
+    # them (or a set without the authors') answers flat for them, and never raises
+    ans = kb.query(eng, DISPATCH, k=8, record_usage=False)
+    only_backfill = kb.query(eng, DISPATCH, k=8, record_usage=False, sources=["citation_backfill"])
+    pointers = lambda a: {p.id for r in a.results for p in r.related}  # noqa: E731
+    assert pointers(ans) and not pointers(only_backfill)
+    assert kb.query(eng, DISPATCH, k=8, record_usage=False, sources=["author"]).ids() == ans.ids()
+    with_auto = kb.query(eng, DISPATCH, k=8, record_usage=False, sources=[*TRUSTED_SOURCES, "auto"])
+    assert len(with_auto.ids()) == 8
 
 
 def test_folded_answer_has_k_distinct_results_and_no_repeats(eng):

@@ -145,9 +145,9 @@ def query(
                             index=index, query_vector=query_vector)
     lookup = edge_lookup(bank, sources=sources)
     if fold:
-        answer = fold_pool(ranked, lookup, k=k, protect=protect, neighbors=neighbors, query=text)
+        answer = fold_pool(ranked, lookup, k=k, protect=protect, neighbors=neighbors, query=text, sources=lookup.sources)
     else:
-        answer = flat(ranked, lookup, k=k, neighbors=0, query=text)
+        answer = flat(ranked, lookup, k=k, neighbors=0, query=text, sources=lookup.sources)
     if record_usage or (record_usage is None and not bank.readonly):
         bank.log_usage(answer.ids(), query=text)
     return answer
