@@ -15,7 +15,7 @@ from kbtools import graph
 from kbtools.evaluate.baselines import collapse, mmr
 from kbtools.evaluate.leak import leaky_notes
 from kbtools.linker import plan_connect
-from kbtools.linker.citations import plan_backfill
+from kbtools.ops.citations import plan_backfill
 from kbtools.linker.fading import plan_decay
 from kbtools.judging.judge import candidate_pairs
 from kbtools.model.schema import SCHEMAS, empty

@@ -19,7 +19,7 @@ from kbtools.evaluate.baselines import (neighbour_lists, per_entry_knn_pairs, pe
 from kbtools.evaluate.intervals import bootstrap_ratios
 from kbtools.evaluate.links import evaluate_links, held_out_frames, link_recovery
 from kbtools.evaluate.masking import MASK, MASKED_FIELDS, mask_citations
-from kbtools.linker.citations import document_keys, plan_backfill
+from kbtools.ops.citations import document_keys, plan_backfill
 
 PEP_SLICE = (1, 8, 257, 20, 484, 526, 3107, 563, 649, 749, 483, 544, 585, 604)
 

@@ -24,7 +24,7 @@ import sys
 import time
 from typing import Callable, Sequence
 
-from kbtools.linker.citations import plan_backfill
+from kbtools.ops.citations import plan_backfill
 from kbtools.errors import BankLocked, KbError
 from kbtools.store.bank import Bank, flock_file, open_bank
 from kbtools.ops.writes import edit_edges
