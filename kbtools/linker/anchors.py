@@ -14,14 +14,13 @@ are the entity keys as ``e:<key>`` plus the content words as ``t:<stem>``.
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import lru_cache
 
 import numpy as np
 import polars as pl
 
-import kbtools.linker.forks as forks
 from kbtools.words import FRAMING_WORDS, STOP_WORDS, WORD_RE, content_stem, content_words
 
 __all__ = ["Anchor", "AnchorRows", "anchor", "identifiers", "ASSET_NOUNS", "ACTION_VERBS", "FRAMING_NAMES", "anchor_frame",
@@ -706,13 +705,9 @@ def _column_words(texts: list[str], prefix: str = "t:"):
     return stems[codes].tolist(), labels[words].tolist(), offsets.tolist()
 
 
-def anchors_of(texts, knowns, *, keep_identifiers: bool = True,
-               on_words_read: Callable[[], None] | None = None) -> list[Anchor]:
+def anchors_of(texts, knowns, *, keep_identifiers: bool = True) -> list[Anchor]:
     """``[anchor(t, known_entities=k, keep_identifiers=...) for t, k in zip(texts, knowns)]``, with
     the content words of all texts read at once (an empty text's anchor has no labels).
-    ``on_words_read()``: called once the entities (by forked workers too) and the content words
-    are read, before the anchors are made of them: where a caller starts work of its own in a
-    thread, beside the Python steps that end a build (the cores were busy until then).
 
     >>> anchors_of(["Line 3 keeps faulting with error E-217.", ""], [(), ()])[0].terms
     ('e:e-217', 'e:line 3', 't:line', 't:fault', 't:error')
@@ -722,23 +717,8 @@ def anchors_of(texts, knowns, *, keep_identifiers: bool = True,
         digits = codes = assets = [True] * len(texts)
     else:
         digits, codes, assets = read_hints(pl.Series(texts, dtype=pl.String))
-
-    def slice_pass(lo: int, hi: int) -> tuple[list, list]:
-        found, stripped = entity_pass(texts[lo:hi], knowns[lo:hi], keep_identifiers, digits[lo:hi], codes[lo:hi],
-                                       assets[lo:hi])
-        # a text left whole comes back as None: a worker then pickles only the texts it changed
-        return found, [None if rest is text else rest for rest, text in zip(stripped, texts[lo:hi])]
-
-    sizes = np.fromiter(map(len, texts), np.int64, len(texts))
-    parts = min(forks.cpus(), _MOST_PARTS) if int(sizes.sum()) >= _SPREAD_FROM else 1
-    found, stripped = [], []
-    for keys, rest in forks.spread(slice_pass, forks.balanced_bounds(sizes, parts)):
-        found += keys
-        stripped += rest
-    stripped = [text if rest is None else rest for rest, text in zip(stripped, texts)]
+    found, stripped = entity_pass(texts, knowns, keep_identifiers, digits, codes, assets)
     terms, surfaces, offsets = _column_words(stripped)
-    if on_words_read is not None:
-        on_words_read()
     out = []
     for k, keys in enumerate(found):
         if keys is None:
@@ -750,16 +730,6 @@ def anchors_of(texts, knowns, *, keep_identifiers: bool = True,
         else:
             out.append(Anchor((), tuple(terms[lo:hi]), tuple(surfaces[lo:hi])))
     return out
-
-
-#: From this many characters of text ``anchors_of`` reads the entities in ``forks.cpus()`` slices
-#: of about equal length at once (at most ``_MOST_PARTS``), one in this process and the others in
-#: forked processes. The entity pass is Python (regular expressions and the name rules), slower on
-#: long prose (the PEP bank's texts) than on short synthetic entries. Below two million characters
-#: a fork costs more than it saves; from there the PEP bank's texts start to gain and the bench's
-#: lose little
-_SPREAD_FROM = 2_000_000
-_MOST_PARTS = 4
 
 
 def entity_pass(texts, knowns, keep_identifiers: bool, digits, codes, assets) -> tuple[list, list]:

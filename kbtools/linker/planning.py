@@ -139,13 +139,6 @@ def plan_connect(entries, edges, triples, *, ids=None, vectors=None, cosine=None
         if not made:
             made.append(LinkState(ctx, ctx.edge_index()))
             made[0].most_entries = len(chosen) >= _SHOWN_TABLE_FROM and 2 * len(chosen) >= len(st.ids)
-            if work.kernels and _LANE:  # numba is imported only here, for a connect that runs its loops
-                import kbtools.linker.kernels as kernels
-                from kbtools.linker.lane import LinkLane
-
-                if kernels.ready():  # the compiled loops were read back (``chunk_evidence``): the lane links
-                    made[0].lane = LinkLane(len(st.ids), len(chosen) * settings.max_new, made[0].index.capped_degree,
-                                            ctx.superseded, settings.max_degree, settings.max_new)
         return made[0]
 
     def while_waiting() -> bool:
@@ -175,19 +168,10 @@ def plan_connect(entries, edges, triples, *, ids=None, vectors=None, cosine=None
             for rows, (pairs, ev) in zip(chunks, computed):
                 state = linking()
                 choice = LinkChoice(pairs, ev, st, settings, state.index, len(rows))
-                start = 0
-                if state.lane is not None:
-                    start = state.lane.link(rows, choice, _pure(ctx, rows, structs))
-                    linked = rows[:start].tolist()
-                    state.updates.update(dict.fromkeys(linked))  # none of them had an update yet
-                    state.linked_rows.update(linked)
-                    if start < len(rows):  # a row the state must link: it links from here
-                        state.hand_over()
-                if start < len(rows):
-                    bounds = np.searchsorted(pairs["b"], np.arange(len(rows) + 1)).tolist()
-                    for b, row in enumerate(rows[start:].tolist(), start):
-                        struct = structs[row] if row in structs else ctx.structural(row)
-                        state.link_entry(row, pairs, ev, struct, bounds[b], bounds[b + 1], choice, b)
+                bounds = np.searchsorted(pairs["b"], np.arange(len(rows) + 1)).tolist()
+                for b, row in enumerate(rows.tolist()):
+                    struct = structs[row] if row in structs else ctx.structural(row)
+                    state.link_entry(row, pairs, ev, struct, bounds[b], bounds[b + 1], choice, b)
                 done += len(rows)
                 if progress is not None:
                     progress(done, total)
@@ -196,23 +180,6 @@ def plan_connect(entries, edges, triples, *, ids=None, vectors=None, cosine=None
         plan = state.plan({"entries": total})  # the records' evidence is written here: no collector either
         del state  # its records freed before the collector runs again: it would walk them all
     return plan
-
-
-#: Whether a connect that runs the compiled loops links its pure rows through the link lane
-#: (``lane.LinkLane``; False: every row through the state, the same plan)
-_LANE = True
-_STRUCTURAL_KINDS = np.array([kind_code(k) for k in ("goal", "decision", "insight")])
-
-
-def _pure(ctx: "PlanContext", rows: np.ndarray, structs: dict) -> np.ndarray:
-    """Per row, whether the link lane may link it: never linked, not superseded, and no
-    structural links of its own (a goal's parent, a decision's predecessor, an insight's evidence)."""
-    pure = ~ctx.linked[rows] & ~ctx.superseded[rows]
-    if ctx.metadata is not None:
-        for b in np.flatnonzero(pure & np.isin(ctx.stats.kind[rows], _STRUCTURAL_KINDS)).tolist():
-            row = int(rows[b])
-            pure[b] = not (structs[row] if row in structs else ctx.structural(row))
-    return pure
 
 
 def apply_links(entries: pl.DataFrame, edges: pl.DataFrame, plan: LinkPlan) -> tuple[pl.DataFrame, pl.DataFrame]:

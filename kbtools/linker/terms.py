@@ -21,8 +21,6 @@ import gc
 import json
 import re
 import threading
-from collections.abc import Callable
-from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from functools import lru_cache
@@ -150,16 +148,12 @@ class TermStats:
         """
         _check_entries(entries)
         known = tuple(sorted({str(k).strip().lower() for k in known_entities if k and str(k).strip()}))
-        with gc_paused(), ThreadPoolExecutor(1, thread_name_prefix="kb-stats") as thread:
-            beside: list = []
-
-            def read_beside(columns, kinds, texts) -> None:
-                beside.append(thread.submit(_rows_read_beside, entries, columns, kinds, texts))
-
-            columns, kinds, anchors, texts = _read_entries(entries, known, settings, anchors, beside=read_beside)
+        with gc_paused():
+            columns, kinds, anchors, texts = _read_entries(entries, known, settings, anchors)
             term_index: dict[str, int] = {}
             indptr, indices, strong_base = _postings_of(anchors, term_index)
-            facts, cues, bags, bag_index = beside[0].result()
+            bag_index = {"title": {}, "author": {}}
+            facts, cues, bags = _entry_facts(entries), text_cues(texts), _bags(columns, kinds, bag_index, None)
             return cls._finish(tuple(entries["id"].to_list()), term_index, indptr, indices, strong_base, kinds,
                                tuple(anchors), facts, cues, known, settings, bags, bag_index)
 
@@ -524,21 +518,10 @@ def gc_paused():
             gc.enable()
 
 
-def _rows_read_beside(entries: pl.DataFrame, columns: dict, kinds: np.ndarray, texts: list[str]) -> tuple:
-    """What a build reads of the rows besides their anchors: the facts, the cue flags, the title
-    and author bags with their index. Mostly polars, which runs outside the GIL: in a thread, it
-    overlaps the last steps of the anchors, which are Python (the anchors made, their postings) and
-    leave a core free, which shortens the build."""
-    bag_index = {"title": {}, "author": {}}
-    return _entry_facts(entries), text_cues(texts), _bags(columns, kinds, bag_index, None), bag_index
-
-
 def _read_entries(entries: pl.DataFrame, known: tuple[str, ...], settings: LinkerSettings = LINKER_DEFAULTS,
-                  given=None, *, beside: Callable | None = None):
+                  given=None):
     """Columns (lists; a missing column reads as None), linker kind codes, anchors and texts of an
-    entries frame; ``given``: anchors known already per row (None: read it). ``beside(columns,
-    kinds, texts)``: called once, when the entities and content words are read (see
-    ``anchors_of``)."""
+    entries frame; ``given``: anchors known already per row (None: read it)."""
     n = entries.height
     columns = {c: entries[c].to_list() if c in entries.columns else [None] * n
                for c in ("kind", *_TEXT_COLUMNS, "steps", "systems", "metadata")}
@@ -550,15 +533,12 @@ def _read_entries(entries: pl.DataFrame, known: tuple[str, ...], settings: Linke
     ):
         texts.append(_join_text(title, summary, content, useful_for, steps) if code >= 0 else "")
         knowns.append(known + tuple(s.lower() for s in systems if s) if systems else known)
-    read_beside = None if beside is None else (lambda: beside(columns, kinds, texts))
     if given is None:
-        return columns, kinds, anchors_of(texts, knowns, keep_identifiers=settings.identifiers,
-                                          on_words_read=read_beside), texts
+        return columns, kinds, anchors_of(texts, knowns, keep_identifiers=settings.identifiers), texts
     if len(given) != n:
         raise ValidationError("anchors", len(given), f"must hold one entry per row ({n})")
     todo = [k for k, a in enumerate(given) if a is None]
-    read = iter(anchors_of([texts[k] for k in todo], [knowns[k] for k in todo], keep_identifiers=settings.identifiers,
-                           on_words_read=read_beside))
+    read = iter(anchors_of([texts[k] for k in todo], [knowns[k] for k in todo], keep_identifiers=settings.identifiers))
     return columns, kinds, [a if a is not None else next(read) for a in given], texts
 
 
