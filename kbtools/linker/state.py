@@ -64,35 +64,20 @@ _EDGES_READ_WHOLE = 200_000
 _EDGE_COLUMNS = ["_orig", "src", "dst", "type", "source", "note", "evidence", "weight", "created_by", "created_at", "seen_at"]
 
 
-_FEW_EDGES = 20_000  #: up to this many edges, their columns are read as Python lists (no hashing of every id)
-
-
 def _edge_columns(frame: pl.DataFrame, row_of: dict):
     """Per edge: its ends' rows (-1 when not an entry), the code of its canonical type (among
     ``n_types``), whether it is a supersedes edge, whether its source is capped and whether it is
     a part_of edge."""
-    n = len(row_of)
-    if frame.height <= _FEW_EDGES:  # a few edges: the dictionary beats hashing every id of the bank
-        src = np.array([row_of.get(x, -1) for x in frame["src"].to_list()], dtype=np.int64)
-        dst = np.array([row_of.get(x, -1) for x in frame["dst"].to_list()], dtype=np.int64)
-        types = ["" if t is None else t for t in frame["type"].to_list()]
-        canon = sorted({normalize_type(t) for t in set(types)})
-        codes = {t: canon.index(normalize_type(t)) for t in set(types)}
-        code = np.fromiter(map(codes.__getitem__, types), np.int64, len(types))
-        sup = np.array([t == "supersedes" for t in types], dtype=bool)
-        capped = np.array([x in _CAPPED for x in frame["source"].to_list()], dtype=bool)
-        part = np.array([t == "part_of" for t in types], dtype=bool)
-        return src, dst, code, len(canon), sup, capped, part
-    ids, rows = pl.Series(list(row_of), dtype=pl.String), pl.arange(0, n, eager=True)
-    ends = frame.select(pl.col(c).replace_strict(ids, rows, default=-1, return_dtype=pl.Int64) for c in ("src", "dst"))
-    types = frame["type"].cast(pl.String).fill_null("")
-    names = types.unique().to_list()
-    canon = sorted({normalize_type(t) for t in names})
-    code = types.replace_strict(names, [canon.index(normalize_type(t)) for t in names], return_dtype=pl.Int64)
-    sup = (types == "supersedes").to_numpy()
-    capped = frame["source"].is_in(list(_CAPPED)).fill_null(False).to_numpy()
-    part = (types == "part_of").to_numpy()
-    return ends["src"].to_numpy(), ends["dst"].to_numpy(), code.to_numpy(), len(canon), sup, capped, part
+    src = np.array([row_of.get(x, -1) for x in frame["src"].to_list()], dtype=np.int64)
+    dst = np.array([row_of.get(x, -1) for x in frame["dst"].to_list()], dtype=np.int64)
+    types = ["" if t is None else t for t in frame["type"].to_list()]
+    canon = sorted({normalize_type(t) for t in set(types)})
+    codes = {t: canon.index(normalize_type(t)) for t in set(types)}
+    code = np.fromiter(map(codes.__getitem__, types), np.int64, len(types))
+    sup = np.array([t == "supersedes" for t in types], dtype=bool)
+    capped = np.array([x in _CAPPED for x in frame["source"].to_list()], dtype=bool)
+    part = np.array([t == "part_of" for t in types], dtype=bool)
+    return src, dst, code, len(canon), sup, capped, part
 
 
 _GOAL = kind_code("goal")
@@ -240,17 +225,9 @@ class LinkChoice:
         self.score = self.text_values["score"].tolist()
         self.type_key = _type_keys(stats, {k: ev[k][self.pairs] for k in _TYPE_INPUTS}).tolist()
 
-    #: ``text_values`` as lists (Python numbers), made when a record first reads them
-    text_lists = functools.cached_property(lambda self: {k: v.tolist() for k, v in self.text_values.items()})
-
     def values(self, p: int) -> dict:
-        """What the record of pair ``p`` (of this choice) reads of its evidence, as Python numbers:
-        from lists of all of them for one entry's few pairs, else this pair's alone (a chunk's
-        lists would hold a hundred thousand numbers for a record or two written one by one)."""
-        if len(self.pairs) <= _LISTED_PAIRS:
-            out = {k: v[p] for k, v in self.text_lists.items()}
-        else:
-            out = {k: v[p].item() for k, v in self.text_values.items()}
+        """What the record of pair ``p`` (of this choice) reads of its evidence, as Python numbers."""
+        out = {k: v[p].item() for k, v in self.text_values.items()}
         out["type_key"] = self.type_key[p]
         return out
 
@@ -260,9 +237,6 @@ def _both_ends(pairs: dict, at) -> np.ndarray:
     (``evidence.whole_lists``; SENTINEL when in neither): an entry tries its candidates by it,
     then by affinity, as a batch takes each entry's best, then each entry's second, ..."""
     return np.minimum(pairs["pos_own"][at], pairs["pos_rev"][at])
-
-
-_LISTED_PAIRS = 256  #: up to this many pairs, a choice's values are read as lists (``LinkChoice.values``)
 
 
 class LinkState:

@@ -41,7 +41,6 @@ __all__ = ["TermStats", "entry_text", "idf", "authors_of", "STATS_COLUMNS", "ANC
 _TEXT_COLUMNS = ("title", "summary", "content", "useful_for")
 #: Every column the statistics read: rows equal on these give equal statistics
 STATS_COLUMNS = ("id", "kind", *_TEXT_COLUMNS, "steps", "systems", "metadata", "created_at", "session_id")
-_ASSET_STEMS = frozenset(f"t:{stem(noun)}" for noun in ASSET_NOUNS)
 
 
 def idf(df, n: int, *, virtual: int = 20) -> np.ndarray:
@@ -384,7 +383,7 @@ class TermStats:
         """W(S(e)) per entry: the summed weights of its terms (see :meth:`totals` for a few rows)."""
         held = self._cache.get("total")
         if held is None:  # as a CSR row sum adds them
-            held = self._cache["total"] = _segment_sums(self.w[self.postings.indices], np.diff(self.postings.indptr))
+            held = self._cache["total"] = segment_sums(self.w[self.postings.indices], np.diff(self.postings.indptr))
         return held
 
     def totals(self, rows) -> np.ndarray:
@@ -398,7 +397,7 @@ class TermStats:
         unique, inverse = np.unique(rows, return_inverse=True)
         _, pos = row_positions(self.postings.indptr, unique)
         lengths = np.diff(self.postings.indptr)[unique].astype(np.int64)
-        return _segment_sums(self.w[self.postings.indices[pos]], lengths)[inverse]
+        return segment_sums(self.w[self.postings.indices[pos]], lengths)[inverse]
 
     def transposed_parts(self) -> tuple[sp.csr_matrix, ...]:
         """``postings_t`` as one or two (terms x entries) matrices whose sum it is: the rows of the
@@ -690,7 +689,8 @@ def row_positions(indptr: np.ndarray, rows: np.ndarray):
     return pair, pos
 
 
-def _segment_sums(values: np.ndarray, lengths: np.ndarray) -> np.ndarray:
+def segment_sums(values: np.ndarray, lengths: np.ndarray) -> np.ndarray:
+    """Sums of consecutive segments of ``values`` with these lengths (0 for an empty one)."""
     out = np.zeros(len(lengths))
     filled = lengths > 0
     if filled.any():
