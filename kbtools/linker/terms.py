@@ -533,11 +533,11 @@ def _read_entries(entries: pl.DataFrame, known: tuple[str, ...], settings: Linke
         texts.append(_join_text(title, summary, content, useful_for, steps) if code >= 0 else "")
         knowns.append(known + tuple(s.lower() for s in systems if s) if systems else known)
     if given is None:
-        return columns, kinds, anchors_of(texts, knowns, keep_identifiers=settings.identifiers), texts
+        return columns, kinds, anchors_of(texts, knowns), texts
     if len(given) != n:
         raise ValidationError("anchors", len(given), f"must hold one entry per row ({n})")
     todo = [k for k, a in enumerate(given) if a is None]
-    read = iter(anchors_of([texts[k] for k in todo], [knowns[k] for k in todo], keep_identifiers=settings.identifiers))
+    read = iter(anchors_of([texts[k] for k in todo], [knowns[k] for k in todo]))
     return columns, kinds, [a if a is not None else next(read) for a in given], texts
 
 
@@ -922,8 +922,7 @@ def reference_term_stats(entries: pl.DataFrame, known_entities=(), settings: Lin
     anchors = []
     for r, text in zip(rows, texts):
         systems = tuple(s for s in (r.get("systems") or ()) if s)
-        anchors.append(anchor(text, known_entities=known + tuple(s.lower() for s in systems),
-                              keep_identifiers=settings.identifiers) if text else Anchor((), ()))
+        anchors.append(anchor(text, known_entities=known + tuple(s.lower() for s in systems)) if text else Anchor((), ()))
     term_index, indptr, indices, strong = {}, [0], [], []
     for a in anchors:
         cols = [term_index.setdefault(t, len(term_index)) for t in a.terms]
