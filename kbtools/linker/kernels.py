@@ -302,6 +302,7 @@ def _words(starts, lengths, ms, cs, col, low, is_entity, indptr, indices, word_p
                 break
     return out
 
+
 def available() -> bool:
     """Whether the compiled loops can run (numba installed, ``KB_KERNELS`` not ``numpy``)."""
     return numba is not None and os.environ.get("KB_KERNELS", "").strip().lower() != "numpy"
@@ -312,9 +313,8 @@ _warmed = False  #: whether ``warm`` compiled (or read) the loops in this proces
 
 def ready() -> bool:
     """Whether the linker's steps use the compiled loops now: they can run and were warmed (by a
-    big connect, see ``pipeline.KERNELS_FROM``). Until then, and for a few rows or pairs, the
-    numpy steps run: importing numba and reading the compiled code back costs about 0.8 s a
-    process, more than they save on a small batch."""
+    big connect, see ``pipeline.KERNELS_FROM``). Until then the numpy steps run: reading the
+    compiled code back costs more than the loops save on a small batch."""
     return _warmed and available()
 
 

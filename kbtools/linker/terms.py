@@ -293,7 +293,7 @@ class TermStats:
         bag_index = {k: dict(v) for k, v in self.bag_index.items()}
         bags = _bags(columns, kinds, bag_index, self.bags)
         # what the whole bank needs, grown by the new rows only (a pass over every row or posting
-        # costs a linked add at 100k entries tens of milliseconds each)
+        # would cost a linked add on a big bank more than its linking)
         n_terms = len(term_index)
         new_rows = np.repeat(np.arange(old, entries.height, dtype=np.int64),
                              np.diff(np.concatenate([[self.postings.indptr[-1]], new_indptr])))
@@ -496,15 +496,9 @@ def _is_asset(key: str) -> bool:
 
 @contextmanager
 def gc_paused():
-    """Python's cyclic garbage collector paused while a bank's per-entry objects are made: they form
-    no cycles, and the collector would walk the growing heap again and again (a tenth of a 100k
-    build); it runs again afterwards as it did before.
-
-    The objects made meanwhile then join the oldest generation at once (``gc.freeze`` and
-    ``gc.unfreeze``: no collection), where two young collections would have moved them after
-    walking all of them, the first one at the very next allocation. A full collection still walks them, as
-    it would have. Not where the caller froze objects of its own (``gc.freeze``):
-    unfreezing would release them."""
+    """Python's cyclic garbage collector paused while a bank's per-entry objects are made (they form
+    no cycles; the collector would walk the growing heap again and again), then running as before;
+    the objects made meanwhile join the oldest generation at once (``gc.freeze``, ``gc.unfreeze``)."""
     enabled = gc.isenabled()
     gc.disable()
     try:
