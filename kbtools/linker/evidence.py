@@ -733,11 +733,9 @@ def _padded_kth(padded: np.ndarray, k: int) -> np.ndarray:
 
 def search_neighbours(stats: TermStats, rows, vectors, neighbors, *, open_, linked, settings: LinkerSettings,
                       eligible=None) -> tuple:
-    """The neighbour-index search ``candidate_pairs`` makes for these rows, alone (faiss, outside
-    the GIL: a caller may run the next chunk's beside this one's linking): the rows searched (those
-    that see at least a quarter of the index) and the index's hits for them, as a list of
-    ``(positions among the searched rows, (scores, rows))``, one search per number of hits fetched
-    (see :func:`_fetches`)."""
+    """The neighbour-index search ``candidate_pairs`` makes for these rows, alone (faiss runs outside
+    the GIL: a caller may search the next chunk while it links this one): the rows searched (those
+    that see a quarter of the index or more) and their hits, ``[(positions, (scores, rows)), ...]``."""
     rows = np.asarray(rows, np.int64)
     if eligible is None:
         eligible = open_ & (stats.kind >= 0)
@@ -757,15 +755,10 @@ def search_neighbours(stats: TermStats, rows, vectors, neighbors, *, open_, link
     return searched, hits
 
 
-#: The beam (efSearch) of a search from a row's own node, as a share of the index's: 32 for the
-#: linker's 40. Started among its neighbours, a search with the smaller beam finds the exact top
-#: neighbours about as often, reads a fifth fewer distances and takes a quarter less time; a
-#: whole-bank connect then makes nearly the same links as one over an exact (flat) index (a beam
-#: of 24 already loses several times more). A search walked down from the
-#: top (an entry not in the index yet) keeps the whole beam: with 32, a new entry's search in a
-#: small graph can end among strangers (scores 0.12) short of its near-copies (0.86, test
-#: ``test_a_compaction_keeps_an_index_built_before_the_last_segments_to_grow_it``); one started at
-#: the row's own node begins among them
+#: The beam (efSearch) of a search from a row's own node, as a share of the index's: started among
+#: its neighbours, the smaller beam finds the exact top neighbours about as often. A search walked
+#: down from the top (an entry not in the index yet) keeps the whole beam: with less, a new entry's
+#: search in a small graph can end among strangers short of its near-copies
 _OWN_NODE_BEAM = 0.8
 
 
@@ -773,17 +766,10 @@ _LOWEST_SCORE = np.finfo(np.float32).min  #: a search's start scored so that it 
 
 
 def index_search(neighbors, queries: np.ndarray, rows: np.ndarray, fetch: int):
-    """The index's ``fetch`` hits for these rows' vectors: (scores, rows), rows -1 when missing.
-
-    The rows are the index's own: an HNSW graph is searched on its ground level from each row's
-    own node (faiss ``search_level_0``) instead of from the top, where the walk down would end
-    anyway. That costs about three quarters of a search and finds the same hits but a few (a
-    whole-bank connect makes the same links). The row itself is not among those hits (its place in the
-    table is left missing), as it is among a search's (then dropped: it cannot see itself). Any
-    other index is searched as such.
-
-    Started where its hits are, such a search needs a narrower beam than one walked down from the
-    top: ``_OWN_NODE_BEAM`` of the index's efSearch (see there)."""
+    """The index's ``fetch`` hits for these rows' vectors: (scores, rows), rows -1 when missing. The
+    rows are the index's own: an HNSW graph is searched on its ground level from each row's own node
+    (faiss ``search_level_0``, with ``_OWN_NODE_BEAM`` of its beam) instead of walking down from the
+    top; the row itself is never a hit. Any other index is searched as such."""
     import faiss
 
     if not isinstance(neighbors, faiss.IndexHNSW) or fetch < 2:
@@ -830,24 +816,14 @@ def candidate_pairs(
     a session: the entries without one written closest to it, ``_written_near``).
 
     Returns arrays ``m, c`` and, per source, the candidate's position in that source's list
-    (``pos_index``, ``pos_nn``, ``pos_nnx``, ``pos_session``; int64 max when absent). ``margin`` extra
-    places per list let a caller drop entries that become superseded later and still keep the best k.
-
-    Nearest neighbours come from an exact scan of ``vectors`` (``pos_nn``), or, with ``neighbors``
-    (a nearest-neighbour index over the rows, see :func:`index_neighbours`), from the index
-    re-scored exactly; then ``nn_floor`` holds, per pair, the row's floor (-inf when the search
-    covered the whole index, +inf for a row that sees under a quarter of the index: it is scanned
-    exactly without searching) and ``pos_nnx`` the exact scan of the rows whose index list may be
-    short (see :func:`use_exact_neighbours`). ``eligible`` (linkable and not archived; default: open
-    and linkable) counts what a row could see, so that the choice is the same for one entry and
-    for a batch whatever was superseded in between. ``searched``: what :func:`search_neighbours`
-    returned for these rows, when the caller searched ahead.
-
-    With ``settings.both_ends``, two more sources from the frame's lists (:func:`whole_lists`):
-    ``pos_own``, the row's place of the candidate in its own whole-frame list, and ``pos_rev``,
-    the row's place in the candidate's (``cosine``: the pairs' cosine function, when the caller
-    scores with one). ``whole``: the candidates of a whole-frame list itself (every eligible entry
-    visible; those two sources left out).
+    (``pos_index``, ``pos_nn``, ``pos_nnx``, ``pos_session``; SENTINEL when absent); ``margin``
+    extra places per list let a caller drop entries superseded later and still keep the best k.
+    With ``neighbors`` the index's hits are re-scored exactly, ``nn_floor`` holds each row's floor
+    and ``pos_nnx`` the exact scan of the rows whose index list may be short
+    (:func:`use_exact_neighbours`). ``eligible`` counts what a row could see, so that one entry
+    and a batch choose alike; ``searched``: :func:`search_neighbours`' result, when searched
+    ahead. With ``settings.both_ends``: ``pos_own`` and ``pos_rev``, the pair's places in either
+    end's whole-frame list (:func:`whole_lists`); ``whole``: the candidates of such a list itself.
     """
     rows = np.asarray(rows, np.int64)
     k = settings.candidates + margin
@@ -1007,16 +983,11 @@ def _visible_count(stats, rows, eligible, linked) -> np.ndarray:
 
 def index_neighbours(stats: TermStats, rows, vectors, neighbors, open_, linked, k: int, base: int, hits=None,
                      cosines: bool = False):
-    """Nearest neighbours from an index: ``4 base + 1`` hits per row, or as many as ``hits`` holds
-    (see :func:`search_neighbours`; numbers that do not depend on ``k`` or the batch, so one
-    entry and a batch search alike), the visible ones re-scored exactly, the best ``k`` kept (ties:
-    the newer first). Returns ``b, c, pos``, per row its floor: the lowest score the search returned
-    plus a slack (-inf when it returned the whole index), and per kept pair whether it scores above
-    its row's floor. A visible entry the search did not return scores at most the floor (exactly
-    so for a flat index), so the kept entries above the floor are the row's true best. ``hits``:
-    the index's (scores, rows) for these rows, or a list of ``(positions among rows, (scores,
-    rows))``, searched already. ``cosines``: also return each kept pair's exact cosine (the bits
-    of ``pair_cosine``)."""
+    """Nearest neighbours from an index (``hits``: searched already, see :func:`search_neighbours`),
+    the visible ones re-scored exactly, the best ``k`` kept (ties: the newer first): ``b, c, pos``,
+    per row its floor (the lowest score returned plus a slack; -inf when the search returned the
+    whole index) and per pair whether it scores above its row's floor (then it is among the row's
+    true best); ``cosines``: also each pair's exact cosine."""
     rows = np.asarray(rows, np.int64)
     fetch = _fetch(base, neighbors)
     if len(rows) == 0 or fetch <= 0:
@@ -1184,10 +1155,8 @@ def whole_lists(stats: TermStats, *, rel: Relations, eligible: np.ndarray, setti
     and ``holders`` inverts it (per entry, the (holder, place) of the lists that hold it, see
     ``_list_places``). Kept on the statistics for the same vectors, eligible entries and settings.
 
-    A connect is a batch: the older entry of a pair knows its later neighbours, which the newer
-    entry's list of earlier entries does not rank (a follow-up may be its predecessor's nearest
-    and still not among its own best five). A row's list depends on the frame, never on which
-    rows are being linked, so one entry and a batch read the same lists.
+    The older entry of a pair knows its later neighbours, which the newer entry's own list does not
+    rank; a row's list depends on the frame only, so one entry and a batch read the same lists.
 
     >>> import polars as pl, datetime as dt
     >>> t = dt.datetime(2026, 1, 1, tzinfo=dt.timezone.utc)
