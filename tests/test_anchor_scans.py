@@ -1,6 +1,6 @@
-"""The four scans tried at their finders' starts equal ``finditer``, and the entity pass ``anchor()``.
+"""The two scans tried at their finders' starts equal ``finditer``, and the entity pass ``anchor()``.
 
-``IDENT_RE``, ``REF_RE``, ``CODE_RE`` and ``ASSET_RE`` are tried only where their finders say a
+``IDENT_RE`` and ``ASSET_RE`` are tried only where their finders say a
 match can start (``kbtools.linker.anchors.SCAN_STARTS``). A finder that missed a start would drop a match
 or, worse, let a later one in, so each must hold every start ``finditer`` finds, on any string: the
 PEP texts, the odd texts of the equivalence suite, strings drawn from ASCII, asset nouns and Unicode
@@ -21,12 +21,12 @@ from hypothesis import strategies as st
 
 from kbtools.demo.peps import PEPS_FILE
 from kbtools.linker.anchors import (
-    ASSET_RE, CODE_RE, IDENT_RE, REF_RE, SCAN_FROM, SCAN_STARTS, ASSET_NOUNS, entity_pass, fold_case, read_hints,
-    matches_at, scan_pattern, strip_identifiers, anchor,
+    ASSET_RE, IDENT_RE, SCAN_FROM, SCAN_STARTS, ASSET_NOUNS, entity_pass, fold_case, read_hints,
+    matches_at, scan_pattern, anchor,
 )
 from tests.test_terms_equivalence import ODD_TEXTS
 
-PATTERNS = {"ident": IDENT_RE, "ref": REF_RE, "code": CODE_RE, "asset": ASSET_RE}
+PATTERNS = {"ident": IDENT_RE, "asset": ASSET_RE}
 #: Every code point, surrogates included (a str may hold them).
 EVERY_CHAR = "".join(map(chr, range(0x110000)))
 
@@ -107,8 +107,6 @@ STANDING_CHARS = _standing_chars()
 #: or a run's start decides), and inside one (where \d, \w and IGNORECASE decide).
 SWEEPS = {
     "ident": ("{}S7-1500", "x.{}10.20.0.0/16", "AB-{}", "ab.{}7-1", "{}7 X{}9"),
-    "ref": ("{}PEP 8", "RFC {}1", "PEP{}8", "P{}P 0{}"),
-    "code": ("{}os.path", "a{}b_c", "x.{}y", "{}_{}.{}"),
     "asset": ("{}line 3", "l{}ne 4", "{}ite 2", "{}iln 5", "line{}{}"),
 }
 
@@ -142,11 +140,6 @@ def test_folding_reads_every_ignorecase_letter_as_its_lower_case():
     # after a '.', '/' or '-' of its run, not at the run's start; a digit only Unicode's \d reads
     ("ident", "ab.S7-1500 and path/INC-4521 or x.10.20.0.0/16", ["S7-1500", "INC-4521", "10.20.0.0/16"]),
     ("ident", "AB-\u0663 and \u00e9S7-1", ["AB-\u0663"]),
-    # NBSP, a zero of 0*, a number in Unicode digits; none inside a longer run of capitals
-    ("ref", "PEP\u00a0484, RFC 02616, PEP \u0663 and ABCDEFG 1", ["PEP\u00a0484", "RFC 02616", "PEP \u0663"]),
-    # the start of its run after '(' or a backtick; none after '@', '/', '.', or a Unicode word character
-    ("code", "(os.path.join) `setup.py` x@a_b /c_d e.__init__ \u00e9a_b max_new",
-     ["os.path.join", "setup.py", "max_new"]),
     # the noun's letters as IGNORECASE reads them; after a combining mark (no word character), not
     # after '_', a digit or '²' (word characters)
     ("asset", "\u017fite 2, l\u0131ne 3, L\u0130NE 4, \u212aILN 5, e\u0301line 6, _line 7, 3line 8, \u00b2line 9",
@@ -159,31 +152,29 @@ def test_scans_find_starts_a_naive_rule_would_miss(name, text, found):
     assert _read(scan_pattern(pattern, long_text)) == _read(pattern.finditer(long_text))
 
 
-def _oracle(text: str, known: tuple, keep: bool):
+def _oracle(text: str, known: tuple):
     """What ``anchor()`` reads: the entities, and the text its content words come from."""
     if not text:
         return None, ""
-    rest = strip_identifiers(text) if keep else text
-    return anchor(text, known_entities=known, keep_identifiers=keep).entities, IDENT_RE.sub(" ", rest)
+    return anchor(text, known_entities=known).entities, IDENT_RE.sub(" ", text)
 
 
 KNOWN = ("kioko", "os.path", "line 3", "pep 8")
 
 
-@pytest.mark.parametrize("keep", [True, False])
-def test_entity_pass_equals_anchor(keep):
+def test_entity_pass_equals_anchor():
     texts = PEP_TEXTS[::6] + ODD_TEXTS + [t * 4 for t in ODD_TEXTS]
     knowns = [KNOWN[: k % 5] for k in range(len(texts))]
-    want = [_oracle(t, k, keep) for t, k in zip(texts, knowns)]
+    want = [_oracle(t, k) for t, k in zip(texts, knowns)]
     everywhere = [True] * len(texts)
-    for hints in ((everywhere,) * 3, read_hints(pl.Series(texts))):  # as on the PEP bank, and as read
-        found, stripped = entity_pass(texts, knowns, keep, *hints)
+    for hints in ((everywhere,) * 2, read_hints(pl.Series(texts))):  # as on the PEP bank, and as read
+        found, stripped = entity_pass(texts, knowns, *hints)
         assert list(zip(found, stripped)) == want
 
 
 @pytest.mark.slow
 @settings(max_examples=500, deadline=None, derandomize=True)
-@given(st.lists(st.sampled_from(PIECES), max_size=80).map("".join), st.integers(0, 4), st.booleans())
-def test_entity_pass_equals_anchor_on_drawn_strings(text, known, keep):
-    found, stripped = entity_pass([text], [KNOWN[:known]], keep, [True], [True], [True])
-    assert (found[0], stripped[0]) == _oracle(text, KNOWN[:known], keep)
+@given(st.lists(st.sampled_from(PIECES), max_size=80).map("".join), st.integers(0, 4))
+def test_entity_pass_equals_anchor_on_drawn_strings(text, known):
+    found, stripped = entity_pass([text], [KNOWN[:known]], [True], [True])
+    assert (found[0], stripped[0]) == _oracle(text, KNOWN[:known])

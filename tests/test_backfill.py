@@ -7,7 +7,7 @@ import json
 import polars as pl
 
 import kbtools as kb
-from kbtools.linker.citations import plan_backfill
+from kbtools.ops.citations import plan_backfill
 from kbtools.model.schema import conform
 
 

@@ -15,8 +15,8 @@ from kbtools import graph
 from kbtools.evaluate.baselines import collapse, mmr
 from kbtools.evaluate.leak import leaky_notes
 from kbtools.linker import plan_connect
-from kbtools.linker.citations import plan_backfill
-from kbtools.linker.fading import plan_decay
+from kbtools.ops.citations import plan_backfill
+from kbtools.model.fading import plan_decay
 from kbtools.judging.judge import candidate_pairs
 from kbtools.model.schema import SCHEMAS, empty
 from kbtools.ops.interchange import plan_import

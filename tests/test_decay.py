@@ -9,7 +9,7 @@ import polars as pl
 import pytest
 from hypothesis import given, strategies as st
 
-from kbtools.linker.fading import faded_expr, faded_weight, plan_decay, plan_reinforce, reinforce
+from kbtools.model.fading import faded_expr, faded_weight, plan_decay, plan_reinforce, reinforce
 from kbtools.errors import ValidationError
 from kbtools.model.schema import conform, empty
 

@@ -14,8 +14,8 @@ import pytest
 
 import kbtools as kb
 from kbtools.errors import KbError, ValidationError
-from kbtools.linker.citations import citing_sentence, plan_backfill
-from kbtools.linker.sections import sentences, split_at_paragraphs, split_sections
+from kbtools.ops.citations import citing_sentence, plan_backfill
+from kbtools.ops.sections import sentences, split_at_paragraphs, split_sections
 from kbtools.model.guard import transient_reason
 from kbtools.ops.ingest import ingest, parse_edge_map, read_documents
 from kbtools.ops.jobs import backfill

@@ -14,7 +14,7 @@ import pytest
 
 import kbtools as kb
 from kbtools.errors import ValidationError
-from kbtools.linker.citations import plan_backfill, prefix_resolver
+from kbtools.ops.citations import plan_backfill, prefix_resolver
 from kbtools.ops.ingest_commits import ingest_commits, is_commits_file, plan_commits, read_commits
 
 CURL = Path(__file__).resolve().parents[1] / ".." / "shared" / "data" / "curl-commits.jsonl.gz"

@@ -441,47 +441,6 @@ class _Scrambled:
         return out, rows
 
 
-@pytest.mark.parametrize(("max_degree", "relink"), [(LINKER_DEFAULTS.max_degree, False), (3, False),
-                                                    (LINKER_DEFAULTS.max_degree, True), (3, None)])
-def test_a_plans_frames_are_the_same_built_row_by_row_or_a_column_at_a_time(monkeypatch, max_degree, relink):
-    """A big plan's edges are read from the columns kept as its records were planned
-    (``PlannedColumns``, ids gathered from a Series) and its entry updates built a column at a
-    time; a small one's row by row from the records: the same frames either way, with links
-    evicted at a full cap (most of them at a cap of 3), taken over from a replaced decision (their
-    own seen times), structural ones (their own source) and, linking every entry again (``relink``),
-    input links removed and derived again among them; ``relink`` None: no metadata, so automatic
-    links only (their constant columns made without a list of values)."""
-    from kbtools.linker import state
-
-    entries, edges, triples, vectors = synthetic_bank(200, seed=2)
-    only_auto = relink is None
-    if only_auto:
-        entries, relink = entries.drop("metadata"), False
-    stats = TermStats.build(entries, known_entities=triple_entities(triples))
-    settings = LINKER_DEFAULTS.with_(max_degree=max_degree)
-    ids = entries["id"].to_list() if relink else None
-    plans = []
-    for threshold in (10**9, 0):
-        monkeypatch.setattr(state, "_EDGES_BY_COLUMN", threshold)
-        monkeypatch.setattr(state, "_UPDATES_BY_COLUMN", threshold)
-        plans.append(plan_connect(entries, edges, triples, ids=ids, vectors=vectors, stats=stats, settings=settings,
-                                  now=NOW))
-    rows, columns = plans
-    assert rows.add.height > 100 and rows.entry_updates["linked_at"].null_count() < rows.entry_updates.height
-    report = rows.report
-    if only_auto:
-        assert report["evicted"] > 20 and report["structural"] == report["taken_over"] == 0
-        assert rows.add["source"].unique().to_list() == ["auto"]
-    else:
-        assert report["evicted"] > 20 and report["taken_over"] > 0 and report["structural"] > 0
-        assert rows.add["source"].n_unique() > 1
-    assert report["rederived"] > 0 and report["removed"] > 0 if relink else report["rederived"] == 0
-    if max_degree == LINKER_DEFAULTS.max_degree and not relink:  # an input link taken over keeps its seen time
-        assert rows.add["seen_at"].n_unique() > 1
-    assert rows.add.equals(columns.add) and rows.add.schema == columns.add.schema
-    assert rows.entry_updates.equals(columns.entry_updates) and rows.entry_updates.schema == columns.entry_updates.schema
-
-
 @pytest.mark.parametrize("changes", [{}, {"w_title": 0.5, "w_author": 0.3}, {"weights": (("bias", -1.0), ("title", 3.0))}])
 def test_linking_reads_title_and_author_overlaps_only_where_they_score(monkeypatch, changes):
     """The connect leaves out the title and author overlaps when neither the noisy-OR nor the

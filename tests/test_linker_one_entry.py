@@ -179,22 +179,3 @@ def test_a_plans_frames_are_built_alike_by_either_reader(monkeypatch, bank):
     for a, b in zip(plans["polars"], plans["public"]):
         assert a.add.equals(b.add) and a.entry_updates.equals(b.entry_updates) and a.report == b.report
     assert sum(p.add.height for p in plans["polars"]) > 20
-
-
-def test_a_records_values_read_from_lists_or_one_by_one_alike(monkeypatch, bank):
-    """One entry's record reads its evidence values from lists made once per choice; a chunk's
-    reads its own pair's values alone: the same plans, evidence texts included."""
-    from kbtools.linker import plan_links
-
-    stats, ctx, vectors, index = bank
-    demo = synthetic_bank(entries=900, seed=21)
-    entries = demo.entries.with_columns(pl.lit(None, dtype=schema.TIME).alias("linked_at"))
-    now = dt.datetime(2026, 12, 1, tzinfo=dt.timezone.utc)
-    plans = {}
-    for most in (state._LISTED_PAIRS, 0):
-        monkeypatch.setattr(state, "_LISTED_PAIRS", most)
-        plans[most] = [plan_links(i, entries, demo.edges, demo.triples, vectors=vectors, neighbors=index, stats=stats,
-                                  now=now) for i in entries["id"].to_list()[-30:]]
-    for a, b in zip(*plans.values()):
-        assert a.add.equals(b.add) and a.report == b.report
-    assert sum(p.add.height for p in plans[0]) > 20

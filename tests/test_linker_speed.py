@@ -354,20 +354,6 @@ def test_hit_cosines_are_the_pair_cosines_bits():
         assert np.array_equal(hit_cosines(vectors, rows[:1], found[:1]), grid[:1])  # one row alone
 
 
-def test_a_small_edges_frame_read_as_lists_plans_the_same_links(monkeypatch):
-    from kbtools.demo.engineering import engineering_bank
-    from kbtools.linker import planning, state
-    from kbtools.linker.terms import TermStats
-
-    demo = engineering_bank(entries=600)
-    now = demo.entries["created_at"].max()
-    as_lists = planning.plan_connect(demo.entries, demo.edges, demo.triples, stats=TermStats.build(demo.entries), now=now)
-    monkeypatch.setattr(state, "_FEW_EDGES", 0)  # every frame read by polars
-    by_polars = planning.plan_connect(demo.entries, demo.edges, demo.triples, stats=TermStats.build(demo.entries), now=now)
-    assert as_lists.add.height > 50 and as_lists.add.equals(by_polars.add) and as_lists.remove.equals(by_polars.remove)
-    assert as_lists.entry_updates.equals(by_polars.entry_updates)
-
-
 def test_relations_are_kept_while_the_triples_read_alike():
     from kbtools.demo.engineering import engineering_bank
     from kbtools.linker.planning import cached_relations

@@ -14,7 +14,7 @@ import pytest
 import kbtools as kb
 from kbtools.evaluate.links import evaluate_links, held_out_frames, human_edges, knn_pairs, recovery
 from kbtools.linker import TermStats
-from kbtools.linker.anchors import anchor, identifiers
+from kbtools.linker.anchors import anchor
 from kbtools.linker.calibration import FEATURES, MIN_POSITIVES, calibrate_weights, fit_weights
 from kbtools.linker.terms import authors_of
 
@@ -74,13 +74,7 @@ def test_recovery_figures():
     assert out == {"links": 1, "links_per_entry": 0.5, "hits": 1, "recovered": 0.5, "precision": 1.0}
 
 
-def test_identifiers_kept_whole():
-    assert identifiers("See :pep:`0484` and PEP 484; use os.path.join, __init__ and max_new.") == [
-        "pep 484", "os.path.join", "__init__", "max_new"]
-    a = anchor("As PEP 484 says", keep_identifiers=True)
-    assert "e:pep 484" in a.terms and "e:pep" not in a.terms
-    assert "e:pep 484" not in anchor("As PEP 484 says", keep_identifiers=False).terms
-    # the seed's own identifiers are unchanged
+def test_the_seeds_identifiers_are_entities():
     assert anchor("Line 3 keeps faulting with error E-217.").terms == ('e:e-217', 'e:line 3', 't:line', 't:fault', 't:error')
 
 

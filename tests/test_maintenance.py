@@ -74,7 +74,7 @@ def test_bad_linker_settings_are_refused_and_write_nothing(tmp_path):
     bank, _ = _bank(tmp_path)
     version = bank.version
     for values, reset, rule in [({"h": 0}, (), "over 0"), ({"max_new": "2.5"}, (), "whole number"),
-                                ({"nope": 1}, (), "not a linker setting"), ({"identifiers": "maybe"}, (), "true or false"),
+                                ({"nope": 1}, (), "not a linker setting"), ({"both_ends": "maybe"}, (), "true or false"),
                                 ({"weights": [[1, 2]]}, (), "kb calibrate"), ({}, ["nope"], "not a linker setting"),
                                 ({"h": 0.5}, ["h"], "both set and reset"), ({"omega": "nan"}, (), "at most 1")]:
         with pytest.raises(ValidationError, match=rule):

@@ -129,11 +129,9 @@ def test_anchors_of_equals_anchor_text_by_text():
     texts = ODD_TEXTS + ["New York and new  york", "The Plant's PLC and plant's plc", "we use c# on .net, C++ and node.js"]
     for many in (texts, texts * 3):  # a few texts one by one, many through polars
         for knowns in ([sets[k % len(sets)] for k in range(len(many))], [sets[-1]] * len(many)):
-            for keep in (True, False):
-                got = anchors_of(many, knowns, keep_identifiers=keep)
-                want = [anchor(t, known_entities=k, keep_identifiers=keep) if t else Anchor((), ())
-                        for t, k in zip(many, knowns)]
-                assert got == want and [a.labels for a in got] == [a.labels for a in want]
+            got = anchors_of(many, knowns)
+            want = [anchor(t, known_entities=k) if t else Anchor((), ()) for t, k in zip(many, knowns)]
+            assert got == want and [a.labels for a in got] == [a.labels for a in want]
 
 
 _FIELDS = ("ids", "n", "vocab", "term_index", "df", "idf", "w", "is_entity", "hub", "capped", "total", "kind", "rank",

@@ -256,7 +256,7 @@ def _linker(args):
     """Show the linker settings connect, the write-time linker and kb explain use on this bank (the
     defaults for its embedder, with the bank's own values over them, marked *), or change them in
     one audited commit: --set KEY=VALUE (repeatable; e.g. h=0.6, w_title=0.3, max_new=4,
-    identifiers=false) and --reset KEY (back to the default; a calibration stores weights and
+    both_ends=false) and --reset KEY (back to the default; a calibration stores weights and
     threshold: --reset weights --reset threshold drops it). --dry-run shows the result without
     writing. A bad key or value is refused and nothing is written."""
     from kbtools.errors import ValidationError

@@ -457,12 +457,11 @@ def _bench_connect_vectors(tag, ents, demo, stats, vectors, index, scan_ms, kind
 
 def _workers(entries: int) -> str:
     """How a connect of this many entries with the neighbour index ran: its worker processes, and
-    whether it ran the compiled loops and the link lane (``linker.kernels``, ``linker.lane``: the
-    ``fast`` extra)."""
+    whether it ran the compiled loops (``linker.kernels``: the ``fast`` extra)."""
     chunks = -(-entries // CHUNK_ROWS)
     workers = auto_workers(chunks)
     how = f"{workers} worker processes" if workers else "one process"
-    return how + (", compiled loops and the link lane (numba)" if use_kernels(chunks) else ", numpy steps")
+    return how + (", compiled loops (numba)" if use_kernels(chunks) else ", numpy steps")
 
 
 def _timed_connect(ents, demo, stats, vectors, index, ids):
@@ -491,7 +490,7 @@ def _bench_kernels(tag, entries: int) -> list:
     t = time.perf_counter()
     kernels.warm()
     return [(tag, "compiled loops read back (numba, once a process)", time.perf_counter() - t, "s",
-             {"note": f"the shared terms, the best votes, the link lane and the evidence's shared words of a connect of "
+             {"note": f"the shared terms, the best votes and the evidence's shared words of a connect of "
                       f"{KERNELS_FROM} chunks or more; the first time on a machine this compiles them (about 10 s), "
                       "then numba's cache holds them; the connect below starts with them in memory"})]
 

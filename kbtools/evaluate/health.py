@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 
 import polars as pl
 
-from kbtools.linker.fading import MIN_WEIGHT, faded_expr
+from kbtools.model.fading import MIN_WEIGHT, faded_expr
 from kbtools.judging.judge import DUPLICATE_THRESHOLD
 from kbtools.model.answer_html import MUTED_TEXT, html_table, jp
 from kbtools.model.vocab import FADING_SOURCES, TRUSTED_SOURCES

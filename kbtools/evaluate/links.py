@@ -278,7 +278,7 @@ def evaluate_links(entries: pl.DataFrame, edges: pl.DataFrame, triples=None, *, 
         if weights:
             arms["calibrated"] = settings.with_(weights=weights, threshold=calibrate_threshold)
     for name, arm in arms.items():
-        arm_stats = stats if arm.identifiers == settings.identifiers else None
+        arm_stats = stats if arm.virtual == settings.virtual else None  # the statistics read it
         found[name] = timed(name, lambda arm=arm, s=arm_stats: _linker_pairs(ents, kept, triples, vectors=vectors,
                                                                              settings=arm, stats=s))
         budget_of[name] = "own"

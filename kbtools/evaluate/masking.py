@@ -39,7 +39,7 @@ from typing import Iterable
 
 import polars as pl
 
-from kbtools.linker.citations import document_keys, normalize_key, prefix_resolver
+from kbtools.ops.citations import document_keys, normalize_key, prefix_resolver
 
 __all__ = ["MASK", "MASKED_FIELDS", "mask_citations"]
 

@@ -14,17 +14,16 @@ are the entity keys as ``e:<key>`` plus the content words as ``t:<stem>``.
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import lru_cache
 
 import numpy as np
 import polars as pl
 
-import kbtools.linker.forks as forks
 from kbtools.words import FRAMING_WORDS, STOP_WORDS, WORD_RE, content_stem, content_words
 
-__all__ = ["Anchor", "AnchorRows", "anchor", "identifiers", "ASSET_NOUNS", "ACTION_VERBS", "FRAMING_NAMES", "anchor_frame",
+__all__ = ["Anchor", "AnchorRows", "anchor", "ASSET_NOUNS", "ACTION_VERBS", "FRAMING_NAMES", "anchor_frame",
            "anchors_from_frame"]
 
 #: Nouns that name a place or machine when a number follows ("line 3", "cell 4B").
@@ -54,14 +53,6 @@ IDENT_RE = re.compile(
     r"|\b[A-Za-z]*\d[A-Za-z0-9]*(?:-[A-Za-z0-9]+)+\b"  # part / model numbers S7-1500
     r"|\b[A-Z][A-Za-z]*(?:-[A-Za-z0-9]*\d[A-Za-z0-9]*)+\b"  # tickets, codes INC-4521, E-217
     r"|\b(?=[A-Za-z]*[A-Z])(?=[A-Za-z]*[a-zA-Z]\d)[A-Za-z]+\d+[A-Za-z0-9]*\b"  # X200, DB17
-)
-#: Identifiers kept whole (the rare-identifier lever): document references ("PEP 484", "RFC 2616",
-#: reST roles ":pep:`484`"), dotted code names and file names (``os.path.join``, ``setup.py``),
-#: dunder and snake_case names (``__init__``, ``max_new``). "PEP 484" and ":pep:`484`" read alike.
-REF_RE = re.compile(r"\b([A-Z]{2,6})[ \u00a0]0*(\d{1,6})\b(?![.-]\d)")
-_ROLE_RE = re.compile(r":([a-z]{2,12}):`(?:[^`<]*<)?~?!?0*([\w.+/-]+?)>?`")
-CODE_RE = re.compile(
-    r"(?<![\w.@/])(?:[A-Za-z_]\w+(?:\.[A-Za-z_]\w*)+|__\w+__|[a-z][a-z0-9]*(?:_[a-z0-9]+)+)(?![\w@/]|\.\w)"
 )
 #: "line 3", "press No. 12", "cell 4B", "bay C": the noun in any case, then a number (with one
 #: letter) or one capital letter. The number is taken whole (an atomic group): "line 12)" or
@@ -158,27 +149,7 @@ def _known(text: str, known: tuple[str, ...]) -> list[str]:
     return hits
 
 
-def identifiers(text: str) -> list[str]:
-    """The identifiers an entry names that are kept whole: references, roles, code and file names.
-
-    >>> identifiers("As :pep:`484` says (see PEP 484), call os.path.join in setup.py, not __init__.")
-    ['pep 484', 'os.path.join', 'setup.py', '__init__']
-    """
-    found: dict[str, None] = {}
-    for match in _ROLE_RE.finditer(text):
-        found[f"{match.group(1).lower()} {match.group(2).lower()}"] = None
-    for match in REF_RE.finditer(text):
-        found[f"{match.group(1).lower()} {match.group(2)}"] = None
-    for match in CODE_RE.finditer(_ROLE_RE.sub(" ", text)):
-        found[match.group(0).lower()] = None
-    return list(found)
-
-
-def strip_identifiers(text: str) -> str:
-    return CODE_RE.sub(" ", REF_RE.sub(" ", _ROLE_RE.sub(" ", text)))
-
-
-def anchor(text: str, *, known_entities=(), keep_identifiers: bool = True) -> Anchor:
+def anchor(text: str, *, known_entities=()) -> Anchor:
     """Entities and salient terms of a text (seed 001, step 1).
 
     >>> anchor("Decision: Vector database - chose pgvector because we already run Postgres.",
@@ -189,10 +160,6 @@ def anchor(text: str, *, known_entities=(), keep_identifiers: bool = True) -> An
     """
     text = text or ""
     entities: dict[str, None] = {}
-    if keep_identifiers:
-        for key in identifiers(text):
-            entities[key] = None
-        text = strip_identifiers(text)
     for match in IDENT_RE.finditer(text):
         entities[match.group(0).lower()] = None
     for match in ASSET_RE.finditer(text):
@@ -217,10 +184,6 @@ def anchor(text: str, *, known_entities=(), keep_identifiers: bool = True) -> An
 _UPPER_RE = re.compile(r"[A-Z]")  #: every _CAP_SEQ_RE match starts with one
 
 
-def _role_hint(text: str) -> bool:
-    return ":" in text and "`" in text
-
-
 def _spaced(text: str, matches: list) -> str:
     """``pattern.sub(" ", text)`` from the pattern's ``finditer`` matches on ``text`` (the same
     matches: none of these patterns matches the empty string), without reading the text again."""
@@ -234,11 +197,10 @@ def _spaced(text: str, matches: list) -> str:
     return " ".join(parts)
 
 
-# Python's re tries a pattern at every position of a text, and the alternations and ``\b`` or
-# lookbehind starts of the four patterns below leave it nothing to skip ahead by: 50-90 ns a
-# character. Each has a finder of the positions where one of its matches can start (a superset,
-# proved beside it, found by a pattern re reads at 4-8 ns a character); the pattern is tried there
-# alone, as ``finditer`` would try it.
+# Python's re tries a pattern at every position of a text, and the alternations and ``\b`` starts
+# of the two patterns below leave it nothing to skip ahead by. Each has a finder of the positions
+# where one of its matches can start (a superset, proved beside it, found by a cheaper pattern);
+# the pattern is tried there alone, as ``finditer`` would try it.
 
 
 def matches_at(pattern: re.Pattern, text: str, starts: list[int]) -> list[re.Match]:
@@ -247,8 +209,8 @@ def matches_at(pattern: re.Pattern, text: str, starts: list[int]) -> list[re.Mat
     these is the same, since ``pattern.match(text, p)`` reads the characters before ``p`` (for
     ``\\b`` and lookbehinds) and none of these patterns matches the empty string.
 
-    >>> [m.span() for m in matches_at(REF_RE, "PEP 8 and RFC 2616", [0, 3, 10])]
-    [(0, 5), (10, 18)]
+    >>> [m.span() for m in matches_at(IDENT_RE, "S7-1500 and E-217", [0, 3, 12])]
+    [(0, 7), (12, 17)]
     """
     found, end = [], 0
     for start in starts:
@@ -289,47 +251,6 @@ def _ident_starts(text: str) -> list[int]:
         starts.append(size - run_end)
     starts.reverse()
     return starts
-
-
-#: On the reversed text, a digit, a space or NBSP and the run of capitals before it (to its start).
-_REVERSED_REF_RE = re.compile(r"\d[ \u00a0][A-Z]+")
-
-
-def _ref_starts(text: str) -> list[int]:
-    """Where a ``REF_RE`` match can start, ascending.
-
-    A match is 2-6 capitals ``[A-Z]`` after ``\\b`` (so a whole run of them: the character before
-    is no word character), a space or NBSP, then a ``\\d`` (a ``0`` of ``0*`` or the number's
-    first digit). On the reversed text that reads digit, space, capitals; ``_REVERSED_REF_RE``
-    takes the capitals to the run's start, and each of its matches holds one digit, its first
-    character, so none hides the start of another.
-
-    >>> _ref_starts("PEP 8, RFC\\u00a02616 and MPEG 4")
-    [0, 7, 20]
-    """
-    size = len(text)
-    return [size - ref.end() for ref in _REVERSED_REF_RE.finditer(text[::-1])][::-1]
-
-
-#: On the reversed text, a '_' or a '.' after (before, in the text) an ASCII letter, then the rest
-#: of its run of ``[\w.]``, to the run's start.
-_REVERSED_CODE_RUN_RE = re.compile(r"(?:_|\.(?<=[A-Za-z]\.))[\w.]*")
-
-
-def _code_starts(text: str) -> list[int]:
-    """Where a ``CODE_RE`` match can start, ascending.
-
-    A match opens with a word character after a character outside ``[\\w.@/]`` (the lookbehind),
-    so at the start of a maximal run of ``[\\w.]``, and reads only ``\\w`` and '.': it lies in
-    that run. Each alternative holds a '_' (dunder and snake_case names) or a '.' then
-    ``[A-Za-z_]`` (dotted names). On the reversed text, ``_REVERSED_CODE_RUN_RE`` finds the last
-    such mark of a run and takes the rest of the run to its start: one match per run.
-
-    >>> _code_starts("call os.path.join in setup.py, not __init__ or e.g")
-    [5, 21, 35, 47]
-    """
-    size = len(text)
-    return [size - run.end() for run in _REVERSED_CODE_RUN_RE.finditer(text[::-1])][::-1]
 
 
 def _noun_trie(nouns) -> str:
@@ -379,9 +300,9 @@ def _asset_starts(text: str) -> list[int]:
 
 
 #: The finder of each pattern's starts.
-SCAN_STARTS = {IDENT_RE: _ident_starts, REF_RE: _ref_starts, CODE_RE: _code_starts, ASSET_RE: _asset_starts}
+SCAN_STARTS = {IDENT_RE: _ident_starts, ASSET_RE: _asset_starts}
 #: From this many characters a pattern is tried at its finder's starts only: below it a plain
-#: ``finditer`` is as fast (``REF_RE``'s finder is the last to pay, at about this length); above
+#: ``finditer`` is as fast; above
 #: it the finders win by a growing factor.
 SCAN_FROM = 48
 
@@ -397,29 +318,6 @@ def scan_pattern(pattern: re.Pattern, text: str) -> list[re.Match]:
     if len(text) < SCAN_FROM:
         return list(pattern.finditer(text))
     return matches_at(pattern, text, SCAN_STARTS[pattern](text))
-
-
-def _identifiers_fast(text: str, digit: bool, code: bool) -> tuple[list[str], str]:
-    """``identifiers(text)`` and ``strip_identifiers(text)``, skipping the patterns that cannot
-    match (``digit``, ``code``: whether the text may hold a digit, a code name) and reading each
-    pattern once where both read the same text."""
-    found: dict[str, None] = {}
-    roles = list(_ROLE_RE.finditer(text)) if _role_hint(text) else []
-    for match in roles:
-        found[f"{match.group(1).lower()} {match.group(2).lower()}"] = None
-    unroled = _spaced(text, roles)
-    refs = scan_pattern(REF_RE, text) if digit else []
-    for match in refs:
-        found[f"{match.group(1).lower()} {match.group(2)}"] = None
-    if unroled is not text and digit:
-        refs = scan_pattern(REF_RE, unroled)
-    unreffed = _spaced(unroled, refs)
-    codes = scan_pattern(CODE_RE, unroled) if code else []
-    for match in codes:
-        found[match.group(0).lower()] = None
-    if unreffed is not unroled and code:
-        codes = scan_pattern(CODE_RE, unreffed)
-    return list(found), _spaced(unreffed, codes)
 
 
 _ASCII_DIGIT_RE = re.compile(r"[0-9]")
@@ -568,18 +466,11 @@ def _known_fast(text: str, lookup: tuple) -> list[str]:
     return hits
 
 
-def _entities_fast(text: str, lookup: tuple, keep_identifiers: bool,
-                   digit: bool = True, code: bool = True, asset: bool = True) -> tuple[dict, str]:
+def _entities_fast(text: str, lookup: tuple, digit: bool = True, asset: bool = True) -> tuple[dict, str]:
     """The entities of ``anchor(text)`` and the text its content words are read from (``lookup``:
-    ``_known_lookup`` of the known entities). ``digit``,
-    ``code``, ``asset``: False when the text holds no digit, no code name hint (``_`` or a dotted
-    name), no asset noun before a space (see ``read_hints``); the patterns that need them are skipped.
-    Replacing a match by a space makes none of these, so the hints of the text hold after stripping."""
+    ``_known_lookup`` of the known entities); ``digit``, ``asset``: False when the text holds no
+    digit, no asset noun before a space (``read_hints``): the patterns that need them are skipped."""
     entities: dict[str, None] = {}
-    if keep_identifiers:
-        keys, text = _identifiers_fast(text, digit, code)
-        for key in keys:
-            entities[key] = None
     idents = scan_pattern(IDENT_RE, text) if digit else []
     for match in idents:
         entities[match.group(0).lower()] = None
@@ -598,19 +489,18 @@ def _entities_fast(text: str, lookup: tuple, keep_identifiers: bool,
 _PY_SPACE = r"[\t\n\x0b\x0c\r \x1c-\x1f]"  #: what Python's \s matches in ASCII text
 
 
-def read_hints(column) -> tuple[list, list, list]:
-    """Per text, whether it may hold a digit, a code name hint, an asset noun then a space: read by
-    polars (Rust regex) over the column; a text with a non-ASCII character gets True for all three
+def read_hints(column) -> tuple[list, list]:
+    """Per text, whether it may hold a digit, an asset noun then a space: read by polars (Rust
+    regex) over the column; a text with a non-ASCII character gets True for both
     (Python's \\d, \\w, \\s and case folding go beyond ASCII there), so each is True wherever
     the Python pattern it guards can match."""
     text = pl.col("text")
     wide = text.str.contains(r"[^\x00-\x7F]").fill_null(False)
     read = pl.LazyFrame([column.alias("text")]).select(  # one streaming query: the texts in parts on every core
         (text.str.contains("[0-9]").fill_null(False) | wide).alias("digit"),
-        (text.str.contains(r"_|[A-Za-z0-9]\.[A-Za-z_]").fill_null(False) | wide).alias("code"),
         (text.str.contains(r"(?i)(?:" + "|".join(ASSET_NOUNS) + ")" + _PY_SPACE).fill_null(False) | wide).alias("asset"),
-    ).collect(engine="streaming")  # one pass for the three tests, not one after another
-    return read["digit"].to_list(), read["code"].to_list(), read["asset"].to_list()
+    ).collect(engine="streaming")  # one pass for both tests, not one after another
+    return read["digit"].to_list(), read["asset"].to_list()
 
 
 _FEW = 32  #: below this many texts, ``anchors_of`` reads them one by one without polars
@@ -706,39 +596,20 @@ def _column_words(texts: list[str], prefix: str = "t:"):
     return stems[codes].tolist(), labels[words].tolist(), offsets.tolist()
 
 
-def anchors_of(texts, knowns, *, keep_identifiers: bool = True,
-               on_words_read: Callable[[], None] | None = None) -> list[Anchor]:
-    """``[anchor(t, known_entities=k, keep_identifiers=...) for t, k in zip(texts, knowns)]``, with
+def anchors_of(texts, knowns) -> list[Anchor]:
+    """``[anchor(t, known_entities=k) for t, k in zip(texts, knowns)]``, with
     the content words of all texts read at once (an empty text's anchor has no labels).
-    ``on_words_read()``: called once the entities (by forked workers too) and the content words
-    are read, before the anchors are made of them: where a caller starts work of its own in a
-    thread, beside the Python steps that end a build (the cores were busy until then).
 
     >>> anchors_of(["Line 3 keeps faulting with error E-217.", ""], [(), ()])[0].terms
     ('e:e-217', 'e:line 3', 't:line', 't:fault', 't:error')
     """
     texts, knowns = list(texts), list(knowns)
     if len(texts) < _FEW:  # every pattern runs: polars' start costs more than the few texts
-        digits = codes = assets = [True] * len(texts)
+        digits = assets = [True] * len(texts)
     else:
-        digits, codes, assets = read_hints(pl.Series(texts, dtype=pl.String))
-
-    def slice_pass(lo: int, hi: int) -> tuple[list, list]:
-        found, stripped = entity_pass(texts[lo:hi], knowns[lo:hi], keep_identifiers, digits[lo:hi], codes[lo:hi],
-                                       assets[lo:hi])
-        # a text left whole comes back as None: a worker then pickles only the texts it changed
-        return found, [None if rest is text else rest for rest, text in zip(stripped, texts[lo:hi])]
-
-    sizes = np.fromiter(map(len, texts), np.int64, len(texts))
-    parts = min(forks.cpus(), _MOST_PARTS) if int(sizes.sum()) >= _SPREAD_FROM else 1
-    found, stripped = [], []
-    for keys, rest in forks.spread(slice_pass, forks.balanced_bounds(sizes, parts)):
-        found += keys
-        stripped += rest
-    stripped = [text if rest is None else rest for rest, text in zip(stripped, texts)]
+        digits, assets = read_hints(pl.Series(texts, dtype=pl.String))
+    found, stripped = entity_pass(texts, knowns, digits, assets)
     terms, surfaces, offsets = _column_words(stripped)
-    if on_words_read is not None:
-        on_words_read()
     out = []
     for k, keys in enumerate(found):
         if keys is None:
@@ -752,28 +623,18 @@ def anchors_of(texts, knowns, *, keep_identifiers: bool = True,
     return out
 
 
-#: From this many characters of text ``anchors_of`` reads the entities in ``forks.cpus()`` slices
-#: of about equal length at once (at most ``_MOST_PARTS``), one in this process and the others in
-#: forked processes. The entity pass is Python (regular expressions and the name rules), slower on
-#: long prose (the PEP bank's texts) than on short synthetic entries. Below two million characters
-#: a fork costs more than it saves; from there the PEP bank's texts start to gain and the bench's
-#: lose little
-_SPREAD_FROM = 2_000_000
-_MOST_PARTS = 4
-
-
-def entity_pass(texts, knowns, keep_identifiers: bool, digits, codes, assets) -> tuple[list, list]:
+def entity_pass(texts, knowns, digits, assets) -> tuple[list, list]:
     """Per text, its entities' keys (a tuple; None for an empty text) and the text its content
     words are read from (``_entities_fast``)."""
     found, stripped = [], []
     lookups: dict = {}
-    for text, known, digit, code, asset in zip(texts, knowns, digits, codes, assets):
+    for text, known, digit, asset in zip(texts, knowns, digits, assets):
         known = tuple(known)
         if text:
             lookup = lookups.get(known)
             if lookup is None:
                 lookup = lookups[known] = _known_lookup(known)
-            entities, rest = _entities_fast(text, lookup, keep_identifiers, digit, code, asset)
+            entities, rest = _entities_fast(text, lookup, digit, asset)
             found.append(tuple(entities))
         else:
             found.append(None)

@@ -11,10 +11,8 @@ array([0.787])
 
 from __future__ import annotations
 
-import bisect
 import contextlib
 import functools
-import math
 import sys
 from dataclasses import dataclass
 
@@ -23,7 +21,7 @@ import polars as pl
 import scipy.sparse as sp
 
 from kbtools.linker.rules import EVENT, GOAL, KINDS, LinkerSettings, kind_code, prior_matrix
-from kbtools.linker.terms import TermStats, row_positions
+from kbtools.linker.terms import TermStats, row_positions, segment_sums
 
 __all__ = [
     "Relations", "relations", "noisy_or", "pair_evidence", "candidate_pairs", "pair_cosine", "index_neighbours",
@@ -122,10 +120,8 @@ def hit_cosines(vectors, rows: np.ndarray, found: np.ndarray) -> np.ndarray:
 
 
 def _dots(vectors, a: np.ndarray, b: np.ndarray) -> np.ndarray:
-    """Per i, the product of rows ``a[i]`` and ``b[i]`` of ``vectors`` (float64), pair by pair, never
-    BLAS: a pair's value must not depend on its batch (tested). float32 vectors (a bank's) go to
-    faiss' pairwise product, which reads the rows where they lie (about twice as fast as gathering
-    them for numpy); other arrays to numpy's row-wise product."""
+    """Per i, the product of rows ``a[i]`` and ``b[i]`` of ``vectors`` (float64), pair by pair, never BLAS: a
+    pair's value must not depend on its batch (tested)."""
     n = len(a)
     if n and isinstance(vectors, np.ndarray) and vectors.dtype == np.float32 and vectors.flags.c_contiguous \
             and vectors.ndim == 2:
@@ -319,11 +315,7 @@ _FEW_PAIRS = 512  #: up to this many pairs, ``_shared`` reads every candidate's 
 
 
 def _shared(stats: TermStats, ms: np.ndarray, cs: np.ndarray):
-    """Per pair: the summed weight, the number and the strong count of the terms both entries hold.
-
-    Each pair reads the shorter of its two posting lists and looks its terms up in the other's
-    (``_shared_hits``); sums are numpy's reductions over each pair's terms in column order, as a
-    sparse row product's sum (both lists run in column order: the same bits from either side)."""
+    """Per pair: the summed weight, the number and the strong count of the terms both entries hold."""
     p = len(ms)
     if p == 0 or stats.postings.indptr[-1] == 0:
         return np.zeros(p), np.zeros(p), np.zeros(p), np.zeros(p)
@@ -349,19 +341,9 @@ def _shared(stats: TermStats, ms: np.ndarray, cs: np.ndarray):
 
 
 def _shared_hits(stats: TermStats, own: np.ndarray, read: np.ndarray):
-    """The terms pair i's ``read[i]`` shares with ``own[i]``: (pair, term, its posting in read's
-    row, in own's row). The ``own`` rows' keys are gathered first: a chunk's rows, or its
-    candidates, hold a few thousand keys that stay in the cache; a search among the bank's keys
-    misses it at every step (a third slower on either bank)."""
+    """The terms pair i's ``read[i]`` shares with ``own[i]``: (pair, term, its posting in read's row, in own's
+    row)."""
     indptr = stats.postings.indptr
-    if len(own) and own[0] == own[-1] and (own == own[0]).all():  # one entry's pairs: its terms are the keys
-        lo, hi = int(indptr[own[0]]), int(indptr[own[0] + 1])
-        own_keys = stats.postings.indices[lo:hi].astype(np.int64)  # sorted, as a row's
-        pair, pos = row_positions(indptr, read)
-        cols = stats.postings.indices[pos].astype(np.int64)
-        at = np.minimum(np.searchsorted(own_keys, cols), max(hi - lo - 1, 0))
-        hit = own_keys[at] == cols if hi > lo else np.zeros(len(cols), bool)
-        return pair[hit], cols[hit], pos[hit], lo + at[hit]
     rows, local = np.unique(own, return_inverse=True)
     own_row, own_pos = row_positions(indptr, rows)
     own_keys = (own_row << 32) | stats.postings.indices[own_pos].astype(np.int64)  # sorted, as the rows
@@ -379,22 +361,12 @@ def _shared_sums(stats: TermStats, pair, cols, pos, at, p: int):
     shared_n = np.bincount(pair, minlength=p).astype(np.float64)
     weight = stats.w[cols]
     nonzero = weight != 0.0  # a sparse product holds no zeros, and they would change numpy's summation blocks
-    shared_w = _segment_sums(weight[nonzero], np.bincount(pair[nonzero], minlength=p))
+    shared_w = segment_sums(weight[nonzero], np.bincount(pair[nonzero], minlength=p))
     strong = ~stats.hub[cols]  # strong for the entry (its base flag) and not a hub
     strong_n = np.bincount(pair, weights=(stats.strong_base[at] & strong).astype(np.float64)
                            + (stats.strong_base[pos] & strong), minlength=p)
     entity_w = np.bincount(pair, weights=np.where(stats.is_entity[cols] & ~stats.hub[cols], weight, 0.0), minlength=p)
     return shared_w, shared_n, strong_n, entity_w
-
-
-def _segment_sums(values: np.ndarray, lengths: np.ndarray) -> np.ndarray:
-    """Sums of consecutive segments of ``values`` with these lengths (0 for an empty one)."""
-    out = np.zeros(len(lengths))
-    filled = lengths > 0
-    if filled.any():
-        starts = np.cumsum(lengths) - lengths
-        out[filled] = np.add.reduceat(values, starts[filled])
-    return out
 
 
 def _bridge(stats, ms, cs, rel: Relations) -> np.ndarray:
@@ -435,17 +407,12 @@ def voting_terms(stats: TermStats, rows: np.ndarray, rel: Relations, settings: L
     t = stats.postings.indices[pos].astype(np.int64)
     # a term only this entry holds nominates nobody: the voting terms are the rarest shared ones
     # (per row by ``_vote_order``: held by others first, then the higher IDF, the heavier, the term)
-    if len(rows) == 1:  # one row: its first terms in that order
-        t = t[np.argsort(_vote_order(stats)[t])][: settings.query_terms]
-        t = t[~stats.capped[t]]
-        r = np.zeros(len(t), np.int64)
-    else:
-        order = np.argsort(r * len(stats.w) + _vote_order(stats)[t])
-        r, t = r[order], t[order]
-        starts = np.searchsorted(r, np.arange(len(rows)))
-        pos = np.arange(len(r)) - starts[r]
-        keep = (pos < settings.query_terms) & ~stats.capped[t]
-        r, t = r[keep], t[keep]
+    order = np.argsort(r * len(stats.w) + _vote_order(stats)[t])
+    r, t = r[order], t[order]
+    starts = np.searchsorted(r, np.arange(len(rows)))
+    pos = np.arange(len(r)) - starts[r]
+    keep = (pos < settings.query_terms) & ~stats.capped[t]
+    r, t = r[keep], t[keep]
     if rel.cols.size:
         own = stats.postings[rows]
         related = (own @ rel.any).tocsr()
@@ -534,11 +501,8 @@ def _unique_runs(keys: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
 
 
 def _product_before(stats: TermStats, q: sp.csr_matrix, pt: sp.csr_matrix, cut: int | None) -> sp.csr_matrix:
-    """``q @ pt`` for ``pt``'s columns before ``cut`` (the rest may be missing), pt not copied: each
-    of its rows that q reads is split where its columns reach the cut, into a row kept and a row
-    q never reads. A connect's chunk sees the entries created before it: in a bank whose rows run
-    in time order, half the votes of a whole-bank connect go to entries after it (1,226 votes a
-    row at 100k, half of them unseen)."""
+    """``q @ pt`` for ``pt``'s columns before ``cut`` (the rest may be missing), pt not copied: each of its
+    rows that q reads is split where its columns reach the cut, into a row kept and a row q never reads."""
     n_terms, n = pt.shape
     if cut is None or cut >= n or not pt.has_sorted_indices or q.nnz == 0:
         return q @ pt
@@ -604,16 +568,9 @@ def _first_unseen(stats: TermStats, rows: np.ndarray, open_, linked) -> int:
 
 
 def _top_k(values: np.ndarray, k: int, rank: np.ndarray, exact, slack: float = 0.0):
-    """Per row, the k columns with the highest value above -inf (ties: the newer entry first), and
-    their exact values.
-
-    ``values`` are approximate (a BLAS product whose last bits depend on the batch): the columns
-    within ``slack`` of the k-th are re-scored exactly by ``exact(r, c)`` (a matrix of column
-    numbers per row of ``r``: their exact values), so that the choice does not depend on how many
-    rows were computed together. A wide block reads, per row, the columns at or above a bound read
-    off every ``_SAMPLE_STRIDE``-th column (``_sampled_candidates``); a narrow one picks each row's
-    ``k + _TIE_ROOM`` highest columns. A row whose ties may run past what was read is read whole.
-    """
+    """Per row, the k columns with the highest value above -inf (ties: the newer entry first), and their exact
+    values: ``values`` are approximate (a BLAS product), so the columns within ``slack`` of the k-th are
+    re-scored by ``exact(r, c)`` and the choice does not depend on the batch."""
     empty = np.zeros(0, np.int64)
     if values.size == 0 or k <= 0:
         return empty, empty, empty, np.zeros(0)
@@ -704,9 +661,6 @@ def _visible_from(stats: TermStats, open_: np.ndarray, linked: np.ndarray) -> np
 def _best(r, c, v, k: int, rank: np.ndarray, n_rows: int):
     """Per row, the k (row, column) pairs with the highest value (ties: the newer entry first).
 
-    Pairs below their row's k-th highest value are dropped before the sort (ties at the k-th are
-    kept), so the sort reads about k pairs per row, not every vote of a large bank.
-
     >>> import numpy as np
     >>> _best(np.array([0, 0, 0, 1]), np.array([3, 1, 2, 0]), np.array([0.5, 0.9, 0.5, 0.2]), 2,
     ...       np.arange(4), 2)[1].tolist()
@@ -728,9 +682,6 @@ _GROUP_CELLS = 1_000_000
 
 def _above_kth(r, c, v, k: int, n_rows: int):
     """The pairs whose value is at least their row's k-th highest (all of a row with k or fewer).
-
-    The rows with more than k pairs are read in groups of about the same length (up to the next
-    power of two, padded with -inf): one sort per group, not one call per row (``_padded_kth``).
 
     >>> import numpy as np
     >>> r, c, v = _above_kth(np.array([1, 0, 0, 0, 1]), np.arange(5), np.array([0.2, 0.5, 0.9, 0.5, 0.1]), 2, 2)
@@ -766,11 +717,8 @@ def _kth_highest(bounds: np.ndarray, v: np.ndarray, k: int) -> np.ndarray:
 
 
 def _padded_kth(padded: np.ndarray, k: int) -> np.ndarray:
-    """The k-th highest of each row of ``padded`` (at least k values filling more than half of the
-    row, the rest -inf). A wide row is first cut at a bound read off every ``_SAMPLE_STRIDE``-th
-    column (at most the row's k-th highest), as ``_sampled_candidates`` cuts a dense block: the
-    values at or above it, about 8k, are sorted alone. A sort, not a partition: votes repeat (a row
-    of 7,419 votes held 49 values), and numpy's partition then takes 20 times as long as a sort."""
+    """The k-th highest of each row of ``padded`` (at least k values filling more than half of the row, the
+    rest -inf)."""
     w = padded.shape[1]
     if w >= 4 * _SAMPLE_STRIDE * k:
         sample = np.sort(padded[:, ::_SAMPLE_STRIDE], axis=1)
@@ -785,11 +733,9 @@ def _padded_kth(padded: np.ndarray, k: int) -> np.ndarray:
 
 def search_neighbours(stats: TermStats, rows, vectors, neighbors, *, open_, linked, settings: LinkerSettings,
                       eligible=None) -> tuple:
-    """The neighbour-index search ``candidate_pairs`` makes for these rows, alone (faiss, outside
-    the GIL: a caller may run the next chunk's beside this one's linking): the rows searched (those
-    that see at least a quarter of the index) and the index's hits for them, as a list of
-    ``(positions among the searched rows, (scores, rows))``, one search per number of hits fetched
-    (see :func:`_fetches`)."""
+    """The neighbour-index search ``candidate_pairs`` makes for these rows, alone (faiss runs outside
+    the GIL: a caller may search the next chunk while it links this one): the rows searched (those
+    that see a quarter of the index or more) and their hits, ``[(positions, (scores, rows)), ...]``."""
     rows = np.asarray(rows, np.int64)
     if eligible is None:
         eligible = open_ & (stats.kind >= 0)
@@ -809,15 +755,10 @@ def search_neighbours(stats: TermStats, rows, vectors, neighbors, *, open_, link
     return searched, hits
 
 
-#: The beam (efSearch) of a search from a row's own node, as a share of the index's: 32 for the
-#: linker's 40. Started among its neighbours, a search with the smaller beam finds the exact top
-#: neighbours about as often, reads a fifth fewer distances and takes a quarter less time; a
-#: whole-bank connect then makes nearly the same links as one over an exact (flat) index (a beam
-#: of 24 already loses several times more). A search walked down from the
-#: top (an entry not in the index yet) keeps the whole beam: with 32, a new entry's search in a
-#: small graph can end among strangers (scores 0.12) short of its near-copies (0.86, test
-#: ``test_a_compaction_keeps_an_index_built_before_the_last_segments_to_grow_it``); one started at
-#: the row's own node begins among them
+#: The beam (efSearch) of a search from a row's own node, as a share of the index's: started among
+#: its neighbours, the smaller beam finds the exact top neighbours about as often. A search walked
+#: down from the top (an entry not in the index yet) keeps the whole beam: with less, a new entry's
+#: search in a small graph can end among strangers short of its near-copies
 _OWN_NODE_BEAM = 0.8
 
 
@@ -825,17 +766,10 @@ _LOWEST_SCORE = np.finfo(np.float32).min  #: a search's start scored so that it 
 
 
 def index_search(neighbors, queries: np.ndarray, rows: np.ndarray, fetch: int):
-    """The index's ``fetch`` hits for these rows' vectors: (scores, rows), rows -1 when missing.
-
-    The rows are the index's own: an HNSW graph is searched on its ground level from each row's
-    own node (faiss ``search_level_0``) instead of from the top, where the walk down would end
-    anyway. That costs about three quarters of a search and finds the same hits but a few (a
-    whole-bank connect makes the same links). The row itself is not among those hits (its place in the
-    table is left missing), as it is among a search's (then dropped: it cannot see itself). Any
-    other index is searched as such.
-
-    Started where its hits are, such a search needs a narrower beam than one walked down from the
-    top: ``_OWN_NODE_BEAM`` of the index's efSearch (see there)."""
+    """The index's ``fetch`` hits for these rows' vectors: (scores, rows), rows -1 when missing. The
+    rows are the index's own: an HNSW graph is searched on its ground level from each row's own node
+    (faiss ``search_level_0``, with ``_OWN_NODE_BEAM`` of its beam) instead of walking down from the
+    top; the row itself is never a hit. Any other index is searched as such."""
     import faiss
 
     if not isinstance(neighbors, faiss.IndexHNSW) or fetch < 2:
@@ -882,24 +816,14 @@ def candidate_pairs(
     a session: the entries without one written closest to it, ``_written_near``).
 
     Returns arrays ``m, c`` and, per source, the candidate's position in that source's list
-    (``pos_index``, ``pos_nn``, ``pos_nnx``, ``pos_session``; int64 max when absent). ``margin`` extra
-    places per list let a caller drop entries that become superseded later and still keep the best k.
-
-    Nearest neighbours come from an exact scan of ``vectors`` (``pos_nn``), or, with ``neighbors``
-    (a nearest-neighbour index over the rows, see :func:`index_neighbours`), from the index
-    re-scored exactly; then ``nn_floor`` holds, per pair, the row's floor (-inf when the search
-    covered the whole index, +inf for a row that sees under a quarter of the index: it is scanned
-    exactly without searching) and ``pos_nnx`` the exact scan of the rows whose index list may be
-    short (see :func:`use_exact_neighbours`). ``eligible`` (linkable and not archived; default: open
-    and linkable) counts what a row could see, so that the choice is the same for one entry and
-    for a batch whatever was superseded in between. ``searched``: what :func:`search_neighbours`
-    returned for these rows, when the caller searched ahead.
-
-    With ``settings.both_ends``, two more sources from the frame's lists (:func:`whole_lists`):
-    ``pos_own``, the row's place of the candidate in its own whole-frame list, and ``pos_rev``,
-    the row's place in the candidate's (``cosine``: the pairs' cosine function, when the caller
-    scores with one). ``whole``: the candidates of a whole-frame list itself (every eligible entry
-    visible; those two sources left out).
+    (``pos_index``, ``pos_nn``, ``pos_nnx``, ``pos_session``; SENTINEL when absent); ``margin``
+    extra places per list let a caller drop entries superseded later and still keep the best k.
+    With ``neighbors`` the index's hits are re-scored exactly, ``nn_floor`` holds each row's floor
+    and ``pos_nnx`` the exact scan of the rows whose index list may be short
+    (:func:`use_exact_neighbours`). ``eligible`` counts what a row could see, so that one entry
+    and a batch choose alike; ``searched``: :func:`search_neighbours`' result, when searched
+    ahead. With ``settings.both_ends``: ``pos_own`` and ``pos_rev``, the pair's places in either
+    end's whole-frame list (:func:`whole_lists`); ``whole``: the candidates of such a list itself.
     """
     rows = np.asarray(rows, np.int64)
     k = settings.candidates + margin
@@ -915,10 +839,7 @@ def candidate_pairs(
             ok = (v > 0.0) & _visible_pairs(stats, rows, r, c, open_, linked)
             parts.append(("index", *_best(r[ok], c[ok], v[ok], k, stats.rank, len(rows))))
     floor = None
-    if vectors is not None and neighbors is not None and searched is None and len(rows) == 1 \
-            and _fetch(settings.candidates, neighbors) > 0:  # one entry linked: its own few steps
-        floor = _row_neighbours(stats, rows, vectors, neighbors, open_, linked, eligible, settings, k, parts)
-    elif vectors is not None and neighbors is not None:
+    if vectors is not None and neighbors is not None:
         if searched is None:
             searched = search_neighbours(stats, rows, vectors, neighbors, open_=open_, linked=linked,
                                          settings=settings, eligible=eligible)
@@ -949,54 +870,12 @@ def candidate_pairs(
     return out
 
 
-def _row_neighbours(stats, rows, vectors, neighbors, open_, linked, eligible, settings, k, parts) -> np.ndarray:
-    """``candidate_pairs``' neighbour parts for one row (``rows``, of one), added to ``parts``, and
-    its floor: the steps of ``search_neighbours``, ``index_neighbours`` and the exact fallback, a
-    row's numbers as Python numbers (one entry's link makes a few dozen numpy calls fewer, each
-    a few microseconds)."""
-    if eligible is None:
-        eligible = open_ & (stats.kind >= 0)
-    base, total = settings.candidates, int(neighbors.ntotal)
-    visible = int(_visible_count(stats, rows, eligible, linked)[0])
-    floor, sure = np.inf, 0
-    if visible * _fetch(base, neighbors) >= total * base:  # it sees a quarter of the index or more: searched
-        fetch = _fetch_count(visible, base, total)
-        scores, found = _search_row(neighbors, vectors, int(rows[0]), fetch)
-        b, c, pos, low, above, cos = _row_hits(stats, rows, vectors, total, open_, linked, k, scores, found, fetch)
-        floor, sure = float(low[0]), int(np.count_nonzero(above))
-        parts.append(("nn", b, c, pos, cos))
-    else:
-        empty = np.zeros(0, np.int64)
-        parts.append(("nn", empty, empty, empty, np.zeros(0)))
-    if floor > -np.inf and sure < k:
-        parts.append(("nnx", *_exact_neighbours(stats, rows, vectors, open_, linked, k)))
-    return np.array([floor])
-
-
-def _search_row(neighbors, vectors, row: int, fetch: int) -> tuple[np.ndarray, np.ndarray]:
-    """``index_search`` of one row, as 1-d arrays (scores, rows): its hits, without the missing
-    last place of a search from the row's own node."""
-    import faiss
-
-    query = np.ascontiguousarray(vectors[row : row + 1], dtype=np.float32)
-    if not isinstance(neighbors, faiss.IndexHNSW) or fetch < 2:
-        scores, found = neighbors.search(query, fetch)
-        return np.asarray(scores[0]), np.asarray(found[0], np.int64)
-    scores, found = _ground_search(neighbors, query, np.array([row], np.int64), fetch - 1)
-    return scores[0], found[0]
-
-
 _DENSE_CELLS = 4_000_000  #: scores of one dense block (rows x columns): 16 MB as float32
 
 
 def _exact_neighbours(stats, rows, vectors, open_, linked, k):
-    """The dense scan: per row, the k visible entries of highest cosine (ties: the newer first), as
-    ``b, c, pos`` and each pair's exact cosine (the bits of ``pair_cosine``).
-
-    Rows are scanned in blocks of at most ``_DENSE_CELLS`` scores, in rank order, and only the
-    columns some row of a block could see are scored (all of them once that is most of the bank):
-    the early entries of a bank being linked see a few earlier ones, so their blocks are long. A
-    row's values never depend on its block (near ties are re-scored exactly, see ``_top_k``)."""
+    """The dense scan: per row, the k visible entries of highest cosine (ties: the newer first), as ``b, c,
+    pos`` and each pair's exact cosine (the bits of ``pair_cosine``)."""
     rows = np.asarray(rows, np.int64)
     if len(rows) == 0:
         return (np.zeros(0, np.int64),) * 3 + (np.zeros(0),)
@@ -1044,10 +923,8 @@ def _exact_block(stats, rows, vectors, open_, linked, k):
 
 
 def _hide(sims: np.ndarray, stats, rows: np.ndarray, cols: np.ndarray, open_: np.ndarray, linked: np.ndarray) -> None:
-    """Set to -inf the scores of ``rows`` against ``cols`` (sorted) that a row cannot see
-    (``_visible_pairs``: the rank an entry must exceed to be seen, ``_visible_from``) and of the row
-    itself. Only the columns some row of the block cannot see are read (those not linkable, and
-    those not linked from the block's lowest rank on: a few hundred), not a mask of the block."""
+    """Set to -inf the scores of ``rows`` against ``cols`` (sorted) that a row cannot see (``_visible_pairs``:
+    the rank an entry must exceed to be seen, ``_visible_from``) and of the row itself."""
     if len(cols) == 0:
         return
     needs = _visible_from(stats, open_, linked)[cols]
@@ -1075,11 +952,9 @@ _FETCH_STEPS = (1.5, 2.0, 3.0, 4.0, 6.0)
 
 
 def _fetches(visible: np.ndarray, base: int, total: int) -> np.ndarray:
-    """Hits to fetch per row: about 1.5 ``base`` of them visible when the index's entries are
-    spread evenly, that is ``1.5 base total / visible``, rounded up to a step of ``_FETCH_STEPS``
-    (at most 6 base), plus one, at most the index. A row's number depends on what it can see,
-    never on its batch; a row that sees the whole bank searches with 61 hits for 40 candidates,
-    not 161 (the search and the exact re-scoring of its hits cost about the hits fetched).
+    """Hits to fetch per row: about 1.5 ``base`` of them visible when the index's entries are spread evenly,
+    that is ``1.5 base total / visible``, rounded up to a step of ``_FETCH_STEPS`` (at most 6 base), plus one,
+    at most the index.
 
     >>> _fetches(np.array([1000, 500, 375, 260]), 40, 1000).tolist()
     [61, 121, 161, 241]
@@ -1088,17 +963,6 @@ def _fetches(visible: np.ndarray, base: int, total: int) -> np.ndarray:
     need = 1.5 * base * total / np.maximum(np.asarray(visible, np.float64), 1.0)
     step = np.minimum(np.searchsorted(steps, need - 1e-9), len(steps) - 1)
     return np.minimum(steps[step] + 1, total)
-
-
-def _fetch_count(visible: int, base: int, total: int) -> int:
-    """``_fetches`` of one row, in Python numbers (the same arithmetic: the same number).
-
-    >>> all(_fetch_count(v, 40, 1000) == _fetches(np.array([v]), 40, 1000)[0] for v in range(0, 1001, 7))
-    True
-    """
-    steps = [math.ceil(m * base) for m in _FETCH_STEPS]
-    step = min(bisect.bisect_left(steps, 1.5 * base * total / max(float(visible), 1.0) - 1e-9), len(steps) - 1)
-    return min(steps[step] + 1, total)
 
 
 def _visible_count(stats, rows, eligible, linked) -> np.ndarray:
@@ -1119,16 +983,11 @@ def _visible_count(stats, rows, eligible, linked) -> np.ndarray:
 
 def index_neighbours(stats: TermStats, rows, vectors, neighbors, open_, linked, k: int, base: int, hits=None,
                      cosines: bool = False):
-    """Nearest neighbours from an index: ``4 base + 1`` hits per row, or as many as ``hits`` holds
-    (see :func:`search_neighbours`; numbers that do not depend on ``k`` or the batch, so one
-    entry and a batch search alike), the visible ones re-scored exactly, the best ``k`` kept (ties:
-    the newer first). Returns ``b, c, pos``, per row its floor: the lowest score the search returned
-    plus a slack (-inf when it returned the whole index), and per kept pair whether it scores above
-    its row's floor. A visible entry the search did not return scores at most the floor (exactly
-    so for a flat index), so the kept entries above the floor are the row's true best. ``hits``:
-    the index's (scores, rows) for these rows, or a list of ``(positions among rows, (scores,
-    rows))``, searched already. ``cosines``: also return each kept pair's exact cosine (the bits
-    of ``pair_cosine``)."""
+    """Nearest neighbours from an index (``hits``: searched already, see :func:`search_neighbours`),
+    the visible ones re-scored exactly, the best ``k`` kept (ties: the newer first): ``b, c, pos``,
+    per row its floor (the lowest score returned plus a slack; -inf when the search returned the
+    whole index) and per pair whether it scores above its row's floor (then it is among the row's
+    true best); ``cosines``: also each pair's exact cosine."""
     rows = np.asarray(rows, np.int64)
     fetch = _fetch(base, neighbors)
     if len(rows) == 0 or fetch <= 0:
@@ -1236,14 +1095,6 @@ def _similarities(vectors, rows, cols=None) -> np.ndarray:
 def _session(stats, rows, open_, linked, k):
     """Per row, the k visible entries of its session closest in time (ties: the newer first)."""
     empty = (np.zeros(0, np.int64),) * 3
-    if len(rows) == 1:  # one row: its session's slice
-        s = int(stats.session[rows[0]])
-        if s < 0 or k <= 0:
-            return empty
-        c = stats.session_rows[stats.session_start[s] : stats.session_start[s + 1]]
-        c = c[_visible_pairs(stats, rows, None, c, open_, linked)]
-        c = c[np.lexsort((-stats.rank[c], np.abs(stats.time_us[c] - stats.time_us[rows[0]])))[:k]]
-        return np.zeros(len(c), np.int64), c, np.arange(len(c), dtype=np.int64)
     s = stats.session[rows]
     have = np.flatnonzero(s >= 0)
     if have.size == 0 or k <= 0:
@@ -1304,10 +1155,8 @@ def whole_lists(stats: TermStats, *, rel: Relations, eligible: np.ndarray, setti
     and ``holders`` inverts it (per entry, the (holder, place) of the lists that hold it, see
     ``_list_places``). Kept on the statistics for the same vectors, eligible entries and settings.
 
-    A connect is a batch: the older entry of a pair knows its later neighbours, which the newer
-    entry's list of earlier entries does not rank (a follow-up may be its predecessor's nearest
-    and still not among its own best five). A row's list depends on the frame, never on which
-    rows are being linked, so one entry and a batch read the same lists.
+    The older entry of a pair knows its later neighbours, which the newer entry's own list does not
+    rank; a row's list depends on the frame only, so one entry and a batch read the same lists.
 
     >>> import polars as pl, datetime as dt
     >>> t = dt.datetime(2026, 1, 1, tzinfo=dt.timezone.utc)
@@ -1372,13 +1221,9 @@ def _union(rows, parts, n):
     empty = np.zeros(0, np.int64)
     if sum(len(p[1]) for p in parts) == 0:
         return {"b": empty, "m": empty, "c": empty, **{f"pos_{x}": empty for x in names}}
-    if len(rows) == 1:  # one row: its candidates are the keys
-        uniq, inv = _unique_runs(np.concatenate([p[2] for p in parts]).astype(np.int64, copy=False))
-        out = {"b": np.zeros(len(uniq), np.int64), "m": np.full(len(uniq), rows[0], np.int64), "c": uniq}
-    else:
-        keys = np.concatenate([p[1] * n + p[2] for p in parts])
-        uniq, inv = np.unique(keys, return_inverse=True)
-        out = {"b": uniq // n, "m": rows[uniq // n], "c": uniq % n}
+    keys = np.concatenate([p[1] * n + p[2] for p in parts])
+    uniq, inv = np.unique(keys, return_inverse=True)
+    out = {"b": uniq // n, "m": rows[uniq // n], "c": uniq % n}
     for name in names:
         out[f"pos_{name}"] = np.full(len(uniq), SENTINEL, np.int64)
     offset = 0

@@ -1,13 +1,12 @@
-"""Compiled loops for four of the linker's steps, with numba when it is installed (the ``fast`` extra).
+"""Compiled loops for three of the linker's steps, with numba when it is installed (the ``fast`` extra).
 
 A whole-bank connect spent about a fifth of its CPU in two steps that numpy can only do with
 sorts and binary searches over every pair's terms: the shared terms of each candidate pair
 (``evidence._shared``) and each row's best lexical candidates, the votes of its rarest terms
 (``evidence._votes`` then ``evidence._best``). Here each is one loop per pair or per row, compiled
 by numba: a merge of two sorted posting lists, and a dense accumulator with a small heap. The
-third is the link lane's (``lane.LinkLane``): the sequential linking of a big connect's pure rows
-over arrays, the state's decisions link for link. The fourth finds the first three shared words
-of each link's evidence text (``wording._compiled_words``) in the table of every entry's terms.
+third finds the first three shared words of each link's evidence text (``wording._compiled_words``)
+in the table of every entry's terms.
 
 They give the numpy steps' results bit for bit: the same terms summed in the same order (a
 segment's sum as ``numpy.add.reduceat`` makes it: its first value plus numpy's pairwise sum of
@@ -36,7 +35,7 @@ import warnings
 
 import numpy as np
 
-__all__ = ["available", "ready", "warm", "shared_sums", "joined_parts", "visibility", "best_votes", "lane_rows", "shared_words"]
+__all__ = ["available", "ready", "warm", "shared_sums", "joined_parts", "visibility", "best_votes", "shared_words"]
 
 
 def _fixed(a, dtype=None) -> np.ndarray:
@@ -303,149 +302,6 @@ def _words(starts, lengths, ms, cs, col, low, is_entity, indptr, indices, word_p
                 break
     return out
 
-# ---------------------------------------------------------------- the link lane (``lane.LinkLane``)
-# A link's ends hold it in a list each: node 2 * link in its source's, 2 * link + 1 in its
-# target's (``head`` per row, ``nxt`` per node); a list holds the row's live links only.
-
-
-@_jit(inline="always")
-def _lane_before(a, b, l_w, l_src, l_dst, l_typ):
-    # whether link a is weaker than link b: (weight, source, target, type), as the state's keys compare
-    if l_w[a] != l_w[b]:
-        return l_w[a] < l_w[b]
-    if l_src[a] != l_src[b]:
-        return l_src[a] < l_src[b]
-    if l_dst[a] != l_dst[b]:
-        return l_dst[a] < l_dst[b]
-    return l_typ[a] < l_typ[b]
-
-
-@_jit()
-def _lane_weakest(row, head, nxt, l_w, l_src, l_dst, l_typ):
-    weakest = -1
-    node = head[row]
-    while node >= 0:
-        link = node >> 1
-        if weakest < 0 or _lane_before(link, weakest, l_w, l_src, l_dst, l_typ):
-            weakest = link
-        node = nxt[node]
-    return weakest
-
-
-@_jit()
-def _lane_joined(m, c, head, nxt, l_src, l_dst):
-    node = head[m]
-    while node >= 0:
-        link = node >> 1
-        if l_src[link] + l_dst[link] - m == c:  # its other end (a link never joins a row to itself)
-            return True
-        node = nxt[node]
-    return False
-
-
-@_jit()
-def _lane_unlink(row, node, head, nxt):
-    at = head[row]
-    if at == node:
-        head[row] = nxt[node]
-        return
-    while at >= 0:
-        if nxt[at] == node:
-            nxt[at] = nxt[node]
-            return
-        at = nxt[at]
-
-
-@_jit()
-def _lane_remove(link, head, nxt, l_src, l_dst, l_alive, deg):
-    l_alive[link] = 0
-    src, dst = l_src[link], l_dst[link]
-    _lane_unlink(src, 2 * link, head, nxt)
-    _lane_unlink(dst, 2 * link + 1, head, nxt)
-    deg[src] -= 1
-    deg[dst] -= 1
-
-
-@_jit()
-def _lane_evict(row, weak, cap, input_deg, deg, head, nxt, l_w, l_src, l_dst, l_typ, l_alive):
-    # the row's weakest links removed until it is under its cap: ``weak`` (found before) first,
-    # unless the other end's eviction took it; how many
-    evicted = 0
-    while input_deg[row] + deg[row] >= cap:
-        gone = weak if weak >= 0 and l_alive[weak] else _lane_weakest(row, head, nxt, l_w, l_src, l_dst, l_typ)
-        weak = -1
-        _lane_remove(gone, head, nxt, l_src, l_dst, l_alive, deg)
-        evicted += 1
-    return evicted
-
-
-@_jit()
-def _lane(rows, pure, bounds, cs, base, score, typ, m_is_src, exact, chunk, superseded, input_deg, deg, head, nxt,
-          l_src, l_dst, l_typ, l_w, l_alive, l_m, l_p, l_chunk, counts, cap, max_new):
-    # counts: links made (live or not), links, evicted, refused at a full cap, rows scanned exactly
-    tried = np.empty(max(max_new, 1), np.int64)
-    for b in range(len(rows)):
-        if not pure[b]:
-            return b
-        m = rows[b]
-        k = 0
-        for p in range(bounds[b], bounds[b + 1]):  # the candidates tried, read before any is added
-            if k == max_new:
-                break
-            c = cs[p]
-            if superseded[c] or base[p] > 0 or _lane_joined(m, c, head, nxt, l_src, l_dst):
-                continue
-            tried[k] = p
-            k += 1
-        # the state's own path for the row: a link to itself, an unknown type, a score that is not
-        # a number, or an end with links from before the plan that could reach its cap
-        for i in range(k):
-            p = tried[i]
-            c = cs[p]
-            if c == m or typ[p] < 0 or not score[p] == score[p]:
-                return b
-            if input_deg[c] > 0 and input_deg[c] + deg[c] + 1 >= cap:
-                return b
-            for j in range(i):
-                if cs[tried[j]] == c:
-                    return b
-        if k > 0 and input_deg[m] > 0 and input_deg[m] + deg[m] + k >= cap:
-            return b
-        if exact[b]:
-            counts[4] += 1
-        for i in range(k):
-            p = tried[i]
-            c = cs[p]
-            src, dst = (m, c) if m_is_src[p] else (c, m)
-            w = score[p]
-            src_full = input_deg[src] + deg[src] >= cap  # then it has no links from before (above)
-            dst_full = input_deg[dst] + deg[dst] >= cap
-            weak_src, weak_dst = -1, -1
-            if src_full:
-                weak_src = _lane_weakest(src, head, nxt, l_w, l_src, l_dst, l_typ)
-                if l_w[weak_src] >= w:
-                    counts[3] += 1
-                    continue
-            if dst_full:
-                weak_dst = _lane_weakest(dst, head, nxt, l_w, l_src, l_dst, l_typ)
-                if l_w[weak_dst] >= w:
-                    counts[3] += 1
-                    continue
-            if src_full:
-                counts[2] += _lane_evict(src, weak_src, cap, input_deg, deg, head, nxt, l_w, l_src, l_dst, l_typ, l_alive)
-            if dst_full:
-                counts[2] += _lane_evict(dst, weak_dst, cap, input_deg, deg, head, nxt, l_w, l_src, l_dst, l_typ, l_alive)
-            link = counts[0]
-            counts[0] += 1
-            l_src[link], l_dst[link], l_typ[link], l_w[link], l_alive[link] = src, dst, typ[p], w, 1
-            l_m[link], l_p[link], l_chunk[link] = m, p, chunk
-            nxt[2 * link], head[src] = head[src], 2 * link
-            nxt[2 * link + 1], head[dst] = head[dst], 2 * link + 1
-            deg[src] += 1
-            deg[dst] += 1
-            counts[1] += 1
-    return len(rows)
-
 
 def available() -> bool:
     """Whether the compiled loops can run (numba installed, ``KB_KERNELS`` not ``numpy``)."""
@@ -457,14 +313,13 @@ _warmed = False  #: whether ``warm`` compiled (or read) the loops in this proces
 
 def ready() -> bool:
     """Whether the linker's steps use the compiled loops now: they can run and were warmed (by a
-    big connect, see ``pipeline.KERNELS_FROM``). Until then, and for a few rows or pairs, the
-    numpy steps run: importing numba and reading the compiled code back costs about 0.8 s a
-    process, more than they save on a small batch."""
+    big connect, see ``pipeline.KERNELS_FROM``). Until then the numpy steps run: reading the
+    compiled code back costs more than the loops save on a small batch."""
     return _warmed and available()
 
 
 def warm() -> bool:
-    """Compile (or read from numba's cache) both loops now, once a process: a connect does it
+    """Compile (or read from numba's cache) the loops now, once a process: a connect does it
     before it forks its workers, which then have them. From then on ``ready()``; returns it.
     Should numba fail (a compiler error, an unreadable cache), it warns and the numpy steps run."""
     global _warmed
@@ -479,37 +334,19 @@ def warm() -> bool:
         shared = shared_sums(indptr, indices, np.ones(1), flags[:1], flags, flags[:1], one, one + 1)
         best = best_votes(indptr[:2], indices[:1], np.ones(1), joined_parts([(indptr[:2], indices[:1], np.ones(1))]),
                           2, one + 1, one + 1, visibility(np.array([-1, -1]), np.arange(2)), 2, 1)
-        lane = _lane_known_case()
         words = shared_words(np.array([0]), np.array([2]), one, one + 1, np.array([0, 1]), np.array([0, 1]), flags,
                              np.array([0, 1, 2]), np.array([1, 1], np.int32), np.array([0, 0, 0]), np.zeros(0))
     except Exception as err:  # noqa: BLE001 - any failure of numba leaves the numpy steps, which give the same bits
         warnings.warn(f"the linker's compiled loops could not be made ({type(err).__name__}: {err}); "
                       "the numpy steps run instead (the same results, slower)", RuntimeWarning, stacklevel=2)
         return False
-    # the pair shares term 0; row 1 sees row 0; at a cap of one, the stronger link evicts the weaker
-    # and of the entry's two terms the candidate holds the second, at place 1
-    if shared[1].tolist() != [1.0] or best[1].tolist() != [0] or lane != ([2, 2, 1, 0, 0], [0, 1]) \
-            or words.tolist() != [[1, -1, -1]]:
+    # the pair shares term 0; row 1 sees row 0; of the entry's two terms the candidate holds the second
+    if shared[1].tolist() != [1.0] or best[1].tolist() != [0] or words.tolist() != [[1, -1, -1]]:
         warnings.warn("the linker's compiled loops gave a wrong answer on a known case; the numpy steps run "
                       "instead", RuntimeWarning, stacklevel=2)
         return False
     _warmed = True
     return True
-
-
-def _lane_known_case() -> tuple[list, list]:
-    # rows 1 then 2 each link to row 0 (scores 0.5, 0.7) at a cap of one link a row: the second
-    # evicts the first. The counts (made, links, evicted, refused, exact) and which links live
-    n, links = 3, 2
-    deg, head, nxt = np.zeros(n, np.int64), np.full(n, -1, np.int64), np.full(2 * links, -1, np.int64)
-    l_src, l_dst, l_typ, l_m, l_p = (np.zeros(links, np.int64) for _ in range(5))
-    l_w, l_alive, l_chunk, counts = np.zeros(links), np.zeros(links, np.uint8), np.zeros(links, np.int32), \
-        np.zeros(5, np.int64)
-    two = np.ones(2, bool)
-    lane_rows(np.array([1, 2]), two, np.array([0, 1, 2]), np.zeros(2), np.zeros(2), np.array([0.5, 0.7]), np.zeros(2),
-              two, ~two, 0, np.zeros(n, bool), np.zeros(n), deg, head, nxt, l_src, l_dst, l_typ, l_w, l_alive, l_m,
-              l_p, l_chunk, counts, 1, 1)
-    return counts.tolist(), l_alive.tolist()
 
 
 def shared_sums(indptr, indices, w, hub, strong_base, is_entity, ms, cs):
@@ -555,16 +392,6 @@ def best_votes(q_indptr, q_terms, q_weights, joined, cut, rows, row_rank, seen, 
     indptr, indices, data, part_starts = joined
     return _best(_fixed(q_indptr, np.int64), _fixed(q_terms, np.int64), q_weights, indptr, indices, data, part_starts,
                  int(cut), _fixed(rows, np.int64), _fixed(row_rank, np.int64), _fixed(seen, np.int64), int(n), int(k))
-
-
-def lane_rows(rows, pure, bounds, cs, base, score, typ, m_is_src, exact, chunk: int, superseded, input_deg, deg, head,
-              nxt, l_src, l_dst, l_typ, l_w, l_alive, l_m, l_p, l_chunk, counts, cap: int, max_new: int) -> int:
-    """Link a chunk's rows in order while they are ``pure`` (``lane.LinkLane.link``: its arrays,
-    the chunk's choice), updating the lane's arrays in place; returns how many rows it linked."""
-    return _lane(_fixed(rows, np.int64), _fixed(pure, bool), _fixed(bounds, np.int64), _fixed(cs, np.int64),
-                 _fixed(base, np.int64), _fixed(score, np.float64), _fixed(typ, np.int64), _fixed(m_is_src, bool),
-                 _fixed(exact, bool), int(chunk), _fixed(superseded, bool), _fixed(input_deg, np.int64), deg, head, nxt,
-                 l_src, l_dst, l_typ, l_w, l_alive, l_m, l_p, l_chunk, counts, int(cap), int(max_new))
 
 
 def shared_words(starts, lengths, ms, cs, col, low, is_entity, indptr, indices, word_ptr, word_entity) -> np.ndarray:

@@ -36,9 +36,7 @@ from kbtools.linker.terms import TermStats
 __all__ = ["ChunkWork", "chunk_evidence", "auto_workers", "use_kernels", "CHUNK_ROWS", "KERNELS_FROM"]
 
 #: From this many chunks a connect forks worker processes. Fewer: the fork and the wait for the
-#: first chunk cost what the workers save (the newest 2,000 entries at 100k, four chunks: 1,753-2,041
-#: entries/s with two workers against 2,087-2,189 without; eight chunks: 2,173-2,401 against
-#: 2,005-2,623; sixteen: 2,254-2,588 against 2,103-2,378)
+#: first chunk cost what the workers save
 PROCESSES_FROM = 6
 #: At most this many worker processes (the linking itself stays one sequential thread: past a few
 #: workers it is what the connect waits on)
@@ -47,9 +45,9 @@ MAX_WORKERS = 8
 #: entry of a chunk scans the bank densely)
 CHUNK_ROWS = 512
 #: From this many chunks a connect runs compiled loops (``kernels``, with numba installed: the
-#: ``fast`` extra): the shared terms and the best votes in its workers, the link lane and the
-#: evidence's shared words in the linking process. They are read back from numba's cache before
-#: the workers fork (about 0.9 s once a process: numba's import and the code) and give the same bits
+#: ``fast`` extra): the shared terms and the best votes in its workers, the evidence's shared words
+#: in the linking process. They are read back from numba's cache before the workers fork (once a
+#: process) and give the same bits
 KERNELS_FROM = 40
 #: Chunks computed ahead per worker (each holds its pairs' arrays until the linking reads them)
 _AHEAD = 2

@@ -54,15 +54,9 @@ def plan_links(entry_id, entries, edges, triples, *, vectors=None, cosine=None, 
     links, degree cap, takeover by a replacing decision).
 
     ``neighbors``, with ``vectors``: a nearest-neighbour index over the entries' rows (a
-    ``faiss.Index`` over ``vectors`` in row order, or any object with ``ntotal`` and
-    ``search(x (m, d) float32, k) -> (scores, rows)``, rows -1 when missing), searched instead of
-    scanning every vector. It fetches about 1.5 ``candidates`` hits per visible share of the index
-    (1.5 to 6 ``candidates``, plus one), keeps the visible ones (linked
-    already or created earlier, neither superseded nor archived) and re-scores them exactly; when
-    fewer than ``candidates`` of them score above the lowest hit (plus 1e-4) the entry falls back to
-    the exact scan, and an entry that can see under a quarter of the index (few entries linked or
-    created before it) is scanned exactly without a search. ``sem`` stays the exact cosine. A flat
-    index gives the links of the scan; any index gives ``plan_connect`` the links of ``plan_links``.
+    ``faiss.Index``, or any object with ``ntotal`` and ``search(x, k) -> (scores, rows)``) searched
+    instead of scanning every vector; an entry whose hits may miss its best candidates falls back to
+    the exact scan (``evidence.search_neighbours``). A flat index gives the links of the scan.
 
     >>> import polars as pl, datetime as dt
     >>> t = dt.datetime(2026, 11, 1, tzinfo=dt.timezone.utc)
@@ -95,13 +89,9 @@ def plan_connect(entries, edges, triples, *, ids=None, vectors=None, cosine=None
                  settings: LinkerSettings = LINKER_DEFAULTS, now=None, progress=None, chunk=None,
                  workers: int | None = None) -> LinkPlan:
     """Links for many entries (default: those never linked), vectorised; the same links as
-    ``plan_links`` one entry at a time in created_at order (given the same ``neighbors`` index, see
-    ``plan_links``). ``progress(done, total)`` is called after each chunk.
-
-    ``workers``: processes that compute the chunks' candidates and evidence ahead of the linking
-    (forked, Linux only; see ``pipeline.chunk_evidence``); 0 computes them here, None (default)
-    chooses (``pipeline.auto_workers``: one per core for a connect of six chunks or more). The
-    plan is the same either way.
+    ``plan_links`` one entry at a time in created_at order. ``progress(done, total)`` is called
+    after each chunk. ``workers``: forked processes that compute the chunks' evidence ahead of the
+    linking (0: here; None: ``pipeline.auto_workers``); the plan is the same either way.
 
     >>> import polars as pl, datetime as dt
     >>> t = dt.datetime(2026, 11, 1, tzinfo=dt.timezone.utc)
@@ -133,19 +123,12 @@ def plan_connect(entries, edges, triples, *, ids=None, vectors=None, cosine=None
         # a small connect on a big bank (the night's new entries): each entry's own lists, as a
         # write reads them; the frame's lists are a pass over the whole bank
         settings = settings.with_(both_ends=False)
-    made = []  # the link state, made once the workers have started (its edge index: 0.4 s at 100k)
+    made = []  # the link state, made once the workers have started
 
     def linking() -> LinkState:
         if not made:
             made.append(LinkState(ctx, ctx.edge_index()))
             made[0].most_entries = len(chosen) >= _SHOWN_TABLE_FROM and 2 * len(chosen) >= len(st.ids)
-            if work.kernels and _LANE:  # numba is imported only here, for a connect that runs its loops
-                import kbtools.linker.kernels as kernels
-                from kbtools.linker.lane import LinkLane
-
-                if kernels.ready():  # the compiled loops were read back (``chunk_evidence``): the lane links
-                    made[0].lane = LinkLane(len(st.ids), len(chosen) * settings.max_new, made[0].index.capped_degree,
-                                            ctx.superseded, settings.max_degree, settings.max_new)
         return made[0]
 
     def while_waiting() -> bool:
@@ -168,26 +151,17 @@ def plan_connect(entries, edges, triples, *, ids=None, vectors=None, cosine=None
     if workers is None:
         workers = auto_workers(len(chunks)) if cosine is None else 0  # a cosine function may not survive a fork
     # the link state makes a few small objects per link and no cycles: the collector would walk the
-    # bank's objects again and again (5-10 % of a connect at 100k)
+    # bank's objects again and again
     with gc_paused():
         with chunk_evidence(work, chunks, workers=workers, while_waiting=while_waiting) as computed:
             done = 0
             for rows, (pairs, ev) in zip(chunks, computed):
                 state = linking()
                 choice = LinkChoice(pairs, ev, st, settings, state.index, len(rows))
-                start = 0
-                if state.lane is not None:
-                    start = state.lane.link(rows, choice, _pure(ctx, rows, structs))
-                    linked = rows[:start].tolist()
-                    state.updates.update(dict.fromkeys(linked))  # none of them had an update yet
-                    state.linked_rows.update(linked)
-                    if start < len(rows):  # a row the state must link: it links from here
-                        state.hand_over()
-                if start < len(rows):
-                    bounds = np.searchsorted(pairs["b"], np.arange(len(rows) + 1)).tolist()
-                    for b, row in enumerate(rows[start:].tolist(), start):
-                        struct = structs[row] if row in structs else ctx.structural(row)
-                        state.link_entry(row, pairs, ev, struct, bounds[b], bounds[b + 1], choice, b)
+                bounds = np.searchsorted(pairs["b"], np.arange(len(rows) + 1)).tolist()
+                for b, row in enumerate(rows.tolist()):
+                    struct = structs[row] if row in structs else ctx.structural(row)
+                    state.link_entry(row, pairs, ev, struct, bounds[b], bounds[b + 1], choice, b)
                 done += len(rows)
                 if progress is not None:
                     progress(done, total)
@@ -196,23 +170,6 @@ def plan_connect(entries, edges, triples, *, ids=None, vectors=None, cosine=None
         plan = state.plan({"entries": total})  # the records' evidence is written here: no collector either
         del state  # its records freed before the collector runs again: it would walk them all
     return plan
-
-
-#: Whether a connect that runs the compiled loops links its pure rows through the link lane
-#: (``lane.LinkLane``; False: every row through the state, the same plan)
-_LANE = True
-_STRUCTURAL_KINDS = np.array([kind_code(k) for k in ("goal", "decision", "insight")])
-
-
-def _pure(ctx: "PlanContext", rows: np.ndarray, structs: dict) -> np.ndarray:
-    """Per row, whether the link lane may link it: never linked, not superseded, and no
-    structural links of its own (a goal's parent, a decision's predecessor, an insight's evidence)."""
-    pure = ~ctx.linked[rows] & ~ctx.superseded[rows]
-    if ctx.metadata is not None:
-        for b in np.flatnonzero(pure & np.isin(ctx.stats.kind[rows], _STRUCTURAL_KINDS)).tolist():
-            row = int(rows[b])
-            pure[b] = not (structs[row] if row in structs else ctx.structural(row))
-    return pure
 
 
 def apply_links(entries: pl.DataFrame, edges: pl.DataFrame, plan: LinkPlan) -> tuple[pl.DataFrame, pl.DataFrame]:
@@ -246,11 +203,9 @@ def apply_links(entries: pl.DataFrame, edges: pl.DataFrame, plan: LinkPlan) -> t
 
 def reference_connect(entries: pl.DataFrame, edges, triples, *, vectors=None, neighbors=None, stats=None,
                       settings: LinkerSettings = LINKER_DEFAULTS, now=None) -> tuple[pl.DataFrame, pl.DataFrame]:
-    """The entries and edges after linking the bank the plain way: :func:`plan_links` for one entry
-    at a time, never-linked entries in ``created_at`` order (then id), each plan applied
-    (:func:`apply_links`) before the next entry is linked. The oracle a whole-bank
+    """The entries and edges after linking the bank the plain way, :func:`plan_links` one entry at a
+    time in ``created_at`` order, each plan applied before the next: the oracle a whole-bank
     :func:`plan_connect` must equal, whatever its chunks, worker processes or compiled steps.
-    One plan per entry: slow on a big bank; tests compare against it.
 
     >>> import polars as pl, datetime as dt
     >>> t = dt.datetime(2026, 11, 1, tzinfo=dt.timezone.utc)

@@ -23,6 +23,7 @@ __all__ = [
     "check_linker_settings",
     "LINKER_DEFAULTS",
     "LINKER_LEXICAL",
+    "RETIRED_SETTINGS",
     "KINDS",
     "KIND_ALIASES",
     "MEANS_KINDS",
@@ -58,7 +59,6 @@ class LinkerSettings:
     min_weight: float = 0.1  #: below this faded weight a link is pruned
     session_window_s: float = 7200.0  #: "written within 2 hours"
     takeover: float = 0.9  #: share of weight a replacing decision takes over
-    identifiers: bool = True  #: keep references, code and file names whole as entities
     near_days: float = 365.0  #: time proximity: near = exp(-days apart / near_days)
     w_near: float = 0.0  #: noisy-OR weight of time proximity (0: the seed's priors ignore it)
     w_author: float = 0.0  #: noisy-OR weight of a shared author
@@ -84,6 +84,10 @@ LINKER_DEFAULTS = LinkerSettings()
 #: With a lexical embedder, similarity repeats the shared words and counts half.
 LINKER_LEXICAL = LinkerSettings(omega=0.25)
 
+#: Settings a bank may hold from an older kbtools, read as absent (``identifiers``: kept references
+#: and code names whole as entities, which moved no bank's link recovery)
+RETIRED_SETTINGS: frozenset[str] = frozenset({"identifiers"})
+
 #: What each settable field of ``LinkerSettings`` takes: (type, low, high, low included, high included)
 _FIELD_RULES: dict[str, tuple] = {
     "threshold": (float, 0.0, 1.0, True, True), "max_new": (int, 1, 1000, True, True),
@@ -92,7 +96,7 @@ _FIELD_RULES: dict[str, tuple] = {
     "h": (float, 0.0, 1.0, False, True), "omega": (float, 0.0, 1.0, True, True),
     "virtual": (int, 0, 10**9, True, True), "half_life_days": (float, 0.0, 1e6, False, True),
     "min_weight": (float, 0.0, 1.0, True, False), "session_window_s": (float, 0.0, 1e9, False, True),
-    "takeover": (float, 0.0, 1.0, True, True), "identifiers": (bool, None, None, True, True),
+    "takeover": (float, 0.0, 1.0, True, True),
     "near_days": (float, 0.0, 1e6, False, True), "w_near": (float, 0.0, 1.0, True, True),
     "w_author": (float, 0.0, 1.0, True, True), "w_title": (float, 0.0, 1.0, True, True),
     "both_ends": (bool, None, None, True, True),
@@ -106,8 +110,8 @@ def check_linker_settings(changes) -> dict:
     of its range raises a ``ValidationError`` naming the field and its rule. ``weights`` is set by
     calibration (``kb calibrate``), not here.
 
-    >>> check_linker_settings({"h": "0.6", "max_new": 4, "identifiers": "no"})
-    {'h': 0.6, 'max_new': 4, 'identifiers': False}
+    >>> check_linker_settings({"h": "0.6", "max_new": 4, "both_ends": "no"})
+    {'h': 0.6, 'max_new': 4, 'both_ends': False}
     >>> check_linker_settings({"h": 0})
     Traceback (most recent call last):
     ...

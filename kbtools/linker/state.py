@@ -21,7 +21,6 @@ import scipy.sparse as sp
 
 from kbtools.errors import ValidationError
 from kbtools.linker.evidence import SENTINEL, use_exact_neighbours
-from kbtools.linker.planned import PlannedColumns
 from kbtools.linker.rules import KINDS, LinkerSettings, kind_code, link_type
 from kbtools.linker.terms import TermStats, row_positions
 from kbtools.linker.wording import TEXT_VALUES, evidence_json, term_places, why_words, evidence_texts, shown_terms_table
@@ -65,35 +64,20 @@ _EDGES_READ_WHOLE = 200_000
 _EDGE_COLUMNS = ["_orig", "src", "dst", "type", "source", "note", "evidence", "weight", "created_by", "created_at", "seen_at"]
 
 
-_FEW_EDGES = 20_000  #: up to this many edges, their columns are read as Python lists (no hashing of every id)
-
-
 def _edge_columns(frame: pl.DataFrame, row_of: dict):
     """Per edge: its ends' rows (-1 when not an entry), the code of its canonical type (among
     ``n_types``), whether it is a supersedes edge, whether its source is capped and whether it is
     a part_of edge."""
-    n = len(row_of)
-    if frame.height <= _FEW_EDGES:  # a few edges: the dictionary beats hashing every id of the bank
-        src = np.array([row_of.get(x, -1) for x in frame["src"].to_list()], dtype=np.int64)
-        dst = np.array([row_of.get(x, -1) for x in frame["dst"].to_list()], dtype=np.int64)
-        types = ["" if t is None else t for t in frame["type"].to_list()]
-        canon = sorted({normalize_type(t) for t in set(types)})
-        codes = {t: canon.index(normalize_type(t)) for t in set(types)}
-        code = np.fromiter(map(codes.__getitem__, types), np.int64, len(types))
-        sup = np.array([t == "supersedes" for t in types], dtype=bool)
-        capped = np.array([x in _CAPPED for x in frame["source"].to_list()], dtype=bool)
-        part = np.array([t == "part_of" for t in types], dtype=bool)
-        return src, dst, code, len(canon), sup, capped, part
-    ids, rows = pl.Series(list(row_of), dtype=pl.String), pl.arange(0, n, eager=True)
-    ends = frame.select(pl.col(c).replace_strict(ids, rows, default=-1, return_dtype=pl.Int64) for c in ("src", "dst"))
-    types = frame["type"].cast(pl.String).fill_null("")
-    names = types.unique().to_list()
-    canon = sorted({normalize_type(t) for t in names})
-    code = types.replace_strict(names, [canon.index(normalize_type(t)) for t in names], return_dtype=pl.Int64)
-    sup = (types == "supersedes").to_numpy()
-    capped = frame["source"].is_in(list(_CAPPED)).fill_null(False).to_numpy()
-    part = (types == "part_of").to_numpy()
-    return ends["src"].to_numpy(), ends["dst"].to_numpy(), code.to_numpy(), len(canon), sup, capped, part
+    src = np.array([row_of.get(x, -1) for x in frame["src"].to_list()], dtype=np.int64)
+    dst = np.array([row_of.get(x, -1) for x in frame["dst"].to_list()], dtype=np.int64)
+    types = ["" if t is None else t for t in frame["type"].to_list()]
+    canon = sorted({normalize_type(t) for t in set(types)})
+    codes = {t: canon.index(normalize_type(t)) for t in set(types)}
+    code = np.fromiter(map(codes.__getitem__, types), np.int64, len(types))
+    sup = np.array([t == "supersedes" for t in types], dtype=bool)
+    capped = np.array([x in _CAPPED for x in frame["source"].to_list()], dtype=bool)
+    part = np.array([t == "part_of" for t in types], dtype=bool)
+    return src, dst, code, len(canon), sup, capped, part
 
 
 _GOAL = kind_code("goal")
@@ -234,29 +218,16 @@ class LinkChoice:
         #: what a record and its evidence text read of each pair's evidence (arrays over ``pairs``)
         self.text_values = {k: ev[k][self.pairs] for k in TEXT_VALUES}
         #: per row its pairs' bounds, per pair the candidate, the input edges joining the two, the
-        #: score and the type key, as arrays (the link lane's) and as lists (the state's, made when read)
-        self.arrays = {"bounds": np.searchsorted(b[self.pairs], np.arange(n_rows + 1)), "c": c[self.pairs],
-                       "base": index.pair_counts_of(pairs["m"][self.pairs], c[self.pairs]),
-                       "score": self.text_values["score"],
-                       "type_key": _type_keys(stats, {k: ev[k][self.pairs] for k in _TYPE_INPUTS})}
-
-    bounds = functools.cached_property(lambda self: self.arrays["bounds"].tolist())
-    c = functools.cached_property(lambda self: self.arrays["c"].tolist())
-    base = functools.cached_property(lambda self: self.arrays["base"].tolist())
-    score = functools.cached_property(lambda self: self.arrays["score"].tolist())
-    type_key = functools.cached_property(lambda self: self.arrays["type_key"].tolist())
-
-    #: ``text_values`` as lists (Python numbers), made when a record first reads them
-    text_lists = functools.cached_property(lambda self: {k: v.tolist() for k, v in self.text_values.items()})
+        #: score and the type key (Python lists: the state reads them one by one)
+        self.bounds = np.searchsorted(b[self.pairs], np.arange(n_rows + 1)).tolist()
+        self.c = c[self.pairs].tolist()
+        self.base = index.pair_counts_of(pairs["m"][self.pairs], c[self.pairs]).tolist()
+        self.score = self.text_values["score"].tolist()
+        self.type_key = _type_keys(stats, {k: ev[k][self.pairs] for k in _TYPE_INPUTS}).tolist()
 
     def values(self, p: int) -> dict:
-        """What the record of pair ``p`` (of this choice) reads of its evidence, as Python numbers:
-        from lists of all of them for one entry's few pairs, else this pair's alone (a chunk's
-        lists would hold a hundred thousand numbers for a record or two written one by one)."""
-        if len(self.pairs) <= _LISTED_PAIRS:
-            out = {k: v[p] for k, v in self.text_lists.items()}
-        else:
-            out = {k: v[p].item() for k, v in self.text_values.items()}
+        """What the record of pair ``p`` (of this choice) reads of its evidence, as Python numbers."""
+        out = {k: v[p].item() for k, v in self.text_values.items()}
         out["type_key"] = self.type_key[p]
         return out
 
@@ -266,9 +237,6 @@ def _both_ends(pairs: dict, at) -> np.ndarray:
     (``evidence.whole_lists``; SENTINEL when in neither): an entry tries its candidates by it,
     then by affinity, as a batch takes each entry's best, then each entry's second, ..."""
     return np.minimum(pairs["pos_own"][at], pairs["pos_rev"][at])
-
-
-_LISTED_PAIRS = 256  #: up to this many pairs, a choice's values are read as lists (``LinkChoice.values``)
 
 
 class LinkState:
@@ -291,8 +259,6 @@ class LinkState:
         self.touching: dict[int, set] = defaultdict(set)
         self.capped: dict[int, set] = defaultdict(set)
         self.added: dict[tuple, dict] = {}
-        #: the added records' columns, a place per record (``rec["at"]``): the plan's frame of a big connect
-        self.planned = PlannedColumns(ctx.now_us)
         self.removed: dict[tuple, int] = {}
         held = self.st._cache.get("superseded rows")  # the flags are kept per entries frame
         if held is None or held[0] is not ctx.superseded:
@@ -320,8 +286,6 @@ class LinkState:
         #: whether the words of most of the bank's entries will be written: their terms are put in
         #: order once for all entries (``wording.shown_terms_table``), at the first batch of texts
         self.most_entries = False
-        #: the links a big connect's compiled lane made (``lane.LinkLane``), until it hands them over
-        self.lane = None
 
     def ensure(self, rows) -> None:
         """Load the input edges touching these rows (once: an edge removed later stays removed)."""
@@ -387,7 +351,6 @@ class LinkState:
         self._put(rec)
         self._count(rec, 1)
         self.added[key] = rec
-        rec["at"] = self.planned.put(rec)
 
     def remove(self, key):
         rec = self.edges.pop(key)
@@ -398,9 +361,8 @@ class LinkState:
         self._count(rec, -1)
         if rec["orig"] is not None:
             self.removed[key] = rec["orig"]
-        else:  # planned here: in ``added`` and ``planned``
+        else:  # planned here
             self.added.pop(key, None)
-            self.planned.drop(rec["at"])
 
     def joined(self, a, b) -> bool:
         return self.pair_delta.get(_pair(a, b), 0) + self.index.pair_count(a, b) > 0
@@ -557,7 +519,6 @@ class LinkState:
         cap, degrees, degree_delta, edges, now = self.s.max_degree, self.index.degrees, self.degree_delta, self.edges, \
             self.ctx.now_us
         unwritten, added, capped, types = self._unwritten, self.added, self.capped, choice.type_key
-        put = self.planned.put_auto
         heaps = self._by_strength
         linked = 0
         for p in tried:
@@ -572,7 +533,7 @@ class LinkState:
             weight = float(choice.score[p])
             rec = {"src": src, "dst": dst, "type": typ, "source": "auto", "note": None, "evidence": None,
                    "weight": weight, "created_by": "linker", "created_us": now, "seen_us": now,
-                   "orig": None, "taken": False, "words": (m, c, choice, p, None), "at": put(src, dst, typ, weight)}
+                   "orig": None, "taken": False, "words": (m, c, choice, p, None)}
             rec["faded"] = rec["weight"]  # seen now: ``faded`` would return its weight
             unwritten.append(rec)
             edges[key] = added[key] = rec
@@ -637,10 +598,6 @@ class LinkState:
         and still planned, all at once (``wording.evidence_texts``): what a connect does while it
         waits for its next chunk, and at its end; whether some are left. The text is the same
         whenever it is written, and the same as ``_evidence`` writes for one link."""
-        if self.lane is not None:
-            if self.most_entries:
-                shown_terms_table(self.st)
-            return self.lane.write_texts(self.st, self.ctx.rel, most)
         records, start = self._unwritten, self._written
         stop = len(records) if most is None else min(start + most, len(records))
         batch = [rec for rec in records[start:stop] if "words" in rec and "gone" not in rec]
@@ -656,7 +613,6 @@ class LinkState:
             texts = evidence_texts(self.st, self.ctx.rel, m, c, values, [w[4] for w in words])
             for rec, text in zip(batch, texts):
                 rec["evidence"] = text
-                self.planned.write(rec["at"], text)
         if stop == len(records):  # all written: the list starts again (its records are done with)
             records.clear()
             self._written = 0
@@ -671,8 +627,6 @@ class LinkState:
             if self._facts[0] != m:  # an entry's links are written one after another: its terms read once
                 self._facts = (m, term_places(self.st, m))
             rec["evidence"] = evidence_json(why_words(self.st, self.ctx.rel, m, c, e, self._facts[1]), e, origin)
-            if "at" in rec:  # planned (not refused at a full cap)
-                self.planned.write(rec["at"], rec["evidence"])
         return rec["evidence"]
 
     def _take_over(self, old, new):
@@ -712,23 +666,9 @@ class LinkState:
                 self.counts["taken_over"] += 1
 
     # -- the result
-    def hand_over(self) -> None:
-        """The lane's links (``lane.LinkLane``) become this state's records: it links from here."""
-        if self.lane is not None:
-            lane, self.lane = self.lane, None
-            lane.materialize(self)
-
     def plan(self, report: dict) -> LinkPlan:
-        flushed = self.lane is not None and len(self.added) + self.lane.live() >= _EDGES_BY_COLUMN
-        if flushed:  # the lane linked to the end: its links are read from its arrays
-            self.lane, lane = None, self.lane
-            lane.flush(self)
-        self.hand_over()
         self.write_evidence(None)
-        if len(self.added) < _EDGES_BY_COLUMN and not flushed:
-            add = _planned_edges(list(self.added.values()), self.st.ids)
-        else:  # read from the columns kept as the records were planned, not from the records
-            add = self.planned.frame(lambda rows: self.st._id_series()[rows])
+        add = _planned_edges(list(self.added.values()), self.st.ids)
         orig = sorted(self.removed.values())
         remove = conform(self.ctx.edges_input[orig], "edges") if orig else _NO_EDGES
         now = self.ctx.now_us
@@ -744,10 +684,6 @@ class LinkState:
         return LinkPlan(add=add, remove=remove, entry_updates=updates, report=report)
 
 
-#: From this many planned edges, their frame is built from the plan's columns (``PlannedColumns``),
-#: not row by row from the records (four times faster for many; a Series per column costs five
-#: times more for one entry's few links)
-_EDGES_BY_COLUMN = 1_000
 _RECORD_KEYS = {"created_at": "created_us", "seen_at": "seen_us"}  #: the frame's columns a record names otherwise
 
 
@@ -773,22 +709,11 @@ def _planned_edges(records: list[dict], ids) -> pl.DataFrame:
 _RECORD_COLUMNS = tuple(_RECORD_KEYS.get(name, name) for name in SCHEMAS["edges"])[2:]
 
 
-#: From this many entries, their updates' frame is built a column at a time
-_UPDATES_BY_COLUMN = 1_000
-
-
 def _entry_updates(stats: TermStats, updates: dict, linked_rows: set, now: int) -> pl.DataFrame:
     """The plan's entry updates (id, status - None when unchanged -, linked_at: ``now`` for an
     entry linked by the plan), in the order they were first made."""
-    if len(updates) < _UPDATES_BY_COLUMN:
-        return rows_frame([(stats.ids[r], status, now if r in linked_rows else None) for r, status in updates.items()],
-                          _UPDATES_SCHEMA)
-    rows = np.fromiter(updates, np.int64, len(updates))
-    return pl.DataFrame({
-        "id": stats._id_series()[rows],
-        "status": pl.Series(list(updates.values()), dtype=pl.String),
-        "linked_at": pl.Series([now if r in linked_rows else None for r in updates], dtype=pl.Int64).cast(TIME),
-    })
+    return rows_frame([(stats.ids[r], status, now if r in linked_rows else None) for r, status in updates.items()],
+                      _UPDATES_SCHEMA)
 
 
 _TYPE_FLAGS = ("fix_a", "problem_a", "progress_a", "fix_b", "problem_b", "progress_b", "a_later", "same_session",

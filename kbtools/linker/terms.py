@@ -21,8 +21,6 @@ import gc
 import json
 import re
 import threading
-from collections.abc import Callable
-from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from functools import lru_cache
@@ -43,7 +41,6 @@ __all__ = ["TermStats", "entry_text", "idf", "authors_of", "STATS_COLUMNS", "ANC
 _TEXT_COLUMNS = ("title", "summary", "content", "useful_for")
 #: Every column the statistics read: rows equal on these give equal statistics
 STATS_COLUMNS = ("id", "kind", *_TEXT_COLUMNS, "steps", "systems", "metadata", "created_at", "session_id")
-_ASSET_STEMS = frozenset(f"t:{stem(noun)}" for noun in ASSET_NOUNS)
 
 
 def idf(df, n: int, *, virtual: int = 20) -> np.ndarray:
@@ -150,16 +147,12 @@ class TermStats:
         """
         _check_entries(entries)
         known = tuple(sorted({str(k).strip().lower() for k in known_entities if k and str(k).strip()}))
-        with gc_paused(), ThreadPoolExecutor(1, thread_name_prefix="kb-stats") as thread:
-            beside: list = []
-
-            def read_beside(columns, kinds, texts) -> None:
-                beside.append(thread.submit(_rows_read_beside, entries, columns, kinds, texts))
-
-            columns, kinds, anchors, texts = _read_entries(entries, known, settings, anchors, beside=read_beside)
+        with gc_paused():
+            columns, kinds, anchors, texts = _read_entries(entries, known, settings, anchors)
             term_index: dict[str, int] = {}
             indptr, indices, strong_base = _postings_of(anchors, term_index)
-            facts, cues, bags, bag_index = beside[0].result()
+            bag_index = {"title": {}, "author": {}}
+            facts, cues, bags = _entry_facts(entries), text_cues(texts), _bags(columns, kinds, bag_index, None)
             return cls._finish(tuple(entries["id"].to_list()), term_index, indptr, indices, strong_base, kinds,
                                tuple(anchors), facts, cues, known, settings, bags, bag_index)
 
@@ -300,7 +293,7 @@ class TermStats:
         bag_index = {k: dict(v) for k, v in self.bag_index.items()}
         bags = _bags(columns, kinds, bag_index, self.bags)
         # what the whole bank needs, grown by the new rows only (a pass over every row or posting
-        # costs a linked add at 100k entries tens of milliseconds each)
+        # would cost a linked add on a big bank more than its linking)
         n_terms = len(term_index)
         new_rows = np.repeat(np.arange(old, entries.height, dtype=np.int64),
                              np.diff(np.concatenate([[self.postings.indptr[-1]], new_indptr])))
@@ -390,7 +383,7 @@ class TermStats:
         """W(S(e)) per entry: the summed weights of its terms (see :meth:`totals` for a few rows)."""
         held = self._cache.get("total")
         if held is None:  # as a CSR row sum adds them
-            held = self._cache["total"] = _segment_sums(self.w[self.postings.indices], np.diff(self.postings.indptr))
+            held = self._cache["total"] = segment_sums(self.w[self.postings.indices], np.diff(self.postings.indptr))
         return held
 
     def totals(self, rows) -> np.ndarray:
@@ -404,7 +397,7 @@ class TermStats:
         unique, inverse = np.unique(rows, return_inverse=True)
         _, pos = row_positions(self.postings.indptr, unique)
         lengths = np.diff(self.postings.indptr)[unique].astype(np.int64)
-        return _segment_sums(self.w[self.postings.indices[pos]], lengths)[inverse]
+        return segment_sums(self.w[self.postings.indices[pos]], lengths)[inverse]
 
     def transposed_parts(self) -> tuple[sp.csr_matrix, ...]:
         """``postings_t`` as one or two (terms x entries) matrices whose sum it is: the rows of the
@@ -503,15 +496,9 @@ def _is_asset(key: str) -> bool:
 
 @contextmanager
 def gc_paused():
-    """Python's cyclic garbage collector paused while a bank's per-entry objects are made: they form
-    no cycles, and the collector would walk the growing heap again and again (a tenth of a 100k
-    build); it runs again afterwards as it did before.
-
-    The objects made meanwhile then join the oldest generation at once (``gc.freeze`` and
-    ``gc.unfreeze``: no collection), where two young collections would have moved them after
-    walking all of them, the first one at the very next allocation. A full collection still walks them, as
-    it would have. Not where the caller froze objects of its own (``gc.freeze``):
-    unfreezing would release them."""
+    """Python's cyclic garbage collector paused while a bank's per-entry objects are made (they form
+    no cycles; the collector would walk the growing heap again and again), then running as before;
+    the objects made meanwhile join the oldest generation at once (``gc.freeze``, ``gc.unfreeze``)."""
     enabled = gc.isenabled()
     gc.disable()
     try:
@@ -524,21 +511,10 @@ def gc_paused():
             gc.enable()
 
 
-def _rows_read_beside(entries: pl.DataFrame, columns: dict, kinds: np.ndarray, texts: list[str]) -> tuple:
-    """What a build reads of the rows besides their anchors: the facts, the cue flags, the title
-    and author bags with their index. Mostly polars, which runs outside the GIL: in a thread, it
-    overlaps the last steps of the anchors, which are Python (the anchors made, their postings) and
-    leave a core free, which shortens the build."""
-    bag_index = {"title": {}, "author": {}}
-    return _entry_facts(entries), text_cues(texts), _bags(columns, kinds, bag_index, None), bag_index
-
-
 def _read_entries(entries: pl.DataFrame, known: tuple[str, ...], settings: LinkerSettings = LINKER_DEFAULTS,
-                  given=None, *, beside: Callable | None = None):
+                  given=None):
     """Columns (lists; a missing column reads as None), linker kind codes, anchors and texts of an
-    entries frame; ``given``: anchors known already per row (None: read it). ``beside(columns,
-    kinds, texts)``: called once, when the entities and content words are read (see
-    ``anchors_of``)."""
+    entries frame; ``given``: anchors known already per row (None: read it)."""
     n = entries.height
     columns = {c: entries[c].to_list() if c in entries.columns else [None] * n
                for c in ("kind", *_TEXT_COLUMNS, "steps", "systems", "metadata")}
@@ -550,15 +526,12 @@ def _read_entries(entries: pl.DataFrame, known: tuple[str, ...], settings: Linke
     ):
         texts.append(_join_text(title, summary, content, useful_for, steps) if code >= 0 else "")
         knowns.append(known + tuple(s.lower() for s in systems if s) if systems else known)
-    read_beside = None if beside is None else (lambda: beside(columns, kinds, texts))
     if given is None:
-        return columns, kinds, anchors_of(texts, knowns, keep_identifiers=settings.identifiers,
-                                          on_words_read=read_beside), texts
+        return columns, kinds, anchors_of(texts, knowns), texts
     if len(given) != n:
         raise ValidationError("anchors", len(given), f"must hold one entry per row ({n})")
     todo = [k for k, a in enumerate(given) if a is None]
-    read = iter(anchors_of([texts[k] for k in todo], [knowns[k] for k in todo], keep_identifiers=settings.identifiers,
-                           on_words_read=read_beside))
+    read = iter(anchors_of([texts[k] for k in todo], [knowns[k] for k in todo]))
     return columns, kinds, [a if a is not None else next(read) for a in given], texts
 
 
@@ -710,7 +683,8 @@ def row_positions(indptr: np.ndarray, rows: np.ndarray):
     return pair, pos
 
 
-def _segment_sums(values: np.ndarray, lengths: np.ndarray) -> np.ndarray:
+def segment_sums(values: np.ndarray, lengths: np.ndarray) -> np.ndarray:
+    """Sums of consecutive segments of ``values`` with these lengths (0 for an empty one)."""
     out = np.zeros(len(lengths))
     filled = lengths > 0
     if filled.any():
@@ -942,8 +916,7 @@ def reference_term_stats(entries: pl.DataFrame, known_entities=(), settings: Lin
     anchors = []
     for r, text in zip(rows, texts):
         systems = tuple(s for s in (r.get("systems") or ()) if s)
-        anchors.append(anchor(text, known_entities=known + tuple(s.lower() for s in systems),
-                              keep_identifiers=settings.identifiers) if text else Anchor((), ()))
+        anchors.append(anchor(text, known_entities=known + tuple(s.lower() for s in systems)) if text else Anchor((), ()))
     term_index, indptr, indices, strong = {}, [0], [], []
     for a in anchors:
         cols = [term_index.setdefault(t, len(term_index)) for t in a.terms]

@@ -2,7 +2,7 @@
 or JSONL records with a text field, one entry per section.
 
 Read -> plan -> apply. :func:`read_documents` reads the source; :func:`plan_ingest` (pure) turns
-documents into sections (:mod:`kbtools.linker.sections`), sections over the size cap into pieces
+documents into sections (:mod:`kbtools.ops.sections`), sections over the size cap into pieces
 cut at paragraphs, and those into an entries frame and an edges frame: each later section or piece
 ``part_of`` its document's first entry (``source = structure``), and the user's header / column
 mapping (``EdgeMap``) into typed ``import`` edges resolved through the documents' keys.
@@ -31,8 +31,8 @@ from typing import Callable, Iterable, Sequence
 import polars as pl
 
 from kbtools.errors import KbError, ValidationError
-from kbtools.linker.citations import document_keys, normalize_key, plan_pattern_citations
-from kbtools.linker.sections import SECTION_CAP, first_sentence, format_of, split_at_paragraphs, split_sections
+from kbtools.ops.citations import document_keys, normalize_key, plan_pattern_citations
+from kbtools.ops.sections import SECTION_CAP, first_sentence, format_of, split_at_paragraphs, split_sections
 from kbtools.model.vocab import EDGE_TYPES
 from kbtools.ops.bpmn import ingest_bpmn
 from kbtools.ops.interchange import json_lines

@@ -36,8 +36,8 @@ from typing import Callable, Iterable, Sequence
 import polars as pl
 
 from kbtools.errors import KbError, ValidationError
-from kbtools.linker.citations import plan_pattern_citations
-from kbtools.linker.sections import first_sentence
+from kbtools.ops.citations import plan_pattern_citations
+from kbtools.ops.sections import first_sentence
 from kbtools.ops.interchange import json_lines
 from kbtools.store.bank import Bank
 

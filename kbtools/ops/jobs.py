@@ -52,7 +52,7 @@ def job_lock(bank: Bank, job: str):
 
 def backfill(bank: Bank, *, dry_run: bool = False, actor: str = "backfill", progress: Callable | None = None) -> dict:
     """Write the citation and metadata edges the bank lacks (none on a second run)."""
-    from kbtools.linker.citations import plan_backfill
+    from kbtools.ops.citations import plan_backfill
     from kbtools.ops.writes import edit_edges
 
     plan = plan_backfill(bank.entries, bank.edges, patterns=bank.settings.get("citations") or ())

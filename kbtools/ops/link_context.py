@@ -22,6 +22,7 @@ import polars as pl
 from kbtools.errors import ValidationError
 from kbtools.linker import LINKER_DEFAULTS, LINKER_LEXICAL, LinkerSettings, LinkPlan, TermStats, plan_links
 from kbtools.linker.anchors import AnchorRows, anchor_frame
+from kbtools.linker.rules import RETIRED_SETTINGS
 from kbtools.linker.terms import ANCHOR_COLUMNS, PART_COLUMNS, STATS_COLUMNS, anchor_keys, fill_anchors
 from kbtools.retrieval.index import ivf_nprobe
 from kbtools.store.bank import Bank
@@ -50,7 +51,7 @@ def settings_for(embedder: str | None, stored: dict) -> LinkerSettings:
     (0.25, 0.5)
     """
     base = LINKER_LEXICAL if (embedder or "").startswith("hashing") else LINKER_DEFAULTS
-    over = dict(stored)
+    over = {k: v for k, v in dict(stored).items() if k not in RETIRED_SETTINGS}
     if over.get("weights"):  # stored as JSON lists: the settings are hashable tuples
         over["weights"] = tuple((str(k), float(v)) for k, v in over["weights"])
     return base.with_(**over) if over else base
@@ -116,7 +117,7 @@ def _built_stats(bank: Bank, entries: pl.DataFrame, known: tuple, settings: Link
     version, the known entities and the settings)."""
     keys = anchor_keys(entries)
     part_keys = anchor_keys(entries, PART_COLUMNS)
-    fingerprint = _anchors_fingerprint(entries.columns, known, settings)
+    fingerprint = _anchors_fingerprint(entries.columns, known)
     stats = _stats_from_parts(bank, entries, known, settings, fingerprint, keys, part_keys)
     if stats is not None:
         return stats
@@ -207,14 +208,13 @@ def _saved_parts(bank: Bank, fingerprint: str, part_keys: np.ndarray) -> tuple[d
         return None
 
 
-def _anchors_fingerprint(columns, known: tuple, settings: LinkerSettings) -> str:
+def _anchors_fingerprint(columns, known: tuple) -> str:
     """What kept anchors and statistics were read with, besides each row's own key: the code that
-    reads texts, the polars version (its hashes make the keys), the columns the frame has, the known
-    entities and whether identifiers are kept."""
+    reads texts, the polars version (its hashes make the keys), the columns the frame has and the
+    known entities."""
     import hashlib
 
-    parts = [_anchor_code(), pl.__version__, [c for c in ANCHOR_COLUMNS if c in columns], list(known),
-             bool(settings.identifiers)]
+    parts = [_anchor_code(), pl.__version__, [c for c in ANCHOR_COLUMNS if c in columns], list(known)]
     return hashlib.blake2b(repr(parts).encode(), digest_size=16).hexdigest()
 
 

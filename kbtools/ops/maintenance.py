@@ -1,6 +1,6 @@
 """The write-time linker on a bank: connect (the job), linking new entries as they are reported,
 explain, decay, reinforcement and feedback. Thin: it gathers the bank's frames and vectors, calls
-the pure planners in ``kbtools.linker`` and ``kbtools.linker.fading``, and applies their plans as audited
+the pure planners in ``kbtools.linker`` and ``kbtools.model.fading``, and applies their plans as audited
 transactions.
 
 >>> import kbtools as kb  # doctest: +SKIP
@@ -17,7 +17,7 @@ from typing import Sequence
 import numpy as np
 import polars as pl
 
-from kbtools.linker.fading import plan_decay, plan_reinforce
+from kbtools.model.fading import plan_decay, plan_reinforce
 from kbtools.errors import EdgeRuleError, ValidationError
 from kbtools.linker import LinkerSettings, LinkScore, plan_connect
 from kbtools.linker.explanation import explain_pair

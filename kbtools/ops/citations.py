@@ -26,7 +26,7 @@ from dataclasses import dataclass, field
 
 import polars as pl
 
-from kbtools.linker.sections import sentences
+from kbtools.ops.sections import sentences
 from kbtools.model.schema import SCHEMAS
 from kbtools.model.vocab import METADATA_LINK_TYPES
 
@@ -50,7 +50,7 @@ NOTE_LIMIT = 300
 
 def citing_sentence(text: str, token: str, *, limit: int = NOTE_LIMIT) -> str:
     """The whole sentence of ``text`` that holds ``token``: hard-wrapped lines joined, cut at
-    sentence boundaries (:func:`~kbtools.linker.sections.sentences`); a sentence over ``limit``
+    sentence boundaries (:func:`~kbtools.ops.sections.sentences`); a sentence over ``limit``
     characters is trimmed at word boundaries around the reference, which is always kept.
 
     >>> citing_sentence("First. The cookie jar in a1b2c3d4 is the pattern! Last.", "a1b2c3d4")
