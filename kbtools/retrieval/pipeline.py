@@ -25,8 +25,8 @@ from kbtools.store.bank import Bank
 from kbtools.model import vocab
 from kbtools.model.schema import KEYS
 from kbtools.model.vocab import EDGE_SOURCES, TRUSTED_SOURCES
-from kbtools.store.segments import (DELETED, SegmentMark, appended_rows, latest_in_first_order, segment_names,
-                                    segments_frame, table_mark)
+from kbtools.store.segments import (DELETED, SegmentMark, appended_rows, base_and_later, latest_in_first_order,
+                                    table_mark)
 from kbtools.store.sidecars import read_edge_ends
 
 __all__ = ["QUERY_DEFAULTS", "query", "edge_lookup"]
@@ -77,27 +77,21 @@ def _from_segments(bank: Bank, allowed: frozenset[str], prior: EdgeLookup | None
     segments it covers still lead the snapshot's) and the rows of the segments after it, applied
     key by key; None where the whole edge frame must be read: no sidecar, an aliased type, a
     segment swept since."""
-    names = segment_names(bank, "edges")
-    if not names:
+    def read_base(first: str) -> EdgeLookup | None:
+        ends = read_edge_ends(bank, first)
+        return None if ends is None or ends["aliased"] else EdgeLookup.from_ends(ends, mark=SegmentMark((first,)))
+
+    found = base_and_later(bank, "edges", prior, read_base)
+    if found is None:
         return None
-    if prior is not None and names[: len(prior.mark.names)] == prior.mark.names:
-        base, later = prior, names[len(prior.mark.names):]
-    else:
-        ends = read_edge_ends(bank, names[0])
-        if ends is None or ends["aliased"]:
-            return None
-        base, later = EdgeLookup.from_ends(ends, mark=SegmentMark(names[:1])), names[1:]
-    if not later:
+    base, rows, mark = found
+    if rows is None:
         return base
-    try:
-        rows = segments_frame(bank, "edges", later)
-    except FileNotFoundError:  # swept by a compaction since this snapshot: the table's own read moves on
-        return None
     if set(rows.get_column("type").cast(pl.String).to_list()) & set(vocab.TYPE_ALIASES):
         return None
     rows = latest_in_first_order(rows, list(KEYS["edges"]))
     keys = rows.select("src", "dst", "type").rows()
-    return base.changed(keys, rows.filter(~pl.col(DELETED)), mark=SegmentMark(names))
+    return base.changed(keys, rows.filter(~pl.col(DELETED)), mark=mark)
 
 
 class _BankEntries:

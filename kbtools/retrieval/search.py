@@ -28,8 +28,8 @@ from kbtools.retrieval.index import DEFAULT_WEIGHTS, DIMENSIONS, MAX_DEAD_SHARE,
 from kbtools.retrieval.lexical import BM25Index, rrf
 from kbtools.store.bank import Bank
 from kbtools.store.caches import cache_file, cached_file_meta, reseal_cache_file, write_cache_file
-from kbtools.store.segments import (DELETED, SegmentMark, appended_rows, latest_in_first_order, segment_names,
-                                    segments_frame, table_mark)
+from kbtools.store.segments import (DELETED, SegmentMark, appended_rows, base_and_later, latest_in_first_order,
+                                    segment_names, segments_frame, table_mark)
 from kbtools.store.sidecars import DisplayRecords, read_display_records
 from kbtools.store.vectors import (embedder_name, ids_in, pack_ids, segment_data, segment_ids, vector_blocks, vector_count,
                                    vector_segments)
@@ -522,23 +522,15 @@ def _appended_entries(bank: Bank, mark) -> pl.DataFrame | None:
 def _sidecar_display(bank: Bank, prior: SidecarDisplay | None) -> SidecarDisplay | None:
     """The display from the base entries segment's sidecar (or ``prior``, read so, when the
     segments it covers still lead the snapshot's) and the segments after it; None without one."""
-    names = segment_names(bank, "entries")
-    if not names:
+    def read_base(first: str) -> SidecarDisplay | None:
+        records = read_display_records(bank, first)
+        return None if records is None else SidecarDisplay(records, SegmentMark((first,)))
+
+    found = base_and_later(bank, "entries", prior, read_base)
+    if found is None:
         return None
-    if prior is not None and names[: len(prior.mark.names)] == prior.mark.names:
-        base, later = prior, names[len(prior.mark.names):]
-    else:
-        records = read_display_records(bank, names[0])
-        if records is None:
-            return None
-        base, later = SidecarDisplay(records, SegmentMark(names[:1])), names[1:]
-    if not later:
-        return base
-    try:
-        rows = segments_frame(bank, "entries", later)
-    except FileNotFoundError:  # swept by a compaction since this snapshot: the table's own read moves on
-        return None
-    return base.applied(rows, SegmentMark(names))
+    base, rows, mark = found
+    return base if rows is None else base.applied(rows, mark)
 
 
 def _active_ids(bank: Bank):

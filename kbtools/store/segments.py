@@ -33,7 +33,7 @@ __all__ = ["SEQ", "DELETED", "MAX_CHUNKS", "new_epoch", "latest_in_first_order",
            "merge_keyed", "append_rows", "project", "read_segment", "read_segments", "TABLE_READS", "check_segment", "segment_rows",
            "live_rows", "segment_files",
            "TableCache", "EntryIds", "current_ids", "missing_ids", "table_mark", "key_mark",
-           "appended_rows", "SegmentMark", "remember_rows", "segment_names", "segments_frame"]
+           "appended_rows", "SegmentMark", "remember_rows", "segment_names", "segments_frame", "base_and_later"]
 
 #: the column of a keyed table's rows naming the manifest version that wrote them
 SEQ = "_seq"
@@ -500,3 +500,26 @@ def segments_frame(bank: Bank, table: str, names: list[str] | tuple[str, ...]) -
     except _PARQUET_ERRORS as err:
         raise BankDamaged(bank.path, f"tables/{table}/", f"segments of {table} that do not fit together: "
                           f"{str(err).splitlines()[0][:200]}") from None
+
+
+def base_and_later(bank: Bank, table: str, prior, read_base: Callable[[str], object]):
+    """What a value built over ``table``'s segments from its base segment on (a sidecar read and
+    the segments after it) starts from: ``prior`` where the segments it covers (``prior.mark``, a
+    :class:`SegmentMark`) still lead the snapshot's, else ``read_base(the base segment's name)``;
+    with the rows of the segments after those (:func:`segments_frame`; None when none) and the
+    snapshot's mark. None where the table has no segment, ``read_base`` gives None, or a later
+    segment was swept by a compaction since this snapshot (the table's own read moves on)."""
+    names = segment_names(bank, table)
+    if not names:
+        return None
+    if prior is not None and names[: len(prior.mark.names)] == prior.mark.names:
+        base, covered = prior, len(prior.mark.names)
+    else:
+        base, covered = read_base(names[0]), 1
+        if base is None:
+            return None
+    try:
+        rows = segments_frame(bank, table, names[covered:])
+    except FileNotFoundError:
+        return None
+    return base, rows, SegmentMark(names)
