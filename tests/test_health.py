@@ -116,3 +116,20 @@ def test_a_document_bank_is_not_faulted_for_its_own_structure(tmp_path):
     kb.link(bank, structure["src"][0], structure["dst"][0], "split_from", actor="a")  # an agent's note-less edge
     kb.link(bank, structure["src"][1], structure["dst"][1], "split_from", actor="a")
     assert kb.health(bank).finding("note_coverage").count == 2
+
+
+def test_a_table_read_whole_by_a_cold_query_is_storage_to_tidy_until_compacted(tmp_path):
+    # a bank filled before its last compaction has no sidecars: a fresh process's first query reads
+    # its tables whole; kb health says so (from sidecars_from rows) and kb compact writes them
+    bank = kb.create_bank(tmp_path / "b", embedder="hashing-char", settings={"auto_link": False})
+    for i in range(4):
+        kb.report_learning(bank, content=f"The cache runner {i} keeps its image for {i + 2} days.", actor="a")
+    ids = bank.entries["id"].to_list()
+    kb.link(bank, ids[1], ids[0], "see_also", actor="a", note="the same runner pool")
+    assert kb.health(bank).finding("storage").detail["sidecars"] == {"entries": False, "edges": False}
+    flagged = kb.health(bank, sidecars_from=1).finding("storage")
+    assert {e["table"] for e in flagged.examples if "sidecar" in e} == {"entries", "edges"}
+    assert kb.health(bank).finding("storage").count == flagged.count - 2  # small tables: not worth it
+    bank.compact(sweep_age=0)
+    after = kb.health(bank, sidecars_from=1).finding("storage")
+    assert after.detail["sidecars"] == {"entries": True, "edges": True} and after.count == 0

@@ -29,6 +29,8 @@ __all__ = ["health", "Health", "Finding", "SIBLING_TYPES"]
 
 #: Dedup types whose note-less siblings are the pointer noise of seed 000.
 SIBLING_TYPES = ("split_from", "supersedes", "derived_from", "part_of")
+#: From this many rows, a table without its base segment's sidecar is worth a ``kb compact``.
+SIDECARS_FROM = 10_000
 #: The source of the edges that join a document's pieces (``kb ingest``): a piece is part of its
 #: document by construction, so such an edge needs no note and its siblings are no duplicates.
 STRUCTURE = "structure"
@@ -111,20 +113,22 @@ def _short(value, limit: int = 60) -> str:
 
 
 def health(bank: Bank, *, duplicate_threshold: float = DUPLICATE_THRESHOLD, examples: int = 5,
-           progress: Progress = False) -> Health:
+           progress: Progress = False, sidecars_from: int = SIDECARS_FROM) -> Health:
     """What is wrong with ``bank``: note coverage by edge source, note-less sibling groups, notes that
     restate their target, hubs and isolated entries, the hidden-hop audit (entries one hop from
     frequently returned ones that are never returned), automatic links near the prune threshold,
     undeclared flows and their holes, duplicate candidates, and storage. Each finding has a count,
     examples and the command that fixes it. Reads only. ``progress`` reports the judging of the
     duplicate candidates, the long part on a big bank (``True``: a tqdm bar; or a callback).
+    ``sidecars_from``: the rows from which a table whose base segment has no sidecar is storage to
+    tidy (a fresh process's first query then reads that table whole; ``kb compact`` writes it).
     """
     entries, edges = bank.entries, bank.edges
     n = examples
     findings = [
         _coverage(edges, n), _siblings(edges, n), _leaky(bank, n), *_structure(bank, entries, edges, n),
         _hidden_hop(entries, edges, n), _near_prune(edges, n), _flows(bank, n),
-        _duplicates(bank, duplicate_threshold, n, progress), _storage(bank),
+        _duplicates(bank, duplicate_threshold, n, progress), _storage(bank, sidecars_from),
     ]
     return Health(str(bank.path), bank.version, entries.height, tuple(findings))
 
@@ -238,12 +242,15 @@ def _duplicates(bank: Bank, threshold: float, n: int, progress: Progress = False
                     "differing_values": int(judged["differ"].is_not_null().sum()) if judged.height else 0})
 
 
-def _storage(bank: Bank) -> Finding:
+def _storage(bank: Bank, sidecars_from: int = SIDECARS_FROM) -> Finding:
     s = storage_report(bank)
     extra = sum(max(0, t["segments"] - 1) for t in s["tables"].values()) + max(0, s["vector_segments"] - 1)
-    count = s["dead_rows"] + extra + s["entries_without_vectors"] * bool(s["embedder"])
+    unread = [t for t, held in s["sidecars"].items() if not held and s["tables"][t]["rows_stored"] >= sidecars_from]
+    count = s["dead_rows"] + extra + s["entries_without_vectors"] * bool(s["embedder"]) + len(unread)
     ex = [{"table": t, **v} for t, v in s["tables"].items() if v["segments"] > 1 or v["dead_rows"]]
+    ex += [{"table": t, "sidecar": "missing: a fresh process's first query reads this table whole"} for t in unread]
     if s["embedder"] and s["entries_without_vectors"]:
         ex.append({"table": "vectors", "entries_without_vectors": s["entries_without_vectors"]})
     fix = "kb compact PATH" + ("; kb embed PATH" if s["embedder"] and s["entries_without_vectors"] else "")
-    return Finding("storage", "storage to tidy (dead rows + extra segments + unembedded entries)", count, ex, fix, "info", s)
+    return Finding("storage", "storage to tidy (dead rows + extra segments + unembedded entries + missing sidecars)",
+                   count, ex, fix, "info", s)

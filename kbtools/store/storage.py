@@ -13,6 +13,7 @@ import json
 
 from kbtools.store.bank import Bank
 from kbtools.store.segments import segment_files, segment_rows
+from kbtools.store.sidecars import SIDECAR_TABLES, read_display_records, read_edge_ends
 from kbtools.store.vectors import embedder_name, vector_count, vector_segments
 
 __all__ = ["storage_report"]
@@ -20,7 +21,9 @@ __all__ = ["storage_report"]
 
 def storage_report(bank: Bank) -> dict:
     """Per table: segments, rows stored, rows live, dead rows (older versions and tombstones of
-    keyed tables); vector segments and rows; cache files with their size; bytes on disk."""
+    keyed tables); vector segments and rows; cache files with their size; bytes on disk; per table
+    that has them, whether its base segment has its sidecar (what a fresh process's first query
+    reads instead of the whole table; ``kb compact`` writes it)."""
     tables, dead = {}, 0
     for table, segs in segment_files(bank).items():
         stored = sum(segment_rows(bank.path, s) for s in segs)
@@ -44,9 +47,12 @@ def storage_report(bank: Bank) -> dict:
             except (OSError, ValueError):
                 fingerprint = None
             caches.append({"name": f.name, "bytes": f.stat().st_size, "fingerprint": fingerprint})
+    files = segment_files(bank)
+    readers = {"entries": read_display_records, "edges": read_edge_ends}
+    sidecars = {t: readers[t](bank, files[t][0]) is not None for t in SIDECAR_TABLES if files.get(t)}
     size = sum(f.stat().st_size for f in bank.path.rglob("*") if f.is_file())
     return {"tables": tables, "dead_rows": dead, "segments": sum(t["segments"] for t in tables.values()),
             "vector_segments": len(vsegs), "vector_rows_stored": sum(int(s.get("rows", 0)) for s in vsegs),
             "vectors_live": live, "entries_without_vectors": max(0, bank.entries.height - live),
             "embedder": embedder_name(bank), "caches": caches, "bytes_on_disk": size,
-            "usage_log_rows": bank.usage.height}
+            "usage_log_rows": bank.usage.height, "sidecars": sidecars}
