@@ -438,9 +438,8 @@ def _folded(text: str) -> str:
 
 @lru_cache(maxsize=1 << 15)
 def _compiled(pattern: str) -> re.Pattern:
-    # a judge run names each entry's patterns for every pair it is in: a cache smaller than the
-    # bank's named entries compiles them again and again (a compile costs milliseconds, a pattern
-    # a few kilobytes)
+    # an entry's name pattern is looked for in every pair it is in: the cache holds one per entry of
+    # a big bank, so a run compiles each once
     return re.compile(pattern, re.I)
 
 

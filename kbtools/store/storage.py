@@ -25,7 +25,8 @@ def storage_report(bank: Bank) -> dict:
     that has them, whether its base segment has its sidecar (what a fresh process's first query
     reads instead of the whole table; ``kb compact`` writes it)."""
     tables, dead = {}, 0
-    for table, segs in segment_files(bank).items():
+    files = segment_files(bank)
+    for table, segs in files.items():
         stored = sum(segment_rows(bank.path, s) for s in segs)
         live = bank.table(table).height if table != "usage" else stored
         if table == "entries":
@@ -47,7 +48,6 @@ def storage_report(bank: Bank) -> dict:
             except (OSError, ValueError):
                 fingerprint = None
             caches.append({"name": f.name, "bytes": f.stat().st_size, "fingerprint": fingerprint})
-    files = segment_files(bank)
     readers = {"entries": read_display_records, "edges": read_edge_ends}
     sidecars = {t: readers[t](bank, files[t][0]) is not None for t in SIDECAR_TABLES if files.get(t)}
     size = sum(f.stat().st_size for f in bank.path.rglob("*") if f.is_file())
