@@ -35,7 +35,7 @@ import polars as pl
 from kbtools.errors import KbError, ValidationError
 from kbtools.evaluate.bench_serve import serve_bank
 from kbtools.ops.writes import report_learning
-from kbtools.retrieval.index import combine
+from kbtools.retrieval.index import combine, index_kind
 from kbtools.retrieval.pipeline import query
 from kbtools.retrieval.search import bank_embedder, bank_index
 from kbtools.store.vectors import vector_blocks
@@ -46,6 +46,7 @@ __all__ = ["bench_peers", "format_peers", "PEERS"]
 PEERS = ("kbtools", "LanceDB", "Chroma", "DuckDB+vss")
 
 K = 8
+_INDEX_WORDS = {"hnsw": "faiss HNSW, M 32, efSearch 128, float32 vectors: exact scores", "flat": "exact scan"}
 _QUERIES = 100  # recall@8 and the steady p50 over these
 _ADDS = 10
 
@@ -73,7 +74,7 @@ import kbtools as kb
 bank = kb.open_bank(sys.argv[1], readonly=True)
 imported = time.perf_counter() - t0
 def search(q):
-    return kb.query(bank, "cold query", query_vector=q, index="hnsw", k=8, record_usage=False).ids()
+    return kb.query(bank, "cold query", query_vector=q, k=8, record_usage=False).ids()
 """,
     "LanceDB": """
 import lancedb
@@ -285,7 +286,8 @@ def bench_peers(root: Path, *, n: int = 100_000, seed: int = 7, peers=PEERS[1:],
     say(f"kbtools bank of {n} entries")
     t = time.perf_counter()
     bank = serve_bank(root, n, seed, vectors="text")
-    bank_index(bank, kind="hnsw")  # the index file a cold process maps
+    kind = index_kind("auto", bank.entries.height)  # the index kb.query picks for this bank, as a user gets it
+    bank_index(bank)  # the index file a cold process maps
     load = {"kbtools": time.perf_counter() - t}
     blocks = vector_blocks(bank, ids=bank.entries.filter(pl.col("status") == "active")["id"])  # what the index holds
     ids = np.asarray(blocks.ids, dtype=str)
@@ -308,12 +310,12 @@ def bench_peers(root: Path, *, n: int = 100_000, seed: int = 7, peers=PEERS[1:],
     results = {}
     say("kbtools queries and adds")
     results["kbtools"] = _measure(
-        lambda q: query(bank, "bench query", query_vector=q, index="hnsw", k=K).ids(),  # usage counted, as by default
+        lambda q: query(bank, "bench query", query_vector=q, k=K).ids(),  # usage counted, as by default
         lambda i, text, v: report_learning(bank, content=text, actor="bench", link=False), qs, truth, new_rows)
     # recall of the index kb.query searches (its answer is folded, so not the plain nearest 8)
-    hnsw = bank_index(bank, kind="hnsw")
-    results["kbtools"]["recall"] = _recall([list(hnsw.search(q[None, :], K)[1][0]) for q in qs], truth)
-    index = {"kbtools": "HNSW (faiss, M 32, efSearch 128, float32 vectors: exact scores); kb.query folds the pool"}
+    searched = bank_index(bank)
+    results["kbtools"]["recall"] = _recall([list(searched.search(q[None, :], K)[1][0]) for q in qs], truth)
+    index = {"kbtools": f"{kind}, the default for {n:,} entries ({_INDEX_WORDS.get(kind, kind)}); kb.query folds the pool"}
     _finish(results, "kbtools", Path(bank.path), qfile, load["kbtools"], say)
     for peer in (c() for c in chosen):
         say(f"{peer.name}: load {n} rows and build its index")

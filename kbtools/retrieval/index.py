@@ -53,13 +53,15 @@ DIMENSIONS: Final[tuple[str, ...]] = ("content", "useful_for", "systems", "tasks
 DEFAULT_WEIGHTS: Final[Mapping[str, float]] = MappingProxyType(
     {"content": 0.5, "useful_for": 0.25, "systems": 0.125, "tasks": 0.125})
 #: faiss index kinds :meth:`VectorIndex.build` makes; "flat" is exact.
-#: ``"auto"`` is exact (flat) below this many entries and ``ivf_sq8`` from it (1 byte per value).
+#: ``"auto"`` is exact (flat) below this many entries and ``hnsw`` from it: a graph whose recall
+#: holds whatever the embedder (an IVF index's lists visited for a given recall depend on how its
+#: vectors cluster, so no one share holds on every bank).
 APPROXIMATE_FROM: Final[int] = 50_000
 #: Lists of an ``ivf_sq8`` index: this many times √n (at least 39 training points per list).
 IVF_LISTS: Final[float] = 1.0
-#: Share of an ``ivf_sq8`` index's lists a query visits (at least :data:`IVF_NPROBE` of them): recall
-#: follows the share of the vectors scanned, not the count of lists (tuned on title queries of a
-#: 1M-entry demo bank, held out from the queries it is measured on; README "A big bank").
+#: Share of an ``ivf_sq8`` index's lists a query visits (at least :data:`IVF_NPROBE` of them), tuned
+#: on title queries of a 1M-entry demo bank; how many lists a recall needs depends on how a bank's
+#: vectors cluster, which is why ``"auto"`` picks HNSW (docs/performance.md).
 IVF_PROBE_SHARE: Final[float] = 0.1
 #: The fewest lists an ``ivf_sq8`` query visits.
 IVF_NPROBE: Final[int] = 24
@@ -570,13 +572,13 @@ def ivf_nprobe(nlist: int) -> int:
 
 def index_kind(kind: str, n: int) -> str:
     """The index kind for ``n`` entries: ``"auto"`` is ``"flat"`` (exact) below
-    :data:`APPROXIMATE_FROM` entries and ``"ivf_sq8"`` from it; any other kind is itself.
+    :data:`APPROXIMATE_FROM` entries and ``"hnsw"`` from it; any other kind is itself.
 
-    >>> index_kind("auto", 10_000), index_kind("auto", 1_000_000), index_kind("hnsw", 10)
-    ('flat', 'ivf_sq8', 'hnsw')
+    >>> index_kind("auto", 10_000), index_kind("auto", 1_000_000), index_kind("ivf_sq8", 10)
+    ('flat', 'hnsw', 'ivf_sq8')
     """
     if kind == "auto":
-        return "flat" if n < APPROXIMATE_FROM else "ivf_sq8"
+        return "flat" if n < APPROXIMATE_FROM else "hnsw"
     return kind
 def _merged(s1, p1, s2, p2, offset: int, k: int) -> tuple[np.ndarray, np.ndarray]:
     """The top ``k`` per row of two result lists (the second's positions shifted by ``offset``)."""
