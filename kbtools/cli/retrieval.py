@@ -89,7 +89,7 @@ register_args("query", lambda p: (
     p.add_argument("--compare", action="store_true", help="print the flat top-k beside the folded answer"),
     p.add_argument("--lexical", action="store_true", help="add the BM25 arm (rare tokens, error strings, flags)"),
     p.add_argument("--index", default=QUERY_DEFAULTS.index, choices=_index_kinds(),
-                   help="faiss index kind: auto (exact below 50,000 entries, hnsw from it, the default), "
+                   help="faiss index kind: auto (exact below 50,000 entries, hnsw from it, ivf_sq8 from 1,000,000, the default), "
                         "flat (exact), hnsw, hnsw_sq8, ivf, ivf_sq8, sq8"),
     p.add_argument("--no-usage", action="store_true", help="do not count usage for the returned results"),
     _reading_args(p),

@@ -39,7 +39,7 @@ class FoldConfig:
 @dataclass(frozen=True)
 class QueryConfig(FoldConfig):
     """A query: a ranked ``pool`` folded into ``k`` results; the optional BM25 arm reads
-    ``lexical_depth`` hits and is fused by RRF with constant ``rrf_k``; ``index`` is the faiss kind (``auto``: exact below 50,000 entries, HNSW from it)."""
+    ``lexical_depth`` hits and is fused by RRF with constant ``rrf_k``; ``index`` is the faiss kind (``auto``: exact below 50,000 entries, HNSW from it, IVF+SQ8 from a million)."""
 
     pool: int = 20
     lexical: bool = False

@@ -37,6 +37,7 @@ __all__ = [
     "recall_at_k",
     "index_kind",
     "APPROXIMATE_FROM",
+    "IVF_FROM",
     "IVF_NPROBE",
     "IVF_PROBE_SHARE",
     "ivf_nprobe",
@@ -53,15 +54,17 @@ DIMENSIONS: Final[tuple[str, ...]] = ("content", "useful_for", "systems", "tasks
 DEFAULT_WEIGHTS: Final[Mapping[str, float]] = MappingProxyType(
     {"content": 0.5, "useful_for": 0.25, "systems": 0.125, "tasks": 0.125})
 #: faiss index kinds :meth:`VectorIndex.build` makes; "flat" is exact.
-#: ``"auto"`` is exact (flat) below this many entries and ``hnsw`` from it: a graph whose recall
-#: holds whatever the embedder (an IVF index's lists visited for a given recall depend on how its
-#: vectors cluster, so no one share holds on every bank).
+#: ``"auto"`` is exact (flat) below this many entries and ``hnsw`` from it, up to :data:`IVF_FROM`.
 APPROXIMATE_FROM: Final[int] = 50_000
+#: ``"auto"`` is ``ivf_sq8`` from this many entries: an HNSW build grows as n log n (ten minutes of
+#: CPU at a million entries, for less recall at its search breadth than the IVF index finds), while
+#: the IVF index's share of lists visited was tuned at that size and finds too little below it.
+IVF_FROM: Final[int] = 1_000_000
 #: Lists of an ``ivf_sq8`` index: this many times √n (at least 39 training points per list).
 IVF_LISTS: Final[float] = 1.0
 #: Share of an ``ivf_sq8`` index's lists a query visits (at least :data:`IVF_NPROBE` of them), tuned
-#: on title queries of a 1M-entry demo bank; how many lists a recall needs depends on how a bank's
-#: vectors cluster, which is why ``"auto"`` picks HNSW (docs/performance.md).
+#: on title queries of a 1M-entry demo bank; how many lists a recall needs depends on the size and on
+#: how a bank's vectors cluster, which is why ``"auto"`` picks HNSW below :data:`IVF_FROM`.
 IVF_PROBE_SHARE: Final[float] = 0.1
 #: The fewest lists an ``ivf_sq8`` query visits.
 IVF_NPROBE: Final[int] = 24
@@ -572,13 +575,14 @@ def ivf_nprobe(nlist: int) -> int:
 
 def index_kind(kind: str, n: int) -> str:
     """The index kind for ``n`` entries: ``"auto"`` is ``"flat"`` (exact) below
-    :data:`APPROXIMATE_FROM` entries and ``"hnsw"`` from it; any other kind is itself.
+    :data:`APPROXIMATE_FROM` entries, ``"hnsw"`` up to :data:`IVF_FROM` and ``"ivf_sq8"`` from it;
+    any other kind is itself.
 
-    >>> index_kind("auto", 10_000), index_kind("auto", 1_000_000), index_kind("ivf_sq8", 10)
-    ('flat', 'hnsw', 'ivf_sq8')
+    >>> index_kind("auto", 10_000), index_kind("auto", 100_000), index_kind("auto", 1_000_000), index_kind("flat", 10**7)
+    ('flat', 'hnsw', 'ivf_sq8', 'flat')
     """
     if kind == "auto":
-        return "flat" if n < APPROXIMATE_FROM else "hnsw"
+        return "flat" if n < APPROXIMATE_FROM else "hnsw" if n < IVF_FROM else "ivf_sq8"
     return kind
 def _merged(s1, p1, s2, p2, offset: int, k: int) -> tuple[np.ndarray, np.ndarray]:
     """The top ``k`` per row of two result lists (the second's positions shifted by ``offset``)."""

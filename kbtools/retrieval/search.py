@@ -148,7 +148,8 @@ def bank_index(bank: Bank, *, kind: str = "auto", weights: Mapping[str, float] |
     index grows by them instead of being rebuilt, and entries deleted or superseded since are
     removed from it in place (masked) until dead rows pass ``MAX_DEAD_SHARE`` (20 %) of it, when it
     is rebuilt. ``kind="auto"``: exact below
-    :data:`~kbtools.retrieval.index.APPROXIMATE_FROM` entries, ``hnsw`` from it."""
+    :data:`~kbtools.retrieval.index.APPROXIMATE_FROM` entries, ``hnsw`` from it, ``ivf_sq8`` from
+    :data:`~kbtools.retrieval.index.IVF_FROM`."""
     weights = _check_weights(weights)
     kind = index_kind(kind, _entry_count(bank))  # the row count, without usage counted in
     name = f"index:{kind}:{_weights_key(weights)}"
