@@ -17,7 +17,8 @@ import kbtools as kb
 from kbtools.demo.banks import DEMO_DIR
 from kbtools.errors import ValidationError
 from kbtools.evaluate.judge_sets import (
-    LABELS, hand_written_halves, read_pairs, repeated_messages, revert_pairs,
+    LABELS, hand_written_halves, pep_pairs, read_pairs, read_records, repeated_messages, revert_pairs,
+    stated_supersessions,
 )
 from kbtools.evaluate.judging import evaluate_judge_sets, pep_set
 
@@ -71,6 +72,25 @@ def test_pep_near_misses_come_easy_and_hard():
     assert all(cite(a, b) for a, b, label, _ in hard if label == "distinct")
 
 
+def test_stated_supersessions_quote_their_pep_and_only_relabel_hard_near_misses():
+    from kbtools.demo.peps import PEPS_FILE
+
+    records = {f"pep-{r['pep']}": r for r in read_records(PEPS_FILE)}
+    headers = {frozenset((p["a"], p["b"])) for p in pep_pairs(records.values())}
+    said = stated_supersessions()
+    assert len(said) == 10
+    for pair, row in said.items():
+        assert pair == {row["older"], row["newer"]} and row["in"] in pair and pair not in headers
+        words = row["quote"].split(": ", 1)[-1]  # a section's heading is named before its sentence
+        assert " ".join(words.split()) in " ".join(records[row["in"]]["body"].split()), row
+    hard, _ = pep_set(PEPS_FILE, citing=True)
+    stated, found = pep_set(PEPS_FILE, citing=True, stated=True)
+    assert found == {"supersessions": 57, "stated_in_text": 10, "near_misses": 37}
+    assert [x[:2] for x in hard] == [x[:2] for x in stated]  # the same draw, only labels differ
+    changed = {frozenset((a["id"], b["id"])) for (a, b, la, _), (_, _, lb, _) in zip(hard, stated) if la != lb}
+    assert changed == set(said)
+
+
 @pytest.fixture(scope="module")
 def report():
     return evaluate_judge_sets(kb.open_bank(DEMO_DIR / "engineering", readonly=True), curl=CURL if CURL.exists() else None)
@@ -90,6 +110,8 @@ def test_real_pairs(report):
     assert peps["correction"]["recall"]["rate"] >= 0.6
     hard = report["sets"]["PEP, near-misses citing each other"]["by_label"]["correction"]
     assert hard["precision"]["rate"] >= 0.7  # the headers leave out replacements some texts state
+    stated = report["sets"]["PEP, citing each other, with the supersessions the texts state"]["by_label"]["correction"]
+    assert stated["precision"]["rate"] >= 0.9
     assert all(s["supersedes_backwards"] == 0 for s in report["sets"].values())
     if not CURL.exists():
         pytest.skip("curl-commits.jsonl.gz is not in the shared data here")

@@ -22,11 +22,15 @@ import numpy as np
 
 from kbtools.errors import ValidationError
 
-__all__ = ["HAND_WRITTEN", "LABELS", "SPLIT_SEED", "read_pairs", "hand_written_halves", "read_records",
+__all__ = ["HAND_WRITTEN", "PEP_STATED", "LABELS", "SPLIT_SEED", "read_pairs", "hand_written_halves", "read_records",
+           "stated_supersessions",
            "pep_rows", "pep_pairs", "commit_rows", "revert_pairs", "repeated_messages", "said"]
 
 #: The hand-written pairs, committed before the judge was tuned on any of them.
 HAND_WRITTEN = Path(__file__).resolve().parent / "data" / "judge_pairs.jsonl"
+#: PEP pairs whose own text says one replaces the other though neither header says so (read by hand
+#: over every near-miss of the PEP set whose texts cite each other; each line quotes the sentence).
+PEP_STATED = Path(__file__).resolve().parent / "data" / "pep_stated_supersessions.jsonl"
 #: What a person calls a pair (older, newer).
 LABELS: tuple[str, ...] = ("duplicate", "correction", "distinct")
 #: The seed of the split: settings are chosen on the first half, figures reported on the second.
@@ -50,6 +54,23 @@ def read_pairs(path: str | Path = HAND_WRITTEN) -> list[dict]:
             if not (isinstance(row.get("a"), str) and isinstance(row.get("b"), str)):
                 raise ValidationError("a/b", row.get("a"), "a pair has two texts a (older) and b (newer)", row=i)
             out.append({"a": row["a"], "b": row["b"], "label": row["label"], "domain": row.get("domain", "")})
+    return out
+
+
+def stated_supersessions(path: str | Path = PEP_STATED) -> dict[frozenset, dict]:
+    """The pairs of :data:`PEP_STATED` (fields ``older``, ``newer``, ``in``, ``quote``) by their two ids.
+
+    >>> sorted(stated_supersessions()[frozenset(("pep-580", "pep-590"))])
+    ['in', 'newer', 'older', 'quote']
+    """
+    out = {}
+    with open(path, encoding="utf-8") as fh:
+        for i, line in enumerate(fh):
+            if line.strip():
+                row = json.loads(line)
+                if not all(isinstance(row.get(k), str) for k in ("older", "newer", "in", "quote")):
+                    raise ValidationError("older/newer/in/quote", row, "a stated supersession names both PEPs, the one that says it, and its words", row=i)
+                out[frozenset((row["older"], row["newer"]))] = row
     return out
 
 

@@ -187,13 +187,15 @@ def _items(rows: list[dict], pairs: list[dict]) -> list[tuple[dict, dict, str, b
     return out
 
 
-def pep_set(path, *, seed: int = NEAR_MISS_SEED, citing: bool = False) -> tuple[list, dict]:
+def pep_set(path, *, seed: int = NEAR_MISS_SEED, citing: bool = False, stated: bool = False) -> tuple[list, dict]:
     """The PEP supersessions (label ``correction``) and as many near-misses drawn from the candidate
     pairs of the whole documents. ``citing=False``: near-misses the headers do not relate and whose
     texts do not cite each other (the easy negatives); ``citing=True``: near-misses where one text
     cites the other but the headers state no supersession (the hard negatives for a judge that
-    reads what one says of the other; headers left incomplete by their authors count against it)."""
-    from kbtools.evaluate.judge_sets import pep_pairs, pep_rows, read_records
+    reads what one says of the other; headers left incomplete by their authors count against it).
+    ``stated=True``: the same draw, with the near-misses whose own text says one replaces the other
+    (:data:`~kbtools.evaluate.judge_sets.PEP_STATED`, quoted there) labelled ``correction``."""
+    from kbtools.evaluate.judge_sets import pep_pairs, pep_rows, read_records, stated_supersessions
 
     records = read_records(path)
     rows, true = pep_rows(records), pep_pairs(records)
@@ -210,7 +212,13 @@ def pep_set(path, *, seed: int = NEAR_MISS_SEED, citing: bool = False) -> tuple[
         return b in cites[a] or a in cites[b]
 
     near = _near_misses(rows, true, lambda a, b: frozenset((a, b)) in related or cited(a, b) != citing, len(true), seed)
-    return _items(rows, true + near), {"supersessions": len(true), "near_misses": len(near)}
+    if not stated:
+        return _items(rows, true + near), {"supersessions": len(true), "near_misses": len(near)}
+    said = stated_supersessions()
+    near = [{**p, "label": "correction"} if frozenset((p["a"], p["b"])) in said else p for p in near]
+    relabelled = sum(p["label"] == "correction" for p in near)
+    return _items(rows, true + near), {"supersessions": len(true) + relabelled, "stated_in_text": relabelled,
+                                       "near_misses": len(near) - relabelled}
 
 
 def curl_set(path, *, seed: int = NEAR_MISS_SEED) -> tuple[list, dict]:
@@ -253,6 +261,7 @@ def evaluate_judge_sets(bank: Bank | None = None, *, judge: JudgeFn = rule_judge
     pep_file = peps or _default_file("peps")
     sources = {"PEP supersessions": (pep_file, pep_set),
                "PEP, near-misses citing each other": (pep_file, partial(pep_set, citing=True)),
+               "PEP, citing each other, with the supersessions the texts state": (pep_file, partial(pep_set, citing=True, stated=True)),
                "curl commits": (curl or _default_file("curl"), curl_set)}
     found: dict[str, dict] = {}
     for name, (path, build) in sources.items():
