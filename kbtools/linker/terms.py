@@ -31,12 +31,12 @@ import polars as pl
 import scipy.sparse as sp
 
 from kbtools.errors import ValidationError
-from kbtools.linker.anchors import ASSET_NOUNS, Anchor, AnchorRows, column_stems, anchor, anchors_of
+from kbtools.linker.anchors import ASSET_NOUNS, Anchor, AnchorRows, anchors_of
 from kbtools.linker.rules import FIX_RE, LINKER_DEFAULTS, PROBLEM_RE, PROGRESS_RE, LinkerSettings, kind_code
 from kbtools.words import content_words, stem
 
 __all__ = ["TermStats", "entry_text", "idf", "authors_of", "STATS_COLUMNS", "ANCHOR_COLUMNS", "PART_COLUMNS", "anchor_keys",
-           "fill_anchors", "gc_paused", "reference_term_stats"]
+           "fill_anchors", "gc_paused"]
 
 _TEXT_COLUMNS = ("title", "summary", "content", "useful_for")
 #: Every column the statistics read: rows equal on these give equal statistics
@@ -588,39 +588,18 @@ def authors_of(metadata) -> list[str]:
 
 def _bags(columns: dict, kinds, bag_index: dict, old: dict | None) -> dict:
     """CSR rows of title stems and authors for these rows (``columns`` as ``_read_entries`` reads
-    them; appended to ``old`` when given). A new name's column is the next one, in row order and
-    in each row in the order of its set of names (as ``{w for w, _ in content_words(title)}``)."""
-    n = len(kinds)
-    linked = kinds >= 0
-    names, codes, _, _, offsets = column_stems([v or "" for v in columns["title"]])
-    rows = np.repeat(np.arange(n, dtype=np.int64), np.diff(offsets))
-    per_row = {"title": (names, codes[linked[rows]], rows[linked[rows]])}
-    authors, author_rows = [], []
-    for k, (meta, code) in enumerate(zip(columns["metadata"], kinds.tolist())):
-        # no author key can be spelled in JSON text without "uthor" or an escape
-        if code < 0 or not meta or isinstance(meta, str) and "uthor" not in meta and "\\u" not in meta:
-            continue
-        found = list(dict.fromkeys(authors_of(meta)))  # a set's names, in the order they are first read
-        authors.extend(found)
-        author_rows.extend([k] * len(found))
-    author_names = list(dict.fromkeys(authors))
-    author_code = {a: i for i, a in enumerate(author_names)}
-    per_row["author"] = (author_names, np.fromiter(map(author_code.__getitem__, authors), np.int64, len(authors)),
-                         np.asarray(author_rows, np.int64))
+    them; appended to ``old`` when given); a name not seen before gets the next column."""
     out = {}
-    for name, (labels, codes_, rows_) in per_row.items():
-        index = bag_index[name]
-        # only a row where a name is read first can add a column: read those rows' sets, in order
-        _, first = np.unique(codes_, return_index=True)
-        starts = np.searchsorted(rows_, np.arange(n + 1))
-        for k in np.unique(rows_[first]).tolist():
-            for x in {labels[c] for c in codes_[starts[k] : starts[k + 1]].tolist()}:
-                index.setdefault(x, len(index))
-        col_of = np.fromiter((index.get(x, -1) for x in labels), np.int64, len(labels))  # -1: unlinked rows only
-        keys = rows_ << 32 | col_of[codes_]
-        keys.sort()
-        indptr = np.concatenate([[0], np.cumsum(np.bincount(rows_, minlength=n))]).astype(np.int64)
-        indices = keys & 0xFFFFFFFF
+    for name, column in (("title", columns["title"]), ("author", columns["metadata"])):
+        index, indptr, indices = bag_index[name], [0], []
+        for value, code in zip(column, kinds.tolist()):
+            # no author key can be spelled in JSON text without "uthor" or an escape
+            if code >= 0 and value and (name == "title" or not isinstance(value, str) or "uthor" in value
+                                        or "\\u" in value):
+                found = {w for w, _ in content_words(value)} if name == "title" else dict.fromkeys(authors_of(value))
+                indices.extend(sorted(index.setdefault(x, len(index)) for x in found))
+            indptr.append(len(indices))
+        indptr, indices = np.asarray(indptr, np.int64), np.asarray(indices, np.int64)
         if old is not None and name in old:
             base = old[name]
             indptr = np.concatenate([base.indptr, base.indptr[-1] + indptr[1:]])
@@ -883,63 +862,3 @@ def metadata_of(value) -> dict:
     except (TypeError, ValueError):
         return {}
     return parsed if isinstance(parsed, dict) else {}
-
-
-#: The columns :func:`reference_term_stats` reads.
-_REFERENCE_COLUMNS = ("id", "kind", "title", "summary", "content", "useful_for", "steps", "systems", "session_id",
-                      "metadata")
-
-
-def reference_term_stats(entries: pl.DataFrame, known_entities=(), settings: LinkerSettings = LINKER_DEFAULTS) -> dict:
-    """The term statistics of ``entries`` read the plain way, entry by entry: the oracle that every
-    faster reading (:meth:`TermStats.build`, :meth:`TermStats.extend`, :meth:`TermStats.from_parts`)
-    must equal, field for field.
-
-    ``anchor()`` per entry (the one-entry path), the postings, strong flags and the title/author
-    bags filled by Python loops, the fix/problem/progress cues by the rules' Python patterns. Slow
-    (seconds per thousand entries); tests compare against it. ``known_entities`` are lower-cased
-    and stripped as a build takes them. Returns a dict: ``anchors`` (one :class:`Anchor` per row),
-    ``term_index`` (term -> column, in first-seen order), ``indptr``, ``indices`` and ``strong``
-    (the postings in CSR form, each row's columns ascending), ``bags`` (per bag name: its index,
-    indptr and indices) and ``fix``, ``problem``, ``progress`` (one bool per row).
-
-    >>> import polars as pl
-    >>> ref = reference_term_stats(pl.DataFrame({"id": ["a1"], "kind": ["knowledge"],
-    ...                                          "content": ["Fixed the pump on line 3."]}))
-    >>> ref["indptr"], ref["fix"], sorted(ref["term_index"])[:2]
-    ([0, 4], [True], ['e:line 3', 't:fix'])
-    """
-    known = tuple(sorted({str(k).strip().lower() for k in known_entities}))
-    rows = entries.select([c for c in _REFERENCE_COLUMNS if c in entries.columns]).to_dicts()
-    kinds = [kind_code(r.get("kind")) for r in rows]
-    texts = [entry_text(r) if code >= 0 else "" for r, code in zip(rows, kinds)]
-    anchors = []
-    for r, text in zip(rows, texts):
-        systems = tuple(s for s in (r.get("systems") or ()) if s)
-        anchors.append(anchor(text, known_entities=known + tuple(s.lower() for s in systems)) if text else Anchor((), ()))
-    term_index, indptr, indices, strong = {}, [0], [], []
-    for a in anchors:
-        cols = [term_index.setdefault(t, len(term_index)) for t in a.terms]
-        place_words = {f"t:{stem(e.split()[0])}" for e in a.entities if _is_asset(e)}
-        flags = [not (_is_asset(t[2:]) and t.startswith("e:")) and t not in place_words for t in a.terms]
-        order = sorted(range(len(cols)), key=cols.__getitem__)
-        indices.extend(cols[i] for i in order)
-        strong.extend(flags[i] for i in order)
-        indptr.append(len(indices))
-    bags = {}
-    for name in ("title", "author"):
-        index, bptr, bcols = {}, [0], []
-        for r, code in zip(rows, kinds):
-            if code < 0:
-                items = ()
-            elif name == "title":
-                items = {w for w, _ in content_words(r.get("title") or "")}
-            else:
-                items = set(authors_of(r.get("metadata")))
-            bcols.extend(sorted(index.setdefault(x, len(index)) for x in items))
-            bptr.append(len(bcols))
-        bags[name] = (index, bptr, bcols)
-    cues = {name: [bool(pattern.search(t)) for t in texts]
-            for name, pattern in (("fix", FIX_RE), ("problem", PROBLEM_RE), ("progress", PROGRESS_RE))}
-    return {"anchors": anchors, "term_index": term_index, "indptr": indptr, "indices": indices, "strong": strong,
-            "bags": bags, **cues}
