@@ -168,14 +168,6 @@ def test_statistics_extended_twice_from_the_same_ones_keep_both():
     _assert_equal_stats(third, TermStats.build(entries.head(540)))
 
 
-def test_totals_of_a_few_rows_are_the_columns_bits():
-    stats = TermStats.build(synthetic_bank(entries=900, seed=2).entries)
-    rows = np.random.default_rng(0).integers(0, 900, 50)
-    few = stats.totals(rows)
-    assert "total" not in stats._cache  # summed for these rows only
-    assert np.array_equal(few, stats.total[rows])
-
-
 def test_statistics_survive_a_pickle_and_grow_after_it():
     import pickle
 

@@ -340,41 +340,14 @@ class AnchorRows(Sequence):
         return out + list(self._tail)
 
     def frames(self) -> tuple[pl.DataFrame, pl.DataFrame]:
-        """:func:`anchor_frame` of these anchors, the rows still in the frames taken from them
-        without making an anchor (a missing entry reads as an empty anchor).
+        """:func:`anchor_frame` of these anchors (a missing entry reads as an empty anchor).
 
         >>> a = anchors_of(["Line 3 keeps faulting with error E-217.", "Green tea."], [(), ()])
         >>> rows = AnchorRows(anchor_frame(a), [1, None, 0]).filled({1: a[0]}) + (a[1],)
         >>> anchors_from_frame(rows.frames(), [0, 1, 2, 3]) == list(rows)
         True
         """
-        import pyarrow as pa
-
-        n, total = len(self._pick), len(self)
-        kept = self._pick >= 0
-        if self._given:
-            kept[list(self._given)] = False  # an anchor given (read from its text) replaces its row
-        new_at = np.concatenate([np.flatnonzero(~kept), np.arange(n, total)])  # entries whose anchor is new
-        new = [self._given.get(i, _EMPTY) for i in new_at[: len(new_at) - len(self._tail)].tolist()] + list(self._tail)
-        extra_rows, extra_flat = anchor_frame(new)
-        new_len = extra_rows["terms"].to_numpy().astype(np.int64)
-        row_end = self._ends
-        row_len = np.diff(np.concatenate([[0], row_end]))
-        # one table, the kept flat rows then the new anchors' rows; per entry its run of it, in order
-        start, count, entities = (np.zeros(total, np.int64) for _ in range(3))
-        r = self._pick[kept]
-        start[:n][kept], count[:n][kept], entities[:n][kept] = row_end[r] - row_len[r], row_len[r], self._entities[r]
-        before = int(row_end[-1]) if len(row_end) else 0
-        start[new_at] = before + np.cumsum(new_len) - new_len
-        count[new_at] = new_len
-        entities[new_at] = extra_rows["entities"].to_numpy().astype(np.int64)
-        take = pa.array(np.repeat(start - (np.cumsum(count) - count), count) + np.arange(int(count.sum())))
-        columns = {}
-        for name, kept_column in (("term", self._terms), ("label", self._labels)):
-            both = pa.concat_arrays([kept_column.cast(pa.large_string()), extra_flat[name].to_arrow().cast(pa.large_string())])
-            columns[name] = pl.from_arrow(both.take(take))
-        rows = pl.DataFrame({"terms": count, "entities": entities}, schema={"terms": pl.UInt32, "entities": pl.UInt32})
-        return rows, pl.DataFrame(columns, schema={"term": pl.String, "label": pl.String})
+        return anchor_frame([_EMPTY if a is None else a for a in self.to_list()])
 
     def missing(self) -> np.ndarray:
         """The positions of the entries not in the frames and not filled."""

@@ -80,8 +80,8 @@ class TermStats:
     """Term statistics and per-entry facts of a bank, built once and read by every linking call.
 
     Sparse matrices are CSR, rows = entries (aligned with the frame), columns = ``vocab``:
-    ``postings`` (1.0 where the entry has the term), ``weighted`` (w(t) there) and ``strong``
-    (1.0 where the term is neither a hub nor a place/machine of that entry).
+    ``postings`` (1.0 where the entry has the term); ``strong_flag`` says per posting whether the
+    term is neither a hub nor a place/machine of that entry.
 
     >>> import polars as pl, datetime as dt
     >>> t = dt.datetime(2026, 1, 1, tzinfo=dt.timezone.utc)
@@ -270,22 +270,6 @@ class TermStats:
         return out
 
     @property
-    def weighted(self) -> sp.csr_matrix:
-        """w(t) where the entry has the term (CSR, rows = entries)."""
-        m = sp.csr_matrix((self.w[self.postings.indices], self.postings.indices.copy(), self.postings.indptr.copy()),
-                          shape=self.postings.shape)
-        m.eliminate_zeros()
-        return m
-
-    @property
-    def strong(self) -> sp.csr_matrix:
-        """1.0 where the entry's term is neither a hub nor a place/machine of that entry (CSR)."""
-        m = sp.csr_matrix((self.strong_flag.astype(np.float64), self.postings.indices.copy(), self.postings.indptr.copy()),
-                          shape=self.postings.shape)
-        m.eliminate_zeros()
-        return m
-
-    @property
     def strong_flag(self) -> np.ndarray:
         """Per stored posting, whether its term is strong for its entry and not a hub."""
         held = self._cache.get("strong_flag")
@@ -295,24 +279,15 @@ class TermStats:
 
     @property
     def total(self) -> np.ndarray:
-        """W(S(e)) per entry: the summed weights of its terms (see :meth:`totals` for a few rows)."""
+        """W(S(e)) per entry: the summed weights of its terms."""
         held = self._cache.get("total")
         if held is None:  # as a CSR row sum adds them
             held = self._cache["total"] = segment_sums(self.w[self.postings.indices], np.diff(self.postings.indptr))
         return held
 
     def totals(self, rows) -> np.ndarray:
-        """``total[rows]``, summing only these rows' weights unless the whole column is at hand (the
-        weights change with n, so a grown bank's column would be a pass over every posting)."""
-        rows = np.asarray(rows, np.int64)
-        held = self._cache.get("total")
-        asked = self._cache["totals asked"] = self._cache.get("totals asked", 0) + 1
-        if held is not None or 8 * len(rows) >= len(self.ids) or asked > 8:  # read often: the whole column
-            return self.total[rows]
-        unique, inverse = np.unique(rows, return_inverse=True)
-        _, pos = row_positions(self.postings.indptr, unique)
-        lengths = np.diff(self.postings.indptr)[unique].astype(np.int64)
-        return segment_sums(self.w[self.postings.indices[pos]], lengths)[inverse]
+        """``total[rows]``."""
+        return self.total[np.asarray(rows, np.int64)]
 
     def transposed_parts(self) -> tuple[sp.csr_matrix, ...]:
         """``postings_t`` as the (terms x entries) matrices whose sum it is (here the one matrix, in a
