@@ -598,10 +598,7 @@ class LinkState:
         stop = len(records) if most is None else min(start + most, len(records))
         batch = [rec for rec in records[start:stop] if "words" in rec and "gone" not in rec]
         self._written = stop
-        if len(batch) < _FEW_TEXTS:  # one entry's links: numpy's set-up would cost more than the words
-            for rec in batch:
-                self._evidence(rec)
-        else:
+        if batch:
             words = [rec.pop("words") for rec in batch]
             m, c, values = _text_inputs(words)
             texts = evidence_texts(self.st, self.ctx.rel, m, c, values, [w[4] for w in words])
@@ -747,8 +744,6 @@ def _pair(a: int, b: int) -> tuple[int, int]:
     return (a, b) if a < b else (b, a)
 
 
-#: Below this many links, ``write_evidence`` writes each link's text alone
-_FEW_TEXTS = 64
 #: Whether ``_chosen_links`` makes an entry's common links inline (False: all through ``add_capped``)
 _INLINE_LINKS = True
 _TYPE_INPUTS = ("m", "c", "later", "time", "bridge_only")
