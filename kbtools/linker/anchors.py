@@ -33,6 +33,7 @@ ASSET_NOUNS: tuple[str, ...] = (
     "warehouse", "truck", "vehicle", "cluster", "shard", "region", "plant", "stage", "lane",
 )
 
+
 def _noun_trie(nouns) -> str:
     """An alternation of ``nouns`` grouped by first letter (re checks a branch's first letter before
     entering it: a position that opens no noun costs one test per letter, not one per noun)."""

@@ -92,7 +92,8 @@ def why_texts(stats: TermStats, rel, m, c, values: dict) -> np.ndarray:
     why = _joined(why, np.flatnonzero(values["cue"] > 0), "a problem and its fix")
     timed = np.flatnonzero(values["time"] > 0)
     minutes = np.abs(stats.time_us[m[timed]].astype(np.int64) - stats.time_us[c[timed]].astype(np.int64)) // 60_000_000
-    return _joined(why, timed, np.array([f"same session, {x} min apart" for x in minutes.tolist()] + [None], dtype=object)[:-1])
+    apart = [f"same session, {x} min apart" for x in minutes.tolist()]
+    return _joined(why, timed, np.array(apart + [None], dtype=object)[:-1])
 
 
 _WHY_VALUES = ("shared_n", "sem", "cos", "bridge", "cue", "time")  #: what ``why_texts`` reads of a pair's evidence
@@ -216,9 +217,10 @@ def _words_text(text: np.ndarray, words: np.ndarray) -> np.ndarray:
 def _shown_terms(stats: TermStats, rows: np.ndarray) -> dict:
     """The terms of these entries, one entry after another, each entry's in the order its links
     show them (heaviest first, then by label in lower case, then as the entry holds them):
-    ``col`` (the term), ``low`` (its label in lower case, as its place in the sorted ``lowers``), ``text`` (per flat place, the word shown: an entity's name, a word's label in
-    lower case, another term's name without its prefix; None last), per row its ``start`` and
-    ``length``, and ``low_id`` (label in lower case -> place)."""
+    ``col`` (the term), ``low`` (its label in lower case, as its place in the sorted ``lowers``),
+    ``text`` (per flat place, the word shown: an entity's name, a word's label in lower case,
+    another term's name without its prefix; None last), per row its ``start`` and ``length``,
+    and ``low_id`` (label in lower case -> place)."""
     terms, labels = [], []
     anchors = stats.anchors
     for r in rows.tolist():
