@@ -231,8 +231,8 @@ class TermStats:
 
     def extend(self, entries: pl.DataFrame) -> "TermStats":
         """The statistics of ``entries``, a frame whose first rows are the ones these statistics
-        were built from (same ids, same order) followed by new entries: only the new rows are read
-        (anchors, cue words); the counts, weights and indexes are updated with numpy. The result
+        were built from (same ids, same order) followed by new entries: only the new rows' texts are
+        read (anchors, cue words), the postings grow by theirs and are counted again. The result
         equals ``TermStats.build(entries, known_entities=..., settings=...)`` with the same known
         entities and settings; rebuild instead when the triples name new entities.
 
