@@ -118,9 +118,10 @@ def test_connect_gives_the_links_section_of_section_1():
 
 def test_anchor_entities():
     a = anchor("Rockwell Automation ships FactoryTalk Optix to press 12 and cell 4B; INC-4521, S7-1500, server 2, 10.20.0.0/16")
-    assert {"rockwell automation", "factorytalk optix", "press 12", "cell 4b", "inc-4521", "s7-1500", "server 2",
-            "10.20.0.0/16"} <= set(a.entities)
-    assert anchor("Goal: Ship the Kioko memory layer by December 15.").entities == ("kioko",)
+    assert set(a.entities) == {"press 12", "cell 4b", "inc-4521", "s7-1500", "server 2", "10.20.0.0/16"}
+    assert anchor("Goal: Ship the Kioko memory layer by December 15.").entities == ()  # a name alone is a word
+    assert anchor("Goal: Ship the Kioko memory layer.", known_entities=["kioko"]).entities == ("kioko",)
+    assert anchor("New York, and new york", known_entities=["New York", "york"]).entities == ("new york", "york")
     assert anchor("User likes green tea.").entities == ()
     assert anchor("we moved to pgvector", known_entities=["PGVector"]).entities == ("pgvector",)
     assert "t:keep" not in anchor("The fault keeps coming back").terms  # light verbs and stop words go
@@ -134,14 +135,6 @@ def test_an_asset_is_a_noun_then_a_whole_number_or_one_capital_letter():
     assert assets("The line is long and the server on duty restarts; line a is not one either") == []
     # a number is taken whole or not at all: never "line 1" out of "line 12)" or "line 12.5"
     assert assets("see (line 12) and line 12.5, then line 3.") == ["line 3"]
-
-
-def test_a_name_ends_at_a_line_break():
-    # a heading and the sentence under it are two things ("abstract this pep" was an entity of 348 PEP sections)
-    assert anchor("Import Modules from Zip Archives — Abstract\nThis PEP adds the ability").entities == (
-        "import modules", "zip archives", "abstract", "pep")
-    assert "python software foundation" in anchor("We asked the Python Software Foundation.").entities
-    assert "python software" in anchor("We asked the Python Software\nFoundation.").entities  # a wrapped name is cut
 
 
 # ---------------------------------------------------------------- statistics, hubs, caps
@@ -363,7 +356,6 @@ def _same_stats(a, b):
                  "strong_flag"):
         assert np.array_equal(getattr(a, name), getattr(b, name)), name
     assert (a.postings != b.postings).nnz == 0 and (a.postings_t != b.postings_t).nnz == 0
-    assert (a.strong != b.strong).nnz == 0 and (a.weighted != b.weighted).nnz == 0
     same = a.session[:, None] == a.session[None, :]
     assert np.array_equal(same, b.session[:, None] == b.session[None, :])
 

@@ -192,24 +192,6 @@ def test_a_big_banks_edges_gathered_row_by_row_plan_the_same_links(monkeypatch):
     assert whole.add.height > 50 and whole.add.equals(gathered.add) and whole.remove.equals(gathered.remove)
 
 
-def test_a_connect_of_most_entries_writes_the_same_words_from_one_table_of_shown_terms(monkeypatch):
-    from kbtools.demo import synthetic_bank
-    from kbtools.linker import planning
-    from kbtools.linker.terms import TermStats
-
-    demo = synthetic_bank(entries=300, seed=5)
-    entries = demo.entries.with_columns(pl.lit(None, dtype=pl.Datetime("us", "UTC")).alias("linked_at"))
-    now = entries["created_at"].max()
-    stats = TermStats.build(entries)
-    by_batch = planning.plan_connect(entries, demo.edges, demo.triples, stats=stats, now=now)
-    assert "shown terms" not in stats._cache  # 300 entries: under _SHOWN_TABLE_FROM
-    monkeypatch.setattr(planning, "_SHOWN_TABLE_FROM", 10)
-    stats = TermStats.build(entries)
-    from_table = planning.plan_connect(entries, demo.edges, demo.triples, stats=stats, now=now)
-    assert "shown terms" in stats._cache
-    assert by_batch.add.height > 50 and by_batch.add.equals(from_table.add)
-
-
 def test_links_made_inline_plan_as_through_add_capped(monkeypatch):
     """An entry's common links are made inline (``_INLINE_LINKS``); with full degree caps,
     evictions and input edges, the plan is the one every link through ``add_capped`` makes."""
@@ -389,42 +371,6 @@ def test_a_connect_leaves_the_garbage_collector_as_it_found_it(enabled):
         assert gc.isenabled() == enabled
     finally:
         gc.enable() if was else gc.disable()
-
-
-@pytest.mark.parametrize("presorted", [32, 0])
-def test_shared_words_are_those_of_the_entrys_terms_in_weight_order(monkeypatch, presorted):
-    """``why_text`` reads only the terms two entries share: the same words as reading every term of
-    the entry heaviest first (ties: by label, then as the entry holds them) and keeping the shared,
-    whether the entry's terms were put in order once (few terms) or each link's shared ones (0)."""
-    from kbtools.demo import synthetic_bank
-    from kbtools.linker import wording
-    from kbtools.linker.terms import TermStats
-
-    monkeypatch.setattr(wording, "_PRESORTED_TERMS", presorted)
-
-    demo = synthetic_bank(entries=500, seed=3)
-    stats = TermStats.build(demo.entries, known_entities=["line 3", "kiln"])
-    w, index = stats.w, stats.term_index
-
-    def brute(m, c):
-        am = stats.anchors[m]
-        facts = [(t, t.startswith("e:"), label.lower(), label.lower() if t.startswith("t:") else t[2:])
-                 for t, label in zip(am.terms, am.labels)]
-        facts.sort(key=lambda f: (-w[index[f[0]]], f[2]))
-        other = set(stats.anchors[c].terms)
-        shared = [f for f in facts if f[0] in other]
-        entity_words = {x for f in shared if f[1] for x in f[0][2:].split()}
-        return "shared: " + ", ".join([f[3] for f in shared if f[1] or f[2] not in entity_words][:3])
-
-    rng = np.random.default_rng(0)
-    e = dict(shared_n=1.0, sem=0.0, bridge=0.0, cue=0.0, time=0.0)
-    compared = 0
-    for m, c in rng.integers(0, 500, (3000, 2)).tolist():
-        if set(stats.anchors[m].terms) & set(stats.anchors[c].terms):
-            got = wording.why_words(stats, None, m, c, e, wording.term_places(stats, m))
-            assert got == brute(m, c)
-            compared += got.count(",") > 0
-    assert compared > 500
 
 
 @pytest.mark.parametrize("values", ["two", "twelve", "distinct"])

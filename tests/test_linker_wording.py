@@ -45,18 +45,6 @@ def bank():
     return _bank()
 
 
-@pytest.fixture(params=[False, True], ids=["by batch", "from the table"])
-def words_of(bank, request):
-    """The bank, its entries' terms put in the order they are shown batch by batch, or once for
-    all of them (``shown_terms_table``, as a connect of most of a bank does)."""
-    stats, _ = bank
-    if request.param:
-        wording.shown_terms_table(stats)
-        assert "shown terms" in stats._cache
-    yield bank
-    stats._cache.pop("shown terms", None)
-
-
 def _pairs_sharing(stats: TermStats, rng, count: int) -> tuple[np.ndarray, np.ndarray]:
     n = len(stats.ids)
     pairs = rng.integers(0, n, (count * 4, 2))
@@ -87,8 +75,8 @@ def _values(stats: TermStats, m, c, rng) -> dict:
     )
 
 
-def test_many_links_read_as_each_link_written_alone(words_of):
-    stats, rel = words_of
+def test_many_links_read_as_each_link_written_alone(bank):
+    stats, rel = bank
     rng = np.random.default_rng(7)
     m, c = _pairs_sharing(stats, rng, 3000)
     values = _values(stats, m, c, rng)
@@ -108,15 +96,43 @@ def test_many_links_read_as_each_link_written_alone(words_of):
     assert len(later) > 20
 
 
+def _shown_order(stats, m) -> list[tuple]:
+    """Entry m's (term, is entity, label in lower case, word shown) in the order its links show
+    them: heaviest first, then by label in lower case, then as m holds them."""
+    a, w, index = stats.anchors[m], stats.w, stats.term_index
+    facts = [(t, t.startswith("e:"), label.lower(), label.lower() if t.startswith("t:") else t[2:])
+             for t, label in zip(a.terms, a.labels)]
+    return sorted(facts, key=lambda f: (-w[index[f[0]]], f[2]))
+
+
 def _first_shared_place(stats, a, b) -> int:
-    places = wording._in_shown_order(stats, a, zip(stats.anchors[a].terms, range(len(stats.anchors[a].terms))))
     other = set(stats.anchors[b].terms)
-    return next(i for i, key in enumerate(places) if key[3] in other)
+    return next(i for i, f in enumerate(_shown_order(stats, a)) if f[0] in other)
 
 
-def test_a_word_of_a_shared_entity_is_hidden_in_a_batch_as_alone(words_of):
+def test_shared_words_are_those_of_the_entrys_terms_in_weight_order(bank):
+    """The words are those of reading every term of the entry heaviest first (ties: by label, then
+    as the entry holds them) and keeping the first three shared, a word of a shared entity not."""
+    stats, rel = bank
+    rng = np.random.default_rng(0)
+    m, c = _pairs_sharing(stats, rng, 3000)
+    e = dict(shared_n=1.0, sem=0.0, cos=0.0, bridge=0.0, cue=0.0, time=0.0)
+    compared = 0
+    for a, b in zip(m.tolist(), c.tolist()):
+        other = set(stats.anchors[b].terms)
+        shared = [f for f in _shown_order(stats, a) if f[0] in other]
+        if not shared:
+            continue
+        entity_words = {x for f in shared if f[1] for x in f[0][2:].split()}
+        want = "shared: " + ", ".join([f[3] for f in shared if f[1] or f[2] not in entity_words][:3])
+        assert wording.why_text(stats, rel, a, b, e) == want
+        compared += want.count(",") > 0
+    assert compared > 500
+
+
+def test_a_word_of_a_shared_entity_is_hidden_in_a_batch_as_alone(bank):
     """"line" is a word of the shared entity "line 3": the entity is shown, the word is not."""
-    stats, rel = words_of
+    stats, rel = bank
     row = stats.row_of
     m = np.array([row["x60"], row["x60"], row["x70"]])
     c = np.array([row["x62"], row["x70"], row["x72"]])

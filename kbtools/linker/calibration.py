@@ -56,8 +56,6 @@ def split_half(ids, *, seed: int = 0) -> set[str]:
     return {ids[i] for i in pick}
 
 
-
-
 def pair_features(stats: TermStats, rows, *, triples=None, vectors=None, settings: LinkerSettings,
                   chunk: int = 512) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """The candidate pairs of ``rows`` (every other linkable entry visible) and their features:
@@ -73,14 +71,12 @@ def pair_features(stats: TermStats, rows, *, triples=None, vectors=None, setting
     """
     rows = np.asarray(rows, np.int64)
     rel = relations(stats, triples)
-    n = len(stats.ids)
-    open_ = np.ones(n, bool)
-    linked = np.ones(n, bool)
+    everyone = np.ones(len(stats.ids), bool)
     plain = settings.with_(weights=(), both_ends=False)  # every entry is visible: its own candidates suffice
     ms, cs, xs = [], [], []
     for lo in range(0, len(rows), chunk):
         part = rows[lo : lo + chunk]
-        pairs = candidate_pairs(stats, part, rel=rel, open_=open_, linked=linked, settings=plain, vectors=vectors)
+        pairs = candidate_pairs(stats, part, rel=rel, open_=everyone, linked=everyone, settings=plain, vectors=vectors)
         ev = pair_evidence(stats, pairs["m"], pairs["c"], rel=rel, settings=plain, vectors=vectors)
         ms.append(pairs["m"])
         cs.append(pairs["c"])

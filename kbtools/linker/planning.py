@@ -39,9 +39,6 @@ __all__ = ["LinkPlan", "plan_links", "plan_connect", "apply_links", "reference_c
 #: of the bank's entries (a first connect, a relink); a smaller one reads each entry's own lists.
 BOTH_ENDS_FROM = 0.25
 
-#: A connect of this many entries, half the bank or more, puts every entry's terms in the order its
-#: links show them once (``wording.shown_terms_table``) rather than batch by batch
-_SHOWN_TABLE_FROM = 10_000
 _DECISION = kind_code("decision")  #: a decision's code in ``TermStats.kind``
 
 
@@ -128,7 +125,6 @@ def plan_connect(entries, edges, triples, *, ids=None, vectors=None, cosine=None
     def linking() -> LinkState:
         if not made:
             made.append(LinkState(ctx, ctx.edge_index()))
-            made[0].most_entries = len(chosen) >= _SHOWN_TABLE_FROM and 2 * len(chosen) >= len(st.ids)
         return made[0]
 
     def while_waiting() -> bool:

@@ -23,7 +23,7 @@ from kbtools.errors import ValidationError
 from kbtools.linker.evidence import SENTINEL, use_exact_neighbours
 from kbtools.linker.rules import KINDS, LinkerSettings, kind_code, link_type
 from kbtools.linker.terms import TermStats, row_positions
-from kbtools.linker.wording import TEXT_VALUES, evidence_json, term_places, why_words, evidence_texts, shown_terms_table
+from kbtools.linker.wording import TEXT_VALUES, evidence_json, evidence_texts, why_text
 from kbtools.model.fading import fade
 from kbtools.model.schema import SCHEMAS, TIME, conform, rows_frame
 from kbtools.model.vocab import DOMINANCE_TYPES, normalize_type
@@ -276,16 +276,12 @@ class LinkState:
         self.degree_delta: dict[int, int] = defaultdict(int)  #: capped links of a row, added minus removed
         self.loaded_rows: set[int] = set()
         self.loaded_edges: set[int] = set()
-        self._facts = (-1, None)  #: the last entry's terms as its links' words read them (``wording.term_places``)
         #: per row whose cap was reached: its capped records as a heap ``(faded, key, n, rec)``, those
         #: removed since left in it (``_weakest``)
         self._by_strength: dict[int, list] = {}
         self._pushed = itertools.count()
         self._unwritten: list[dict] = []  #: automatic records planned here, their evidence text maybe not written
         self._written = 0  #: how many of them ``write_evidence`` went through
-        #: whether the words of most of the bank's entries will be written: their terms are put in
-        #: order once for all entries (``wording.shown_terms_table``), at the first batch of texts
-        self.most_entries = False
 
     def ensure(self, rows) -> None:
         """Load the input edges touching these rows (once: an edge removed later stays removed)."""
@@ -602,14 +598,9 @@ class LinkState:
         stop = len(records) if most is None else min(start + most, len(records))
         batch = [rec for rec in records[start:stop] if "words" in rec and "gone" not in rec]
         self._written = stop
-        if len(batch) < _FEW_TEXTS:  # one entry's links: numpy's set-up would cost more than the words
-            for rec in batch:
-                self._evidence(rec)
-        else:
+        if batch:
             words = [rec.pop("words") for rec in batch]
             m, c, values = _text_inputs(words)
-            if self.most_entries:
-                shown_terms_table(self.st)  # made once (kept with the statistics)
             texts = evidence_texts(self.st, self.ctx.rel, m, c, values, [w[4] for w in words])
             for rec, text in zip(batch, texts):
                 rec["evidence"] = text
@@ -624,9 +615,7 @@ class LinkState:
         if words is not None:
             m, c, source, at, origin = words
             e = source if at is None else source.values(at)
-            if self._facts[0] != m:  # an entry's links are written one after another: its terms read once
-                self._facts = (m, term_places(self.st, m))
-            rec["evidence"] = evidence_json(why_words(self.st, self.ctx.rel, m, c, e, self._facts[1]), e, origin)
+            rec["evidence"] = evidence_json(why_text(self.st, self.ctx.rel, m, c, e), e, origin)
         return rec["evidence"]
 
     def _take_over(self, old, new):
@@ -755,8 +744,6 @@ def _pair(a: int, b: int) -> tuple[int, int]:
     return (a, b) if a < b else (b, a)
 
 
-#: Below this many links, ``write_evidence`` writes each link's text alone
-_FEW_TEXTS = 64
 #: Whether ``_chosen_links`` makes an entry's common links inline (False: all through ``add_capped``)
 _INLINE_LINKS = True
 _TYPE_INPUTS = ("m", "c", "later", "time", "bridge_only")

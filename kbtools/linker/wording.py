@@ -1,5 +1,5 @@
 """The words of a link: why two entries are linked ("shared: line 3; similar meaning (0.30)") and
-the evidence JSON an automatic link carries (seed 001, step 7).
+the evidence JSON an automatic link carries (seed 001, step 7), written for many links at once.
 
 >>> evidence_json("shared: kiln", dict(share=0.5, sem=0.0, bridge=0.0, time=1.0, cue=0.0, score=0.61), None)
 '{"why": "shared: kiln", "signals": {"share": 0.5, "sem": 0.0, "bridge": 0.0, "time": 1.0, "cue": 0.0}, "score": 0.61}'
@@ -13,90 +13,22 @@ import math
 
 import numpy as np
 
-from kbtools.linker.evidence import compiled_kernels
 from kbtools.linker.terms import TermStats, row_positions
 
-__all__ = ["why_text", "evidence_texts"]
+__all__ = ["why_text", "why_texts", "evidence_json", "evidence_texts", "TEXT_VALUES"]
+
+#: What an automatic link's evidence text reads of its pair's evidence
+TEXT_VALUES = ("shared_n", "sem", "cos", "bridge", "cue", "time", "share", "score")
 
 
 def why_text(stats: TermStats, rel, m: int, c: int, e: dict) -> str:
-    """The evidence of a pair in words: "shared: line 3; similar meaning (0.30); ..."."""
-    return why_words(stats, rel, m, c, e, term_places(stats, m))
-
-
-#: Up to this many terms an entry's terms are put in the order they are shown once, for all its
-#: links; an entry of more (long texts: the PEP bank's sections hold 79 on average) sorts each
-#: link's shared terms alone: presorting pays where entries hold few terms (the synthetic banks) and
-#: costs where they hold many (sorting every PEP section's terms is slower than sorting each link's)
-_PRESORTED_TERMS = 32
-
-
-def term_places(stats: TermStats, m: int) -> tuple:
-    """Entry m's terms as ``why_words`` reads them, once per entry (it writes an entry's links one
-    after another): by their place in its anchor; for an entry of a few terms, all of them in the
-    order they are shown (``_in_shown_order``), else None; and its entities' words."""
-    terms = stats.anchors[m].terms
-    places = dict(zip(terms, range(len(terms))))
-    shown = _in_shown_order(stats, m, places.items()) if len(places) <= _PRESORTED_TERMS else None
-    entities = [(t, t[2:].split()) for t in places if t.startswith("e:")]
-    return places, shown, entities
-
-
-def _in_shown_order(stats: TermStats, m: int, terms) -> list[tuple]:
-    """(-weight, label in lower case, place, term) of these (term, place) of entry m, in the order
-    they are shown: heaviest first (ties: by label, then as m holds them)."""
-    labels, index, w = stats.anchors[m].labels, stats.term_index, _weights(stats)
-    return sorted([(-w[index[t]], labels[i].lower(), i, t) for t, i in terms])
-
-
-def _shared_words(stats: TermStats, m: int, c: int, facts: tuple) -> list[str]:
-    """The first three terms entries m and c share, as ``why_text`` shows them (``_in_shown_order``),
-    a word of a shared entity only within it."""
-    places, shown, entities = facts
-    shared = places.keys() & stats.anchors[c].terms
-    if not shared:
-        return []
-    if shown is None:  # an entry of many terms: its shared ones put in order alone
-        ordered = _in_shown_order(stats, m, [(t, places[t]) for t in shared])
-    else:
-        ordered = [key for key in shown if key[3] in shared]
-    hidden = {x for t, words in entities if t in shared for x in words} if entities else ()
-    out = []
-    for _, low, _, t in ordered:
-        if t.startswith("e:"):
-            out.append(t[2:])
-        elif low not in hidden:
-            out.append(low if t.startswith("t:") else t[2:])
-        if len(out) == 3:
-            break
-    return out
-
-
-def _weights(stats: TermStats) -> list[float]:
-    """The terms' weights as Python numbers, read once per statistics."""
-    held = stats._cache.get("weights list")
-    if held is None or held[0] is not stats.w:
-        held = stats._cache["weights list"] = (stats.w, stats.w.tolist())
-    return held[1]
-
-
-def why_words(stats: TermStats, rel, m: int, c: int, e: dict, facts: tuple) -> str:
-    parts = []
-    if e["shared_n"] > 0:
-        parts.append("shared: " + ", ".join(_shared_words(stats, m, c, facts)))
-    if e["sem"] > 0:
-        parts.append(f"similar meaning ({e['cos']:.2f})")
-    if e["bridge"] > 0:
-        parts.append("via " + _bridge_label(stats, rel, m, c))
-    if e["cue"] > 0:
-        parts.append("a problem and its fix")
-    if e["time"] > 0:
-        minutes = int(abs(int(stats.time_us[m]) - int(stats.time_us[c])) // 60_000_000)
-        parts.append(f"same session, {minutes} min apart")
-    return "; ".join(parts)
+    """The evidence of one pair in words: "shared: line 3; similar meaning (0.30); ..." (``why_texts``)."""
+    return why_texts(stats, rel, [m], [c], {k: [e[k]] for k in _WHY_VALUES})[0]
 
 
 _SIGNALS = ("share", "sem", "bridge", "time", "cue")
+
+
 def evidence_json(why: str, e: dict, origin) -> str:
     """``json.dumps`` of {"why", "signals", "score"[, "from"]}, written directly (a link's record is
     made once per link of a whole bank).
@@ -119,7 +51,8 @@ _json_string = json.encoder.encode_basestring_ascii
 _EVIDENCE = '{"why": %s, "signals": {' + ", ".join(f'"{k}": %r' for k in _SIGNALS) + '}, "score": %r'
 
 
-def _bridge_label(stats, rel, m, c) -> str:
+def _bridge_label(stats: TermStats, rel, m: int, c: int) -> str:
+    """The triple that joins an entity of m to one of c (one without a hub first), or "the entity graph"."""
     em = {stats.term_index[t] for t in stats.anchors[m].terms if t.startswith("e:")}
     ec = {stats.term_index[t] for t in stats.anchors[c].terms if t.startswith("e:")}
     found = sorted((x, y) for x in em - ec for y in ec - em if (x, y) in rel.label)
@@ -127,33 +60,26 @@ def _bridge_label(stats, rel, m, c) -> str:
     return rel.label[found[0]] if found else "the entity graph"
 
 
-# ---------------------------------------------------------------- many links at once
-
-
-def evidence_texts(stats: TermStats, rel, m, c, values: dict, origins=None) -> list[str]:
-    """The evidence JSON of many automatic links (entry ``m[i]`` linked to candidate ``c[i]``, its
-    pair's ``values``: arrays of ``shared_n``, ``sem``, ``cos``, ``bridge``, ``cue``, ``time``,
-    ``share`` and ``score``; ``origins[i]``: the decision it was taken over from, or None), with
-    numpy over all of them: the same text as ``evidence_json(why_words(...))`` link by link
-    (tested), at about a fifth of the cost for a whole bank's links.
+def why_texts(stats: TermStats, rel, m, c, values: dict) -> np.ndarray:
+    """Why each pair (entry ``m[i]``, candidate ``c[i]``) is linked, in words, with numpy over all
+    of them (``values``: arrays of ``_WHY_VALUES``): the first three terms they share
+    (``_shared_words``), "similar meaning (cos)", the triple that bridges them, "a problem and its
+    fix", "same session, k min apart".
 
     >>> import polars as pl, datetime as dt
     >>> t = dt.datetime(2026, 1, 1, tzinfo=dt.timezone.utc)
     >>> stats = TermStats.build(pl.DataFrame({"id": ["a", "b"], "kind": ["event", "event"], "created_at": [t, t],
     ...     "content": ["The kiln at Oslo cracked", "Oslo kiln cracked again"]}))
-    >>> e = dict(shared_n=3.0, sem=0.0, cos=0.1, bridge=0.0, cue=0.0, time=0.0, share=0.9, score=0.7)
-    >>> evidence_texts(stats, None, [1], [0], {k: np.array([v]) for k, v in e.items()})[0]
-    '{"why": "shared: cracked, kiln, oslo", "signals": {"share": 0.9, "sem": 0.0, "bridge": 0.0, "time": 0.0, "cue": 0.0}, "score": 0.7}'
+    >>> e = dict(shared_n=[3.0], sem=[0.2], cos=[0.456], bridge=[0.0], cue=[0.0], time=[1.0])
+    >>> why_texts(stats, None, [1], [0], e)[0]
+    'shared: cracked, kiln, oslo; similar meaning (0.46); same session, 0 min apart'
     """
     m, c = np.asarray(m, np.int64), np.asarray(c, np.int64)
-    n = len(m)
-    if n == 0:
-        return []
-    values = {k: np.asarray(values[k], np.float64) for k in TEXT_VALUES}
-    why = np.full(n, "", dtype=object)
+    values = {k: np.asarray(values[k], np.float64) for k in _WHY_VALUES}
+    why = np.full(len(m), "", dtype=object)
     shared = np.flatnonzero(values["shared_n"] > 0)
     if shared.size:
-        why[shared] = _shared_words_many(stats, m[shared], c[shared])
+        why[shared] = _shared_words(stats, m[shared], c[shared])
     sem = np.flatnonzero(values["sem"] > 0)
     cos = values["cos"][sem]
     shown = _by_table(cos, 2, _fixed2)
@@ -166,7 +92,31 @@ def evidence_texts(stats: TermStats, rel, m, c, values: dict, origins=None) -> l
     why = _joined(why, np.flatnonzero(values["cue"] > 0), "a problem and its fix")
     timed = np.flatnonzero(values["time"] > 0)
     minutes = np.abs(stats.time_us[m[timed]].astype(np.int64) - stats.time_us[c[timed]].astype(np.int64)) // 60_000_000
-    why = _joined(why, timed, np.array([f"same session, {x} min apart" for x in minutes.tolist()] + [None], dtype=object)[:-1])
+    apart = [f"same session, {x} min apart" for x in minutes.tolist()]
+    return _joined(why, timed, np.array(apart + [None], dtype=object)[:-1])
+
+
+_WHY_VALUES = ("shared_n", "sem", "cos", "bridge", "cue", "time")  #: what ``why_texts`` reads of a pair's evidence
+
+
+def evidence_texts(stats: TermStats, rel, m, c, values: dict, origins=None) -> list[str]:
+    """The evidence JSON of many automatic links (entry ``m[i]`` linked to candidate ``c[i]``, its
+    pair's ``values``: arrays of ``TEXT_VALUES``; ``origins[i]``: the decision it was taken over
+    from, or None): ``evidence_json(why_text(...))`` of each, the values' texts read off a table.
+
+    >>> import polars as pl, datetime as dt
+    >>> t = dt.datetime(2026, 1, 1, tzinfo=dt.timezone.utc)
+    >>> stats = TermStats.build(pl.DataFrame({"id": ["a", "b"], "kind": ["event", "event"], "created_at": [t, t],
+    ...     "content": ["The kiln at Oslo cracked", "Oslo kiln cracked again"]}))
+    >>> e = dict(shared_n=3.0, sem=0.0, cos=0.1, bridge=0.0, cue=0.0, time=0.0, share=0.9, score=0.7)
+    >>> evidence_texts(stats, None, [1], [0], {k: np.array([v]) for k, v in e.items()})[0]
+    '{"why": "shared: cracked, kiln, oslo", "signals": {"share": 0.9, "sem": 0.0, "bridge": 0.0, "time": 0.0, "cue": 0.0}, "score": 0.7}'
+    """
+    n = len(m)
+    if n == 0:
+        return []
+    why = why_texts(stats, rel, m, c, values)
+    values = {k: np.asarray(values[k], np.float64) for k in TEXT_VALUES}
     signals = [_by_table(values[k], 3, repr) for k in (*_SIGNALS, "score")]
     out = [_EVIDENCE_TEXT % x for x in zip(map(_json_string, why.tolist()), *(x.tolist() for x in signals))]
     odd = np.zeros(n, bool)
@@ -181,8 +131,6 @@ def evidence_texts(stats: TermStats, rel, m, c, values: dict, origins=None) -> l
 
 
 _EVIDENCE_TEXT = _EVIDENCE.replace("%r", "%s") + "}"
-#: what an automatic link's evidence text reads of its pair's evidence
-TEXT_VALUES = ("shared_n", "sem", "cos", "bridge", "cue", "time", "share", "score")
 
 
 def _joined(why: np.ndarray, at: np.ndarray, parts) -> np.ndarray:
@@ -222,14 +170,12 @@ def _by_table(x: np.ndarray, places: int, kind) -> np.ndarray:
     return out
 
 
-def _shared_words_many(stats: TermStats, m: np.ndarray, c: np.ndarray) -> np.ndarray:
-    """``"shared: " + ", ".join(_shared_words(...))`` of many pairs (an object array): each entry's
-    terms put in the order they are shown once (``_shown_terms``), then, a few places at a time,
-    the pairs that still lack words test their entry's next terms against the candidate's postings
-    (a compiled loop over the table of shown terms in a big connect: ``_compiled_words``)."""
-    compiled = _compiled_words(stats, m, c)
-    if compiled is not None:
-        return compiled
+def _shared_words(stats: TermStats, m: np.ndarray, c: np.ndarray) -> np.ndarray:
+    """``"shared: a, b, c"`` of many pairs (an object array): the first three terms entry m shares
+    with candidate c, in the order m's links show them (``_shown_terms``: heaviest first, then by
+    label in lower case, then as m holds them), a word of a shared entity shown by the entity
+    alone; a few places at a time, the pairs still short of words test their entry's next terms
+    against the candidates' postings."""
     n = len(m)
     rows, local = np.unique(m, return_inverse=True)
     shown = _shown_terms(stats, rows)
@@ -268,72 +214,13 @@ def _words_text(text: np.ndarray, words: np.ndarray) -> np.ndarray:
     return np.array(out + [None], dtype=object)[:-1]
 
 
-def _compiled_words(stats: TermStats, m: np.ndarray, c: np.ndarray) -> np.ndarray | None:
-    """``_shared_words_many`` by a compiled loop (``kernels.shared_words``) over the table of every
-    entry's shown terms (``shown_terms_table``), once a big connect made both; else None. The same
-    words: per pair its entry's terms in the order shown, the first three the candidate holds, a
-    term not when its label is a word of an entity both hold."""
-    table = _shown_table(stats)
-    held = compiled_kernels()
-    if table is None or held is None:
-        return None
-    word_ptr, word_entity = _entities_by_word(stats, table)
-    words = held.shared_words(table["indptr"][m], table["length"][m], m, c, table["col"], table["low"],
-                              stats.is_entity, stats.postings.indptr, stats.postings.indices, word_ptr, word_entity)
-    return _words_text(table["text"], words)
-
-
-def _entities_by_word(stats: TermStats, table: dict) -> tuple[np.ndarray, np.ndarray]:
-    """Per label in lower case of the table (a CSR over ``table["lowers"]``), the entity terms
-    with it among the words of their name (``_hidden_words``' words); kept with the table."""
-    held = stats._cache.get("entities by word")
-    if held is None or held[0] is not table:
-        low_id, vocab = table["low_id"], stats.vocab
-        pairs = [(low_id[w], t) for t in np.flatnonzero(stats.is_entity).tolist() for w in vocab[t][2:].split()
-                 if w in low_id]
-        word = np.array([w for w, _ in pairs], np.int64)
-        entity = np.array([t for _, t in pairs], np.int64)
-        order = np.argsort(word, kind="stable")
-        ptr = np.concatenate([[0], np.cumsum(np.bincount(word, minlength=len(table["lowers"])))])
-        held = stats._cache["entities by word"] = (table, ptr, entity[order])
-    return held[1], held[2]
-
-
-def shown_terms_table(stats: TermStats) -> None:
-    """Put every entry's terms in the order its links show them once (``_shown_terms`` of all
-    rows), kept with the statistics: a connect that writes the words of most of a bank's entries
-    then gathers each batch's from it (at 100k: 1.6 million terms, once, against 195 batches that
-    each read their entries' labels into sets and dictionaries of their own)."""
-    if _shown_table(stats) is None:
-        stats._cache["shown terms"] = (stats.anchors, stats.w, _shown_terms_of(stats, np.arange(len(stats.ids))))
-
-
-def _shown_table(stats: TermStats) -> dict | None:
-    """``shown_terms_table``'s table when it was made for these statistics' anchors and weights."""
-    held = stats._cache.get("shown terms")
-    return held[2] if held is not None and held[0] is stats.anchors and held[1] is stats.w else None
-
-
 def _shown_terms(stats: TermStats, rows: np.ndarray) -> dict:
-    """``_shown_terms_of`` these rows, gathered from ``shown_terms_table`` when it was made for
-    these statistics (the same arrays but for ``low``: a label's place among all the bank's
-    labels, not the batch's, in the same order)."""
-    table = _shown_table(stats)
-    if table is None:
-        return _shown_terms_of(stats, rows)
-    _, pos = row_positions(table["indptr"], rows)
-    length = table["length"][rows]
-    return dict(col=table["col"][pos], low=table["low"][pos], text=np.append(table["text"][pos], None),
-                start=np.cumsum(length) - length, length=length, lowers=table["lowers"], low_id=table["low_id"])
-
-
-def _shown_terms_of(stats: TermStats, rows: np.ndarray) -> dict:
     """The terms of these entries, one entry after another, each entry's in the order its links
-    show them (``_in_shown_order``: heaviest first, then by label in lower case, then as the entry
-    holds them): ``col`` (the term), ``low`` (its label in lower case, as its place in the sorted
-    ``lowers``), ``text`` (per flat place, the word shown: an entity's name, a word's label in
-    lower case, another term's name without its prefix; None last), per row its ``start`` and
-    ``length``, and ``low_id`` (label in lower case -> place)."""
+    show them (heaviest first, then by label in lower case, then as the entry holds them):
+    ``col`` (the term), ``low`` (its label in lower case, as its place in the sorted ``lowers``),
+    ``text`` (per flat place, the word shown: an entity's name, a word's label in lower case,
+    another term's name without its prefix; None last), per row its ``start`` and ``length``,
+    and ``low_id`` (label in lower case -> place)."""
     terms, labels = [], []
     anchors = stats.anchors
     for r in rows.tolist():
@@ -349,19 +236,13 @@ def _shown_terms_of(stats: TermStats, rows: np.ndarray) -> dict:
     low = np.fromiter(map(by_label.__getitem__, labels), np.int64, len(labels))
     start = np.cumsum(length) - length
     row = np.repeat(np.arange(len(rows), dtype=np.int64), length)
-    heavier = _weight_ranks(stats)[col]
-    if len(rows) < 1 << 21 and len(stats.w) < 1 << 21 and len(lowers) < 1 << 21:
-        # one stable sort of (row, -weight, label): ties keep the entry's own order
-        order = np.argsort((row << 42) | (heavier << 21) | low, kind="stable")
-    else:
-        place = np.arange(len(col), dtype=np.int64) - start[row]
-        order = np.lexsort((place, low, heavier, row))
+    place = np.arange(len(col), dtype=np.int64) - start[row]
+    order = np.lexsort((place, low, _weight_ranks(stats)[col], row))
     col, low = col[order], low[order]
     names, is_word = _term_names(stats)
     text = np.concatenate([np.array(lowers, dtype=object), names, [None]])[
         np.append(np.where(is_word[col], low, len(lowers) + col), -1)]
-    return dict(col=col, low=low, text=text, start=start, length=length, lowers=lowers, low_id=low_id,
-                indptr=np.concatenate([[0], np.cumsum(length)]))
+    return dict(col=col, low=low, text=text, start=start, length=length, lowers=lowers, low_id=low_id)
 
 
 def _weight_ranks(stats: TermStats) -> np.ndarray:
