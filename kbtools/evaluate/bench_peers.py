@@ -280,6 +280,7 @@ def bench_peers(root: Path, *, n: int = 100_000, seed: int = 7, peers=PEERS[1:],
         _need(module)
     root = Path(root)
     start = time.perf_counter()
+    load_before = _load_average()
 
     def say(message: str) -> None:
         log(f"peers: {message} (at {time.perf_counter() - start:.0f} s)")
@@ -337,7 +338,17 @@ def bench_peers(root: Path, *, n: int = 100_000, seed: int = 7, peers=PEERS[1:],
                               "the full entry rows and the edges; the peers one vector, the id and the text",
                       "queries": f"the titles of {_QUERIES} entries drawn at random, embedded with the bank's hashing embedder; "
                                  "truth: exact inner product over the same vectors",
-                      "adds": f"{_ADDS} adds, each followed by one query"}}
+                      "adds": f"{_ADDS} adds, each followed by one query",
+                      "machine": f"{os.cpu_count()} CPUs, load average {load_before} at the start and "
+                                 f"{_load_average()} at the end (the systems run one after the other)"}}
+
+
+def _load_average() -> str:
+    """The one-minute load average, or "unknown" where the system does not say."""
+    try:
+        return f"{os.getloadavg()[0]:.1f}"
+    except (AttributeError, OSError):
+        return "unknown"
 
 
 _OPERATIONS = (  # key, operation, unit, better
