@@ -9,6 +9,7 @@ import datetime as dt
 
 import faiss
 import numpy as np
+import scipy.sparse as sp
 import polars as pl
 import pytest
 
@@ -115,7 +116,9 @@ def test_one_rows_votes_are_the_sparse_products(demo_dir):
     assert rel.cols.size  # related entities vote too
     for row in np.flatnonzero(stats.kind >= 0)[:120].tolist():
         r, c, v = evidence._votes(stats, np.array([row]), rel, LINKER_DEFAULTS)
-        product = (evidence._query_matrix(stats, np.array([row]), rel, LINKER_DEFAULTS) @ stats.postings_t).tocoo()
+        q_rows, q_terms = evidence.voting_terms(stats, np.array([row]), rel, LINKER_DEFAULTS)
+        query = sp.csr_matrix((stats.w[q_terms], (q_rows, q_terms)), shape=(1, len(stats.vocab)))
+        product = (query @ stats.postings_t).tocoo()
         want = sorted(zip(product.row.tolist(), product.col.tolist(), product.data.tolist()))
         assert list(zip(r.tolist(), c.tolist(), v.tolist())) == want  # the same bits, in entry order
         assert r.dtype == c.dtype == np.int64

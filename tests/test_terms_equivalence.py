@@ -16,6 +16,7 @@ import gzip
 import weakref
 
 import numpy as np
+import scipy.sparse as sp
 import polars as pl
 import pytest
 
@@ -213,7 +214,9 @@ def test_appended_rows_are_transposed_apart_until_they_are_many(monkeypatch):
         rows = np.flatnonzero(stats.kind >= 0)[-40:]
         for few in (rows[:3], rows):  # the numpy sums and the sparse product, over both parts
             got = evidence._votes(stats, few, rel, LINKER_DEFAULTS)
-            product = (evidence._query_matrix(fresh, few, rel, LINKER_DEFAULTS) @ fresh.postings_t).tocoo()
+            q_rows, q_terms = evidence.voting_terms(fresh, few, rel, LINKER_DEFAULTS)
+            query = sp.csr_matrix((fresh.w[q_terms], (q_rows, q_terms)), shape=(len(few), len(fresh.vocab)))
+            product = (query @ fresh.postings_t).tocoo()
             want = sorted(zip(product.row.tolist(), product.col.tolist(), product.data.tolist()))
             assert sorted(zip(*(x.tolist() for x in got))) == want
         assert np.array_equal(stats.totals(rows[::3]), fresh.total[rows[::3]])  # the same bits
