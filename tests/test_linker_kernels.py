@@ -152,35 +152,3 @@ def test_without_a_writable_cache_the_loops_compile_in_the_process(monkeypatch):
         return 2 * x
 
     assert kernels._jit()(twice)(21) == 42
-
-
-@pytest.mark.parametrize("source", ["synthetic", "peps"])
-def test_the_compiled_shared_words_are_the_numpy_words(source, tmp_path, monkeypatch):
-    """The words of a whole connect's evidence texts (``wording._shared_words_many``) from the
-    compiled loop over the table of shown terms: the numpy steps' words for every candidate pair,
-    a word of an entity both entries hold passed over (which changes many pairs' words)."""
-    from kbtools.linker import wording
-
-    entries = _synthetic() if source == "synthetic" else _peps(tmp_path)
-    stats = TermStats.build(entries)
-    ctx = PlanContext.open(entries, None, None, stats, LINKER_DEFAULTS, None, None, None, None)
-    order = np.argsort(stats.rank, kind="stable")
-    found = [evidence.candidate_pairs(stats, order[s : s + 512], rel=ctx.rel, open_=ctx.open_, linked=ctx.linked,
-                                      settings=LINKER_DEFAULTS) for s in range(0, len(order), 512)]
-    m, c = np.concatenate([p["m"] for p in found]), np.concatenate([p["c"] for p in found])
-    assert kernels.warm() and len(m) > 5000
-    by_batch = wording._shared_words_many(stats, m, c)  # no table of shown terms: the numpy steps
-    wording.shown_terms_table(stats)
-    compiled = wording._shared_words_many(stats, m, c)
-    monkeypatch.setenv("KB_KERNELS", "numpy")
-    assert wording._compiled_words(stats, m, c) is None
-    from_table = wording._shared_words_many(stats, m, c)
-    assert by_batch.tolist() == compiled.tolist() == from_table.tolist()
-    monkeypatch.delenv("KB_KERNELS")
-    table = wording._shown_table(stats)
-    word_ptr, word_entity = wording._entities_by_word(stats, table)
-    args = (table["indptr"][m], table["length"][m], m, c, table["col"], table["low"], stats.is_entity,
-            stats.postings.indptr, stats.postings.indices)
-    hidden = kernels.shared_words(*args, word_ptr, word_entity)
-    shown = kernels.shared_words(*args, np.zeros_like(word_ptr), word_entity)
-    assert (hidden != shown).any(axis=1).sum() > 100

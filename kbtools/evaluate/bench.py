@@ -490,7 +490,7 @@ def _bench_kernels(tag, entries: int) -> list:
     t = time.perf_counter()
     kernels.warm()
     return [(tag, "compiled loops read back (numba, once a process)", time.perf_counter() - t, "s",
-             {"note": f"the shared terms, the best votes and the evidence's shared words of a connect of "
+             {"note": f"the shared terms and the best votes of a connect of "
                       f"{KERNELS_FROM} chunks or more; the first time on a machine this compiles them (about 10 s), "
                       "then numba's cache holds them; the connect below starts with them in memory"})]
 

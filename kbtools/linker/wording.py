@@ -13,7 +13,6 @@ import math
 
 import numpy as np
 
-from kbtools.linker.evidence import compiled_kernels
 from kbtools.linker.terms import TermStats, row_positions
 
 __all__ = ["why_text", "evidence_texts"]
@@ -225,11 +224,7 @@ def _by_table(x: np.ndarray, places: int, kind) -> np.ndarray:
 def _shared_words_many(stats: TermStats, m: np.ndarray, c: np.ndarray) -> np.ndarray:
     """``"shared: " + ", ".join(_shared_words(...))`` of many pairs (an object array): each entry's
     terms put in the order they are shown once (``_shown_terms``), then, a few places at a time,
-    the pairs that still lack words test their entry's next terms against the candidate's postings
-    (a compiled loop over the table of shown terms in a big connect: ``_compiled_words``)."""
-    compiled = _compiled_words(stats, m, c)
-    if compiled is not None:
-        return compiled
+    the pairs that still lack words test their entry's next terms against the candidate's postings."""
     n = len(m)
     rows, local = np.unique(m, return_inverse=True)
     shown = _shown_terms(stats, rows)
@@ -266,21 +261,6 @@ def _words_text(text: np.ndarray, words: np.ndarray) -> np.ndarray:
     out = [f"shared: {a}" if b is None else f"shared: {a}, {b}" if d is None else f"shared: {a}, {b}, {d}"
            for a, b, d in zip(first.tolist(), second.tolist(), third.tolist())]
     return np.array(out + [None], dtype=object)[:-1]
-
-
-def _compiled_words(stats: TermStats, m: np.ndarray, c: np.ndarray) -> np.ndarray | None:
-    """``_shared_words_many`` by a compiled loop (``kernels.shared_words``) over the table of every
-    entry's shown terms (``shown_terms_table``), once a big connect made both; else None. The same
-    words: per pair its entry's terms in the order shown, the first three the candidate holds, a
-    term not when its label is a word of an entity both hold."""
-    table = _shown_table(stats)
-    held = compiled_kernels()
-    if table is None or held is None:
-        return None
-    word_ptr, word_entity = _entities_by_word(stats, table)
-    words = held.shared_words(table["indptr"][m], table["length"][m], m, c, table["col"], table["low"],
-                              stats.is_entity, stats.postings.indptr, stats.postings.indices, word_ptr, word_entity)
-    return _words_text(table["text"], words)
 
 
 def _entities_by_word(stats: TermStats, table: dict) -> tuple[np.ndarray, np.ndarray]:
