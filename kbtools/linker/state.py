@@ -9,8 +9,6 @@ over entry after entry (``LinkState``), returned as a ``LinkPlan``. ``planning``
 from __future__ import annotations
 
 import functools
-import heapq
-import itertools
 import json
 from collections import defaultdict
 from dataclasses import dataclass
@@ -277,10 +275,6 @@ class LinkState:
         self.loaded_rows: set[int] = set()
         self.loaded_edges: set[int] = set()
         self._facts = (-1, None)  #: the last entry's terms as its links' words read them (``wording.term_places``)
-        #: per row whose cap was reached: its capped records as a heap ``(faded, key, n, rec)``, those
-        #: removed since left in it (``_weakest``)
-        self._by_strength: dict[int, list] = {}
-        self._pushed = itertools.count()
         self._unwritten: list[dict] = []  #: automatic records planned here, their evidence text maybe not written
         self._written = 0  #: how many of them ``write_evidence`` went through
         #: whether the words of most of the bank's entries will be written: their terms are put in
@@ -313,8 +307,6 @@ class LinkState:
         if rec["source"] in _CAPPED:
             self.capped[src].add(key)
             self.capped[dst].add(key)
-            if self._by_strength:
-                self._push(rec, key)
         else:
             self.touching[src].add(key)
             self.touching[dst].add(key)
@@ -323,11 +315,6 @@ class LinkState:
     def _touching(self, row) -> set:
         """The keys of every record touching the row (``touching`` and ``capped``)."""
         return self.touching.get(row, _NONE) | self.capped.get(row, _NONE)
-
-    def _push(self, rec, key) -> None:
-        """A capped record onto the heaps of its ends that have one (``_weakest``)."""
-        for end in {rec["src"], rec["dst"]} & self._by_strength.keys():
-            heapq.heappush(self._by_strength[end], (self.faded(rec), key, next(self._pushed), rec))
 
     def _count(self, rec, step: int) -> None:
         src, dst = rec["src"], rec["dst"]
@@ -381,20 +368,10 @@ class LinkState:
         return held
 
     def _weakest(self, row):
-        """The key of the row's weakest capped link (faded weight, then key): the top of the row's
-        heap once its records removed since are dropped (a row at its cap is asked again and again
-        as its candidates come: 70,217 times in a connect at 100k)."""
-        heap = self._by_strength.get(row)
-        if heap is None:
-            if self.index.capped_degree[row]:  # every capped link of the row, to compare them (none in the input: all here)
-                self.ensure([row])
-            edges, faded, pushed = self.edges, self.faded, self._pushed
-            heap = self._by_strength[row] = [(faded(edges[k]), k, next(pushed), edges[k]) for k in self.capped[row]]
-            heapq.heapify(heap)
-        edges = self.edges
-        while edges.get(heap[0][1]) is not heap[0][3]:  # removed (or replaced) since it was pushed
-            heapq.heappop(heap)
-        return heap[0][1]
+        """The key of the row's weakest capped link (faded weight, then key)."""
+        if self.index.capped_degree[row]:  # its input links, to compare them with those planned here
+            self.ensure([row])
+        return min(self.capped[row], key=lambda key: (self.faded(self.edges[key]), key))
 
     def add_capped(self, rec, base: int | None = None) -> bool:
         """Add an automatic link unless it would be the weakest at a full end; evict the weakest."""
@@ -418,7 +395,7 @@ class LinkState:
         return True
 
     def _new(self, src, dst, typ, source, weight, evidence, seen_us=None):
-        # ``_chosen_links`` makes the records of most automatic links itself, with the same keys
+        """A record planned now; ``evidence``: its text or a dictionary (None: written later)."""
         now = self.ctx.now_us
         if evidence is None:  # written later (``_evidence``)
             text, taken = None, False
