@@ -64,7 +64,7 @@ def test_the_compiled_steps_give_the_numpy_steps_bits(source, tmp_path, monkeypa
             for key in fast:
                 assert np.array_equal(fast[key], slow[key], equal_nan=True), (start, key)
         most_shared = max(most_shared, int(got["fast"][1]["shared_n"].max(initial=0)))
-        assert len(got["fast"][0]["m"]) > 512  # the compiled shared terms ran (past ``_FEW_PAIRS``)
+        assert len(got["fast"][0]["m"]) > 512
     # sums of more than 8 terms: numpy's pairwise summation, not a plain running sum
     assert most_shared >= 9
 

@@ -311,33 +311,19 @@ def _bag_overlap(stats: TermStats, name: str, ms, cs) -> np.ndarray:
     return np.divide(both, size, out=np.zeros(len(ms)), where=size > 0)
 
 
-_FEW_PAIRS = 512  #: up to this many pairs, ``_shared`` reads every candidate's list (no split by length)
-
-
 def _shared(stats: TermStats, ms: np.ndarray, cs: np.ndarray):
-    """Per pair: the summed weight, the number and the strong count of the terms both entries hold."""
+    """Per pair: the summed weight, the number and the strong count of the terms both entries hold,
+    and the entities' summed weight (a compiled merge of the two lists per pair once a big connect
+    made it ready)."""
     p = len(ms)
     if p == 0 or stats.postings.indptr[-1] == 0:
         return np.zeros(p), np.zeros(p), np.zeros(p), np.zeros(p)
-    compiled = compiled_kernels() if p > _FEW_PAIRS else None
-    if compiled is not None:  # a merge of the two lists per pair (about a quarter of the time)
+    compiled = compiled_kernels()
+    if compiled is not None:
         postings = stats.postings
         return compiled.shared_sums(postings.indptr, postings.indices, stats.w, stats.hub, stats.strong_base,
                                     stats.is_entity, ms, cs)
-    if p <= _FEW_PAIRS:  # one entry's candidates: one lookup among its own keys costs least
-        return _shared_sums(stats, *_shared_hits(stats, ms, cs), p)
-    indptr = stats.postings.indptr
-    read_m = (indptr[ms + 1] - indptr[ms]) < (indptr[cs + 1] - indptr[cs])
-    totals = [np.zeros(p) for _ in range(4)]
-    for group, own, read in ((np.flatnonzero(~read_m), ms, cs), (np.flatnonzero(read_m), cs, ms)):
-        if group.size:
-            # pairs by their own row: the terms looked up then run in order, and each search starts
-            # where the last ended (half the time of lookups in pair order, for the candidates' side)
-            group = group[np.argsort(own[group], kind="stable")]
-            for total, part in zip(totals, _shared_sums(stats, *_shared_hits(stats, own[group], read[group]), len(group))):
-                total[group] = part  # a pair is in one group: its sums are that group's
-    shared_w, shared_n, strong_n, entity_w = totals
-    return shared_w, shared_n, strong_n, entity_w
+    return _shared_sums(stats, *_shared_hits(stats, ms, cs), p)
 
 
 def _shared_hits(stats: TermStats, own: np.ndarray, read: np.ndarray):
