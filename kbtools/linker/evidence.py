@@ -21,7 +21,7 @@ import polars as pl
 import scipy.sparse as sp
 
 from kbtools.linker.rules import EVENT, GOAL, KINDS, LinkerSettings, kind_code, prior_matrix
-from kbtools.linker.terms import TermStats, row_positions, segment_sums
+from kbtools.linker.terms import TermStats, row_positions
 
 __all__ = [
     "Relations", "relations", "noisy_or", "pair_evidence", "candidate_pairs", "pair_cosine", "index_neighbours",
@@ -343,11 +343,11 @@ def _shared_hits(stats: TermStats, own: np.ndarray, read: np.ndarray):
 
 def _shared_sums(stats: TermStats, pair, cols, pos, at, p: int):
     """shared_w, shared_n, strong_n, entity_w of ``p`` pairs from their shared terms (``pair`` in
-    order, each pair's ``cols`` in column order; ``pos``, ``at``: the term's posting on either side)."""
+    order, each pair's ``cols`` in column order; ``pos``, ``at``: the term's posting on either side).
+    Each sum runs term by term from 0.0, in column order, as the compiled merge sums it."""
     shared_n = np.bincount(pair, minlength=p).astype(np.float64)
     weight = stats.w[cols]
-    nonzero = weight != 0.0  # a sparse product holds no zeros, and they would change numpy's summation blocks
-    shared_w = segment_sums(weight[nonzero], np.bincount(pair[nonzero], minlength=p))
+    shared_w = np.bincount(pair, weights=weight, minlength=p)
     strong = ~stats.hub[cols]  # strong for the entry (its base flag) and not a hub
     strong_n = np.bincount(pair, weights=(stats.strong_base[at] & strong).astype(np.float64)
                            + (stats.strong_base[pos] & strong), minlength=p)

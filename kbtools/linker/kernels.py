@@ -8,9 +8,8 @@ by numba: a merge of two sorted posting lists, and a dense accumulator with a sm
 kept because a whole connect at 20k spends a real share of its time in its step: with that loop
 switched to its numpy step, the connect's CPU time grows by about a fifth.
 
-They give the numpy steps' results bit for bit: the same terms summed in the same order (a
-segment's sum as ``numpy.add.reduceat`` makes it: its first value plus numpy's pairwise sum of
-the rest; a vote as scipy's sparse product sums it: term by term from 0.0), the same ties. Tests
+They give the numpy steps' results bit for bit: the same terms summed in the same order (term by
+term from 0.0, a pair's shared terms and a row's votes alike), the same ties. Tests
 compare both on generated and real banks; ``KB_KERNELS=numpy`` turns the compiled loops off.
 
 Without numba, or with ``KB_KERNELS=numpy``, :func:`available` is False and the linker runs its
@@ -68,84 +67,15 @@ def _jit(**options):
 
 
 @_jit()
-def _block(a, lo, n):
-    # numpy's pairwise summation (``pairwise_sum_DOUBLE``) of at most 128 values: up to 8 one
-    # after another, more in eight running sums
-    if n < 8:
-        res = 0.0
-        for i in range(n):
-            res += a[lo + i]
-        return res
-    r0, r1, r2, r3 = a[lo], a[lo + 1], a[lo + 2], a[lo + 3]
-    r4, r5, r6, r7 = a[lo + 4], a[lo + 5], a[lo + 6], a[lo + 7]
-    i = 8
-    whole = n - n % 8
-    while i < whole:
-        r0 += a[lo + i]
-        r1 += a[lo + i + 1]
-        r2 += a[lo + i + 2]
-        r3 += a[lo + i + 3]
-        r4 += a[lo + i + 4]
-        r5 += a[lo + i + 5]
-        r6 += a[lo + i + 6]
-        r7 += a[lo + i + 7]
-        i += 8
-    res = ((r0 + r1) + (r2 + r3)) + ((r4 + r5) + (r6 + r7))
-    while i < n:
-        res += a[lo + i]
-        i += 1
-    return res
-
-
-@_jit()
-def _pairwise(a, lo, n):
-    # numpy's pairwise summation: past 128 values, the sum of two halves' sums (the first a
-    # multiple of 8), each summed so. Without recursion (numba's cache cannot load a recursive
-    # function back): the halves are walked with a stack of their bounds
-    if n <= 128:
-        return _block(a, lo, n)
-    los, ns = np.empty(64, np.int64), np.empty(64, np.int64)
-    left, state = np.empty(64), np.zeros(64, np.int64)  # state: 0 new, 1 in its left half, 2 in its right
-    d = 0
-    los[0], ns[0] = lo, n
-    while True:
-        if ns[d] > 128 and state[d] == 0:
-            half = ns[d] // 2
-            half -= half % 8
-            state[d] = 1
-            los[d + 1], ns[d + 1], state[d + 1] = los[d], half, 0
-            d += 1
-            continue
-        value = _block(a, los[d], ns[d])
-        while True:  # hand the value up
-            d -= 1
-            if d < 0:
-                return value
-            if state[d] == 1:  # its left half done: the right half next
-                left[d] = value
-                state[d] = 2
-                half = ns[d] // 2
-                half -= half % 8
-                los[d + 1], ns[d + 1], state[d + 1] = los[d] + half, ns[d] - half, 0
-                d += 1
-                break
-            value = left[d] + value
-
-
-@_jit()
 def _shared(indptr, indices, w, hub, strong_base, is_entity, ms, cs):
     p = len(ms)
     shared_w, shared_n = np.zeros(p), np.zeros(p)
     strong_n, entity_w = np.zeros(p), np.zeros(p)
-    longest = 0
-    for r in range(len(indptr) - 1):
-        longest = max(longest, indptr[r + 1] - indptr[r])
-    weights = np.empty(max(longest, 1))
     for i in range(p):
         a, a_end = indptr[ms[i]], indptr[ms[i] + 1]
         b, b_end = indptr[cs[i]], indptr[cs[i] + 1]
         n = 0
-        held = 0
+        total = 0.0
         strong = 0.0
         entity = 0.0
         while a < a_end and b < b_end:
@@ -157,20 +87,17 @@ def _shared(indptr, indices, w, hub, strong_base, is_entity, ms, cs):
             else:
                 weight = w[ta]
                 n += 1
-                if weight != 0.0:  # the numpy step sums the nonzero weights (a sparse product's)
-                    weights[held] = weight
-                    held += 1
+                total += weight
                 if not hub[ta]:
                     strong += np.float64(strong_base[a]) + np.float64(strong_base[b])
                     if is_entity[ta]:
                         entity += weight
                 a += 1
                 b += 1
+        shared_w[i] = total
         shared_n[i] = n
         strong_n[i] = strong
         entity_w[i] = entity
-        if held:  # numpy.add.reduceat: the first value, plus the pairwise sum of the rest
-            shared_w[i] = weights[0] + _pairwise(weights, 1, held - 1) if held > 1 else weights[0]
     return shared_w, shared_n, strong_n, entity_w
 
 @_jit(inline="always")
