@@ -77,21 +77,6 @@ def test_one_rows_candidates_are_those_it_gets_in_a_batch(bank):
     assert seen["searched"] > 5 and seen["exact"] > 2 and seen["session"] > 5
 
 
-def test_one_rows_index_hits_are_the_batch_steps(bank):
-    stats, ctx, vectors, index = bank
-    rows = np.arange(450, 900, 9)
-    hits = evidence.index_search(index, np.ascontiguousarray(vectors[rows]), rows, 33)
-    b, *batch = evidence._index_hits(stats, rows, vectors, index.ntotal, ctx.open_, ctx.linked, 20, hits)
-    for i, row in enumerate(rows):
-        alone = evidence._index_hits(stats, rows[i : i + 1], vectors, index.ntotal, ctx.open_, ctx.linked, 20,
-                                     (hits[0][i : i + 1], hits[1][i : i + 1]))
-        assert not alone[0].any()
-        c, pos, floor, sure, cos = batch
-        mine = b == i
-        for got, want in zip(alone[1:], (c[mine], pos[mine], floor[i : i + 1], sure[mine], cos[mine])):
-            assert np.array_equal(got, want) and got.dtype == want.dtype
-
-
 def test_one_entrys_shared_terms_are_those_of_mixed_pairs(bank):
     stats = bank[0]
     rng = np.random.default_rng(3)

@@ -965,8 +965,6 @@ def _index_hits(stats, rows, vectors, total, open_, linked, k, hits):
     n = len(stats.ids)
     scores, found = np.asarray(hits[0], np.float64), np.asarray(hits[1], np.int64)
     fetch = found.shape[1]
-    if len(rows) == 1:
-        return _row_hits(stats, rows, vectors, total, open_, linked, k, scores[0], found[0])
     hit = (found >= 0) & (found < n)
     low = np.where(hit, scores, np.inf).min(axis=1)
     floor = np.where(fetch >= total, -np.inf, np.where(np.isfinite(low), low, np.inf) + _SLACK)
@@ -991,21 +989,6 @@ def _index_hits(stats, rows, vectors, total, open_, linked, k, hits):
     b, pos = np.nonzero(np.take_along_axis(valid, order, axis=1))
     c, v = c[b, pos], v[b, pos]
     return b, c, pos, floor, v > floor[b], v
-
-
-def _row_hits(stats, rows, vectors, total, open_, linked, k, scores, found, fetch=None):
-    """``_index_hits`` of one row (``scores``, ``found``: its hits, of ``fetch`` fetched, default
-    all), in a third of the steps: the same pairs, order and bits (a row's hits in the index's
-    order, its visible ones by cosine then the newer entry)."""
-    hit = (found >= 0) & (found < len(stats.ids))
-    low = float(scores[hit].min()) if hit.any() else np.inf
-    floor = -np.inf if (len(found) if fetch is None else fetch) >= total else (low if np.isfinite(low) else np.inf) + _SLACK
-    found = found[hit]
-    packed = found[_visible_pairs(stats, rows, np.zeros(len(found), np.int64), found, open_, linked)]
-    cos = _dots(vectors, packed, np.full(len(packed), rows[0], np.int64))
-    order = np.lexsort((-stats.rank[packed], -cos))[:k]
-    c, v = packed[order], cos[order]
-    return np.zeros(len(c), np.int64), c, np.arange(len(c), dtype=np.int64), np.array([floor]), v > floor, v
 
 
 def use_exact_neighbours(cos, floor, live, k: int) -> bool:
