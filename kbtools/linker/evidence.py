@@ -444,29 +444,10 @@ def _votes(stats: TermStats, rows: np.ndarray, rel: Relations, settings: LinkerS
             which, pos, c = which[seen], pos[seen], c[seen]
         keys.append(q_rows[which] * n + c)
         weights.append(q_weights[which] * pt.data[pos])
-    found, inverse = _unique_runs(np.concatenate(keys))
+    found, inverse = np.unique(np.concatenate(keys), return_inverse=True)
     sums = np.bincount(inverse, weights=np.concatenate(weights), minlength=len(found))
     kept = sums != 0.0
     return found[kept] // n, found[kept] % n, sums[kept]
-
-
-def _unique_runs(keys: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """``np.unique(keys, return_inverse=True)`` of keys that come as a few sorted runs (a row's
-    votes: one posting list per term), by a stable sort, which merges runs: half the time of
-    numpy's, whose set-up alone costs more than sorting one entry's hundred candidates.
-
-    >>> keys = np.array([2, 5, 9, 1, 5, 7, 2])
-    >>> [x.tolist() for x in _unique_runs(keys)] == [x.tolist() for x in np.unique(keys, return_inverse=True)]
-    True
-    """
-    order = np.argsort(keys, kind="stable")
-    ordered = keys[order]
-    first = np.empty(len(keys), bool)
-    first[:1] = True
-    np.not_equal(ordered[1:], ordered[:-1], out=first[1:])
-    inverse = np.empty(len(keys), np.int64)
-    inverse[order] = np.cumsum(first) - 1
-    return ordered[first], inverse
 
 
 def _compiled_best(compiled, stats: TermStats, rows: np.ndarray, rel: Relations, settings: LinkerSettings, open_, linked,
@@ -922,10 +903,7 @@ def _visible_count(stats, rows, eligible, linked) -> np.ndarray:
         always = int(np.count_nonzero(eligible & linked))
         ranks = np.sort(stats.rank[eligible & ~linked])
         stats._cache["visible count"] = (eligible, linked, always, ranks)
-    if len(rows) <= 4:
-        return always + np.searchsorted(ranks, stats.rank[rows]).astype(np.int64)
-    earlier = np.cumsum(np.bincount(ranks + 1, minlength=len(stats.ids) + 1))
-    return earlier[stats.rank[rows]] + always
+    return always + np.searchsorted(ranks, stats.rank[rows]).astype(np.int64)
 
 
 def index_neighbours(stats: TermStats, rows, vectors, neighbors, open_, linked, k: int, base: int, hits=None,
