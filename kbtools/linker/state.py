@@ -147,13 +147,7 @@ class EdgeIndex:
         if self.pair_keys.size == 0 or b.size == 0:
             return np.zeros(b.size, np.int64)
         keys = np.minimum(a, b) * self.n + np.maximum(a, b)
-        if keys.size > 64:  # a chunk's pairs: searched in order, each search starting where the last ended
-            order = np.argsort(keys)
-            at = np.empty(keys.size, np.int64)
-            at[order] = np.searchsorted(self.pair_keys, keys[order])
-        else:
-            at = np.searchsorted(self.pair_keys, keys)
-        at = np.minimum(at, self.pair_keys.size - 1)
+        at = np.minimum(np.searchsorted(self.pair_keys, keys), self.pair_keys.size - 1)
         return np.where(self.pair_keys[at] == keys, self.pair_edges[at], 0)
 
     def same_whole(self, kind: np.ndarray, a: np.ndarray, b: np.ndarray) -> np.ndarray:
