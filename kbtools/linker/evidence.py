@@ -25,7 +25,7 @@ from kbtools.linker.terms import TermStats, row_positions
 
 __all__ = [
     "Relations", "relations", "noisy_or", "pair_evidence", "candidate_pairs", "pair_cosine", "index_neighbours",
-    "use_exact_neighbours", "search_neighbours",
+    "search_neighbours",
 ]
 
 _PRIORS = prior_matrix()
@@ -745,11 +745,10 @@ def candidate_pairs(
     a session: the entries without one written closest to it, ``_written_near``).
 
     Returns arrays ``m, c`` and, per source, the candidate's position in that source's list
-    (``pos_index``, ``pos_nn``, ``pos_nnx``, ``pos_session``; SENTINEL when absent); ``margin``
-    extra places per list let a caller drop entries superseded later and still keep the best k.
-    With ``neighbors`` the index's hits are re-scored exactly, ``nn_floor`` holds each row's floor
-    and ``pos_nnx`` the exact scan of the rows whose index list may be short
-    (:func:`use_exact_neighbours`). ``eligible`` counts what a row could see, so that one entry
+    (``pos_index``, ``pos_nn``, ``pos_session``; SENTINEL when absent); ``margin`` extra places
+    per list let a caller drop entries superseded later and still keep the best k. With
+    ``neighbors`` the index's hits are re-scored exactly; a row that sees under a quarter of the
+    index is scanned exactly instead. ``eligible`` counts what a row could see, so that one entry
     and a batch choose alike; ``searched``: :func:`search_neighbours`' result, when searched
     ahead. With ``settings.both_ends``: ``pos_own`` and ``pos_rev``, the pair's places in either
     end's whole-frame list (:func:`whole_lists`); ``whole``: the candidates of such a list itself.
@@ -766,22 +765,18 @@ def candidate_pairs(
             r, c, v = _votes(stats, rows, rel, settings, cut=_first_unseen(stats, rows, open_, linked))
             ok = (v > 0.0) & _visible_pairs(stats, rows, r, c, open_, linked)
             parts.append(("index", *_best(r[ok], c[ok], v[ok], k, stats.rank, len(rows))))
-    floor = None
     if vectors is not None and neighbors is not None:
         if searched is None:
             searched = search_neighbours(stats, rows, vectors, neighbors, open_=open_, linked=linked,
                                          settings=settings, eligible=eligible)
         searched, hits = searched
-        b, c, pos, low, sure, cos = index_neighbours(stats, rows[searched], vectors, neighbors, open_, linked, k,
-                                                     settings.candidates, hits=hits, cosines=True)
-        b = searched[b]
-        floor = np.full(len(rows), np.inf)
-        floor[searched] = low
-        parts.append(("nn", b, c, pos, cos))
-        unsure = np.flatnonzero((floor > -np.inf) & (np.bincount(b[sure], minlength=len(rows)) < k))
-        if unsure.size:
-            b2, c2, pos2, cos2 = _exact_neighbours(stats, rows[unsure], vectors, open_, linked, k)
-            parts.append(("nnx", unsure[b2], c2, pos2, cos2))
+        b, c, pos, cos = index_neighbours(stats, rows[searched], vectors, neighbors, open_, linked, k,
+                                          settings.candidates, hits=hits)
+        parts.append(("nn", searched[b], c, pos, cos))
+        scanned = np.setdiff1d(np.arange(len(rows)), searched)
+        if scanned.size:
+            b, c, pos, cos = _exact_neighbours(stats, rows[scanned], vectors, open_, linked, k)
+            parts.append(("nn", scanned[b], c, pos, cos))
     elif vectors is not None:
         parts.append(("nn", *_exact_neighbours(stats, rows, vectors, open_, linked, k)))
     together = _session(stats, rows, open_, linked, settings.session_candidates + margin)
@@ -792,10 +787,7 @@ def candidate_pairs(
         lists = whole_lists(stats, rel=rel, eligible=frame, settings=settings, vectors=vectors, cosine=cosine,
                             neighbors=neighbors)
         parts += _list_places(stats, rows, lists, open_, linked)
-    out = _union(rows, parts, len(stats.ids))
-    if floor is not None:
-        out["nn_floor"] = floor[out["b"]]
-    return out
+    return _union(rows, parts, len(stats.ids))
 
 
 _DENSE_CELLS = 4_000_000  #: scores of one dense block (rows x columns): 16 MB as float32
@@ -873,9 +865,7 @@ def _fetch(base: int, neighbors) -> int:
 
 #: Hits fetched per searched row, in multiples of the candidates it keeps (plus one: itself). A row
 #: searched that sees a quarter to three eighths of the index fetches 6 times its candidates, not
-#: 4: with about 1.5 of them visible among its hits it is sure of its list (``use_exact_neighbours``),
-#: where with 4 (1 to 1.5 visible) such rows often fall back to an exact scan of tens of thousands
-#: of entries each
+#: 4: about 1.5 times its candidates are then visible among its hits
 _FETCH_STEPS = (1.5, 2.0, 3.0, 4.0, 6.0)
 
 
@@ -906,46 +896,33 @@ def _visible_count(stats, rows, eligible, linked) -> np.ndarray:
     return always + np.searchsorted(ranks, stats.rank[rows]).astype(np.int64)
 
 
-def index_neighbours(stats: TermStats, rows, vectors, neighbors, open_, linked, k: int, base: int, hits=None,
-                     cosines: bool = False):
+def index_neighbours(stats: TermStats, rows, vectors, neighbors, open_, linked, k: int, base: int, hits=None):
     """Nearest neighbours from an index (``hits``: searched already, see :func:`search_neighbours`),
-    the visible ones re-scored exactly, the best ``k`` kept (ties: the newer first): ``b, c, pos``,
-    per row its floor (the lowest score returned plus a slack; -inf when the search returned the
-    whole index) and per pair whether it scores above its row's floor (then it is among the row's
-    true best); ``cosines``: also each pair's exact cosine."""
+    the visible ones re-scored exactly, the best ``k`` kept (ties: the newer first): ``b, c, pos``
+    and each pair's exact cosine."""
     rows = np.asarray(rows, np.int64)
     fetch = _fetch(base, neighbors)
     if len(rows) == 0 or fetch <= 0:
         empty = np.zeros(0, np.int64)
-        out = empty, empty, empty, np.full(len(rows), -np.inf), np.zeros(0, bool)
-        return (*out, np.zeros(0)) if cosines else out
+        return empty, empty, empty, np.zeros(0)
     if hits is None:
         hits = neighbors.search(np.ascontiguousarray(vectors[rows], dtype=np.float32), fetch)
     if isinstance(hits, tuple):
         hits = [(np.arange(len(rows)), hits)]
-    floor = np.full(len(rows), -np.inf)
     parts = []
     for at, found in hits:
-        b, c, pos, low, sure, cos = _index_hits(stats, rows[at], vectors, int(neighbors.ntotal), open_, linked, k, found)
-        floor[at] = low
-        parts.append((at[b], c, pos, sure, cos))
-    if len(parts) == 1:
-        b, c, pos, sure, cos = parts[0]
-    else:
-        b, c, pos, sure, cos = (np.concatenate(x) for x in zip(*parts))
-        order = np.lexsort((pos, b))
-        b, c, pos, sure, cos = b[order], c[order], pos[order], sure[order], cos[order]
-    return (b, c, pos, floor, sure, cos) if cosines else (b, c, pos, floor, sure)
+        b, c, pos, cos = _index_hits(stats, rows[at], vectors, open_, linked, k, found[1])
+        parts.append((at[b], c, pos, cos))
+    b, c, pos, cos = (np.concatenate(x) for x in zip(*parts))
+    order = np.lexsort((pos, b))
+    return b[order], c[order], pos[order], cos[order]
 
 
-def _index_hits(stats, rows, vectors, total, open_, linked, k, hits):
-    """``index_neighbours`` of rows searched with the same number of hits."""
-    n = len(stats.ids)
-    scores, found = np.asarray(hits[0], np.float64), np.asarray(hits[1], np.int64)
+def _index_hits(stats, rows, vectors, open_, linked, k, found):
+    """``index_neighbours`` of rows searched with the same number of hits (``found``: their rows)."""
+    found = np.asarray(found, np.int64)
     fetch = found.shape[1]
-    hit = (found >= 0) & (found < n)
-    low = np.where(hit, scores, np.inf).min(axis=1)
-    floor = np.where(fetch >= total, -np.inf, np.where(np.isfinite(low), low, np.inf) + _SLACK)
+    hit = (found >= 0) & (found < len(stats.ids))
     b = np.repeat(np.arange(len(rows), dtype=np.int64), fetch).reshape(found.shape)[hit]
     seen = np.zeros(found.shape, bool)
     seen[hit] = _visible_pairs(stats, rows, b, found[hit], open_, linked)
@@ -965,24 +942,7 @@ def _index_hits(stats, rows, vectors, total, open_, linked, k, hits):
                                axis=1)[:, :k]
     c, v = np.take_along_axis(packed, order, axis=1), -np.take_along_axis(lower, order, axis=1)
     b, pos = np.nonzero(np.take_along_axis(valid, order, axis=1))
-    c, v = c[b, pos], v[b, pos]
-    return b, c, pos, floor, v > floor[b], v
-
-
-def use_exact_neighbours(cos, floor, live, k: int) -> bool:
-    """Whether a row's index neighbours may miss some of its true best ``k``: its search stopped
-    short of the whole index (floor > -inf; +inf: not searched) and fewer than ``k`` live candidates
-    of the list score above the floor.
-    Both planners ask this per entry, after dropping entries superseded earlier in the run, so
-    linking one entry and connecting many choose the same list.
-
-    >>> import numpy as np
-    >>> use_exact_neighbours(np.array([0.9, 0.5]), np.array([0.6, 0.6]), np.array([True, True]), 2)
-    True
-    """
-    if len(floor) == 0 or floor[0] == -np.inf:
-        return False
-    return int(np.count_nonzero(live & (cos > floor))) < k
+    return b, c[b, pos], pos, v[b, pos]
 
 
 def _similarities(vectors, rows, cols=None) -> np.ndarray:
@@ -1125,7 +1085,7 @@ def _list_places(stats: TermStats, rows: np.ndarray, lists, open_, linked) -> li
 
 
 def _union(rows, parts, n):
-    names = ("index", "nn", "nnx", "session", "own", "rev")
+    names = ("index", "nn", "session", "own", "rev")
     empty = np.zeros(0, np.int64)
     if sum(len(p[1]) for p in parts) == 0:
         return {"b": empty, "m": empty, "c": empty, **{f"pos_{x}": empty for x in names}}

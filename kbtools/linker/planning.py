@@ -55,8 +55,8 @@ def plan_links(entry_id, entries, edges, triples, *, vectors=None, cosine=None, 
 
     ``neighbors``, with ``vectors``: a nearest-neighbour index over the entries' rows (a
     ``faiss.Index``, or any object with ``ntotal`` and ``search(x, k) -> (scores, rows)``) searched
-    instead of scanning every vector; an entry whose hits may miss its best candidates falls back to
-    the exact scan (``evidence.search_neighbours``). A flat index gives the links of the scan.
+    instead of scanning every vector; an entry that sees under a quarter of the index is scanned
+    exactly (``evidence.search_neighbours``).
 
     >>> import polars as pl, datetime as dt
     >>> t = dt.datetime(2026, 11, 1, tzinfo=dt.timezone.utc)

@@ -18,7 +18,7 @@ import polars as pl
 import scipy.sparse as sp
 
 from kbtools.errors import ValidationError
-from kbtools.linker.evidence import SENTINEL, use_exact_neighbours
+from kbtools.linker.evidence import SENTINEL
 from kbtools.linker.rules import KINDS, LinkerSettings, kind_code, link_type
 from kbtools.linker.terms import TermStats, row_positions
 from kbtools.linker.wording import TEXT_VALUES, evidence_json, term_places, why_words, evidence_texts, shown_terms_table
@@ -187,25 +187,16 @@ class LinkChoice:
     candidate of the row was superseded during the plan.
 
     A row's list takes, from each source, its first ``candidates`` (``session_candidates``)
-    entries, the exact scan's list instead of the index's where the index may have missed some of
-    the best (``use_exact_neighbours``), and the entries of either end's whole-frame list
-    (``settings.both_ends``), and keeps those past the gate."""
+    entries and the entries of either end's whole-frame list (``settings.both_ends``), and keeps
+    those past the gate."""
 
     def __init__(self, pairs: dict, ev: dict, stats: TermStats, settings: LinkerSettings, index: "EdgeIndex", n_rows: int):
         b, c, k, rank = pairs["b"], pairs["c"], settings.candidates, stats.rank
         self.stats = stats
-        lexical = (pairs["pos_index"] < k) | (pairs["pos_session"] < settings.session_candidates) \
+        # a source's positions in a row run 0, 1, 2, ...: its first k
+        listed = (pairs["pos_index"] < k) | (pairs["pos_nn"] < k) | (pairs["pos_session"] < settings.session_candidates) \
             | (pairs["pos_own"] != SENTINEL) | (pairs["pos_rev"] != SENTINEL)
-        near = pairs["pos_nn"] < k  # a source's positions in a row run 0, 1, 2, ...: its first k
-        self.exact = np.zeros(n_rows, bool)
-        if "nn_floor" in pairs and len(b):
-            above = (pairs["pos_nn"] != SENTINEL) & (ev["cos"] > pairs["nn_floor"])
-            floor = np.full(n_rows, -np.inf)
-            floor[b] = pairs["nn_floor"]  # one floor per row
-            self.exact = (np.bincount(b, minlength=n_rows) > 0) & (floor > -np.inf) \
-                & (np.bincount(b[above], minlength=n_rows) < k)
-            near = np.where(self.exact[b], pairs["pos_nnx"] < k, near)
-        ok = np.flatnonzero((lexical | near) & ev["linked"] & ~index.same_whole(stats.kind, pairs["m"], c))
+        ok = np.flatnonzero(listed & ev["linked"] & ~index.same_whole(stats.kind, pairs["m"], c))
         self.pairs = ok[np.lexsort((-rank[c[ok]], -ev["affinity"][ok], _both_ends(pairs, ok), b[ok]))]
         #: what a record and its evidence text read of each pair's evidence (arrays over ``pairs``)
         self.text_values = {k: ev[k][self.pairs] for k in TEXT_VALUES}
@@ -471,8 +462,6 @@ class LinkState:
 
     def _chosen_links(self, m, ev, choice: LinkChoice, b: int):
         """``_auto_links`` of an entry that links in its own name, from the chunk's ``choice``."""
-        if choice.exact[b]:
-            self.counts["nn_exact"] += 1
         superseded, delta, cs, base, most = self.superseded, self.pair_delta, choice.c, choice.base, self.s.max_new
         tried = []  # read before any is added
         for p in range(choice.bounds[b], choice.bounds[b + 1]):
@@ -498,12 +487,7 @@ class LinkState:
         if self.fresh_superseded:
             fresh[:] = [x in self.fresh_superseded and x not in own for x in cs]
         chosen = np.zeros(len(cs), bool)
-        nn = "nn"
-        if "nn_floor" in pairs and use_exact_neighbours(ev["cos"][lo:hi], pairs["nn_floor"][lo:hi],
-                                                        (pairs["pos_nn"][lo:hi] != SENTINEL) & ~fresh, self.s.candidates):
-            nn = "nnx"  # the index list may miss some of the best: the exact scan's list
-            self.counts["nn_exact"] += 1
-        for name, limit in (("index", self.s.candidates), (nn, self.s.candidates), ("session", self.s.session_candidates)):
+        for name, limit in (("index", self.s.candidates), ("nn", self.s.candidates), ("session", self.s.session_candidates)):
             pos = pairs[f"pos_{name}"][lo:hi]
             live = np.flatnonzero((pos != SENTINEL) & ~fresh)
             chosen[live[np.argsort(pos[live], kind="stable")][:limit]] = True
@@ -620,8 +604,6 @@ class LinkState:
                        "capped": int(self.counts["capped"]), "rederived": int(self.counts["rederived"]),
                        "missing_structure": int(self.counts["missing_structure"]),
                        "added": add.height, "removed": remove.height})
-        if self.ctx.neighbors is not None:
-            report["nn_exact"] = int(self.counts["nn_exact"])  # entries that fell back to the exact scan
         return LinkPlan(add=add, remove=remove, entry_updates=updates, report=report)
 
 
@@ -701,7 +683,7 @@ _FEW_TEXTS = 64
 _TYPE_INPUTS = ("m", "c", "later", "time", "bridge_only")
 #: What the linking reads of a chunk's pairs and of their evidence (``LinkChoice``, ``link_entry``):
 #: all a worker process sends back (``pipeline.ChunkWork.keep``)
-LINKING_READS = (("b", "m", "c", "pos_index", "pos_nn", "pos_nnx", "pos_session", "pos_own", "pos_rev", "nn_floor"),
+LINKING_READS = (("b", "m", "c", "pos_index", "pos_nn", "pos_session", "pos_own", "pos_rev"),
                  tuple(dict.fromkeys((*TEXT_VALUES, *_TYPE_INPUTS, "linked", "score", "affinity"))))
 
 
