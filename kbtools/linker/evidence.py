@@ -680,8 +680,7 @@ def candidate_pairs(
             searched = search_neighbours(stats, rows, vectors, neighbors, open_=open_, linked=linked,
                                          settings=settings, eligible=eligible)
         searched, hits = searched
-        b, c, pos, cos = index_neighbours(stats, rows[searched], vectors, neighbors, open_, linked, k,
-                                          settings.candidates, hits=hits)
+        b, c, pos, cos = index_neighbours(stats, rows[searched], vectors, open_, linked, k, hits)
         parts.append(("nn", searched[b], c, pos, cos))
         scanned = np.setdiff1d(np.arange(len(rows)), searched)
         if scanned.size:
@@ -806,19 +805,14 @@ def _visible_count(stats, rows, eligible, linked) -> np.ndarray:
     return always + np.searchsorted(ranks, stats.rank[rows]).astype(np.int64)
 
 
-def index_neighbours(stats: TermStats, rows, vectors, neighbors, open_, linked, k: int, base: int, hits=None):
-    """Nearest neighbours from an index (``hits``: searched already, see :func:`search_neighbours`),
+def index_neighbours(stats: TermStats, rows, vectors, open_, linked, k: int, hits):
+    """Nearest neighbours from an index (``hits``: :func:`search_neighbours`' hits of these rows),
     the visible ones re-scored exactly, the best ``k`` kept (ties: the newer first): ``b, c, pos``
     and each pair's exact cosine."""
     rows = np.asarray(rows, np.int64)
-    fetch = _fetch(base, neighbors)
-    if len(rows) == 0 or fetch <= 0:
+    if len(rows) == 0 or not hits:
         empty = np.zeros(0, np.int64)
         return empty, empty, empty, np.zeros(0)
-    if hits is None:
-        hits = neighbors.search(np.ascontiguousarray(vectors[rows], dtype=np.float32), fetch)
-    if isinstance(hits, tuple):
-        hits = [(np.arange(len(rows)), hits)]
     parts = []
     for at, found in hits:
         b, c, pos, cos = _index_hits(stats, rows[at], vectors, open_, linked, k, found[1])
