@@ -466,7 +466,7 @@ def test_linking_reads_title_and_author_overlaps_only_where_they_score(monkeypat
 
 @pytest.mark.parametrize("in_time_order", [True, False])
 def test_votes_cut_at_the_first_unseen_entry_are_the_votes_seen(in_time_order):
-    """A chunk's sparse product leaves out the entries after the last one any of its rows can see
+    """A chunk's votes leave out the entries after the last one any of its rows can see
     (``_first_unseen``): the votes for the entries they can see are the same, bit for bit, with
     entries linked already (seen by all) and rows in time order or shuffled."""
     from kbtools.linker import evidence
