@@ -734,15 +734,11 @@ def _exact_neighbours(stats, rows, vectors, open_, linked, k):
 
 def _exact_block(stats, rows, vectors, open_, linked, k):
     """``_exact_neighbours`` of one block of rows."""
-    n = len(stats.ids)
     seen = open_ & (stats.kind >= 0) & (linked | (stats.rank < stats.rank[rows].max()))
-    cols = np.flatnonzero(seen) if 2 * int(np.count_nonzero(seen)) < n else None
-    if cols is None:
-        sims = _similarities(vectors, rows)
-        _hide(sims, stats, rows, np.arange(n), open_, linked)
-        exact = lambda r, c: hit_cosines(vectors, rows[r], c)  # noqa: E731
-        return _top_k(sims, k, stats.rank, exact, slack=_SLACK)
-    if len(cols) and cols[-1] - cols[0] + 1 <= 1.25 * len(cols):  # nearly a run of rows: score the run (a view)
+    cols = np.flatnonzero(seen)
+    if 2 * len(cols) >= len(stats.ids):  # most of the bank: score it all (a view)
+        cols = np.arange(len(stats.ids))
+    elif len(cols) and cols[-1] - cols[0] + 1 <= 1.25 * len(cols):  # nearly a run of rows: score the run (a view)
         cols = np.arange(cols[0], cols[-1] + 1)
     sims = _similarities(vectors, rows, cols)
     _hide(sims, stats, rows, cols, open_, linked)
@@ -849,13 +845,11 @@ def _index_hits(stats, rows, vectors, open_, linked, k, found):
     return b, c[b, pos], pos, v[b, pos]
 
 
-def _similarities(vectors, rows, cols=None) -> np.ndarray:
-    """Approximate cosines of rows against the bank (or its ``cols``), in the vectors' precision: a
-    BLAS product for a batch, a plain loop for a few rows (a threaded BLAS call costs milliseconds of wake-up next to polars'
-    thread pool)."""
-    if cols is None:
-        against = vectors
-    elif len(cols) and cols[-1] - cols[0] + 1 == len(cols):  # a run of rows (a bank in time order): a view
+def _similarities(vectors, rows, cols) -> np.ndarray:
+    """Approximate cosines of rows against the bank's ``cols``, in the vectors' precision: a BLAS
+    product for a batch, a plain loop for a few rows (a threaded BLAS call costs milliseconds of
+    wake-up next to polars' thread pool)."""
+    if len(cols) and cols[-1] - cols[0] + 1 == len(cols):  # a run of rows (a bank in time order): a view
         against = vectors[int(cols[0]) : int(cols[-1]) + 1]
     else:
         against = vectors[cols]
