@@ -866,11 +866,14 @@ def _session(stats, rows, open_, linked, k):
     if have.size == 0 or k <= 0:
         return empty
     which, pos = row_positions(stats.session_start, s[have])
-    b, c = have[which], stats.session_rows[pos]
+    return _closest_in_time(stats, rows, have[which], stats.session_rows[pos], open_, linked, k)
+
+
+def _closest_in_time(stats, rows, b, c, open_, linked, k):
+    """Per row, the first k of its visible candidates (pairs ``b``, ``c``) by time apart (ties: the newer first)."""
     ok = _visible_pairs(stats, rows, b, c, open_, linked)
     b, c = b[ok], c[ok]
-    dt = np.abs(stats.time_us[c] - stats.time_us[rows[b]])
-    order = np.lexsort((-stats.rank[c], dt, b))
+    order = np.lexsort((-stats.rank[c], np.abs(stats.time_us[c] - stats.time_us[rows[b]]), b))
     b, c = b[order], c[order]
     pos = np.arange(len(b)) - np.searchsorted(b, np.arange(len(rows)))[b]
     keep = pos < k
@@ -898,16 +901,7 @@ def _written_near(stats, rows, open_, linked, k):
     at = np.searchsorted(stats.rank[order], stats.rank[rows[lone]])[:, None] + np.concatenate([-steps[::-1], steps])
     inside = (at >= 0) & (at < order.size)
     b = np.broadcast_to(lone[:, None], at.shape)[inside]
-    c = order[at[inside]]
-    c_is_not_row = c != rows[b]
-    b, c = b[c_is_not_row], c[c_is_not_row]
-    ok = _visible_pairs(stats, rows, b, c, open_, linked)
-    b, c = b[ok], c[ok]
-    order_ = np.lexsort((-stats.rank[c], np.abs(stats.time_us[c] - stats.time_us[rows[b]]), b))
-    b, c = b[order_], c[order_]
-    pos = np.arange(len(b)) - np.searchsorted(b, np.arange(len(rows)))[b]
-    keep = pos < k
-    return b[keep], c[keep], pos[keep]
+    return _closest_in_time(stats, rows, b, order[at[inside]], open_, linked, k)
 
 
 _WHOLE_BLOCK = 1024  #: rows whose whole-frame candidates are computed at once (``whole_lists``)
