@@ -52,6 +52,7 @@ def test_best_drops_pairs_below_the_kth_without_changing_the_result():
     pos = np.arange(len(rs)) - np.searchsorted(rs, np.arange(n_rows))[rs]
     want = (rs[pos < k], cs[pos < k], pos[pos < k])
     got = evidence._best(r, c, v, k, rank, n_rows)
+    assert len(r) > 4 * k * n_rows  # the pre-filter runs
     for a, b in zip(got, want):
         assert np.array_equal(a, b)
     shuffled = rng.permutation(len(r))  # rows out of order are sorted first
@@ -100,11 +101,12 @@ def test_dense_neighbours_are_the_same_whatever_the_block_size(monkeypatch):
     assert len(whole[0]) > 300
 
 
+@pytest.mark.parametrize("stride", [8, 2])  # 8: a narrow block picks columns; 2: a wide one reads past a sampled bound
 @pytest.mark.parametrize("kind", ["directions", "random"])
 @pytest.mark.parametrize("closed", [False, True])  # True: every 11th entry archived, scored among the run and hidden
-def test_dense_neighbours_read_a_row_whole_when_its_ties_run_past_the_picked_columns(monkeypatch, kind, closed):
+def test_dense_neighbours_read_a_row_whole_when_its_ties_run_past_the_picked_columns(monkeypatch, stride, kind, closed):
     """Vectors in five directions: each row ties with dozens of columns at its k-th, more than the
-    columns picked first (``_TIE_ROOM``); the scan still returns a
+    columns picked first (``_TIE_ROOM``) or read past the sampled bound; the scan still returns a
     brute force's list (exact cosine, then the newer entry) and each pair's exact cosine."""
     from kbtools.demo import synthetic_bank
     from kbtools.linker import evidence
@@ -120,6 +122,10 @@ def test_dense_neighbours_read_a_row_whole_when_its_ties_run_past_the_picked_col
     else:
         vectors = rng.normal(size=(n, 16)).astype(np.float32)
     vectors /= np.linalg.norm(vectors, axis=1, keepdims=True)
+    monkeypatch.setattr(evidence, "_SAMPLE_STRIDE", stride)
+    sampled = []
+    monkeypatch.setattr(evidence, "_sampled_candidates", lambda *a, f=evidence._sampled_candidates: sampled.append(
+        f(*a)) or sampled[-1])
     open_, linked = np.ones(n, bool), np.zeros(n, bool)
     linked[::9] = not closed  # closed: as a whole-bank connect, nothing linked before
     if closed:
@@ -131,6 +137,9 @@ def test_dense_neighbours_read_a_row_whole_when_its_ties_run_past_the_picked_col
     b, c, pos, cos = evidence._exact_neighbours(stats, rows, vectors, open_, linked, k)
     assert list(zip(b.tolist(), c.tolist(), cos.tolist())) == _brute_neighbours(stats, rows, vectors, open_, linked, k)
     assert np.array_equal(cos, evidence.pair_cosine(rows[b], c, vectors=vectors))
+    assert bool(sampled) == (stride == 2)
+    if sampled and kind == "directions":
+        assert sum(len(whole) for *_, whole in sampled) > 0  # rows whose ties reach the bound were read whole
 
 
 def _brute_neighbours(stats, rows, vectors, open_, linked, k):
@@ -147,9 +156,9 @@ def _brute_neighbours(stats, rows, vectors, open_, linked, k):
     return want
 
 
-def test_a_row_that_sees_fewer_than_k_entries_in_a_wide_block_keeps_only_those():
-    """The first entries of a bank scanned in one block with later ones: they keep the few entries
-    they see, never a hidden one."""
+def test_a_row_that_sees_fewer_than_k_entries_in_a_wide_block_keeps_only_those(monkeypatch):
+    """The first entries of a bank scanned in one block with later ones (read past a sampled bound):
+    they keep the few entries they see, never a hidden one."""
     from kbtools.demo import synthetic_bank
     from kbtools.linker import evidence
     from kbtools.linker.terms import TermStats
@@ -159,6 +168,7 @@ def test_a_row_that_sees_fewer_than_k_entries_in_a_wide_block_keeps_only_those()
     rng = np.random.default_rng(3)
     vectors = rng.normal(size=(n, 16)).astype(np.float32)
     vectors /= np.linalg.norm(vectors, axis=1, keepdims=True)
+    monkeypatch.setattr(evidence, "_SAMPLE_STRIDE", 2)
     open_, linked = np.ones(n, bool), np.zeros(n, bool)
     by_rank = np.argsort(stats.rank, kind="stable")
     rows = np.concatenate([by_rank[:3], by_rank[-60:]])  # ranks 0, 1, 2 see 0, 1, 2 entries
@@ -400,6 +410,52 @@ def test_shared_words_are_those_of_the_entrys_terms_in_weight_order(monkeypatch,
             assert got == brute(m, c)
             compared += got.count(",") > 0
     assert compared > 500
+
+
+@pytest.mark.parametrize("values", ["two", "twelve", "distinct"])
+def test_the_kth_highest_vote_of_each_row_is_found_in_groups_as_row_by_row(monkeypatch, values):
+    """``_above_kth`` sorts rows of about the same length together (padded with -inf), a wide row
+    cut first at a sampled bound: the kept pairs are exactly those at or above each row's own k-th
+    highest value, ties included."""
+    from kbtools.linker import evidence
+
+    rng = np.random.default_rng(5)
+    n_rows, k = 300, 7
+    lengths = rng.choice([0, 1, 7, 8, 9, 40, 300, 1025], size=n_rows)
+    r = np.repeat(np.arange(n_rows), lengths)
+    # two or twelve values: many ties at the k-th (two: half of a row at the bound, no cut is worth it)
+    levels = {"two": 2, "twelve": 12}.get(values)
+    v = rng.random(len(r)) if levels is None else rng.integers(0, levels, len(r)) / 4
+    cuts = []
+    monkeypatch.setattr(evidence, "_kth_highest", lambda b, x, k, f=evidence._kth_highest: cuts.append(len(x)) or f(b, x, k))
+    c = np.arange(len(r))
+    shuffled = rng.permutation(len(r))
+    got_r, got_c, got_v = evidence._above_kth(r[shuffled], c[shuffled], v[shuffled], k, n_rows)
+    want = []
+    for row in range(n_rows):
+        mine = np.flatnonzero(r == row)
+        kth = np.sort(v[mine])[-k] if len(mine) > k else -np.inf
+        want += [int(x) for x in mine if v[x] >= kth]
+    assert sorted(got_c.tolist()) == sorted(want)
+    assert (r[got_c] == got_r).all() and (v[got_c] == got_v).all()
+    assert np.all(np.diff(got_r) >= 0)  # by row, as ``_best`` reads them
+    assert len(want) < len(r)  # rows were cut
+    assert (len(cuts) > 1) == (values != "two")  # the wide rows' values above the bound, read again
+
+
+@pytest.mark.parametrize("length,k", [(1226, 24), (24, 24), (5, 24), (300, 1)])
+def test_one_rows_kth_highest_vote_is_the_groups(length, k):
+    """One entry's votes take a plain sort (``_above_kth`` with one row): the pairs kept are those
+    the grouped path keeps, ties at the k-th included."""
+    from kbtools.linker import evidence
+
+    rng = np.random.default_rng(length)
+    v = rng.integers(0, 40, length) / 8.0
+    r, c = np.zeros(length, np.int64), np.arange(length)
+    got = evidence._above_kth(r, c, v, k, 1)
+    two_rows = evidence._above_kth(np.append(r, 1), np.append(c, -1), np.append(v, 0.0), k, 2)
+    assert sorted(got[1].tolist()) == sorted(two_rows[1][two_rows[0] == 0].tolist())
+    assert len(got[1]) >= min(k, length)
 
 
 def test_visible_pairs_read_through_one_array_as_through_the_flags():

@@ -505,18 +505,22 @@ def _top_k(values: np.ndarray, k: int, rank: np.ndarray, exact, slack: float = 0
         return empty, empty, empty, np.zeros(0)
     n_rows, n = values.shape
     take = min(n, k + _TIE_ROOM)
-    top = np.argpartition(values, n - take, axis=1)[:, n - take :] if take < n else np.tile(np.arange(n), (n_rows, 1))
-    v = np.take_along_axis(values, top, axis=1).astype(np.float64)  # a float32 is exact as a float64
-    if n > k:
-        thr = np.partition(v, take - k, axis=1)[:, take - k]  # the k-th highest of the row
-        ok = (v >= (thr - slack)[:, None]) & (v > -np.inf)
-        whole = np.flatnonzero((take < n) & (v.min(axis=1) >= thr - slack) & (v.min(axis=1) > -np.inf))
+    if n >= 4 * _SAMPLE_STRIDE * take:
+        r, c, thr, whole = _sampled_candidates(values, k, take, slack)
+        x = exact(r, c[:, None])[:, 0] if len(r) else np.zeros(0)
     else:
-        ok, whole = v > -np.inf, empty
-    ok[whole] = False
-    r, j = np.nonzero(ok)
-    c = top[r, j]
-    x = exact(np.arange(n_rows), top)[r, j] if len(r) else np.zeros(0)
+        top = np.argpartition(values, n - take, axis=1)[:, n - take :] if take < n else np.tile(np.arange(n), (n_rows, 1))
+        v = np.take_along_axis(values, top, axis=1).astype(np.float64)  # a float32 is exact as a float64
+        if n > k:
+            thr = np.partition(v, take - k, axis=1)[:, take - k]  # the k-th highest of the row
+            ok = (v >= (thr - slack)[:, None]) & (v > -np.inf)
+            whole = np.flatnonzero((take < n) & (v.min(axis=1) >= thr - slack) & (v.min(axis=1) > -np.inf))
+        else:
+            ok, whole = v > -np.inf, empty
+        ok[whole] = False
+        r, j = np.nonzero(ok)
+        c = top[r, j]
+        x = exact(np.arange(n_rows), top)[r, j] if len(r) else np.zeros(0)
     if len(whole):  # ties past the columns read: every column within the slack of the k-th
         wide = values[whole].astype(np.float64)
         r2, c2 = np.nonzero((wide >= (thr[whole] - slack)[:, None]) & (wide > -np.inf))
@@ -529,6 +533,35 @@ def _top_k(values: np.ndarray, k: int, rank: np.ndarray, exact, slack: float = 0
     pos = np.arange(len(r)) - starts[r]
     keep = pos < k
     return r[keep].astype(np.int64), c[keep].astype(np.int64), pos[keep].astype(np.int64), x[keep]
+
+
+#: A wide dense block reads every this many columns first, for a bound below each row's best (``_top_k``)
+_SAMPLE_STRIDE = 8
+
+
+def _sampled_candidates(values: np.ndarray, k: int, take: int, slack: float):
+    """``_top_k``'s columns of a wide block: per row, the ``take``-th highest of every
+    ``_SAMPLE_STRIDE``-th column is at most the row's own ``take``-th highest, so the columns at or
+    above it hold the row's best (about ``take * _SAMPLE_STRIDE`` of them, several times cheaper
+    than an argpartition of the whole row). Returns ``r, c`` of the columns within
+    ``slack`` of their row's k-th highest value, that value per row (-inf for a row of fewer), and
+    the rows to read whole: those whose bound lies above it less the slack (a column between them
+    was not read); their columns are left out here."""
+    n_rows, n = values.shape
+    sample = np.ascontiguousarray(values[:, ::_SAMPLE_STRIDE])
+    bound = np.partition(sample, sample.shape[1] - take, axis=1)[:, sample.shape[1] - take]
+    above = values >= bound[:, None]
+    low = np.flatnonzero(bound == -np.inf)  # a row of fewer than ``take`` sampled values: -inf is not above
+    if len(low):
+        above[low] &= values[low] > -np.inf
+    flat = np.flatnonzero(above)  # by row
+    r = flat // n
+    c = flat - r * n
+    v = values[r, c].astype(np.float64)  # a float32 is exact as a float64
+    thr = _kth_highest(np.searchsorted(r, np.arange(n_rows + 1)), v, k)  # -inf: fewer than k, all kept
+    short = (bound > -np.inf) & (bound > thr - slack)
+    ok = (v >= thr[r] - slack) & ~short[r]
+    return r[ok], c[ok], thr, np.flatnonzero(short)
 
 
 #: Columns picked per row of a dense block past its k best, before the exact re-scoring (see ``_top_k``)
@@ -562,12 +595,69 @@ def _best(r, c, v, k: int, rank: np.ndarray, n_rows: int):
     ...       np.arange(4), 2)[1].tolist()
     [1, 3, 0]
     """
+    if k > 0 and len(r) > 4 * k * max(n_rows, 1):
+        r, c, v = _above_kth(r, c, v, k, n_rows)
     order = np.lexsort((-rank[c], -v, r))
     r, c = r[order], c[order]
     starts = np.searchsorted(r, np.arange(n_rows))
     pos = np.arange(len(r)) - starts[r]
     keep = pos < k
     return r[keep].astype(np.int64), c[keep].astype(np.int64), pos[keep].astype(np.int64)
+
+
+#: Padded values sorted at once by ``_above_kth`` (8 MB)
+_GROUP_CELLS = 1_000_000
+
+
+def _above_kth(r, c, v, k: int, n_rows: int):
+    """The pairs whose value is at least their row's k-th highest (all of a row with k or fewer).
+
+    >>> import numpy as np
+    >>> r, c, v = _above_kth(np.array([1, 0, 0, 0, 1]), np.arange(5), np.array([0.2, 0.5, 0.9, 0.5, 0.1]), 2, 2)
+    >>> r.tolist(), c.tolist()
+    ([0, 0, 0, 1, 1], [1, 2, 3, 0, 4])
+    """
+    if n_rows == 1:  # one entry's votes (linking one entry): one sort, none of the groups' set-up
+        keep = v >= (np.partition(v, len(v) - k)[len(v) - k] if 0 < k <= len(v) else -np.inf)
+        return r[keep], c[keep], v[keep]
+    order = np.argsort(r, kind="stable") if len(r) and np.any(np.diff(r) < 0) else None
+    if order is not None:
+        r, c, v = r[order], c[order], v[order]
+    keep = v >= _kth_highest(np.searchsorted(r, np.arange(n_rows + 1)), v, k)[r]  # -inf: fewer than k, all kept
+    return r[keep], c[keep], v[keep]
+
+
+def _kth_highest(bounds: np.ndarray, v: np.ndarray, k: int) -> np.ndarray:
+    """Per row (its values ``v[bounds[i]:bounds[i + 1]]``), the k-th highest value; -inf for a row
+    of fewer than k values."""
+    lengths = np.diff(bounds)
+    thr = np.full(len(lengths), -np.inf)
+    long = np.flatnonzero(lengths >= k) if k > 0 else np.zeros(0, np.int64)
+    if long.size:
+        width = np.left_shift(1, np.ceil(np.log2(lengths[long])).astype(np.int64))  # >= the length
+        for w in np.unique(width).tolist():
+            group = long[width == w]
+            for lo in range(0, len(group), max(1, _GROUP_CELLS // w)):
+                part = group[lo : lo + max(1, _GROUP_CELLS // w)]
+                at = bounds[part][:, None] + np.arange(w)[None, :]
+                padded = np.where(at < bounds[part + 1][:, None], v[np.minimum(at, len(v) - 1)], -np.inf)
+                thr[part] = _padded_kth(padded, k)
+    return thr
+
+
+def _padded_kth(padded: np.ndarray, k: int) -> np.ndarray:
+    """The k-th highest of each row of ``padded`` (at least k values filling more than half of the row, the
+    rest -inf)."""
+    w = padded.shape[1]
+    if w >= 4 * _SAMPLE_STRIDE * k:
+        sample = np.sort(padded[:, ::_SAMPLE_STRIDE], axis=1)
+        bound = sample[:, sample.shape[1] - k]  # more than half the row holds values: the sample at least 2k
+        kept = padded >= bound[:, None]
+        counts = kept.sum(axis=1)
+        if counts.sum() * 4 <= padded.size:  # a cut worth it (not a row of ties)
+            values = padded[kept]  # by row
+            return _kth_highest(np.concatenate([[0], np.cumsum(counts)]), values, k)
+    return np.sort(padded, axis=1)[:, w - k]
 
 
 def search_neighbours(stats: TermStats, rows, vectors, neighbors, *, open_, linked, settings: LinkerSettings,
