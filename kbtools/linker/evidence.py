@@ -378,6 +378,13 @@ def _bridge(stats, ms, cs, rel: Relations) -> np.ndarray:
 # ---------------------------------------------------------------- candidates (step 2)
 
 
+def _query_matrix(stats: TermStats, rows: np.ndarray, rel: Relations, settings: LinkerSettings) -> sp.csr_matrix:
+    """The voting terms of each row (``voting_terms``) as a (rows x terms) matrix of their weights w(t)."""
+    r, t = voting_terms(stats, rows, rel, settings)
+    indptr = np.searchsorted(r, np.arange(len(rows) + 1))
+    return sp.csr_matrix((stats.w[t], t, indptr), shape=(len(rows), len(stats.vocab)))
+
+
 def voting_terms(stats: TermStats, rows: np.ndarray, rel: Relations, settings: LinkerSettings):
     """(row, term) of each row's voting terms, sorted by row then term (each once): its
     ``query_terms`` highest-IDF terms plus the entities the triples relate to its entities; capped
@@ -428,26 +435,35 @@ def _vote_order(stats: TermStats) -> np.ndarray:
 
 
 def _votes(stats: TermStats, rows: np.ndarray, rel: Relations, settings: LinkerSettings, cut: int | None = None):
-    """(row, entry, vote) of the rows' voting terms over the transposed postings, the zero votes
-    left out; ``cut``: the entries from this row on are left out (none of the rows can see them,
-    see ``_first_unseen``). A vote sums term by term from 0.0, as a sparse product and the
-    compiled loop sum it."""
-    n = max(len(stats.ids), 1)
-    q_rows, q_terms = voting_terms(stats, rows, rel, settings)
-    q_weights = stats.w[q_terms]
-    keys, weights = [], []
-    for pt in stats.transposed_parts():  # an entry's postings are in one part: its votes sum there
-        which, pos = row_positions(pt.indptr, q_terms)
-        c = pt.indices[pos].astype(np.int64)
-        if cut is not None:
-            seen = c < cut
-            which, pos, c = which[seen], pos[seen], c[seen]
-        keys.append(q_rows[which] * n + c)
-        weights.append(q_weights[which] * pt.data[pos])
-    found, inverse = np.unique(np.concatenate(keys), return_inverse=True)
-    sums = np.bincount(inverse, weights=np.concatenate(weights), minlength=len(found))
-    kept = sums != 0.0
-    return found[kept] // n, found[kept] % n, sums[kept]
+    """(row, entry, vote) of ``_query_matrix @ postings_t``; ``cut``: the entries from this row on
+    may be left out (none of the rows can see them, see ``_first_unseen``). A vote sums term by
+    term from 0.0, as the compiled loop sums it."""
+    q = _query_matrix(stats, rows, rel, settings)
+    # an entry's postings are in one part of the transposed postings: its votes sum there
+    votes = [_product_before(stats, q, pt, cut).tocoo() for pt in stats.transposed_parts()]
+    return tuple(np.concatenate([getattr(v, name).astype(dtype) for v in votes])
+                 for name, dtype in (("row", np.int64), ("col", np.int64), ("data", np.float64)))
+
+
+def _product_before(stats: TermStats, q: sp.csr_matrix, pt: sp.csr_matrix, cut: int | None) -> sp.csr_matrix:
+    """``q @ pt`` for ``pt``'s columns before ``cut`` (the rest may be missing), pt not copied: each of its
+    rows that q reads is split where its columns reach the cut, into a row kept and a row q never reads."""
+    n_terms, n = pt.shape
+    if cut is None or cut >= n or not pt.has_sorted_indices or q.nnz == 0:
+        return q @ pt
+    terms = np.unique(q.indices)
+    held = stats._cache.get("term keys")
+    if held is None or held[0] is not pt:  # (term, entry) of each stored vote, sorted
+        keys = np.repeat(np.arange(n_terms, dtype=np.int64), np.diff(pt.indptr)) * n + pt.indices
+        held = stats._cache["term keys"] = (pt, keys)
+    indptr = pt.indptr.astype(np.int64)
+    ends = indptr[:-1].copy()
+    ends[terms] = np.searchsorted(held[1], terms * n + cut)
+    split = np.empty(2 * n_terms + 1, np.int64)
+    split[0::2], split[1::2] = indptr, ends
+    halves = sp.csr_matrix((pt.data, pt.indices, split), shape=(2 * n_terms, n), copy=False)
+    doubled = sp.csr_matrix((q.data, 2 * q.indices.astype(np.int64), q.indptr), shape=(q.shape[0], 2 * n_terms), copy=False)
+    return doubled @ halves
 
 
 def _compiled_best(compiled, stats: TermStats, rows: np.ndarray, rel: Relations, settings: LinkerSettings, open_, linked,
