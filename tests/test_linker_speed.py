@@ -211,6 +211,24 @@ def test_a_connect_of_most_entries_writes_the_same_words_from_one_table_of_shown
     assert by_batch.add.height > 50 and by_batch.add.equals(from_table.add)
 
 
+def test_links_made_inline_plan_as_through_add_capped(monkeypatch):
+    """An entry's common links are made inline (``_INLINE_LINKS``); with full degree caps,
+    evictions and input edges, the plan is the one every link through ``add_capped`` makes."""
+    from kbtools.demo.engineering import engineering_bank
+    from kbtools.linker import LINKER_DEFAULTS, planning
+    from kbtools.linker import state as linking
+
+    demo = engineering_bank(entries=600)
+    settings = LINKER_DEFAULTS.with_(max_degree=3)
+    now = demo.entries["created_at"].max()
+    inline = planning.plan_connect(demo.entries, demo.edges, demo.triples, settings=settings, now=now)
+    monkeypatch.setattr(linking, "_INLINE_LINKS", False)
+    through = planning.plan_connect(demo.entries, demo.edges, demo.triples, settings=settings, now=now)
+    assert inline.report["evicted"] and inline.report["capped"] and inline.report == through.report
+    assert inline.add.height > 50 and inline.add.equals(through.add) and inline.remove.equals(through.remove)
+    assert inline.entry_updates.equals(through.entry_updates)
+
+
 def test_the_evidence_text_is_written_only_for_links_still_planned(monkeypatch):
     """A link evicted (or replaced) before its text is written never gets one: the batches of
     texts hold no more links than the plan's automatic ones."""
@@ -253,8 +271,8 @@ def test_votes_sum_as_the_sparse_product_does(demo_dir):
     rel = cached_relations(stats, bank.triples)
     assert rel.cols.size  # related entities vote too
     rows = np.flatnonzero(stats.kind >= 0)[:400]
-    for start in range(0, len(rows), 80):
-        few = rows[start : start + 80]
+    for start in range(0, len(rows), evidence._FEW_ROWS):  # a few rows sum with numpy
+        few = rows[start : start + evidence._FEW_ROWS]
         r, c, v = evidence._votes(stats, few, rel, LINKER_DEFAULTS)
         q_rows, q_terms = evidence.voting_terms(stats, few, rel, LINKER_DEFAULTS)
         query = sp.csr_matrix((stats.w[q_terms], (q_rows, q_terms)), shape=(len(few), len(stats.vocab)))

@@ -472,10 +472,36 @@ class LinkState:
                     break
         if not tried:
             return
+        # the common link inline (a whole-bank connect plans 450,000): a new record, its key not
+        # held, no input edge between the two and neither end at its cap; any other goes through
+        # ``_auto_record`` and ``add_capped``, whose record and bookkeeping (``_new``, ``_put``,
+        # ``_count``) this repeats (tested: the same plans with ``_INLINE_LINKS`` off)
+        cap, degrees, degree_delta, edges, now = self.s.max_degree, self.index.degrees, self.degree_delta, self.edges, \
+            self.ctx.now_us
+        unwritten, added, capped, types = self._unwritten, self.added, self.capped, choice.type_key
         linked = 0
         for p in tried:
-            rec = self._auto_record(m, m, None, cs[p], choice.type_key[p], choice.score[p], choice, p)
-            linked += self.add_capped(rec, base[p])
+            c = cs[p]
+            typ, m_is_src = type_of_key(types[p])
+            src, dst = (m, c) if m_is_src else (c, m)
+            key = (src, dst, typ)
+            if (base[p] or key in edges or degrees[src] + degree_delta.get(src, 0) >= cap
+                    or degrees[dst] + degree_delta.get(dst, 0) >= cap or not _INLINE_LINKS):
+                linked += self.add_capped(self._auto_record(m, m, None, c, types[p], choice.score[p], choice, p), base[p])
+                continue
+            rec = {"src": src, "dst": dst, "type": typ, "source": "auto", "note": None, "evidence": None,
+                   "weight": float(choice.score[p]), "created_by": "linker", "created_us": now, "seen_us": now,
+                   "orig": None, "taken": False, "words": (m, c, choice, p, None)}
+            rec["faded"] = rec["weight"]  # seen now: ``faded`` would return its weight
+            unwritten.append(rec)
+            edges[key] = added[key] = rec
+            capped[src].add(key)
+            capped[dst].add(key)
+            delta[(src, dst) if src < dst else (dst, src)] += 1
+            degree_delta[src] += 1
+            if dst != src:
+                degree_delta[dst] += 1
+            linked += 1
         self.counts["links"] += linked
 
     def _auto_links(self, m, end, origin, pairs, ev, own, lo, hi):
@@ -680,6 +706,8 @@ def _pair(a: int, b: int) -> tuple[int, int]:
 
 #: Below this many links, ``write_evidence`` writes each link's text alone
 _FEW_TEXTS = 64
+#: Whether ``_chosen_links`` makes an entry's common links inline (False: all through ``add_capped``)
+_INLINE_LINKS = True
 _TYPE_INPUTS = ("m", "c", "later", "time", "bridge_only")
 #: What the linking reads of a chunk's pairs and of their evidence (``LinkChoice``, ``link_entry``):
 #: all a worker process sends back (``pipeline.ChunkWork.keep``)
