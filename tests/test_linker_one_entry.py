@@ -76,6 +76,20 @@ def test_one_rows_candidates_are_those_it_gets_in_a_batch(bank):
     assert seen["near"] > 5 and seen["session"] > 5
 
 
+def test_one_rows_index_hits_are_the_batch_steps(bank):
+    stats, ctx, vectors, index = bank
+    rows = np.arange(450, 900, 9)
+    hits = evidence.index_search(index, np.ascontiguousarray(vectors[rows]), rows, 33)
+    b, *batch = evidence._index_hits(stats, rows, vectors, ctx.open_, ctx.linked, 20, hits[1])
+    for i in range(len(rows)):
+        alone = evidence._index_hits(stats, rows[i : i + 1], vectors, ctx.open_, ctx.linked, 20, hits[1][i : i + 1])
+        assert not alone[0].any()
+        c, pos, cos = batch
+        mine = b == i
+        for got, want in zip(alone[1:], (c[mine], pos[mine], cos[mine])):
+            assert np.array_equal(got, want) and got.dtype == want.dtype
+
+
 def test_one_entrys_shared_terms_are_those_of_mixed_pairs(bank):
     stats = bank[0]
     rng = np.random.default_rng(3)
