@@ -1,6 +1,6 @@
 """Every path a whole-bank connect can take plans what the plain path plans.
 
-The oracle is :func:`kbtools.linker.planning.reference_connect`: ``plan_links`` for one entry at a
+The oracle is ``reference_connect`` (below): ``plan_links`` for one entry at a
 time, in ``created_at`` order, each plan applied before the next. ``plan_connect`` reads the bank in
 chunks, may compute the chunks' evidence in worker processes and, for a connect of many chunks,
 runs compiled loops (numba) instead of its numpy steps (``KB_KERNELS=numpy`` turns them off). Each
@@ -14,12 +14,14 @@ import datetime as dt
 import multiprocessing
 
 import numpy as np
+import polars as pl
 import pytest
 
-from kbtools.linker import LINKER_DEFAULTS, TermStats, apply_links, plan_connect
+from kbtools.linker import LINKER_DEFAULTS, TermStats, apply_links, plan_connect, plan_links
 from kbtools.linker import kernels
 from kbtools.linker.pipeline import KERNELS_FROM, auto_workers, use_kernels
-from kbtools.linker.planning import reference_connect, triple_entities
+from kbtools.linker.planning import triple_entities
+from kbtools.model.schema import SCHEMAS, conform
 from tests.seed_memories import synthetic_bank
 
 NOW = dt.datetime(2026, 11, 1, tzinfo=dt.timezone.utc)
@@ -56,6 +58,19 @@ def _hnsw(vectors):
 
 
 _MADE: dict = {}
+
+
+def reference_connect(entries, edges, triples, *, vectors, neighbors, stats, settings, now):
+    """The entries and edges after linking the bank the plain way: ``plan_links`` one entry at a time
+    in ``created_at`` order, each plan applied before the next."""
+    if "linked_at" not in entries.columns:
+        entries = entries.with_columns(pl.lit(None, SCHEMAS["entries"]["linked_at"]).alias("linked_at"))
+    order = entries.filter(pl.col("linked_at").is_null()).sort("created_at", "id")["id"].to_list()
+    for entry_id in order:
+        plan = plan_links(entry_id, entries, edges, triples, vectors=vectors, neighbors=neighbors, stats=stats,
+                          settings=settings, now=now)
+        entries, edges = apply_links(entries, edges, plan)
+    return entries, conform(edges if edges is not None else pl.DataFrame(schema=SCHEMAS["edges"]), "edges")
 
 
 def _bank(name):

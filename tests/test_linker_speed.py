@@ -4,6 +4,7 @@ the rules' Python patterns per text, and ``kb bench --only`` names what it can r
 from __future__ import annotations
 
 import numpy as np
+import scipy.sparse as sp
 import polars as pl
 import pytest
 
@@ -241,7 +242,7 @@ def test_pair_cosines_do_not_depend_on_their_batch():
         assert np.allclose(whole, np.einsum("ij,ij->i", vectors[ms].astype(np.float64), vectors[cs].astype(np.float64)), atol=1e-4)
 
 
-def test_few_rows_sum_their_votes_as_the_sparse_product_does(demo_dir):
+def test_votes_sum_as_the_sparse_product_does(demo_dir):
     from kbtools.linker import LINKER_DEFAULTS, TermStats
     from kbtools.linker import evidence
     from kbtools.linker.planning import cached_relations, triple_entities
@@ -252,10 +253,12 @@ def test_few_rows_sum_their_votes_as_the_sparse_product_does(demo_dir):
     rel = cached_relations(stats, bank.triples)
     assert rel.cols.size  # related entities vote too
     rows = np.flatnonzero(stats.kind >= 0)[:400]
-    for start in range(0, len(rows), evidence._FEW_ROWS):
+    for start in range(0, len(rows), evidence._FEW_ROWS):  # a few rows sum with numpy
         few = rows[start : start + evidence._FEW_ROWS]
         r, c, v = evidence._votes(stats, few, rel, LINKER_DEFAULTS)
-        product = (evidence._query_matrix(stats, few, rel, LINKER_DEFAULTS) @ stats.postings_t).tocoo()
+        q_rows, q_terms = evidence.voting_terms(stats, few, rel, LINKER_DEFAULTS)
+        query = sp.csr_matrix((stats.w[q_terms], (q_rows, q_terms)), shape=(len(few), len(stats.vocab)))
+        product = (query @ stats.postings_t).tocoo()
         want = sorted(zip(product.row.tolist(), product.col.tolist(), product.data.tolist()))
         assert sorted(zip(r.tolist(), c.tolist(), v.tolist())) == want  # the same bits
 

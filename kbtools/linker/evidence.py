@@ -21,11 +21,11 @@ import polars as pl
 import scipy.sparse as sp
 
 from kbtools.linker.rules import EVENT, GOAL, KINDS, LinkerSettings, kind_code, prior_matrix
-from kbtools.linker.terms import TermStats, row_positions, segment_sums
+from kbtools.linker.terms import TermStats, row_positions
 
 __all__ = [
     "Relations", "relations", "noisy_or", "pair_evidence", "candidate_pairs", "pair_cosine", "index_neighbours",
-    "use_exact_neighbours", "search_neighbours",
+    "search_neighbours",
 ]
 
 _PRIORS = prior_matrix()
@@ -311,33 +311,19 @@ def _bag_overlap(stats: TermStats, name: str, ms, cs) -> np.ndarray:
     return np.divide(both, size, out=np.zeros(len(ms)), where=size > 0)
 
 
-_FEW_PAIRS = 512  #: up to this many pairs, ``_shared`` reads every candidate's list (no split by length)
-
-
 def _shared(stats: TermStats, ms: np.ndarray, cs: np.ndarray):
-    """Per pair: the summed weight, the number and the strong count of the terms both entries hold."""
+    """Per pair: the summed weight, the number and the strong count of the terms both entries hold,
+    and the entities' summed weight (a compiled merge of the two lists per pair once a big connect
+    made it ready)."""
     p = len(ms)
     if p == 0 or stats.postings.indptr[-1] == 0:
         return np.zeros(p), np.zeros(p), np.zeros(p), np.zeros(p)
-    compiled = compiled_kernels() if p > _FEW_PAIRS else None
-    if compiled is not None:  # a merge of the two lists per pair (about a quarter of the time)
+    compiled = compiled_kernels()
+    if compiled is not None:
         postings = stats.postings
         return compiled.shared_sums(postings.indptr, postings.indices, stats.w, stats.hub, stats.strong_base,
                                     stats.is_entity, ms, cs)
-    if p <= _FEW_PAIRS:  # one entry's candidates: one lookup among its own keys costs least
-        return _shared_sums(stats, *_shared_hits(stats, ms, cs), p)
-    indptr = stats.postings.indptr
-    read_m = (indptr[ms + 1] - indptr[ms]) < (indptr[cs + 1] - indptr[cs])
-    totals = [np.zeros(p) for _ in range(4)]
-    for group, own, read in ((np.flatnonzero(~read_m), ms, cs), (np.flatnonzero(read_m), cs, ms)):
-        if group.size:
-            # pairs by their own row: the terms looked up then run in order, and each search starts
-            # where the last ended (half the time of lookups in pair order, for the candidates' side)
-            group = group[np.argsort(own[group], kind="stable")]
-            for total, part in zip(totals, _shared_sums(stats, *_shared_hits(stats, own[group], read[group]), len(group))):
-                total[group] = part  # a pair is in one group: its sums are that group's
-    shared_w, shared_n, strong_n, entity_w = totals
-    return shared_w, shared_n, strong_n, entity_w
+    return _shared_sums(stats, *_shared_hits(stats, ms, cs), p)
 
 
 def _shared_hits(stats: TermStats, own: np.ndarray, read: np.ndarray):
@@ -357,11 +343,11 @@ def _shared_hits(stats: TermStats, own: np.ndarray, read: np.ndarray):
 
 def _shared_sums(stats: TermStats, pair, cols, pos, at, p: int):
     """shared_w, shared_n, strong_n, entity_w of ``p`` pairs from their shared terms (``pair`` in
-    order, each pair's ``cols`` in column order; ``pos``, ``at``: the term's posting on either side)."""
+    order, each pair's ``cols`` in column order; ``pos``, ``at``: the term's posting on either side).
+    Each sum runs term by term from 0.0, in column order, as the compiled merge sums it."""
     shared_n = np.bincount(pair, minlength=p).astype(np.float64)
     weight = stats.w[cols]
-    nonzero = weight != 0.0  # a sparse product holds no zeros, and they would change numpy's summation blocks
-    shared_w = segment_sums(weight[nonzero], np.bincount(pair[nonzero], minlength=p))
+    shared_w = np.bincount(pair, weights=weight, minlength=p)
     strong = ~stats.hub[cols]  # strong for the entry (its base flag) and not a hub
     strong_n = np.bincount(pair, weights=(stats.strong_base[at] & strong).astype(np.float64)
                            + (stats.strong_base[pos] & strong), minlength=p)
@@ -816,11 +802,10 @@ def candidate_pairs(
     a session: the entries without one written closest to it, ``_written_near``).
 
     Returns arrays ``m, c`` and, per source, the candidate's position in that source's list
-    (``pos_index``, ``pos_nn``, ``pos_nnx``, ``pos_session``; SENTINEL when absent); ``margin``
-    extra places per list let a caller drop entries superseded later and still keep the best k.
-    With ``neighbors`` the index's hits are re-scored exactly, ``nn_floor`` holds each row's floor
-    and ``pos_nnx`` the exact scan of the rows whose index list may be short
-    (:func:`use_exact_neighbours`). ``eligible`` counts what a row could see, so that one entry
+    (``pos_index``, ``pos_nn``, ``pos_session``; SENTINEL when absent); ``margin`` extra places
+    per list let a caller drop entries superseded later and still keep the best k. With
+    ``neighbors`` the index's hits are re-scored exactly; a row that sees under a quarter of the
+    index is scanned exactly instead. ``eligible`` counts what a row could see, so that one entry
     and a batch choose alike; ``searched``: :func:`search_neighbours`' result, when searched
     ahead. With ``settings.both_ends``: ``pos_own`` and ``pos_rev``, the pair's places in either
     end's whole-frame list (:func:`whole_lists`); ``whole``: the candidates of such a list itself.
@@ -838,22 +823,17 @@ def candidate_pairs(
             r, c, v = _votes(stats, rows, rel, settings, cut=cut)
             ok = (v > 0.0) & _visible_pairs(stats, rows, r, c, open_, linked)
             parts.append(("index", *_best(r[ok], c[ok], v[ok], k, stats.rank, len(rows))))
-    floor = None
     if vectors is not None and neighbors is not None:
         if searched is None:
             searched = search_neighbours(stats, rows, vectors, neighbors, open_=open_, linked=linked,
                                          settings=settings, eligible=eligible)
         searched, hits = searched
-        b, c, pos, low, sure, cos = index_neighbours(stats, rows[searched], vectors, neighbors, open_, linked, k,
-                                                     settings.candidates, hits=hits, cosines=True)
-        b = searched[b]
-        floor = np.full(len(rows), np.inf)
-        floor[searched] = low
-        parts.append(("nn", b, c, pos, cos))
-        unsure = np.flatnonzero((floor > -np.inf) & (np.bincount(b[sure], minlength=len(rows)) < k))
-        if unsure.size:
-            b2, c2, pos2, cos2 = _exact_neighbours(stats, rows[unsure], vectors, open_, linked, k)
-            parts.append(("nnx", unsure[b2], c2, pos2, cos2))
+        b, c, pos, cos = index_neighbours(stats, rows[searched], vectors, open_, linked, k, hits)
+        parts.append(("nn", searched[b], c, pos, cos))
+        scanned = np.setdiff1d(np.arange(len(rows)), searched)
+        if scanned.size:
+            b, c, pos, cos = _exact_neighbours(stats, rows[scanned], vectors, open_, linked, k)
+            parts.append(("nn", scanned[b], c, pos, cos))
     elif vectors is not None:
         parts.append(("nn", *_exact_neighbours(stats, rows, vectors, open_, linked, k)))
     together = _session(stats, rows, open_, linked, settings.session_candidates + margin)
@@ -864,10 +844,7 @@ def candidate_pairs(
         lists = whole_lists(stats, rel=rel, eligible=frame, settings=settings, vectors=vectors, cosine=cosine,
                             neighbors=neighbors)
         parts += _list_places(stats, rows, lists, open_, linked)
-    out = _union(rows, parts, len(stats.ids))
-    if floor is not None:
-        out["nn_floor"] = floor[out["b"]]
-    return out
+    return _union(rows, parts, len(stats.ids))
 
 
 _DENSE_CELLS = 4_000_000  #: scores of one dense block (rows x columns): 16 MB as float32
@@ -905,15 +882,11 @@ def _exact_neighbours(stats, rows, vectors, open_, linked, k):
 
 def _exact_block(stats, rows, vectors, open_, linked, k):
     """``_exact_neighbours`` of one block of rows."""
-    n = len(stats.ids)
     seen = open_ & (stats.kind >= 0) & (linked | (stats.rank < stats.rank[rows].max()))
-    cols = np.flatnonzero(seen) if 2 * int(np.count_nonzero(seen)) < n else None
-    if cols is None:
-        sims = _similarities(vectors, rows)
-        _hide(sims, stats, rows, np.arange(n), open_, linked)
-        exact = lambda r, c: hit_cosines(vectors, rows[r], c)  # noqa: E731
-        return _top_k(sims, k, stats.rank, exact, slack=_SLACK)
-    if len(cols) and cols[-1] - cols[0] + 1 <= 1.25 * len(cols):  # nearly a run of rows: score the run (a view)
+    cols = np.flatnonzero(seen)
+    if 2 * len(cols) >= len(stats.ids):  # most of the bank: score it all (a view)
+        cols = np.arange(len(stats.ids))
+    elif len(cols) and cols[-1] - cols[0] + 1 <= 1.25 * len(cols):  # nearly a run of rows: score the run (a view)
         cols = np.arange(cols[0], cols[-1] + 1)
     sims = _similarities(vectors, rows, cols)
     _hide(sims, stats, rows, cols, open_, linked)
@@ -945,9 +918,7 @@ def _fetch(base: int, neighbors) -> int:
 
 #: Hits fetched per searched row, in multiples of the candidates it keeps (plus one: itself). A row
 #: searched that sees a quarter to three eighths of the index fetches 6 times its candidates, not
-#: 4: with about 1.5 of them visible among its hits it is sure of its list (``use_exact_neighbours``),
-#: where with 4 (1 to 1.5 visible) such rows often fall back to an exact scan of tens of thousands
-#: of entries each
+#: 4: about 1.5 times its candidates are then visible among its hits
 _FETCH_STEPS = (1.5, 2.0, 3.0, 4.0, 6.0)
 
 
@@ -975,54 +946,33 @@ def _visible_count(stats, rows, eligible, linked) -> np.ndarray:
         always = int(np.count_nonzero(eligible & linked))
         ranks = np.sort(stats.rank[eligible & ~linked])
         stats._cache["visible count"] = (eligible, linked, always, ranks)
-    if len(rows) <= 4:
-        return always + np.searchsorted(ranks, stats.rank[rows]).astype(np.int64)
-    earlier = np.cumsum(np.bincount(ranks + 1, minlength=len(stats.ids) + 1))
-    return earlier[stats.rank[rows]] + always
+    return always + np.searchsorted(ranks, stats.rank[rows]).astype(np.int64)
 
 
-def index_neighbours(stats: TermStats, rows, vectors, neighbors, open_, linked, k: int, base: int, hits=None,
-                     cosines: bool = False):
-    """Nearest neighbours from an index (``hits``: searched already, see :func:`search_neighbours`),
-    the visible ones re-scored exactly, the best ``k`` kept (ties: the newer first): ``b, c, pos``,
-    per row its floor (the lowest score returned plus a slack; -inf when the search returned the
-    whole index) and per pair whether it scores above its row's floor (then it is among the row's
-    true best); ``cosines``: also each pair's exact cosine."""
+def index_neighbours(stats: TermStats, rows, vectors, open_, linked, k: int, hits):
+    """Nearest neighbours from an index (``hits``: :func:`search_neighbours`' hits of these rows),
+    the visible ones re-scored exactly, the best ``k`` kept (ties: the newer first): ``b, c, pos``
+    and each pair's exact cosine."""
     rows = np.asarray(rows, np.int64)
-    fetch = _fetch(base, neighbors)
-    if len(rows) == 0 or fetch <= 0:
+    if len(rows) == 0 or not hits:
         empty = np.zeros(0, np.int64)
-        out = empty, empty, empty, np.full(len(rows), -np.inf), np.zeros(0, bool)
-        return (*out, np.zeros(0)) if cosines else out
-    if hits is None:
-        hits = neighbors.search(np.ascontiguousarray(vectors[rows], dtype=np.float32), fetch)
-    if isinstance(hits, tuple):
-        hits = [(np.arange(len(rows)), hits)]
-    floor = np.full(len(rows), -np.inf)
+        return empty, empty, empty, np.zeros(0)
     parts = []
     for at, found in hits:
-        b, c, pos, low, sure, cos = _index_hits(stats, rows[at], vectors, int(neighbors.ntotal), open_, linked, k, found)
-        floor[at] = low
-        parts.append((at[b], c, pos, sure, cos))
-    if len(parts) == 1:
-        b, c, pos, sure, cos = parts[0]
-    else:
-        b, c, pos, sure, cos = (np.concatenate(x) for x in zip(*parts))
-        order = np.lexsort((pos, b))
-        b, c, pos, sure, cos = b[order], c[order], pos[order], sure[order], cos[order]
-    return (b, c, pos, floor, sure, cos) if cosines else (b, c, pos, floor, sure)
+        b, c, pos, cos = _index_hits(stats, rows[at], vectors, open_, linked, k, found[1])
+        parts.append((at[b], c, pos, cos))
+    b, c, pos, cos = (np.concatenate(x) for x in zip(*parts))
+    order = np.lexsort((pos, b))
+    return b[order], c[order], pos[order], cos[order]
 
 
-def _index_hits(stats, rows, vectors, total, open_, linked, k, hits):
-    """``index_neighbours`` of rows searched with the same number of hits."""
-    n = len(stats.ids)
-    scores, found = np.asarray(hits[0], np.float64), np.asarray(hits[1], np.int64)
-    fetch = found.shape[1]
+def _index_hits(stats, rows, vectors, open_, linked, k, found):
+    """``index_neighbours`` of rows searched with the same number of hits (``found``: their rows)."""
+    found = np.asarray(found, np.int64)
     if len(rows) == 1:
-        return _row_hits(stats, rows, vectors, total, open_, linked, k, scores[0], found[0])
-    hit = (found >= 0) & (found < n)
-    low = np.where(hit, scores, np.inf).min(axis=1)
-    floor = np.where(fetch >= total, -np.inf, np.where(np.isfinite(low), low, np.inf) + _SLACK)
+        return _row_hits(stats, rows, vectors, open_, linked, k, found[0])
+    fetch = found.shape[1]
+    hit = (found >= 0) & (found < len(stats.ids))
     b = np.repeat(np.arange(len(rows), dtype=np.int64), fetch).reshape(found.shape)[hit]
     seen = np.zeros(found.shape, bool)
     seen[hit] = _visible_pairs(stats, rows, b, found[hit], open_, linked)
@@ -1042,48 +992,24 @@ def _index_hits(stats, rows, vectors, total, open_, linked, k, hits):
                                axis=1)[:, :k]
     c, v = np.take_along_axis(packed, order, axis=1), -np.take_along_axis(lower, order, axis=1)
     b, pos = np.nonzero(np.take_along_axis(valid, order, axis=1))
-    c, v = c[b, pos], v[b, pos]
-    return b, c, pos, floor, v > floor[b], v
+    return b, c[b, pos], pos, v[b, pos]
 
 
-def _row_hits(stats, rows, vectors, total, open_, linked, k, scores, found, fetch=None):
-    """``_index_hits`` of one row (``scores``, ``found``: its hits, of ``fetch`` fetched, default
-    all), in a third of the steps: the same pairs, order and bits (a row's hits in the index's
-    order, its visible ones by cosine then the newer entry)."""
-    hit = (found >= 0) & (found < len(stats.ids))
-    low = float(scores[hit].min()) if hit.any() else np.inf
-    floor = -np.inf if (len(found) if fetch is None else fetch) >= total else (low if np.isfinite(low) else np.inf) + _SLACK
-    found = found[hit]
+def _row_hits(stats, rows, vectors, open_, linked, k, found):
+    """``_index_hits`` of one row (``found``: its hits) in a third of the steps: the same pairs,
+    order and bits (its visible hits by cosine, then the newer entry)."""
+    found = found[(found >= 0) & (found < len(stats.ids))]
     packed = found[_visible_pairs(stats, rows, np.zeros(len(found), np.int64), found, open_, linked)]
     cos = _dots(vectors, packed, np.full(len(packed), rows[0], np.int64))
     order = np.lexsort((-stats.rank[packed], -cos))[:k]
-    c, v = packed[order], cos[order]
-    return np.zeros(len(c), np.int64), c, np.arange(len(c), dtype=np.int64), np.array([floor]), v > floor, v
+    return np.zeros(len(order), np.int64), packed[order], np.arange(len(order), dtype=np.int64), cos[order]
 
 
-def use_exact_neighbours(cos, floor, live, k: int) -> bool:
-    """Whether a row's index neighbours may miss some of its true best ``k``: its search stopped
-    short of the whole index (floor > -inf; +inf: not searched) and fewer than ``k`` live candidates
-    of the list score above the floor.
-    Both planners ask this per entry, after dropping entries superseded earlier in the run, so
-    linking one entry and connecting many choose the same list.
-
-    >>> import numpy as np
-    >>> use_exact_neighbours(np.array([0.9, 0.5]), np.array([0.6, 0.6]), np.array([True, True]), 2)
-    True
-    """
-    if len(floor) == 0 or floor[0] == -np.inf:
-        return False
-    return int(np.count_nonzero(live & (cos > floor))) < k
-
-
-def _similarities(vectors, rows, cols=None) -> np.ndarray:
-    """Approximate cosines of rows against the bank (or its ``cols``), in the vectors' precision: a
-    BLAS product for a batch, a plain loop for a few rows (a threaded BLAS call costs milliseconds of wake-up next to polars'
-    thread pool)."""
-    if cols is None:
-        against = vectors
-    elif len(cols) and cols[-1] - cols[0] + 1 == len(cols):  # a run of rows (a bank in time order): a view
+def _similarities(vectors, rows, cols) -> np.ndarray:
+    """Approximate cosines of rows against the bank's ``cols``, in the vectors' precision: a BLAS
+    product for a batch, a plain loop for a few rows (a threaded BLAS call costs milliseconds of
+    wake-up next to polars' thread pool)."""
+    if len(cols) and cols[-1] - cols[0] + 1 == len(cols):  # a run of rows (a bank in time order): a view
         against = vectors[int(cols[0]) : int(cols[-1]) + 1]
     else:
         against = vectors[cols]
@@ -1100,11 +1026,14 @@ def _session(stats, rows, open_, linked, k):
     if have.size == 0 or k <= 0:
         return empty
     which, pos = row_positions(stats.session_start, s[have])
-    b, c = have[which], stats.session_rows[pos]
+    return _closest_in_time(stats, rows, have[which], stats.session_rows[pos], open_, linked, k)
+
+
+def _closest_in_time(stats, rows, b, c, open_, linked, k):
+    """Per row, the first k of its visible candidates (pairs ``b``, ``c``) by time apart (ties: the newer first)."""
     ok = _visible_pairs(stats, rows, b, c, open_, linked)
     b, c = b[ok], c[ok]
-    dt = np.abs(stats.time_us[c] - stats.time_us[rows[b]])
-    order = np.lexsort((-stats.rank[c], dt, b))
+    order = np.lexsort((-stats.rank[c], np.abs(stats.time_us[c] - stats.time_us[rows[b]]), b))
     b, c = b[order], c[order]
     pos = np.arange(len(b)) - np.searchsorted(b, np.arange(len(rows)))[b]
     keep = pos < k
@@ -1132,16 +1061,7 @@ def _written_near(stats, rows, open_, linked, k):
     at = np.searchsorted(stats.rank[order], stats.rank[rows[lone]])[:, None] + np.concatenate([-steps[::-1], steps])
     inside = (at >= 0) & (at < order.size)
     b = np.broadcast_to(lone[:, None], at.shape)[inside]
-    c = order[at[inside]]
-    c_is_not_row = c != rows[b]
-    b, c = b[c_is_not_row], c[c_is_not_row]
-    ok = _visible_pairs(stats, rows, b, c, open_, linked)
-    b, c = b[ok], c[ok]
-    order_ = np.lexsort((-stats.rank[c], np.abs(stats.time_us[c] - stats.time_us[rows[b]]), b))
-    b, c = b[order_], c[order_]
-    pos = np.arange(len(b)) - np.searchsorted(b, np.arange(len(rows)))[b]
-    keep = pos < k
-    return b[keep], c[keep], pos[keep]
+    return _closest_in_time(stats, rows, b, order[at[inside]], open_, linked, k)
 
 
 _WHOLE_BLOCK = 1024  #: rows whose whole-frame candidates are computed at once (``whole_lists``)
@@ -1217,7 +1137,7 @@ def _list_places(stats: TermStats, rows: np.ndarray, lists, open_, linked) -> li
 
 
 def _union(rows, parts, n):
-    names = ("index", "nn", "nnx", "session", "own", "rev")
+    names = ("index", "nn", "session", "own", "rev")
     empty = np.zeros(0, np.int64)
     if sum(len(p[1]) for p in parts) == 0:
         return {"b": empty, "m": empty, "c": empty, **{f"pos_{x}": empty for x in names}}

@@ -1,16 +1,15 @@
-"""Compiled loops for three of the linker's steps, with numba when it is installed (the ``fast`` extra).
+"""Compiled loops for two of the linker's steps, with numba when it is installed (the ``fast`` extra).
 
 A whole-bank connect spent about a fifth of its CPU in two steps that numpy can only do with
 sorts and binary searches over every pair's terms: the shared terms of each candidate pair
 (``evidence._shared``) and each row's best lexical candidates, the votes of its rarest terms
 (``evidence._votes`` then ``evidence._best``). Here each is one loop per pair or per row, compiled
-by numba: a merge of two sorted posting lists, and a dense accumulator with a small heap. The
-third finds the first three shared words of each link's evidence text (``wording._compiled_words``)
-in the table of every entry's terms.
+by numba: a merge of two sorted posting lists, and a dense accumulator with a small heap. Each is
+kept because a whole connect at 20k spends a real share of its time in its step: with that loop
+switched to its numpy step, the connect's CPU time grows by about a fifth.
 
-They give the numpy steps' results bit for bit: the same terms summed in the same order (a
-segment's sum as ``numpy.add.reduceat`` makes it: its first value plus numpy's pairwise sum of
-the rest; a vote as scipy's sparse product sums it: term by term from 0.0), the same ties. Tests
+They give the numpy steps' results bit for bit: the same terms summed in the same order (term by
+term from 0.0, a pair's shared terms and a row's votes alike), the same ties. Tests
 compare both on generated and real banks; ``KB_KERNELS=numpy`` turns the compiled loops off.
 
 Without numba, or with ``KB_KERNELS=numpy``, :func:`available` is False and the linker runs its
@@ -35,7 +34,7 @@ import warnings
 
 import numpy as np
 
-__all__ = ["available", "ready", "warm", "shared_sums", "joined_parts", "visibility", "best_votes", "shared_words"]
+__all__ = ["available", "ready", "warm", "shared_sums", "joined_parts", "visibility", "best_votes"]
 
 
 def _fixed(a, dtype=None) -> np.ndarray:
@@ -68,84 +67,15 @@ def _jit(**options):
 
 
 @_jit()
-def _block(a, lo, n):
-    # numpy's pairwise summation (``pairwise_sum_DOUBLE``) of at most 128 values: up to 8 one
-    # after another, more in eight running sums
-    if n < 8:
-        res = 0.0
-        for i in range(n):
-            res += a[lo + i]
-        return res
-    r0, r1, r2, r3 = a[lo], a[lo + 1], a[lo + 2], a[lo + 3]
-    r4, r5, r6, r7 = a[lo + 4], a[lo + 5], a[lo + 6], a[lo + 7]
-    i = 8
-    whole = n - n % 8
-    while i < whole:
-        r0 += a[lo + i]
-        r1 += a[lo + i + 1]
-        r2 += a[lo + i + 2]
-        r3 += a[lo + i + 3]
-        r4 += a[lo + i + 4]
-        r5 += a[lo + i + 5]
-        r6 += a[lo + i + 6]
-        r7 += a[lo + i + 7]
-        i += 8
-    res = ((r0 + r1) + (r2 + r3)) + ((r4 + r5) + (r6 + r7))
-    while i < n:
-        res += a[lo + i]
-        i += 1
-    return res
-
-
-@_jit()
-def _pairwise(a, lo, n):
-    # numpy's pairwise summation: past 128 values, the sum of two halves' sums (the first a
-    # multiple of 8), each summed so. Without recursion (numba's cache cannot load a recursive
-    # function back): the halves are walked with a stack of their bounds
-    if n <= 128:
-        return _block(a, lo, n)
-    los, ns = np.empty(64, np.int64), np.empty(64, np.int64)
-    left, state = np.empty(64), np.zeros(64, np.int64)  # state: 0 new, 1 in its left half, 2 in its right
-    d = 0
-    los[0], ns[0] = lo, n
-    while True:
-        if ns[d] > 128 and state[d] == 0:
-            half = ns[d] // 2
-            half -= half % 8
-            state[d] = 1
-            los[d + 1], ns[d + 1], state[d + 1] = los[d], half, 0
-            d += 1
-            continue
-        value = _block(a, los[d], ns[d])
-        while True:  # hand the value up
-            d -= 1
-            if d < 0:
-                return value
-            if state[d] == 1:  # its left half done: the right half next
-                left[d] = value
-                state[d] = 2
-                half = ns[d] // 2
-                half -= half % 8
-                los[d + 1], ns[d + 1], state[d + 1] = los[d] + half, ns[d] - half, 0
-                d += 1
-                break
-            value = left[d] + value
-
-
-@_jit()
 def _shared(indptr, indices, w, hub, strong_base, is_entity, ms, cs):
     p = len(ms)
     shared_w, shared_n = np.zeros(p), np.zeros(p)
     strong_n, entity_w = np.zeros(p), np.zeros(p)
-    longest = 0
-    for r in range(len(indptr) - 1):
-        longest = max(longest, indptr[r + 1] - indptr[r])
-    weights = np.empty(max(longest, 1))
     for i in range(p):
         a, a_end = indptr[ms[i]], indptr[ms[i] + 1]
         b, b_end = indptr[cs[i]], indptr[cs[i] + 1]
         n = 0
-        held = 0
+        total = 0.0
         strong = 0.0
         entity = 0.0
         while a < a_end and b < b_end:
@@ -157,20 +87,17 @@ def _shared(indptr, indices, w, hub, strong_base, is_entity, ms, cs):
             else:
                 weight = w[ta]
                 n += 1
-                if weight != 0.0:  # the numpy step sums the nonzero weights (a sparse product's)
-                    weights[held] = weight
-                    held += 1
+                total += weight
                 if not hub[ta]:
                     strong += np.float64(strong_base[a]) + np.float64(strong_base[b])
                     if is_entity[ta]:
                         entity += weight
                 a += 1
                 b += 1
+        shared_w[i] = total
         shared_n[i] = n
         strong_n[i] = strong
         entity_w[i] = entity
-        if held:  # numpy.add.reduceat: the first value, plus the pairwise sum of the rest
-            shared_w[i] = weights[0] + _pairwise(weights, 1, held - 1) if held > 1 else weights[0]
     return shared_w, shared_n, strong_n, entity_w
 
 @_jit(inline="always")
@@ -262,47 +189,6 @@ def _best(q_indptr, q_terms, q_weights, parts_indptr, parts_indices, parts_data,
     return out_r[:written], out_c[:written], out_pos[:written]
 
 
-@_jit(inline="always")
-def _holds(indices, lo, hi, t):
-    # whether the sorted ``indices[lo:hi]`` (a row's postings) hold term t
-    end = hi
-    while lo < hi:
-        mid = (lo + hi) // 2
-        if indices[mid] < t:
-            lo = mid + 1
-        else:
-            hi = mid
-    return lo < end and indices[lo] == t
-
-
-@_jit()
-def _words(starts, lengths, ms, cs, col, low, is_entity, indptr, indices, word_ptr, word_entity):
-    n = len(cs)
-    out = np.full((n, 3), -1, np.int64)
-    for i in range(n):
-        c, m = cs[i], ms[i]
-        lo, hi = indptr[c], indptr[c + 1]
-        found = 0
-        for j in range(starts[i], starts[i] + lengths[i]):
-            t = col[j]
-            if not _holds(indices, lo, hi, t):
-                continue
-            if not is_entity[t]:  # not shown when it is a word of an entity both hold (the entity is)
-                word, hidden = low[j], False
-                for q in range(word_ptr[word], word_ptr[word + 1]):
-                    e = word_entity[q]
-                    if _holds(indices, lo, hi, e) and _holds(indices, indptr[m], indptr[m + 1], e):
-                        hidden = True
-                        break
-                if hidden:
-                    continue
-            out[i, found] = j
-            found += 1
-            if found == 3:
-                break
-    return out
-
-
 def available() -> bool:
     """Whether the compiled loops can run (numba installed, ``KB_KERNELS`` not ``numpy``)."""
     return numba is not None and os.environ.get("KB_KERNELS", "").strip().lower() != "numpy"
@@ -334,14 +220,12 @@ def warm() -> bool:
         shared = shared_sums(indptr, indices, np.ones(1), flags[:1], flags, flags[:1], one, one + 1)
         best = best_votes(indptr[:2], indices[:1], np.ones(1), joined_parts([(indptr[:2], indices[:1], np.ones(1))]),
                           2, one + 1, one + 1, visibility(np.array([-1, -1]), np.arange(2)), 2, 1)
-        words = shared_words(np.array([0]), np.array([2]), one, one + 1, np.array([0, 1]), np.array([0, 1]), flags,
-                             np.array([0, 1, 2]), np.array([1, 1], np.int32), np.array([0, 0, 0]), np.zeros(0))
     except Exception as err:  # noqa: BLE001 - any failure of numba leaves the numpy steps, which give the same bits
         warnings.warn(f"the linker's compiled loops could not be made ({type(err).__name__}: {err}); "
                       "the numpy steps run instead (the same results, slower)", RuntimeWarning, stacklevel=2)
         return False
-    # the pair shares term 0; row 1 sees row 0; of the entry's two terms the candidate holds the second
-    if shared[1].tolist() != [1.0] or best[1].tolist() != [0] or words.tolist() != [[1, -1, -1]]:
+    # the pair shares term 0; row 1 sees row 0
+    if shared[1].tolist() != [1.0] or best[1].tolist() != [0]:
         warnings.warn("the linker's compiled loops gave a wrong answer on a known case; the numpy steps run "
                       "instead", RuntimeWarning, stacklevel=2)
         return False
@@ -392,15 +276,3 @@ def best_votes(q_indptr, q_terms, q_weights, joined, cut, rows, row_rank, seen, 
     indptr, indices, data, part_starts = joined
     return _best(_fixed(q_indptr, np.int64), _fixed(q_terms, np.int64), q_weights, indptr, indices, data, part_starts,
                  int(cut), _fixed(rows, np.int64), _fixed(row_rank, np.int64), _fixed(seen, np.int64), int(n), int(k))
-
-
-def shared_words(starts, lengths, ms, cs, col, low, is_entity, indptr, indices, word_ptr, word_entity) -> np.ndarray:
-    """Per pair (``ms[i]``, ``cs[i]``), the places (in ``col``/``low``; -1: none) of the first three
-    terms the entry shows (its terms at ``starts[i]``, ``lengths[i]`` places, in the order shown)
-    that the candidate holds too (``indptr``/``indices``: the postings, each row's terms sorted); a
-    term that is not an entity is passed over when its label (``low``) is a word of an entity both
-    hold (``word_ptr``/``word_entity``: per label, the entities with it in their name):
-    ``wording._shared_words_many``' places."""
-    return _words(_fixed(starts, np.int64), _fixed(lengths, np.int64), _fixed(ms, np.int64), _fixed(cs, np.int64),
-                  _fixed(col, np.int64), _fixed(low, np.int64), _fixed(is_entity, bool), _fixed(indptr, np.int64),
-                  _fixed(indices, np.int32), _fixed(word_ptr, np.int64), _fixed(word_entity, np.int64))

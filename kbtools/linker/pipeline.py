@@ -45,9 +45,8 @@ MAX_WORKERS = 8
 #: entry of a chunk scans the bank densely)
 CHUNK_ROWS = 512
 #: From this many chunks a connect runs compiled loops (``kernels``, with numba installed: the
-#: ``fast`` extra): the shared terms and the best votes in its workers, the evidence's shared words
-#: in the linking process. They are read back from numba's cache before the workers fork (once a
-#: process) and give the same bits
+#: ``fast`` extra): the shared terms and the best votes. They are read back from numba's cache
+#: before the workers fork (once a process) and give the same bits
 KERNELS_FROM = 40
 #: Chunks computed ahead per worker (each holds its pairs' arrays until the linking reads them)
 _AHEAD = 2

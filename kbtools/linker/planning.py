@@ -33,7 +33,7 @@ from kbtools.linker.terms import TermStats, gc_paused, metadata_of
 from kbtools.linker.wording import why_text
 from kbtools.model.schema import SCHEMAS, conform
 
-__all__ = ["LinkPlan", "plan_links", "plan_connect", "apply_links", "reference_connect", "why_text"]
+__all__ = ["LinkPlan", "plan_links", "plan_connect", "apply_links", "why_text"]
 
 #: A connect reads the frame's lists (``LinkerSettings.both_ends``) when it links at least this share
 #: of the bank's entries (a first connect, a relink); a smaller one reads each entry's own lists.
@@ -52,8 +52,8 @@ def plan_links(entry_id, entries, edges, triples, *, vectors=None, cosine=None, 
 
     ``neighbors``, with ``vectors``: a nearest-neighbour index over the entries' rows (a
     ``faiss.Index``, or any object with ``ntotal`` and ``search(x, k) -> (scores, rows)``) searched
-    instead of scanning every vector; an entry whose hits may miss its best candidates falls back to
-    the exact scan (``evidence.search_neighbours``). A flat index gives the links of the scan.
+    instead of scanning every vector; an entry that sees under a quarter of the index is scanned
+    exactly (``evidence.search_neighbours``).
 
     >>> import polars as pl, datetime as dt
     >>> t = dt.datetime(2026, 11, 1, tzinfo=dt.timezone.utc)
@@ -195,32 +195,6 @@ def apply_links(entries: pl.DataFrame, edges: pl.DataFrame, plan: LinkPlan) -> t
             pl.coalesce("_linked", "linked_at").alias("linked_at") if "linked_at" in entries.columns else pl.col("_linked").alias("linked_at"),
         ).drop("_status", "_linked")
     return entries, new_edges
-
-
-def reference_connect(entries: pl.DataFrame, edges, triples, *, vectors=None, neighbors=None, stats=None,
-                      settings: LinkerSettings = LINKER_DEFAULTS, now=None) -> tuple[pl.DataFrame, pl.DataFrame]:
-    """The entries and edges after linking the bank the plain way, :func:`plan_links` one entry at a
-    time in ``created_at`` order, each plan applied before the next: the oracle a whole-bank
-    :func:`plan_connect` must equal, whatever its chunks, worker processes or compiled steps.
-
-    >>> import polars as pl, datetime as dt
-    >>> t = dt.datetime(2026, 11, 1, tzinfo=dt.timezone.utc)
-    >>> entries = pl.DataFrame({"id": ["e1", "e2"], "kind": ["event", "event"], "session_id": ["s1", "s1"],
-    ...     "content": ["Line 3 keeps faulting with error E-217.", "Found it: the encoder cable on line 3 was loose."],
-    ...     "created_at": [t, t + dt.timedelta(seconds=30)]})
-    >>> after, links = reference_connect(entries, None, None, now=t)
-    >>> _, connected = apply_links(entries, None, plan_connect(entries, None, None, now=t))
-    >>> links.height == 1 and links.select("src", "dst", "type").rows() == connected.select("src", "dst", "type").rows()
-    True
-    """
-    if "linked_at" not in entries.columns:
-        entries = entries.with_columns(pl.lit(None, SCHEMAS["entries"]["linked_at"]).alias("linked_at"))
-    order = entries.filter(pl.col("linked_at").is_null()).sort("created_at", "id")["id"].to_list()
-    for entry_id in order:
-        plan = plan_links(entry_id, entries, edges, triples, vectors=vectors, neighbors=neighbors, stats=stats,
-                          settings=settings, now=now)
-        entries, edges = apply_links(entries, edges, plan)
-    return entries, conform(edges if edges is not None else pl.DataFrame(schema=SCHEMAS["edges"]), "edges")
 
 
 # ---------------------------------------------------------------- context of one call

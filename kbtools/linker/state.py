@@ -9,8 +9,6 @@ over entry after entry (``LinkState``), returned as a ``LinkPlan``. ``planning``
 from __future__ import annotations
 
 import functools
-import heapq
-import itertools
 import json
 from collections import defaultdict
 from dataclasses import dataclass
@@ -20,7 +18,7 @@ import polars as pl
 import scipy.sparse as sp
 
 from kbtools.errors import ValidationError
-from kbtools.linker.evidence import SENTINEL, use_exact_neighbours
+from kbtools.linker.evidence import SENTINEL
 from kbtools.linker.rules import KINDS, LinkerSettings, kind_code, link_type
 from kbtools.linker.terms import TermStats, row_positions
 from kbtools.linker.wording import TEXT_VALUES, evidence_json, evidence_texts, why_text
@@ -149,13 +147,7 @@ class EdgeIndex:
         if self.pair_keys.size == 0 or b.size == 0:
             return np.zeros(b.size, np.int64)
         keys = np.minimum(a, b) * self.n + np.maximum(a, b)
-        if keys.size > 64:  # a chunk's pairs: searched in order, each search starting where the last ended
-            order = np.argsort(keys)
-            at = np.empty(keys.size, np.int64)
-            at[order] = np.searchsorted(self.pair_keys, keys[order])
-        else:
-            at = np.searchsorted(self.pair_keys, keys)
-        at = np.minimum(at, self.pair_keys.size - 1)
+        at = np.minimum(np.searchsorted(self.pair_keys, keys), self.pair_keys.size - 1)
         return np.where(self.pair_keys[at] == keys, self.pair_edges[at], 0)
 
     def same_whole(self, kind: np.ndarray, a: np.ndarray, b: np.ndarray) -> np.ndarray:
@@ -195,25 +187,16 @@ class LinkChoice:
     candidate of the row was superseded during the plan.
 
     A row's list takes, from each source, its first ``candidates`` (``session_candidates``)
-    entries, the exact scan's list instead of the index's where the index may have missed some of
-    the best (``use_exact_neighbours``), and the entries of either end's whole-frame list
-    (``settings.both_ends``), and keeps those past the gate."""
+    entries and the entries of either end's whole-frame list (``settings.both_ends``), and keeps
+    those past the gate."""
 
     def __init__(self, pairs: dict, ev: dict, stats: TermStats, settings: LinkerSettings, index: "EdgeIndex", n_rows: int):
         b, c, k, rank = pairs["b"], pairs["c"], settings.candidates, stats.rank
         self.stats = stats
-        lexical = (pairs["pos_index"] < k) | (pairs["pos_session"] < settings.session_candidates) \
+        # a source's positions in a row run 0, 1, 2, ...: its first k
+        listed = (pairs["pos_index"] < k) | (pairs["pos_nn"] < k) | (pairs["pos_session"] < settings.session_candidates) \
             | (pairs["pos_own"] != SENTINEL) | (pairs["pos_rev"] != SENTINEL)
-        near = pairs["pos_nn"] < k  # a source's positions in a row run 0, 1, 2, ...: its first k
-        self.exact = np.zeros(n_rows, bool)
-        if "nn_floor" in pairs and len(b):
-            above = (pairs["pos_nn"] != SENTINEL) & (ev["cos"] > pairs["nn_floor"])
-            floor = np.full(n_rows, -np.inf)
-            floor[b] = pairs["nn_floor"]  # one floor per row
-            self.exact = (np.bincount(b, minlength=n_rows) > 0) & (floor > -np.inf) \
-                & (np.bincount(b[above], minlength=n_rows) < k)
-            near = np.where(self.exact[b], pairs["pos_nnx"] < k, near)
-        ok = np.flatnonzero((lexical | near) & ev["linked"] & ~index.same_whole(stats.kind, pairs["m"], c))
+        ok = np.flatnonzero(listed & ev["linked"] & ~index.same_whole(stats.kind, pairs["m"], c))
         self.pairs = ok[np.lexsort((-rank[c[ok]], -ev["affinity"][ok], _both_ends(pairs, ok), b[ok]))]
         #: what a record and its evidence text read of each pair's evidence (arrays over ``pairs``)
         self.text_values = {k: ev[k][self.pairs] for k in TEXT_VALUES}
@@ -276,10 +259,6 @@ class LinkState:
         self.degree_delta: dict[int, int] = defaultdict(int)  #: capped links of a row, added minus removed
         self.loaded_rows: set[int] = set()
         self.loaded_edges: set[int] = set()
-        #: per row whose cap was reached: its capped records as a heap ``(faded, key, n, rec)``, those
-        #: removed since left in it (``_weakest``)
-        self._by_strength: dict[int, list] = {}
-        self._pushed = itertools.count()
         self._unwritten: list[dict] = []  #: automatic records planned here, their evidence text maybe not written
         self._written = 0  #: how many of them ``write_evidence`` went through
 
@@ -309,8 +288,6 @@ class LinkState:
         if rec["source"] in _CAPPED:
             self.capped[src].add(key)
             self.capped[dst].add(key)
-            if self._by_strength:
-                self._push(rec, key)
         else:
             self.touching[src].add(key)
             self.touching[dst].add(key)
@@ -319,11 +296,6 @@ class LinkState:
     def _touching(self, row) -> set:
         """The keys of every record touching the row (``touching`` and ``capped``)."""
         return self.touching.get(row, _NONE) | self.capped.get(row, _NONE)
-
-    def _push(self, rec, key) -> None:
-        """A capped record onto the heaps of its ends that have one (``_weakest``)."""
-        for end in {rec["src"], rec["dst"]} & self._by_strength.keys():
-            heapq.heappush(self._by_strength[end], (self.faded(rec), key, next(self._pushed), rec))
 
     def _count(self, rec, step: int) -> None:
         src, dst = rec["src"], rec["dst"]
@@ -377,20 +349,10 @@ class LinkState:
         return held
 
     def _weakest(self, row):
-        """The key of the row's weakest capped link (faded weight, then key): the top of the row's
-        heap once its records removed since are dropped (a row at its cap is asked again and again
-        as its candidates come: 70,217 times in a connect at 100k)."""
-        heap = self._by_strength.get(row)
-        if heap is None:
-            if self.index.capped_degree[row]:  # every capped link of the row, to compare them (none in the input: all here)
-                self.ensure([row])
-            edges, faded, pushed = self.edges, self.faded, self._pushed
-            heap = self._by_strength[row] = [(faded(edges[k]), k, next(pushed), edges[k]) for k in self.capped[row]]
-            heapq.heapify(heap)
-        edges = self.edges
-        while edges.get(heap[0][1]) is not heap[0][3]:  # removed (or replaced) since it was pushed
-            heapq.heappop(heap)
-        return heap[0][1]
+        """The key of the row's weakest capped link (faded weight, then key)."""
+        if self.index.capped_degree[row]:  # its input links, to compare them with those planned here
+            self.ensure([row])
+        return min(self.capped[row], key=lambda key: (self.faded(self.edges[key]), key))
 
     def add_capped(self, rec, base: int | None = None) -> bool:
         """Add an automatic link unless it would be the weakest at a full end; evict the weakest."""
@@ -414,7 +376,7 @@ class LinkState:
         return True
 
     def _new(self, src, dst, typ, source, weight, evidence, seen_us=None):
-        # ``_chosen_links`` makes the records of most automatic links itself, with the same keys
+        """A record planned now; ``evidence``: its text or a dictionary (None: written later)."""
         now = self.ctx.now_us
         if evidence is None:  # written later (``_evidence``)
             text, taken = None, False
@@ -496,8 +458,6 @@ class LinkState:
 
     def _chosen_links(self, m, ev, choice: LinkChoice, b: int):
         """``_auto_links`` of an entry that links in its own name, from the chunk's ``choice``."""
-        if choice.exact[b]:
-            self.counts["nn_exact"] += 1
         superseded, delta, cs, base, most = self.superseded, self.pair_delta, choice.c, choice.base, self.s.max_new
         tried = []  # read before any is added
         for p in range(choice.bounds[b], choice.bounds[b + 1]):
@@ -515,7 +475,6 @@ class LinkState:
         cap, degrees, degree_delta, edges, now = self.s.max_degree, self.index.degrees, self.degree_delta, self.edges, \
             self.ctx.now_us
         unwritten, added, capped, types = self._unwritten, self.added, self.capped, choice.type_key
-        heaps = self._by_strength
         linked = 0
         for p in tried:
             c = cs[p]
@@ -526,17 +485,14 @@ class LinkState:
                     or degrees[dst] + degree_delta.get(dst, 0) >= cap or not _INLINE_LINKS):
                 linked += self.add_capped(self._auto_record(m, m, None, c, types[p], choice.score[p], choice, p), base[p])
                 continue
-            weight = float(choice.score[p])
             rec = {"src": src, "dst": dst, "type": typ, "source": "auto", "note": None, "evidence": None,
-                   "weight": weight, "created_by": "linker", "created_us": now, "seen_us": now,
+                   "weight": float(choice.score[p]), "created_by": "linker", "created_us": now, "seen_us": now,
                    "orig": None, "taken": False, "words": (m, c, choice, p, None)}
             rec["faded"] = rec["weight"]  # seen now: ``faded`` would return its weight
             unwritten.append(rec)
             edges[key] = added[key] = rec
             capped[src].add(key)
             capped[dst].add(key)
-            if heaps and (src in heaps or dst in heaps):
-                self._push(rec, key)
             delta[(src, dst) if src < dst else (dst, src)] += 1
             degree_delta[src] += 1
             if dst != src:
@@ -553,12 +509,7 @@ class LinkState:
         if self.fresh_superseded:
             fresh[:] = [x in self.fresh_superseded and x not in own for x in cs]
         chosen = np.zeros(len(cs), bool)
-        nn = "nn"
-        if "nn_floor" in pairs and use_exact_neighbours(ev["cos"][lo:hi], pairs["nn_floor"][lo:hi],
-                                                        (pairs["pos_nn"][lo:hi] != SENTINEL) & ~fresh, self.s.candidates):
-            nn = "nnx"  # the index list may miss some of the best: the exact scan's list
-            self.counts["nn_exact"] += 1
-        for name, limit in (("index", self.s.candidates), (nn, self.s.candidates), ("session", self.s.session_candidates)):
+        for name, limit in (("index", self.s.candidates), ("nn", self.s.candidates), ("session", self.s.session_candidates)):
             pos = pairs[f"pos_{name}"][lo:hi]
             live = np.flatnonzero((pos != SENTINEL) & ~fresh)
             chosen[live[np.argsort(pos[live], kind="stable")][:limit]] = True
@@ -668,8 +619,6 @@ class LinkState:
                        "capped": int(self.counts["capped"]), "rederived": int(self.counts["rederived"]),
                        "missing_structure": int(self.counts["missing_structure"]),
                        "added": add.height, "removed": remove.height})
-        if self.ctx.neighbors is not None:
-            report["nn_exact"] = int(self.counts["nn_exact"])  # entries that fell back to the exact scan
         return LinkPlan(add=add, remove=remove, entry_updates=updates, report=report)
 
 
@@ -749,7 +698,7 @@ _INLINE_LINKS = True
 _TYPE_INPUTS = ("m", "c", "later", "time", "bridge_only")
 #: What the linking reads of a chunk's pairs and of their evidence (``LinkChoice``, ``link_entry``):
 #: all a worker process sends back (``pipeline.ChunkWork.keep``)
-LINKING_READS = (("b", "m", "c", "pos_index", "pos_nn", "pos_nnx", "pos_session", "pos_own", "pos_rev", "nn_floor"),
+LINKING_READS = (("b", "m", "c", "pos_index", "pos_nn", "pos_session", "pos_own", "pos_rev"),
                  tuple(dict.fromkeys((*TEXT_VALUES, *_TYPE_INPUTS, "linked", "score", "affinity"))))
 
 
