@@ -20,7 +20,7 @@ import pytest
 from kbtools.demo.banks import synthetic_bank
 from kbtools.errors import ValidationError
 from kbtools.linker.anchors import Anchor, anchor, anchors_of
-from kbtools.linker.terms import TermStats, entry_text, gc_paused
+from kbtools.linker.terms import GrowingBuffer, TermStats, entry_text, gc_paused
 
 ODD_TEXTS = [
     "Found it: the encoder cable on line 3 was loose.", "Goal: Ship the Kioko memory layer by December 15.",
@@ -140,7 +140,7 @@ def test_extend_grows_every_field_as_a_fresh_build_reads_it(order):
     entries = synthetic_bank(entries=1200, seed=8).entries
     if order == "created":
         entries = entries.sort("created_at", "id")
-    if order == "shuffled":  # new rows older than old ones
+    if order == "shuffled":  # new rows older than old ones: ranks are read again
         entries = entries.sample(fraction=1.0, shuffle=True, seed=1)
     if order == "a session sorting first":
         entries = entries.sort("created_at", "id")
@@ -148,14 +148,17 @@ def test_extend_grows_every_field_as_a_fresh_build_reads_it(order):
                                                 pl.col("created_at") + dt.timedelta(days=1))
         entries = pl.concat([entries.head(1100), late])
     stats = TermStats.build(entries.head(1000))
+    paths = []
     for size in (1001, 1002, 1100, 1200):  # one by one (an agent's adds), then in a batch
         stats = stats.extend(entries.head(size))
         _assert_equal_stats(stats, TermStats.build(entries.head(size)))
+        paths.append("sessions" in stats._cache)  # ranks and session codes kept, not read again
+    assert all(paths) if order != "shuffled" else not all(paths)
 
 
 def test_statistics_extended_twice_from_the_same_ones_keep_both():
-    """A second extension from the same statistics leaves the first (and the statistics extended)
-    as they were: every statistics object keeps reading its own rows."""
+    """The postings grow in place at the end of shared buffers: a second extension from the same
+    statistics gets buffers of its own, and every statistics object keeps reading its own rows."""
     entries = synthetic_bank(entries=600, seed=4).entries.sort("created_at", "id")
     base = TermStats.build(entries.head(500))
     first = base.extend(entries.head(520))
@@ -166,6 +169,36 @@ def test_statistics_extended_twice_from_the_same_ones_keep_both():
     _assert_equal_stats(first, TermStats.build(entries.head(520)))
     _assert_equal_stats(second, TermStats.build(pl.concat([entries.head(500), other_rows])))
     _assert_equal_stats(third, TermStats.build(entries.head(540)))
+    assert first._buffers["indices"] is third._buffers["indices"]  # grown in place
+    assert second._buffers["indices"] is not first._buffers["indices"]
+    with pytest.raises(ValueError):
+        base.postings.indices[0] = 1  # views are read-only
+
+
+def test_appended_rows_are_transposed_apart_until_they_are_many(monkeypatch):
+    from kbtools.linker import LINKER_DEFAULTS, evidence, terms
+    from kbtools.linker.evidence import Relations
+
+    monkeypatch.setattr(terms, "_TAIL_ROWS", 8)
+    entries = synthetic_bank(entries=700, seed=6).entries.sort("created_at", "id")
+    stats = TermStats.build(entries.head(600))
+    rel = Relations(any=None, strong=None, cols=np.zeros(0, np.int64), label={})
+    merged = 0
+    for size in range(601, 700, 7):
+        stats = stats.extend(entries.head(size))
+        fresh = TermStats.build(entries.head(size))
+        merged += stats._transposed[2] is None
+        parts = stats.transposed_parts()
+        assert len(parts) == (1 if stats._transposed[2] is None else 2)
+        assert (sum(parts[1:], parts[0]) != fresh.postings_t).nnz == 0
+        rows = np.flatnonzero(stats.kind >= 0)[-40:]
+        for few in (rows[:3], rows):  # the numpy sums and the sparse product, over both parts
+            got = evidence._votes(stats, few, rel, LINKER_DEFAULTS)
+            product = (evidence._query_matrix(fresh, few, rel, LINKER_DEFAULTS) @ fresh.postings_t).tocoo()
+            want = sorted(zip(product.row.tolist(), product.col.tolist(), product.data.tolist()))
+            assert sorted(zip(*(x.tolist() for x in got))) == want
+        assert np.array_equal(stats.totals(rows[::3]), fresh.total[rows[::3]])  # the same bits
+    assert merged  # past a 32nd of the bank the appended rows join the base
 
 
 def test_statistics_survive_a_pickle_and_grow_after_it():
@@ -174,6 +207,19 @@ def test_statistics_survive_a_pickle_and_grow_after_it():
     entries = synthetic_bank(entries=300, seed=3).entries.sort("created_at", "id")
     stats = pickle.loads(pickle.dumps(TermStats.build(entries.head(280))))
     _assert_equal_stats(stats.extend(entries), TermStats.build(entries))
+
+
+def test_a_growing_buffer_widens_past_int32_and_keeps_older_views():
+    small = GrowingBuffer(np.array([1, 2, 3], np.int32))
+    view = small.view(3)
+    grown = small.append(3, np.array([4]))  # no spare room: a bigger buffer, with room
+    assert grown is not small and grown.view(4).tolist() == [1, 2, 3, 4]
+    assert grown.append(4, np.array([5])) is grown  # its owner's end: written in place
+    wide = grown.append(5, np.array([2**31]))
+    assert wide.data.dtype == np.int64 and wide.view(6).tolist() == [1, 2, 3, 4, 5, 2**31]
+    other = grown.append(3, np.array([9]))  # from an older end: a buffer of its own
+    assert other is not grown and other.view(4).tolist() == [1, 2, 3, 9] and grown.view(5).tolist() == [1, 2, 3, 4, 5]
+    assert view.tolist() == [1, 2, 3]
 
 
 @pytest.mark.parametrize("source", ["synthetic", "peps"])

@@ -20,6 +20,7 @@ from __future__ import annotations
 import gc
 import json
 import re
+import threading
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from functools import lru_cache
@@ -125,6 +126,11 @@ class TermStats:
     bag_index: dict = field(default_factory=dict, repr=False)
     _relations: list = field(default_factory=list, repr=False)  #: cache: [triples frame, Relations]
     _cache: dict = field(default_factory=dict, repr=False)  #: per-frame caches of the planners
+    #: the transposed postings as (base, rows, tail): terms x entries for the rows before ``rows``, and
+    #: for the rows after (None when there are none), so that an append does not insert into every term
+    _transposed: tuple = field(default=None, repr=False)
+    #: the growable arrays the postings and strong flags are views of (see ``GrowingBuffer``)
+    _buffers: dict = field(default_factory=dict, repr=False)
 
     @classmethod
     def build(cls, entries: pl.DataFrame, *, known_entities=(), settings: LinkerSettings = LINKER_DEFAULTS,
@@ -152,26 +158,40 @@ class TermStats:
 
     @classmethod
     def _finish(cls, ids, term_index, indptr, indices, strong_base, kinds, anchors, facts, cues, known, settings,
-                bags, bag_index):
-        """The statistics from the postings (row-sorted CSR arrays) and the per-entry facts."""
+                bags, bag_index, grown: dict | None = None):
+        """The statistics from the postings (row-sorted CSR arrays) and the per-entry facts;
+        ``grown`` holds what :meth:`extend` already has for the whole bank (``row_of``, ``df``,
+        ``is_entity``, ``postings_t``), else they are computed here."""
+        grown = grown or {}
         n_rows, n_terms = len(ids), len(term_index)
-        kind = np.int32 if len(indices) < np.iinfo(np.int32).max else np.int64
-        postings = sp.csr_matrix((np.ones(len(indices)), np.asarray(indices, kind), np.asarray(indptr, kind)),
-                                 shape=(n_rows, n_terms), copy=False)
+        buffers = grown.get("buffers")
+        if buffers is None:  # a build: the arrays become the start of growable buffers
+            kind = _index_dtype(len(indices))
+            buffers = {"indptr": GrowingBuffer(np.asarray(indptr, kind)), "indices": GrowingBuffer(np.asarray(indices, kind)),
+                       "strong_base": GrowingBuffer(np.asarray(strong_base, bool))}
+            indptr, indices, strong_base = (buffers[k].view(len(a)) for k, a in
+                                            (("indptr", indptr), ("indices", indices), ("strong_base", strong_base)))
+        postings = sp.csr_matrix((_ones(len(indices)), indices, indptr), shape=(n_rows, n_terms), copy=False)
         n = int((kinds >= 0).sum())
-        df = np.bincount(postings.indices, minlength=n_terms).astype(np.int64)
+        df = grown["df"] if "df" in grown else np.bincount(indices, minlength=n_terms).astype(np.int64)
         vocab = tuple(term_index)
-        is_entity = np.fromiter((t.startswith("e:") for t in vocab), dtype=bool, count=n_terms)
+        is_entity = grown["is_entity"] if "is_entity" in grown else np.fromiter(
+            (t.startswith("e:") for t in vocab), dtype=bool, count=n_terms)
         idf_ = idf(df, n, virtual=settings.virtual)
+        w = np.where(is_entity, 1.5 * idf_, idf_)
+        hub = df >= max(4.0, 0.15 * n)
+        capped = df > max(50.0, 0.2 * n)
+        order = grown["session_rows"] if "session_rows" in grown else np.argsort(facts["session"], kind="stable")
         counts = np.bincount(facts["session"] + 1, minlength=1) if n_rows else np.zeros(1, np.int64)
+        session_start = np.concatenate([[0], np.cumsum(counts[1:])]).astype(np.int64) + (counts[0] if n_rows else 0)
         return cls(
-            ids=ids, row_of={i: k for k, i in enumerate(ids)}, n=n, vocab=vocab, term_index=term_index, df=df,
-            idf=idf_, w=np.where(is_entity, 1.5 * idf_, idf_), is_entity=is_entity, hub=df >= max(4.0, 0.15 * n),
-            capped=df > max(50.0, 0.2 * n), postings=postings, anchors=anchors, kind=kinds,
-            strong_base=np.asarray(strong_base, bool),
-            session_rows=np.argsort(facts["session"], kind="stable").astype(np.int64),
-            session_start=np.concatenate([[0], np.cumsum(counts[1:])]).astype(np.int64) + (counts[0] if n_rows else 0),
+            ids=ids, row_of=grown["row_of"] if "row_of" in grown else {i: k for k, i in enumerate(ids)}, n=n,
+            vocab=vocab, term_index=term_index, df=df, idf=idf_, w=w, is_entity=is_entity, hub=hub, capped=capped,
+            postings=postings, anchors=anchors, kind=kinds, strong_base=strong_base,
+            session_rows=order.astype(np.int64), session_start=session_start,
             known_entities=known, settings=settings, bags=bags, bag_index=bag_index, **facts, **cues,
+            _transposed=grown["transposed"] if "transposed" in grown else (postings.T.tocsr(), n_rows, None),
+            _buffers=buffers,
         )
 
     def parts(self) -> dict:
@@ -257,17 +277,82 @@ class TermStats:
         new = entries.slice(old)
         with gc_paused():
             columns, kinds, anchors, texts = _read_entries(new, self.known_entities, self.settings)
-            term_index = dict(self.term_index)
-            indptr, indices, strong = _postings_of(anchors, term_index, int(self.postings.indptr[-1]))
-            bag_index = {k: dict(v) for k, v in self.bag_index.items()}
-            out = type(self)._finish(
-                self.ids + tuple(new["id"].to_list()), term_index, np.concatenate([self.postings.indptr, indptr[1:]]),
-                np.concatenate([self.postings.indices, indices]), np.concatenate([self.strong_base, strong]),
-                np.concatenate([self.kind, kinds]), self.anchors + tuple(anchors), _entry_facts(entries),
-                {k: np.concatenate([getattr(self, k), v]) for k, v in text_cues(texts).items()},
-                self.known_entities, self.settings, _bags(columns, kinds, bag_index, self.bags), bag_index)
+        term_index = dict(self.term_index)
+        nnz = int(self.postings.indptr[-1])
+        new_indptr, new_indices, new_strong = _postings_of(anchors, term_index, nnz)
+        new_indptr = np.asarray(new_indptr[1:], np.int64)
+        new_indices = np.asarray(new_indices, np.int64)
+        # the postings grow at the end of their buffers (these statistics keep their own views)
+        buffers = dict(self._buffers)
+        indptr = _grow(buffers, "indptr", old + 1, new_indptr)
+        indices = _grow(buffers, "indices", nnz, new_indices)
+        strong_base = _grow(buffers, "strong_base", nnz, new_strong)
+        cues = {k: np.concatenate([getattr(self, k), v]) for k, v in text_cues(texts).items()}
+        new_ids = new["id"].to_list()
+        ids = self.ids + tuple(new_ids)
+        bag_index = {k: dict(v) for k, v in self.bag_index.items()}
+        bags = _bags(columns, kinds, bag_index, self.bags)
+        # what the whole bank needs, grown by the new rows only (a pass over every row or posting
+        # would cost a linked add on a big bank more than its linking)
+        n_terms = len(term_index)
+        new_rows = np.repeat(np.arange(old, entries.height, dtype=np.int64),
+                             np.diff(np.concatenate([[self.postings.indptr[-1]], new_indptr])))
+        row_of = dict(self.row_of)
+        row_of.update(zip(new_ids, range(old, entries.height)))
+        added_terms = [t.startswith("e:") for t in list(term_index)[len(self.term_index):]]
+        grown = {
+            "row_of": row_of,
+            "df": np.concatenate([self.df, np.zeros(n_terms - len(self.df), np.int64)])
+            + np.bincount(new_indices, minlength=n_terms),
+            "is_entity": np.concatenate([self.is_entity, np.array(added_terms, dtype=bool)]),
+            "transposed": self._grown_transposed(new_rows, new_indices, indptr, indices, n_terms, entries.height),
+            "buffers": buffers,
+        }
+        facts, sessions = self._grown_facts(entries, new)
+        if sessions is not None:  # ranks and session codes kept: the new rows join their sessions' ends
+            grown["session_rows"] = _joined_sessions(self.session_rows, facts["session"], old)
+        out = type(self)._finish(ids, term_index, indptr, indices, strong_base, np.concatenate([self.kind, kinds]),
+                                 self.anchors + tuple(anchors), facts, cues, self.known_entities, self.settings,
+                                 bags, bag_index, grown)
+        if sessions is not None:
+            out._cache["sessions"] = sessions
         out._cache["ids"] = entries["id"]  # the frame's column, not a new series of every id
         return out
+
+    def _grown_facts(self, entries: pl.DataFrame, new: pl.DataFrame) -> tuple[dict, np.ndarray | None]:
+        """``_entry_facts(entries)`` from these statistics' facts and the new rows, and the sorted
+        session names: ranks are kept when the new rows come last in (created_at, id) order (else
+        every fact is read again from the whole frame, names None); session codes are dense ranks
+        of the names, so a new session sorting among the known ones moves the later codes up."""
+        old = len(self.ids)
+        fresh = _entry_facts(new)
+        if old:
+            last = int(np.argmax(self.rank))
+            t_last, id_last = int(self.time_us[last]), self.ids[last]
+            if not all((t, i) > (t_last, id_last) for t, i in zip(fresh["time_us"].tolist(), new["id"].to_list())):
+                return _entry_facts(entries), None
+        known = self._cache.get("sessions")
+        if known is None:
+            known = _session_names(entries.head(old))
+        names = _session_names(new)
+        at = np.searchsorted(known, names)
+        unseen = names[(at >= len(known)) | (known[np.minimum(at, max(len(known) - 1, 0))] != names)] \
+            if known.size else names
+        merged = (np.insert(known.astype(np.result_type(known, unseen)), np.searchsorted(known, unseen), unseen)
+                  if unseen.size else known)  # the wider string type: numpy would cut longer names
+        old_codes = self.session
+        if unseen.size and known.size and unseen[0] <= known[-1]:  # both sorted: a new session among the known
+            remap = np.searchsorted(merged, known)  # ranks are dense: the known ones move up
+            old_codes = np.where(self.session >= 0, remap[np.maximum(self.session, 0)], -1)
+        codes = np.full(new.height, -1, np.int64)
+        if "session_id" in new.columns:
+            have = np.flatnonzero(new["session_id"].is_not_null().to_numpy())
+            if have.size:
+                values = new["session_id"].cast(pl.String).to_numpy()[have].astype(str)
+                codes[have] = np.searchsorted(merged, values)
+        return ({"rank": np.concatenate([self.rank, old + fresh["rank"]]),
+                 "time_us": np.concatenate([self.time_us, fresh["time_us"]]),
+                 "session": np.concatenate([old_codes, codes])}, merged)
 
     @property
     def strong_flag(self) -> np.ndarray:
@@ -290,20 +375,42 @@ class TermStats:
         return self.total[np.asarray(rows, np.int64)]
 
     def transposed_parts(self) -> tuple[sp.csr_matrix, ...]:
-        """``postings_t`` as the (terms x entries) matrices whose sum it is (here the one matrix, in a
-        tuple kept with the statistics: the planners key their caches on it)."""
+        """``postings_t`` as one or two (terms x entries) matrices whose sum it is: the rows of the
+        last full transpose and the rows appended since; a vote sums over one of them only."""
         held = self._cache.get("transposed parts")
         if held is None:
-            held = self._cache["transposed parts"] = (self.postings_t,)
+            base, _, tail = self._transposed
+            shape = (len(self.vocab), len(self.ids))
+            held = (_padded(base, shape),) if tail is None else (_padded(base, shape), tail)
+            self._cache["transposed parts"] = held
         return held
 
     @property
     def postings_t(self) -> sp.csr_matrix:
-        """The postings transposed (CSR, rows = terms, columns = entries), made when first read."""
+        """The postings transposed (CSR, rows = terms, columns = entries)."""
         held = self._cache.get("postings_t")
         if held is None:
-            held = self._cache["postings_t"] = self.postings.T.tocsr()
+            base, rows, tail = self._transposed
+            if tail is None:
+                held = _padded(base, (len(self.vocab), len(self.ids)))
+            else:
+                new_rows, cols = _rows_after(self.postings, rows)
+                held = _transposed_with(base, new_rows, cols, len(self.vocab), len(self.ids))
+            self._cache["postings_t"] = held
         return held
+
+    def _grown_transposed(self, new_rows: np.ndarray, new_cols: np.ndarray, indptr, indices, n_terms: int,
+                          n_rows: int) -> tuple:
+        """The transposed postings after extending to ``n_rows`` by these postings: the same base and
+        a tail grown by them while the rows appended since the base are few, else one new base."""
+        base, rows, tail = self._transposed
+        if n_rows - rows > max(_TAIL_ROWS, n_rows // 32):
+            postings = sp.csr_matrix((_ones(len(indices)), indices, indptr), shape=(n_rows, n_terms), copy=False)
+            after, cols = _rows_after(postings, rows)
+            return _transposed_with(base, after, cols, n_terms, n_rows), n_rows, None
+        if tail is None:
+            tail = sp.csr_matrix((len(self.vocab), n_rows), dtype=np.float64)
+        return base, rows, _transposed_with(tail, new_rows, new_cols, n_terms, n_rows)
 
     def _id_series(self) -> pl.Series:
         cached = self._cache.get("ids")
@@ -549,6 +656,125 @@ def _check_entries(entries: pl.DataFrame) -> None:
     nulls = entries.filter(pl.col("created_at").is_null())
     if nulls.height:
         raise ValidationError("created_at", None, "every entry needs a created_at", row=nulls["id"][0])
+
+
+#: Rows appended since the last full transpose that are transposed apart (or a 32nd of the bank)
+_TAIL_ROWS = 2048
+
+
+class GrowingBuffer:
+    """A growable 1-d array: statistics hold views of its first items; an extension writes after
+    the last item written (its owner's end) into spare room, so an append copies only what it adds
+    (amortised). An extension from an older end (statistics extended twice from the same ones)
+    gets a buffer of its own, leaving the views handed out before intact."""
+
+    __slots__ = ("data", "filled", "lock")
+
+    def __init__(self, data: np.ndarray):
+        self.data, self.filled, self.lock = data, len(data), threading.Lock()
+
+    def __getstate__(self):  # statistics may be pickled (a process pool): the lock is made anew
+        return self.data, self.filled
+
+    def __setstate__(self, state):
+        self.data, self.filled = state
+        self.lock = threading.Lock()
+
+    def view(self, length: int) -> np.ndarray:
+        out = self.data[:length]
+        out.flags.writeable = False
+        return out
+
+    def append(self, length: int, new: np.ndarray) -> "GrowingBuffer":
+        """The buffer holding these first ``length`` items followed by ``new`` (this one or a new one)."""
+        new = np.asarray(new)
+        dtype = self.data.dtype
+        if new.size and dtype.kind == "i" and int(new.max()) > np.iinfo(dtype).max:
+            dtype = np.dtype(np.int64)
+        with self.lock:
+            if length == self.filled and dtype == self.data.dtype and length + len(new) <= len(self.data):
+                self.data[length : length + len(new)] = new
+                self.filled = length + len(new)
+                return self
+        bigger = np.empty(int(1.25 * (length + len(new))) + 1024, dtype)
+        bigger[:length] = self.data[:length]
+        bigger[length : length + len(new)] = new
+        out = GrowingBuffer(bigger)
+        out.filled = length + len(new)
+        return out
+
+
+def _grow(buffers: dict, name: str, length: int, new: np.ndarray) -> np.ndarray:
+    """A view of buffer ``name``'s first ``length`` items followed by ``new`` (``buffers`` updated)."""
+    buffers[name] = buffers[name].append(length, new)
+    return buffers[name].view(length + len(new))
+
+
+def _index_dtype(size: int):
+    return np.int32 if size < np.iinfo(np.int32).max else np.int64
+
+
+_ONES = [np.ones(0)]  #: one read-only array of ones shared by the postings' data (a view of its start)
+_ONES_LOCK = threading.Lock()
+
+
+def _ones(n: int) -> np.ndarray:
+    with _ONES_LOCK:
+        if len(_ONES[0]) < n:
+            ones = np.ones(int(1.25 * n) + 4096)
+            ones.flags.writeable = False
+            _ONES[0] = ones
+        return _ONES[0][:n]
+
+
+def _padded(matrix: sp.csr_matrix, shape: tuple[int, int]) -> sp.csr_matrix:
+    """A CSR ``matrix`` as ``shape`` (more rows, all empty, and more columns), sharing its arrays."""
+    if matrix.shape == shape:
+        return matrix
+    indptr = np.concatenate([matrix.indptr, np.full(shape[0] - matrix.shape[0], matrix.indptr[-1], matrix.indptr.dtype)])
+    return sp.csr_matrix((matrix.data, matrix.indices, indptr), shape=shape, copy=False)
+
+
+def _rows_after(postings: sp.csr_matrix, start: int) -> tuple[np.ndarray, np.ndarray]:
+    """(row, column) of every posting of the rows from ``start`` on, in CSR order."""
+    lo = int(postings.indptr[start])
+    lengths = np.diff(postings.indptr[start:]).astype(np.int64)
+    rows = np.repeat(np.arange(start, postings.shape[0], dtype=np.int64), lengths)
+    return rows, postings.indices[lo : int(postings.indptr[-1])].astype(np.int64)
+
+
+def _joined_sessions(session_rows: np.ndarray, session: np.ndarray, old: int) -> np.ndarray:
+    """``argsort(session, kind="stable")`` from the first ``old`` rows' order: the new rows (after
+    them) go to the end of their session's group, in row order (codes of old rows may have moved
+    up, but keep their order)."""
+    new = np.arange(old, len(session), dtype=np.int64)
+    new = new[np.argsort(session[new], kind="stable")]
+    at = np.searchsorted(session[session_rows], session[new], side="right")
+    return np.insert(session_rows, at, new)
+
+
+def _transposed_with(postings_t: sp.csr_matrix, rows: np.ndarray, cols: np.ndarray, n_terms: int,
+                     n_rows: int) -> sp.csr_matrix:
+    """``postings_t`` (terms x entries) with the postings (row, column) of new entries, whose rows
+    all come after its columns: each term's new entries go at the end of its row, in row order (the
+    canonical CSR of the grown postings' transpose, without transposing them again)."""
+    old_counts = np.diff(postings_t.indptr).astype(np.int64)
+    old_counts = np.concatenate([old_counts, np.zeros(n_terms - len(old_counts), np.int64)])
+    order = np.lexsort((rows, cols))
+    rows, cols = rows[order], cols[order]
+    old_indptr = np.concatenate([[0], np.cumsum(old_counts)])
+    indices = np.insert(postings_t.indices, old_indptr[cols + 1], rows.astype(postings_t.indices.dtype))
+    indptr = np.concatenate([[0], np.cumsum(old_counts + np.bincount(cols, minlength=n_terms))])
+    kind = _index_dtype(max(len(indices), n_rows))
+    return sp.csr_matrix((_ones(len(indices)), indices.astype(kind, copy=False), indptr.astype(kind)),
+                         shape=(n_terms, n_rows), copy=False)
+
+
+def _session_names(frame: pl.DataFrame) -> np.ndarray:
+    """The distinct session ids of a frame, sorted as polars ranks them (strings, byte order)."""
+    if "session_id" not in frame.columns or frame.height == 0:
+        return np.array([], dtype=str)
+    return np.sort(frame["session_id"].drop_nulls().cast(pl.String).unique().to_numpy().astype(str))
 
 
 def _entry_facts(entries: pl.DataFrame) -> dict:
