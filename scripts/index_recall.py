@@ -18,26 +18,9 @@ os.environ.setdefault("ORT_DISABLE_TELEMETRY", "1")
 import numpy as np
 import polars as pl
 
-from kbtools.retrieval.index import combine
+from kbtools.evaluate.scale import exact_top
 from kbtools.retrieval.search import bank_embedder, bank_index
 from kbtools.store.bank import open_bank
-from kbtools.store.vectors import vector_blocks
-
-
-def exact_top(bank, queries: np.ndarray, k: int = 8) -> list[set]:
-    """Each query's exact top ``k`` ids over the active entries' precombined vectors, block by block."""
-    best_s = np.full((len(queries), k), -np.inf, np.float32)
-    best_i = np.full((len(queries), k), "", dtype=object)
-    for ids, data in vector_blocks(bank, ids=bank.entries.filter(pl.col("status") == "active")["id"]):
-        scores = combine(data).astype(np.float32) @ queries.T
-        top = np.argpartition(-scores, k, axis=0)[:k] if len(scores) > k else np.tile(np.arange(len(scores))[:, None], len(queries))
-        ids = np.asarray(ids, dtype=object)
-        for j in range(len(queries)):
-            s = np.concatenate([best_s[j], scores[top[:, j], j]])
-            i = np.concatenate([best_i[j], ids[top[:, j]]])
-            order = np.argsort(-s)[:k]
-            best_s[j], best_i[j] = s[order], i[order]
-    return [set(row) for row in best_i]
 
 
 def main(path: str, kinds: list[str]) -> None:
@@ -45,7 +28,8 @@ def main(path: str, kinds: list[str]) -> None:
     titles = bank.entries["title"].to_list()
     picked = np.random.default_rng(8).choice(len(titles), size=min(100, len(titles)), replace=False)
     queries = np.asarray(bank_embedder(bank).encode([titles[i] for i in picked]), dtype=np.float32)
-    truth = exact_top(bank, queries)
+    active = bank.entries.filter(pl.col("status") == "active")["id"]
+    truth = [set(row) for row in exact_top(bank, queries, ids=active)]
     print(f"{path}: {bank.entries.height} entries, {len(queries)} title queries", flush=True)
     for kind in kinds:
         t = time.perf_counter()
