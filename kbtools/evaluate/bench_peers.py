@@ -12,7 +12,9 @@ peak memory while it serves 50 more, and the disk after the adds. kbtools is tim
 ``kb.report_learning(..., link=False)`` (which embeds its text with the bank's hashing embedder
 inside the write); the peers take the vector with the row. The vectors are the entries' texts
 embedded with that embedder, and the queries the titles of entries drawn at random, so that recall
-means what it means on a real bank (random vectors defeat every approximate index alike).
+means what it means on a real bank (random vectors defeat every approximate index alike). The
+systems take turns (rounds of queries, each add, each cold process), so that the shared machine's
+load, which moves a query's time by a third between runs, lands on every system alike.
 
 The peers come from the ``bench`` extra. Nothing is downloaded at run time: DuckDB loads ``vss``
 from the file the ``duckdb-extension-vss`` wheel installs (built for the one DuckDB it pins),
@@ -50,6 +52,8 @@ _INDEX_WORDS = {"hnsw": "faiss HNSW, M 32, efSearch 128, float32 vectors: exact 
                 "ivf_sq8": "faiss IVF, 8-bit codes, a tenth of the lists visited, re-scored with the stored vectors"}
 _QUERIES = 100  # recall@8 and the steady p50 over these
 _ADDS = 10
+_ROUNDS = 10  # the steady queries in rounds, each round on every system in turn
+_COLD_RUNS = 3  # fresh processes per system for the cold row (the median)
 
 # Each peer: the code a fresh process runs for the cold row. argv: the store's path, the query
 # vectors (.npy). It prints the seconds from the library's import to the first answer (and those
@@ -234,38 +238,59 @@ def _cold(system: str, path: Path, queries: Path) -> dict:
     return json.loads(out.stdout.strip().splitlines()[-1])
 
 
-def _finish(results: dict, system: str, path: Path, qfile: Path, load_s: float, say: Callable) -> None:
-    """The cold row in a fresh process (after the system's own handle is closed), the disk, and
-    one progress line with the system's figures."""
-    say(f"{system}: cold open + first query in a new process")
-    results[system].update(_cold(system, path, qfile), disk_mb=_disk_mb(path), load_s=load_s)
-    say(f"{system}: " + ", ".join(f"{k} {v:.4g}" for k, v in results[system].items()))
-
-
 def _recall(found: list[list[str]], truth: list[list[str]]) -> float:
     return float(np.mean([len(set(f[:K]) & set(t)) / K for f, t in zip(found, truth)]))
 
 
-def _measure(search: Callable, add: Callable, qs: np.ndarray, truth, new_rows) -> dict:
-    """Steady p50 and recall@8 over ``qs`` (after 5 warm-up queries), then each add's p50 and the
-    p50 of the first query after it."""
-    for q in qs[:5]:
-        search(q)
-    steady, found = [], []
-    for q in qs:
-        t = time.perf_counter()
-        found.append(list(search(q)))
-        steady.append((time.perf_counter() - t) * 1000)
-    adds, firsts = [], []
-    for (i, text, v), q in zip(new_rows, qs):
-        t = time.perf_counter()
-        add(i, text, v)
-        adds.append((time.perf_counter() - t) * 1000)
-        t = time.perf_counter()
-        search(q)
-        firsts.append((time.perf_counter() - t) * 1000)
-    return {"steady_ms": float(np.median(steady)), "recall": _recall(found, truth),
-            "add_ms": float(np.median(adds)), "first_ms": float(np.median(firsts))}
+def _take_turns(systems: dict[str, tuple[Callable, Callable]], qs: np.ndarray, truth, new_rows) -> dict:
+    """Per system (``{name: (search, add)}``): steady p50 and recall@8 over ``qs`` (after 5 warm-up
+    queries each), then each add's p50 and the p50 of the first query after it. The systems take
+    turns: the queries run in :data:`_ROUNDS` rounds and each round, like each add, goes to every
+    system, the first place rotating; a change in the machine's load lands on all of them alike."""
+    names = list(systems)
+    for search, _ in systems.values():
+        for q in qs[:5]:
+            search(q)
+    steady = {name: [] for name in names}
+    found = {name: [None] * len(qs) for name in names}
+    for turn, chunk in enumerate(np.array_split(np.arange(len(qs)), _ROUNDS)):
+        for name in _rotated(names, turn):
+            search = systems[name][0]
+            for i in chunk.tolist():
+                t = time.perf_counter()
+                found[name][i] = list(search(qs[i]))
+                steady[name].append((time.perf_counter() - t) * 1000)
+    adds = {name: [] for name in names}
+    firsts = {name: [] for name in names}
+    for turn, ((i, text, v), q) in enumerate(zip(new_rows, qs)):
+        for name in _rotated(names, turn):
+            search, add = systems[name]
+            t = time.perf_counter()
+            add(i, text, v)
+            adds[name].append((time.perf_counter() - t) * 1000)
+            t = time.perf_counter()
+            search(q)
+            firsts[name].append((time.perf_counter() - t) * 1000)
+    return {name: {"steady_ms": float(np.median(steady[name])), "recall": _recall(found[name], truth),
+                   "add_ms": float(np.median(adds[name])), "first_ms": float(np.median(firsts[name]))}
+            for name in names}
+
+
+def _rotated(names: list[str], turn: int) -> list[str]:
+    """``names`` starting from the ``turn``-th (cyclically)."""
+    at = turn % len(names)
+    return names[at:] + names[:at]
+
+
+def _cold_turns(paths: dict[str, Path], qfile: Path, say: Callable) -> dict[str, dict]:
+    """The cold row of each system, :data:`_COLD_RUNS` fresh processes each, the systems taking
+    turns; the median of each figure."""
+    runs: dict[str, list[dict]] = {name: [] for name in paths}
+    for turn in range(_COLD_RUNS):
+        for name in _rotated(list(paths), turn):
+            say(f"{name}: cold open + first query in a new process ({turn + 1} of {_COLD_RUNS})")
+            runs[name].append(_cold(name, paths[name], qfile))
+    return {name: {key: float(np.median([r[key] for r in got])) for key in got[0]} for name, got in runs.items()}
 
 
 def bench_peers(root: Path, *, n: int = 100_000, seed: int = 7, peers=PEERS[1:], log: Callable = print) -> dict:
@@ -309,27 +334,30 @@ def bench_peers(root: Path, *, n: int = 100_000, seed: int = 7, peers=PEERS[1:],
     added = [f"Bench fact {j}: the warm pool drains at {j} am." for j in range(_ADDS)]
     new_rows = [(f"peer{j:06d}", t, v) for j, (t, v) in enumerate(zip(added, np.asarray(emb.encode(added), dtype=np.float32)))]
 
-    results = {}
-    say("kbtools queries and adds")
-    results["kbtools"] = _measure(
-        lambda q: query(bank, "bench query", query_vector=q, k=K).ids(),  # usage counted, as by default
-        lambda i, text, v: report_learning(bank, content=text, actor="bench", link=False), qs, truth, new_rows)
+    peers = []
+    for peer in (c() for c in chosen):
+        say(f"{peer.name}: load {n} rows and build its index")
+        t = time.perf_counter()
+        peer.load(root / peer.name.replace("+", "-"), ids, texts, vecs)
+        load[peer.name] = time.perf_counter() - t
+        peers.append(peer)
+    say("queries and adds, the systems taking turns")
+    turns = {"kbtools": (lambda q: query(bank, "bench query", query_vector=q, k=K).ids(),  # usage counted, as by default
+                         lambda i, text, v: report_learning(bank, content=text, actor="bench", link=False))}
+    turns.update({peer.name: (peer.search, peer.add) for peer in peers})
+    results = _take_turns(turns, qs, truth, new_rows)
     # recall of the index kb.query searches (its answer is folded, so not the plain nearest 8)
     searched = bank_index(bank)
     results["kbtools"]["recall"] = _recall([list(searched.search(q[None, :], K)[1][0]) for q in qs], truth)
     index = {"kbtools": f"{kind}, the default for {n:,} entries ({_INDEX_WORDS.get(kind, kind)}); kb.query folds the pool"}
-    _finish(results, "kbtools", Path(bank.path), qfile, load["kbtools"], say)
-    for peer in (c() for c in chosen):
-        say(f"{peer.name}: load {n} rows and build its index")
-        path = root / peer.name.replace("+", "-")
-        t = time.perf_counter()
-        peer.load(path, ids, texts, vecs)
-        load[peer.name] = time.perf_counter() - t
-        say(f"{peer.name}: queries and adds")
-        results[peer.name] = _measure(peer.search, peer.add, qs, truth, new_rows)
-        peer.close()
+    paths = {"kbtools": Path(bank.path)}
+    for peer in peers:
+        peer.close()  # a cold process opens the store next (DuckDB's file takes one writer)
         index[peer.name] = peer.index
-        _finish(results, peer.name, path, qfile, load[peer.name], say)
+        paths[peer.name] = peer.path
+    for name, cold in _cold_turns(paths, qfile, say).items():
+        results[name].update(cold, disk_mb=_disk_mb(paths[name]), load_s=load[name])
+        say(f"{name}: " + ", ".join(f"{k} {v:.4g}" for k, v in results[name].items()))
     systems = ["kbtools"] + [c.name for c in chosen]
     return {"entries": n, "systems": systems, "index": index, "rows": _rows(results, systems),
             "notes": {"kbtools": "kb.query(bank, text, query_vector=q) folded, usage counted (no embedding); "
@@ -339,8 +367,11 @@ def bench_peers(root: Path, *, n: int = 100_000, seed: int = 7, peers=PEERS[1:],
                       "queries": f"the titles of {_QUERIES} entries drawn at random, embedded with the bank's hashing embedder; "
                                  "truth: exact inner product over the same vectors",
                       "adds": f"{_ADDS} adds, each followed by one query",
+                      "turns": f"the systems take turns: the queries in {_ROUNDS} rounds, each round and each add "
+                               f"on every system, the first place rotating; the cold row the median of "
+                               f"{_COLD_RUNS} fresh processes each, in turns",
                       "machine": f"{os.cpu_count()} CPUs, load average {load_before} at the start and "
-                                 f"{_load_average()} at the end (the systems run one after the other)"}}
+                                 f"{_load_average()} at the end"}}
 
 
 def _load_average() -> str:
