@@ -53,7 +53,7 @@ import polars as pl
 from kbtools.evaluate.baselines import (RERANK_LAMBDA, RERANK_MAX_DF, RERANK_TOP, knn_pairs, neighbour_lists,
                                         per_entry_pairs, rank_terms, rerank_scores)
 from kbtools.evaluate.intervals import bootstrap_ratios
-from kbtools.evaluate.masking import MASKED_FIELDS, mask_citations
+from kbtools.evaluate.masking import MASKED_FIELDS, mask_citations, unmark_held_out
 from kbtools.linker import LINKER_DEFAULTS, LinkerSettings, TermStats, plan_connect
 from kbtools.linker.calibration import (HUMAN_SOURCES, STRUCTURE_TYPES, calibrate_weights, held_out_frames,
                                         human_edges, split_half)
@@ -150,7 +150,8 @@ class LinkRecovery:
                  f"{self.entries} entries; held out {sum(self.held_out.values())} human edges "
                  f"({', '.join(f'{k} {v}' for k, v in sorted(self.held_out.items()))}); masked "
                  f"{self.mask.get('tokens_masked', 0)} citation tokens in {self.mask.get('entries_masked', 0)} entries"
-                 f" ({(self.mask.get('by_rule') or {}).get('number', 0)} numbers written with them); "
+                 f" ({(self.mask.get('by_rule') or {}).get('number', 0)} numbers written with them), "
+                 f"{self.mask.get('metadata_ids_dropped', 0)} held-out ids dropped from dedup metadata; "
                  f"vectors: {self.protocol.get('vectors', '')}", "",
                  "| arm | budget | links | links/entry | recovered (95 % interval) | precision | recovered (test half) |",
                  "|---|---|---|---|---|---|---|"]
@@ -238,6 +239,8 @@ def evaluate_links(entries: pl.DataFrame, edges: pl.DataFrame, triples=None, *, 
     started = time.perf_counter()
     raw, kept, held = held_out_frames(entries, edges)
     ents, mask_report = mask_citations(raw, held, patterns=patterns)
+    ents, unmarked = unmark_held_out(ents, held)
+    mask_report.update(unmarked)
     masked_rows = mask_report.pop("rows")
     held_pairs = _pairs(held["src"].to_list(), held["dst"].to_list())
     citing: dict = {}

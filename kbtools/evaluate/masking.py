@@ -15,7 +15,11 @@ token that names the other end by the rules backfill resolves with:
   #17840``): they name the same commit (whose message says ``Closes #17840``) in another form.
 
 Every text the linker and the baselines read (title, summary, content, useful_for, steps) is
-masked alike; nothing else changes. The masked token is replaced by :data:`MASK`.
+masked alike. The masked token is replaced by :data:`MASK`.
+
+A held-out edge can also be named outside the text: :func:`unmark_held_out` takes back the dedup
+metadata that names the other end (``{"replaces": "b2c3d4e5"}``, which backfill turned into the
+edge and the linker reads as a structural link).
 
 >>> import polars as pl
 >>> e = pl.DataFrame({"id": ["a1b2c3d4", "b2c3d4e5"], "title": ["Notes", "PEP 8: Style"],
@@ -34,14 +38,16 @@ masked alike; nothing else changes. The masked token is replaced by :data:`MASK`
 
 from __future__ import annotations
 
+import json
 import re
 from typing import Iterable
 
 import polars as pl
 
+from kbtools.model.vocab import METADATA_LINK_TYPES
 from kbtools.ops.citations import document_keys, normalize_key, prefix_resolver
 
-__all__ = ["MASK", "MASKED_FIELDS", "mask_citations"]
+__all__ = ["MASK", "MASKED_FIELDS", "mask_citations", "unmark_held_out"]
 
 #: What a masked citation token becomes.
 MASK = "[ref]"
@@ -152,3 +158,49 @@ def mask_citations(entries: pl.DataFrame, held: pl.DataFrame, *, patterns: Itera
     report = {"entries_masked": len(touched), "tokens_masked": counts["id"] + counts["pattern"], "by_rule": dict(counts),
               "rows": touched}
     return out, report
+
+
+def unmark_held_out(entries: pl.DataFrame, held: pl.DataFrame) -> tuple[pl.DataFrame, dict]:
+    """``(entries, report)`` with each dedup metadata key
+    (:data:`~kbtools.model.vocab.METADATA_LINK_TYPES`) rid of the ids of the entry's held-out
+    partners (the key goes when none is left); pure. ``held``: the held-out edges (``src``,
+    ``dst``). The report counts ``metadata_ids_dropped``. (The ``superseded`` status a held-out
+    edge left is undone where the edges are held out,
+    :func:`~kbtools.linker.calibration.held_out_frames`.)
+
+    >>> e = pl.DataFrame({"id": ["new1", "old1"], "metadata": ['{"replaces": "old1", "team": "ops"}', "{}"]})
+    >>> out, report = unmark_held_out(e, pl.DataFrame({"src": ["new1"], "dst": ["old1"]}))
+    >>> out["metadata"].to_list(), report
+    (['{"team": "ops"}', '{}'], {'metadata_ids_dropped': 1})
+    """
+    report = {"metadata_ids_dropped": 0}
+    partners = _partners(held)
+    if not partners or entries.height == 0 or "metadata" not in entries.columns:
+        return entries, report
+    metadata = entries["metadata"].to_list()
+    for row, eid in enumerate(entries["id"].to_list()):
+        mine, text = partners.get(eid), metadata[row]
+        if not mine or not text or not any(key in text for key in METADATA_LINK_TYPES):
+            continue
+        try:
+            meta = json.loads(text)
+        except ValueError:
+            continue
+        if not isinstance(meta, dict):
+            continue
+        dropped = 0
+        for key in METADATA_LINK_TYPES:
+            value = meta.get(key)
+            named = value if isinstance(value, list) else [value]
+            left = [v for v in named if str(v) not in mine]
+            if value is None or len(left) == len(named):
+                continue
+            dropped += len(named) - len(left)
+            if left:
+                meta[key] = left if isinstance(value, list) else left[0]
+            else:
+                del meta[key]
+        if dropped:
+            metadata[row] = json.dumps(meta)
+            report["metadata_ids_dropped"] += dropped
+    return entries.with_columns(pl.Series("metadata", metadata, dtype=entries.schema["metadata"])), report
