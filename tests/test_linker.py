@@ -208,6 +208,22 @@ def test_degree_cap_evicts_the_weakest_faded_link():
     assert degree["count"].max() <= LINKER_DEFAULTS.max_degree
 
 
+def test_degree_cap_keeps_the_closer_pair_whatever_the_kinds_prior():
+    """A full end gives way by how close the pairs are (the order that chose them), not by the
+    score, whose similarity saturates and whose kind prior favours a loosely related procedure."""
+    hub = ("00000000", "lesson", "Gotcha: Atlas kafka broker E-999 silent resets during rebalance on zone 7")
+    steps = [(f"0000010{k:x}", "procedure", f"Steps to tune Atlas {w} for kafka")
+             for k, w in enumerate(["retention", "compaction", "quotas", "acls", "listeners", "logs"])]
+    twin = ("000001ff", "knowledge", "Atlas kafka broker E-999 silent resets during rebalance: the zone 7 variant")
+    entries = _bank([hub, *steps, twin])
+    held = [_edge(s[0], hub[0], "refines", "auto", 0.95, seen=NOW) for s in steps]
+    settings = LINKER_DEFAULTS.with_(max_degree=len(steps))
+    plan = plan_links(twin[0], entries, _edges(held), None, now=NOW, settings=settings)
+    joined = set(zip(plan.add["src"].to_list(), plan.add["dst"].to_list()))
+    assert (twin[0], hub[0]) in joined or (hub[0], twin[0]) in joined
+    assert plan.remove.height == 1 and plan.remove["dst"].to_list() == [hub[0]]
+
+
 def test_superseded_decision_is_never_a_candidate():
     rows = [("00000001", "decision", "Decision: use Redis for the Atlas cache", None, "{}", "superseded"),
             ("00000002", "knowledge", "Redis cache for Atlas evicts keys under load")]

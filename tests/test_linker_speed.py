@@ -292,7 +292,7 @@ def test_the_linking_state_counts_what_it_has_not_loaded():
 
 
 def test_the_weakest_capped_link_read_off_a_heap_is_the_least_of_the_rows_links(monkeypatch):
-    """Each row at its degree cap names as its weakest link the least (faded weight, key) of its
+    """Each row at its degree cap names as its weakest link the least (strength, key) of its
     capped links, with input edges loaded late and links removed and added between the asks."""
     from kbtools.demo.engineering import engineering_bank
     from kbtools.linker import LINKER_DEFAULTS, planning
@@ -308,7 +308,7 @@ def test_the_weakest_capped_link_read_off_a_heap_is_the_least_of_the_rows_links(
     def checked(self, row):
         key = heap(self, row)
         asked.append(row)
-        assert key == min((self.faded(self.edges[k]), k) for k in self.capped[row])[1]
+        assert key == min((self.strength(self.edges[k]), k) for k in self.capped[row])[1]
         return key
 
     monkeypatch.setattr(linking.LinkState, "_weakest", checked)

@@ -234,6 +234,7 @@ class PlanContext:
             _check_neighbors(neighbors, vectors, entries.height)
         self.stats, self.settings, self.now_us = stats, settings, _to_us(now)
         self.neighbors = neighbors
+        self.vectors, self.cosine = vectors, cosine
         self.rel = cached_relations(stats, triples)
         self.superseded, self.open_, self.linked = _entry_flags(stats, entries)
         self.metadata = entries["metadata"] if "metadata" in entries.columns else None

@@ -18,7 +18,7 @@ import polars as pl
 import scipy.sparse as sp
 
 from kbtools.errors import ValidationError
-from kbtools.linker.evidence import SENTINEL
+from kbtools.linker.evidence import SENTINEL, pair_evidence
 from kbtools.linker.rules import KINDS, LinkerSettings, kind_code, link_type
 from kbtools.linker.terms import TermStats, row_positions
 from kbtools.linker.wording import TEXT_VALUES, evidence_json, evidence_texts, why_text
@@ -206,6 +206,7 @@ class LinkChoice:
         self.c = c[self.pairs].tolist()
         self.base = index.pair_counts_of(pairs["m"][self.pairs], c[self.pairs]).tolist()
         self.score = self.text_values["score"].tolist()
+        self.affinity = ev["affinity"][self.pairs].tolist()
         self.type_key = _type_keys(stats, {k: ev[k][self.pairs] for k in _TYPE_INPUTS}).tolist()
 
     def values(self, p: int) -> dict:
@@ -348,22 +349,44 @@ class LinkState:
         rec["faded"] = held
         return held
 
+    def strength(self, rec) -> float:
+        """How strong a capped link is, for the degree cap: its pair's affinity (what ordered the
+        candidates, since the seed's score saturates) times its fading (``faded`` / weight)."""
+        held = rec.get("strength")
+        if held is None:
+            self._measure([rec])
+            held = rec["strength"]
+        return held
+
+    def _measure(self, recs) -> None:
+        """Each input link's ``strength``, its pair's affinity computed now (one batch)."""
+        ms = np.array([r["src"] for r in recs], np.int64)
+        cs = np.array([r["dst"] for r in recs], np.int64)
+        affinity = pair_evidence(self.st, ms, cs, rel=self.ctx.rel, settings=self.s, vectors=self.ctx.vectors,
+                                 cosine=self.ctx.cosine, features=False)["affinity"]
+        for rec, value in zip(recs, affinity.tolist()):
+            rec["strength"] = value * (self.faded(rec) / rec["weight"] if rec["weight"] > 0 else 0.0)
+
     def _weakest(self, row):
-        """The key of the row's weakest capped link (faded weight, then key)."""
+        """The key of the row's weakest capped link (``strength``, then key)."""
         if self.index.capped_degree[row]:  # its input links, to compare them with those planned here
             self.ensure([row])
-        return min(self.capped[row], key=lambda key: (self.faded(self.edges[key]), key))
+        edges = self.edges
+        unmeasured = [edges[key] for key in self.capped[row] if "strength" not in edges[key]]
+        if unmeasured:
+            self._measure(unmeasured)
+        return min(self.capped[row], key=lambda key: (edges[key]["strength"], key))
 
     def add_capped(self, rec, base: int | None = None) -> bool:
         """Add an automatic link unless it would be the weakest at a full end; evict the weakest."""
         cap, degrees, delta, src, dst = self.s.max_degree, self.index.degrees, self.degree_delta, rec["src"], rec["dst"]
         if degrees[src] + delta.get(src, 0) >= cap or degrees[dst] + delta.get(dst, 0) >= cap:
             full = [end for end in (src, dst) if degrees[end] + delta.get(end, 0) >= cap]
-            strength = self.faded(rec)
+            strength = self.strength(rec)
             weakest = {}
             for end in full:
                 weakest[end] = self._weakest(end)
-                if self.faded(self.edges[weakest[end]]) >= strength:
+                if self.edges[weakest[end]]["strength"] >= strength:
                     self.counts["capped"] += 1
                     rec["gone"] = True  # never planned (its text is not written)
                     return False
@@ -483,11 +506,13 @@ class LinkState:
             key = (src, dst, typ)
             if (base[p] or key in edges or degrees[src] + degree_delta.get(src, 0) >= cap
                     or degrees[dst] + degree_delta.get(dst, 0) >= cap or not _INLINE_LINKS):
-                linked += self.add_capped(self._auto_record(m, m, None, c, types[p], choice.score[p], choice, p), base[p])
+                rec = self._auto_record(m, m, None, c, types[p], choice.score[p], choice, p)
+                rec["strength"] = choice.affinity[p]
+                linked += self.add_capped(rec, base[p])
                 continue
             rec = {"src": src, "dst": dst, "type": typ, "source": "auto", "note": None, "evidence": None,
                    "weight": float(choice.score[p]), "created_by": "linker", "created_us": now, "seen_us": now,
-                   "orig": None, "taken": False, "words": (m, c, choice, p, None)}
+                   "orig": None, "taken": False, "words": (m, c, choice, p, None), "strength": choice.affinity[p]}
             rec["faded"] = rec["weight"]  # seen now: ``faded`` would return its weight
             unwritten.append(rec)
             edges[key] = added[key] = rec
@@ -524,7 +549,9 @@ class LinkState:
         for i in idx[: self.s.max_new]:
             e = {k: ev[k][lo + i].item() for k in TEXT_VALUES}
             e["type_key"] = int(_type_keys(self.st, {k: ev[k][lo + i : lo + i + 1] for k in _TYPE_INPUTS})[0])
-            if self.add_capped(self._auto_record(m, end, origin, cs[i], e["type_key"], e["score"], e), base[i]):
+            rec = self._auto_record(m, end, origin, cs[i], e["type_key"], e["score"], e)
+            rec["strength"] = float(affinity[lo + i])
+            if self.add_capped(rec, base[i]):
                 self.counts["links"] += 1
 
     def _auto_record(self, m, end, origin, c, type_key: int, score: float, source, at: int | None = None):
