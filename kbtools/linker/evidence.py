@@ -20,7 +20,7 @@ import numpy as np
 import polars as pl
 import scipy.sparse as sp
 
-from kbtools.linker.rules import EVENT, GOAL, KINDS, LinkerSettings, kind_code, prior_matrix
+from kbtools.linker.rules import EVENT, GOAL, KINDS, MEANS_KINDS, LinkerSettings, kind_code, prior_matrix
 from kbtools.linker.terms import TermStats, row_positions
 
 __all__ = [
@@ -29,9 +29,8 @@ __all__ = [
 ]
 
 _PRIORS = prior_matrix()
-_MEANS = np.array([kind_code(k) for k in ("decision", "procedure", "skill", "event")])
 _IS_MEANS = np.zeros(len(KINDS) + 1, bool)  #: by kind code (-1, not linked, reads the last: False)
-_IS_MEANS[_MEANS] = True
+_IS_MEANS[[kind_code(k) for k in MEANS_KINDS]] = True
 SENTINEL = np.iinfo(np.int64).max
 _SLACK = 1e-4  # float32 scores against exact float64 cosines
 _COSINE_BLOCK = 16_384  #: pairs gathered at once by ``pair_cosine``

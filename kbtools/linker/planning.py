@@ -27,7 +27,7 @@ import polars as pl
 from kbtools.errors import EntryNotFound, ValidationError
 from kbtools.linker.evidence import candidate_pairs, pair_evidence, relations, whole_lists
 from kbtools.linker.pipeline import CHUNK_ROWS, ChunkWork, auto_workers, chunk_evidence, use_kernels
-from kbtools.linker.rules import KINDS, LINKER_DEFAULTS, LinkerSettings, kind_code
+from kbtools.linker.rules import DECISION, KINDS, LINKER_DEFAULTS, LinkerSettings
 from kbtools.linker.state import LINKING_READS, LinkPlan, LinkChoice, EdgeIndex, LinkState
 from kbtools.linker.terms import TermStats, gc_paused, metadata_of
 from kbtools.linker.wording import why_text
@@ -38,8 +38,6 @@ __all__ = ["LinkPlan", "plan_links", "plan_connect", "apply_links", "why_text"]
 #: A connect reads the frame's lists (``LinkerSettings.both_ends``) when it links at least this share
 #: of the bank's entries (a first connect, a relink); a smaller one reads each entry's own lists.
 BOTH_ENDS_FROM = 0.25
-
-_DECISION = kind_code("decision")  #: a decision's code in ``TermStats.kind``
 
 
 # ---------------------------------------------------------------- public door
@@ -114,7 +112,7 @@ def plan_connect(entries, edges, triples, *, ids=None, vectors=None, cosine=None
     chosen = chosen[np.argsort(st.rank[chosen], kind="stable")]
     # the decisions' structural links first: the entries they supersede widen every candidate list
     # (``margin``); the others' are read as each entry is linked
-    structs = {r: ctx.structural(r) for r in chosen[st.kind[chosen] == _DECISION].tolist()}
+    structs = {r: ctx.structural(r) for r in chosen[st.kind[chosen] == DECISION].tolist()}
     margin = len({t for s in structs.values() for typ, t in s if typ == "supersedes" and t is not None})
     if settings.both_ends and len(chosen) < BOTH_ENDS_FROM * len(st.ids):
         # a small connect on a big bank (the night's new entries): each entry's own lists, as a
@@ -233,7 +231,6 @@ class PlanContext:
         if neighbors is not None:
             _check_neighbors(neighbors, vectors, entries.height)
         self.stats, self.settings, self.now_us = stats, settings, _to_us(now)
-        self.neighbors = neighbors
         self.rel = cached_relations(stats, triples)
         self.superseded, self.open_, self.linked = _entry_flags(stats, entries)
         self.metadata = entries["metadata"] if "metadata" in entries.columns else None

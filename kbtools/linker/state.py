@@ -19,7 +19,7 @@ import scipy.sparse as sp
 
 from kbtools.errors import ValidationError
 from kbtools.linker.evidence import SENTINEL
-from kbtools.linker.rules import KINDS, LinkerSettings, kind_code, link_type
+from kbtools.linker.rules import GOAL, KINDS, LinkerSettings, link_type
 from kbtools.linker.terms import TermStats, row_positions
 from kbtools.linker.wording import TEXT_VALUES, evidence_json, evidence_texts, why_text
 from kbtools.model.fading import fade
@@ -76,9 +76,6 @@ def _edge_columns(frame: pl.DataFrame, row_of: dict):
     capped = np.array([x in _CAPPED for x in frame["source"].to_list()], dtype=bool)
     part = np.array([t == "part_of" for t in types], dtype=bool)
     return src, dst, code, len(canon), sup, capped, part
-
-
-_GOAL = kind_code("goal")
 
 
 class EdgeIndex:
@@ -155,7 +152,7 @@ class EdgeIndex:
         sections of a document): the document joins them already, a link would repeat it. Goals
         are left out: a goal's part_of is made by the linking itself, from its metadata."""
         whole = self.whole[a]
-        return (whole >= 0) & (whole == self.whole[b]) & (kind[a] != _GOAL) & (kind[b] != _GOAL)
+        return (whole >= 0) & (whole == self.whole[b]) & (kind[a] != GOAL) & (kind[b] != GOAL)
 
     def pair_count(self, a: int, b: int) -> int:
         """How many input edges join rows a and b (either way, any type)."""
