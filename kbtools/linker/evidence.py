@@ -38,11 +38,8 @@ _COSINE_BLOCK = 16_384  #: pairs gathered at once by ``pair_cosine``
 
 @dataclass(frozen=True, eq=False)
 class Relations:
-    """The entity graph over the bank's entity terms: which entity relates to which (symmetric).
-
-    ``any`` holds every related pair of terms, ``strong`` those where neither side is a hub;
-    ``label`` reads a pair back as its triple ("Kioko uses pgvector").
-    """
+    """The entity graph over the bank's entity terms (symmetric): ``any`` every related pair of
+    terms, ``strong`` those where neither side is a hub, ``label`` a pair's triple as text."""
 
     any: sp.csr_matrix
     strong: sp.csr_matrix
@@ -75,7 +72,6 @@ def relations(stats: TermStats, triples: pl.DataFrame | None) -> Relations:
             label.setdefault((a, b), f"{s} {r} {o}")
             label.setdefault((b, a), f"{s} {r} {o}")
     rel = sp.csr_matrix((np.ones(len(rows)), (rows, cols)), shape=(t, t))
-    rel.data[:] = 1.0
     rel.sum_duplicates()
     rel.data[:] = 1.0
     rel.sort_indices()
@@ -135,7 +131,7 @@ def _dots(vectors, a: np.ndarray, b: np.ndarray) -> np.ndarray:
     out = np.zeros(n)
     for lo in range(0, n, _COSINE_BLOCK):
         hi = lo + _COSINE_BLOCK
-        out[lo:hi] = np.einsum("ij,ij->i", _rows_at(vectors, a[lo:hi]), _rows_at(vectors, b[lo:hi]))
+        out[lo:hi] = np.einsum("ij,ij->i", vectors[a[lo:hi]], vectors[b[lo:hi]])
     return out
 
 
@@ -155,23 +151,14 @@ def _one_faiss_thread(when: bool = True):
         faiss.omp_set_num_threads(threads)
 
 
-def _rows_at(vectors, at: np.ndarray) -> np.ndarray:
-    """``vectors[at]`` (``at`` of any shape), gathered by ``np.take`` over the flat positions: twice
-    as fast as indexing with a 2-d array of rows."""
-    if not isinstance(vectors, np.ndarray):
-        return vectors[at]
-    return np.take(vectors, at.reshape(-1), axis=0).reshape(*at.shape, *vectors.shape[1:])
-
-
 def pair_evidence(stats: TermStats, ms, cs, *, rel: Relations, settings: LinkerSettings, vectors=None, cosine=None,
                   known_cos=None, features: bool = True) -> dict:
     """share, sem, bridge, time, cue, raw, prior, score, the gate and the affinity for each pair (ms[i], cs[i]).
 
     ``ms`` is the entry being linked, ``cs`` its candidates. ``known_cos``: per pair, its cosine
-    from ``vectors`` when computed already (``candidate_pairs``' ``cos``; NaN where not), so that
-    only the others are gathered. ``features``: also the title overlap when the settings do not
-    score it (the calibration's features; False: zeros, for linking). ``affinity`` orders the
-    candidates that pass the gate (``RARE_LAMBDA``).
+    when computed already (``candidate_pairs``' ``cos``; NaN where not). ``features``: also the
+    title overlap when the settings do not score it (the calibration's features). ``affinity``
+    orders the candidates that pass the gate (``RARE_LAMBDA``).
     """
     ms, cs = np.asarray(ms, np.int64), np.asarray(cs, np.int64)
     shared_w, shared_n, strong_n, entity_w = _shared(stats, ms, cs)
@@ -222,7 +209,7 @@ def pair_evidence(stats: TermStats, ms, cs, *, rel: Relations, settings: LinkerS
     )
     affinity = cos + RARE_LAMBDA * rare_sum(stats, ms, cs) + share + FOLLOW_UP * author * np.exp(-days / FOLLOW_UP_DAYS)
     out = dict(
-        m=ms, c=cs, affinity=affinity, share=share, overlap=overlap, halved=halved, shared_n=shared_n, cos=cos, sem=sem,
+        m=ms, c=cs, affinity=affinity, share=share, overlap=overlap, shared_n=shared_n, cos=cos, sem=sem,
         bridge=bridge, time=time, cue=cue, ident=ident, near=near, author=author, title=title,
         raw=raw, prior=prior, score=score, evidence=evidence,
         linked=evidence & (score >= settings.threshold), resolves=resolves, later=later,
@@ -275,13 +262,18 @@ def rare_sum(stats: TermStats, ms, cs) -> np.ndarray:
         held = stats._cache["rare"] = (p, keys, cols, idf[cols], starts)
     _, keys, cols, weights, starts = held
     ms, cs = np.asarray(ms, np.int64), np.asarray(cs, np.int64)
-    if keys.size == 0 or len(ms) == 0:
-        return np.zeros(len(ms))
-    pair, pos = row_positions(starts, cs)  # each candidate's rare terms, looked up among the entry's
+    pair, pos, _ = _held_by_both(keys, starts, cols, ms, cs)
+    return np.bincount(pair, weights=weights[pos], minlength=len(ms))
+
+
+def _held_by_both(keys, starts, cols, ms, cs):
+    """The items of each pair's row ``cs[i]`` (``cols[starts[c]:starts[c + 1]]``) that row ``ms[i]``
+    holds too, looked up among ``keys`` (row << 32 | item, sorted): (pair, position in cols, in keys)."""
+    pair, pos = row_positions(starts, cs)
     wanted = (ms[pair] << 32) | cols[pos]
-    at = np.minimum(np.searchsorted(keys, wanted), keys.size - 1)
-    hit = keys[at] == wanted
-    return np.bincount(pair[hit], weights=weights[pos[hit]], minlength=len(ms))
+    at = np.minimum(np.searchsorted(keys, wanted), max(keys.size - 1, 0))
+    hit = keys[at] == wanted if keys.size else np.zeros(len(wanted), bool)
+    return pair[hit], pos[hit], at[hit]
 
 
 def compiled_kernels():
@@ -300,50 +292,28 @@ def _bag_overlap(stats: TermStats, name: str, ms, cs) -> np.ndarray:
     if keys is None or keys[0] is not bag:  # (row << 32 | column) per stored item: sorted, as the rows are
         rows = np.repeat(np.arange(bag.shape[0], dtype=np.int64), np.diff(bag.indptr))
         keys = stats._cache[("bag keys", name)] = (bag, (rows << 32) | bag.indices.astype(np.int64))
-    keys = keys[1]
     ms, cs = np.asarray(ms, np.int64), np.asarray(cs, np.int64)
-    pair, pos = row_positions(bag.indptr, cs)
-    wanted = (ms[pair] << 32) | bag.indices[pos].astype(np.int64)
-    at = np.minimum(np.searchsorted(keys, wanted), keys.size - 1)
-    both = np.bincount(pair[keys[at] == wanted], minlength=len(ms)).astype(np.float64)
+    both = np.bincount(_held_by_both(keys[1], bag.indptr, bag.indices, ms, cs)[0], minlength=len(ms)).astype(np.float64)
     size = (bag.indptr[ms + 1] - bag.indptr[ms]) + (bag.indptr[cs + 1] - bag.indptr[cs]) - both
     return np.divide(both, size, out=np.zeros(len(ms)), where=size > 0)
 
 
 def _shared(stats: TermStats, ms: np.ndarray, cs: np.ndarray):
     """Per pair: the summed weight, the number and the strong count of the terms both entries hold,
-    and the entities' summed weight (a compiled merge of the two lists per pair once a big connect
-    made it ready)."""
-    p = len(ms)
-    if p == 0 or stats.postings.indptr[-1] == 0:
+    and the entities' summed weight, each summed term by term from 0.0 in column order, as the
+    compiled merge sums them (which runs once a big connect made it ready)."""
+    p, postings = len(ms), stats.postings
+    if p == 0 or postings.indptr[-1] == 0:
         return np.zeros(p), np.zeros(p), np.zeros(p), np.zeros(p)
     compiled = compiled_kernels()
     if compiled is not None:
-        postings = stats.postings
         return compiled.shared_sums(postings.indptr, postings.indices, stats.w, stats.hub, stats.strong_base,
                                     stats.is_entity, ms, cs)
-    return _shared_sums(stats, *_shared_hits(stats, ms, cs), p)
-
-
-def _shared_hits(stats: TermStats, own: np.ndarray, read: np.ndarray):
-    """The terms pair i's ``read[i]`` shares with ``own[i]``: (pair, term, its posting in read's row, in own's
-    row)."""
-    indptr = stats.postings.indptr
-    rows, local = np.unique(own, return_inverse=True)
-    own_row, own_pos = row_positions(indptr, rows)
-    own_keys = (own_row << 32) | stats.postings.indices[own_pos].astype(np.int64)  # sorted, as the rows
-    pair, pos = row_positions(indptr, read)
-    cols = stats.postings.indices[pos].astype(np.int64)
-    wanted = (local.astype(np.int64)[pair] << 32) | cols
-    at = np.minimum(np.searchsorted(own_keys, wanted), max(own_keys.size - 1, 0))
-    hit = own_keys[at] == wanted if own_keys.size else np.zeros(len(wanted), bool)
-    return pair[hit], cols[hit], pos[hit], own_pos[at[hit]]
-
-
-def _shared_sums(stats: TermStats, pair, cols, pos, at, p: int):
-    """shared_w, shared_n, strong_n, entity_w of ``p`` pairs from their shared terms (``pair`` in
-    order, each pair's ``cols`` in column order; ``pos``, ``at``: the term's posting on either side).
-    Each sum runs term by term from 0.0, in column order, as the compiled merge sums it."""
+    rows, local = np.unique(ms, return_inverse=True)
+    own_row, own_pos = row_positions(postings.indptr, rows)
+    own_keys = (own_row << 32) | postings.indices[own_pos].astype(np.int64)  # sorted, as the rows
+    pair, pos, at = _held_by_both(own_keys, postings.indptr, postings.indices, local.astype(np.int64), cs)
+    cols, at = postings.indices[pos], own_pos[at]  # the shared term, its posting in m's row
     shared_n = np.bincount(pair, minlength=p).astype(np.float64)
     weight = stats.w[cols]
     shared_w = np.bincount(pair, weights=weight, minlength=p)
@@ -583,12 +553,7 @@ def _top_k(values: np.ndarray, k: int, rank: np.ndarray, exact, slack: float = 0
         r2 = whole[r2]
         x2 = exact(r2, c2[:, None])[:, 0]
         r, c, x = np.concatenate([r, r2]), np.concatenate([c, c2]), np.concatenate([x, x2])
-    order = np.lexsort((-rank[c], -x, r))
-    r, c, x = r[order], c[order], x[order]
-    starts = np.searchsorted(r, np.arange(n_rows))
-    pos = np.arange(len(r)) - starts[r]
-    keep = pos < k
-    return r[keep].astype(np.int64), c[keep].astype(np.int64), pos[keep].astype(np.int64), x[keep]
+    return _first_k(r, c, x, k, rank, n_rows)
 
 
 #: A wide dense block reads every this many columns first, for a bound below each row's best (``_top_k``)
@@ -653,12 +618,16 @@ def _best(r, c, v, k: int, rank: np.ndarray, n_rows: int):
     """
     if k > 0 and len(r) > 4 * k * max(n_rows, 1):
         r, c, v = _above_kth(r, c, v, k, n_rows)
+    return _first_k(r, c, v, k, rank, n_rows)[:3]
+
+
+def _first_k(r, c, v, k: int, rank: np.ndarray, n_rows: int):
+    """Per row, its first k (row, column, place, value) by value, highest first (ties: the newer entry first)."""
     order = np.lexsort((-rank[c], -v, r))
-    r, c = r[order], c[order]
-    starts = np.searchsorted(r, np.arange(n_rows))
-    pos = np.arange(len(r)) - starts[r]
+    r, c, v = r[order], c[order], v[order]
+    pos = np.arange(len(r)) - np.searchsorted(r, np.arange(n_rows))[r]
     keep = pos < k
-    return r[keep].astype(np.int64), c[keep].astype(np.int64), pos[keep].astype(np.int64)
+    return r[keep].astype(np.int64), c[keep].astype(np.int64), pos[keep].astype(np.int64), v[keep]
 
 
 #: Padded values sorted at once by ``_above_kth`` (8 MB)
@@ -726,9 +695,9 @@ def search_neighbours(stats: TermStats, rows, vectors, neighbors, *, open_, link
         eligible = open_ & (stats.kind >= 0)
     visible = _visible_count(stats, rows, eligible, linked)
     total = int(neighbors.ntotal)
-    few = visible * _fetch(settings.candidates, neighbors) < total * settings.candidates
-    searched = np.flatnonzero(~few)
-    if len(searched) == 0 or _fetch(settings.candidates, neighbors) <= 0:
+    fetch = min(4 * settings.candidates + 1, total)
+    searched = np.flatnonzero(visible * fetch >= total * settings.candidates)
+    if len(searched) == 0 or fetch <= 0:
         return searched, None
     fetches = _fetches(visible[searched], settings.candidates, total)
     queries = np.ascontiguousarray(vectors[rows[searched]], dtype=np.float32)
@@ -741,47 +710,32 @@ def search_neighbours(stats: TermStats, rows, vectors, neighbors, *, open_, link
 
 
 #: The beam (efSearch) of a search from a row's own node, as a share of the index's: started among
-#: its neighbours, the smaller beam finds the exact top neighbours about as often. A search walked
-#: down from the top (an entry not in the index yet) keeps the whole beam: with less, a new entry's
-#: search in a small graph can end among strangers short of its near-copies
+#: its neighbours, the smaller beam finds the exact top neighbours about as often
 _OWN_NODE_BEAM = 0.8
-
-
 _LOWEST_SCORE = np.finfo(np.float32).min  #: a search's start scored so that it never takes a hit's place
 
 
 def index_search(neighbors, queries: np.ndarray, rows: np.ndarray, fetch: int):
-    """The index's ``fetch`` hits for these rows' vectors: (scores, rows), rows -1 when missing. The
-    rows are the index's own: an HNSW graph is searched on its ground level from each row's own node
-    (faiss ``search_level_0``, with ``_OWN_NODE_BEAM`` of its beam) instead of walking down from the
-    top; the row itself is never a hit. Any other index is searched as such."""
+    """The index's ``fetch`` hits for these rows' vectors: (scores, rows), rows -1 when missing. An
+    HNSW graph is searched on its ground level from each row's own node (``search_level_0``, with
+    ``_OWN_NODE_BEAM`` of its beam), the row itself never a hit; any other index as such."""
     import faiss
 
     if not isinstance(neighbors, faiss.IndexHNSW) or fetch < 2:
         return neighbors.search(queries, fetch)
 
     n = len(queries)
-    scores = np.full((n, fetch), -np.inf, np.float32)
-    found = np.full((n, fetch), -1, np.int64)
-    scores[:, :-1], found[:, :-1] = _ground_search(neighbors, queries, rows, fetch - 1)
-    return scores, found
-
-
-def _ground_search(neighbors, queries: np.ndarray, rows: np.ndarray, hits: int) -> tuple[np.ndarray, np.ndarray]:
-    """An HNSW graph's ``hits`` best on its ground level from each row's own node, with
-    ``_OWN_NODE_BEAM`` of its beam: (scores, rows), each (len(rows), hits), the row itself never
-    among them (see ``index_search``)."""
-    import faiss
-
-    n = len(queries)
     own = np.ascontiguousarray(rows, dtype=np.int32)
     start = np.full(n, _LOWEST_SCORE, np.float32)  # the start's own score, given low: it never takes a hit's place
-    scores, found = np.empty((n, hits), np.float32), np.empty((n, hits), np.int64)
+    hit_scores, hits = np.empty((n, fetch - 1), np.float32), np.empty((n, fetch - 1), np.int64)
     beam = _beam(max(1, round(_OWN_NODE_BEAM * neighbors.hnsw.efSearch)))
     with _one_faiss_thread(n == 1):  # one row: no thread team (faiss' own search starts none for one query)
-        neighbors.search_level_0(n, faiss.swig_ptr(queries), hits, faiss.swig_ptr(own), faiss.swig_ptr(start),
-                                 faiss.swig_ptr(scores), faiss.swig_ptr(found), 1, 1, beam)
-    found[found == np.asarray(rows)[:, None]] = -1  # should a faiss version list the start, it is not a hit
+        neighbors.search_level_0(n, faiss.swig_ptr(queries), fetch - 1, faiss.swig_ptr(own), faiss.swig_ptr(start),
+                                 faiss.swig_ptr(hit_scores), faiss.swig_ptr(hits), 1, 1, beam)
+    hits[hits == np.asarray(rows)[:, None]] = -1  # should a faiss version list the start, it is not a hit
+    scores = np.full((n, fetch), -np.inf, np.float32)
+    found = np.full((n, fetch), -1, np.int64)
+    scores[:, :-1], found[:, :-1] = hit_scores, hits
     return scores, found
 
 
@@ -911,10 +865,6 @@ def _hide(sims: np.ndarray, stats, rows: np.ndarray, cols: np.ndarray, open_: np
     sims[own, at[own]] = -np.inf
 
 
-def _fetch(base: int, neighbors) -> int:
-    return min(4 * base + 1, int(neighbors.ntotal))
-
-
 #: Hits fetched per searched row, in multiples of the candidates it keeps (plus one: itself). A row
 #: searched that sees a quarter to three eighths of the index fetches 6 times its candidates, not
 #: 4: about 1.5 times its candidates are then visible among its hits
@@ -1032,11 +982,7 @@ def _closest_in_time(stats, rows, b, c, open_, linked, k):
     """Per row, the first k of its visible candidates (pairs ``b``, ``c``) by time apart (ties: the newer first)."""
     ok = _visible_pairs(stats, rows, b, c, open_, linked)
     b, c = b[ok], c[ok]
-    order = np.lexsort((-stats.rank[c], np.abs(stats.time_us[c] - stats.time_us[rows[b]]), b))
-    b, c = b[order], c[order]
-    pos = np.arange(len(b)) - np.searchsorted(b, np.arange(len(rows)))[b]
-    keep = pos < k
-    return b[keep], c[keep], pos[keep]
+    return _first_k(b, c, -np.abs(stats.time_us[c] - stats.time_us[rows[b]]), k, stats.rank, len(rows))[:3]
 
 
 _NEAR_WINDOW = 4  #: ``_written_near`` reads this many times k places either side

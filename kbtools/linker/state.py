@@ -180,28 +180,32 @@ class EdgeIndex:
 class LinkChoice:
     """The automatic-link candidates of a chunk's rows, each row's in the order they are tried
     (the better place of the pair in either end's whole-frame list, then affinity, then the newer
-    entry), with the input edges joining each pair: what ``LinkState._auto_links`` reads when no
-    candidate of the row was superseded during the plan.
+    entry), with the input edges joining each pair to its row's entry (``end``, when given: the
+    one the links are made for).
 
     A row's list takes, from each source, its first ``candidates`` (``session_candidates``)
     entries and the entries of either end's whole-frame list (``settings.both_ends``), and keeps
     those past the gate."""
 
-    def __init__(self, pairs: dict, ev: dict, stats: TermStats, settings: LinkerSettings, index: "EdgeIndex", n_rows: int):
+    def __init__(self, pairs: dict, ev: dict, stats: TermStats, settings: LinkerSettings, index: "EdgeIndex", n_rows: int,
+                 end: int | None = None):
         b, c, k, rank = pairs["b"], pairs["c"], settings.candidates, stats.rank
-        self.stats = stats
+        ends = pairs["m"] if end is None else np.full(len(c), end)
         # a source's positions in a row run 0, 1, 2, ...: its first k
         listed = (pairs["pos_index"] < k) | (pairs["pos_nn"] < k) | (pairs["pos_session"] < settings.session_candidates) \
             | (pairs["pos_own"] != SENTINEL) | (pairs["pos_rev"] != SENTINEL)
-        ok = np.flatnonzero(listed & ev["linked"] & ~index.same_whole(stats.kind, pairs["m"], c))
-        self.pairs = ok[np.lexsort((-rank[c[ok]], -ev["affinity"][ok], _both_ends(pairs, ok), b[ok]))]
+        ok = np.flatnonzero(listed & ev["linked"] & ~index.same_whole(stats.kind, ends, c))
+        # by the better of the pair's places in either end's whole-frame list (SENTINEL in neither), as a
+        # batch takes each entry's best, then each entry's second, ...; then by affinity, the newer entry
+        both = np.minimum(pairs["pos_own"][ok], pairs["pos_rev"][ok])
+        self.pairs = ok[np.lexsort((-rank[c[ok]], -ev["affinity"][ok], both, b[ok]))]
         #: what a record and its evidence text read of each pair's evidence (arrays over ``pairs``)
         self.text_values = {k: ev[k][self.pairs] for k in TEXT_VALUES}
         #: per row its pairs' bounds, per pair the candidate, the input edges joining the two, the
         #: score and the type key (Python lists: the state reads them one by one)
         self.bounds = np.searchsorted(b[self.pairs], np.arange(n_rows + 1)).tolist()
         self.c = c[self.pairs].tolist()
-        self.base = index.pair_counts_of(pairs["m"][self.pairs], c[self.pairs]).tolist()
+        self.base = index.pair_counts_of(ends[self.pairs], c[self.pairs]).tolist()
         self.score = self.text_values["score"].tolist()
         self.type_key = _type_keys(stats, {k: ev[k][self.pairs] for k in _TYPE_INPUTS}).tolist()
 
@@ -210,13 +214,6 @@ class LinkChoice:
         out = {k: v[p].item() for k, v in self.text_values.items()}
         out["type_key"] = self.type_key[p]
         return out
-
-
-def _both_ends(pairs: dict, at) -> np.ndarray:
-    """Per pair (``at``: which), the better of its places in either end's whole-frame list
-    (``evidence.whole_lists``; SENTINEL when in neither): an entry tries its candidates by it,
-    then by affinity, as a batch takes each entry's best, then each entry's second, ..."""
-    return np.minimum(pairs["pos_own"][at], pairs["pos_rev"][at])
 
 
 class LinkState:
@@ -404,7 +401,7 @@ class LinkState:
             origin = self.st.ids[m]
         if end is not None:
             if choice is not None and end == m and not (self.fresh_superseded and self._fresh_among(pairs["c"][lo:hi], takeovers)):
-                self._chosen_links(m, ev, choice, b)
+                self._chosen_links(m, choice, b)
             else:
                 self._auto_links(m, end, origin, pairs, ev, set(takeovers), lo, hi)
         for old in takeovers:
@@ -453,13 +450,15 @@ class LinkState:
         fresh = self.fresh_superseded
         return bool(fresh) and any(x in fresh and x not in own for x in candidates.tolist())
 
-    def _chosen_links(self, m, ev, choice: LinkChoice, b: int):
-        """``_auto_links`` of an entry that links in its own name, from the chunk's ``choice``."""
+    def _chosen_links(self, m, choice: LinkChoice, b: int, end=None, origin=None):
+        """The automatic links of entry m, row ``b`` of ``choice``, made in the name of ``end`` (m
+        itself, or the decision replacing it, whose id ``origin`` names m)."""
+        end = m if end is None else end
         superseded, delta, cs, base, most = self.superseded, self.pair_delta, choice.c, choice.base, self.s.max_new
         tried = []  # read before any is added
         for p in range(choice.bounds[b], choice.bounds[b + 1]):
             c = cs[p]
-            if c not in superseded and base[p] + delta.get((m, c) if m < c else (c, m), 0) <= 0:
+            if c != end and c not in superseded and base[p] + delta.get((end, c) if end < c else (c, end), 0) <= 0:
                 tried.append(p)
                 if len(tried) == most:
                     break
@@ -476,15 +475,15 @@ class LinkState:
         for p in tried:
             c = cs[p]
             typ, m_is_src = type_of_key(types[p])
-            src, dst = (m, c) if m_is_src else (c, m)
+            src, dst = (end, c) if m_is_src else (c, end)
             key = (src, dst, typ)
             if (base[p] or key in edges or degrees[src] + degree_delta.get(src, 0) >= cap
                     or degrees[dst] + degree_delta.get(dst, 0) >= cap or not _INLINE_LINKS):
-                linked += self.add_capped(self._auto_record(m, m, None, c, types[p], choice.score[p], choice, p), base[p])
+                linked += self.add_capped(self._auto_record(m, end, origin, choice, p), base[p])
                 continue
             rec = {"src": src, "dst": dst, "type": typ, "source": "auto", "note": None, "evidence": None,
                    "weight": float(choice.score[p]), "created_by": "linker", "created_us": now, "seen_us": now,
-                   "orig": None, "taken": False, "words": (m, c, choice, p, None)}
+                   "orig": None, "taken": origin is not None, "words": (m, c, choice, p, origin)}
             rec["faded"] = rec["weight"]  # seen now: ``faded`` would return its weight
             unwritten.append(rec)
             edges[key] = added[key] = rec
@@ -498,42 +497,31 @@ class LinkState:
         self.counts["links"] += linked
 
     def _auto_links(self, m, end, origin, pairs, ev, own, lo, hi):
-        # entries superseded earlier in this run give their place in a candidate list to the next;
-        # those this entry supersedes itself keep it (they were candidates when it was written)
-        c = pairs["c"][lo:hi]
-        cs = c.tolist()
-        fresh = np.zeros(len(cs), bool)
+        """``_chosen_links`` from entry m's candidates ``lo:hi``, where entries superseded earlier in
+        this plan give their place in a candidate list to the next; those in ``own`` (that m
+        supersedes itself) keep it: they were candidates when it was written."""
+        pairs = {k: v[lo:hi] for k, v in pairs.items()}
+        pairs["b"] = np.zeros(hi - lo, np.int64)
         if self.fresh_superseded:
-            fresh[:] = [x in self.fresh_superseded and x not in own for x in cs]
-        chosen = np.zeros(len(cs), bool)
-        for name, limit in (("index", self.s.candidates), ("nn", self.s.candidates), ("session", self.s.session_candidates)):
-            pos = pairs[f"pos_{name}"][lo:hi]
-            live = np.flatnonzero((pos != SENTINEL) & ~fresh)
-            chosen[live[np.argsort(pos[live], kind="stable")][:limit]] = True
-        both = _both_ends(pairs, slice(lo, hi))
-        chosen |= both != SENTINEL
-        ok = np.flatnonzero(chosen & ev["linked"][lo:hi] & ~self.index.same_whole(self.st.kind, np.full(hi - lo, end), c))
-        base = dict(zip(ok.tolist(), self.index.pair_counts_of(np.full(len(ok), end), c[ok]).tolist()))  # input edges per pair
-        superseded, delta = self.superseded, self.pair_delta
-        idx = [i for i in base if cs[i] != end and cs[i] not in superseded and base[i] + delta.get(_pair(end, cs[i]), 0) <= 0]
-        affinity, rank = ev["affinity"], self.st.rank
-        idx.sort(key=lambda i: (both[i], -affinity[lo + i], -rank[cs[i]]))
-        for i in idx[: self.s.max_new]:
-            e = {k: ev[k][lo + i].item() for k in TEXT_VALUES}
-            e["type_key"] = int(_type_keys(self.st, {k: ev[k][lo + i : lo + i + 1] for k in _TYPE_INPUTS})[0])
-            if self.add_capped(self._auto_record(m, end, origin, cs[i], e["type_key"], e["score"], e), base[i]):
-                self.counts["links"] += 1
+            fresh = np.array([x in self.fresh_superseded and x not in own for x in pairs["c"].tolist()], bool)
+            for name in ("pos_index", "pos_nn", "pos_session"):  # each source's places renumbered without them
+                pos = pairs[name]
+                live = np.flatnonzero((pos != SENTINEL) & ~fresh)
+                pairs[name] = np.full(len(pos), SENTINEL, np.int64)
+                pairs[name][live[np.argsort(pos[live], kind="stable")]] = np.arange(len(live))
+        ev = {k: v[lo:hi] for k, v in ev.items()}
+        self._chosen_links(m, LinkChoice(pairs, ev, self.st, self.s, self.index, 1, end=end), 0, end, origin)
 
-    def _auto_record(self, m, end, origin, c, type_key: int, score: float, source, at: int | None = None):
-        """The record of an automatic link between entry m (linked as ``end``) and candidate c, of
-        this type key and score; its evidence text is written later from ``source``: the pair's
-        values (``TEXT_VALUES``), or the chunk's ``LinkChoice`` and the pair's place ``at`` in it
-        (``write_evidence``, ``_evidence``: a link evicted later in the plan never needs it)."""
-        typ, m_is_src = type_of_key(type_key)
+    def _auto_record(self, m, end, origin, choice: LinkChoice, p: int):
+        """The record of the automatic link of entry m (linked as ``end``) to pair ``p`` of
+        ``choice``; its evidence text is written later (``write_evidence``, ``_evidence``: a link
+        evicted later in the plan never needs it)."""
+        c = choice.c[p]
+        typ, m_is_src = type_of_key(choice.type_key[p])
         src, dst = (end, c) if m_is_src else (c, end)
-        rec = self._new(src, dst, typ, "auto", float(score), None)
+        rec = self._new(src, dst, typ, "auto", float(choice.score[p]), None)
         rec["taken"] = origin is not None  # only a taken-over link's evidence says "from"
-        rec["words"] = (m, c, source, at, origin)
+        rec["words"] = (m, c, choice, p, origin)
         self._unwritten.append(rec)
         return rec
 
@@ -561,8 +549,8 @@ class LinkState:
         """The record's evidence text, written now for an automatic link planned here."""
         words = rec.pop("words", None)
         if words is not None:
-            m, c, source, at, origin = words
-            e = source if at is None else source.values(at)
+            m, c, choice, at, origin = words
+            e = choice.values(at)
             rec["evidence"] = evidence_json(why_text(self.st, self.ctx.rel, m, c, e), e, origin)
         return rec["evidence"]
 
@@ -701,24 +689,17 @@ LINKING_READS = (("b", "m", "c", "pos_index", "pos_nn", "pos_session", "pos_own"
 
 def _text_inputs(words: list[tuple]) -> tuple[np.ndarray, np.ndarray, dict]:
     """The entries, candidates and evidence values (``TEXT_VALUES``, arrays) of records' words
-    ``(m, c, source, at, origin)``: gathered per chunk's ``LinkChoice``, read from a dictionary of
-    values otherwise. The words come in runs of one source (the records of a chunk's links are
-    planned one after another): each run is one gather."""
+    ``(m, c, choice, at, origin)``. The words come in runs of one ``LinkChoice`` (a chunk's links
+    are planned one after another): each run is one gather."""
     n = len(words)
-    ms, cs, sources, ats, _ = zip(*words) if n else ((),) * 5
+    ms, cs, choices, ats, _ = zip(*words) if n else ((),) * 5
     m, c = np.fromiter(ms, np.int64, n), np.fromiter(cs, np.int64, n)
     values = {k: np.empty(n) for k in TEXT_VALUES}
     held = np.empty(n, dtype=object)
-    held[:] = sources
+    held[:] = choices
     starts = np.flatnonzero(np.concatenate([[True], held[1:] != held[:-1]])).tolist() if n else []
     for lo, hi in zip(starts, [*starts[1:], n]):
-        source = sources[lo]
-        if isinstance(source, LinkChoice):
-            at = np.fromiter(ats[lo:hi], np.int64, hi - lo)
-            for k in TEXT_VALUES:
-                values[k][lo:hi] = source.text_values[k][at]
-        else:  # a dictionary of one pair's values
-            for i in range(lo, hi):
-                for k in TEXT_VALUES:
-                    values[k][i] = sources[i][k]
+        at = np.fromiter(ats[lo:hi], np.int64, hi - lo)
+        for k in TEXT_VALUES:
+            values[k][lo:hi] = choices[lo].text_values[k][at]
     return m, c, values
