@@ -115,8 +115,7 @@ def hit_cosines(vectors, rows: np.ndarray, found: np.ndarray) -> np.ndarray:
 
 
 def _dots(vectors, a: np.ndarray, b: np.ndarray) -> np.ndarray:
-    """Per i, the product of rows ``a[i]`` and ``b[i]`` of ``vectors`` (float64), pair by pair, never BLAS: a
-    pair's value must not depend on its batch (tested)."""
+    """Per i, the product of rows ``a[i]`` and ``b[i]`` (float64), pair by pair: never BLAS, whose bits depend on the batch."""
     n = len(a)
     if n and isinstance(vectors, np.ndarray) and vectors.dtype == np.float32 and vectors.flags.c_contiguous \
             and vectors.ndim == 2:
@@ -211,8 +210,7 @@ def pair_evidence(stats: TermStats, ms, cs, *, rel: Relations, settings: LinkerS
     out = dict(
         m=ms, c=cs, affinity=affinity, share=share, overlap=overlap, shared_n=shared_n, cos=cos, sem=sem,
         bridge=bridge, time=time, cue=cue, ident=ident, near=near, author=author, title=title,
-        raw=raw, prior=prior, score=score, evidence=evidence,
-        linked=evidence & (score >= settings.threshold), resolves=resolves, later=later,
+        raw=raw, prior=prior, score=score, linked=evidence & (score >= settings.threshold), later=later,
         bridge_only=(bridge > 0) & (share < 0.15) & (time == 0.0),
     )
     if settings.weights:
@@ -223,7 +221,6 @@ def pair_evidence(stats: TermStats, ms, cs, *, rel: Relations, settings: LinkerS
             if name != "bias":
                 z = z + float(value) * np.asarray(out[name], np.float64)
         out["score"] = 1.0 / (1.0 + np.exp(-z))
-        out["evidence"] = np.ones(len(ms), bool)
         out["linked"] = out["score"] >= settings.threshold
     return out
 
@@ -350,18 +347,15 @@ def _bridge(stats, ms, cs, rel: Relations) -> np.ndarray:
 def _query_matrix(stats: TermStats, rows: np.ndarray, rel: Relations, settings: LinkerSettings) -> sp.csr_matrix:
     """The voting terms of each row (``voting_terms``) as a (rows x terms) matrix of their weights w(t)."""
     r, t = voting_terms(stats, rows, rel, settings)
-    indptr = np.searchsorted(r, np.arange(len(rows) + 1))
-    return sp.csr_matrix((stats.w[t], t, indptr), shape=(len(rows), len(stats.vocab)))
+    return sp.csr_matrix((stats.w[t], t, np.searchsorted(r, np.arange(len(rows) + 1))), shape=(len(rows), len(stats.vocab)))
 
 
 def voting_terms(stats: TermStats, rows: np.ndarray, rel: Relations, settings: LinkerSettings):
-    """(row, term) of each row's voting terms, sorted by row then term (each once): its
-    ``query_terms`` highest-IDF terms plus the entities the triples relate to its entities; capped
-    terms (too many postings) dropped."""
+    """(row, term) of each row's voting terms, sorted by row then term: its ``query_terms``
+    rarest shared terms plus the entities the triples relate to its entities, capped terms dropped."""
     r, pos = row_positions(stats.postings.indptr, rows)
     t = stats.postings.indices[pos].astype(np.int64)
     # a term only this entry holds nominates nobody: the voting terms are the rarest shared ones
-    # (per row by ``_vote_order``: held by others first, then the higher IDF, the heavier, the term)
     order = np.argsort(r * len(stats.w) + _vote_order(stats)[t])
     r, t = r[order], t[order]
     starts = np.searchsorted(r, np.arange(len(rows)))
@@ -382,18 +376,7 @@ def voting_terms(stats: TermStats, rows: np.ndarray, rel: Relations, settings: L
 
 
 def _vote_order(stats: TermStats) -> np.ndarray:
-    """Each term's place in the order a row's voting terms are chosen: held by other entries first
-    (a document frequency over 1), then the higher IDF, then the heavier, then the lower term;
-    kept for the statistics' arrays (one sort of the vocabulary instead of a five-key sort a chunk).
-
-    >>> import polars as pl, datetime as dt
-    >>> t = dt.datetime(2026, 1, 1, tzinfo=dt.timezone.utc)
-    >>> stats = TermStats.build(pl.DataFrame({"id": ["a", "b"], "kind": ["event", "event"], "created_at": [t, t],
-    ...     "content": ["The kiln at Oslo cracked", "Oslo kiln cracked again"]}))
-    >>> order = _vote_order(stats)
-    >>> sorted(order.tolist()) == list(range(len(stats.w)))
-    True
-    """
+    """Each term's place in the order voting terms are chosen (held by others, higher IDF, heavier, lower term)."""
     held = stats._cache.get("vote order")
     if held is None or held[0] is not stats.w or held[1] is not stats.idf or held[2] is not stats.df:
         terms = np.arange(len(stats.w))
@@ -408,10 +391,8 @@ _FEW_ROWS = 8
 
 
 def _votes(stats: TermStats, rows: np.ndarray, rel: Relations, settings: LinkerSettings, cut: int | None = None):
-    """(row, entry, vote) of ``_query_matrix @ postings_t``, the zero votes left out; ``cut``: the
-    entries from this row on may be left out (none of the rows can see them, see
-    ``_first_unseen``). A few rows sum their votes with numpy in the product's order (term by
-    term, from 0.0), so both ways give the same bits."""
+    """(row, entry, vote) of the voting terms' weights times the postings, zero votes left out (and
+    maybe those from entry ``cut`` on, ``_first_unseen``); a few rows sum theirs in the product's order."""
     transposed = stats.transposed_parts()  # an entry's postings are in one part: its votes sum there
     if len(rows) > _FEW_ROWS:
         q = _query_matrix(stats, rows, rel, settings)
@@ -437,9 +418,7 @@ def _votes(stats: TermStats, rows: np.ndarray, rel: Relations, settings: LinkerS
 
 
 def _unique_runs(keys: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """``np.unique(keys, return_inverse=True)`` of keys that come as a few sorted runs (a row's
-    votes: one posting list per term), by a stable sort, which merges runs: half the time of
-    numpy's, whose set-up alone costs more than sorting one entry's hundred candidates.
+    """``np.unique(keys, return_inverse=True)`` of keys in a few sorted runs, by a stable sort (which merges runs).
 
     >>> keys = np.array([2, 5, 9, 1, 5, 7, 2])
     >>> [x.tolist() for x in _unique_runs(keys)] == [x.tolist() for x in np.unique(keys, return_inverse=True)]
@@ -456,8 +435,7 @@ def _unique_runs(keys: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
 
 
 def _product_before(stats: TermStats, q: sp.csr_matrix, pt: sp.csr_matrix, cut: int | None) -> sp.csr_matrix:
-    """``q @ pt`` for ``pt``'s columns before ``cut`` (the rest may be missing), pt not copied: each of its
-    rows that q reads is split where its columns reach the cut, into a row kept and a row q never reads."""
+    """``q @ pt`` for ``pt``'s columns before ``cut``, pt not copied: each row q reads is split at the cut in two."""
     n_terms, n = pt.shape
     if cut is None or cut >= n or not pt.has_sorted_indices or q.nnz == 0:
         return q @ pt
@@ -478,9 +456,7 @@ def _product_before(stats: TermStats, q: sp.csr_matrix, pt: sp.csr_matrix, cut: 
 
 def _compiled_best(compiled, stats: TermStats, rows: np.ndarray, rel: Relations, settings: LinkerSettings, open_, linked,
                    k: int):
-    """``_best`` of the visible positive ``_votes`` of these rows, by the compiled loop (one pass per
-    row over its voting terms' entries before the cut, into a dense sum and a heap of k); None
-    where it cannot run (a negative weight: the numpy steps then)."""
+    """``_best`` of the visible positive ``_votes`` of these rows by the compiled loop; None on a negative weight."""
     r, t = voting_terms(stats, rows, rel, settings)
     weights = stats.w[t]
     joined = kernel_parts(stats)
@@ -498,9 +474,7 @@ def _compiled_best(compiled, stats: TermStats, rows: np.ndarray, rel: Relations,
 
 
 def kernel_parts(stats: TermStats) -> tuple | None:
-    """The transposed postings as the compiled vote loop reads them (``kernels.joined_parts``; None
-    if one of their values is negative), kept with the statistics: made once per connect, before
-    its workers fork."""
+    """The transposed postings joined for the compiled vote loop (None if a value is negative), kept with the statistics."""
     import kbtools.linker.kernels as kernels
 
     transposed = stats.transposed_parts()
@@ -513,8 +487,7 @@ def kernel_parts(stats: TermStats) -> tuple | None:
 
 
 def _first_unseen(stats: TermStats, rows: np.ndarray, open_, linked) -> int:
-    """The first entry row from which on none of these rows can see an entry (``_visible_pairs``):
-    the entries after it are neither linked nor created before the newest of the rows."""
+    """The first entry row from which on none of these rows can see an entry (``_visible_pairs``)."""
     vf = _visible_from(stats, open_, linked)
     held = stats._cache.get("seen from after")
     if held is None or held[0] is not vf:  # per entry row, the lowest rank that sees it or any row after it
@@ -523,9 +496,8 @@ def _first_unseen(stats: TermStats, rows: np.ndarray, open_, linked) -> int:
 
 
 def _top_k(values: np.ndarray, k: int, rank: np.ndarray, exact, slack: float = 0.0):
-    """Per row, the k columns with the highest value above -inf (ties: the newer entry first), and their exact
-    values: ``values`` are approximate (a BLAS product), so the columns within ``slack`` of the k-th are
-    re-scored by ``exact(r, c)`` and the choice does not depend on the batch."""
+    """Per row, the k columns of highest value above -inf (ties: the newer entry first) and their exact values:
+    the columns within ``slack`` of the approximate k-th are re-scored by ``exact(r, c)``."""
     empty = np.zeros(0, np.int64)
     if values.size == 0 or k <= 0:
         return empty, empty, empty, np.zeros(0)
@@ -561,13 +533,9 @@ _SAMPLE_STRIDE = 8
 
 
 def _sampled_candidates(values: np.ndarray, k: int, take: int, slack: float):
-    """``_top_k``'s columns of a wide block: per row, the ``take``-th highest of every
-    ``_SAMPLE_STRIDE``-th column is at most the row's own ``take``-th highest, so the columns at or
-    above it hold the row's best (about ``take * _SAMPLE_STRIDE`` of them, several times cheaper
-    than an argpartition of the whole row). Returns ``r, c`` of the columns within
-    ``slack`` of their row's k-th highest value, that value per row (-inf for a row of fewer), and
-    the rows to read whole: those whose bound lies above it less the slack (a column between them
-    was not read); their columns are left out here."""
+    """``_top_k``'s columns of a wide block, read past a bound from every ``_SAMPLE_STRIDE``-th column
+    (the take-th highest of a sample is at most the row's): ``r, c`` within ``slack`` of their row's
+    k-th value, that value per row, and the rows whose bound lies above it less the slack (read whole)."""
     n_rows, n = values.shape
     sample = np.ascontiguousarray(values[:, ::_SAMPLE_STRIDE])
     bound = np.partition(sample, sample.shape[1] - take, axis=1)[:, sample.shape[1] - take]
@@ -590,16 +558,14 @@ _TIE_ROOM = 8
 
 
 def _visible_pairs(stats: TermStats, rows: np.ndarray, b: np.ndarray, c: np.ndarray, open_, linked) -> np.ndarray:
-    """Whether entry ``c`` may be linked from ``rows[b]``: linkable, not superseded or archived, not
-    itself, and already linked or created earlier (one gather of ``_visible_from``, kept per flags)."""
+    """Whether entry ``c`` may be linked from ``rows[b]``: linkable, open, not itself, linked or created earlier."""
     m = rows[0] if len(rows) == 1 else rows[b]  # one row: its rank read once
     return (_visible_from(stats, open_, linked)[c] < stats.rank[m]) & (c != m)
 
 
 def _visible_from(stats: TermStats, open_: np.ndarray, linked: np.ndarray) -> np.ndarray:
-    """Per entry, the rank an entry must exceed to see it: -1 when linked (every entry sees it),
-    its own rank when not linked yet, int64 max when it cannot be linked (kept while the flags are
-    the same arrays: one gather per pair instead of four)."""
+    """Per entry, the rank an entry must exceed to see it: -1 when linked, its own rank when not yet,
+    int64 max when it cannot be linked (kept while the flags are the same arrays)."""
     held = stats._cache.get("visible from")
     if held is None or held[0] is not open_ or held[1] is not linked or len(held[2]) != len(stats.ids):
         rank = stats.rank.astype(np.int64)
@@ -653,8 +619,7 @@ def _above_kth(r, c, v, k: int, n_rows: int):
 
 
 def _kth_highest(bounds: np.ndarray, v: np.ndarray, k: int) -> np.ndarray:
-    """Per row (its values ``v[bounds[i]:bounds[i + 1]]``), the k-th highest value; -inf for a row
-    of fewer than k values."""
+    """Per row (values ``v[bounds[i]:bounds[i + 1]]``), the k-th highest value; -inf for fewer than k."""
     lengths = np.diff(bounds)
     thr = np.full(len(lengths), -np.inf)
     long = np.flatnonzero(lengths >= k) if k > 0 else np.zeros(0, np.int64)
@@ -671,8 +636,7 @@ def _kth_highest(bounds: np.ndarray, v: np.ndarray, k: int) -> np.ndarray:
 
 
 def _padded_kth(padded: np.ndarray, k: int) -> np.ndarray:
-    """The k-th highest of each row of ``padded`` (at least k values filling more than half of the row, the
-    rest -inf)."""
+    """The k-th highest of each row of ``padded`` (more than half of it values, at least k, the rest -inf)."""
     w = padded.shape[1]
     if w >= 4 * _SAMPLE_STRIDE * k:
         sample = np.sort(padded[:, ::_SAMPLE_STRIDE], axis=1)
@@ -687,9 +651,9 @@ def _padded_kth(padded: np.ndarray, k: int) -> np.ndarray:
 
 def search_neighbours(stats: TermStats, rows, vectors, neighbors, *, open_, linked, settings: LinkerSettings,
                       eligible=None) -> tuple:
-    """The neighbour-index search ``candidate_pairs`` makes for these rows, alone (faiss runs outside
-    the GIL: a caller may search the next chunk while it links this one): the rows searched (those
-    that see a quarter of the index or more) and their hits, ``[(positions, (scores, rows)), ...]``."""
+    """The neighbour-index search ``candidate_pairs`` makes for these rows, alone (a caller may run it
+    in a thread): the rows searched (those that see a quarter of the index or more) and their hits,
+    ``[(positions, (scores, rows)), ...]``."""
     rows = np.asarray(rows, np.int64)
     if eligible is None:
         eligible = open_ & (stats.kind >= 0)
@@ -756,12 +720,11 @@ def candidate_pairs(
 
     Returns arrays ``m, c`` and, per source, the candidate's position in that source's list
     (``pos_index``, ``pos_nn``, ``pos_session``; SENTINEL when absent); ``margin`` extra places
-    per list let a caller drop entries superseded later and still keep the best k. With
-    ``neighbors`` the index's hits are re-scored exactly; a row that sees under a quarter of the
-    index is scanned exactly instead. ``eligible`` counts what a row could see, so that one entry
-    and a batch choose alike; ``searched``: :func:`search_neighbours`' result, when searched
-    ahead. With ``settings.both_ends``: ``pos_own`` and ``pos_rev``, the pair's places in either
-    end's whole-frame list (:func:`whole_lists`); ``whole``: the candidates of such a list itself.
+    per list let a caller drop entries superseded later. A row that sees under a quarter of the
+    ``neighbors`` index is scanned exactly instead. ``eligible`` counts what a row could see, so
+    that one entry and a batch choose alike; ``searched``: :func:`search_neighbours`' result. With
+    ``settings.both_ends``: ``pos_own`` and ``pos_rev``, the pair's places in either end's
+    whole-frame list (:func:`whole_lists`); ``whole``: the candidates of such a list itself.
     """
     rows = np.asarray(rows, np.int64)
     k = settings.candidates + margin
@@ -834,47 +797,45 @@ def _exact_neighbours(stats, rows, vectors, open_, linked, k):
 
 
 def _exact_block(stats, rows, vectors, open_, linked, k):
-    """``_exact_neighbours`` of one block of rows."""
+    """``_exact_neighbours`` of one block of rows: approximate cosines (in the vectors' precision)
+    against the columns the rows may see, the best re-scored exactly."""
     seen = open_ & (stats.kind >= 0) & (linked | (stats.rank < stats.rank[rows].max()))
     cols = np.flatnonzero(seen)
     if 2 * len(cols) >= len(stats.ids):  # most of the bank: score it all (a view)
         cols = np.arange(len(stats.ids))
     elif len(cols) and cols[-1] - cols[0] + 1 <= 1.25 * len(cols):  # nearly a run of rows: score the run (a view)
         cols = np.arange(cols[0], cols[-1] + 1)
-    sims = _similarities(vectors, rows, cols)
-    _hide(sims, stats, rows, cols, open_, linked)
+    if len(cols) and cols[-1] - cols[0] + 1 == len(cols):  # a run of rows (a bank in time order): a view
+        against = vectors[int(cols[0]) : int(cols[-1]) + 1]
+    else:
+        against = vectors[cols]
+    if len(rows) <= 4:  # a plain loop: a threaded BLAS call costs milliseconds of wake-up next to polars' threads
+        sims = np.stack([np.einsum("ij,j->i", against, vectors[r]) for r in rows])
+    else:
+        sims = vectors[rows] @ against.T
+    if len(cols):  # -inf where a row may not see the column (``_visible_from``) or is the column itself
+        needs = _visible_from(stats, open_, linked)[cols]
+        ranks = stats.rank[rows]
+        late = np.flatnonzero(needs >= ranks.min())
+        if len(late):
+            part = sims[:, late]
+            part[needs[late][None, :] >= ranks[:, None]] = -np.inf
+            sims[:, late] = part
+        at = np.minimum(np.searchsorted(cols, rows), len(cols) - 1)
+        own = np.flatnonzero(cols[at] == rows)
+        sims[own, at[own]] = -np.inf
     exact = lambda r, c: hit_cosines(vectors, rows[r], cols[c])  # noqa: E731
     r, c, pos, cos = _top_k(sims, k, stats.rank[cols], exact, slack=_SLACK)
     return r, cols[c], pos, cos
 
 
-def _hide(sims: np.ndarray, stats, rows: np.ndarray, cols: np.ndarray, open_: np.ndarray, linked: np.ndarray) -> None:
-    """Set to -inf the scores of ``rows`` against ``cols`` (sorted) that a row cannot see (``_visible_pairs``:
-    the rank an entry must exceed to be seen, ``_visible_from``) and of the row itself."""
-    if len(cols) == 0:
-        return
-    needs = _visible_from(stats, open_, linked)[cols]
-    ranks = stats.rank[rows]
-    late = np.flatnonzero(needs >= ranks.min())
-    if len(late):
-        part = sims[:, late]
-        part[needs[late][None, :] >= ranks[:, None]] = -np.inf
-        sims[:, late] = part
-    at = np.minimum(np.searchsorted(cols, rows), len(cols) - 1)
-    own = np.flatnonzero(cols[at] == rows)
-    sims[own, at[own]] = -np.inf
-
-
-#: Hits fetched per searched row, in multiples of the candidates it keeps (plus one: itself). A row
-#: searched that sees a quarter to three eighths of the index fetches 6 times its candidates, not
-#: 4: about 1.5 times its candidates are then visible among its hits
+#: Hits fetched per searched row, in multiples of the candidates it keeps (plus one: itself)
 _FETCH_STEPS = (1.5, 2.0, 3.0, 4.0, 6.0)
 
 
 def _fetches(visible: np.ndarray, base: int, total: int) -> np.ndarray:
-    """Hits to fetch per row: about 1.5 ``base`` of them visible when the index's entries are spread evenly,
-    that is ``1.5 base total / visible``, rounded up to a step of ``_FETCH_STEPS`` (at most 6 base), plus one,
-    at most the index.
+    """Hits to fetch per row: ``1.5 base total / visible`` (about 1.5 base of them visible), rounded up
+    to a step of ``_FETCH_STEPS``, plus one, at most the index.
 
     >>> _fetches(np.array([1000, 500, 375, 260]), 40, 1000).tolist()
     [61, 121, 161, 241]
@@ -886,8 +847,7 @@ def _fetches(visible: np.ndarray, base: int, total: int) -> np.ndarray:
 
 
 def _visible_count(stats, rows, eligible, linked) -> np.ndarray:
-    """Per row, how many eligible entries are linked or created earlier: the same whether the rows
-    are linked one by one or together (an entry linked in between was created earlier)."""
+    """Per row, how many eligible entries are linked or created earlier (the same one by one or together)."""
     held = stats._cache.get("visible count")
     if held is not None and held[0] is eligible and held[1] is linked:  # one entry after another: read once
         always, ranks = held[2], held[3]
@@ -899,9 +859,8 @@ def _visible_count(stats, rows, eligible, linked) -> np.ndarray:
 
 
 def index_neighbours(stats: TermStats, rows, vectors, open_, linked, k: int, hits):
-    """Nearest neighbours from an index (``hits``: :func:`search_neighbours`' hits of these rows),
-    the visible ones re-scored exactly, the best ``k`` kept (ties: the newer first): ``b, c, pos``
-    and each pair's exact cosine."""
+    """Nearest neighbours from an index's ``hits`` (:func:`search_neighbours`), the visible ones re-scored
+    exactly, the best ``k`` kept (ties: the newer first): ``b, c, pos`` and each pair's exact cosine."""
     rows = np.asarray(rows, np.int64)
     if len(rows) == 0 or not hits:
         empty = np.zeros(0, np.int64)
@@ -945,26 +904,12 @@ def _index_hits(stats, rows, vectors, open_, linked, k, found):
 
 
 def _row_hits(stats, rows, vectors, open_, linked, k, found):
-    """``_index_hits`` of one row (``found``: its hits) in a third of the steps: the same pairs,
-    order and bits (its visible hits by cosine, then the newer entry)."""
+    """``_index_hits`` of one row in a third of the steps, to the same bits."""
     found = found[(found >= 0) & (found < len(stats.ids))]
     packed = found[_visible_pairs(stats, rows, np.zeros(len(found), np.int64), found, open_, linked)]
     cos = _dots(vectors, packed, np.full(len(packed), rows[0], np.int64))
     order = np.lexsort((-stats.rank[packed], -cos))[:k]
     return np.zeros(len(order), np.int64), packed[order], np.arange(len(order), dtype=np.int64), cos[order]
-
-
-def _similarities(vectors, rows, cols) -> np.ndarray:
-    """Approximate cosines of rows against the bank's ``cols``, in the vectors' precision: a BLAS
-    product for a batch, a plain loop for a few rows (a threaded BLAS call costs milliseconds of
-    wake-up next to polars' thread pool)."""
-    if len(cols) and cols[-1] - cols[0] + 1 == len(cols):  # a run of rows (a bank in time order): a view
-        against = vectors[int(cols[0]) : int(cols[-1]) + 1]
-    else:
-        against = vectors[cols]
-    if len(rows) <= 4:
-        return np.stack([np.einsum("ij,j->i", against, vectors[r]) for r in rows])
-    return vectors[rows] @ against.T
 
 
 def _session(stats, rows, open_, linked, k):
@@ -989,9 +934,8 @@ _NEAR_WINDOW = 4  #: ``_written_near`` reads this many times k places either sid
 
 
 def _written_near(stats, rows, open_, linked, k):
-    """Per row without a session, the k visible entries without one written closest to it (ties:
-    the newer first), among the ``_NEAR_WINDOW`` x k written just before and just after it: a
-    commit's follow-ups come soon after it, and a bank without sessions lists them nowhere else."""
+    """Per row without a session, the k visible entries without one written closest to it (ties: the
+    newer first), among the ``_NEAR_WINDOW`` x k either side: a commit's follow-ups come soon after it."""
     empty = (np.zeros(0, np.int64),) * 3
     lone = np.flatnonzero(stats.session[rows] < 0)
     if lone.size == 0 or k <= 0:
@@ -1067,9 +1011,7 @@ def whole_lists(stats: TermStats, *, rel: Relations, eligible: np.ndarray, setti
 
 
 def _list_places(stats: TermStats, rows: np.ndarray, lists, open_, linked) -> list[tuple]:
-    """``candidate_pairs``' parts ``own`` (each row's whole-frame list, the entries it may see, at
-    their places there) and ``rev`` (the entries it may see whose whole-frame list holds the row,
-    at the row's place in theirs)."""
+    """``candidate_pairs``' parts ``own`` (the row's whole-frame list) and ``rev`` (the lists that hold the row)."""
     starts, other, (h_starts, holder, h_place) = lists
     parts = []
     for name, bounds, found, place in (("own", starts, other, None), ("rev", h_starts, holder, h_place)):

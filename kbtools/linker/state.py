@@ -34,6 +34,7 @@ _NONE: frozenset = frozenset()
 _COPIED = ("feedback", "manual", "author")
 _UPDATES_SCHEMA = {"id": pl.String, "status": pl.String, "linked_at": TIME}
 _NO_EDGES = pl.DataFrame(schema=SCHEMAS["edges"])  #: frames are immutable: one empty plan frame serves all
+_COUNTS = ("links", "structural", "taken_over", "evicted", "capped", "rederived", "missing_structure")
 
 
 @dataclass(frozen=True)
@@ -53,8 +54,7 @@ class LinkPlan:
     @classmethod
     def empty(cls, report=None) -> "LinkPlan":
         """A plan that changes nothing."""
-        return cls(pl.DataFrame(schema=SCHEMAS["edges"]), pl.DataFrame(schema=SCHEMAS["edges"]),
-                   pl.DataFrame(schema=_UPDATES_SCHEMA), dict(report or {}))
+        return cls(_NO_EDGES, _NO_EDGES, pl.DataFrame(schema=_UPDATES_SCHEMA), dict(report or {}))
 
 
 #: Up to this many edges, an edge index reads its columns into Python once; above, row by row.
@@ -63,9 +63,8 @@ _EDGE_COLUMNS = ["_orig", "src", "dst", "type", "source", "note", "evidence", "w
 
 
 def _edge_columns(frame: pl.DataFrame, row_of: dict):
-    """Per edge: its ends' rows (-1 when not an entry), the code of its canonical type (among
-    ``n_types``), whether it is a supersedes edge, whether its source is capped and whether it is
-    a part_of edge."""
+    """Per edge: its ends' rows (-1 when not an entry), its canonical type's code (among ``n_types``),
+    and whether it is a supersedes edge, an automatic (capped) one, a part_of edge."""
     src = np.array([row_of.get(x, -1) for x in frame["src"].to_list()], dtype=np.int64)
     dst = np.array([row_of.get(x, -1) for x in frame["dst"].to_list()], dtype=np.int64)
     types = ["" if t is None else t for t in frame["type"].to_list()]
@@ -93,21 +92,20 @@ class EdgeIndex:
         self._cols = None
         n = len(row_of)
         src, dst, code, n_types, sup_flag, capped_flag, part_flag = _edge_columns(self.frame, row_of)
-        canon = range(n_types)
         known = np.flatnonzero((src >= 0) & (dst >= 0))
         # one edge per key (src, dst, canonical type), the last, as a dictionary keyed by it holds;
         # sorted by the pair of rows they join first, so that the pairs' counts come from the same sort
         n_pairs = max(n, 1)
-        if 2.0 * n_pairs * n_pairs * max(len(canon), 1) >= 2.0**62:
+        if 2.0 * n_pairs * n_pairs * max(n_types, 1) >= 2.0**62:
             raise ValidationError("edges", f"{n} entries", "too many rows for the edge index's int64 keys")
         lo, hi = np.minimum(src[known], dst[known]), np.maximum(src[known], dst[known])
-        key = ((lo * n_pairs + hi) * 2 + (src[known] > dst[known])) * len(canon) + code[known]
+        key = ((lo * n_pairs + hi) * 2 + (src[known] > dst[known])) * n_types + code[known]
         order = np.argsort(key, kind="stable")  # equal keys in input order: the last is kept
         ordered = key[order]
         last = np.append(ordered[1:] != ordered[:-1], True) if ordered.size else np.zeros(0, bool)
         if not last.all():
             known = np.sort(known[order[last]])
-        pairs = ordered[last] // (2 * len(canon)) if ordered.size else ordered  # sorted pair keys, one per edge
+        pairs = ordered[last] // (2 * n_types) if ordered.size else ordered  # sorted pair keys, one per edge
         end_rows = np.concatenate([src[known], dst[known]])
         # the edges of each row, in input order: a counting sort by row (a sparse matrix's conversion)
         by_row = sp.csr_matrix((np.ones(len(end_rows), np.int8), (end_rows, np.arange(len(end_rows)))),
@@ -178,14 +176,9 @@ class EdgeIndex:
 
 
 class LinkChoice:
-    """The automatic-link candidates of a chunk's rows, each row's in the order they are tried
-    (the better place of the pair in either end's whole-frame list, then affinity, then the newer
-    entry), with the input edges joining each pair to its row's entry (``end``, when given: the
-    one the links are made for).
-
-    A row's list takes, from each source, its first ``candidates`` (``session_candidates``)
-    entries and the entries of either end's whole-frame list (``settings.both_ends``), and keeps
-    those past the gate."""
+    """The automatic-link candidates of a chunk's rows past the gate, each row's in the order they are
+    tried: from each source its first ``candidates`` (``session_candidates``), and the entries of
+    either end's whole-frame list; with the input edges joining each to its row's entry (or ``end``)."""
 
     def __init__(self, pairs: dict, ev: dict, stats: TermStats, settings: LinkerSettings, index: "EdgeIndex", n_rows: int,
                  end: int | None = None):
@@ -231,8 +224,7 @@ class LinkState:
         self.index = index
         self.edges: dict[tuple, dict] = {}
         #: per row, the keys of its records: the capped ones (automatic and review links) in
-        #: ``capped``, the others in ``touching`` (each key in one of them: a whole-bank connect's
-        #: 450,000 automatic links add to one set per end, not two; ``_touching`` reads both)
+        #: ``capped``, the others in ``touching`` (``_touching`` reads both)
         self.touching: dict[int, set] = defaultdict(set)
         self.capped: dict[int, set] = defaultdict(set)
         self.added: dict[tuple, dict] = {}
@@ -240,8 +232,7 @@ class LinkState:
         held = self.st._cache.get("superseded rows")  # the flags are kept per entries frame
         if held is None or held[0] is not ctx.superseded:
             held = self.st._cache["superseded rows"] = (ctx.superseded, frozenset(np.flatnonzero(ctx.superseded).tolist()))
-        #: the rows superseded before the plan (kept per flags, shared) and, once this plan supersedes
-        #: one, a copy holding those too (one entry's link reads a bank's thousands without copying them)
+        #: the rows superseded before the plan (shared), copied once this plan supersedes one
         self.superseded: frozenset[int] | set[int] = held[1]
         self.fresh_superseded: set[int] = set()  #: superseded by this plan (they were candidates before)
         #: per superseded row, the row replacing it: the index's (shared), copied once this plan supersedes one
@@ -526,10 +517,8 @@ class LinkState:
         return rec
 
     def write_evidence(self, most: int | None = 4096) -> bool:
-        """Write the evidence text of up to ``most`` (None: all) more automatic links planned so far
-        and still planned, all at once (``wording.evidence_texts``): what a connect does while it
-        waits for its next chunk, and at its end; whether some are left. The text is the same
-        whenever it is written, and the same as ``_evidence`` writes for one link."""
+        """Write the evidence text of up to ``most`` (None: all) more automatic links still planned, at
+        once (``wording.evidence_texts``, the text ``_evidence`` writes for one); whether some are left."""
         records, start = self._unwritten, self._written
         stop = len(records) if most is None else min(start + most, len(records))
         batch = [rec for rec in records[start:stop] if "words" in rec and "gone" not in rec]
@@ -596,25 +585,20 @@ class LinkState:
         add = _planned_edges(list(self.added.values()), self.st.ids)
         orig = sorted(self.removed.values())
         remove = conform(self.ctx.edges_input[orig], "edges") if orig else _NO_EDGES
-        now = self.ctx.now_us
-        updates = _entry_updates(self.st, self.updates, self.linked_rows, now)
-        report = dict(report)
-        report.update({"links": int(self.counts["links"]), "structural": int(self.counts["structural"]),
-                       "taken_over": int(self.counts["taken_over"]), "evicted": int(self.counts["evicted"]),
-                       "capped": int(self.counts["capped"]), "rederived": int(self.counts["rederived"]),
-                       "missing_structure": int(self.counts["missing_structure"]),
-                       "added": add.height, "removed": remove.height})
-        return LinkPlan(add=add, remove=remove, entry_updates=updates, report=report)
+        now, ids = self.ctx.now_us, self.st.ids  # status None when unchanged; linked_at now for an entry linked here
+        updates = rows_frame([(ids[r], status, now if r in self.linked_rows else None) for r, status in self.updates.items()],
+                             _UPDATES_SCHEMA)
+        counts = {name: int(self.counts[name]) for name in _COUNTS}
+        return LinkPlan(add=add, remove=remove, entry_updates=updates,
+                        report={**report, **counts, "added": add.height, "removed": remove.height})
 
 
 _RECORD_KEYS = {"created_at": "created_us", "seen_at": "seen_us"}  #: the frame's columns a record names otherwise
 
 
 def _planned_edges(records: list[dict], ids) -> pl.DataFrame:
-    """Edges-schema frame of a few planned records (rows numbered by ``ids``; times in epoch
-    microseconds, read as such by the schema's microsecond datetimes), built from row tuples in one
-    call (``rows_frame``; no lazy query: one planned entry must not wait on polars' thread pool;
-    a Series per column costs five times more).
+    """Edges-schema frame of planned records (rows numbered by ``ids``, times in epoch microseconds),
+    from row tuples in one call (``rows_frame``: one planned entry must not wait on polars' thread pool).
 
     >>> recs = [dict(src=0, dst=1, type="see_also", source="auto", note=None, evidence="{}", weight=0.5,
     ...     created_by="linker", created_us=1_700_000_000_000_000, seen_us=None)] * 3
@@ -630,13 +614,6 @@ def _planned_edges(records: list[dict], ids) -> pl.DataFrame:
 
 #: A record's keys of the edges schema's columns after its first two, src and dst, in order
 _RECORD_COLUMNS = tuple(_RECORD_KEYS.get(name, name) for name in SCHEMAS["edges"])[2:]
-
-
-def _entry_updates(stats: TermStats, updates: dict, linked_rows: set, now: int) -> pl.DataFrame:
-    """The plan's entry updates (id, status - None when unchanged -, linked_at: ``now`` for an
-    entry linked by the plan), in the order they were first made."""
-    return rows_frame([(stats.ids[r], status, now if r in linked_rows else None) for r, status in updates.items()],
-                      _UPDATES_SCHEMA)
 
 
 _TYPE_FLAGS = ("fix_a", "problem_a", "progress_a", "fix_b", "problem_b", "progress_b", "a_later", "same_session",
