@@ -274,8 +274,7 @@ def _held_by_both(keys, starts, cols, ms, cs):
 
 
 def compiled_kernels():
-    """The compiled loops (:mod:`kbtools.linker.kernels`) once a big connect made them ready in this
-    process or its parent, else None: the numpy steps then run, to the same bits."""
+    """The compiled loops (:mod:`kbtools.linker.kernels`) once a big connect made them ready, else None."""
     held = sys.modules.get("kbtools.linker.kernels")
     return held if held is not None and held.ready() else None
 
@@ -657,7 +656,7 @@ def search_neighbours(stats: TermStats, rows, vectors, neighbors, *, open_, link
     rows = np.asarray(rows, np.int64)
     if eligible is None:
         eligible = open_ & (stats.kind >= 0)
-    visible = _visible_count(stats, rows, eligible, linked)
+    visible = _visible_count(stats, stats.rank[rows], eligible, linked)
     total = int(neighbors.ntotal)
     fetch = min(4 * settings.candidates + 1, total)
     searched = np.flatnonzero(visible * fetch >= total * settings.candidates)
@@ -774,13 +773,7 @@ def _exact_neighbours(stats, rows, vectors, open_, linked, k):
         return (np.zeros(0, np.int64),) * 3 + (np.zeros(0),)
     n = len(stats.ids)
     order = np.argsort(stats.rank[rows], kind="stable")
-    ranks = stats.rank[rows[order]]
-    held = stats._cache.get("linkable ranks")
-    if held is None or held[0] is not open_ or held[1] is not linked:  # kept per flags: a connect calls it per chunk
-        base = open_ & (stats.kind >= 0)
-        held = stats._cache["linkable ranks"] = (open_, linked, int(np.count_nonzero(base & linked)),
-                                                  np.sort(stats.rank[base & ~linked]))
-    seen = held[2] + np.searchsorted(held[3], ranks)  # columns each row may see
+    seen = _visible_count(stats, stats.rank[rows[order]], open_, linked, linkable=True)  # columns each row may see
     width = np.where(2 * seen < n, np.maximum(seen, 1), n)
     parts, i = [], 0
     while i < len(rows):  # the longest run whose last (widest) row keeps the block under the cap
@@ -846,16 +839,15 @@ def _fetches(visible: np.ndarray, base: int, total: int) -> np.ndarray:
     return np.minimum(steps[step] + 1, total)
 
 
-def _visible_count(stats, rows, eligible, linked) -> np.ndarray:
-    """Per row, how many eligible entries are linked or created earlier (the same one by one or together)."""
-    held = stats._cache.get("visible count")
-    if held is not None and held[0] is eligible and held[1] is linked:  # one entry after another: read once
-        always, ranks = held[2], held[3]
-    else:
-        always = int(np.count_nonzero(eligible & linked))
-        ranks = np.sort(stats.rank[eligible & ~linked])
-        stats._cache["visible count"] = (eligible, linked, always, ranks)
-    return always + np.searchsorted(ranks, stats.rank[rows]).astype(np.int64)
+def _visible_count(stats, ranks, flags, linked, linkable: bool = False) -> np.ndarray:
+    """Per rank, how many ``flags`` entries (the linkable ones, with ``linkable``) are linked or created
+    earlier: the same one by one or together (kept per flag arrays: a connect asks per chunk)."""
+    slot = ("visible count", linkable)
+    held = stats._cache.get(slot)
+    if held is None or held[0] is not flags or held[1] is not linked:
+        base = flags & (stats.kind >= 0) if linkable else flags
+        held = stats._cache[slot] = (flags, linked, int(np.count_nonzero(base & linked)), np.sort(stats.rank[base & ~linked]))
+    return held[2] + np.searchsorted(held[3], ranks).astype(np.int64)
 
 
 def index_neighbours(stats: TermStats, rows, vectors, open_, linked, k: int, hits):

@@ -49,9 +49,7 @@ def plan_links(entry_id, entries, edges, triples, *, vectors=None, cosine=None, 
     links, degree cap, takeover by a replacing decision).
 
     ``neighbors``, with ``vectors``: a nearest-neighbour index over the entries' rows (a
-    ``faiss.Index``, or any object with ``ntotal`` and ``search(x, k) -> (scores, rows)``) searched
-    instead of scanning every vector; an entry that sees under a quarter of the index is scanned
-    exactly (``evidence.search_neighbours``).
+    ``faiss.Index``, or any object with ``ntotal`` and ``search(x, k) -> (scores, rows)``).
 
     >>> import polars as pl, datetime as dt
     >>> t = dt.datetime(2026, 11, 1, tzinfo=dt.timezone.utc)
@@ -234,7 +232,6 @@ class PlanContext:
         self.rel = cached_relations(stats, triples)
         self.superseded, self.open_, self.linked = _entry_flags(stats, entries)
         self.metadata = entries["metadata"] if "metadata" in entries.columns else None
-        self.ids = stats.ids
         if edges is None:
             edges = pl.DataFrame(schema=SCHEMAS["edges"])
         if not isinstance(edges, pl.DataFrame):
@@ -269,9 +266,9 @@ class PlanContext:
         cache["edges_seen"] = self.edges_input
         frame = self.edges_input.with_row_index("_orig")
         relevant = {row, *candidates.tolist(), *(t for _, t in struct if t is not None), *self.replacers(row, frame)}
-        ids = [self.ids[r] for r in relevant]
+        ids = [self.stats.ids[r] for r in relevant]
         touching = frame.filter(pl.col("src").is_in(ids) | pl.col("dst").is_in(ids))
-        old = [self.ids[t] for typ, t in struct if typ == "supersedes" and t is not None]
+        old = [self.stats.ids[t] for typ, t in struct if typ == "supersedes" and t is not None]
         if old:
             near = touching.filter(pl.col("src").is_in(old) | pl.col("dst").is_in(old))
             more = ids + list(set(near["src"].to_list()) | set(near["dst"].to_list()))
@@ -303,7 +300,7 @@ class PlanContext:
             return []
         sup = frame.filter(pl.col("type") == "supersedes").select("dst", "src").rows()
         by = dict(sup)
-        chain, cur = [], self.ids[row]
+        chain, cur = [], self.stats.ids[row]
         while cur in by and len(chain) < 1000:
             cur = by[cur]
             if cur not in self.stats.row_of or self.stats.row_of[cur] in chain:

@@ -1,10 +1,6 @@
 """The sequential state of a linking plan (seed 001, steps 5-7): the input edges by entry row
 (``EdgeIndex``), each chunk's candidate order (``LinkChoice``) and the links added, evicted and taken
-over entry after entry (``LinkState``), returned as a ``LinkPlan``. ``planning`` drives it.
-
->>> LinkPlan.empty().add.height
-0
-"""
+over entry after entry (``LinkState``), returned as a ``LinkPlan``. ``planning`` drives it."""
 
 from __future__ import annotations
 
