@@ -20,7 +20,7 @@ import numpy as np
 import polars as pl
 import scipy.sparse as sp
 
-from kbtools.linker.rules import EVENT, GOAL, KINDS, LinkerSettings, kind_code, prior_matrix
+from kbtools.linker.rules import EVENT, GOAL, KINDS, MEANS_KINDS, LinkerSettings, kind_code, prior_matrix
 from kbtools.linker.terms import TermStats, row_positions
 
 __all__ = [
@@ -29,9 +29,8 @@ __all__ = [
 ]
 
 _PRIORS = prior_matrix()
-_MEANS = np.array([kind_code(k) for k in ("decision", "procedure", "skill", "event")])
 _IS_MEANS = np.zeros(len(KINDS) + 1, bool)  #: by kind code (-1, not linked, reads the last: False)
-_IS_MEANS[_MEANS] = True
+_IS_MEANS[[kind_code(k) for k in MEANS_KINDS]] = True
 SENTINEL = np.iinfo(np.int64).max
 _SLACK = 1e-4  # float32 scores against exact float64 cosines
 _COSINE_BLOCK = 16_384  #: pairs gathered at once by ``pair_cosine``
@@ -39,11 +38,8 @@ _COSINE_BLOCK = 16_384  #: pairs gathered at once by ``pair_cosine``
 
 @dataclass(frozen=True, eq=False)
 class Relations:
-    """The entity graph over the bank's entity terms: which entity relates to which (symmetric).
-
-    ``any`` holds every related pair of terms, ``strong`` those where neither side is a hub;
-    ``label`` reads a pair back as its triple ("Kioko uses pgvector").
-    """
+    """The entity graph over the bank's entity terms (symmetric): ``any`` every related pair of
+    terms, ``strong`` those where neither side is a hub, ``label`` a pair's triple as text."""
 
     any: sp.csr_matrix
     strong: sp.csr_matrix
@@ -76,7 +72,6 @@ def relations(stats: TermStats, triples: pl.DataFrame | None) -> Relations:
             label.setdefault((a, b), f"{s} {r} {o}")
             label.setdefault((b, a), f"{s} {r} {o}")
     rel = sp.csr_matrix((np.ones(len(rows)), (rows, cols)), shape=(t, t))
-    rel.data[:] = 1.0
     rel.sum_duplicates()
     rel.data[:] = 1.0
     rel.sort_indices()
@@ -120,8 +115,7 @@ def hit_cosines(vectors, rows: np.ndarray, found: np.ndarray) -> np.ndarray:
 
 
 def _dots(vectors, a: np.ndarray, b: np.ndarray) -> np.ndarray:
-    """Per i, the product of rows ``a[i]`` and ``b[i]`` of ``vectors`` (float64), pair by pair, never BLAS: a
-    pair's value must not depend on its batch (tested)."""
+    """Per i, the product of rows ``a[i]`` and ``b[i]`` (float64), pair by pair: never BLAS, whose bits depend on the batch."""
     n = len(a)
     if n and isinstance(vectors, np.ndarray) and vectors.dtype == np.float32 and vectors.flags.c_contiguous \
             and vectors.ndim == 2:
@@ -136,7 +130,7 @@ def _dots(vectors, a: np.ndarray, b: np.ndarray) -> np.ndarray:
     out = np.zeros(n)
     for lo in range(0, n, _COSINE_BLOCK):
         hi = lo + _COSINE_BLOCK
-        out[lo:hi] = np.einsum("ij,ij->i", _rows_at(vectors, a[lo:hi]), _rows_at(vectors, b[lo:hi]))
+        out[lo:hi] = np.einsum("ij,ij->i", vectors[a[lo:hi]], vectors[b[lo:hi]])
     return out
 
 
@@ -156,23 +150,14 @@ def _one_faiss_thread(when: bool = True):
         faiss.omp_set_num_threads(threads)
 
 
-def _rows_at(vectors, at: np.ndarray) -> np.ndarray:
-    """``vectors[at]`` (``at`` of any shape), gathered by ``np.take`` over the flat positions: twice
-    as fast as indexing with a 2-d array of rows."""
-    if not isinstance(vectors, np.ndarray):
-        return vectors[at]
-    return np.take(vectors, at.reshape(-1), axis=0).reshape(*at.shape, *vectors.shape[1:])
-
-
 def pair_evidence(stats: TermStats, ms, cs, *, rel: Relations, settings: LinkerSettings, vectors=None, cosine=None,
                   known_cos=None, features: bool = True) -> dict:
     """share, sem, bridge, time, cue, raw, prior, score, the gate and the affinity for each pair (ms[i], cs[i]).
 
     ``ms`` is the entry being linked, ``cs`` its candidates. ``known_cos``: per pair, its cosine
-    from ``vectors`` when computed already (``candidate_pairs``' ``cos``; NaN where not), so that
-    only the others are gathered. ``features``: also the title overlap when the settings do not
-    score it (the calibration's features; False: zeros, for linking). ``affinity`` orders the
-    candidates that pass the gate (``RARE_LAMBDA``).
+    when computed already (``candidate_pairs``' ``cos``; NaN where not). ``features``: also the
+    title overlap when the settings do not score it (the calibration's features). ``affinity``
+    orders the candidates that pass the gate (``RARE_LAMBDA``).
     """
     ms, cs = np.asarray(ms, np.int64), np.asarray(cs, np.int64)
     shared_w, shared_n, strong_n, entity_w = _shared(stats, ms, cs)
@@ -223,10 +208,9 @@ def pair_evidence(stats: TermStats, ms, cs, *, rel: Relations, settings: LinkerS
     )
     affinity = cos + RARE_LAMBDA * rare_sum(stats, ms, cs) + share + FOLLOW_UP * author * np.exp(-days / FOLLOW_UP_DAYS)
     out = dict(
-        m=ms, c=cs, affinity=affinity, share=share, overlap=overlap, halved=halved, shared_n=shared_n, cos=cos, sem=sem,
+        m=ms, c=cs, affinity=affinity, share=share, overlap=overlap, shared_n=shared_n, cos=cos, sem=sem,
         bridge=bridge, time=time, cue=cue, ident=ident, near=near, author=author, title=title,
-        raw=raw, prior=prior, score=score, evidence=evidence,
-        linked=evidence & (score >= settings.threshold), resolves=resolves, later=later,
+        raw=raw, prior=prior, score=score, linked=evidence & (score >= settings.threshold), later=later,
         bridge_only=(bridge > 0) & (share < 0.15) & (time == 0.0),
     )
     if settings.weights:
@@ -237,7 +221,6 @@ def pair_evidence(stats: TermStats, ms, cs, *, rel: Relations, settings: LinkerS
             if name != "bias":
                 z = z + float(value) * np.asarray(out[name], np.float64)
         out["score"] = 1.0 / (1.0 + np.exp(-z))
-        out["evidence"] = np.ones(len(ms), bool)
         out["linked"] = out["score"] >= settings.threshold
     return out
 
@@ -276,18 +259,22 @@ def rare_sum(stats: TermStats, ms, cs) -> np.ndarray:
         held = stats._cache["rare"] = (p, keys, cols, idf[cols], starts)
     _, keys, cols, weights, starts = held
     ms, cs = np.asarray(ms, np.int64), np.asarray(cs, np.int64)
-    if keys.size == 0 or len(ms) == 0:
-        return np.zeros(len(ms))
-    pair, pos = row_positions(starts, cs)  # each candidate's rare terms, looked up among the entry's
+    pair, pos, _ = _held_by_both(keys, starts, cols, ms, cs)
+    return np.bincount(pair, weights=weights[pos], minlength=len(ms))
+
+
+def _held_by_both(keys, starts, cols, ms, cs):
+    """The items of each pair's row ``cs[i]`` (``cols[starts[c]:starts[c + 1]]``) that row ``ms[i]``
+    holds too, looked up among ``keys`` (row << 32 | item, sorted): (pair, position in cols, in keys)."""
+    pair, pos = row_positions(starts, cs)
     wanted = (ms[pair] << 32) | cols[pos]
-    at = np.minimum(np.searchsorted(keys, wanted), keys.size - 1)
-    hit = keys[at] == wanted
-    return np.bincount(pair[hit], weights=weights[pos[hit]], minlength=len(ms))
+    at = np.minimum(np.searchsorted(keys, wanted), max(keys.size - 1, 0))
+    hit = keys[at] == wanted if keys.size else np.zeros(len(wanted), bool)
+    return pair[hit], pos[hit], at[hit]
 
 
 def compiled_kernels():
-    """The compiled loops (:mod:`kbtools.linker.kernels`) once a big connect made them ready in this
-    process or its parent, else None: the numpy steps then run, to the same bits."""
+    """The compiled loops (:mod:`kbtools.linker.kernels`) once a big connect made them ready, else None."""
     held = sys.modules.get("kbtools.linker.kernels")
     return held if held is not None and held.ready() else None
 
@@ -301,50 +288,28 @@ def _bag_overlap(stats: TermStats, name: str, ms, cs) -> np.ndarray:
     if keys is None or keys[0] is not bag:  # (row << 32 | column) per stored item: sorted, as the rows are
         rows = np.repeat(np.arange(bag.shape[0], dtype=np.int64), np.diff(bag.indptr))
         keys = stats._cache[("bag keys", name)] = (bag, (rows << 32) | bag.indices.astype(np.int64))
-    keys = keys[1]
     ms, cs = np.asarray(ms, np.int64), np.asarray(cs, np.int64)
-    pair, pos = row_positions(bag.indptr, cs)
-    wanted = (ms[pair] << 32) | bag.indices[pos].astype(np.int64)
-    at = np.minimum(np.searchsorted(keys, wanted), keys.size - 1)
-    both = np.bincount(pair[keys[at] == wanted], minlength=len(ms)).astype(np.float64)
+    both = np.bincount(_held_by_both(keys[1], bag.indptr, bag.indices, ms, cs)[0], minlength=len(ms)).astype(np.float64)
     size = (bag.indptr[ms + 1] - bag.indptr[ms]) + (bag.indptr[cs + 1] - bag.indptr[cs]) - both
     return np.divide(both, size, out=np.zeros(len(ms)), where=size > 0)
 
 
 def _shared(stats: TermStats, ms: np.ndarray, cs: np.ndarray):
     """Per pair: the summed weight, the number and the strong count of the terms both entries hold,
-    and the entities' summed weight (a compiled merge of the two lists per pair once a big connect
-    made it ready)."""
-    p = len(ms)
-    if p == 0 or stats.postings.indptr[-1] == 0:
+    and the entities' summed weight, each summed term by term from 0.0 in column order, as the
+    compiled merge sums them (which runs once a big connect made it ready)."""
+    p, postings = len(ms), stats.postings
+    if p == 0 or postings.indptr[-1] == 0:
         return np.zeros(p), np.zeros(p), np.zeros(p), np.zeros(p)
     compiled = compiled_kernels()
     if compiled is not None:
-        postings = stats.postings
         return compiled.shared_sums(postings.indptr, postings.indices, stats.w, stats.hub, stats.strong_base,
                                     stats.is_entity, ms, cs)
-    return _shared_sums(stats, *_shared_hits(stats, ms, cs), p)
-
-
-def _shared_hits(stats: TermStats, own: np.ndarray, read: np.ndarray):
-    """The terms pair i's ``read[i]`` shares with ``own[i]``: (pair, term, its posting in read's row, in own's
-    row)."""
-    indptr = stats.postings.indptr
-    rows, local = np.unique(own, return_inverse=True)
-    own_row, own_pos = row_positions(indptr, rows)
-    own_keys = (own_row << 32) | stats.postings.indices[own_pos].astype(np.int64)  # sorted, as the rows
-    pair, pos = row_positions(indptr, read)
-    cols = stats.postings.indices[pos].astype(np.int64)
-    wanted = (local.astype(np.int64)[pair] << 32) | cols
-    at = np.minimum(np.searchsorted(own_keys, wanted), max(own_keys.size - 1, 0))
-    hit = own_keys[at] == wanted if own_keys.size else np.zeros(len(wanted), bool)
-    return pair[hit], cols[hit], pos[hit], own_pos[at[hit]]
-
-
-def _shared_sums(stats: TermStats, pair, cols, pos, at, p: int):
-    """shared_w, shared_n, strong_n, entity_w of ``p`` pairs from their shared terms (``pair`` in
-    order, each pair's ``cols`` in column order; ``pos``, ``at``: the term's posting on either side).
-    Each sum runs term by term from 0.0, in column order, as the compiled merge sums it."""
+    rows, local = np.unique(ms, return_inverse=True)
+    own_row, own_pos = row_positions(postings.indptr, rows)
+    own_keys = (own_row << 32) | postings.indices[own_pos].astype(np.int64)  # sorted, as the rows
+    pair, pos, at = _held_by_both(own_keys, postings.indptr, postings.indices, local.astype(np.int64), cs)
+    cols, at = postings.indices[pos], own_pos[at]  # the shared term, its posting in m's row
     shared_n = np.bincount(pair, minlength=p).astype(np.float64)
     weight = stats.w[cols]
     shared_w = np.bincount(pair, weights=weight, minlength=p)
@@ -381,18 +346,15 @@ def _bridge(stats, ms, cs, rel: Relations) -> np.ndarray:
 def _query_matrix(stats: TermStats, rows: np.ndarray, rel: Relations, settings: LinkerSettings) -> sp.csr_matrix:
     """The voting terms of each row (``voting_terms``) as a (rows x terms) matrix of their weights w(t)."""
     r, t = voting_terms(stats, rows, rel, settings)
-    indptr = np.searchsorted(r, np.arange(len(rows) + 1))
-    return sp.csr_matrix((stats.w[t], t, indptr), shape=(len(rows), len(stats.vocab)))
+    return sp.csr_matrix((stats.w[t], t, np.searchsorted(r, np.arange(len(rows) + 1))), shape=(len(rows), len(stats.vocab)))
 
 
 def voting_terms(stats: TermStats, rows: np.ndarray, rel: Relations, settings: LinkerSettings):
-    """(row, term) of each row's voting terms, sorted by row then term (each once): its
-    ``query_terms`` highest-IDF terms plus the entities the triples relate to its entities; capped
-    terms (too many postings) dropped."""
+    """(row, term) of each row's voting terms, sorted by row then term: its ``query_terms``
+    rarest shared terms plus the entities the triples relate to its entities, capped terms dropped."""
     r, pos = row_positions(stats.postings.indptr, rows)
     t = stats.postings.indices[pos].astype(np.int64)
     # a term only this entry holds nominates nobody: the voting terms are the rarest shared ones
-    # (per row by ``_vote_order``: held by others first, then the higher IDF, the heavier, the term)
     order = np.argsort(r * len(stats.w) + _vote_order(stats)[t])
     r, t = r[order], t[order]
     starts = np.searchsorted(r, np.arange(len(rows)))
@@ -413,18 +375,7 @@ def voting_terms(stats: TermStats, rows: np.ndarray, rel: Relations, settings: L
 
 
 def _vote_order(stats: TermStats) -> np.ndarray:
-    """Each term's place in the order a row's voting terms are chosen: held by other entries first
-    (a document frequency over 1), then the higher IDF, then the heavier, then the lower term;
-    kept for the statistics' arrays (one sort of the vocabulary instead of a five-key sort a chunk).
-
-    >>> import polars as pl, datetime as dt
-    >>> t = dt.datetime(2026, 1, 1, tzinfo=dt.timezone.utc)
-    >>> stats = TermStats.build(pl.DataFrame({"id": ["a", "b"], "kind": ["event", "event"], "created_at": [t, t],
-    ...     "content": ["The kiln at Oslo cracked", "Oslo kiln cracked again"]}))
-    >>> order = _vote_order(stats)
-    >>> sorted(order.tolist()) == list(range(len(stats.w)))
-    True
-    """
+    """Each term's place in the order voting terms are chosen (held by others, higher IDF, heavier, lower term)."""
     held = stats._cache.get("vote order")
     if held is None or held[0] is not stats.w or held[1] is not stats.idf or held[2] is not stats.df:
         terms = np.arange(len(stats.w))
@@ -439,10 +390,8 @@ _FEW_ROWS = 8
 
 
 def _votes(stats: TermStats, rows: np.ndarray, rel: Relations, settings: LinkerSettings, cut: int | None = None):
-    """(row, entry, vote) of ``_query_matrix @ postings_t``, the zero votes left out; ``cut``: the
-    entries from this row on may be left out (none of the rows can see them, see
-    ``_first_unseen``). A few rows sum their votes with numpy in the product's order (term by
-    term, from 0.0), so both ways give the same bits."""
+    """(row, entry, vote) of the voting terms' weights times the postings, zero votes left out (and
+    maybe those from entry ``cut`` on, ``_first_unseen``); a few rows sum theirs in the product's order."""
     transposed = stats.transposed_parts()  # an entry's postings are in one part: its votes sum there
     if len(rows) > _FEW_ROWS:
         q = _query_matrix(stats, rows, rel, settings)
@@ -468,9 +417,7 @@ def _votes(stats: TermStats, rows: np.ndarray, rel: Relations, settings: LinkerS
 
 
 def _unique_runs(keys: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """``np.unique(keys, return_inverse=True)`` of keys that come as a few sorted runs (a row's
-    votes: one posting list per term), by a stable sort, which merges runs: half the time of
-    numpy's, whose set-up alone costs more than sorting one entry's hundred candidates.
+    """``np.unique(keys, return_inverse=True)`` of keys in a few sorted runs, by a stable sort (which merges runs).
 
     >>> keys = np.array([2, 5, 9, 1, 5, 7, 2])
     >>> [x.tolist() for x in _unique_runs(keys)] == [x.tolist() for x in np.unique(keys, return_inverse=True)]
@@ -487,8 +434,7 @@ def _unique_runs(keys: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
 
 
 def _product_before(stats: TermStats, q: sp.csr_matrix, pt: sp.csr_matrix, cut: int | None) -> sp.csr_matrix:
-    """``q @ pt`` for ``pt``'s columns before ``cut`` (the rest may be missing), pt not copied: each of its
-    rows that q reads is split where its columns reach the cut, into a row kept and a row q never reads."""
+    """``q @ pt`` for ``pt``'s columns before ``cut``, pt not copied: each row q reads is split at the cut in two."""
     n_terms, n = pt.shape
     if cut is None or cut >= n or not pt.has_sorted_indices or q.nnz == 0:
         return q @ pt
@@ -509,9 +455,7 @@ def _product_before(stats: TermStats, q: sp.csr_matrix, pt: sp.csr_matrix, cut: 
 
 def _compiled_best(compiled, stats: TermStats, rows: np.ndarray, rel: Relations, settings: LinkerSettings, open_, linked,
                    k: int):
-    """``_best`` of the visible positive ``_votes`` of these rows, by the compiled loop (one pass per
-    row over its voting terms' entries before the cut, into a dense sum and a heap of k); None
-    where it cannot run (a negative weight: the numpy steps then)."""
+    """``_best`` of the visible positive ``_votes`` of these rows by the compiled loop; None on a negative weight."""
     r, t = voting_terms(stats, rows, rel, settings)
     weights = stats.w[t]
     joined = kernel_parts(stats)
@@ -529,9 +473,7 @@ def _compiled_best(compiled, stats: TermStats, rows: np.ndarray, rel: Relations,
 
 
 def kernel_parts(stats: TermStats) -> tuple | None:
-    """The transposed postings as the compiled vote loop reads them (``kernels.joined_parts``; None
-    if one of their values is negative), kept with the statistics: made once per connect, before
-    its workers fork."""
+    """The transposed postings joined for the compiled vote loop (None if a value is negative), kept with the statistics."""
     import kbtools.linker.kernels as kernels
 
     transposed = stats.transposed_parts()
@@ -544,8 +486,7 @@ def kernel_parts(stats: TermStats) -> tuple | None:
 
 
 def _first_unseen(stats: TermStats, rows: np.ndarray, open_, linked) -> int:
-    """The first entry row from which on none of these rows can see an entry (``_visible_pairs``):
-    the entries after it are neither linked nor created before the newest of the rows."""
+    """The first entry row from which on none of these rows can see an entry (``_visible_pairs``)."""
     vf = _visible_from(stats, open_, linked)
     held = stats._cache.get("seen from after")
     if held is None or held[0] is not vf:  # per entry row, the lowest rank that sees it or any row after it
@@ -554,9 +495,8 @@ def _first_unseen(stats: TermStats, rows: np.ndarray, open_, linked) -> int:
 
 
 def _top_k(values: np.ndarray, k: int, rank: np.ndarray, exact, slack: float = 0.0):
-    """Per row, the k columns with the highest value above -inf (ties: the newer entry first), and their exact
-    values: ``values`` are approximate (a BLAS product), so the columns within ``slack`` of the k-th are
-    re-scored by ``exact(r, c)`` and the choice does not depend on the batch."""
+    """Per row, the k columns of highest value above -inf (ties: the newer entry first) and their exact values:
+    the columns within ``slack`` of the approximate k-th are re-scored by ``exact(r, c)``."""
     empty = np.zeros(0, np.int64)
     if values.size == 0 or k <= 0:
         return empty, empty, empty, np.zeros(0)
@@ -584,12 +524,7 @@ def _top_k(values: np.ndarray, k: int, rank: np.ndarray, exact, slack: float = 0
         r2 = whole[r2]
         x2 = exact(r2, c2[:, None])[:, 0]
         r, c, x = np.concatenate([r, r2]), np.concatenate([c, c2]), np.concatenate([x, x2])
-    order = np.lexsort((-rank[c], -x, r))
-    r, c, x = r[order], c[order], x[order]
-    starts = np.searchsorted(r, np.arange(n_rows))
-    pos = np.arange(len(r)) - starts[r]
-    keep = pos < k
-    return r[keep].astype(np.int64), c[keep].astype(np.int64), pos[keep].astype(np.int64), x[keep]
+    return _first_k(r, c, x, k, rank, n_rows)
 
 
 #: A wide dense block reads every this many columns first, for a bound below each row's best (``_top_k``)
@@ -597,13 +532,9 @@ _SAMPLE_STRIDE = 8
 
 
 def _sampled_candidates(values: np.ndarray, k: int, take: int, slack: float):
-    """``_top_k``'s columns of a wide block: per row, the ``take``-th highest of every
-    ``_SAMPLE_STRIDE``-th column is at most the row's own ``take``-th highest, so the columns at or
-    above it hold the row's best (about ``take * _SAMPLE_STRIDE`` of them, several times cheaper
-    than an argpartition of the whole row). Returns ``r, c`` of the columns within
-    ``slack`` of their row's k-th highest value, that value per row (-inf for a row of fewer), and
-    the rows to read whole: those whose bound lies above it less the slack (a column between them
-    was not read); their columns are left out here."""
+    """``_top_k``'s columns of a wide block, read past a bound from every ``_SAMPLE_STRIDE``-th column
+    (the take-th highest of a sample is at most the row's): ``r, c`` within ``slack`` of their row's
+    k-th value, that value per row, and the rows whose bound lies above it less the slack (read whole)."""
     n_rows, n = values.shape
     sample = np.ascontiguousarray(values[:, ::_SAMPLE_STRIDE])
     bound = np.partition(sample, sample.shape[1] - take, axis=1)[:, sample.shape[1] - take]
@@ -626,16 +557,14 @@ _TIE_ROOM = 8
 
 
 def _visible_pairs(stats: TermStats, rows: np.ndarray, b: np.ndarray, c: np.ndarray, open_, linked) -> np.ndarray:
-    """Whether entry ``c`` may be linked from ``rows[b]``: linkable, not superseded or archived, not
-    itself, and already linked or created earlier (one gather of ``_visible_from``, kept per flags)."""
+    """Whether entry ``c`` may be linked from ``rows[b]``: linkable, open, not itself, linked or created earlier."""
     m = rows[0] if len(rows) == 1 else rows[b]  # one row: its rank read once
     return (_visible_from(stats, open_, linked)[c] < stats.rank[m]) & (c != m)
 
 
 def _visible_from(stats: TermStats, open_: np.ndarray, linked: np.ndarray) -> np.ndarray:
-    """Per entry, the rank an entry must exceed to see it: -1 when linked (every entry sees it),
-    its own rank when not linked yet, int64 max when it cannot be linked (kept while the flags are
-    the same arrays: one gather per pair instead of four)."""
+    """Per entry, the rank an entry must exceed to see it: -1 when linked, its own rank when not yet,
+    int64 max when it cannot be linked (kept while the flags are the same arrays)."""
     held = stats._cache.get("visible from")
     if held is None or held[0] is not open_ or held[1] is not linked or len(held[2]) != len(stats.ids):
         rank = stats.rank.astype(np.int64)
@@ -654,12 +583,16 @@ def _best(r, c, v, k: int, rank: np.ndarray, n_rows: int):
     """
     if k > 0 and len(r) > 4 * k * max(n_rows, 1):
         r, c, v = _above_kth(r, c, v, k, n_rows)
+    return _first_k(r, c, v, k, rank, n_rows)[:3]
+
+
+def _first_k(r, c, v, k: int, rank: np.ndarray, n_rows: int):
+    """Per row, its first k (row, column, place, value) by value, highest first (ties: the newer entry first)."""
     order = np.lexsort((-rank[c], -v, r))
-    r, c = r[order], c[order]
-    starts = np.searchsorted(r, np.arange(n_rows))
-    pos = np.arange(len(r)) - starts[r]
+    r, c, v = r[order], c[order], v[order]
+    pos = np.arange(len(r)) - np.searchsorted(r, np.arange(n_rows))[r]
     keep = pos < k
-    return r[keep].astype(np.int64), c[keep].astype(np.int64), pos[keep].astype(np.int64)
+    return r[keep].astype(np.int64), c[keep].astype(np.int64), pos[keep].astype(np.int64), v[keep]
 
 
 #: Padded values sorted at once by ``_above_kth`` (8 MB)
@@ -685,8 +618,7 @@ def _above_kth(r, c, v, k: int, n_rows: int):
 
 
 def _kth_highest(bounds: np.ndarray, v: np.ndarray, k: int) -> np.ndarray:
-    """Per row (its values ``v[bounds[i]:bounds[i + 1]]``), the k-th highest value; -inf for a row
-    of fewer than k values."""
+    """Per row (values ``v[bounds[i]:bounds[i + 1]]``), the k-th highest value; -inf for fewer than k."""
     lengths = np.diff(bounds)
     thr = np.full(len(lengths), -np.inf)
     long = np.flatnonzero(lengths >= k) if k > 0 else np.zeros(0, np.int64)
@@ -703,8 +635,7 @@ def _kth_highest(bounds: np.ndarray, v: np.ndarray, k: int) -> np.ndarray:
 
 
 def _padded_kth(padded: np.ndarray, k: int) -> np.ndarray:
-    """The k-th highest of each row of ``padded`` (at least k values filling more than half of the row, the
-    rest -inf)."""
+    """The k-th highest of each row of ``padded`` (more than half of it values, at least k, the rest -inf)."""
     w = padded.shape[1]
     if w >= 4 * _SAMPLE_STRIDE * k:
         sample = np.sort(padded[:, ::_SAMPLE_STRIDE], axis=1)
@@ -719,17 +650,17 @@ def _padded_kth(padded: np.ndarray, k: int) -> np.ndarray:
 
 def search_neighbours(stats: TermStats, rows, vectors, neighbors, *, open_, linked, settings: LinkerSettings,
                       eligible=None) -> tuple:
-    """The neighbour-index search ``candidate_pairs`` makes for these rows, alone (faiss runs outside
-    the GIL: a caller may search the next chunk while it links this one): the rows searched (those
-    that see a quarter of the index or more) and their hits, ``[(positions, (scores, rows)), ...]``."""
+    """The neighbour-index search ``candidate_pairs`` makes for these rows, alone (a caller may run it
+    in a thread): the rows searched (those that see a quarter of the index or more) and their hits,
+    ``[(positions, (scores, rows)), ...]``."""
     rows = np.asarray(rows, np.int64)
     if eligible is None:
         eligible = open_ & (stats.kind >= 0)
-    visible = _visible_count(stats, rows, eligible, linked)
+    visible = _visible_count(stats, stats.rank[rows], eligible, linked)
     total = int(neighbors.ntotal)
-    few = visible * _fetch(settings.candidates, neighbors) < total * settings.candidates
-    searched = np.flatnonzero(~few)
-    if len(searched) == 0 or _fetch(settings.candidates, neighbors) <= 0:
+    fetch = min(4 * settings.candidates + 1, total)
+    searched = np.flatnonzero(visible * fetch >= total * settings.candidates)
+    if len(searched) == 0 or fetch <= 0:
         return searched, None
     fetches = _fetches(visible[searched], settings.candidates, total)
     queries = np.ascontiguousarray(vectors[rows[searched]], dtype=np.float32)
@@ -742,47 +673,32 @@ def search_neighbours(stats: TermStats, rows, vectors, neighbors, *, open_, link
 
 
 #: The beam (efSearch) of a search from a row's own node, as a share of the index's: started among
-#: its neighbours, the smaller beam finds the exact top neighbours about as often. A search walked
-#: down from the top (an entry not in the index yet) keeps the whole beam: with less, a new entry's
-#: search in a small graph can end among strangers short of its near-copies
+#: its neighbours, the smaller beam finds the exact top neighbours about as often
 _OWN_NODE_BEAM = 0.8
-
-
 _LOWEST_SCORE = np.finfo(np.float32).min  #: a search's start scored so that it never takes a hit's place
 
 
 def index_search(neighbors, queries: np.ndarray, rows: np.ndarray, fetch: int):
-    """The index's ``fetch`` hits for these rows' vectors: (scores, rows), rows -1 when missing. The
-    rows are the index's own: an HNSW graph is searched on its ground level from each row's own node
-    (faiss ``search_level_0``, with ``_OWN_NODE_BEAM`` of its beam) instead of walking down from the
-    top; the row itself is never a hit. Any other index is searched as such."""
+    """The index's ``fetch`` hits for these rows' vectors: (scores, rows), rows -1 when missing. An
+    HNSW graph is searched on its ground level from each row's own node (``search_level_0``, with
+    ``_OWN_NODE_BEAM`` of its beam), the row itself never a hit; any other index as such."""
     import faiss
 
     if not isinstance(neighbors, faiss.IndexHNSW) or fetch < 2:
         return neighbors.search(queries, fetch)
 
     n = len(queries)
-    scores = np.full((n, fetch), -np.inf, np.float32)
-    found = np.full((n, fetch), -1, np.int64)
-    scores[:, :-1], found[:, :-1] = _ground_search(neighbors, queries, rows, fetch - 1)
-    return scores, found
-
-
-def _ground_search(neighbors, queries: np.ndarray, rows: np.ndarray, hits: int) -> tuple[np.ndarray, np.ndarray]:
-    """An HNSW graph's ``hits`` best on its ground level from each row's own node, with
-    ``_OWN_NODE_BEAM`` of its beam: (scores, rows), each (len(rows), hits), the row itself never
-    among them (see ``index_search``)."""
-    import faiss
-
-    n = len(queries)
     own = np.ascontiguousarray(rows, dtype=np.int32)
     start = np.full(n, _LOWEST_SCORE, np.float32)  # the start's own score, given low: it never takes a hit's place
-    scores, found = np.empty((n, hits), np.float32), np.empty((n, hits), np.int64)
+    hit_scores, hits = np.empty((n, fetch - 1), np.float32), np.empty((n, fetch - 1), np.int64)
     beam = _beam(max(1, round(_OWN_NODE_BEAM * neighbors.hnsw.efSearch)))
     with _one_faiss_thread(n == 1):  # one row: no thread team (faiss' own search starts none for one query)
-        neighbors.search_level_0(n, faiss.swig_ptr(queries), hits, faiss.swig_ptr(own), faiss.swig_ptr(start),
-                                 faiss.swig_ptr(scores), faiss.swig_ptr(found), 1, 1, beam)
-    found[found == np.asarray(rows)[:, None]] = -1  # should a faiss version list the start, it is not a hit
+        neighbors.search_level_0(n, faiss.swig_ptr(queries), fetch - 1, faiss.swig_ptr(own), faiss.swig_ptr(start),
+                                 faiss.swig_ptr(hit_scores), faiss.swig_ptr(hits), 1, 1, beam)
+    hits[hits == np.asarray(rows)[:, None]] = -1  # should a faiss version list the start, it is not a hit
+    scores = np.full((n, fetch), -np.inf, np.float32)
+    found = np.full((n, fetch), -1, np.int64)
+    scores[:, :-1], found[:, :-1] = hit_scores, hits
     return scores, found
 
 
@@ -803,12 +719,11 @@ def candidate_pairs(
 
     Returns arrays ``m, c`` and, per source, the candidate's position in that source's list
     (``pos_index``, ``pos_nn``, ``pos_session``; SENTINEL when absent); ``margin`` extra places
-    per list let a caller drop entries superseded later and still keep the best k. With
-    ``neighbors`` the index's hits are re-scored exactly; a row that sees under a quarter of the
-    index is scanned exactly instead. ``eligible`` counts what a row could see, so that one entry
-    and a batch choose alike; ``searched``: :func:`search_neighbours`' result, when searched
-    ahead. With ``settings.both_ends``: ``pos_own`` and ``pos_rev``, the pair's places in either
-    end's whole-frame list (:func:`whole_lists`); ``whole``: the candidates of such a list itself.
+    per list let a caller drop entries superseded later. A row that sees under a quarter of the
+    ``neighbors`` index is scanned exactly instead. ``eligible`` counts what a row could see, so
+    that one entry and a batch choose alike; ``searched``: :func:`search_neighbours`' result. With
+    ``settings.both_ends``: ``pos_own`` and ``pos_rev``, the pair's places in either end's
+    whole-frame list (:func:`whole_lists`); ``whole``: the candidates of such a list itself.
     """
     rows = np.asarray(rows, np.int64)
     k = settings.candidates + margin
@@ -858,13 +773,7 @@ def _exact_neighbours(stats, rows, vectors, open_, linked, k):
         return (np.zeros(0, np.int64),) * 3 + (np.zeros(0),)
     n = len(stats.ids)
     order = np.argsort(stats.rank[rows], kind="stable")
-    ranks = stats.rank[rows[order]]
-    held = stats._cache.get("linkable ranks")
-    if held is None or held[0] is not open_ or held[1] is not linked:  # kept per flags: a connect calls it per chunk
-        base = open_ & (stats.kind >= 0)
-        held = stats._cache["linkable ranks"] = (open_, linked, int(np.count_nonzero(base & linked)),
-                                                  np.sort(stats.rank[base & ~linked]))
-    seen = held[2] + np.searchsorted(held[3], ranks)  # columns each row may see
+    seen = _visible_count(stats, stats.rank[rows[order]], open_, linked, linkable=True)  # columns each row may see
     width = np.where(2 * seen < n, np.maximum(seen, 1), n)
     parts, i = [], 0
     while i < len(rows):  # the longest run whose last (widest) row keeps the block under the cap
@@ -881,51 +790,45 @@ def _exact_neighbours(stats, rows, vectors, open_, linked, k):
 
 
 def _exact_block(stats, rows, vectors, open_, linked, k):
-    """``_exact_neighbours`` of one block of rows."""
+    """``_exact_neighbours`` of one block of rows: approximate cosines (in the vectors' precision)
+    against the columns the rows may see, the best re-scored exactly."""
     seen = open_ & (stats.kind >= 0) & (linked | (stats.rank < stats.rank[rows].max()))
     cols = np.flatnonzero(seen)
     if 2 * len(cols) >= len(stats.ids):  # most of the bank: score it all (a view)
         cols = np.arange(len(stats.ids))
     elif len(cols) and cols[-1] - cols[0] + 1 <= 1.25 * len(cols):  # nearly a run of rows: score the run (a view)
         cols = np.arange(cols[0], cols[-1] + 1)
-    sims = _similarities(vectors, rows, cols)
-    _hide(sims, stats, rows, cols, open_, linked)
+    if len(cols) and cols[-1] - cols[0] + 1 == len(cols):  # a run of rows (a bank in time order): a view
+        against = vectors[int(cols[0]) : int(cols[-1]) + 1]
+    else:
+        against = vectors[cols]
+    if len(rows) <= 4:  # a plain loop: a threaded BLAS call costs milliseconds of wake-up next to polars' threads
+        sims = np.stack([np.einsum("ij,j->i", against, vectors[r]) for r in rows])
+    else:
+        sims = vectors[rows] @ against.T
+    if len(cols):  # -inf where a row may not see the column (``_visible_from``) or is the column itself
+        needs = _visible_from(stats, open_, linked)[cols]
+        ranks = stats.rank[rows]
+        late = np.flatnonzero(needs >= ranks.min())
+        if len(late):
+            part = sims[:, late]
+            part[needs[late][None, :] >= ranks[:, None]] = -np.inf
+            sims[:, late] = part
+        at = np.minimum(np.searchsorted(cols, rows), len(cols) - 1)
+        own = np.flatnonzero(cols[at] == rows)
+        sims[own, at[own]] = -np.inf
     exact = lambda r, c: hit_cosines(vectors, rows[r], cols[c])  # noqa: E731
     r, c, pos, cos = _top_k(sims, k, stats.rank[cols], exact, slack=_SLACK)
     return r, cols[c], pos, cos
 
 
-def _hide(sims: np.ndarray, stats, rows: np.ndarray, cols: np.ndarray, open_: np.ndarray, linked: np.ndarray) -> None:
-    """Set to -inf the scores of ``rows`` against ``cols`` (sorted) that a row cannot see (``_visible_pairs``:
-    the rank an entry must exceed to be seen, ``_visible_from``) and of the row itself."""
-    if len(cols) == 0:
-        return
-    needs = _visible_from(stats, open_, linked)[cols]
-    ranks = stats.rank[rows]
-    late = np.flatnonzero(needs >= ranks.min())
-    if len(late):
-        part = sims[:, late]
-        part[needs[late][None, :] >= ranks[:, None]] = -np.inf
-        sims[:, late] = part
-    at = np.minimum(np.searchsorted(cols, rows), len(cols) - 1)
-    own = np.flatnonzero(cols[at] == rows)
-    sims[own, at[own]] = -np.inf
-
-
-def _fetch(base: int, neighbors) -> int:
-    return min(4 * base + 1, int(neighbors.ntotal))
-
-
-#: Hits fetched per searched row, in multiples of the candidates it keeps (plus one: itself). A row
-#: searched that sees a quarter to three eighths of the index fetches 6 times its candidates, not
-#: 4: about 1.5 times its candidates are then visible among its hits
+#: Hits fetched per searched row, in multiples of the candidates it keeps (plus one: itself)
 _FETCH_STEPS = (1.5, 2.0, 3.0, 4.0, 6.0)
 
 
 def _fetches(visible: np.ndarray, base: int, total: int) -> np.ndarray:
-    """Hits to fetch per row: about 1.5 ``base`` of them visible when the index's entries are spread evenly,
-    that is ``1.5 base total / visible``, rounded up to a step of ``_FETCH_STEPS`` (at most 6 base), plus one,
-    at most the index.
+    """Hits to fetch per row: ``1.5 base total / visible`` (about 1.5 base of them visible), rounded up
+    to a step of ``_FETCH_STEPS``, plus one, at most the index.
 
     >>> _fetches(np.array([1000, 500, 375, 260]), 40, 1000).tolist()
     [61, 121, 161, 241]
@@ -936,23 +839,20 @@ def _fetches(visible: np.ndarray, base: int, total: int) -> np.ndarray:
     return np.minimum(steps[step] + 1, total)
 
 
-def _visible_count(stats, rows, eligible, linked) -> np.ndarray:
-    """Per row, how many eligible entries are linked or created earlier: the same whether the rows
-    are linked one by one or together (an entry linked in between was created earlier)."""
-    held = stats._cache.get("visible count")
-    if held is not None and held[0] is eligible and held[1] is linked:  # one entry after another: read once
-        always, ranks = held[2], held[3]
-    else:
-        always = int(np.count_nonzero(eligible & linked))
-        ranks = np.sort(stats.rank[eligible & ~linked])
-        stats._cache["visible count"] = (eligible, linked, always, ranks)
-    return always + np.searchsorted(ranks, stats.rank[rows]).astype(np.int64)
+def _visible_count(stats, ranks, flags, linked, linkable: bool = False) -> np.ndarray:
+    """Per rank, how many ``flags`` entries (the linkable ones, with ``linkable``) are linked or created
+    earlier: the same one by one or together (kept per flag arrays: a connect asks per chunk)."""
+    slot = ("visible count", linkable)
+    held = stats._cache.get(slot)
+    if held is None or held[0] is not flags or held[1] is not linked:
+        base = flags & (stats.kind >= 0) if linkable else flags
+        held = stats._cache[slot] = (flags, linked, int(np.count_nonzero(base & linked)), np.sort(stats.rank[base & ~linked]))
+    return held[2] + np.searchsorted(held[3], ranks).astype(np.int64)
 
 
 def index_neighbours(stats: TermStats, rows, vectors, open_, linked, k: int, hits):
-    """Nearest neighbours from an index (``hits``: :func:`search_neighbours`' hits of these rows),
-    the visible ones re-scored exactly, the best ``k`` kept (ties: the newer first): ``b, c, pos``
-    and each pair's exact cosine."""
+    """Nearest neighbours from an index's ``hits`` (:func:`search_neighbours`), the visible ones re-scored
+    exactly, the best ``k`` kept (ties: the newer first): ``b, c, pos`` and each pair's exact cosine."""
     rows = np.asarray(rows, np.int64)
     if len(rows) == 0 or not hits:
         empty = np.zeros(0, np.int64)
@@ -996,26 +896,12 @@ def _index_hits(stats, rows, vectors, open_, linked, k, found):
 
 
 def _row_hits(stats, rows, vectors, open_, linked, k, found):
-    """``_index_hits`` of one row (``found``: its hits) in a third of the steps: the same pairs,
-    order and bits (its visible hits by cosine, then the newer entry)."""
+    """``_index_hits`` of one row in a third of the steps, to the same bits."""
     found = found[(found >= 0) & (found < len(stats.ids))]
     packed = found[_visible_pairs(stats, rows, np.zeros(len(found), np.int64), found, open_, linked)]
     cos = _dots(vectors, packed, np.full(len(packed), rows[0], np.int64))
     order = np.lexsort((-stats.rank[packed], -cos))[:k]
     return np.zeros(len(order), np.int64), packed[order], np.arange(len(order), dtype=np.int64), cos[order]
-
-
-def _similarities(vectors, rows, cols) -> np.ndarray:
-    """Approximate cosines of rows against the bank's ``cols``, in the vectors' precision: a BLAS
-    product for a batch, a plain loop for a few rows (a threaded BLAS call costs milliseconds of
-    wake-up next to polars' thread pool)."""
-    if len(cols) and cols[-1] - cols[0] + 1 == len(cols):  # a run of rows (a bank in time order): a view
-        against = vectors[int(cols[0]) : int(cols[-1]) + 1]
-    else:
-        against = vectors[cols]
-    if len(rows) <= 4:
-        return np.stack([np.einsum("ij,j->i", against, vectors[r]) for r in rows])
-    return vectors[rows] @ against.T
 
 
 def _session(stats, rows, open_, linked, k):
@@ -1033,20 +919,15 @@ def _closest_in_time(stats, rows, b, c, open_, linked, k):
     """Per row, the first k of its visible candidates (pairs ``b``, ``c``) by time apart (ties: the newer first)."""
     ok = _visible_pairs(stats, rows, b, c, open_, linked)
     b, c = b[ok], c[ok]
-    order = np.lexsort((-stats.rank[c], np.abs(stats.time_us[c] - stats.time_us[rows[b]]), b))
-    b, c = b[order], c[order]
-    pos = np.arange(len(b)) - np.searchsorted(b, np.arange(len(rows)))[b]
-    keep = pos < k
-    return b[keep], c[keep], pos[keep]
+    return _first_k(b, c, -np.abs(stats.time_us[c] - stats.time_us[rows[b]]), k, stats.rank, len(rows))[:3]
 
 
 _NEAR_WINDOW = 4  #: ``_written_near`` reads this many times k places either side
 
 
 def _written_near(stats, rows, open_, linked, k):
-    """Per row without a session, the k visible entries without one written closest to it (ties:
-    the newer first), among the ``_NEAR_WINDOW`` x k written just before and just after it: a
-    commit's follow-ups come soon after it, and a bank without sessions lists them nowhere else."""
+    """Per row without a session, the k visible entries without one written closest to it (ties: the
+    newer first), among the ``_NEAR_WINDOW`` x k either side: a commit's follow-ups come soon after it."""
     empty = (np.zeros(0, np.int64),) * 3
     lone = np.flatnonzero(stats.session[rows] < 0)
     if lone.size == 0 or k <= 0:
@@ -1122,9 +1003,7 @@ def whole_lists(stats: TermStats, *, rel: Relations, eligible: np.ndarray, setti
 
 
 def _list_places(stats: TermStats, rows: np.ndarray, lists, open_, linked) -> list[tuple]:
-    """``candidate_pairs``' parts ``own`` (each row's whole-frame list, the entries it may see, at
-    their places there) and ``rev`` (the entries it may see whose whole-frame list holds the row,
-    at the row's place in theirs)."""
+    """``candidate_pairs``' parts ``own`` (the row's whole-frame list) and ``rev`` (the lists that hold the row)."""
     starts, other, (h_starts, holder, h_place) = lists
     parts = []
     for name, bounds, found, place in (("own", starts, other, None), ("rev", h_starts, holder, h_place)):

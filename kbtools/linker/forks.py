@@ -1,9 +1,5 @@
-"""Worker processes forked with what they read already in memory (Linux only): a big connect's
-chunk workers (``pipeline``).
-
-Fork, not spawn: a worker starts with the statistics, vectors and texts in memory (shared until
-written) instead of importing and reading them again. A forked worker runs numpy, scipy, faiss or
-plain Python only, never polars, whose threads a fork does not copy.
+"""Worker processes forked with the bank already in memory (Linux only): a big connect's chunk
+workers (``pipeline``). A forked worker never runs polars, whose threads a fork does not copy.
 
 >>> cpus() >= 1
 True
@@ -45,9 +41,7 @@ _PR_SET_PDEATHSIG = 1  #: prctl(2)
 
 
 def die_with_parent() -> None:
-    """Ask Linux to kill this worker when the process that forked it ends (killed, out of memory, a
-    scheduler's SIGTERM): else the worker would wait on its queue for ever, holding its copy of the
-    bank's pages."""
+    """Ask Linux to kill this worker when the process that forked it ends (else it would wait for ever)."""
     parent = multiprocessing.parent_process()
     try:
         ctypes.CDLL(None, use_errno=True).prctl(_PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
@@ -64,12 +58,9 @@ _KEPT_BLOCK = 256 << 20
 
 
 def keep_freed_memory() -> bool:
-    """In a worker that allocates and frees the same large arrays chunk after chunk: ask glibc to
-    serve blocks up to ``_KEPT_BLOCK`` from the heap and to keep freed memory (mallopt), instead
-    of mapping fresh zeroed pages for each large array and returning them when it is freed. The
-    pages are then faulted in once, not once per chunk, which cuts a whole-bank connect's page
-    faults and system time about tenfold (docs/performance.md). The worker's memory stays at its
-    peak until it ends. Returns whether glibc took it (False elsewhere)."""
+    """Ask glibc (mallopt) to serve blocks up to ``_KEPT_BLOCK`` from the heap and keep freed memory:
+    a worker that allocates the same large arrays chunk after chunk then faults its pages in once.
+    Returns whether glibc took it (False elsewhere)."""
     try:
         libc = ctypes.CDLL(None)
         return bool(libc.mallopt(_M_MMAP_THRESHOLD, _KEPT_BLOCK)) and bool(libc.mallopt(_M_TRIM_THRESHOLD, 2 * _KEPT_BLOCK))

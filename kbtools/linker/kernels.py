@@ -1,22 +1,9 @@
-"""Compiled loops for two of the linker's steps, with numba when it is installed (the ``fast`` extra).
-
-A whole-bank connect spent about a fifth of its CPU in two steps that numpy can only do with
-sorts and binary searches over every pair's terms: the shared terms of each candidate pair
-(``evidence._shared``) and each row's best lexical candidates, the votes of its rarest terms
-(``evidence._votes`` then ``evidence._best``). Here each is one loop per pair or per row, compiled
-by numba: a merge of two sorted posting lists, and a dense accumulator with a small heap. Each is
-kept because a whole connect at 20k spends a real share of its time in its step: with that loop
-switched to its numpy step, the connect's CPU time grows by about a fifth.
-
-They give the numpy steps' results bit for bit: the same terms summed in the same order (term by
-term from 0.0, a pair's shared terms and a row's votes alike), the same ties. Tests
-compare both on generated and real banks; ``KB_KERNELS=numpy`` turns the compiled loops off.
-
-Without numba, or with ``KB_KERNELS=numpy``, :func:`available` is False and the linker runs its
-numpy steps. The loops run once :func:`warm` has compiled them: about 10 s the first time on a
-machine, then read back from numba's cache beside this module in about 0.5 s (and 0.4 s for
-numba's own import), once a process. A connect of many chunks (``pipeline.KERNELS_FROM``) does it
-before it forks its worker processes, which start with the loops in memory.
+"""Compiled loops (numba, the ``fast`` extra) for two linker steps: the shared terms of each pair
+(``evidence._shared``, a merge of two sorted posting lists) and each row's best lexical candidates
+(``evidence._votes`` then ``evidence._best``, a dense accumulator with a small heap). They give the
+numpy steps' results bit for bit (the same sums in the same order, the same ties); without numba, or
+with ``KB_KERNELS=numpy``, the numpy steps run. :func:`warm` compiles them (or reads numba's cache),
+once a process: a big connect (``pipeline.KERNELS_FROM``) does it before it forks its workers.
 
 >>> import numpy as np
 >>> indptr, indices = np.array([0, 2, 4]), np.array([1, 3, 1, 2], np.int32)
@@ -38,8 +25,7 @@ __all__ = ["available", "ready", "warm", "shared_sums", "joined_parts", "visibil
 
 
 def _fixed(a, dtype=None) -> np.ndarray:
-    """``a`` as a read-only contiguous array (of ``dtype``): numba compiles once per array type, and
-    the statistics' arrays are read-only or not by how they were built."""
+    """``a`` read-only and contiguous: numba compiles once per array type."""
     out = np.ascontiguousarray(a, dtype=dtype).view()
     out.flags.writeable = False
     return out
@@ -52,8 +38,7 @@ except Exception:  # noqa: BLE001 - not installed, or not importable here (a num
 
 
 def _jit(**options):
-    """numba's ``njit``, its compiled code cached on disk beside this module (or in numba's user
-    cache); without numba, the plain function (never called: ``available`` is False)."""
+    """numba's ``njit`` with a disk cache (without numba: the plain function, never called)."""
     if numba is None:
         return lambda fn: fn
 
@@ -198,16 +183,14 @@ _warmed = False  #: whether ``warm`` compiled (or read) the loops in this proces
 
 
 def ready() -> bool:
-    """Whether the linker's steps use the compiled loops now: they can run and were warmed (by a
-    big connect, see ``pipeline.KERNELS_FROM``). Until then the numpy steps run: reading the
-    compiled code back costs more than the loops save on a small batch."""
+    """Whether the linker's steps use the compiled loops now: they can run and were warmed (a small
+    batch keeps the numpy steps: reading the compiled code back costs more than the loops save)."""
     return _warmed and available()
 
 
 def warm() -> bool:
-    """Compile (or read from numba's cache) the loops now, once a process: a connect does it
-    before it forks its workers, which then have them. From then on ``ready()``; returns it.
-    Should numba fail (a compiler error, an unreadable cache), it warns and the numpy steps run."""
+    """Compile (or read from numba's cache) the loops, once a process; returns ``ready()``. Should
+    numba fail, it warns and the numpy steps run."""
     global _warmed
     if not available():
         return False

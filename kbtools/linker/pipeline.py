@@ -1,13 +1,8 @@
 """The candidates and evidence of a connect's chunks, computed ahead of the sequential linking.
 
-A chunk's candidates and evidence (``candidate_pairs``, ``pair_evidence``) depend only on the bank
-as it was read, never on the links planned so far, so they can be computed before the linking
-reaches the chunk. ``chunk_evidence`` yields them chunk after chunk, in order, either from this
-process (the next chunk's neighbour-index search in a thread: faiss runs outside the GIL) or, for a
-big connect, from worker processes forked with the bank already in memory: the linking in this
-process and the numpy work of the next chunks then run on separate cores. Both give the same
-arrays, bit for bit (the same functions over the same inputs); a worker sends back only those the
-linking reads (``ChunkWork.keep``).
+They depend only on the bank as read, never on the links planned so far: ``chunk_evidence`` yields
+them chunk after chunk, from this process (the next chunk's index search in a thread) or from worker
+processes forked with the bank in memory, the same arrays bit for bit either way.
 
 >>> auto_workers(1, cpus=8), auto_workers(40, cpus=1), auto_workers(40, cpus=2) > 0
 (0, 0, True)
@@ -35,18 +30,13 @@ from kbtools.linker.terms import TermStats
 
 __all__ = ["ChunkWork", "chunk_evidence", "auto_workers", "use_kernels", "CHUNK_ROWS", "KERNELS_FROM"]
 
-#: From this many chunks a connect forks worker processes. Fewer: the fork and the wait for the
-#: first chunk cost what the workers save
+#: From this many chunks a connect forks worker processes (fewer: the fork costs what they save)
 PROCESSES_FROM = 6
-#: At most this many worker processes (the linking itself stays one sequential thread: past a few
-#: workers it is what the connect waits on)
+#: At most this many worker processes (past a few, the sequential linking is what a connect waits on)
 MAX_WORKERS = 8
-#: Entries a connect links per chunk with a neighbour index (without one, fewer on a big bank: each
-#: entry of a chunk scans the bank densely)
+#: Entries a connect links per chunk with a neighbour index
 CHUNK_ROWS = 512
-#: From this many chunks a connect runs compiled loops (``kernels``, with numba installed: the
-#: ``fast`` extra): the shared terms and the best votes. They are read back from numba's cache
-#: before the workers fork (once a process) and give the same bits
+#: From this many chunks a connect runs the compiled loops (``kernels``, with numba installed)
 KERNELS_FROM = 40
 #: Chunks computed ahead per worker (each holds its pairs' arrays until the linking reads them)
 _AHEAD = 2
@@ -54,8 +44,7 @@ _AHEAD = 2
 
 @dataclass(frozen=True, eq=False)
 class ChunkWork:
-    """What a chunk's candidates and evidence read: the bank's statistics, relations and flags, the
-    settings and the vectors (with their neighbour index, or a ``cosine`` function)."""
+    """What a chunk's candidates and evidence read."""
 
     stats: TermStats
     rel: Relations
@@ -67,14 +56,13 @@ class ChunkWork:
     neighbors: object = None
     eligible: np.ndarray | None = None
     margin: int = 0
-    #: the names of the pairs' and of the evidence's arrays a worker process sends back (None: all):
-    #: the linking reads 21 of their 32 arrays, two thirds of the bytes a chunk sends
+    #: the names of the pairs' and of the evidence's arrays a worker process sends back (None: all)
     keep: tuple[tuple[str, ...], tuple[str, ...]] | None = None
     #: whether the processes computing chunks run the compiled loops (``use_kernels``)
     kernels: bool = False
 
     def search(self, rows: np.ndarray):
-        """The neighbour-index search of these rows (None without an index): GIL-free faiss."""
+        """The neighbour-index search of these rows (None without an index)."""
         if self.vectors is None or self.neighbors is None:
             return None
         return search_neighbours(self.stats, rows, self.vectors, self.neighbors, open_=self.open_, linked=self.linked,
@@ -92,8 +80,7 @@ class ChunkWork:
         return pairs, ev
 
     def prepare(self) -> None:
-        """Compute what the statistics build lazily and every chunk reads, once, before a fork (else
-        each worker would build it again)."""
+        """Build what the statistics make lazily and every chunk reads, once, before a fork."""
         st = self.stats
         if len(st.ids):
             st.transposed_parts()
@@ -102,8 +89,7 @@ class ChunkWork:
                 kernel_parts(st)
 
     def warm(self) -> None:
-        """The compiled loops read back, when this connect uses them (once a process; a worker
-        forked after it has them)."""
+        """The compiled loops read back, when this connect uses them."""
         if self.kernels:
             import kbtools.linker.kernels as kernels
 
@@ -111,18 +97,15 @@ class ChunkWork:
 
 
 def use_kernels(chunks: int) -> bool:
-    """Whether a connect of this many chunks runs the compiled loops: from ``KERNELS_FROM`` chunks,
-    with numba installed and ``KB_KERNELS`` not ``numpy``."""
+    """Whether a connect of this many chunks runs the compiled loops (``KERNELS_FROM``, numba, ``KB_KERNELS``)."""
     if chunks < KERNELS_FROM or os.environ.get("KB_KERNELS", "").strip().lower() == "numpy":
         return False
     return importlib.util.find_spec("numba") is not None
 
 
 def auto_workers(chunks: int, *, cpus: int | None = None) -> int:
-    """Worker processes for a connect of this many chunks: none for a few chunks, on one core, in a
-    process that is itself a pool's worker (a fleet of banks spreads its banks over the cores
-    already; a daemonic one may not start processes), or where processes cannot be forked safely
-    (only Linux forks here); else one per core, at most ``MAX_WORKERS``."""
+    """Worker processes for a connect of this many chunks: none for a few chunks, on one core, or
+    where this process may not fork (``forks.may_fork``); else one per core, at most ``MAX_WORKERS``."""
     if cpus is None:
         cpus = forks.cpus()
     if chunks < PROCESSES_FROM or cpus < 2 or not forks.may_fork():
@@ -133,12 +116,9 @@ def auto_workers(chunks: int, *, cpus: int | None = None) -> int:
 @contextlib.contextmanager
 def chunk_evidence(work: ChunkWork, chunks: list[np.ndarray], *, workers: int = 0,
                    while_waiting=None) -> Iterator[Iterator[tuple[dict, dict]]]:
-    """An iterator of ``(pairs, ev)`` per chunk, in order, computed ahead: by ``workers`` forked
-    processes, or (0) in this process with the next chunk's search in a thread. Leaving the context
-    stops what it started; a worker that dies (killed, out of memory) hands its chunks back to this
-    process, so the connect still finishes with the same arrays. ``while_waiting()``: called again
-    and again while the next chunk is not ready from the workers, as long as it returns True (it
-    has more to do)."""
+    """An iterator of ``(pairs, ev)`` per chunk, in order, computed ahead by ``workers`` forked
+    processes (0: in this process). A worker that dies hands its chunks back to this process.
+    ``while_waiting()`` is called while the next chunk is not ready, as long as it returns True."""
     if workers > 0 and len(chunks) and forks.can_fork():
         work.prepare()
         work.warm()  # the workers start with the compiled loops in memory
@@ -165,9 +145,7 @@ def _in_process(work: ChunkWork, chunks, ahead) -> Iterator[tuple[dict, dict]]:
 
 @contextlib.contextmanager
 def _forked(work: ChunkWork, workers: int):
-    # fork, not spawn: the workers start with the statistics, vectors and index in memory (shared
-    # until written); they call numpy, scipy and faiss only, never polars (whose threads a fork
-    # does not copy)
+    # fork: the workers start with the bank in memory; they never call polars (a fork drops its threads)
     pool = ProcessPoolExecutor(max_workers=workers, mp_context=multiprocessing.get_context("fork"),
                                initializer=_start_worker, initargs=(work,))
     try:
@@ -185,8 +163,7 @@ def _start_worker(work: ChunkWork) -> None:
     forks.die_with_parent()
     forks.keep_freed_memory()
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the caller's: it stops the pool
-    # one thread each: the cores are the workers' and the linking's (idle BLAS and OpenMP threads
-    # spin), and the linking, which the connect waits on, goes first
+    # one thread each, niced: the linking, which the connect waits on, goes first
     from threadpoolctl import threadpool_limits
 
     threadpool_limits(1)

@@ -27,7 +27,7 @@ import polars as pl
 from kbtools.errors import EntryNotFound, ValidationError
 from kbtools.linker.evidence import candidate_pairs, pair_evidence, relations, whole_lists
 from kbtools.linker.pipeline import CHUNK_ROWS, ChunkWork, auto_workers, chunk_evidence, use_kernels
-from kbtools.linker.rules import KINDS, LINKER_DEFAULTS, LinkerSettings, kind_code
+from kbtools.linker.rules import DECISION, KINDS, LINKER_DEFAULTS, LinkerSettings
 from kbtools.linker.state import LINKING_READS, LinkPlan, LinkChoice, EdgeIndex, LinkState
 from kbtools.linker.terms import TermStats, gc_paused, metadata_of
 from kbtools.linker.wording import why_text
@@ -39,8 +39,6 @@ __all__ = ["LinkPlan", "plan_links", "plan_connect", "apply_links", "why_text"]
 #: of the bank's entries (a first connect, a relink); a smaller one reads each entry's own lists.
 BOTH_ENDS_FROM = 0.25
 
-_DECISION = kind_code("decision")  #: a decision's code in ``TermStats.kind``
-
 
 # ---------------------------------------------------------------- public door
 
@@ -51,9 +49,7 @@ def plan_links(entry_id, entries, edges, triples, *, vectors=None, cosine=None, 
     links, degree cap, takeover by a replacing decision).
 
     ``neighbors``, with ``vectors``: a nearest-neighbour index over the entries' rows (a
-    ``faiss.Index``, or any object with ``ntotal`` and ``search(x, k) -> (scores, rows)``) searched
-    instead of scanning every vector; an entry that sees under a quarter of the index is scanned
-    exactly (``evidence.search_neighbours``).
+    ``faiss.Index``, or any object with ``ntotal`` and ``search(x, k) -> (scores, rows)``).
 
     >>> import polars as pl, datetime as dt
     >>> t = dt.datetime(2026, 11, 1, tzinfo=dt.timezone.utc)
@@ -114,7 +110,7 @@ def plan_connect(entries, edges, triples, *, ids=None, vectors=None, cosine=None
     chosen = chosen[np.argsort(st.rank[chosen], kind="stable")]
     # the decisions' structural links first: the entries they supersede widen every candidate list
     # (``margin``); the others' are read as each entry is linked
-    structs = {r: ctx.structural(r) for r in chosen[st.kind[chosen] == _DECISION].tolist()}
+    structs = {r: ctx.structural(r) for r in chosen[st.kind[chosen] == DECISION].tolist()}
     margin = len({t for s in structs.values() for typ, t in s if typ == "supersedes" and t is not None})
     if settings.both_ends and len(chosen) < BOTH_ENDS_FROM * len(st.ids):
         # a small connect on a big bank (the night's new entries): each entry's own lists, as a
@@ -233,12 +229,10 @@ class PlanContext:
         if neighbors is not None:
             _check_neighbors(neighbors, vectors, entries.height)
         self.stats, self.settings, self.now_us = stats, settings, _to_us(now)
-        self.neighbors = neighbors
         self.vectors, self.cosine = vectors, cosine
         self.rel = cached_relations(stats, triples)
         self.superseded, self.open_, self.linked = _entry_flags(stats, entries)
         self.metadata = entries["metadata"] if "metadata" in entries.columns else None
-        self.ids = stats.ids
         if edges is None:
             edges = pl.DataFrame(schema=SCHEMAS["edges"])
         if not isinstance(edges, pl.DataFrame):
@@ -273,9 +267,9 @@ class PlanContext:
         cache["edges_seen"] = self.edges_input
         frame = self.edges_input.with_row_index("_orig")
         relevant = {row, *candidates.tolist(), *(t for _, t in struct if t is not None), *self.replacers(row, frame)}
-        ids = [self.ids[r] for r in relevant]
+        ids = [self.stats.ids[r] for r in relevant]
         touching = frame.filter(pl.col("src").is_in(ids) | pl.col("dst").is_in(ids))
-        old = [self.ids[t] for typ, t in struct if typ == "supersedes" and t is not None]
+        old = [self.stats.ids[t] for typ, t in struct if typ == "supersedes" and t is not None]
         if old:
             near = touching.filter(pl.col("src").is_in(old) | pl.col("dst").is_in(old))
             more = ids + list(set(near["src"].to_list()) | set(near["dst"].to_list()))
@@ -307,7 +301,7 @@ class PlanContext:
             return []
         sup = frame.filter(pl.col("type") == "supersedes").select("dst", "src").rows()
         by = dict(sup)
-        chain, cur = [], self.ids[row]
+        chain, cur = [], self.stats.ids[row]
         while cur in by and len(chain) < 1000:
             cur = by[cur]
             if cur not in self.stats.row_of or self.stats.row_of[cur] in chain:

@@ -1,7 +1,8 @@
 """The linker's tables: settings, kinds, priors, cue words and the type rules (seed 001, steps 4-6).
 
->>> prior("decision", "goal"), prior("goal", "decision"), prior("preference", "fact")
-(1.0, 1.0, 0.5)
+>>> p = prior_matrix()
+>>> p[kind_code("decision"), kind_code("goal")], p[kind_code("goal"), kind_code("decision")], p[kind_code("fact"), 0]
+(np.float64(1.0), np.float64(1.0), np.float64(0.75))
 >>> link_type("lesson", "procedure")
 ('refines', True)
 >>> link_type("event", "event", fix_a=True, problem_b=True, a_later=True, same_session=True)
@@ -32,7 +33,6 @@ __all__ = [
     "FIX_RE",
     "PROGRESS_RE",
     "kind_code",
-    "prior",
     "prior_matrix",
     "link_type",
 ]
@@ -209,25 +209,17 @@ def kind_code(kind: str | None) -> int:
     return _CODE.get(kind or "", -1)
 
 
-def prior(kind_a: str, kind_b: str) -> float:
-    """The prior of a pair of kinds (symmetric).
-
-    >>> prior("event", "event")
-    0.85
-    """
-    a, b = KINDS[kind_code(kind_a)], KINDS[kind_code(kind_b)]
-    if "preference" in (a, b):
-        return _PREFERENCE_PRIOR
-    return PRIORS.get((a, b), PRIORS.get((b, a), _UNLISTED_PRIOR))
-
-
 def prior_matrix() -> np.ndarray:
-    """The priors as a (kinds x kinds) array indexed by kind code.
+    """The priors of pairs of kinds (symmetric) as a (kinds x kinds) array indexed by kind code.
 
-    >>> prior_matrix()[kind_code("lesson"), kind_code("procedure")]
-    np.float64(1.0)
+    >>> prior_matrix()[kind_code("lesson"), kind_code("procedure")], prior_matrix()[PREFERENCE, FACT]
+    (np.float64(1.0), np.float64(0.5))
     """
-    return np.array([[prior(a, b) for b in KINDS] for a in KINDS])
+    out = np.full((len(KINDS), len(KINDS)), _UNLISTED_PRIOR)
+    for (a, b), value in PRIORS.items():
+        out[_CODE[a], _CODE[b]] = out[_CODE[b], _CODE[a]] = value
+    out[PREFERENCE, :] = out[:, PREFERENCE] = _PREFERENCE_PRIOR
+    return out
 
 
 _INFORMERS = frozenset({"knowledge", "fact", "preference", "insight"})

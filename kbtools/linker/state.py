@@ -1,10 +1,6 @@
 """The sequential state of a linking plan (seed 001, steps 5-7): the input edges by entry row
 (``EdgeIndex``), each chunk's candidate order (``LinkChoice``) and the links added, evicted and taken
-over entry after entry (``LinkState``), returned as a ``LinkPlan``. ``planning`` drives it.
-
->>> LinkPlan.empty().add.height
-0
-"""
+over entry after entry (``LinkState``), returned as a ``LinkPlan``. ``planning`` drives it."""
 
 from __future__ import annotations
 
@@ -19,7 +15,7 @@ import scipy.sparse as sp
 
 from kbtools.errors import ValidationError
 from kbtools.linker.evidence import SENTINEL, pair_evidence
-from kbtools.linker.rules import KINDS, LinkerSettings, kind_code, link_type
+from kbtools.linker.rules import GOAL, KINDS, LinkerSettings, link_type
 from kbtools.linker.terms import TermStats, row_positions
 from kbtools.linker.wording import TEXT_VALUES, evidence_json, evidence_texts, why_text
 from kbtools.model.fading import fade
@@ -34,6 +30,7 @@ _NONE: frozenset = frozenset()
 _COPIED = ("feedback", "manual", "author")
 _UPDATES_SCHEMA = {"id": pl.String, "status": pl.String, "linked_at": TIME}
 _NO_EDGES = pl.DataFrame(schema=SCHEMAS["edges"])  #: frames are immutable: one empty plan frame serves all
+_COUNTS = ("links", "structural", "taken_over", "evicted", "capped", "rederived", "missing_structure")
 
 
 @dataclass(frozen=True)
@@ -53,8 +50,7 @@ class LinkPlan:
     @classmethod
     def empty(cls, report=None) -> "LinkPlan":
         """A plan that changes nothing."""
-        return cls(pl.DataFrame(schema=SCHEMAS["edges"]), pl.DataFrame(schema=SCHEMAS["edges"]),
-                   pl.DataFrame(schema=_UPDATES_SCHEMA), dict(report or {}))
+        return cls(_NO_EDGES, _NO_EDGES, pl.DataFrame(schema=_UPDATES_SCHEMA), dict(report or {}))
 
 
 #: Up to this many edges, an edge index reads its columns into Python once; above, row by row.
@@ -63,9 +59,8 @@ _EDGE_COLUMNS = ["_orig", "src", "dst", "type", "source", "note", "evidence", "w
 
 
 def _edge_columns(frame: pl.DataFrame, row_of: dict):
-    """Per edge: its ends' rows (-1 when not an entry), the code of its canonical type (among
-    ``n_types``), whether it is a supersedes edge, whether its source is capped and whether it is
-    a part_of edge."""
+    """Per edge: its ends' rows (-1 when not an entry), its canonical type's code (among ``n_types``),
+    and whether it is a supersedes edge, an automatic (capped) one, a part_of edge."""
     src = np.array([row_of.get(x, -1) for x in frame["src"].to_list()], dtype=np.int64)
     dst = np.array([row_of.get(x, -1) for x in frame["dst"].to_list()], dtype=np.int64)
     types = ["" if t is None else t for t in frame["type"].to_list()]
@@ -76,9 +71,6 @@ def _edge_columns(frame: pl.DataFrame, row_of: dict):
     capped = np.array([x in _CAPPED for x in frame["source"].to_list()], dtype=bool)
     part = np.array([t == "part_of" for t in types], dtype=bool)
     return src, dst, code, len(canon), sup, capped, part
-
-
-_GOAL = kind_code("goal")
 
 
 class EdgeIndex:
@@ -96,21 +88,20 @@ class EdgeIndex:
         self._cols = None
         n = len(row_of)
         src, dst, code, n_types, sup_flag, capped_flag, part_flag = _edge_columns(self.frame, row_of)
-        canon = range(n_types)
         known = np.flatnonzero((src >= 0) & (dst >= 0))
         # one edge per key (src, dst, canonical type), the last, as a dictionary keyed by it holds;
         # sorted by the pair of rows they join first, so that the pairs' counts come from the same sort
         n_pairs = max(n, 1)
-        if 2.0 * n_pairs * n_pairs * max(len(canon), 1) >= 2.0**62:
+        if 2.0 * n_pairs * n_pairs * max(n_types, 1) >= 2.0**62:
             raise ValidationError("edges", f"{n} entries", "too many rows for the edge index's int64 keys")
         lo, hi = np.minimum(src[known], dst[known]), np.maximum(src[known], dst[known])
-        key = ((lo * n_pairs + hi) * 2 + (src[known] > dst[known])) * len(canon) + code[known]
+        key = ((lo * n_pairs + hi) * 2 + (src[known] > dst[known])) * n_types + code[known]
         order = np.argsort(key, kind="stable")  # equal keys in input order: the last is kept
         ordered = key[order]
         last = np.append(ordered[1:] != ordered[:-1], True) if ordered.size else np.zeros(0, bool)
         if not last.all():
             known = np.sort(known[order[last]])
-        pairs = ordered[last] // (2 * len(canon)) if ordered.size else ordered  # sorted pair keys, one per edge
+        pairs = ordered[last] // (2 * n_types) if ordered.size else ordered  # sorted pair keys, one per edge
         end_rows = np.concatenate([src[known], dst[known]])
         # the edges of each row, in input order: a counting sort by row (a sparse matrix's conversion)
         by_row = sp.csr_matrix((np.ones(len(end_rows), np.int8), (end_rows, np.arange(len(end_rows)))),
@@ -155,7 +146,7 @@ class EdgeIndex:
         sections of a document): the document joins them already, a link would repeat it. Goals
         are left out: a goal's part_of is made by the linking itself, from its metadata."""
         whole = self.whole[a]
-        return (whole >= 0) & (whole == self.whole[b]) & (kind[a] != _GOAL) & (kind[b] != _GOAL)
+        return (whole >= 0) & (whole == self.whole[b]) & (kind[a] != GOAL) & (kind[b] != GOAL)
 
     def pair_count(self, a: int, b: int) -> int:
         """How many input edges join rows a and b (either way, any type)."""
@@ -181,30 +172,29 @@ class EdgeIndex:
 
 
 class LinkChoice:
-    """The automatic-link candidates of a chunk's rows, each row's in the order they are tried
-    (the better place of the pair in either end's whole-frame list, then affinity, then the newer
-    entry), with the input edges joining each pair: what ``LinkState._auto_links`` reads when no
-    candidate of the row was superseded during the plan.
+    """The automatic-link candidates of a chunk's rows past the gate, each row's in the order they are
+    tried: from each source its first ``candidates`` (``session_candidates``), and the entries of
+    either end's whole-frame list; with the input edges joining each to its row's entry (or ``end``)."""
 
-    A row's list takes, from each source, its first ``candidates`` (``session_candidates``)
-    entries and the entries of either end's whole-frame list (``settings.both_ends``), and keeps
-    those past the gate."""
-
-    def __init__(self, pairs: dict, ev: dict, stats: TermStats, settings: LinkerSettings, index: "EdgeIndex", n_rows: int):
+    def __init__(self, pairs: dict, ev: dict, stats: TermStats, settings: LinkerSettings, index: "EdgeIndex", n_rows: int,
+                 end: int | None = None):
         b, c, k, rank = pairs["b"], pairs["c"], settings.candidates, stats.rank
-        self.stats = stats
+        ends = pairs["m"] if end is None else np.full(len(c), end)
         # a source's positions in a row run 0, 1, 2, ...: its first k
         listed = (pairs["pos_index"] < k) | (pairs["pos_nn"] < k) | (pairs["pos_session"] < settings.session_candidates) \
             | (pairs["pos_own"] != SENTINEL) | (pairs["pos_rev"] != SENTINEL)
-        ok = np.flatnonzero(listed & ev["linked"] & ~index.same_whole(stats.kind, pairs["m"], c))
-        self.pairs = ok[np.lexsort((-rank[c[ok]], -ev["affinity"][ok], _both_ends(pairs, ok), b[ok]))]
+        ok = np.flatnonzero(listed & ev["linked"] & ~index.same_whole(stats.kind, ends, c))
+        # by the better of the pair's places in either end's whole-frame list (SENTINEL in neither), as a
+        # batch takes each entry's best, then each entry's second, ...; then by affinity, the newer entry
+        both = np.minimum(pairs["pos_own"][ok], pairs["pos_rev"][ok])
+        self.pairs = ok[np.lexsort((-rank[c[ok]], -ev["affinity"][ok], both, b[ok]))]
         #: what a record and its evidence text read of each pair's evidence (arrays over ``pairs``)
         self.text_values = {k: ev[k][self.pairs] for k in TEXT_VALUES}
         #: per row its pairs' bounds, per pair the candidate, the input edges joining the two, the
         #: score and the type key (Python lists: the state reads them one by one)
         self.bounds = np.searchsorted(b[self.pairs], np.arange(n_rows + 1)).tolist()
         self.c = c[self.pairs].tolist()
-        self.base = index.pair_counts_of(pairs["m"][self.pairs], c[self.pairs]).tolist()
+        self.base = index.pair_counts_of(ends[self.pairs], c[self.pairs]).tolist()
         self.score = self.text_values["score"].tolist()
         self.affinity = ev["affinity"][self.pairs].tolist()
         self.type_key = _type_keys(stats, {k: ev[k][self.pairs] for k in _TYPE_INPUTS}).tolist()
@@ -214,13 +204,6 @@ class LinkChoice:
         out = {k: v[p].item() for k, v in self.text_values.items()}
         out["type_key"] = self.type_key[p]
         return out
-
-
-def _both_ends(pairs: dict, at) -> np.ndarray:
-    """Per pair (``at``: which), the better of its places in either end's whole-frame list
-    (``evidence.whole_lists``; SENTINEL when in neither): an entry tries its candidates by it,
-    then by affinity, as a batch takes each entry's best, then each entry's second, ..."""
-    return np.minimum(pairs["pos_own"][at], pairs["pos_rev"][at])
 
 
 class LinkState:
@@ -238,8 +221,7 @@ class LinkState:
         self.index = index
         self.edges: dict[tuple, dict] = {}
         #: per row, the keys of its records: the capped ones (automatic and review links) in
-        #: ``capped``, the others in ``touching`` (each key in one of them: a whole-bank connect's
-        #: 450,000 automatic links add to one set per end, not two; ``_touching`` reads both)
+        #: ``capped``, the others in ``touching`` (``_touching`` reads both)
         self.touching: dict[int, set] = defaultdict(set)
         self.capped: dict[int, set] = defaultdict(set)
         self.added: dict[tuple, dict] = {}
@@ -247,8 +229,7 @@ class LinkState:
         held = self.st._cache.get("superseded rows")  # the flags are kept per entries frame
         if held is None or held[0] is not ctx.superseded:
             held = self.st._cache["superseded rows"] = (ctx.superseded, frozenset(np.flatnonzero(ctx.superseded).tolist()))
-        #: the rows superseded before the plan (kept per flags, shared) and, once this plan supersedes
-        #: one, a copy holding those too (one entry's link reads a bank's thousands without copying them)
+        #: the rows superseded before the plan (shared), copied once this plan supersedes one
         self.superseded: frozenset[int] | set[int] = held[1]
         self.fresh_superseded: set[int] = set()  #: superseded by this plan (they were candidates before)
         #: per superseded row, the row replacing it: the index's (shared), copied once this plan supersedes one
@@ -430,7 +411,7 @@ class LinkState:
             origin = self.st.ids[m]
         if end is not None:
             if choice is not None and end == m and not (self.fresh_superseded and self._fresh_among(pairs["c"][lo:hi], takeovers)):
-                self._chosen_links(m, ev, choice, b)
+                self._chosen_links(m, choice, b)
             else:
                 self._auto_links(m, end, origin, pairs, ev, set(takeovers), lo, hi)
         for old in takeovers:
@@ -479,13 +460,15 @@ class LinkState:
         fresh = self.fresh_superseded
         return bool(fresh) and any(x in fresh and x not in own for x in candidates.tolist())
 
-    def _chosen_links(self, m, ev, choice: LinkChoice, b: int):
-        """``_auto_links`` of an entry that links in its own name, from the chunk's ``choice``."""
+    def _chosen_links(self, m, choice: LinkChoice, b: int, end=None, origin=None):
+        """The automatic links of entry m, row ``b`` of ``choice``, made in the name of ``end`` (m
+        itself, or the decision replacing it, whose id ``origin`` names m)."""
+        end = m if end is None else end
         superseded, delta, cs, base, most = self.superseded, self.pair_delta, choice.c, choice.base, self.s.max_new
         tried = []  # read before any is added
         for p in range(choice.bounds[b], choice.bounds[b + 1]):
             c = cs[p]
-            if c not in superseded and base[p] + delta.get((m, c) if m < c else (c, m), 0) <= 0:
+            if c != end and c not in superseded and base[p] + delta.get((end, c) if end < c else (c, end), 0) <= 0:
                 tried.append(p)
                 if len(tried) == most:
                     break
@@ -502,17 +485,18 @@ class LinkState:
         for p in tried:
             c = cs[p]
             typ, m_is_src = type_of_key(types[p])
-            src, dst = (m, c) if m_is_src else (c, m)
+            src, dst = (end, c) if m_is_src else (c, end)
             key = (src, dst, typ)
             if (base[p] or key in edges or degrees[src] + degree_delta.get(src, 0) >= cap
                     or degrees[dst] + degree_delta.get(dst, 0) >= cap or not _INLINE_LINKS):
-                rec = self._auto_record(m, m, None, c, types[p], choice.score[p], choice, p)
+                rec = self._auto_record(m, end, origin, choice, p)
                 rec["strength"] = choice.affinity[p]
                 linked += self.add_capped(rec, base[p])
                 continue
             rec = {"src": src, "dst": dst, "type": typ, "source": "auto", "note": None, "evidence": None,
                    "weight": float(choice.score[p]), "created_by": "linker", "created_us": now, "seen_us": now,
-                   "orig": None, "taken": False, "words": (m, c, choice, p, None), "strength": choice.affinity[p]}
+                   "orig": None, "taken": origin is not None, "words": (m, c, choice, p, origin),
+                   "strength": choice.affinity[p]}
             rec["faded"] = rec["weight"]  # seen now: ``faded`` would return its weight
             unwritten.append(rec)
             edges[key] = added[key] = rec
@@ -526,52 +510,37 @@ class LinkState:
         self.counts["links"] += linked
 
     def _auto_links(self, m, end, origin, pairs, ev, own, lo, hi):
-        # entries superseded earlier in this run give their place in a candidate list to the next;
-        # those this entry supersedes itself keep it (they were candidates when it was written)
-        c = pairs["c"][lo:hi]
-        cs = c.tolist()
-        fresh = np.zeros(len(cs), bool)
+        """``_chosen_links`` from entry m's candidates ``lo:hi``, where entries superseded earlier in
+        this plan give their place in a candidate list to the next; those in ``own`` (that m
+        supersedes itself) keep it: they were candidates when it was written."""
+        pairs = {k: v[lo:hi] for k, v in pairs.items()}
+        pairs["b"] = np.zeros(hi - lo, np.int64)
         if self.fresh_superseded:
-            fresh[:] = [x in self.fresh_superseded and x not in own for x in cs]
-        chosen = np.zeros(len(cs), bool)
-        for name, limit in (("index", self.s.candidates), ("nn", self.s.candidates), ("session", self.s.session_candidates)):
-            pos = pairs[f"pos_{name}"][lo:hi]
-            live = np.flatnonzero((pos != SENTINEL) & ~fresh)
-            chosen[live[np.argsort(pos[live], kind="stable")][:limit]] = True
-        both = _both_ends(pairs, slice(lo, hi))
-        chosen |= both != SENTINEL
-        ok = np.flatnonzero(chosen & ev["linked"][lo:hi] & ~self.index.same_whole(self.st.kind, np.full(hi - lo, end), c))
-        base = dict(zip(ok.tolist(), self.index.pair_counts_of(np.full(len(ok), end), c[ok]).tolist()))  # input edges per pair
-        superseded, delta = self.superseded, self.pair_delta
-        idx = [i for i in base if cs[i] != end and cs[i] not in superseded and base[i] + delta.get(_pair(end, cs[i]), 0) <= 0]
-        affinity, rank = ev["affinity"], self.st.rank
-        idx.sort(key=lambda i: (both[i], -affinity[lo + i], -rank[cs[i]]))
-        for i in idx[: self.s.max_new]:
-            e = {k: ev[k][lo + i].item() for k in TEXT_VALUES}
-            e["type_key"] = int(_type_keys(self.st, {k: ev[k][lo + i : lo + i + 1] for k in _TYPE_INPUTS})[0])
-            rec = self._auto_record(m, end, origin, cs[i], e["type_key"], e["score"], e)
-            rec["strength"] = float(affinity[lo + i])
-            if self.add_capped(rec, base[i]):
-                self.counts["links"] += 1
+            fresh = np.array([x in self.fresh_superseded and x not in own for x in pairs["c"].tolist()], bool)
+            for name in ("pos_index", "pos_nn", "pos_session"):  # each source's places renumbered without them
+                pos = pairs[name]
+                live = np.flatnonzero((pos != SENTINEL) & ~fresh)
+                pairs[name] = np.full(len(pos), SENTINEL, np.int64)
+                pairs[name][live[np.argsort(pos[live], kind="stable")]] = np.arange(len(live))
+        ev = {k: v[lo:hi] for k, v in ev.items()}
+        self._chosen_links(m, LinkChoice(pairs, ev, self.st, self.s, self.index, 1, end=end), 0, end, origin)
 
-    def _auto_record(self, m, end, origin, c, type_key: int, score: float, source, at: int | None = None):
-        """The record of an automatic link between entry m (linked as ``end``) and candidate c, of
-        this type key and score; its evidence text is written later from ``source``: the pair's
-        values (``TEXT_VALUES``), or the chunk's ``LinkChoice`` and the pair's place ``at`` in it
-        (``write_evidence``, ``_evidence``: a link evicted later in the plan never needs it)."""
-        typ, m_is_src = type_of_key(type_key)
+    def _auto_record(self, m, end, origin, choice: LinkChoice, p: int):
+        """The record of the automatic link of entry m (linked as ``end``) to pair ``p`` of
+        ``choice``; its evidence text is written later (``write_evidence``, ``_evidence``: a link
+        evicted later in the plan never needs it)."""
+        c = choice.c[p]
+        typ, m_is_src = type_of_key(choice.type_key[p])
         src, dst = (end, c) if m_is_src else (c, end)
-        rec = self._new(src, dst, typ, "auto", float(score), None)
+        rec = self._new(src, dst, typ, "auto", float(choice.score[p]), None)
         rec["taken"] = origin is not None  # only a taken-over link's evidence says "from"
-        rec["words"] = (m, c, source, at, origin)
+        rec["words"] = (m, c, choice, p, origin)
         self._unwritten.append(rec)
         return rec
 
     def write_evidence(self, most: int | None = 4096) -> bool:
-        """Write the evidence text of up to ``most`` (None: all) more automatic links planned so far
-        and still planned, all at once (``wording.evidence_texts``): what a connect does while it
-        waits for its next chunk, and at its end; whether some are left. The text is the same
-        whenever it is written, and the same as ``_evidence`` writes for one link."""
+        """Write the evidence text of up to ``most`` (None: all) more automatic links still planned, at
+        once (``wording.evidence_texts``, the text ``_evidence`` writes for one); whether some are left."""
         records, start = self._unwritten, self._written
         stop = len(records) if most is None else min(start + most, len(records))
         batch = [rec for rec in records[start:stop] if "words" in rec and "gone" not in rec]
@@ -591,8 +560,8 @@ class LinkState:
         """The record's evidence text, written now for an automatic link planned here."""
         words = rec.pop("words", None)
         if words is not None:
-            m, c, source, at, origin = words
-            e = source if at is None else source.values(at)
+            m, c, choice, at, origin = words
+            e = choice.values(at)
             rec["evidence"] = evidence_json(why_text(self.st, self.ctx.rel, m, c, e), e, origin)
         return rec["evidence"]
 
@@ -638,25 +607,20 @@ class LinkState:
         add = _planned_edges(list(self.added.values()), self.st.ids)
         orig = sorted(self.removed.values())
         remove = conform(self.ctx.edges_input[orig], "edges") if orig else _NO_EDGES
-        now = self.ctx.now_us
-        updates = _entry_updates(self.st, self.updates, self.linked_rows, now)
-        report = dict(report)
-        report.update({"links": int(self.counts["links"]), "structural": int(self.counts["structural"]),
-                       "taken_over": int(self.counts["taken_over"]), "evicted": int(self.counts["evicted"]),
-                       "capped": int(self.counts["capped"]), "rederived": int(self.counts["rederived"]),
-                       "missing_structure": int(self.counts["missing_structure"]),
-                       "added": add.height, "removed": remove.height})
-        return LinkPlan(add=add, remove=remove, entry_updates=updates, report=report)
+        now, ids = self.ctx.now_us, self.st.ids  # status None when unchanged; linked_at now for an entry linked here
+        updates = rows_frame([(ids[r], status, now if r in self.linked_rows else None) for r, status in self.updates.items()],
+                             _UPDATES_SCHEMA)
+        counts = {name: int(self.counts[name]) for name in _COUNTS}
+        return LinkPlan(add=add, remove=remove, entry_updates=updates,
+                        report={**report, **counts, "added": add.height, "removed": remove.height})
 
 
 _RECORD_KEYS = {"created_at": "created_us", "seen_at": "seen_us"}  #: the frame's columns a record names otherwise
 
 
 def _planned_edges(records: list[dict], ids) -> pl.DataFrame:
-    """Edges-schema frame of a few planned records (rows numbered by ``ids``; times in epoch
-    microseconds, read as such by the schema's microsecond datetimes), built from row tuples in one
-    call (``rows_frame``; no lazy query: one planned entry must not wait on polars' thread pool;
-    a Series per column costs five times more).
+    """Edges-schema frame of planned records (rows numbered by ``ids``, times in epoch microseconds),
+    from row tuples in one call (``rows_frame``: one planned entry must not wait on polars' thread pool).
 
     >>> recs = [dict(src=0, dst=1, type="see_also", source="auto", note=None, evidence="{}", weight=0.5,
     ...     created_by="linker", created_us=1_700_000_000_000_000, seen_us=None)] * 3
@@ -672,13 +636,6 @@ def _planned_edges(records: list[dict], ids) -> pl.DataFrame:
 
 #: A record's keys of the edges schema's columns after its first two, src and dst, in order
 _RECORD_COLUMNS = tuple(_RECORD_KEYS.get(name, name) for name in SCHEMAS["edges"])[2:]
-
-
-def _entry_updates(stats: TermStats, updates: dict, linked_rows: set, now: int) -> pl.DataFrame:
-    """The plan's entry updates (id, status - None when unchanged -, linked_at: ``now`` for an
-    entry linked by the plan), in the order they were first made."""
-    return rows_frame([(stats.ids[r], status, now if r in linked_rows else None) for r, status in updates.items()],
-                      _UPDATES_SCHEMA)
 
 
 _TYPE_FLAGS = ("fix_a", "problem_a", "progress_a", "fix_b", "problem_b", "progress_b", "a_later", "same_session",
@@ -731,24 +688,17 @@ LINKING_READS = (("b", "m", "c", "pos_index", "pos_nn", "pos_session", "pos_own"
 
 def _text_inputs(words: list[tuple]) -> tuple[np.ndarray, np.ndarray, dict]:
     """The entries, candidates and evidence values (``TEXT_VALUES``, arrays) of records' words
-    ``(m, c, source, at, origin)``: gathered per chunk's ``LinkChoice``, read from a dictionary of
-    values otherwise. The words come in runs of one source (the records of a chunk's links are
-    planned one after another): each run is one gather."""
+    ``(m, c, choice, at, origin)``. The words come in runs of one ``LinkChoice`` (a chunk's links
+    are planned one after another): each run is one gather."""
     n = len(words)
-    ms, cs, sources, ats, _ = zip(*words) if n else ((),) * 5
+    ms, cs, choices, ats, _ = zip(*words) if n else ((),) * 5
     m, c = np.fromiter(ms, np.int64, n), np.fromiter(cs, np.int64, n)
     values = {k: np.empty(n) for k in TEXT_VALUES}
     held = np.empty(n, dtype=object)
-    held[:] = sources
+    held[:] = choices
     starts = np.flatnonzero(np.concatenate([[True], held[1:] != held[:-1]])).tolist() if n else []
     for lo, hi in zip(starts, [*starts[1:], n]):
-        source = sources[lo]
-        if isinstance(source, LinkChoice):
-            at = np.fromiter(ats[lo:hi], np.int64, hi - lo)
-            for k in TEXT_VALUES:
-                values[k][lo:hi] = source.text_values[k][at]
-        else:  # a dictionary of one pair's values
-            for i in range(lo, hi):
-                for k in TEXT_VALUES:
-                    values[k][i] = sources[i][k]
+        at = np.fromiter(ats[lo:hi], np.int64, hi - lo)
+        for k in TEXT_VALUES:
+            values[k][lo:hi] = choices[lo].text_values[k][at]
     return m, c, values
