@@ -23,7 +23,7 @@ import polars as pl
 
 from kbtools.words import WORD_RE, content_stem, content_words
 
-__all__ = ["Anchor", "AnchorRows", "anchor", "anchors_of", "ASSET_NOUNS", "anchor_frame", "anchors_from_frame"]
+__all__ = ["Anchor", "AnchorRows", "anchor", "anchors_of", "column_words", "ASSET_NOUNS", "anchor_frame", "anchors_from_frame"]
 
 #: Nouns that name a place or machine when a number follows ("line 3", "cell 4B").
 ASSET_NOUNS: tuple[str, ...] = (
@@ -90,13 +90,13 @@ def anchor(text: str, *, known_entities=()) -> Anchor:
     ('e:e-217', 'e:line 3', 't:line', 't:fault', 't:error')
     """
     entities, rest = _entities(text or "", _known_index(tuple(known_entities)))
-    return _made(entities, *_column_words([rest])[:2])
+    return _made(entities, *column_words([rest])[:2])
 
 
 def anchors_of(texts, knowns) -> list[Anchor]:
     """``[anchor(t, known_entities=k) for t, k in zip(texts, knowns)]``: each distinct tuple of
     known entities indexed once, assets looked for only where ``_asset_hints`` says they can be,
-    the content words of all texts read at once (``_column_words``; an empty text's anchor has
+    the content words of all texts read at once (``column_words``; an empty text's anchor has
     no labels).
 
     >>> anchors_of(["Line 3 keeps faulting with error E-217.", ""], [(), ()])[0].terms
@@ -113,7 +113,7 @@ def anchors_of(texts, knowns) -> list[Anchor]:
         entities, rest = _entities(text, index, asset)
         found.append(entities)
         stripped.append(rest)
-    stems, surfaces, offsets = _column_words(stripped)
+    stems, surfaces, offsets = column_words(stripped)
     out = []
     for k, (text, entities) in enumerate(zip(texts, found)):
         lo, hi = offsets[k], offsets[k + 1]
@@ -157,11 +157,15 @@ def _made(entities: list[str], terms: list[str], labels: list[str]) -> Anchor:
     return Anchor(keys, tuple(["e:" + key for key in keys] + terms), keys + tuple(labels))
 
 
-def _column_words(texts: list[str]) -> tuple[list, list, list]:
+def column_words(texts: list[str]) -> tuple[list, list, list]:
     """The content words of many texts as flat lists of terms ``t:<stem>`` and words as written,
     text ``k``'s at ``[offsets[k]:offsets[k + 1]]``, each stem once with the first word that gave
     it: polars reads the words of the whole column, each distinct word is stemmed once, numpy
-    keeps the first of each (text, stem)."""
+    keeps the first of each (text, stem).
+
+    >>> column_words(["Green tea, green TEA.", "tea"])
+    (['t:green', 't:tea', 't:tea'], ['Green', 'tea', 'tea'], [0, 2, 3])
+    """
     if len(texts) < _FEW:  # a few texts (an entry being added): text by text
         terms, labels, offsets = [], [], [0]
         for text in texts:
