@@ -89,13 +89,12 @@ def anchor(text: str, *, known_entities=()) -> Anchor:
     >>> anchor("Line 3 keeps faulting with error E-217.").terms
     ('e:e-217', 'e:line 3', 't:line', 't:fault', 't:error')
     """
-    entities, rest = _entities(text or "", _known_index(tuple(known_entities)))
-    return _made(entities, *column_words([rest])[:2])
+    return anchors_of([text or ""], [known_entities])[0]
 
 
 def anchors_of(texts, knowns) -> list[Anchor]:
     """``[anchor(t, known_entities=k) for t, k in zip(texts, knowns)]``: each distinct tuple of
-    known entities indexed once, assets looked for only where ``_asset_hints`` says they can be,
+    known entities indexed once, identifiers and assets looked for only where ``_hints`` says they can be,
     the content words of all texts read at once (``column_words``; an empty text's anchor has
     no labels).
 
@@ -105,12 +104,12 @@ def anchors_of(texts, knowns) -> list[Anchor]:
     texts = list(texts)
     indexes: dict = {}
     found, stripped = [], []
-    for text, known, asset in zip(texts, knowns, _asset_hints(texts)):
+    for text, known, digit, asset in zip(texts, knowns, *_hints(texts)):
         known = tuple(known)
         index = indexes.get(known)
         if index is None:
             index = indexes[known] = _known_index(known)
-        entities, rest = _entities(text, index, asset)
+        entities, rest = _entities(text, index, digit, asset)
         found.append(entities)
         stripped.append(rest)
     stems, surfaces, offsets = column_words(stripped)
@@ -122,25 +121,29 @@ def anchors_of(texts, knowns) -> list[Anchor]:
 
 
 _PY_SPACE = r"[\t\n\x0b\x0c\r \x1c-\x1f]"  #: what Python's \s matches in ASCII text
-_FEW = 32  #: below this many texts, ``_asset_hints`` does not start polars
+_FEW = 32  #: below this many texts, ``_hints`` and ``column_words`` do not start polars
 
 
-def _asset_hints(texts: list[str]) -> list[bool]:
-    """Per text, whether ``ASSET_RE`` can match it: an asset noun then a space, read by polars over
-    the column (Rust regex); True for a text with a non-ASCII character (Python's case folding
-    and ``\\s`` go beyond ASCII there)."""
+def _hints(texts: list[str]) -> tuple[list, list]:
+    """Per text, whether ``IDENT_RE`` can match it (a digit) and whether ``ASSET_RE`` can (an
+    asset noun then a space): read by polars over the column (Rust regex), True for both in a
+    text with a non-ASCII character (Python's ``\\d``, ``\\s`` and case folding go beyond ASCII there)."""
     if len(texts) < _FEW:
-        return [True] * len(texts)
+        return [_DIGIT_RE.search(text) is not None for text in texts], [True] * len(texts)
     text = pl.col("text")
-    hint = text.str.contains(r"(?i)(?:" + "|".join(ASSET_NOUNS) + ")" + _PY_SPACE) | text.str.contains(r"[^\x00-\x7F]")
-    return pl.DataFrame({"text": texts}, schema={"text": pl.String}).select(hint.fill_null(False))["text"].to_list()
+    wide = text.str.contains(r"[^\x00-\x7F]")
+    read = pl.LazyFrame({"text": pl.Series(texts, dtype=pl.String)}).select(  # one pass for both, on every core
+        (text.str.contains("[0-9]") | wide).fill_null(False).alias("digit"),
+        (text.str.contains(r"(?i)(?:" + "|".join(ASSET_NOUNS) + ")" + _PY_SPACE) | wide).fill_null(False).alias("asset"),
+    ).collect(engine="streaming")
+    return read["digit"].to_list(), read["asset"].to_list()
 
 
-def _entities(text: str, known: tuple, asset: bool = True) -> tuple[list[str], str]:
+def _entities(text: str, known: tuple, digit: bool, asset: bool) -> tuple[list[str], str]:
     """The entity keys of a text and the text its content words are read from (its identifiers
-    cut out); ``known``: the ``_known_index`` of the known entities, ``asset``: False where the
-    text names no asset."""
-    idents = list(IDENT_RE.finditer(text)) if _DIGIT_RE.search(text) else []
+    cut out); ``known``: the ``_known_index`` of the known entities; ``digit``, ``asset``: False
+    where the text holds no digit, names no asset (``_hints``)."""
+    idents = list(IDENT_RE.finditer(text)) if digit else []
     keys = [match.group(0).lower() for match in idents]
     if asset:
         keys.extend(f"{match.group(1).lower()} {match.group(2).lower()}" for match in ASSET_RE.finditer(text))
