@@ -191,13 +191,18 @@ def _shared_words(stats: TermStats, m: np.ndarray, c: np.ndarray) -> np.ndarray:
     keep = np.flatnonzero(hit & (rank <= 3))
     words = np.full((n, 3), -1, np.int64)  #: per pair, the flat places of its words
     words[pair[keep], rank[keep] - 1] = flat[keep]
-    return _words_text(shown["text"], words)
+    return _words_text(stats, shown, words)
 
 
-def _words_text(text: np.ndarray, words: np.ndarray) -> np.ndarray:
-    """``"shared: a, b, c"`` per pair, of its words' places (three a pair, -1: none) in ``text``
-    (the shown words, None last)."""
-    first, second, third = (text[words[:, i]] for i in range(3))  # -1: the table's last, None
+def _words_text(stats: TermStats, shown: dict, words: np.ndarray) -> np.ndarray:
+    """``"shared: a, b, c"`` per pair, of its words' flat places in ``shown`` (three a pair, -1:
+    none): an entity's name, a word's label in lower case, another term's name without its prefix."""
+    names, is_word = _term_names(stats)
+    at = words.ravel()  # -1: the padding after the last place
+    col, low = np.append(shown["col"], 0)[at], np.append(shown["low"], 0)[at]
+    text = np.where(is_word[col], np.array(shown["lowers"] + [""], dtype=object)[low], names[col])
+    text[at < 0] = None
+    first, second, third = text.reshape(-1, 3).T
     out = [f"shared: {a}" if b is None else f"shared: {a}, {b}" if d is None else f"shared: {a}, {b}, {d}"
            for a, b, d in zip(first.tolist(), second.tolist(), third.tolist())]
     return np.array(out + [None], dtype=object)[:-1]
@@ -207,9 +212,7 @@ def _shown_terms(stats: TermStats, rows: np.ndarray) -> dict:
     """The terms of these entries, one entry after another, each entry's in the order its links
     show them (heaviest first, then by label in lower case, then as the entry holds them):
     ``col`` (the term), ``low`` (its label in lower case, as its place in the sorted ``lowers``),
-    ``text`` (per flat place, the word shown: an entity's name, a word's label in lower case,
-    another term's name without its prefix; None last), per row its ``start`` and ``length``,
-    and ``low_id`` (label in lower case -> place)."""
+    per row its ``start`` and ``length``, and ``low_id`` (label in lower case -> place)."""
     terms, labels = [], []
     anchors = stats.anchors
     for r in rows.tolist():
@@ -229,9 +232,7 @@ def _shown_terms(stats: TermStats, rows: np.ndarray) -> dict:
     place = np.arange(len(col), dtype=np.int64) - start[row]
     order = np.lexsort((place, low, _weight_ranks(stats)[col], row))
     col, low = col[order], low[order]
-    names, is_word = _term_names(stats)
-    text = np.append(np.where(is_word[col], np.array(lowers, dtype=object)[low], names[col]), None)
-    return dict(col=col, low=low, text=text, start=start, length=length, lowers=lowers, low_id=low_id)
+    return dict(col=col, low=low, start=start, length=length, lowers=lowers, low_id=low_id)
 
 
 def _weight_ranks(stats: TermStats) -> np.ndarray:
@@ -257,8 +258,9 @@ def _posting_keys(stats: TermStats, rows: np.ndarray) -> np.ndarray:
     """``row << 32 | term`` of every posting of these rows, sorted: the candidates' terms of a
     batch of links, a few thousand keys that stay in the cache (the bank's 1.6 million at 100k
     miss it at every step)."""
+    rows = np.unique(rows)
     which, pos = row_positions(stats.postings.indptr, rows)
-    return np.sort((rows[which] << 32) | stats.postings.indices[pos].astype(np.int64))
+    return (rows[which] << 32) | stats.postings.indices[pos].astype(np.int64)
 
 
 def _contains(keys: np.ndarray, wanted: np.ndarray) -> np.ndarray:
