@@ -17,6 +17,7 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import lru_cache
+from itertools import chain
 
 import numpy as np
 import polars as pl
@@ -116,7 +117,13 @@ def anchors_of(texts, knowns) -> list[Anchor]:
     out = []
     for k, (text, entities) in enumerate(zip(texts, found)):
         lo, hi = offsets[k], offsets[k + 1]
-        out.append(_made(entities, stems[lo:hi], surfaces[lo:hi]) if text else _EMPTY)
+        if not text:
+            out.append(_EMPTY)
+        elif entities:  # each key once, its term ahead of the words' terms
+            keys = tuple(dict.fromkeys(entities))
+            out.append(Anchor(keys, tuple(["e:" + key for key in keys] + stems[lo:hi]), keys + tuple(surfaces[lo:hi])))
+        else:
+            out.append(Anchor((), tuple(stems[lo:hi]), tuple(surfaces[lo:hi])))
     return out
 
 
@@ -149,15 +156,6 @@ def _entities(text: str, known: tuple, digit: bool, asset: bool) -> tuple[list[s
         keys.extend(f"{match.group(1).lower()} {match.group(2).lower()}" for match in ASSET_RE.finditer(text))
     keys.extend(_known(text, known))
     return keys, IDENT_RE.sub(" ", text) if idents else text
-
-
-def _made(entities: list[str], terms: list[str], labels: list[str]) -> Anchor:
-    """The anchor of these entity keys (each kept once) and word terms (``t:<stem>``, each once,
-    with its word as written)."""
-    if not entities:
-        return Anchor((), tuple(terms), tuple(labels))
-    keys = tuple(dict.fromkeys(entities))
-    return Anchor(keys, tuple(["e:" + key for key in keys] + terms), keys + tuple(labels))
 
 
 def column_words(texts: list[str]) -> tuple[list, list, list]:
@@ -281,8 +279,6 @@ def anchor_frame(anchors) -> tuple[pl.DataFrame, pl.DataFrame]:
     >>> anchors_from_frame(anchor_frame(a), [0, 1, None]) == [*a, None]
     True
     """
-    from itertools import chain
-
     if isinstance(anchors, AnchorRows):
         return anchors.frames()
     rows = pl.DataFrame({"terms": [len(a.terms) for a in anchors], "entities": [len(a.entities) for a in anchors]},
@@ -431,9 +427,3 @@ class AnchorRows(Sequence):
     def __repr__(self) -> str:
         return f"AnchorRows({len(self)} entries, {len(self._made)} read)"
 
-    def __getstate__(self):
-        return {name: getattr(self, name) for name in self.__slots__}
-
-    def __setstate__(self, state):
-        for name, value in state.items():
-            setattr(self, name, value)

@@ -429,12 +429,8 @@ class TermStats:
         [4.03, 3.78]
         """
         unseen = float(idf(np.array([0]), self.n, virtual=self.settings.virtual)[0])
-        out = []
-        for t in terms:
-            k = self.term_index.get(t)
-            base = self.w[k] if k is not None else unseen * (1.5 if t.startswith("e:") else 1.0)
-            out.append(base)
-        return np.asarray(out, dtype=np.float64)
+        return np.array([self.w[k] if (k := self.term_index.get(t)) is not None else
+                         unseen * (1.5 if t.startswith("e:") else 1.0) for t in terms], dtype=np.float64)
 
     def entry_weights(self, row: int) -> dict[str, float]:
         """``{term: w(t)}`` of one entry (by row).
@@ -464,9 +460,7 @@ class TermStats:
 @lru_cache(maxsize=1 << 18)
 def _is_asset(key: str) -> bool:
     head = key.split(" ", 1)
-    return len(head) == 2 and head[0] in ASSET_NOUNS and any(ch.isdigit() for ch in head[1]) or (
-        len(head) == 2 and head[0] in ASSET_NOUNS and len(head[1]) == 1
-    )
+    return len(head) == 2 and head[0] in ASSET_NOUNS and (len(head[1]) == 1 or any(ch.isdigit() for ch in head[1]))
 
 
 @contextmanager
