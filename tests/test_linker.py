@@ -127,6 +127,14 @@ def test_anchor_entities():
     assert "t:keep" not in anchor("The fault keeps coming back").terms  # light verbs and stop words go
 
 
+def test_a_known_entity_is_a_whole_token_whatever_the_text_holds():
+    keys = ["c++", "x", "c#", ".net", "os.path", "PEP"]
+    text = "Use C++ and os.path/ here, not x-y, c# or .NET; xx then x (pep 8)."
+    # an ASCII text is read in lower case, one with another character token by token: the same keys
+    assert anchor(text, known_entities=keys).entities == ("c++", "os.path", "x", "pep")
+    assert anchor(text + " \u00e9", known_entities=keys).entities == ("c++", "os.path", "x", "pep")
+
+
 def test_an_asset_is_a_noun_then_a_whole_number_or_one_capital_letter():
     assets = lambda text: [e for e in anchor(text).entities if e.split(" ")[0] in ("line", "server", "bay", "cell", "press")]
     assert assets("Line B stopped; the crew moved to bay C and press No. 12, then cell 4b") == [

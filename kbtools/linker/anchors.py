@@ -17,13 +17,14 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import lru_cache
+from itertools import chain
 
 import numpy as np
 import polars as pl
 
 from kbtools.words import WORD_RE, content_stem, content_words
 
-__all__ = ["Anchor", "AnchorRows", "anchor", "anchors_of", "ASSET_NOUNS", "anchor_frame", "anchors_from_frame"]
+__all__ = ["Anchor", "AnchorRows", "anchor", "anchors_of", "column_words", "ASSET_NOUNS", "anchor_frame", "anchors_from_frame"]
 
 #: Nouns that name a place or machine when a number follows ("line 3", "cell 4B").
 ASSET_NOUNS: tuple[str, ...] = (
@@ -61,6 +62,7 @@ ASSET_RE = re.compile(
 )
 _DIGIT_RE = re.compile(r"\d")
 _KNOWN_TOKEN_RE = re.compile(r"[\w][\w.+/-]*[\w+]|\w")
+_TOKEN_CHARS = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_.+/-")  #: in ASCII text
 
 
 @dataclass(frozen=True)
@@ -88,15 +90,13 @@ def anchor(text: str, *, known_entities=()) -> Anchor:
     >>> anchor("Line 3 keeps faulting with error E-217.").terms
     ('e:e-217', 'e:line 3', 't:line', 't:fault', 't:error')
     """
-    entities, rest = _entities(text or "", _known_index(tuple(known_entities)))
-    words = content_words(rest)
-    return _made(entities, [s for s, _ in words], [w for _, w in words])
+    return anchors_of([text or ""], [known_entities])[0]
 
 
 def anchors_of(texts, knowns) -> list[Anchor]:
     """``[anchor(t, known_entities=k) for t, k in zip(texts, knowns)]``: each distinct tuple of
-    known entities indexed once, assets looked for only where ``_asset_hints`` says they can be,
-    the content words of all texts read at once (``_column_words``; an empty text's anchor has
+    known entities indexed once, identifiers and assets looked for only where ``_hints`` says they can be,
+    the content words of all texts read at once (``column_words``; an empty text's anchor has
     no labels).
 
     >>> anchors_of(["Line 3 keeps faulting with error E-217.", ""], [(), ()])[0].terms
@@ -105,42 +105,52 @@ def anchors_of(texts, knowns) -> list[Anchor]:
     texts = list(texts)
     indexes: dict = {}
     found, stripped = [], []
-    for text, known, asset in zip(texts, knowns, _asset_hints(texts)):
+    for text, known, digit, asset in zip(texts, knowns, *_hints(texts)):
         known = tuple(known)
         index = indexes.get(known)
         if index is None:
             index = indexes[known] = _known_index(known)
-        entities, rest = _entities(text, index, asset)
+        entities, rest = _entities(text, index, digit, asset)
         found.append(entities)
         stripped.append(rest)
-    stems, surfaces, offsets = _column_words(stripped)
+    stems, surfaces, offsets = column_words(stripped)
     out = []
     for k, (text, entities) in enumerate(zip(texts, found)):
         lo, hi = offsets[k], offsets[k + 1]
-        out.append(_made(entities, stems[lo:hi], surfaces[lo:hi]) if text else _EMPTY)
+        if not text:
+            out.append(_EMPTY)
+        elif entities:  # each key once, its term ahead of the words' terms
+            keys = tuple(dict.fromkeys(entities))
+            out.append(Anchor(keys, tuple(["e:" + key for key in keys] + stems[lo:hi]), keys + tuple(surfaces[lo:hi])))
+        else:
+            out.append(Anchor((), tuple(stems[lo:hi]), tuple(surfaces[lo:hi])))
     return out
 
 
 _PY_SPACE = r"[\t\n\x0b\x0c\r \x1c-\x1f]"  #: what Python's \s matches in ASCII text
-_FEW = 32  #: below this many texts, ``_asset_hints`` does not start polars
+_FEW = 32  #: below this many texts, ``_hints`` and ``column_words`` do not start polars
 
 
-def _asset_hints(texts: list[str]) -> list[bool]:
-    """Per text, whether ``ASSET_RE`` can match it: an asset noun then a space, read by polars over
-    the column (Rust regex); True for a text with a non-ASCII character (Python's case folding
-    and ``\\s`` go beyond ASCII there)."""
+def _hints(texts: list[str]) -> tuple[list, list]:
+    """Per text, whether ``IDENT_RE`` can match it (a digit) and whether ``ASSET_RE`` can (an
+    asset noun then a space): read by polars over the column (Rust regex), True for both in a
+    text with a non-ASCII character (Python's ``\\d``, ``\\s`` and case folding go beyond ASCII there)."""
     if len(texts) < _FEW:
-        return [True] * len(texts)
+        return [_DIGIT_RE.search(text) is not None for text in texts], [True] * len(texts)
     text = pl.col("text")
-    hint = text.str.contains(r"(?i)(?:" + "|".join(ASSET_NOUNS) + ")" + _PY_SPACE) | text.str.contains(r"[^\x00-\x7F]")
-    return pl.DataFrame({"text": texts}, schema={"text": pl.String}).select(hint.fill_null(False))["text"].to_list()
+    wide = text.str.contains(r"[^\x00-\x7F]")
+    read = pl.LazyFrame({"text": pl.Series(texts, dtype=pl.String)}).select(  # one pass for both, on every core
+        (text.str.contains("[0-9]") | wide).fill_null(False).alias("digit"),
+        (text.str.contains(r"(?i)(?:" + "|".join(ASSET_NOUNS) + ")" + _PY_SPACE) | wide).fill_null(False).alias("asset"),
+    ).collect(engine="streaming")
+    return read["digit"].to_list(), read["asset"].to_list()
 
 
-def _entities(text: str, known: tuple, asset: bool = True) -> tuple[list[str], str]:
+def _entities(text: str, known: tuple, digit: bool, asset: bool) -> tuple[list[str], str]:
     """The entity keys of a text and the text its content words are read from (its identifiers
-    cut out); ``known``: the ``_known_index`` of the known entities, ``asset``: False where the
-    text names no asset."""
-    idents = list(IDENT_RE.finditer(text)) if _DIGIT_RE.search(text) else []
+    cut out); ``known``: the ``_known_index`` of the known entities; ``digit``, ``asset``: False
+    where the text holds no digit, names no asset (``_hints``)."""
+    idents = list(IDENT_RE.finditer(text)) if digit else []
     keys = [match.group(0).lower() for match in idents]
     if asset:
         keys.extend(f"{match.group(1).lower()} {match.group(2).lower()}" for match in ASSET_RE.finditer(text))
@@ -148,41 +158,61 @@ def _entities(text: str, known: tuple, asset: bool = True) -> tuple[list[str], s
     return keys, IDENT_RE.sub(" ", text) if idents else text
 
 
-def _made(entities: list[str], stems, surfaces) -> Anchor:
-    """The anchor of these entity keys and content words (stem, word as written), each term once."""
-    terms: dict[str, str] = {f"e:{key}": key for key in entities}
-    for stemmed, surface in zip(stems, surfaces):
-        terms.setdefault(f"t:{stemmed}", surface)
-    return Anchor(tuple(dict.fromkeys(entities)), tuple(terms), tuple(terms.values()))
+def column_words(texts: list[str]) -> tuple[list, list, list]:
+    """The content words of many texts as flat lists of terms ``t:<stem>`` and words as written,
+    text ``k``'s at ``[offsets[k]:offsets[k + 1]]``, each stem once with the first word that gave
+    it: polars reads the words of the whole column, each distinct word is stemmed once, numpy
+    keeps the first of each (text, stem).
 
-
-def _column_words(texts: list[str]) -> tuple[list, list, list]:
-    """The content words of many texts as flat lists of stems and words as written, text ``k``'s
-    at ``[offsets[k]:offsets[k + 1]]``, each stem once with the first word that gave it: polars
-    reads the words of the whole column, each distinct word is stemmed once, numpy keeps the first
-    of each (text, stem)."""
+    >>> column_words(["Green tea, green TEA.", "tea"])
+    (['t:green', 't:tea', 't:tea'], ['Green', 'tea', 'tea'], [0, 2, 3])
+    """
     if len(texts) < _FEW:  # a few texts (an entry being added): text by text
-        words = [content_words(text) for text in texts]
-        offsets = np.cumsum([0] + [len(w) for w in words]).tolist()
-        return [s for w in words for s, _ in w], [x for w in words for _, x in w], offsets
-    frame = (pl.DataFrame({"text": texts}, schema={"text": pl.String}).with_row_index("row")
+        terms, labels, offsets = [], [], [0]
+        for text in texts:
+            first: dict[str, str] = {}
+            for stemmed, surface in content_words(text):
+                first.setdefault("t:" + stemmed, surface)
+            terms.extend(first)
+            labels.extend(first.values())
+            offsets.append(len(terms))
+        return terms, labels, offsets
+    words = (pl.LazyFrame({"text": pl.Series(texts, dtype=pl.String)}).with_row_index("row")
              .select("row", pl.col("text").str.extract_all(WORD_RE.pattern).alias("word"))
-             .explode("word").drop_nulls("word"))
-    if frame.height == 0:
+             .explode("word").drop_nulls("word")
+             .collect(engine="streaming"))  # the texts in parts on every core, in order
+    if words.height == 0:
         return [], [], [0] * (len(texts) + 1)
-    distinct = frame["word"].unique(maintain_order=True)
-    written = distinct.to_list()
+    written, word = _word_codes(words["word"])
     stem_of: dict[str, int] = {}
     stem_code = np.array([-1 if (st := content_stem(w)) is None else stem_of.setdefault(st, len(stem_of))
                           for w in written], np.int64)
-    row = frame["row"].to_numpy().astype(np.int64)
-    word = frame["word"].replace_strict(distinct, np.arange(len(written)), return_dtype=pl.Int64).to_numpy()
+    row = words["row"].to_numpy().astype(np.int64)
     code = stem_code[word]
     keep = np.flatnonzero(code >= 0)
-    keep = keep[np.sort(np.unique(row[keep] * max(len(stem_of), 1) + code[keep], return_index=True)[1])]
+    key = row[keep] * max(len(stem_of), 1) + code[keep]
+    order = np.argsort(key, kind="stable")  # the keys come nearly sorted (row major): long runs
+    first = np.ones(len(key), bool)
+    first[1:] = key[order[1:]] != key[order[:-1]]
+    mask = np.zeros(len(key), bool)
+    mask[order[first]] = True  # the first of each (text, stem)
+    keep = keep[mask]
     offsets = np.concatenate([[0], np.cumsum(np.bincount(row[keep], minlength=len(texts)))]).tolist()
-    stems = np.array(list(stem_of), dtype=object)[code[keep]].tolist() if len(keep) else []
+    stems = np.array(["t:" + st for st in stem_of], dtype=object)[code[keep]].tolist() if len(keep) else []
     return stems, np.array(written + [None], dtype=object)[:-1][word[keep]].tolist(), offsets
+
+
+def _word_codes(column: pl.Series) -> tuple[list[str], np.ndarray]:
+    """The distinct strings of a column (no nulls) and per value its string's index among them: a
+    cast to a categorical of its own (polars 1.32 on; a few times faster), else unique then replace."""
+    if hasattr(pl, "Categories"):
+        own = pl.Categories.random()  # a fresh mapping, not the process-wide one: ids from 0
+        read = column.cast(pl.Categorical(own))  # the mapping lives with it: read it meanwhile
+        strings, codes = own.to_series().to_list(), read.to_physical().to_numpy().astype(np.int64)
+        if len(strings) > int(codes.max(initial=-1)):
+            return strings, codes
+    distinct = column.unique(maintain_order=True)
+    return distinct.to_list(), column.replace_strict(distinct, np.arange(len(distinct)), return_dtype=pl.Int64).to_numpy()
 
 
 @lru_cache(maxsize=64)
@@ -195,15 +225,22 @@ def _known_index(known: tuple[str, ...]) -> tuple:
 
 
 def _known(text: str, known: tuple) -> list[str]:
-    """The known entities a text names, as runs of its tokens: the longest keys first, each by position."""
+    """The known entities a text names, as runs of its tokens: the longest keys first, each by
+    position. An ASCII text is read in lower case (an ASCII token's lower case is its part of the
+    text's lower case), a few keys of one word each as substrings of it (``_known_words``)."""
     keys, heads, longest, firsts = known
     if not keys:
         return []
-    if len(firsts) <= 16 and text.isascii():  # a key's first word is in an ASCII text's lower case
+    if text.isascii():
         low = text.lower()
-        if not any(first in low for first in firsts):
-            return []
-    tokens = [t.lower() for t in _KNOWN_TOKEN_RE.findall(text)]
+        if len(firsts) <= 16:
+            if not heads:
+                return _known_words(low, keys)
+            if not any(first in low for first in firsts):
+                return []
+        tokens = _KNOWN_TOKEN_RE.findall(low)
+    else:
+        tokens = [t.lower() for t in _KNOWN_TOKEN_RE.findall(text)]
     hits = []
     for size in range(longest, 1, -1):
         for i in range(len(tokens) - size + 1):
@@ -211,6 +248,26 @@ def _known(text: str, known: tuple) -> list[str]:
                 hits.append(gram)
     hits.extend(t for t in tokens if t in keys)
     return hits
+
+
+def _known_words(low: str, keys) -> list[str]:
+    """The one-word ``keys`` that are tokens of the ASCII lower-case text ``low``, by position: a
+    token (``_KNOWN_TOKEN_RE``) spans a run of ``_TOKEN_CHARS`` from its first word character to
+    its last word character or ``+``, so each place a key is found is checked against its run."""
+    found = []
+    for key in keys:
+        at = low.find(key) if _TOKEN_CHARS.issuperset(key) else -1  # "c#": never a token
+        while at >= 0:
+            lo, hi = at, at + len(key)
+            while lo and low[lo - 1] in _TOKEN_CHARS:
+                lo -= 1
+            while hi < len(low) and low[hi] in _TOKEN_CHARS:
+                hi += 1
+            if low[lo:hi].lstrip(".+/-").rstrip("./-") == key:
+                found.append((at, key))
+                break
+            at = low.find(key, at + 1)
+    return [key for _, key in sorted(found)]
 
 
 def anchor_frame(anchors) -> tuple[pl.DataFrame, pl.DataFrame]:
@@ -222,8 +279,6 @@ def anchor_frame(anchors) -> tuple[pl.DataFrame, pl.DataFrame]:
     >>> anchors_from_frame(anchor_frame(a), [0, 1, None]) == [*a, None]
     True
     """
-    from itertools import chain
-
     if isinstance(anchors, AnchorRows):
         return anchors.frames()
     rows = pl.DataFrame({"terms": [len(a.terms) for a in anchors], "entities": [len(a.entities) for a in anchors]},
@@ -372,9 +427,3 @@ class AnchorRows(Sequence):
     def __repr__(self) -> str:
         return f"AnchorRows({len(self)} entries, {len(self._made)} read)"
 
-    def __getstate__(self):
-        return {name: getattr(self, name) for name in self.__slots__}
-
-    def __setstate__(self, state):
-        for name, value in state.items():
-            setattr(self, name, value)

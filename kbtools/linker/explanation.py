@@ -58,10 +58,7 @@ class LinkScore:
 
 
 def _display(anchor, weights) -> dict:
-    out = {}
-    for term, label in zip(anchor.terms, anchor.labels):
-        out[term if term.startswith("e:") else label.lower()] = float(weights[term])
-    return out
+    return {t if t.startswith("e:") else x.lower(): float(weights[t]) for t, x in zip(anchor.terms, anchor.labels)}
 
 
 def explain_pair(a_id, b_id, entries: pl.DataFrame, edges, triples, *, vectors=None, cosine=None, stats=None,

@@ -31,9 +31,9 @@ import polars as pl
 import scipy.sparse as sp
 
 from kbtools.errors import ValidationError
-from kbtools.linker.anchors import ASSET_NOUNS, Anchor, AnchorRows, anchors_of
+from kbtools.linker.anchors import ASSET_NOUNS, Anchor, AnchorRows, anchors_of, column_words
 from kbtools.linker.rules import FIX_RE, LINKER_DEFAULTS, PROBLEM_RE, PROGRESS_RE, LinkerSettings, kind_code
-from kbtools.words import content_words, stem
+from kbtools.words import stem
 
 __all__ = ["TermStats", "entry_text", "idf", "authors_of", "STATS_COLUMNS", "ANCHOR_COLUMNS", "PART_COLUMNS", "anchor_keys",
            "fill_anchors", "gc_paused"]
@@ -429,12 +429,8 @@ class TermStats:
         [4.03, 3.78]
         """
         unseen = float(idf(np.array([0]), self.n, virtual=self.settings.virtual)[0])
-        out = []
-        for t in terms:
-            k = self.term_index.get(t)
-            base = self.w[k] if k is not None else unseen * (1.5 if t.startswith("e:") else 1.0)
-            out.append(base)
-        return np.asarray(out, dtype=np.float64)
+        return np.array([self.w[k] if (k := self.term_index.get(t)) is not None else
+                         unseen * (1.5 if t.startswith("e:") else 1.0) for t in terms], dtype=np.float64)
 
     def entry_weights(self, row: int) -> dict[str, float]:
         """``{term: w(t)}`` of one entry (by row).
@@ -464,9 +460,7 @@ class TermStats:
 @lru_cache(maxsize=1 << 18)
 def _is_asset(key: str) -> bool:
     head = key.split(" ", 1)
-    return len(head) == 2 and head[0] in ASSET_NOUNS and any(ch.isdigit() for ch in head[1]) or (
-        len(head) == 2 and head[0] in ASSET_NOUNS and len(head[1]) == 1
-    )
+    return len(head) == 2 and head[0] in ASSET_NOUNS and (len(head[1]) == 1 or any(ch.isdigit() for ch in head[1]))
 
 
 @contextmanager
@@ -563,18 +557,24 @@ def authors_of(metadata) -> list[str]:
 
 def _bags(columns: dict, kinds, bag_index: dict, old: dict | None) -> dict:
     """CSR rows of title stems and authors for these rows (``columns`` as ``_read_entries`` reads
-    them; appended to ``old`` when given); a name not seen before gets the next column."""
+    them; appended to ``old`` when given); a name not seen before gets the next column. The
+    titles' words are read as a column (``column_words``), each distinct label numbered once."""
+    linked = (kinds >= 0).tolist()
+    words, _, ends = column_words([t if ok and t else "" for t, ok in zip(columns["title"], linked)])
+    meta = columns["metadata"]  # no author key can be spelled in JSON text without "uthor" or an escape
+    authors = {k: list(dict.fromkeys(authors_of(v))) for k, (v, ok) in enumerate(zip(meta, linked))
+               if ok and v and (not isinstance(v, str) or "uthor" in v or "\\u" in v)}
+    author_lengths = np.zeros(len(linked), np.int64)
+    author_lengths[list(authors)] = [len(a) for a in authors.values()]
     out = {}
-    for name, column in (("title", columns["title"]), ("author", columns["metadata"])):
-        index, indptr, indices = bag_index[name], [0], []
-        for value, code in zip(column, kinds.tolist()):
-            # no author key can be spelled in JSON text without "uthor" or an escape
-            if code >= 0 and value and (name == "title" or not isinstance(value, str) or "uthor" in value
-                                        or "\\u" in value):
-                found = {w for w, _ in content_words(value)} if name == "title" else dict.fromkeys(authors_of(value))
-                indices.extend(sorted(index.setdefault(x, len(index)) for x in found))
-            indptr.append(len(indices))
-        indptr, indices = np.asarray(indptr, np.int64), np.asarray(indices, np.int64)
+    for name, labels, lengths, cut in (("title", words, np.diff(ends), 2),  # a word term less its "t:"
+                                       ("author", list(chain.from_iterable(authors.values())), author_lengths, 0)):
+        index = bag_index[name]
+        number = {x: index.setdefault(x[cut:], len(index)) for x in dict.fromkeys(labels)}
+        indices = np.fromiter(map(number.__getitem__, labels), np.int64, len(labels))
+        lengths = np.asarray(lengths, np.int64)
+        indices = indices[np.lexsort((indices, np.repeat(np.arange(len(lengths)), lengths)))]  # each row sorted
+        indptr = np.concatenate([[0], np.cumsum(lengths)]).astype(np.int64)
         if old is not None and name in old:
             base = old[name]
             indptr = np.concatenate([base.indptr, base.indptr[-1] + indptr[1:]])

@@ -117,11 +117,9 @@ def evidence_texts(stats: TermStats, rel, m, c, values: dict, origins=None) -> l
         return []
     why = why_texts(stats, rel, m, c, values)
     values = {k: np.asarray(values[k], np.float64) for k in TEXT_VALUES}
-    signals = [_by_table(values[k], 3, repr) for k in (*_SIGNALS, "score")]
-    out = [_EVIDENCE_TEXT % x for x in zip(map(_json_string, why.tolist()), *(x.tolist() for x in signals))]
-    odd = np.zeros(n, bool)
-    for x in signals:
-        odd |= x == None  # noqa: E711 - object arrays: an elementwise test
+    signals = _by_table(np.concatenate([values[k] for k in (*_SIGNALS, "score")]), 3, repr).reshape(-1, n)
+    out = [_EVIDENCE_TEXT % x for x in zip(map(_json_string, why.tolist()), *signals.tolist())]
+    odd = (signals == None).any(axis=0)  # noqa: E711 - object arrays: an elementwise test
     for i in np.flatnonzero(odd).tolist():  # a value not in [0, 1]: the link's own writer
         out[i] = evidence_json(why[i], {k: values[k][i] for k in values}, origins[i] if origins else None)
     for i, origin in enumerate(origins or ()):
@@ -174,41 +172,37 @@ def _shared_words(stats: TermStats, m: np.ndarray, c: np.ndarray) -> np.ndarray:
     """``"shared: a, b, c"`` of many pairs (an object array): the first three terms entry m shares
     with candidate c, in the order m's links show them (``_shown_terms``: heaviest first, then by
     label in lower case, then as m holds them), a word of a shared entity shown by the entity
-    alone; a few places at a time, the pairs still short of words test their entry's next terms
-    against the candidates' postings."""
+    alone: every term of each pair's entry tested at once against the candidates' postings."""
     n = len(m)
-    rows, local = np.unique(m, return_inverse=True)
+    run = np.concatenate([[True], m[1:] != m[:-1]])  # an entry's links come one after another
+    rows, local = m[run], np.cumsum(run) - 1
     shown = _shown_terms(stats, rows)
-    col, low, start, length = shown["col"], shown["low"], shown["start"][local], shown["length"][local]
-    held = _posting_keys(stats, c)
-    n_low = len(shown["lowers"])
-    hidden = _hidden_words(stats, shown, local, c, held, n_low)
+    col, low, n_low = shown["col"], shown["low"], len(shown["lowers"])
+    pair, flat = row_positions(np.append(shown["start"], len(col)), local)  # per pair its entry's terms
+    cols = col[flat]
+    hit = _contains(_posting_keys(stats, c), (c[pair] << 32) | cols)
+    entity = stats.is_entity[cols]
+    if (hit & entity).any():
+        hidden = _entity_words(stats, shown["low_id"], pair[hit & entity], cols[hit & entity], n_low)
+        hit &= entity | ~_contains(hidden, pair * n_low + low[flat])
+    taken = np.cumsum(hit)
+    lengths = shown["length"][local]
+    rank = taken - (taken - hit)[np.cumsum(lengths) - lengths][pair]  # the hit's place among its pair's
+    keep = np.flatnonzero(hit & (rank <= 3))
     words = np.full((n, 3), -1, np.int64)  #: per pair, the flat places of its words
-    found = np.zeros(n, np.int64)
-    active = np.arange(n)
-    j, width = 0, 4
-    while active.size:
-        at = j + np.arange(width)
-        inside = at[None, :] < length[active, None]
-        flat = np.where(inside, start[active, None] + at[None, :], 0)
-        cols = col[flat]
-        hit = inside & _contains(held, (c[active, None] << 32) | cols)
-        if hidden.size:
-            hit &= stats.is_entity[cols] | ~_contains(hidden, active[:, None] * n_low + low[flat])
-        taken = found[active, None] + np.cumsum(hit, axis=1)
-        r, k = np.nonzero(hit & (taken <= 3))
-        words[active[r], taken[r, k] - 1] = flat[r, k]
-        found[active] = np.minimum(taken[:, -1], 3)
-        j += width
-        active = active[(found[active] < 3) & (length[active] > j)]
-        width *= 2
-    return _words_text(shown["text"], words)
+    words[pair[keep], rank[keep] - 1] = flat[keep]
+    return _words_text(stats, shown, words)
 
 
-def _words_text(text: np.ndarray, words: np.ndarray) -> np.ndarray:
-    """``"shared: a, b, c"`` per pair, of its words' places (three a pair, -1: none) in ``text``
-    (the shown words, None last)."""
-    first, second, third = (text[words[:, i]] for i in range(3))  # -1: the table's last, None
+def _words_text(stats: TermStats, shown: dict, words: np.ndarray) -> np.ndarray:
+    """``"shared: a, b, c"`` per pair, of its words' flat places in ``shown`` (three a pair, -1:
+    none): an entity's name, a word's label in lower case, another term's name without its prefix."""
+    names, is_word = _term_names(stats)
+    at = words.ravel()  # -1: the padding after the last place
+    col, low = np.append(shown["col"], 0)[at], np.append(shown["low"], 0)[at]
+    text = np.where(is_word[col], np.array(shown["lowers"] + [""], dtype=object)[low], names[col])
+    text[at < 0] = None
+    first, second, third = text.reshape(-1, 3).T
     out = [f"shared: {a}" if b is None else f"shared: {a}, {b}" if d is None else f"shared: {a}, {b}, {d}"
            for a, b, d in zip(first.tolist(), second.tolist(), third.tolist())]
     return np.array(out + [None], dtype=object)[:-1]
@@ -218,16 +212,15 @@ def _shown_terms(stats: TermStats, rows: np.ndarray) -> dict:
     """The terms of these entries, one entry after another, each entry's in the order its links
     show them (heaviest first, then by label in lower case, then as the entry holds them):
     ``col`` (the term), ``low`` (its label in lower case, as its place in the sorted ``lowers``),
-    ``text`` (per flat place, the word shown: an entity's name, a word's label in lower case,
-    another term's name without its prefix; None last), per row its ``start`` and ``length``,
-    and ``low_id`` (label in lower case -> place)."""
+    per row its ``start`` and ``length``, and ``low_id`` (label in lower case -> place)."""
     terms, labels = [], []
     anchors = stats.anchors
     for r in rows.tolist():
         a = anchors[r]
         terms.extend(a.terms)
         labels.extend(a.labels)
-    length = np.diff(stats.postings.indptr)[rows].astype(np.int64)
+    indptr = stats.postings.indptr
+    length = (indptr[rows + 1] - indptr[rows]).astype(np.int64)
     col = np.fromiter(map(stats.term_index.__getitem__, terms), np.int64, len(terms))
     lower = {x: x.lower() for x in set(labels)}
     lowers = sorted(set(lower.values()))
@@ -239,10 +232,7 @@ def _shown_terms(stats: TermStats, rows: np.ndarray) -> dict:
     place = np.arange(len(col), dtype=np.int64) - start[row]
     order = np.lexsort((place, low, _weight_ranks(stats)[col], row))
     col, low = col[order], low[order]
-    names, is_word = _term_names(stats)
-    text = np.concatenate([np.array(lowers, dtype=object), names, [None]])[
-        np.append(np.where(is_word[col], low, len(lowers) + col), -1)]
-    return dict(col=col, low=low, text=text, start=start, length=length, lowers=lowers, low_id=low_id)
+    return dict(col=col, low=low, start=start, length=length, lowers=lowers, low_id=low_id)
 
 
 def _weight_ranks(stats: TermStats) -> np.ndarray:
@@ -269,8 +259,7 @@ def _posting_keys(stats: TermStats, rows: np.ndarray) -> np.ndarray:
     batch of links, a few thousand keys that stay in the cache (the bank's 1.6 million at 100k
     miss it at every step)."""
     rows = np.unique(rows)
-    indptr = stats.postings.indptr
-    which, pos = row_positions(indptr, rows)
+    which, pos = row_positions(stats.postings.indptr, rows)
     return (rows[which] << 32) | stats.postings.indices[pos].astype(np.int64)
 
 
@@ -292,25 +281,13 @@ def _contains(keys: np.ndarray, wanted: np.ndarray) -> np.ndarray:
 _SORTED_SEARCH = 65_536  #: from this many wanted keys, ``_contains`` sorts them first
 
 
-def _hidden_words(stats: TermStats, shown: dict, local: np.ndarray, c: np.ndarray, held: np.ndarray, n_low: int):
-    """Sorted ``pair * n_low + low`` of the words of each pair's shared entities (a word term that
-    reads as one of them is not shown: the entity is)."""
-    col = shown["col"]
-    entity = np.flatnonzero(stats.is_entity[col])
-    if entity.size == 0:
-        return np.zeros(0, np.int64)
-    row = np.searchsorted(shown["start"], entity, side="right") - 1  # each entity term's row (none empty)
-    by_row = np.concatenate([[0], np.cumsum(np.bincount(row, minlength=len(shown["start"])))])
-    pair, at = row_positions(by_row, local)  # each pair's entry's entity terms (places in ``entity``)
-    at = entity[at]
-    both = _contains(held, (c[pair] << 32) | col[at])
-    pair, cols = pair[both], col[at[both]]
-    if pair.size == 0:
-        return np.zeros(0, np.int64)
-    low_id, vocab = shown["low_id"], stats.vocab
-    distinct = np.unique(cols)
-    words = [[low_id[w] for w in vocab[t][2:].split() if w in low_id] for t in distinct.tolist()]
+def _entity_words(stats: TermStats, low_id: dict, pair: np.ndarray, cols: np.ndarray, n_low: int) -> np.ndarray:
+    """Sorted ``pair * n_low + low`` of the words of these shared entity terms (``cols``, of pairs
+    ``pair``; ``low``: a word's place in ``low_id``): a word term that reads as one of them is not
+    shown, the entity is."""
+    distinct, at = np.unique(cols, return_inverse=True)
+    words = [[low_id[w] for w in stats.vocab[t][2:].split() if w in low_id] for t in distinct.tolist()]
     by_term = np.concatenate([[0], np.cumsum([len(w) for w in words])]).astype(np.int64)
     flat = np.array([w for ws in words for w in ws], np.int64)
-    hit, word_at = row_positions(by_term, np.searchsorted(distinct, cols))  # each shared entity's words
+    hit, word_at = row_positions(by_term, at.ravel())  # each shared entity's words
     return np.unique(pair[hit] * n_low + flat[word_at])
