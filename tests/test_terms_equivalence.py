@@ -20,7 +20,9 @@ import pytest
 from kbtools.demo.banks import synthetic_bank
 from kbtools.errors import ValidationError
 from kbtools.linker.anchors import Anchor, anchor, anchors_of
+from kbtools.linker.evidence import rare_sum
 from kbtools.linker.terms import GrowingBuffer, TermStats, entry_text, gc_paused
+from kbtools.linker.wording import why_texts
 
 ODD_TEXTS = [
     "Found it: the encoder cable on line 3 was loose.", "Goal: Ship the Kioko memory layer by December 15.",
@@ -154,6 +156,26 @@ def test_extend_grows_every_field_as_a_fresh_build_reads_it(order):
         _assert_equal_stats(stats, TermStats.build(entries.head(size)))
         paths.append("sessions" in stats._cache)  # ranks and session codes kept, not read again
     assert all(paths) if order != "shuffled" else not all(paths)
+
+
+def test_what_a_link_reads_of_extended_statistics_is_what_a_fresh_build_gives():
+    """A linked add extends the statistics at every write; the values the affinity and the link's
+    words keep on them (the rare terms' postings, the term names) grow with them, and give what
+    statistics built afresh give, bit for bit."""
+    entries = synthetic_bank(entries=1500, seed=5).entries.sort("created_at", "id")
+    rng = np.random.default_rng(2)
+    stats = TermStats.build(entries.head(1000))
+    rare_sum(stats, rng.integers(0, 1000, 500), rng.integers(0, 1000, 500))
+    why_texts(stats, None, [1], [0], dict(shared_n=[1.0], sem=[0.0], cos=[0.0], bridge=[0.0], cue=[0.0], time=[0.0]))
+    for size in (1001, 1002, 1200, 1500):
+        stats = stats.extend(entries.head(size))
+        fresh = TermStats.build(entries.head(size))
+        m, c = rng.integers(0, size, 5000), rng.integers(0, size, 5000)
+        assert np.array_equal(rare_sum(stats, m, c), rare_sum(fresh, m, c))
+        assert (rare_sum(stats, m, c) > 0).sum() > 50  # pairs that share rare terms (the check can fail)
+        values = dict(shared_n=np.ones(len(m)), sem=np.zeros(len(m)), cos=np.zeros(len(m)), bridge=np.zeros(len(m)),
+                      cue=np.zeros(len(m)), time=np.zeros(len(m)))
+        assert list(why_texts(stats, None, m, c, values)) == list(why_texts(fresh, None, m, c, values))
 
 
 def test_statistics_extended_twice_from_the_same_ones_keep_both():

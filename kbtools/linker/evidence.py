@@ -21,7 +21,7 @@ import polars as pl
 import scipy.sparse as sp
 
 from kbtools.linker.rules import EVENT, GOAL, KINDS, MEANS_KINDS, LinkerSettings, kind_code, prior_matrix
-from kbtools.linker.terms import TermStats, row_positions
+from kbtools.linker.terms import CACHE_GROWERS, TermStats, row_positions
 
 __all__ = [
     "Relations", "relations", "noisy_or", "pair_evidence", "candidate_pairs", "pair_cosine", "index_neighbours",
@@ -250,17 +250,15 @@ def rare_sum(stats: TermStats, ms, cs) -> np.ndarray:
     held = stats._cache.get("rare")
     if held is None or held[0] is not stats.postings:  # the rare terms' postings: a few per entry
         p, df = stats.postings, stats.df
-        idf = np.where((df > 0) & (df <= RARE_MAX_DF), np.log(max(stats.n, 1) / np.maximum(df, 1)), 0.0)
         rows = np.repeat(np.arange(p.shape[0], dtype=np.int64), np.diff(p.indptr))
-        rare = idf[p.indices] > 0
-        cols = p.indices[rare].astype(np.int64)
-        keys = (rows[rare] << 32) | cols  # (row << 32 | column), sorted as the rows and their columns
-        starts = np.searchsorted(rows[rare], np.arange(p.shape[0] + 1))
-        held = stats._cache["rare"] = (p, keys, cols, idf[cols], starts)
-    _, keys, cols, weights, starts = held
+        held = stats._cache["rare"] = (p, *_rare_postings(rows, p.indices, df, 0, p.shape[0] + 1))
+    _, keys, cols, starts = held
     ms, cs = np.asarray(ms, np.int64), np.asarray(cs, np.int64)
     pair, pos, _ = _held_by_both(keys, starts, cols, ms, cs)
-    return np.bincount(pair, weights=weights[pos], minlength=len(ms))
+    # a term rare when its row was read may be common now (the statistics grew since): weight 0
+    df = stats.df[cols[pos]]
+    weights = np.where(df <= RARE_MAX_DF, np.log(max(stats.n, 1) / np.maximum(df, 1)), 0.0)
+    return np.bincount(pair, weights=weights, minlength=len(ms))
 
 
 def _held_by_both(keys, starts, cols, ms, cs):
@@ -271,6 +269,29 @@ def _held_by_both(keys, starts, cols, ms, cs):
     at = np.minimum(np.searchsorted(keys, wanted), max(keys.size - 1, 0))
     hit = keys[at] == wanted if keys.size else np.zeros(len(wanted), bool)
     return pair[hit], pos[hit], at[hit]
+
+
+def _rare_postings(rows: np.ndarray, terms: np.ndarray, df: np.ndarray, first: int, end: int):
+    """The postings (``rows``, ``terms``) of rare terms (df <= ``RARE_MAX_DF``) as sorted keys
+    ``row << 32 | term``, their terms, and where rows ``first`` .. ``end - 1`` start among them."""
+    rare = (df[terms] > 0) & (df[terms] <= RARE_MAX_DF)
+    cols = terms[rare].astype(np.int64)
+    keys = (rows[rare] << 32) | cols  # (row << 32 | column), sorted as the rows and their columns
+    return keys, cols, np.searchsorted(rows[rare], np.arange(first, end))
+
+
+def _grown_rare(old: TermStats, new: TermStats, held) -> tuple:
+    """``rare_sum``'s postings of ``old`` grown by the rows ``new`` adds (their rare terms after the
+    end; a term that has become common since stays, read with weight 0)."""
+    _, keys, cols, starts = held
+    p, first = new.postings, len(old.ids)
+    rows = np.repeat(np.arange(first, p.shape[0], dtype=np.int64), np.diff(p.indptr[first:]))
+    more_keys, more_cols, more_starts = _rare_postings(rows, p.indices[p.indptr[first]:], new.df, first, p.shape[0] + 1)
+    return (p, np.concatenate([keys, more_keys]), np.concatenate([cols, more_cols]),
+            np.concatenate([starts[:-1], starts[-1] + more_starts]))
+
+
+CACHE_GROWERS["rare"] = _grown_rare
 
 
 def compiled_kernels():

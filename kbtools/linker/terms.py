@@ -35,7 +35,13 @@ from kbtools.linker.anchors import ASSET_NOUNS, Anchor, AnchorRows, anchors_of, 
 from kbtools.linker.rules import FIX_RE, LINKER_DEFAULTS, PROBLEM_RE, PROGRESS_RE, LinkerSettings, kind_code
 from kbtools.words import stem
 
-__all__ = ["TermStats", "entry_text", "idf", "authors_of", "STATS_COLUMNS", "ANCHOR_COLUMNS", "PART_COLUMNS", "anchor_keys",
+#: Values other modules keep in a statistics object's ``_cache``, by key, each with how to grow it
+#: when the statistics are extended by new rows (``grow(old, extended, held) -> held``, equal to
+#: what the extended statistics would compute afresh): a linked add extends them at every write,
+#: and a pass over the whole bank per write would cost more than the linking.
+CACHE_GROWERS: dict = {}
+
+__all__ = ["TermStats", "CACHE_GROWERS", "entry_text", "idf", "authors_of", "STATS_COLUMNS", "ANCHOR_COLUMNS", "PART_COLUMNS", "anchor_keys",
            "fill_anchors", "gc_paused"]
 
 _TEXT_COLUMNS = ("title", "summary", "content", "useful_for")
@@ -317,6 +323,10 @@ class TermStats:
         if sessions is not None:
             out._cache["sessions"] = sessions
         out._cache["ids"] = entries["id"]  # the frame's column, not a new series of every id
+        for key, grow in CACHE_GROWERS.items():  # a linked add extends the statistics every write
+            held = self._cache.get(key)
+            if held is not None:
+                out._cache[key] = grow(self, out, held)
         return out
 
     def _grown_facts(self, entries: pl.DataFrame, new: pl.DataFrame) -> tuple[dict, np.ndarray | None]:

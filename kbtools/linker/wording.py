@@ -13,7 +13,7 @@ import math
 
 import numpy as np
 
-from kbtools.linker.terms import TermStats, row_positions
+from kbtools.linker.terms import CACHE_GROWERS, TermStats, row_positions
 
 __all__ = ["why_text", "why_texts", "evidence_json", "evidence_texts", "TEXT_VALUES"]
 
@@ -248,10 +248,23 @@ def _term_names(stats: TermStats) -> tuple[np.ndarray, np.ndarray]:
     in lower case); kept for the statistics' vocabulary."""
     held = stats._cache.get("term names")
     if held is None or held[0] is not stats.vocab:
-        names = np.array([t[2:] for t in stats.vocab] + [None], dtype=object)[:-1]
-        is_word = np.fromiter((t.startswith("t:") for t in stats.vocab), bool, len(stats.vocab))
-        held = stats._cache["term names"] = (stats.vocab, names, is_word)
+        held = stats._cache["term names"] = (stats.vocab, *_names_of(stats.vocab))
     return held[1], held[2]
+
+
+def _names_of(terms) -> tuple[np.ndarray, np.ndarray]:
+    """The terms' names without their prefixes (an object array) and which are words."""
+    names = np.array([t[2:] for t in terms] + [None], dtype=object)[:-1]
+    return names, np.fromiter((t.startswith("t:") for t in terms), bool, len(terms))
+
+
+def _grown_term_names(old: TermStats, new: TermStats, held) -> tuple:
+    """``_term_names`` of ``old`` grown by the terms ``new`` adds (its vocabulary starts with old's)."""
+    names, is_word = _names_of(new.vocab[len(old.vocab):])
+    return new.vocab, np.concatenate([held[1], names]), np.concatenate([held[2], is_word])
+
+
+CACHE_GROWERS["term names"] = _grown_term_names
 
 
 def _posting_keys(stats: TermStats, rows: np.ndarray) -> np.ndarray:
