@@ -219,11 +219,8 @@ def fold_usage(entries: pl.DataFrame, usage: pl.DataFrame | None) -> pl.DataFram
     if usage is None or usage.height == 0:
         return entries
     counts = usage.group_by("id").agg(pl.len().alias("_n"), pl.col("at").max().alias("_last"))
-    return (
-        entries.join(counts, on="id", how="left")
-        .with_columns(
-            (pl.col("usage_count") + pl.col("_n").fill_null(0)).alias("usage_count"),
-            pl.max_horizontal("last_used_at", "_last").alias("last_used_at"),
-        )
-        .select(list(SCHEMAS["entries"]))
-    )
+    # only the id and the two usage columns are joined: the other columns stay as they are (a join
+    # of the whole frame gathers every column of every row, a write's dearest step at 100k)
+    got = entries.select("id", "usage_count", "last_used_at").join(counts, on="id", how="left", maintain_order="left")
+    return entries.with_columns((got["usage_count"] + got["_n"].fill_null(0)).alias("usage_count"),
+                                pl.max_horizontal(got["last_used_at"], got["_last"]).alias("last_used_at"))
