@@ -156,7 +156,7 @@ def pair_evidence(stats: TermStats, ms, cs, *, rel: Relations, settings: LinkerS
 
     ``ms`` is the entry being linked, ``cs`` its candidates. ``known_cos``: per pair, its cosine
     when computed already (``candidate_pairs``' ``cos``; NaN where not). ``features``: also the
-    title overlap when the settings do not score it (the calibration's features). ``affinity``
+    title overlap when the settings do not score it. ``affinity``
     orders the candidates that pass the gate (``RARE_LAMBDA``).
     """
     ms, cs = np.asarray(ms, np.int64), np.asarray(cs, np.int64)
@@ -189,9 +189,8 @@ def pair_evidence(stats: TermStats, ms, cs, *, rel: Relations, settings: LinkerS
     ident = np.divide(entity_w, denom, out=np.zeros(len(ms)), where=some)
     days = apart / 86_400e6
     near = np.exp(-days / max(settings.near_days, 1e-9))
-    weighed = {name for name, _ in settings.weights}
     author = _bag_overlap(stats, "author", ms, cs)  # the affinity reads it
-    title = _bag_overlap(stats, "title", ms, cs) if features or settings.w_title or "title" in weighed else np.zeros(len(ms))
+    title = _bag_overlap(stats, "title", ms, cs) if features or settings.w_title else np.zeros(len(ms))
     if settings.w_near or settings.w_author or settings.w_title:
         raw = 1.0 - (1.0 - raw) * (1.0 - settings.w_near * near) * (1.0 - settings.w_author * author) \
             * (1.0 - settings.w_title * title)
@@ -213,15 +212,6 @@ def pair_evidence(stats: TermStats, ms, cs, *, rel: Relations, settings: LinkerS
         raw=raw, prior=prior, score=score, linked=evidence & (score >= settings.threshold), later=later,
         bridge_only=(bridge > 0) & (share < 0.15) & (time == 0.0),
     )
-    if settings.weights:
-        # calibrated on the bank's trusted edges: the logistic model's probability, gated by the threshold
-        weights = dict(settings.weights)
-        z = np.full(len(ms), float(weights.get("bias", 0.0)))
-        for name, value in weights.items():
-            if name != "bias":
-                z = z + float(value) * np.asarray(out[name], np.float64)
-        out["score"] = 1.0 / (1.0 + np.exp(-z))
-        out["linked"] = out["score"] >= settings.threshold
     return out
 
 
