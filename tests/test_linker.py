@@ -457,29 +457,6 @@ class _Scrambled:
         return out, rows
 
 
-@pytest.mark.parametrize("changes", [{}, {"w_title": 0.5, "w_author": 0.3}, {"weights": (("bias", -1.0), ("title", 3.0))}])
-def test_linking_reads_title_and_author_overlaps_only_where_they_score(monkeypatch, changes):
-    """The connect leaves out the title and author overlaps when neither the noisy-OR nor the
-    calibrated weights read them: the same plan as with them computed, whatever the settings."""
-    from kbtools.linker import evidence
-
-    entries, edges, triples, vectors = synthetic_bank(200, seed=0)
-    entries = entries.with_columns(pl.format('{{"author": "{}"}}', pl.col("session_id")).alias("metadata"))
-    settings = LINKER_DEFAULTS.with_(**changes)
-    stats = TermStats.build(entries, known_entities=triple_entities(triples))
-    lean = plan_connect(entries, edges, triples, vectors=vectors, stats=stats, settings=settings, now=NOW)
-    full_evidence = evidence.pair_evidence
-    monkeypatch.setattr(evidence, "pair_evidence", lambda *a, **k: full_evidence(*a, **{**k, "features": True}))
-    import kbtools.linker.pipeline as pipeline
-
-    monkeypatch.setattr(pipeline, "pair_evidence", evidence.pair_evidence)
-    full = plan_connect(entries, edges, triples, vectors=vectors, stats=stats, settings=settings, now=NOW)
-    assert lean.add.drop("created_at", "seen_at").equals(full.add.drop("created_at", "seen_at"))
-    if changes:  # they score: the plan is not the one without them
-        plain = plan_connect(entries, edges, triples, vectors=vectors, stats=stats, now=NOW)
-        assert not plain.add.select("src", "dst", "weight").equals(lean.add.select("src", "dst", "weight"))
-
-
 @pytest.mark.parametrize("in_time_order", [True, False])
 def test_votes_cut_at_the_first_unseen_entry_are_the_votes_seen(in_time_order):
     """A chunk's votes leave out the entries after the last one any of its rows can see

@@ -469,5 +469,4 @@ def test_shared_terms_of_a_pair_read_from_either_side_alike():
         posting = [{t: stats.postings.indptr[r] + j for j, t in enumerate(stats.postings[r].indices)} for r in (ms[i], cs[i])]
         strong = sum(bool(stats.strong_base[side[t]]) for t in terms if not stats.hub[t] for side in posting)
         assert one[2][i] == strong
-        assert one[3][i] == pytest.approx(float(sum(w[t] for t in terms if stats.is_entity[t] and not stats.hub[t])))
-    assert (one[1] > 0).sum() > 100 and (one[2] > 0).sum() > 100 and (one[3] > 0).sum() > 10
+    assert (one[1] > 0).sum() > 100 and (one[2] > 0).sum() > 100

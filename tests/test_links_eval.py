@@ -1,4 +1,4 @@
-"""Link recovery (kb eval links), the rare-identifier lever, calibration and its fallback."""
+"""Link recovery (kb eval links) and the rare-identifier lever."""
 
 from __future__ import annotations
 
@@ -15,7 +15,6 @@ import kbtools as kb
 from kbtools.evaluate.links import evaluate_links, held_out_frames, human_edges, knn_pairs, recovery
 from kbtools.linker import TermStats
 from kbtools.linker.anchors import anchor
-from kbtools.linker.calibration import FEATURES, MIN_POSITIVES, calibrate_weights, fit_weights
 from kbtools.linker.terms import authors_of
 
 T0 = dt.datetime(2020, 1, 1, tzinfo=dt.timezone.utc)
@@ -87,46 +86,6 @@ def test_authors_and_titles_are_bags():
     for name in ("title", "author"):
         assert (s.bags[name] != grown.bags[name]).nnz == 0
     assert s.bags["author"][0].multiply(s.bags["author"][1]).sum() == 1
-
-
-def test_fit_weights_falls_back_to_seed_priors():
-    rng = np.random.default_rng(0)
-    X = rng.random((200, len(FEATURES)))
-    y = np.zeros(200, bool)
-    y[: MIN_POSITIVES - 1] = True
-    assert fit_weights(X, y) == ()
-    y[: MIN_POSITIVES + 5] = True
-    X[y, 0] += 1.0
-    w = dict(fit_weights(X, y))
-    assert set(w) == {*FEATURES, "bias"} and w["share"] > 0
-
-
-def test_calibrate_on_a_bank_with_few_trusted_edges_keeps_priors(tmp_path):
-    ents, edges = _bank()
-    weights, report = calibrate_weights(ents, edges)
-    assert weights == () and not report["calibrated"]
-    bank = kb.create_bank(tmp_path / "b")
-    for text in ("Line 3 keeps faulting with error E-217.", "Found it: the encoder cable on line 3 was loose."):
-        kb.report_learning(bank, content=text, kind="event", session_id="s1", actor="t")
-    before = bank.settings
-    rep = kb.ops.calibrate_bank(bank)
-    assert rep["calibrated"] is False and bank.settings == before
-
-
-def test_calibrated_weights_are_stored_and_explained(tmp_path):
-    """Stored weights are read back by the linker and shown by kb.explain."""
-    bank = kb.create_bank(tmp_path / "b", settings={"auto_link": False})
-    a = kb.report_learning(bank, content="Line 3 keeps faulting with error E-217.", kind="event", session_id="s1", actor="t")
-    b = kb.report_learning(bank, content="Found it: the encoder cable on line 3 was loose.", kind="event", session_id="s1", actor="t")
-    from kbtools.model.plan import Plan
-
-    weights = [[f, 1.0] for f in FEATURES] + [["bias", -1.0]]
-    bank.apply(Plan(settings={"linker": {"weights": weights, "threshold": 0.5}}), actor="t", reason="test")
-    s = kb.explain(bank, b, a, cosine=0.3)
-    assert s.calibrated["bias"] == -1.0 and set(s.features) == set(FEATURES)
-    z = -1.0 + sum(s.features.values())
-    assert s.score == pytest.approx(1 / (1 + np.exp(-z)), rel=1e-3)
-    assert s.linked == (s.score >= 0.5)
 
 
 def test_kb_eval_links_cli(tmp_path):

@@ -195,7 +195,7 @@ def test_bootstrap_ratios_are_paired_and_seeded():
 
 def test_link_recovery_on_the_pep_slice_is_leak_free_and_names_the_strongest_baseline(peps):
     before = peps.entries.clone()
-    r = link_recovery(peps, calibrate=True)
+    r = link_recovery(peps)
     assert peps.entries.equals(before)
     assert set(r.arms) >= {"linker", "knn", "knn_per_entry", "rerank", "lexical"}
     n = r.arms["linker"]["links"]
@@ -209,7 +209,7 @@ def test_link_recovery_on_the_pep_slice_is_leak_free_and_names_the_strongest_bas
                                         abs=0.05)
     assert m["lo"] <= m["points"] <= m["hi"]
     assert r.mask["tokens_masked"] > 0 and "embedded again" in r.protocol["vectors"]
-    assert "half A" in r.protocol["calibration"] and "half B" in r.protocol["calibration"]
+    assert set(r.test) == set(r.arms) and "calibration" not in r.protocol
     text = r.to_markdown()
     assert "strongest baseline" in text and "| rerank | linker |" in text
 

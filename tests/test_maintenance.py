@@ -75,9 +75,30 @@ def test_bad_linker_settings_are_refused_and_write_nothing(tmp_path):
     version = bank.version
     for values, reset, rule in [({"h": 0}, (), "over 0"), ({"max_new": "2.5"}, (), "whole number"),
                                 ({"nope": 1}, (), "not a linker setting"), ({"both_ends": "maybe"}, (), "true or false"),
-                                ({"weights": [[1, 2]]}, (), "kb calibrate"), ({}, ["nope"], "not a linker setting"),
+                                ({"weights": [[1, 2]]}, (), "retired"), ({}, ["nope"], "not a linker setting"),
                                 ({"h": 0.5}, ["h"], "both set and reset"), ({"omega": "nan"}, (), "at most 1")]:
         with pytest.raises(ValidationError, match=rule):
             configure_linker(bank, values, reset=reset)
     assert configure_linker(bank, {"h": 0.6}, dry_run=True)["changed"] == {"h": 0.6}
     assert kb.open_bank(bank.path).version == version and "linker" not in kb.open_bank(bank.path).settings
+
+
+def test_settings_an_older_kbtools_stored_are_ignored_and_dropped(tmp_path):
+    """A bank whose linker settings hold retired keys (an older kb calibrate's weights and its
+    threshold, identifiers) opens and links as with them absent; a change or a reset drops them."""
+    from kbtools.model.plan import Plan
+    from kbtools.ops.link_context import linker_settings
+    from kbtools.ops.maintenance import configure_linker
+
+    bank, ids = _bank(tmp_path)
+    old = {"weights": [["share", 1.0], ["bias", -1.0]], "threshold": 0.9, "identifiers": False, "h": 0.6}
+    bank.apply(Plan(settings={"linker": old}), actor="t", reason="an older kbtools' settings")
+    bank = kb.open_bank(bank.path)
+    shown = configure_linker(bank)
+    assert shown["ignored"] == ["identifiers", "threshold", "weights"] and shown["changed"] == {}
+    assert linker_settings(bank) == kb.linker.LINKER_DEFAULTS.with_(h=0.6)
+    assert kb.explain(bank, ids[1], ids[0]).linked and connect_bank(bank)["links_made"] >= 1
+    version = bank.version
+    out = configure_linker(bank, reset=["weights"])
+    assert out["stored"] == {"h": 0.6} and out["ignored"] == [] and out["settings"] == shown["settings"]
+    assert bank.version == version + 1 and kb.open_bank(bank.path).settings["linker"] == {"h": 0.6}

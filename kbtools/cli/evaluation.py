@@ -117,7 +117,7 @@ def _eval(args):
     """kb eval hoplab PATH [--tasks sidecar|mined] [--n 30] [--seed 0] [--min-shared 1] [--json-out FILE]
     kb eval replay PATH [--queries FILE|mined] [--n 60] [--seed 0] [--json-out FILE]
     kb eval judge PATH [--threshold 0.5] [--peps FILE] [--curl FILE] [--seed 0] [--json-out FILE]
-    kb eval links PATH [--calibrate] [--seed 0] [--keep-vectors] [--json-out FILE]
+    kb eval links PATH [--seed 0] [--keep-vectors] [--json-out FILE]
     kb eval bpmn FOLDER [--json-out FILE]
 
     kb eval judge scores the duplicate judge on pairs no generator made, side by side: the held-out
@@ -141,9 +141,7 @@ def _eval(args):
     held by at most 20 entries, taken per entry), and lexical (the linker without vectors, at its
     own number of links). Each arm: recovered share with a bootstrap 95 % interval over the citing
     entries, precision, links per entry; then the strongest baseline and the linker's margin over
-    it with a paired interval. --calibrate adds an arm with evidence weights fitted on the pairs
-    inside one seeded half of the entries and scored on the pairs cited from the other half (the
-    report names the halves). --keep-vectors scores with the bank's stored vectors (not embedded
+    it with a paired interval. --keep-vectors scores with the bank's stored vectors (not embedded
     again: faster, but they still carry the masked tokens).
 
     A bank without a ground-truth sidecar (a real one: kb demo --peps) gets tasks and queries
@@ -189,7 +187,7 @@ def _eval(args):
     if args.which == "links":
         from kbtools.evaluate.links import link_recovery
 
-        report = link_recovery(bank, calibrate=args.calibrate, seed=args.seed, reembed=not args.keep_vectors)
+        report = link_recovery(bank, seed=args.seed, reembed=not args.keep_vectors)
         if args.json_out:
             Path(args.json_out).write_text(_json_text(report.to_dict()))
         return report.to_dict(), report.to_markdown(), 0
@@ -220,8 +218,6 @@ register_args("eval", lambda p: (
     p.add_argument("--peps", help="kb eval judge: the PEP JSON-lines file (default data/peps/peps.jsonl.gz)"),
     p.add_argument("--curl", help="kb eval judge: curl's commit JSON-lines file (default the shared curl-commits.jsonl.gz)"),
     p.add_argument("--json-out", help="also write the JSON report to this file"),
-    p.add_argument("--calibrate", action="store_true",
-                   help="links: add an arm with weights fitted on half the trusted edges, scored on the other half"),
     p.add_argument("--keep-vectors", action="store_true",
                    help="links: score with the stored vectors instead of embedding the masked entries again"),
 ))
@@ -233,32 +229,14 @@ def _json_text(obj) -> str:
     return json.dumps(obj, indent=1)
 
 
-@command("calibrate", "fit the linker's evidence weights on the bank's own trusted edges and store them")
-def _calibrate(args):
-    """Fit a logistic regression over the linker's evidence (shared terms, cosine, shared rare
-    identifiers, time proximity, shared author, title overlap, the kinds' prior) on the trusted
-    human edges of one half of the entries, and store the weights in the bank's settings
-    (linker.weights, gate linker.threshold), where connect, the write-time linker and kb explain
-    read them. A bank with fewer than 30 trusted pairs among the candidates keeps the seed's
-    priors. --dry-run fits and reports without writing."""
-    from kbtools.ops.maintenance import calibrate_bank
-    from kbtools.store.bank import open_bank
-
-    report = calibrate_bank(open_bank(args.path), dry_run=args.dry_run, seed=args.seed, threshold=args.threshold)
-    text = (f"calibrated on {report['positives']} trusted pairs among {report['pairs']} candidates: "
-            + ", ".join(f"{k} {v:+.3f}" for k, v in report["weights"].items())
-            if report["calibrated"] else
-            f"kept the seed's priors: {report['positives']} trusted pairs among the candidates (need 30)")
-    return report, text
-
-
 @command("linker", "show the bank's linker settings; --set KEY=VALUE / --reset KEY store them")
 def _linker(args):
     """Show the linker settings connect, the write-time linker and kb explain use on this bank (the
     defaults for its embedder, with the bank's own values over them, marked *), or change them in
     one audited commit: --set KEY=VALUE (repeatable; e.g. h=0.6, w_title=0.3, max_new=4,
-    both_ends=false) and --reset KEY (back to the default; a calibration stores weights and
-    threshold: --reset weights --reset threshold drops it). --dry-run shows the result without
+    both_ends=false) and --reset KEY (back to the default). Settings an older kbtools stored and
+    the linker now ignores (weights and the threshold beside them, identifiers) are listed as
+    ignored; a change drops them, or --reset one of them alone. --dry-run shows the result without
     writing. A bad key or value is refused and nothing is written."""
     from kbtools.errors import ValidationError
     from kbtools.ops.maintenance import configure_linker
@@ -272,8 +250,10 @@ def _linker(args):
         values[key.strip()] = value.strip()
     report = configure_linker(open_bank(args.path, readonly=not (values or args.reset) or args.dry_run), values,
                               reset=args.reset or [], dry_run=args.dry_run)
-    lines = [f"{k} = {v}{' *' if k in report['stored'] else ''}" for k, v in report["settings"].items()
-             if k != "weights" or v]
+    counted = report["stored"].keys() - set(report["ignored"])
+    lines = [f"{k} = {v}{' *' if k in counted else ''}" for k, v in report["settings"].items()]
+    if report["ignored"]:
+        lines.append("ignored (stored by an older kbtools): " + ", ".join(report["ignored"]))
     if report["changed"]:
         verb = "would change" if args.dry_run else "changed"
         lines.append(f"{verb}: " + ", ".join(f"{k} -> {'default' if v is None else v}" for k, v in report["changed"].items()))
@@ -285,12 +265,4 @@ register_args("linker", lambda p: (
     p.add_argument("--set", action="append", metavar="KEY=VALUE", help="store a linker setting (repeatable)"),
     p.add_argument("--reset", action="append", metavar="KEY", help="drop a stored setting: back to the default"),
     p.add_argument("--dry-run", action="store_true", help="show the result, write nothing"),
-))
-
-
-register_args("calibrate", lambda p: (
-    p.add_argument("path", help="the bank folder"),
-    p.add_argument("--dry-run", action="store_true", help="fit and report, write nothing"),
-    p.add_argument("--seed", type=int, default=0, help="which half of the entries the weights are fitted on"),
-    p.add_argument("--threshold", type=float, default=0.5, help="the calibrated gate: link when the probability is at least this"),
 ))

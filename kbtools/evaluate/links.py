@@ -12,7 +12,7 @@ The protocol (``kb eval links``), leak-free by construction:
    is masked in both ends' text (:func:`~kbtools.evaluate.masking.mask_citations`), for every arm
    alike; the masked entries' content vectors are embedded again from the masked text (in memory)
    when the caller gives the embedder, so that the vectors do not carry the token either.
-3. **Link.** The linker (the seed's priors: no weights fitted on these edges) runs over the masked
+3. **Link.** The linker (the seed's priors, or the bank's own settings) runs over the masked
    frames (``plan_connect``); beside it, at the linker's number of links, the baselines of
    :mod:`kbtools.evaluate.baselines`: ``knn`` (the globally most similar pairs), ``knn_per_entry``
    (every entry's nearest neighbour, then every entry's second, ...) and ``rerank`` (each entry's
@@ -22,11 +22,8 @@ The protocol (``kb eval links``), leak-free by construction:
    either way): recovered share with a bootstrap 95 % interval over the citing entries, precision,
    links per entry; the strongest baseline (the best recovered share among the baselines at the
    linker's number of links, and the lexical arm when it makes no more links than the linker) and
-   the linker's margin over it, with a paired bootstrap interval.
-5. **Calibrate on one half only.** With ``calibrate``, evidence weights are fitted on the held-out
-   pairs whose two ends both lie in one seeded half of the entries (:func:`split_half`'s
-   complement) and scored only on the pairs whose citing entry lies in the other half, where no
-   pair was ever a training label; the report says which half is which.
+   the linker's margin over it, with a paired bootstrap interval; and each arm's figures again on
+   the test half, the pairs cited from a seeded half of the entries (:func:`split_half`).
 
 What counts as human: sources ``author``, ``citation_backfill``, ``metadata_backfill``, ``import``
 and ``manual`` (a person wrote the link, or the text that names it); not ``judge`` (dedup merges),
@@ -55,17 +52,51 @@ from kbtools.evaluate.baselines import (RERANK_LAMBDA, RERANK_MAX_DF, RERANK_TOP
 from kbtools.evaluate.intervals import bootstrap_ratios
 from kbtools.evaluate.masking import MASKED_FIELDS, mask_citations, unmark_held_out
 from kbtools.linker import LINKER_DEFAULTS, LinkerSettings, TermStats, plan_connect
-from kbtools.linker.calibration import (HUMAN_SOURCES, STRUCTURE_TYPES, calibrate_weights, held_out_frames,
-                                        human_edges, split_half)
 from kbtools.linker.planning import triple_entities
 from kbtools.linker.rules import kind_code
 
 __all__ = ["HUMAN_SOURCES", "STRUCTURE_TYPES", "BASELINES", "LinkRecovery", "human_edges", "evaluate_links",
-           "knn_pairs", "split_half", "recovery", "calibrate_weights", "held_out_frames", "link_recovery",
+           "knn_pairs", "split_half", "recovery", "held_out_frames", "link_recovery",
            "recovery_intervals"]
 
 #: The baseline arms scored at a linker arm's number of links.
 BASELINES: tuple[str, ...] = ("knn", "knn_per_entry", "rerank")
+#: Sources whose edges a person made (or a text a person wrote names).
+HUMAN_SOURCES: tuple[str, ...] = ("author", "citation_backfill", "metadata_backfill", "import", "manual")
+#: Types that say how the bank is laid out, not that two entries belong together.
+STRUCTURE_TYPES: tuple[str, ...] = ("part_of", "split_from", "derived_from")
+_FADING = ("auto", "review", "feedback")
+
+
+def human_edges(edges: pl.DataFrame) -> pl.DataFrame:
+    """The trusted human edges of a bank: a human source and a type that is not structure."""
+    return edges.filter(pl.col("source").is_in(HUMAN_SOURCES) & ~pl.col("type").is_in(STRUCTURE_TYPES))
+
+
+def split_half(ids, *, seed: int = 0) -> set[str]:
+    """The entries of the test half (a seeded half of the ids): the report's ``test`` figures are
+    scored on the pairs whose citing entry is in it.
+
+    >>> sorted(split_half(["a", "b", "c", "d"], seed=1))
+    ['a', 'b']
+    """
+    ids = sorted(set(ids))
+    rng = np.random.default_rng(seed)
+    pick = rng.permutation(len(ids))[: len(ids) // 2]
+    return {ids[i] for i in pick}
+
+
+def held_out_frames(entries: pl.DataFrame, edges: pl.DataFrame):
+    """``(entries, kept edges, held-out human edges)``: the bank as the linker would see it with its
+    human edges taken out (no entry linked yet, supersessions undone, no fading links)."""
+    held = human_edges(edges)
+    kept = edges.join(held.select("src", "dst", "type"), on=["src", "dst", "type"], how="anti")
+    if "source" in kept.columns:
+        kept = kept.filter(~pl.col("source").is_in(_FADING))
+    ents = entries.with_columns(pl.lit(None).cast(pl.Datetime("us", "UTC")).alias("linked_at"))
+    if "status" in ents.columns:  # a superseded entry is one the held-out supersessions made: open them again
+        ents = ents.with_columns(pl.when(pl.col("status") == "superseded").then(None).otherwise(pl.col("status")).alias("status"))
+    return ents, kept, held
 
 
 def _pairs(src, dst) -> set[tuple[str, str]]:
@@ -126,8 +157,8 @@ class LinkRecovery:
     bootstrap 95 % interval over the citing entries, ``lo`` / ``hi``), precision and ``budget``
     (whose number of links it was given); ``held_out`` counts the held-out edges by type;
     ``margins`` per linker arm: the strongest baseline at its number of links and the margin in
-    points with its paired interval; ``test`` the same figures on the evaluation half (where a
-    calibrated arm is scored); ``mask`` what was masked; ``protocol`` the words of the method."""
+    points with its paired interval; ``test`` the same figures on the test half (the pairs cited
+    from :func:`split_half`'s entries); ``mask`` what was masked; ``protocol`` the words of the method."""
 
     bank: str
     entries: int
@@ -165,9 +196,6 @@ class LinkRecovery:
             if m.get("baseline"):
                 lines += ["", f"**{name}** against the strongest baseline, **{m['baseline']}** ({m['scored_on']}): "
                               f"{m['points']:+.1f} points (95 % interval {m['lo']:+.1f} to {m['hi']:+.1f})"]
-        cal = self.protocol.get("calibration")
-        if cal:
-            lines += ["", f"calibration: {cal}"]
         return "\n".join(lines)
 
 
@@ -215,7 +243,7 @@ def _margin(found, held_pairs, citing, linker: str, baselines: list[str], *, see
 
 def evaluate_links(entries: pl.DataFrame, edges: pl.DataFrame, triples=None, *, vectors=None,
                    settings: LinkerSettings = LINKER_DEFAULTS, arms: dict | None = None, bank: str = "",
-                   seed: int = 0, calibrate: bool = False, calibrate_threshold: float = 0.5,
+                   seed: int = 0,
                    patterns=(), embed: Callable[[pl.DataFrame], np.ndarray] | None = None,
                    embedder_name: str = "") -> LinkRecovery:
     """Hold out the human edges, mask their citation tokens, link the masked entries in memory,
@@ -249,7 +277,6 @@ def evaluate_links(entries: pl.DataFrame, edges: pl.DataFrame, triples=None, *, 
             citing.setdefault((a, b) if a < b else (b, a), a)
     ids = ents["id"].to_list()
     test_ids = split_half(ids, seed=seed)
-    train_ids = set(ids) - test_ids
     test_pairs = {p for p in held_pairs if citing[p] in test_ids}
     test_citing = {p: citing[p] for p in test_pairs}
     n = ents.height
@@ -270,16 +297,6 @@ def evaluate_links(entries: pl.DataFrame, edges: pl.DataFrame, triples=None, *, 
     budget_of = {"linker": "own"}
     linker_arms = ["linker"]
     arms = dict(arms or {})
-    calibration = None
-    if calibrate:
-        # fit only on pairs with both ends in the training half: no pair scored on the test half
-        # was ever a training label
-        train_held = held.filter(pl.col("src").is_in(list(train_ids)) & pl.col("dst").is_in(list(train_ids)))
-        weights, calibration = calibrate_weights(ents, pl.concat([kept, train_held], how="diagonal_relaxed"),
-                                                 triples, vectors=vectors, settings=settings, train_ids=train_ids,
-                                                 stats=stats)
-        if weights:
-            arms["calibrated"] = settings.with_(weights=weights, threshold=calibrate_threshold)
     for name, arm in arms.items():
         arm_stats = stats if arm.virtual == settings.virtual else None  # the statistics read it
         found[name] = timed(name, lambda arm=arm, s=arm_stats: _linker_pairs(ents, kept, triples, vectors=vectors,
@@ -326,12 +343,8 @@ def evaluate_links(entries: pl.DataFrame, edges: pl.DataFrame, triples=None, *, 
             base = [f"{b}{suffix}" for b in BASELINES]
             if len(found["lexical"]) <= len(found[a]):
                 base.append("lexical")
-            if a == "calibrated":
-                margins[a] = _margin(found, test_pairs, test_citing, a, base, seed=seed,
-                                     scored_on=f"test half: {len(test_pairs)} pairs cited from {len(test_ids)} entries")
-            else:
-                margins[a] = _margin(found, held_pairs, citing, a, base, seed=seed,
-                                     scored_on=f"all {len(held_pairs)} held-out pairs")
+            margins[a] = _margin(found, held_pairs, citing, a, base, seed=seed,
+                                 scored_on=f"all {len(held_pairs)} held-out pairs")
     held_by_type = dict(held.group_by("type").len().iter_rows()) if held.height else {}
     vec_words = ("none (lexical only)" if vectors is None else
                  f"the masked entries embedded again from the masked text ({embedder_name or 'the given embedder'})"
@@ -342,25 +355,16 @@ def evaluate_links(entries: pl.DataFrame, edges: pl.DataFrame, triples=None, *, 
                               "rerank": f"top {RERANK_TOP} cosine + {RERANK_LAMBDA} x idf of shared terms with df <= "
                                         f"{RERANK_MAX_DF}, per entry"},
                 "interval": "bootstrap 95 % over citing entries (2,000 resamples, seeded)", "seed": seed}
-    if calibrate:
-        protocol["calibration"] = (f"fitted on the pairs with both ends in half A ({len(train_ids)} entries, seed {seed}); "
-                                   f"scored on the pairs cited from half B ({len(test_ids)} entries)"
-                                   + ("" if calibration and calibration.get("calibrated") else
-                                      ": too few trusted pairs, the seed's priors kept (no calibrated arm)"))
-    extra = {"calibration": calibration} if calibrate else {}
     return LinkRecovery(bank=bank, entries=n, held_out={k: int(v) for k, v in held_by_type.items()}, arms=out,
                         test=test, settings={"threshold": settings.threshold, "max_new": settings.max_new,
-                                             "seconds": timing, **extra},
+                                             "seconds": timing},
                         seconds=round(time.perf_counter() - started, 2), margins=margins, mask=mask_report,
                         protocol=protocol)
 
 
-def link_recovery(bank, *, calibrate: bool = False, seed: int = 0, arms: dict | None = None,
-                  reembed: bool = True) -> LinkRecovery:
+def link_recovery(bank, *, seed: int = 0, arms: dict | None = None, reembed: bool = True) -> LinkRecovery:
     """:func:`evaluate_links` on a bank (read only): its frames, its content vectors, its citation
-    patterns and its linker settings (the seed's priors: a bank's stored calibrated weights are
-    left out, so that the ``linker`` arm is never scored on the edges it was fitted on;
-    ``calibrate`` refits on one half). ``reembed``: embed the masked entries again with the bank's
+    patterns and its linker settings. ``reembed``: embed the masked entries again with the bank's
     embedder, in memory (nothing is written).
 
     >>> report = link_recovery(kb.open_bank("banks/peps", readonly=True))  # doctest: +SKIP
@@ -369,7 +373,6 @@ def link_recovery(bank, *, calibrate: bool = False, seed: int = 0, arms: dict | 
     from kbtools.retrieval.search import bank_embedder, embed_rows
 
     settings = linker_settings(bank)
-    settings = settings.with_(weights=(), threshold=LINKER_DEFAULTS.threshold) if settings.weights else settings
     vectors = linker_vectors(bank)
     embed, name = None, ""
     if reembed and vectors is not None:
@@ -377,5 +380,5 @@ def link_recovery(bank, *, calibrate: bool = False, seed: int = 0, arms: dict | 
         name = embedder.name
         embed = lambda rows: embed_rows(rows, embedder)[:, 0]  # noqa: E731 - the content dimension
     return evaluate_links(bank.entries, bank.edges, bank.triples, vectors=vectors, settings=settings,
-                          arms=arms, bank=str(bank.path), seed=seed, calibrate=calibrate,
+                          arms=arms, bank=str(bank.path), seed=seed,
                           patterns=bank.settings.get("citations") or (), embed=embed, embedder_name=name)

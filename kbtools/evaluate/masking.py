@@ -166,7 +166,7 @@ def unmark_held_out(entries: pl.DataFrame, held: pl.DataFrame) -> tuple[pl.DataF
     partners (the key goes when none is left); pure. ``held``: the held-out edges (``src``,
     ``dst``). The report counts ``metadata_ids_dropped``. (The ``superseded`` status a held-out
     edge left is undone where the edges are held out,
-    :func:`~kbtools.linker.calibration.held_out_frames`.)
+    :func:`~kbtools.evaluate.links.held_out_frames`.)
 
     >>> e = pl.DataFrame({"id": ["new1", "old1"], "metadata": ['{"replaces": "old1", "team": "ops"}', "{}"]})
     >>> out, report = unmark_held_out(e, pl.DataFrame({"src": ["new1"], "dst": ["old1"]}))

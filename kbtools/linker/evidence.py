@@ -151,16 +151,15 @@ def _one_faiss_thread(when: bool = True):
 
 
 def pair_evidence(stats: TermStats, ms, cs, *, rel: Relations, settings: LinkerSettings, vectors=None, cosine=None,
-                  known_cos=None, features: bool = True) -> dict:
+                  known_cos=None) -> dict:
     """share, sem, bridge, time, cue, raw, prior, score, the gate and the affinity for each pair (ms[i], cs[i]).
 
     ``ms`` is the entry being linked, ``cs`` its candidates. ``known_cos``: per pair, its cosine
-    when computed already (``candidate_pairs``' ``cos``; NaN where not). ``features``: also the
-    title overlap when the settings do not score it (the calibration's features). ``affinity``
-    orders the candidates that pass the gate (``RARE_LAMBDA``).
+    when computed already (``candidate_pairs``' ``cos``; NaN where not). ``affinity`` orders the
+    candidates that pass the gate (``RARE_LAMBDA``).
     """
     ms, cs = np.asarray(ms, np.int64), np.asarray(cs, np.int64)
-    shared_w, shared_n, strong_n, entity_w = _shared(stats, ms, cs)
+    shared_w, shared_n, strong_n = _shared(stats, ms, cs)
     denom = np.minimum(stats.totals(ms), stats.totals(cs))
     some = denom > 0
     overlap = np.divide(shared_w, denom, out=np.zeros(len(ms)), where=some)
@@ -186,12 +185,10 @@ def pair_evidence(stats: TermStats, ms, cs, *, rel: Relations, settings: LinkerS
     )
     cue = (resolves & (time == 1.0) & (shared_n > 0)).astype(np.float64)
     raw = noisy_or(share, sem, bridge, time, cue, omega=settings.omega)
-    ident = np.divide(entity_w, denom, out=np.zeros(len(ms)), where=some)
     days = apart / 86_400e6
     near = np.exp(-days / max(settings.near_days, 1e-9))
-    weighed = {name for name, _ in settings.weights}
     author = _bag_overlap(stats, "author", ms, cs)  # the affinity reads it
-    title = _bag_overlap(stats, "title", ms, cs) if features or settings.w_title or "title" in weighed else np.zeros(len(ms))
+    title = _bag_overlap(stats, "title", ms, cs) if settings.w_title else np.zeros(len(ms))
     if settings.w_near or settings.w_author or settings.w_title:
         raw = 1.0 - (1.0 - raw) * (1.0 - settings.w_near * near) * (1.0 - settings.w_author * author) \
             * (1.0 - settings.w_title * title)
@@ -209,19 +206,10 @@ def pair_evidence(stats: TermStats, ms, cs, *, rel: Relations, settings: LinkerS
     affinity = cos + RARE_LAMBDA * rare_sum(stats, ms, cs) + share + FOLLOW_UP * author * np.exp(-days / FOLLOW_UP_DAYS)
     out = dict(
         m=ms, c=cs, affinity=affinity, share=share, overlap=overlap, shared_n=shared_n, cos=cos, sem=sem,
-        bridge=bridge, time=time, cue=cue, ident=ident, near=near, author=author, title=title,
+        bridge=bridge, time=time, cue=cue, near=near, author=author, title=title,
         raw=raw, prior=prior, score=score, linked=evidence & (score >= settings.threshold), later=later,
         bridge_only=(bridge > 0) & (share < 0.15) & (time == 0.0),
     )
-    if settings.weights:
-        # calibrated on the bank's trusted edges: the logistic model's probability, gated by the threshold
-        weights = dict(settings.weights)
-        z = np.full(len(ms), float(weights.get("bias", 0.0)))
-        for name, value in weights.items():
-            if name != "bias":
-                z = z + float(value) * np.asarray(out[name], np.float64)
-        out["score"] = 1.0 / (1.0 + np.exp(-z))
-        out["linked"] = out["score"] >= settings.threshold
     return out
 
 
@@ -317,15 +305,14 @@ def _bag_overlap(stats: TermStats, name: str, ms, cs) -> np.ndarray:
 
 def _shared(stats: TermStats, ms: np.ndarray, cs: np.ndarray):
     """Per pair: the summed weight, the number and the strong count of the terms both entries hold,
-    and the entities' summed weight, each summed term by term from 0.0 in column order, as the
-    compiled merge sums them (which runs once a big connect made it ready)."""
+    each summed term by term from 0.0 in column order, as the compiled merge sums them (which runs
+    once a big connect made it ready)."""
     p, postings = len(ms), stats.postings
     if p == 0 or postings.indptr[-1] == 0:
-        return np.zeros(p), np.zeros(p), np.zeros(p), np.zeros(p)
+        return np.zeros(p), np.zeros(p), np.zeros(p)
     compiled = compiled_kernels()
     if compiled is not None:
-        return compiled.shared_sums(postings.indptr, postings.indices, stats.w, stats.hub, stats.strong_base,
-                                    stats.is_entity, ms, cs)
+        return compiled.shared_sums(postings.indptr, postings.indices, stats.w, stats.hub, stats.strong_base, ms, cs)
     rows, local = np.unique(ms, return_inverse=True)
     own_row, own_pos = row_positions(postings.indptr, rows)
     own_keys = (own_row << 32) | postings.indices[own_pos].astype(np.int64)  # sorted, as the rows
@@ -337,8 +324,7 @@ def _shared(stats: TermStats, ms: np.ndarray, cs: np.ndarray):
     strong = ~stats.hub[cols]  # strong for the entry (its base flag) and not a hub
     strong_n = np.bincount(pair, weights=(stats.strong_base[at] & strong).astype(np.float64)
                            + (stats.strong_base[pos] & strong), minlength=p)
-    entity_w = np.bincount(pair, weights=np.where(stats.is_entity[cols] & ~stats.hub[cols], weight, 0.0), minlength=p)
-    return shared_w, shared_n, strong_n, entity_w
+    return shared_w, shared_n, strong_n
 
 
 def _bridge(stats, ms, cs, rel: Relations) -> np.ndarray:
@@ -1004,7 +990,7 @@ def whole_lists(stats: TermStats, *, rel: Relations, eligible: np.ndarray, setti
         pairs = candidate_pairs(stats, block, rel=rel, open_=eligible, linked=everyone, settings=settings,
                                 vectors=vectors, neighbors=neighbors, eligible=eligible, whole=True)
         ev = pair_evidence(stats, pairs["m"], pairs["c"], rel=rel, settings=settings, vectors=vectors, cosine=cosine,
-                           known_cos=pairs.get("cos"), features=False)
+                           known_cos=pairs.get("cos"))
         ok = np.flatnonzero(ev["linked"])
         m, c = pairs["m"][ok], pairs["c"][ok]
         order = np.lexsort((-stats.rank[c], -ev["affinity"][ok], m))

@@ -11,13 +11,12 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 import numpy as np
 import polars as pl
 
 from kbtools.errors import EntryNotFound, ValidationError
-from kbtools.linker.calibration import FEATURES
 from kbtools.linker.evidence import pair_evidence, relations
 from kbtools.linker.planning import triple_entities
 from kbtools.linker.rules import KINDS, LINKER_DEFAULTS, LinkerSettings, link_type
@@ -51,10 +50,6 @@ class LinkScore:
     overlap: float = 0.0
     cos: float = 0.0
     existing: tuple = ()
-    #: the evidence weights the score used: the bank's calibrated ones (``LinkerSettings.weights``,
-    #: fitted by ``kb calibrate``) or ``{}`` for the seed's priors; ``features`` the pair's values of them
-    calibrated: dict = field(default_factory=dict)
-    features: dict = field(default_factory=dict)
 
 
 def _display(anchor, weights) -> dict:
@@ -118,6 +113,4 @@ def explain_pair(a_id, b_id, entries: pl.DataFrame, edges, triples, *, vectors=N
         overlap=float(e["overlap"]),
         cos=float(e["cos"]),
         existing=existing,
-        calibrated=dict(settings.weights),
-        features={k: round(float(e[k]), 4) for k in FEATURES},
     )

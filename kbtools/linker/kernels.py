@@ -9,8 +9,8 @@ once a process: a big connect (``pipeline.KERNELS_FROM``) does it before it fork
 >>> indptr, indices = np.array([0, 2, 4]), np.array([1, 3, 1, 2], np.int32)
 >>> w = np.array([0.0, 0.5, 0.25, 0.125])
 >>> flags = np.zeros(4, bool)
->>> out = shared_sums(indptr, indices, w, flags, flags, flags, np.array([0]), np.array([1])) if warm() else None
->>> out is None or [x.tolist() for x in out] == [[0.5], [1.0], [0.0], [0.0]]
+>>> out = shared_sums(indptr, indices, w, flags, flags, np.array([0]), np.array([1])) if warm() else None
+>>> out is None or [x.tolist() for x in out] == [[0.5], [1.0], [0.0]]
 True
 """
 
@@ -52,17 +52,15 @@ def _jit(**options):
 
 
 @_jit()
-def _shared(indptr, indices, w, hub, strong_base, is_entity, ms, cs):
+def _shared(indptr, indices, w, hub, strong_base, ms, cs):
     p = len(ms)
-    shared_w, shared_n = np.zeros(p), np.zeros(p)
-    strong_n, entity_w = np.zeros(p), np.zeros(p)
+    shared_w, shared_n, strong_n = np.zeros(p), np.zeros(p), np.zeros(p)
     for i in range(p):
         a, a_end = indptr[ms[i]], indptr[ms[i] + 1]
         b, b_end = indptr[cs[i]], indptr[cs[i] + 1]
         n = 0
         total = 0.0
         strong = 0.0
-        entity = 0.0
         while a < a_end and b < b_end:
             ta, tb = indices[a], indices[b]
             if ta < tb:
@@ -75,15 +73,12 @@ def _shared(indptr, indices, w, hub, strong_base, is_entity, ms, cs):
                 total += weight
                 if not hub[ta]:
                     strong += np.float64(strong_base[a]) + np.float64(strong_base[b])
-                    if is_entity[ta]:
-                        entity += weight
                 a += 1
                 b += 1
         shared_w[i] = total
         shared_n[i] = n
         strong_n[i] = strong
-        entity_w[i] = entity
-    return shared_w, shared_n, strong_n, entity_w
+    return shared_w, shared_n, strong_n
 
 @_jit(inline="always")
 def _worse(v1, rank1, v2, rank2):
@@ -200,7 +195,7 @@ def warm() -> bool:
     flags = np.zeros(2, bool)
     one = np.array([0], np.int64)
     try:
-        shared = shared_sums(indptr, indices, np.ones(1), flags[:1], flags, flags[:1], one, one + 1)
+        shared = shared_sums(indptr, indices, np.ones(1), flags[:1], flags, one, one + 1)
         best = best_votes(indptr[:2], indices[:1], np.ones(1), joined_parts([(indptr[:2], indices[:1], np.ones(1))]),
                           2, one + 1, one + 1, visibility(np.array([-1, -1]), np.arange(2)), 2, 1)
     except Exception as err:  # noqa: BLE001 - any failure of numba leaves the numpy steps, which give the same bits
@@ -216,12 +211,12 @@ def warm() -> bool:
     return True
 
 
-def shared_sums(indptr, indices, w, hub, strong_base, is_entity, ms, cs):
+def shared_sums(indptr, indices, w, hub, strong_base, ms, cs):
     """Per pair (``ms[i]``, ``cs[i]``), over the terms both rows of the postings hold: the summed
-    weight ``w`` (nonzero ones), their number, the strong count (each side's ``strong_base`` where
-    the term is not a ``hub``) and the entities' summed weight; ``evidence._shared_sums``' values."""
+    weight ``w`` (nonzero ones), their number and the strong count (each side's ``strong_base``
+    where the term is not a ``hub``); ``evidence._shared``' values."""
     return _shared(_fixed(indptr, np.int64), _fixed(indices, np.int32), _fixed(w, np.float64), _fixed(hub, bool),
-                  _fixed(strong_base, bool), _fixed(is_entity, bool), _fixed(ms, np.int64), _fixed(cs, np.int64))
+                  _fixed(strong_base, bool), _fixed(ms, np.int64), _fixed(cs, np.int64))
 
 
 def joined_parts(parts) -> tuple:

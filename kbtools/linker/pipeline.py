@@ -76,7 +76,7 @@ class ChunkWork:
                                 settings=self.settings, vectors=self.vectors, neighbors=self.neighbors,
                                 eligible=self.eligible, margin=self.margin, searched=searched, cosine=self.cosine)
         ev = pair_evidence(self.stats, pairs["m"], pairs["c"], rel=self.rel, settings=self.settings,
-                           vectors=self.vectors, cosine=self.cosine, known_cos=pairs.get("cos"), features=False)
+                           vectors=self.vectors, cosine=self.cosine, known_cos=pairs.get("cos"))
         return pairs, ev
 
     def prepare(self) -> None:

@@ -72,7 +72,7 @@ def plan_links(entry_id, entries, edges, triples, *, vectors=None, cosine=None, 
                             cosine=cosine)
     struct = ctx.structural(row)
     ev = pair_evidence(ctx.stats, pairs["m"], pairs["c"], rel=ctx.rel, settings=settings,
-                       vectors=vectors, cosine=cosine, known_cos=pairs.get("cos"), features=False)
+                       vectors=vectors, cosine=cosine, known_cos=pairs.get("cos"))
     state = LinkState(ctx, ctx.edge_index_for(row, pairs["c"][ev["linked"]], struct))  # only those can be linked
     state.link_entry(row, pairs, ev, struct, choice=LinkChoice(pairs, ev, ctx.stats, settings, state.index, 1))
     return state.plan({"entry": entry_id, "candidates": int(len(pairs["c"]))})

@@ -67,9 +67,6 @@ class LinkerSettings:
     #: frame (later entries included) hold it, and tries its candidates by their best place in
     #: either end's list (``evidence.whole_lists``); False: only its own list of earlier entries
     both_ends: bool = True
-    #: calibrated evidence weights, ``((feature, weight), ...)`` with a ``bias``: when set, the score is
-    #: the logistic model's probability and the gate is ``score >= threshold`` (see ``kbtools.linker.calibration``)
-    weights: tuple = ()
 
     def with_(self, **changes) -> "LinkerSettings":
         """A copy with some fields changed.
@@ -84,9 +81,10 @@ LINKER_DEFAULTS = LinkerSettings()
 #: With a lexical embedder, similarity repeats the shared words and counts half.
 LINKER_LEXICAL = LinkerSettings(omega=0.25)
 
-#: Settings a bank may hold from an older kbtools, read as absent (``identifiers``: kept references
-#: and code names whole as entities, which moved no bank's link recovery)
-RETIRED_SETTINGS: frozenset[str] = frozenset({"identifiers"})
+#: Settings a bank may hold from an older kbtools, read as absent; neither moved any bank's link
+#: recovery (``identifiers``: kept references and code names whole as entities; ``weights``: the
+#: logistic evidence weights an older ``kb calibrate`` fitted)
+RETIRED_SETTINGS: frozenset[str] = frozenset({"identifiers", "weights"})
 
 #: What each settable field of ``LinkerSettings`` takes: (type, low, high, low included, high included)
 _FIELD_RULES: dict[str, tuple] = {
@@ -107,8 +105,7 @@ _TRUE, _FALSE = {"true", "yes", "on", "1"}, {"false", "no", "off", "0"}
 def check_linker_settings(changes) -> dict:
     """The linker fields in ``changes`` (``{field: value}``; a value may be text, as a command line
     gives it) checked and read as their types: an unknown field, a value of another type or one out
-    of its range raises a ``ValidationError`` naming the field and its rule. ``weights`` is set by
-    calibration (``kb calibrate``), not here.
+    of its range raises a ``ValidationError`` naming the field and its rule.
 
     >>> check_linker_settings({"h": "0.6", "max_new": 4, "both_ends": "no"})
     {'h': 0.6, 'max_new': 4, 'both_ends': False}
@@ -119,11 +116,13 @@ def check_linker_settings(changes) -> dict:
     """
     out = {}
     for name, value in dict(changes).items():
+        if name in RETIRED_SETTINGS:
+            raise ValidationError(name, value, "is a retired linker setting (it moved no bank's link recovery; "
+                                               "a stored value is ignored)")
         rule = _FIELD_RULES.get(name)
         if rule is None:
             allowed = ", ".join(sorted(_FIELD_RULES))
-            raise ValidationError(name, value, f"is not a linker setting one can set (one of {allowed}; "
-                                               "the weights come from kb calibrate)")
+            raise ValidationError(name, value, f"is not a linker setting one can set (one of {allowed})")
         kind, low, high, low_in, high_in = rule
         out[name] = _read_setting(name, value, kind, low, high, low_in, high_in)
     return out

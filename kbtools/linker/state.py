@@ -344,7 +344,7 @@ class LinkState:
         ms = np.array([r["src"] for r in recs], np.int64)
         cs = np.array([r["dst"] for r in recs], np.int64)
         affinity = pair_evidence(self.st, ms, cs, rel=self.ctx.rel, settings=self.s, vectors=self.ctx.vectors,
-                                 cosine=self.ctx.cosine, features=False)["affinity"]
+                                 cosine=self.ctx.cosine)["affinity"]
         for rec, value in zip(recs, affinity.tolist()):
             rec["strength"] = value * (self.faded(rec) / rec["weight"] if rec["weight"] > 0 else 0.0)
 

@@ -5,8 +5,7 @@ reads it or commits one audited plan.
   ``edges_counted``;
 - smaller writes: ``add_triple``, ``record_usage``, ``import_frames``;
 - BPMN in and out: ``ingest_bpmn``, ``export_bpmn_holes``;
-- the linker's upkeep: ``reinforce``, ``feedback``, ``calibrate_bank``, ``configure_linker``,
-  ``propose_duplicates``;
+- the linker's upkeep: ``reinforce``, ``feedback``, ``configure_linker``, ``propose_duplicates``;
 - DuckDB over the bank's tables: ``duckdb``.
 
 >>> import kbtools as kb
@@ -23,8 +22,7 @@ _HOME = {
     "export_bpmn_holes": "bpmn", "ingest_bpmn": "bpmn",
     "import_frames": "interchange",
     "propose_duplicates": "judging",
-    "calibrate_bank": "maintenance", "configure_linker": "maintenance", "feedback": "maintenance",
-    "reinforce": "maintenance",
+    "configure_linker": "maintenance", "feedback": "maintenance", "reinforce": "maintenance",
     "add_triple": "writes", "record_usage": "writes",
 }
 
@@ -32,7 +30,7 @@ __all__ = [
     "bank_igraph", "bank_adjacency", "edges_counted",
     "add_triple", "record_usage", "import_frames",
     "ingest_bpmn", "export_bpmn_holes",
-    "reinforce", "feedback", "calibrate_bank", "configure_linker", "propose_duplicates",
+    "reinforce", "feedback", "configure_linker", "propose_duplicates",
     "duckdb",
 ]
 

@@ -30,7 +30,8 @@ from kbtools.store.caches import cache_file, cached_file_meta, write_cache_file
 from kbtools.store.segments import appended_rows, key_mark, table_mark
 from kbtools.store.vectors import embedder_name, entry_vectors, segment_data, segment_ids, vector_segments
 
-__all__ = ["linker_settings", "settings_for", "term_stats", "linker_vectors", "neighbour_index", "plan_new_entry_links",
+__all__ = ["linker_settings", "settings_for", "ignored_settings", "term_stats", "linker_vectors", "neighbour_index",
+           "plan_new_entry_links",
            "NEIGHBOURS_FLAT_BELOW", "NEIGHBOURS_IVF_FROM", "NEIGHBOURS_FILE", "ANCHORS_FILE", "STATS_FILE",
            "new_neighbour_index",
            "ivf_neighbour_index", "faiss_threads"]
@@ -51,10 +52,21 @@ def settings_for(embedder: str | None, stored: dict) -> LinkerSettings:
     (0.25, 0.5)
     """
     base = LINKER_LEXICAL if (embedder or "").startswith("hashing") else LINKER_DEFAULTS
-    over = {k: v for k, v in dict(stored).items() if k not in RETIRED_SETTINGS}
-    if over.get("weights"):  # stored as JSON lists: the settings are hashable tuples
-        over["weights"] = tuple((str(k), float(v)) for k, v in over["weights"])
+    ignored = ignored_settings(stored)
+    over = {k: v for k, v in dict(stored).items() if k not in ignored}
     return base.with_(**over) if over else base
+
+
+def ignored_settings(stored: dict) -> list[str]:
+    """The stored ``linker`` settings read as absent: the retired ones (``RETIRED_SETTINGS``), and
+    a ``threshold`` stored beside ``weights`` (an older ``kb calibrate``'s gate on its model's
+    probability, not on the linker's score).
+
+    >>> ignored_settings({"weights": [["bias", -1.0]], "threshold": 0.5, "h": 0.6})
+    ['threshold', 'weights']
+    """
+    stored = dict(stored)
+    return sorted(k for k in stored if k in RETIRED_SETTINGS or (k == "threshold" and "weights" in stored))
 
 
 def term_stats(bank: Bank, settings: LinkerSettings) -> TermStats:

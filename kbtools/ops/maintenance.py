@@ -22,8 +22,8 @@ from kbtools.errors import EdgeRuleError, ValidationError
 from kbtools.linker import LinkerSettings, LinkScore, plan_connect
 from kbtools.linker.explanation import explain_pair
 from kbtools.store.bank import Bank, utcnow
-from kbtools.ops.link_context import (faiss_threads, linker_settings, linker_vectors, neighbour_index, settings_for,
-                                      term_stats)
+from kbtools.ops.link_context import (faiss_threads, ignored_settings, linker_settings, linker_vectors, neighbour_index,
+                                      settings_for, term_stats)
 from kbtools.ops.writes import edit_edges
 from kbtools.progress import Progress, progress_callback
 from kbtools.store.vectors import embedder_name
@@ -35,7 +35,6 @@ __all__ = [
     "decay_bank",
     "reinforce",
     "feedback",
-    "calibrate_bank",
     "configure_linker",
 ]
 
@@ -187,46 +186,16 @@ def feedback(bank: Bank, fix_id: str, problem_ids: Sequence[str], *, actor: str 
     return {"links": len(add), "replaced": len(remove)}
 
 
-def calibrate_bank(bank: Bank, *, dry_run: bool = False, seed: int = 0, threshold: float = 0.5,
-                   actor: str = "calibrate") -> dict:
-    """Fit the linker's evidence weights on the bank's own trusted human edges (a logistic
-    regression over the candidates of one half of the entries, see
-    ``kbtools.evaluate.links.calibrate_weights``) and store them with the bank's settings
-    (``linker.weights``, gate ``linker.threshold``), where ``connect``, the write-time linker and
-    ``kb.explain`` read them. A bank with too few trusted edges keeps the seed's priors (nothing is
-    written; ``calibrated`` is False).
-
-    >>> import kbtools as kb  # doctest: +SKIP
-    >>> kb.ops.calibrate_bank(bank)["calibrated"]  # doctest: +SKIP
-    True
-    """
-    from kbtools.linker.calibration import calibrate_weights, split_half
-    from kbtools.model.plan import Plan
-
-    settings = linker_settings(bank).with_(weights=())
-    ids = bank.entries["id"].to_list()
-    train = set(ids) - split_half(ids, seed=seed)
-    weights, report = calibrate_weights(bank.entries, bank.edges, bank.triples, vectors=linker_vectors(bank),
-                                        settings=settings, train_ids=train)
-    report.update({"dry_run": dry_run, "threshold": threshold if weights else settings.threshold})
-    if weights and not dry_run:
-        stored = dict(bank.settings.get("linker") or {})
-        stored.update({"weights": [list(p) for p in weights], "threshold": threshold})
-        bank.apply(Plan(settings={"linker": stored}), actor=actor,
-                   reason="calibrate: linker evidence weights fitted on the bank's trusted edges")
-    return report
-
-
 def configure_linker(bank: Bank, values: dict | None = None, *, reset=(), dry_run: bool = False,
                      actor: str = "configure") -> dict:
     """The bank's linker settings, after storing ``values`` (``{field: value}``, checked by
     ``check_linker_settings``; text is read as the field's type) and dropping the stored ``reset``
-    fields (back to the defaults for the bank's embedder; ``weights`` and ``threshold`` drop a
-    calibration, which stores both) in one
-    audited commit; nothing is written when nothing changes or with ``dry_run``. ``connect``, the
-    write-time linker and ``kb.explain`` read them. Returns ``settings`` (every field as the linker
-    will use it), ``stored`` (the bank's own values) and ``changed`` (field: new value, None when
-    reset).
+    fields (back to the defaults for the bank's embedder) in one audited commit; nothing is written
+    when nothing changes or with ``dry_run``. A commit also drops the stored settings the linker
+    reads as absent (``ignored_settings``: an older kbtools' retired ones), which a ``reset`` may
+    name. ``connect``, the write-time linker and ``kb.explain`` read them. Returns ``settings``
+    (every field as the linker will use it), ``stored`` (the bank's own values), ``ignored`` (those
+    of them read as absent) and ``changed`` (field: new value, None when reset).
 
     >>> import tempfile, pathlib, kbtools as kb
     >>> bank = kb.create_bank(pathlib.Path(tempfile.mkdtemp()) / "b")
@@ -238,23 +207,23 @@ def configure_linker(bank: Bank, values: dict | None = None, *, reset=(), dry_ru
     """
     from dataclasses import asdict, fields
 
-    from kbtools.linker.rules import check_linker_settings
+    from kbtools.linker.rules import RETIRED_SETTINGS, check_linker_settings
     from kbtools.model.plan import Plan
 
     changes = check_linker_settings(values or {})
     known = {f.name for f in fields(LinkerSettings)}
     reset = list(reset)
     for name in reset:
-        if name not in known:
+        if name not in known | RETIRED_SETTINGS:
             raise ValidationError("reset", name, f"is not a linker setting (one of {', '.join(sorted(known))})")
         if name in changes:
             raise ValidationError("reset", name, "is both set and reset")
     before = dict(bank.settings.get("linker") or {})
-    stored = {k: v for k, v in before.items() if k not in reset} | changes
+    dropped = set(reset) | (set(ignored_settings(before)) if changes or reset else set())
+    stored = {k: v for k, v in before.items() if k not in dropped} | changes
     changed = {k: stored.get(k) for k in sorted(before.keys() | stored.keys()) if before.get(k) != stored.get(k)}
     if changed and not dry_run:
         bank.apply(Plan(settings={"linker": stored}), actor=actor,
                    reason="configure: linker settings " + ", ".join(f"{k}={v}" for k, v in changed.items()))
-    effective = asdict(settings_for(embedder_name(bank), stored))
-    effective["weights"] = [list(p) for p in effective["weights"]]
-    return {"settings": effective, "stored": stored, "changed": changed, "dry_run": dry_run}
+    return {"settings": asdict(settings_for(embedder_name(bank), stored)), "stored": stored,
+            "ignored": ignored_settings(stored), "changed": changed, "dry_run": dry_run}
