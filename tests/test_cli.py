@@ -142,14 +142,14 @@ def test_linker_shows_sets_and_refuses(tmp_path):
     bank = kb.create_bank(tmp_path / "b")
     shown = run("linker", str(bank.path))
     assert "h = 0.3\n" in shown.stdout + "\n" and "*" not in shown.stdout
-    out = run("linker", str(bank.path), "--set", "h=0.6", "--set", "w_title=0.3")
-    assert "h = 0.6 *" in out.stdout and "changed: h -> 0.6, w_title -> 0.3" in out.stdout
-    assert kb.open_bank(bank.path).settings["linker"] == {"h": 0.6, "w_title": 0.3}
+    out = run("linker", str(bank.path), "--set", "h=0.6", "--set", "max_new=4")
+    assert "h = 0.6 *" in out.stdout and "changed: h -> 0.6, max_new -> 4" in out.stdout
+    assert kb.open_bank(bank.path).settings["linker"] == {"h": 0.6, "max_new": 4}
     bad = run("linker", str(bank.path), "--set", "h=2", check=False, process=True)
     assert bad.returncode == 1 and "h='2': must be a number over 0 and at most 1" in bad.stderr
-    assert kb.open_bank(bank.path).settings["linker"] == {"h": 0.6, "w_title": 0.3}  # nothing written
+    assert kb.open_bank(bank.path).settings["linker"] == {"h": 0.6, "max_new": 4}  # nothing written
     back = json.loads(run("linker", str(bank.path), "--reset", "h", "--json").stdout)
-    assert back["stored"] == {"w_title": 0.3} and back["settings"]["h"] == 0.3
+    assert back["stored"] == {"max_new": 4} and back["settings"]["h"] == 0.3
 
 
 def test_hubs_and_communities_say_which_edges_they_count(tmp_path, demo_dir):

@@ -53,16 +53,16 @@ def test_linker_settings_stored_are_read_by_connect_audited_and_reset(tmp_path):
 
     bank, ids = _bank(tmp_path)
     version = bank.version
-    out = configure_linker(bank, {"threshold": "0.99", "w_title": 0.3}, actor="ana")
-    assert out["changed"] == {"threshold": 0.99, "w_title": 0.3} and out["settings"]["threshold"] == 0.99
-    assert bank.version == version + 1 and bank.settings["linker"] == {"threshold": 0.99, "w_title": 0.3}
+    out = configure_linker(bank, {"threshold": "0.99", "max_new": 4}, actor="ana")
+    assert out["changed"] == {"threshold": 0.99, "max_new": 4} and out["settings"]["threshold"] == 0.99
+    assert bank.version == version + 1 and bank.settings["linker"] == {"threshold": 0.99, "max_new": 4}
     commit = json.loads((bank.path / "manifest.json").read_text())["commit"]  # the audit of the write
     assert commit["actor"] == "ana" and "threshold=0.99" in commit["reason"]
     assert connect_bank(bank)["links_made"] == 0  # nothing scores 0.99: connect read the stored threshold
     version = bank.version
     assert configure_linker(bank, {"threshold": 0.99})["changed"] == {} and bank.version == version  # no change: no commit
     out = configure_linker(bank, reset=["threshold"])
-    assert out["stored"] == {"w_title": 0.3} and out["settings"]["threshold"] == 0.35 and out["changed"] == {"threshold": None}
+    assert out["stored"] == {"max_new": 4} and out["settings"]["threshold"] == 0.35 and out["changed"] == {"threshold": None}
 
 
 def test_bad_linker_settings_are_refused_and_write_nothing(tmp_path):

@@ -186,12 +186,7 @@ def pair_evidence(stats: TermStats, ms, cs, *, rel: Relations, settings: LinkerS
     cue = (resolves & (time == 1.0) & (shared_n > 0)).astype(np.float64)
     raw = noisy_or(share, sem, bridge, time, cue, omega=settings.omega)
     days = apart / 86_400e6
-    near = np.exp(-days / max(settings.near_days, 1e-9))
     author = _bag_overlap(stats, "author", ms, cs)  # the affinity reads it
-    title = _bag_overlap(stats, "title", ms, cs) if settings.w_title else np.zeros(len(ms))
-    if settings.w_near or settings.w_author or settings.w_title:
-        raw = 1.0 - (1.0 - raw) * (1.0 - settings.w_near * near) * (1.0 - settings.w_author * author) \
-            * (1.0 - settings.w_title * title)
     prior = _PRIORS[km, kc]
     score = prior * raw
     means_end = (_IS_MEANS[km] & (kc == GOAL)) | ((km == GOAL) & _IS_MEANS[kc])
@@ -201,12 +196,11 @@ def pair_evidence(stats: TermStats, ms, cs, *, rel: Relations, settings: LinkerS
         | ((bridge == 1.0) & means_end)
         | (cue == 1.0)
         | ((share >= 0.15) & ((sem >= 0.5) | (time == 1.0) | (bridge > 0)))
-        | ((share >= 0.15) & ((settings.w_author * author >= 0.15) | (settings.w_title * title >= 0.15)))
     )
     affinity = cos + RARE_LAMBDA * rare_sum(stats, ms, cs) + share + FOLLOW_UP * author * np.exp(-days / FOLLOW_UP_DAYS)
     out = dict(
         m=ms, c=cs, affinity=affinity, share=share, overlap=overlap, shared_n=shared_n, cos=cos, sem=sem,
-        bridge=bridge, time=time, cue=cue, near=near, author=author, title=title,
+        bridge=bridge, time=time, cue=cue, author=author,
         raw=raw, prior=prior, score=score, linked=evidence & (score >= settings.threshold), later=later,
         bridge_only=(bridge > 0) & (share < 0.15) & (time == 0.0),
     )
@@ -289,7 +283,7 @@ def compiled_kernels():
 
 
 def _bag_overlap(stats: TermStats, name: str, ms, cs) -> np.ndarray:
-    """Jaccard overlap of the pair's title stems (``title``) or authors (``author``); 0 without them."""
+    """Jaccard overlap of the pair's bags ``name`` (``author``: their authors); 0 without them."""
     bag = stats.bags.get(name) if stats.bags else None
     if bag is None or bag.nnz == 0 or len(ms) == 0:
         return np.zeros(len(ms))

@@ -59,10 +59,6 @@ class LinkerSettings:
     min_weight: float = 0.1  #: below this faded weight a link is pruned
     session_window_s: float = 7200.0  #: "written within 2 hours"
     takeover: float = 0.9  #: share of weight a replacing decision takes over
-    near_days: float = 365.0  #: time proximity: near = exp(-days apart / near_days)
-    w_near: float = 0.0  #: noisy-OR weight of time proximity (0: the seed's priors ignore it)
-    w_author: float = 0.0  #: noisy-OR weight of a shared author
-    w_title: float = 0.0  #: noisy-OR weight of title overlap
     #: an entry also takes as candidates the earlier entries whose best ``candidates`` in the whole
     #: frame (later entries included) hold it, and tries its candidates by their best place in
     #: either end's list (``evidence.whole_lists``); False: only its own list of earlier entries
@@ -81,10 +77,11 @@ LINKER_DEFAULTS = LinkerSettings()
 #: With a lexical embedder, similarity repeats the shared words and counts half.
 LINKER_LEXICAL = LinkerSettings(omega=0.25)
 
-#: Settings a bank may hold from an older kbtools, read as absent; neither moved any bank's link
+#: Settings a bank may hold from an older kbtools, read as absent; none moved any bank's link
 #: recovery (``identifiers``: kept references and code names whole as entities; ``weights``: the
-#: logistic evidence weights an older ``kb calibrate`` fitted)
-RETIRED_SETTINGS: frozenset[str] = frozenset({"identifiers", "weights"})
+#: logistic evidence weights an older ``kb calibrate`` fitted; ``w_near``, ``w_author``, ``w_title``
+#: and ``near_days``: noisy-OR levers for time proximity, a shared author and title overlap)
+RETIRED_SETTINGS: frozenset[str] = frozenset({"identifiers", "weights", "w_near", "w_author", "w_title", "near_days"})
 
 #: What each settable field of ``LinkerSettings`` takes: (type, low, high, low included, high included)
 _FIELD_RULES: dict[str, tuple] = {
@@ -95,8 +92,6 @@ _FIELD_RULES: dict[str, tuple] = {
     "virtual": (int, 0, 10**9, True, True), "half_life_days": (float, 0.0, 1e6, False, True),
     "min_weight": (float, 0.0, 1.0, True, False), "session_window_s": (float, 0.0, 1e9, False, True),
     "takeover": (float, 0.0, 1.0, True, True),
-    "near_days": (float, 0.0, 1e6, False, True), "w_near": (float, 0.0, 1.0, True, True),
-    "w_author": (float, 0.0, 1.0, True, True), "w_title": (float, 0.0, 1.0, True, True),
     "both_ends": (bool, None, None, True, True),
 }
 _TRUE, _FALSE = {"true", "yes", "on", "1"}, {"false", "no", "off", "0"}

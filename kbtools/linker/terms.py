@@ -31,7 +31,7 @@ import polars as pl
 import scipy.sparse as sp
 
 from kbtools.errors import ValidationError
-from kbtools.linker.anchors import ASSET_NOUNS, Anchor, AnchorRows, anchors_of, column_words
+from kbtools.linker.anchors import ASSET_NOUNS, Anchor, AnchorRows, anchors_of
 from kbtools.linker.rules import FIX_RE, LINKER_DEFAULTS, PROBLEM_RE, PROGRESS_RE, LinkerSettings, kind_code
 from kbtools.words import stem
 
@@ -126,8 +126,8 @@ class TermStats:
     session_start: np.ndarray = field(default=None, repr=False)
     known_entities: tuple[str, ...] = ()
     settings: LinkerSettings = field(default=LINKER_DEFAULTS)
-    #: per entry, its title's content stems and its authors (``metadata`` Author/author/authors), as
-    #: CSR rows over ``bag_index[name]`` columns: the title-overlap and authorship levers
+    #: per entry, its authors (``metadata`` Author/author/authors), as CSR rows over
+    #: ``bag_index["author"]`` columns (the affinity's follow-up term)
     bags: dict = field(default_factory=dict, repr=False)
     bag_index: dict = field(default_factory=dict, repr=False)
     _relations: list = field(default_factory=list, repr=False)  #: cache: [triples frame, Relations]
@@ -157,7 +157,7 @@ class TermStats:
             columns, kinds, anchors, texts = _read_entries(entries, known, settings, anchors)
             term_index: dict[str, int] = {}
             indptr, indices, strong_base = _postings_of(anchors, term_index)
-            bag_index = {"title": {}, "author": {}}
+            bag_index = {"author": {}}
             facts, cues, bags = _entry_facts(entries), text_cues(texts), _bags(columns, kinds, bag_index, None)
             return cls._finish(tuple(entries["id"].to_list()), term_index, indptr, indices, strong_base, kinds,
                                tuple(anchors), facts, cues, known, settings, bags, bag_index)
@@ -203,7 +203,7 @@ class TermStats:
     def parts(self) -> dict:
         """What :meth:`from_parts` needs besides the entries and the anchors, as numpy arrays and
         lists of strings (a store keeps them between processes): the vocabulary, the postings with
-        their strong flags, the cue flags and the title and author bags."""
+        their strong flags, the cue flags and the author bags."""
         out = {"vocab": list(self.vocab), "indptr": np.asarray(self.postings.indptr, np.int64),
                "indices": np.asarray(self.postings.indices, np.int64),
                "strong_base": np.asarray(self.strong_base, bool)}
@@ -242,7 +242,7 @@ class TermStats:
         kinds = np.array([codes[k] for k in entries["kind"].to_list()], dtype=np.int64)
         term_index = {t: i for i, t in enumerate(parts["vocab"])}
         bag_index, bags = {}, {}
-        for name in ("title", "author"):
+        for name in ("author",):
             labels = parts[f"bag:{name}:labels"]
             bag_index[name] = {x: i for i, x in enumerate(labels)}
             bptr = np.asarray(parts[f"bag:{name}:indptr"], np.int64)
@@ -566,31 +566,25 @@ def authors_of(metadata) -> list[str]:
 
 
 def _bags(columns: dict, kinds, bag_index: dict, old: dict | None) -> dict:
-    """CSR rows of title stems and authors for these rows (``columns`` as ``_read_entries`` reads
-    them; appended to ``old`` when given); a name not seen before gets the next column. The
-    titles' words are read as a column (``column_words``), each distinct label numbered once."""
+    """CSR rows of the authors of these rows (``columns`` as ``_read_entries`` reads them;
+    appended to ``old`` when given); an author not seen before gets the next column."""
     linked = (kinds >= 0).tolist()
-    words, _, ends = column_words([t if ok and t else "" for t, ok in zip(columns["title"], linked)])
     meta = columns["metadata"]  # no author key can be spelled in JSON text without "uthor" or an escape
     authors = {k: list(dict.fromkeys(authors_of(v))) for k, (v, ok) in enumerate(zip(meta, linked))
                if ok and v and (not isinstance(v, str) or "uthor" in v or "\\u" in v)}
-    author_lengths = np.zeros(len(linked), np.int64)
-    author_lengths[list(authors)] = [len(a) for a in authors.values()]
-    out = {}
-    for name, labels, lengths, cut in (("title", words, np.diff(ends), 2),  # a word term less its "t:"
-                                       ("author", list(chain.from_iterable(authors.values())), author_lengths, 0)):
-        index = bag_index[name]
-        number = {x: index.setdefault(x[cut:], len(index)) for x in dict.fromkeys(labels)}
-        indices = np.fromiter(map(number.__getitem__, labels), np.int64, len(labels))
-        lengths = np.asarray(lengths, np.int64)
-        indices = indices[np.lexsort((indices, np.repeat(np.arange(len(lengths)), lengths)))]  # each row sorted
-        indptr = np.concatenate([[0], np.cumsum(lengths)]).astype(np.int64)
-        if old is not None and name in old:
-            base = old[name]
-            indptr = np.concatenate([base.indptr, base.indptr[-1] + indptr[1:]])
-            indices = np.concatenate([base.indices.astype(np.int64), indices])
-        out[name] = sp.csr_matrix((np.ones(len(indices)), indices, indptr), shape=(len(indptr) - 1, max(len(index), 1)))
-    return out
+    lengths = np.zeros(len(linked), np.int64)
+    lengths[list(authors)] = [len(a) for a in authors.values()]
+    labels = list(chain.from_iterable(authors.values()))
+    index = bag_index["author"]
+    number = {x: index.setdefault(x, len(index)) for x in dict.fromkeys(labels)}
+    indices = np.fromiter(map(number.__getitem__, labels), np.int64, len(labels))
+    indices = indices[np.lexsort((indices, np.repeat(np.arange(len(lengths)), lengths)))]  # each row sorted
+    indptr = np.concatenate([[0], np.cumsum(lengths)]).astype(np.int64)
+    if old is not None and "author" in old:
+        base = old["author"]
+        indptr = np.concatenate([base.indptr, base.indptr[-1] + indptr[1:]])
+        indices = np.concatenate([base.indices.astype(np.int64), indices])
+    return {"author": sp.csr_matrix((np.ones(len(indices)), indices, indptr), shape=(len(indptr) - 1, max(len(index), 1)))}
 
 
 def _postings_of(anchors, term_index: dict, base: int = 0):

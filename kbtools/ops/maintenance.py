@@ -199,11 +199,11 @@ def configure_linker(bank: Bank, values: dict | None = None, *, reset=(), dry_ru
 
     >>> import tempfile, pathlib, kbtools as kb
     >>> bank = kb.create_bank(pathlib.Path(tempfile.mkdtemp()) / "b")
-    >>> out = configure_linker(bank, {"h": "0.6", "w_title": 0.3})
+    >>> out = configure_linker(bank, {"h": "0.6", "max_new": 4})
     >>> out["settings"]["h"], out["stored"], kb.open_bank(bank.path).settings["linker"]
-    (0.6, {'h': 0.6, 'w_title': 0.3}, {'h': 0.6, 'w_title': 0.3})
+    (0.6, {'h': 0.6, 'max_new': 4}, {'h': 0.6, 'max_new': 4})
     >>> configure_linker(bank, reset=["h"])["stored"]
-    {'w_title': 0.3}
+    {'max_new': 4}
     """
     from dataclasses import asdict, fields
 
