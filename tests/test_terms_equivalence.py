@@ -175,6 +175,8 @@ def test_what_a_link_reads_of_extended_statistics_is_what_a_fresh_build_gives():
         values = dict(shared_n=np.ones(len(m)), sem=np.zeros(len(m)), cos=np.zeros(len(m)), bridge=np.zeros(len(m)),
                       cue=np.zeros(len(m)), time=np.zeros(len(m)))
         assert list(why_texts(stats, None, m, c, values)) == list(why_texts(fresh, None, m, c, values))
+        few = np.array([size - 1, 0, size // 2, size - 1])  # a write's entry and its candidates
+        assert np.array_equal(stats.totals(few), fresh.total[few])  # read before the whole total exists
 
 
 def test_statistics_extended_twice_from_the_same_ones_keep_both():

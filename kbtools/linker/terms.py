@@ -381,8 +381,15 @@ class TermStats:
         return held
 
     def totals(self, rows) -> np.ndarray:
-        """``total[rows]``."""
-        return self.total[np.asarray(rows, np.int64)]
+        """``total[rows]``; for a few rows (a write's entry and its candidates) their own sums, the
+        same values, without summing every entry's terms (extended statistics start with none)."""
+        rows = np.asarray(rows, np.int64)
+        if "total" in self._cache or len(rows) * 64 >= len(self.ids):
+            return self.total[rows]
+        indptr = self.postings.indptr
+        lengths = indptr[rows + 1] - indptr[rows]
+        at = np.repeat(indptr[rows] - (np.cumsum(lengths) - lengths), lengths) + np.arange(int(lengths.sum()))
+        return segment_sums(self.w[self.postings.indices[at]], lengths)
 
     def transposed_parts(self) -> tuple[sp.csr_matrix, ...]:
         """``postings_t`` as one or two (terms x entries) matrices whose sum it is: the rows of the
