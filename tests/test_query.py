@@ -201,3 +201,16 @@ def test_usage_counts_stay_right_over_many_queries(eng_copy):
     assert {i: after[i] - before[i] for i in after if after[i] != before[i]} == returned
     reopened = kb.open_bank(eng_copy.path, readonly=True)
     assert dict(reopened.entries.select("id", "usage_count").iter_rows()) == after
+
+
+def test_entries_read_between_writes_count_usage_as_a_fresh_open_does(eng_copy):
+    kb.query(eng_copy, LOGIN, k=4)  # usage pending in the log
+    assert eng_copy.entries.height  # read once: the writes below grow what was read
+    for i in range(3):
+        kb.report_learning(eng_copy, content=f"The staging login needs VPN profile {i} first.", actor="t", link=False)
+        grown = eng_copy.entries
+        if i == 1:
+            kb.query(eng_copy, "staging login VPN profile", k=4)  # the usage changes between two writes
+    fresh = kb.open_bank(eng_copy.path, readonly=True).entries
+    assert grown.height == fresh.height and grown.sort("id").equals(fresh.sort("id"))
+    assert grown["usage_count"].sum() > 0

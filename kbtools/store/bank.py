@@ -199,10 +199,20 @@ class Bank:
         return project(frame, SCHEMAS[name])
 
     def _entries_with_usage(self, frame: pl.DataFrame) -> pl.DataFrame:
-        def build() -> pl.DataFrame:
-            return fold_usage(project(frame, SCHEMAS["entries"]), self._all_usage(self._frame("usage")))
+        usage = self.fingerprint(("usage", "usage-log"))
+        mark = (self._caches["entries"].epoch, frame.height)
 
-        return self.derived("entries+usage", build, on=("entries", "usage", "usage-log"))
+        def build(prior) -> tuple:
+            if prior is not None and prior[1] == usage and prior[2][0] == mark[0] and prior[2][1] <= mark[1]:
+                # entries only appended since and the same usage (a write): the new rows are folded
+                # alone, with the usage of their ids, not the whole table again
+                new = project(frame.slice(prior[2][1]), SCHEMAS["entries"])
+                grown = pl.concat([prior[0], fold_usage(new, with_pending(self._frame("usage"), self._usage.pending,
+                                                                          new.select("id")))])
+                return grown.rechunk() if grown.n_chunks() > 64 else grown, usage, mark
+            return fold_usage(project(frame, SCHEMAS["entries"]), self._all_usage(self._frame("usage"))), usage, mark
+
+        return self.derived("entries+usage", build, on=("entries", "usage", "usage-log"), grow=True)[0]
 
     def _all_usage(self, committed: pl.DataFrame | None) -> pl.DataFrame:
         return with_pending(committed, self._usage.pending, self._frame("entries").select("id"))
