@@ -466,7 +466,12 @@ def _workers(entries: int) -> str:
 
 def _timed_connect(ents, demo, stats, vectors, index, ids):
     """``plan_connect`` of ``ids`` (None: every entry never linked) with the neighbour index and
-    faiss's threads as the connect job sets them, and its seconds."""
+    faiss's threads as the connect job sets them, and its seconds. The statistics are those a new
+    process reads from the bank's cache (``TermStats.from_parts``, not timed): what a connect builds
+    on them (the whole frame's candidate lists, the rare terms' postings, the totals) is timed, as
+    ``kb connect`` pays it, not left over from the rows timed before."""
+    stats = TermStats.from_parts(ents, stats.parts(), stats.anchors, known_entities=stats.known_entities,
+                                 settings=stats.settings)
     faiss_threads(max(1, min(8, os.cpu_count() or 1)))  # as the connect job searches a chunk
     try:
         t = time.perf_counter()
