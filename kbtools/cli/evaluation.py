@@ -233,11 +233,11 @@ def _json_text(obj) -> str:
 def _linker(args):
     """Show the linker settings connect, the write-time linker and kb explain use on this bank (the
     defaults for its embedder, with the bank's own values over them, marked *), or change them in
-    one audited commit: --set KEY=VALUE (repeatable; e.g. h=0.6, max_new=4,
-    both_ends=false) and --reset KEY (back to the default). Settings an older kbtools stored and
-    the linker now ignores (weights and the threshold beside them, identifiers, the w_near / w_author / w_title levers) are listed as
-    ignored; a change drops them, or --reset one of them alone. --dry-run shows the result without
-    writing. A bad key or value is refused and nothing is written."""
+    one audited commit: --set KEY=VALUE (repeatable; e.g. h=0.6, max_new=4, both_ends=false) and
+    --reset KEY (back to the default). Settings an older kbtools stored and the linker now ignores
+    (weights and the threshold beside them, identifiers, the w_near / w_author / w_title levers)
+    are listed as ignored; a change drops them, or --reset one of them alone. --dry-run shows the
+    result without writing. A bad key or value is refused and nothing is written."""
     from kbtools.errors import ValidationError
     from kbtools.ops.maintenance import configure_linker
     from kbtools.store.bank import open_bank

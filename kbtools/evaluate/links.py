@@ -51,6 +51,7 @@ from kbtools.evaluate.baselines import (RERANK_LAMBDA, RERANK_MAX_DF, RERANK_TOP
                                         per_entry_pairs, rank_terms, rerank_scores)
 from kbtools.evaluate.intervals import bootstrap_ratios
 from kbtools.evaluate.masking import MASKED_FIELDS, mask_citations, unmark_held_out
+from kbtools.model.vocab import FADING_SOURCES
 from kbtools.linker import LINKER_DEFAULTS, LinkerSettings, TermStats, plan_connect
 from kbtools.linker.planning import triple_entities
 from kbtools.linker.rules import kind_code
@@ -65,7 +66,6 @@ BASELINES: tuple[str, ...] = ("knn", "knn_per_entry", "rerank")
 HUMAN_SOURCES: tuple[str, ...] = ("author", "citation_backfill", "metadata_backfill", "import", "manual")
 #: Types that say how the bank is laid out, not that two entries belong together.
 STRUCTURE_TYPES: tuple[str, ...] = ("part_of", "split_from", "derived_from")
-_FADING = ("auto", "review", "feedback")
 
 
 def human_edges(edges: pl.DataFrame) -> pl.DataFrame:
@@ -92,7 +92,7 @@ def held_out_frames(entries: pl.DataFrame, edges: pl.DataFrame):
     held = human_edges(edges)
     kept = edges.join(held.select("src", "dst", "type"), on=["src", "dst", "type"], how="anti")
     if "source" in kept.columns:
-        kept = kept.filter(~pl.col("source").is_in(_FADING))
+        kept = kept.filter(~pl.col("source").is_in(sorted(FADING_SOURCES)))
     ents = entries.with_columns(pl.lit(None).cast(pl.Datetime("us", "UTC")).alias("linked_at"))
     if "status" in ents.columns:  # a superseded entry is one the held-out supersessions made: open them again
         ents = ents.with_columns(pl.when(pl.col("status") == "superseded").then(None).otherwise(pl.col("status")).alias("status"))
