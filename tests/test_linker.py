@@ -615,7 +615,8 @@ def test_connect_equals_one_by_one_with_an_approximate_index(seed, max_degree, m
 def test_candidates_carry_the_exact_cosines_the_evidence_would_compute(make):
     """The index's hits are re-scored exactly once: the candidates carry those cosines (NaN for the
     pairs no index search returned), and the evidence read from them equals the evidence that
-    gathers every pair's vectors again, bit for bit."""
+    gathers every pair's vectors again, bit for bit. (A row's own candidates, as a write reads them;
+    a connect's come from the frame's lists, which read the same search.)"""
     from kbtools.linker.evidence import candidate_pairs, pair_cosine, pair_evidence
     from kbtools.linker.planning import PlanContext
 
@@ -623,14 +624,15 @@ def test_candidates_carry_the_exact_cosines_the_evidence_would_compute(make):
     index = make(vectors)
     ctx = PlanContext.open(entries, edges, triples, None, LINKER_DEFAULTS, NOW, vectors, None, index)
     rows = np.flatnonzero(ctx.stats.kind >= 0)
+    own = LINKER_DEFAULTS.with_(both_ends=False)
     for chunk in (rows[-1:], rows[-60:]):
         pairs = candidate_pairs(ctx.stats, chunk, rel=ctx.rel, open_=ctx.open_, linked=ctx.linked,
-                                settings=LINKER_DEFAULTS, vectors=vectors, neighbors=index, eligible=ctx.eligible())
+                                settings=own, vectors=vectors, neighbors=index, eligible=ctx.eligible())
         known = np.flatnonzero(~np.isnan(pairs["cos"]))
         assert 0 < len(known) < len(pairs["c"])  # some from the index, some only lexical or same-session
         assert np.array_equal(pairs["cos"][known], pair_cosine(pairs["m"][known], pairs["c"][known], vectors=vectors))
-        plain = pair_evidence(ctx.stats, pairs["m"], pairs["c"], rel=ctx.rel, settings=LINKER_DEFAULTS, vectors=vectors)
-        carried = pair_evidence(ctx.stats, pairs["m"], pairs["c"], rel=ctx.rel, settings=LINKER_DEFAULTS,
+        plain = pair_evidence(ctx.stats, pairs["m"], pairs["c"], rel=ctx.rel, settings=own, vectors=vectors)
+        carried = pair_evidence(ctx.stats, pairs["m"], pairs["c"], rel=ctx.rel, settings=own,
                                 vectors=vectors, known_cos=pairs["cos"])
         assert plain.keys() == carried.keys()
         assert all(np.array_equal(plain[k], carried[k]) for k in plain)

@@ -52,11 +52,15 @@ def test_one_rows_postings_are_a_slice_of_the_batch_read():
         assert one[0].dtype == one[1].dtype == np.int64
 
 
-def test_one_rows_candidates_are_those_it_gets_in_a_batch(bank):
-    """Every source of a row's candidates (votes, index search or exact scan, session), their
-    positions and exact cosines: the same for the row alone as beside others."""
+@pytest.mark.parametrize("both_ends", [False, True])
+def test_one_rows_candidates_are_those_it_gets_in_a_batch(bank, both_ends):
+    """Every source of a row's candidates (votes, index search or exact scan, session; with both ends'
+    lists: the frame's lists and the session), their positions and exact cosines: the same for the
+    row alone as beside others."""
     stats, ctx, vectors, index = bank
-    kw = dict(rel=ctx.rel, open_=ctx.open_, linked=ctx.linked, settings=LINKER_DEFAULTS, vectors=vectors,
+    settings = LINKER_DEFAULTS.with_(both_ends=both_ends)
+    near = "pos_own" if both_ends else "pos_nn"
+    kw = dict(rel=ctx.rel, open_=ctx.open_, linked=ctx.linked, settings=settings, vectors=vectors,
               neighbors=index, eligible=ctx.eligible())
     seen = {"near": 0, "session": 0}
     for row in range(0, len(stats.ids), 37):
@@ -71,7 +75,7 @@ def test_one_rows_candidates_are_those_it_gets_in_a_batch(bank):
         for key in one:
             want = two[key][first]
             assert np.array_equal(one[key], want, equal_nan=one[key].dtype.kind == "f"), key
-        seen["near"] += bool((one["pos_nn"] < evidence.SENTINEL).any())
+        seen["near"] += bool((one[near] < evidence.SENTINEL).any())
         seen["session"] += bool((one["pos_session"] < evidence.SENTINEL).any())
     assert seen["near"] > 5 and seen["session"] > 5
 

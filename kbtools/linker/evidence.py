@@ -723,44 +723,53 @@ def candidate_pairs(
     per list let a caller drop entries superseded later. A row that sees under a quarter of the
     ``neighbors`` index is scanned exactly instead. ``eligible`` counts what a row could see, so
     that one entry and a batch choose alike; ``searched``: :func:`search_neighbours`' result. With
-    ``settings.both_ends``: ``pos_own`` and ``pos_rev``, the pair's places in either end's
-    whole-frame list (:func:`whole_lists`); ``whole``: the candidates of such a list itself.
+    ``settings.both_ends`` the sources are the session's and ``own`` and ``rev``, the pair's places
+    in either end's whole-frame list (:func:`whole_lists`: the index's and the neighbours' best over
+    the frame); ``whole``: the candidates of such a list itself.
     """
     rows = np.asarray(rows, np.int64)
     k = settings.candidates + margin
     parts = []
-    if len(stats.vocab) and k > 0:
-        compiled = compiled_kernels() if len(rows) > _FEW_ROWS else None
-        best = _compiled_best(compiled, stats, rows, rel, settings, open_, linked, k) if compiled is not None else None
-        if best is not None:
-            parts.append(("index", *best))
-        else:
-            cut = _first_unseen(stats, rows, open_, linked) if len(rows) > _FEW_ROWS else None  # a product's
-            r, c, v = _votes(stats, rows, rel, settings, cut=cut)
-            ok = (v > 0.0) & _visible_pairs(stats, rows, r, c, open_, linked)
-            parts.append(("index", *_best(r[ok], c[ok], v[ok], k, stats.rank, len(rows))))
-    if vectors is not None and neighbors is not None:
-        if searched is None:
-            searched = search_neighbours(stats, rows, vectors, neighbors, open_=open_, linked=linked,
-                                         settings=settings, eligible=eligible)
-        searched, hits = searched
-        b, c, pos, cos = index_neighbours(stats, rows[searched], vectors, open_, linked, k, hits)
-        parts.append(("nn", searched[b], c, pos, cos))
-        scanned = np.setdiff1d(np.arange(len(rows)), searched)
-        if scanned.size:
-            b, c, pos, cos = _exact_neighbours(stats, rows[scanned], vectors, open_, linked, k)
-            parts.append(("nn", scanned[b], c, pos, cos))
-    elif vectors is not None:
-        parts.append(("nn", *_exact_neighbours(stats, rows, vectors, open_, linked, k)))
-    together = _session(stats, rows, open_, linked, settings.session_candidates + margin)
-    alone = _written_near(stats, rows, open_, linked, settings.session_candidates + margin)
-    parts.append(("session", *(np.concatenate(pair) for pair in zip(together, alone))))
-    if settings.both_ends and not whole:
+    if settings.both_ends and not whole:  # the frame's lists hold the index's and the neighbours' best
         frame = (eligible if eligible is not None else open_) & (stats.kind >= 0)
         lists = whole_lists(stats, rel=rel, eligible=frame, settings=settings, vectors=vectors, cosine=cosine,
                             neighbors=neighbors)
         parts += _list_places(stats, rows, lists, open_, linked)
+    else:
+        if len(stats.vocab) and k > 0:
+            compiled = compiled_kernels() if len(rows) > _FEW_ROWS else None
+            best = _compiled_best(compiled, stats, rows, rel, settings, open_, linked, k) if compiled else None
+            if best is not None:
+                parts.append(("index", *best))
+            else:
+                cut = _first_unseen(stats, rows, open_, linked) if len(rows) > _FEW_ROWS else None  # a product's
+                r, c, v = _votes(stats, rows, rel, settings, cut=cut)
+                ok = (v > 0.0) & _visible_pairs(stats, rows, r, c, open_, linked)
+                parts.append(("index", *_best(r[ok], c[ok], v[ok], k, stats.rank, len(rows))))
+        if vectors is not None:
+            parts += _nearest(stats, rows, vectors, neighbors, open_, linked, k, settings, eligible, searched)
+    together = _session(stats, rows, open_, linked, settings.session_candidates + margin)
+    alone = _written_near(stats, rows, open_, linked, settings.session_candidates + margin)
+    parts.append(("session", *(np.concatenate(pair) for pair in zip(together, alone))))
     return _union(rows, parts, len(stats.ids))
+
+
+def _nearest(stats, rows, vectors, neighbors, open_, linked, k, settings, eligible, searched) -> list[tuple]:
+    """``candidate_pairs``' part ``nn``: from the neighbour index (``searched``, or searched here) for
+    the rows that see a quarter of it or more, an exact scan for the others and without an index."""
+    if neighbors is None:
+        return [("nn", *_exact_neighbours(stats, rows, vectors, open_, linked, k))]
+    if searched is None:
+        searched = search_neighbours(stats, rows, vectors, neighbors, open_=open_, linked=linked, settings=settings,
+                                     eligible=eligible)
+    searched, hits = searched
+    b, c, pos, cos = index_neighbours(stats, rows[searched], vectors, open_, linked, k, hits)
+    parts = [("nn", searched[b], c, pos, cos)]
+    scanned = np.setdiff1d(np.arange(len(rows)), searched)
+    if scanned.size:
+        b, c, pos, cos = _exact_neighbours(stats, rows[scanned], vectors, open_, linked, k)
+        parts.append(("nn", scanned[b], c, pos, cos))
+    return parts
 
 
 _DENSE_CELLS = 4_000_000  #: scores of one dense block (rows x columns): 16 MB as float32

@@ -62,8 +62,9 @@ class ChunkWork:
     kernels: bool = False
 
     def search(self, rows: np.ndarray):
-        """The neighbour-index search of these rows (None without an index)."""
-        if self.vectors is None or self.neighbors is None:
+        """The neighbour-index search of these rows (None without an index, or where the rows' candidates
+        come from the frame's lists)."""
+        if self.vectors is None or self.neighbors is None or self.settings.both_ends:
             return None
         return search_neighbours(self.stats, rows, self.vectors, self.neighbors, open_=self.open_, linked=self.linked,
                                  settings=self.settings, eligible=self.eligible)

@@ -130,9 +130,6 @@ def plan_connect(entries, edges, triples, *, ids=None, vectors=None, cosine=None
         return made[0].write_evidence()
 
     eligible = ctx.eligible()
-    if settings.both_ends:  # the frame's lists, made once here (before any worker forks: they read them)
-        whole_lists(st, rel=ctx.rel, eligible=eligible, settings=settings, vectors=vectors, cosine=cosine,
-                    neighbors=neighbors)
     n = max(len(st.ids), 1)
     # without an index every entry of a chunk scans the bank densely: (chunk x bank) scores
     size = chunk or (CHUNK_ROWS if neighbors is not None else max(1, min(CHUNK_ROWS, 4_000_000 // n)))
@@ -140,6 +137,10 @@ def plan_connect(entries, edges, triples, *, ids=None, vectors=None, cosine=None
     chunks = [chosen[start : start + size] for start in range(0, total, size)]
     work = ChunkWork(st, ctx.rel, ctx.open_, ctx.linked, settings, vectors=vectors, cosine=cosine, neighbors=neighbors,
                      eligible=eligible, margin=margin, keep=LINKING_READS, kernels=use_kernels(len(chunks)))
+    if settings.both_ends:  # the frame's lists, made once here (before any worker forks: they read them)
+        work.warm()  # with the compiled loops, when the connect runs them: the lists are most of its votes
+        whole_lists(st, rel=ctx.rel, eligible=eligible, settings=settings, vectors=vectors, cosine=cosine,
+                    neighbors=neighbors)
     if workers is None:
         workers = auto_workers(len(chunks)) if cosine is None else 0  # a cosine function may not survive a fork
     # the link state makes a few small objects per link and no cycles: the collector would walk the
