@@ -5,7 +5,7 @@
 # demo question the flat top-8 beside the folded answer.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-bash scripts/setup.sh fast
+bash scripts/setup.sh
 export ORT_DISABLE_TELEMETRY=1
 kb=.venv/bin/kb
 eng=banks/demo/engineering

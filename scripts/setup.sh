@@ -15,8 +15,3 @@ if [ -n "$extras" ]; then
 else
   .venv/bin/python -m pip install --quiet -e .
 fi
-# the compiled loops of the linker (the `fast` extra: numba) compiled once into numba's cache now,
-# not in the first big connect
-if .venv/bin/python -c "import numba" >/dev/null 2>&1; then
-  ORT_DISABLE_TELEMETRY=1 .venv/bin/python -c "from kbtools.linker import kernels; kernels.warm()"
-fi

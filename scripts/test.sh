@@ -3,7 +3,7 @@
 # browser tests, node with bpmnlint for the BPMN comparison) and run the whole test suite.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-bash scripts/setup.sh "notebook,dev,mcp,duckdb,pandas,dask,fast"
+bash scripts/setup.sh "notebook,dev,mcp,duckdb,pandas,dask"
 # the peers `kb bench --peers` measures (the bench extra: LanceDB, Chroma, DuckDB + vss) in a venv of
 # their own: the extra pins DuckDB to the build its vss extension ships for, older than the one the
 # duckdb extra gives .venv; tests/test_bench_peers.py runs the bench there

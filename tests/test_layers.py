@@ -2,7 +2,7 @@
 below it, never from the package face (faces excepted), and no two modules import each other in a
 circle. Function-level imports count too: the test walks every module's whole AST. A package's
 ``__init__`` is a module of its own: a submodule that takes a sibling through its package face
-(``from kbtools.linker import forks``) closes a circle with the ``__init__`` that imports it."""
+(``from kbtools.linker import terms``) closes a circle with the ``__init__`` that imports it."""
 
 from __future__ import annotations
 

@@ -2,33 +2,27 @@
 
 The oracle is ``reference_connect`` (below): ``plan_links`` for one entry at a
 time, in ``created_at`` order, each plan applied before the next. ``plan_connect`` reads the bank in
-chunks, may compute the chunks' evidence in worker processes and, for a connect of many chunks,
-runs compiled loops (numba) instead of its numpy steps (``KB_KERNELS=numpy`` turns them off). Each
-path, on each bank, must leave the same edges (type, source, weight, evidence, seen_at) and the
-same entries (status, linked_at) as the oracle.
+chunks of any size, with the term statistics given or built by the call. Each path, on each bank,
+must leave the same edges (type, source, weight, evidence, seen_at) and the same entries (status,
+linked_at) as the oracle.
 """
 
 from __future__ import annotations
 
 import datetime as dt
-import multiprocessing
 
 import numpy as np
 import polars as pl
 import pytest
 
 from kbtools.linker import LINKER_DEFAULTS, TermStats, apply_links, plan_connect, plan_links
-from kbtools.linker import kernels
-from kbtools.linker.pipeline import KERNELS_FROM, auto_workers, use_kernels
 from kbtools.linker.planning import triple_entities
 from kbtools.model.schema import SCHEMAS, conform
 from tests.seed_memories import synthetic_bank
 
 NOW = dt.datetime(2026, 11, 1, tzinfo=dt.timezone.utc)
 SIZE = 400
-#: chunks small enough that a connect of a SIZE-entry bank (a fifth linked already) runs the
-#: compiled loops where numba is installed
-SMALL_CHUNK = SIZE * 4 // 5 // (KERNELS_FROM + 4)
+SMALL_CHUNK = 7  #: chunks of a few entries: a chunk's entries are linked after the chunk before them
 
 #: (seed, vectors, max_degree, neighbour index) of each bank.
 BANKS = {
@@ -38,13 +32,11 @@ BANKS = {
     "vectors through an approximate index": (5, True, LINKER_DEFAULTS.max_degree, "hnsw"),
 }
 
-#: (chunk, workers, KB_KERNELS, statistics given) of each path.
+#: (chunk, statistics given) of each path.
 PATHS = {
-    "one chunk": (None, 0, "numpy", True),
-    "small chunks, numpy steps": (SMALL_CHUNK, 0, "numpy", True),
-    "small chunks, compiled steps": (SMALL_CHUNK, 0, "", True),
-    "small chunks, worker processes": (SMALL_CHUNK, 2, "", True),
-    "statistics built by the call": (23, 0, "numpy", False),
+    "one chunk": (None, True),
+    "small chunks": (SMALL_CHUNK, True),
+    "statistics built by the call": (23, False),
 }
 
 
@@ -99,21 +91,15 @@ def _norm_entries(entries):
 @pytest.mark.slow
 @pytest.mark.parametrize("path", list(PATHS))
 @pytest.mark.parametrize("bank", list(BANKS))
-def test_every_connect_path_plans_what_one_entry_at_a_time_plans(bank, path, monkeypatch):
-    chunk, workers, mode, given = PATHS[path]
-    if workers and not auto_workers(10, cpus=2):
-        pytest.skip("worker processes are forked on Linux only")
+def test_every_connect_path_plans_what_one_entry_at_a_time_plans(bank, path):
+    chunk, given = PATHS[path]
     entries, edges, triples, vectors, neighbors, settings, stats, (want_entries, want_edges) = _bank(bank)
-    monkeypatch.setenv("KB_KERNELS", mode)
     seen = []
     plan = plan_connect(entries, edges, triples, vectors=vectors, neighbors=neighbors, stats=stats if given else None,
-                        settings=settings, now=NOW, chunk=chunk, workers=workers,
+                        settings=settings, now=NOW, chunk=chunk,
                         progress=lambda done, total: seen.append((done, total)))
     got_entries, got_edges = apply_links(entries, edges, plan)
     assert plan.report["links"] > 100 and plan.report["structural"] > 0
     assert _norm_edges(got_edges).equals(_norm_edges(want_edges))
     assert _norm_entries(got_entries).equals(_norm_entries(want_entries))
     assert seen[-1][0] == seen[-1][1] == plan.report["entries"]
-    if mode == "" and chunk == SMALL_CHUNK and kernels.available():
-        assert use_kernels(-(-plan.report["entries"] // chunk))  # the compiled loops did run
-    assert not multiprocessing.active_children()  # any workers were stopped

@@ -24,7 +24,6 @@ import polars as pl
 
 from kbtools.demo import synthetic_bank
 from kbtools.linker import TermStats, plan_connect, plan_links
-from kbtools.linker.pipeline import CHUNK_ROWS, KERNELS_FROM, auto_workers, use_kernels
 from kbtools.model.schema import SCHEMAS
 from kbtools.ops.embedding import embed_bank
 from kbtools.ops.interchange import import_frames
@@ -369,7 +368,6 @@ def bench_linking(bank: Bank | None, n: int):
             rows.append(_bench_with_vectors(tag, ents, demo, stats, newest, size, vecs, index, base, kind))
             rows.append(_bench_connect_vectors(tag, ents, demo, stats, vecs, index, scan, kind))
             if kind == "text":
-                rows.extend(_bench_kernels(tag, size))
                 rows.append(_bench_connect_whole(tag, ents, demo, stats, vecs, index, scan))
             del index
         if size <= 20_000:
@@ -451,17 +449,8 @@ def _bench_connect_vectors(tag, ents, demo, stats, vectors, index, scan_ms, kind
     name = f"connect throughput with vectors (newest {len(ids):,})" + ("" if kind == "text" else f", {kind} vectors")
     return (tag, name, len(ids) / secs, "entries/s",
             {"baseline": "exact numpy scan, one entry at a time", "baseline_value": 1000.0 / scan_ms,
-             "note": f"{plan.report['links']} links in {secs:.1f} s; {_VECTORS[kind]}; {_workers(len(ids))}; "
+             "note": f"{plan.report['links']} links in {secs:.1f} s; {_VECTORS[kind]}; "
                      "target 5,000/s at 100k"})
-
-
-def _workers(entries: int) -> str:
-    """How a connect of this many entries with the neighbour index ran: its worker processes, and
-    whether it ran the compiled loops (``linker.kernels``: the ``fast`` extra)."""
-    chunks = -(-entries // CHUNK_ROWS)
-    workers = auto_workers(chunks)
-    how = f"{workers} worker processes" if workers else "one process"
-    return how + (", compiled loops (numba)" if use_kernels(chunks) else ", numpy steps")
 
 
 def _timed_connect(ents, demo, stats, vectors, index, ids):
@@ -479,25 +468,6 @@ def _timed_connect(ents, demo, stats, vectors, index, ids):
         return plan, time.perf_counter() - t
     finally:
         faiss_threads(1)
-
-
-def _bench_kernels(tag, entries: int) -> list:
-    """The compiled loops a whole-bank connect of this many entries runs (``linker.kernels``), read
-    back from numba's cache (compiled the first time on a machine): what a process pays once,
-    before its first big connect. Done here, before the connect is timed, and reported on its own
-    row (none when the connect runs the numpy steps)."""
-    if not use_kernels(-(-entries // CHUNK_ROWS)):
-        return []
-    from kbtools.linker import kernels
-
-    if kernels.ready():
-        return []
-    t = time.perf_counter()
-    kernels.warm()
-    return [(tag, "compiled loops read back (numba, once a process)", time.perf_counter() - t, "s",
-             {"note": "the shared terms and the best votes of a connect of "
-                      f"{KERNELS_FROM} chunks or more; the first time on a machine this compiles them (about 10 s), "
-                      "then numba's cache holds them; the connect below starts with them in memory"})]
 
 
 def _bench_connect_whole(tag, ents, demo, stats, vectors, index, scan_ms):
@@ -520,7 +490,7 @@ def _bench_connect_whole(tag, ents, demo, stats, vectors, index, scan_ms):
     return (tag, "connect throughput with vectors (the whole bank)", report["entries"] / secs, "entries/s",
             {"baseline": "exact numpy scan, one entry at a time", "baseline_value": 1000.0 / scan_ms,
              "note": f"{report['entries']:,} entries, {report['links']:,} links in {secs:.1f} s, "
-                     f"{_VECTORS['text']}; {_workers(report['entries'])}; "
+                     f"{_VECTORS['text']}; "
                      "target 5,000/s at 100k"})
 
 

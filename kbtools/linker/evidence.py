@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import contextlib
 import functools
-import sys
 from dataclasses import dataclass
 
 import numpy as np
@@ -276,12 +275,6 @@ def _grown_rare(old: TermStats, new: TermStats, held) -> tuple:
 CACHE_GROWERS["rare"] = _grown_rare
 
 
-def compiled_kernels():
-    """The compiled loops (:mod:`kbtools.linker.kernels`) once a big connect made them ready, else None."""
-    held = sys.modules.get("kbtools.linker.kernels")
-    return held if held is not None and held.ready() else None
-
-
 def _bag_overlap(stats: TermStats, name: str, ms, cs) -> np.ndarray:
     """Jaccard overlap of the pair's bags ``name`` (``author``: their authors); 0 without them."""
     bag = stats.bags.get(name) if stats.bags else None
@@ -299,14 +292,10 @@ def _bag_overlap(stats: TermStats, name: str, ms, cs) -> np.ndarray:
 
 def _shared(stats: TermStats, ms: np.ndarray, cs: np.ndarray):
     """Per pair: the summed weight, the number and the strong count of the terms both entries hold,
-    each summed term by term from 0.0 in column order, as the compiled merge sums them (which runs
-    once a big connect made it ready)."""
+    each summed term by term from 0.0 in column order."""
     p, postings = len(ms), stats.postings
     if p == 0 or postings.indptr[-1] == 0:
         return np.zeros(p), np.zeros(p), np.zeros(p)
-    compiled = compiled_kernels()
-    if compiled is not None:
-        return compiled.shared_sums(postings.indptr, postings.indices, stats.w, stats.hub, stats.strong_base, ms, cs)
     rows, local = np.unique(ms, return_inverse=True)
     own_row, own_pos = row_positions(postings.indptr, rows)
     own_keys = (own_row << 32) | postings.indices[own_pos].astype(np.int64)  # sorted, as the rows
@@ -452,38 +441,6 @@ def _product_before(stats: TermStats, q: sp.csr_matrix, pt: sp.csr_matrix, cut: 
     halves = sp.csr_matrix((pt.data, pt.indices, split), shape=(2 * n_terms, n), copy=False)
     doubled = sp.csr_matrix((q.data, 2 * q.indices.astype(np.int64), q.indptr), shape=(q.shape[0], 2 * n_terms), copy=False)
     return doubled @ halves
-
-
-def _compiled_best(compiled, stats: TermStats, rows: np.ndarray, rel: Relations, settings: LinkerSettings, open_, linked,
-                   k: int):
-    """``_best`` of the visible positive ``_votes`` of these rows by the compiled loop; None on a negative weight."""
-    r, t = voting_terms(stats, rows, rel, settings)
-    weights = stats.w[t]
-    joined = kernel_parts(stats)
-    if joined is None or (weights.size and not weights.min() >= 0.0):
-        return None
-    transposed = stats.transposed_parts()
-    # an entry's votes end at the cut only where each term's entries run in order
-    cut = _first_unseen(stats, rows, open_, linked) if all(pt.has_sorted_indices for pt in transposed) else len(stats.ids)
-    vf = _visible_from(stats, open_, linked)
-    held = stats._cache.get("kernel visibility")
-    if held is None or held[0] is not vf:
-        held = stats._cache["kernel visibility"] = (vf, compiled.visibility(vf, stats.rank))
-    return compiled.best_votes(np.searchsorted(r, np.arange(len(rows) + 1)), t, weights, joined, cut, rows,
-                               stats.rank[rows], held[1], len(stats.ids), k)
-
-
-def kernel_parts(stats: TermStats) -> tuple | None:
-    """The transposed postings joined for the compiled vote loop (None if a value is negative), kept with the statistics."""
-    import kbtools.linker.kernels as kernels
-
-    transposed = stats.transposed_parts()
-    held = stats._cache.get("kernel parts")
-    if held is None or held[0] is not transposed:
-        parts = [(pt.indptr, pt.indices, pt.data) for pt in transposed]
-        fit = all(pt.data.size == 0 or pt.data.min() >= 0.0 for pt in transposed)
-        held = stats._cache["kernel parts"] = (transposed, kernels.joined_parts(parts) if fit else None)
-    return held[1]
 
 
 def _first_unseen(stats: TermStats, rows: np.ndarray, open_, linked) -> int:
@@ -651,8 +608,7 @@ def _padded_kth(padded: np.ndarray, k: int) -> np.ndarray:
 
 def search_neighbours(stats: TermStats, rows, vectors, neighbors, *, open_, linked, settings: LinkerSettings,
                       eligible=None) -> tuple:
-    """The neighbour-index search ``candidate_pairs`` makes for these rows, alone (a caller may run it
-    in a thread): the rows searched (those that see a quarter of the index or more) and their hits,
+    """The neighbour-index search ``candidate_pairs`` makes for these rows: the rows searched (those that see a quarter of the index or more) and their hits,
     ``[(positions, (scores, rows)), ...]``."""
     rows = np.asarray(rows, np.int64)
     if eligible is None:
@@ -713,7 +669,7 @@ def _beam(ef: int):
 
 def candidate_pairs(
     stats: TermStats, rows, *, rel: Relations, open_, linked, settings: LinkerSettings, vectors=None,
-    neighbors=None, eligible=None, margin: int = 0, searched: tuple | None = None, cosine=None, whole: bool = False,
+    neighbors=None, eligible=None, margin: int = 0, cosine=None, whole: bool = False,
 ) -> dict:
     """Candidates of each row: inverted index, nearest neighbours, same session (for a row without
     a session: the entries without one written closest to it, ``_written_near``).
@@ -722,8 +678,7 @@ def candidate_pairs(
     (``pos_index``, ``pos_nn``, ``pos_session``; SENTINEL when absent); ``margin`` extra places
     per list let a caller drop entries superseded later. A row that sees under a quarter of the
     ``neighbors`` index is scanned exactly instead. ``eligible`` counts what a row could see, so
-    that one entry and a batch choose alike; ``searched``: :func:`search_neighbours`' result. With
-    ``settings.both_ends`` the sources are the session's and ``own`` and ``rev``, the pair's places
+    that one entry and a batch choose alike. With ``settings.both_ends`` the sources are the session's and ``own`` and ``rev``, the pair's places
     in either end's whole-frame list (:func:`whole_lists`: the index's and the neighbours' best over
     the frame); ``whole``: the candidates of such a list itself.
     """
@@ -737,32 +692,25 @@ def candidate_pairs(
         parts += _list_places(stats, rows, lists, open_, linked)
     else:
         if len(stats.vocab) and k > 0:
-            compiled = compiled_kernels() if len(rows) > _FEW_ROWS else None
-            best = _compiled_best(compiled, stats, rows, rel, settings, open_, linked, k) if compiled else None
-            if best is not None:
-                parts.append(("index", *best))
-            else:
-                cut = _first_unseen(stats, rows, open_, linked) if len(rows) > _FEW_ROWS else None  # a product's
-                r, c, v = _votes(stats, rows, rel, settings, cut=cut)
-                ok = (v > 0.0) & _visible_pairs(stats, rows, r, c, open_, linked)
-                parts.append(("index", *_best(r[ok], c[ok], v[ok], k, stats.rank, len(rows))))
+            cut = _first_unseen(stats, rows, open_, linked) if len(rows) > _FEW_ROWS else None  # a product's
+            r, c, v = _votes(stats, rows, rel, settings, cut=cut)
+            ok = (v > 0.0) & _visible_pairs(stats, rows, r, c, open_, linked)
+            parts.append(("index", *_best(r[ok], c[ok], v[ok], k, stats.rank, len(rows))))
         if vectors is not None:
-            parts += _nearest(stats, rows, vectors, neighbors, open_, linked, k, settings, eligible, searched)
+            parts += _nearest(stats, rows, vectors, neighbors, open_, linked, k, settings, eligible)
     together = _session(stats, rows, open_, linked, settings.session_candidates + margin)
     alone = _written_near(stats, rows, open_, linked, settings.session_candidates + margin)
     parts.append(("session", *(np.concatenate(pair) for pair in zip(together, alone))))
     return _union(rows, parts, len(stats.ids))
 
 
-def _nearest(stats, rows, vectors, neighbors, open_, linked, k, settings, eligible, searched) -> list[tuple]:
-    """``candidate_pairs``' part ``nn``: from the neighbour index (``searched``, or searched here) for
-    the rows that see a quarter of it or more, an exact scan for the others and without an index."""
+def _nearest(stats, rows, vectors, neighbors, open_, linked, k, settings, eligible) -> list[tuple]:
+    """``candidate_pairs``' part ``nn``: from the neighbour index for the rows that see a quarter of it
+    or more, an exact scan for the others and without an index."""
     if neighbors is None:
         return [("nn", *_exact_neighbours(stats, rows, vectors, open_, linked, k))]
-    if searched is None:
-        searched = search_neighbours(stats, rows, vectors, neighbors, open_=open_, linked=linked, settings=settings,
-                                     eligible=eligible)
-    searched, hits = searched
+    searched, hits = search_neighbours(stats, rows, vectors, neighbors, open_=open_, linked=linked, settings=settings,
+                                       eligible=eligible)
     b, c, pos, cos = index_neighbours(stats, rows[searched], vectors, open_, linked, k, hits)
     parts = [("nn", searched[b], c, pos, cos)]
     scanned = np.setdiff1d(np.arange(len(rows)), searched)

@@ -26,9 +26,8 @@ import polars as pl
 
 from kbtools.errors import EntryNotFound, ValidationError
 from kbtools.linker.evidence import candidate_pairs, pair_evidence, relations, whole_lists
-from kbtools.linker.pipeline import CHUNK_ROWS, ChunkWork, auto_workers, chunk_evidence, use_kernels
 from kbtools.linker.rules import DECISION, KINDS, LINKER_DEFAULTS, LinkerSettings
-from kbtools.linker.state import LINKING_READS, LinkPlan, LinkChoice, EdgeIndex, LinkState
+from kbtools.linker.state import LinkPlan, LinkChoice, EdgeIndex, LinkState
 from kbtools.linker.terms import TermStats, gc_paused, metadata_of
 from kbtools.linker.wording import why_text
 from kbtools.model.schema import SCHEMAS, conform
@@ -38,6 +37,8 @@ __all__ = ["LinkPlan", "plan_links", "plan_connect", "apply_links", "why_text"]
 #: A connect reads the frame's lists (``LinkerSettings.both_ends``) when it links at least this share
 #: of the bank's entries (a first connect, a relink); a smaller one reads each entry's own lists.
 BOTH_ENDS_FROM = 0.25
+#: Entries a connect links per chunk with a neighbour index
+CHUNK_ROWS = 512
 
 
 # ---------------------------------------------------------------- public door
@@ -79,12 +80,10 @@ def plan_links(entry_id, entries, edges, triples, *, vectors=None, cosine=None, 
 
 
 def plan_connect(entries, edges, triples, *, ids=None, vectors=None, cosine=None, neighbors=None, stats=None,
-                 settings: LinkerSettings = LINKER_DEFAULTS, now=None, progress=None, chunk=None,
-                 workers: int | None = None) -> LinkPlan:
+                 settings: LinkerSettings = LINKER_DEFAULTS, now=None, progress=None, chunk=None) -> LinkPlan:
     """Links for many entries (default: those never linked), vectorised; the same links as
     ``plan_links`` one entry at a time in created_at order. ``progress(done, total)`` is called
-    after each chunk. ``workers``: forked processes that compute the chunks' evidence ahead of the
-    linking (0: here; None: ``pipeline.auto_workers``); the plan is the same either way.
+    after each chunk.
 
     >>> import polars as pl, datetime as dt
     >>> t = dt.datetime(2026, 11, 1, tzinfo=dt.timezone.utc)
@@ -94,9 +93,6 @@ def plan_connect(entries, edges, triples, *, ids=None, vectors=None, cosine=None
     >>> plan_connect(entries, None, None, ids=[]).report["entries"]
     0
     """
-    if workers is not None and (isinstance(workers, bool) or not isinstance(workers, int) or workers < 0):
-        raise ValidationError("workers", workers, "a number of worker processes, 0 or more (None: one per core "
-                                                  "for a connect of six chunks or more)")
     ctx = PlanContext.open(entries, edges, triples, stats, settings, now, vectors, cosine, neighbors)
     st = ctx.stats
     if ids is None:
@@ -116,50 +112,32 @@ def plan_connect(entries, edges, triples, *, ids=None, vectors=None, cosine=None
         # a small connect on a big bank (the night's new entries): each entry's own lists, as a
         # write reads them; the frame's lists are a pass over the whole bank
         settings = settings.with_(both_ends=False)
-    made = []  # the link state, made once the workers have started
-
-    def linking() -> LinkState:
-        if not made:
-            made.append(LinkState(ctx, ctx.edge_index()))
-        return made[0]
-
-    def while_waiting() -> bool:
-        if not made:  # the first chunks are being computed: make the state meanwhile
-            linking()
-            return True
-        return made[0].write_evidence()
-
     eligible = ctx.eligible()
+    if settings.both_ends:  # the frame's lists, made once here
+        whole_lists(st, rel=ctx.rel, eligible=eligible, settings=settings, vectors=vectors, cosine=cosine,
+                    neighbors=neighbors)
     n = max(len(st.ids), 1)
     # without an index every entry of a chunk scans the bank densely: (chunk x bank) scores
     size = chunk or (CHUNK_ROWS if neighbors is not None else max(1, min(CHUNK_ROWS, 4_000_000 // n)))
     total = len(chosen)
-    chunks = [chosen[start : start + size] for start in range(0, total, size)]
-    work = ChunkWork(st, ctx.rel, ctx.open_, ctx.linked, settings, vectors=vectors, cosine=cosine, neighbors=neighbors,
-                     eligible=eligible, margin=margin, keep=LINKING_READS, kernels=use_kernels(len(chunks)))
-    if settings.both_ends:  # the frame's lists, made once here (before any worker forks: they read them)
-        work.warm()  # with the compiled loops, when the connect runs them: the lists are most of its votes
-        whole_lists(st, rel=ctx.rel, eligible=eligible, settings=settings, vectors=vectors, cosine=cosine,
-                    neighbors=neighbors)
-    if workers is None:
-        workers = auto_workers(len(chunks)) if cosine is None else 0  # a cosine function may not survive a fork
+    state = LinkState(ctx, ctx.edge_index())
     # the link state makes a few small objects per link and no cycles: the collector would walk the
     # bank's objects again and again
     with gc_paused():
-        with chunk_evidence(work, chunks, workers=workers, while_waiting=while_waiting) as computed:
-            done = 0
-            for rows, (pairs, ev) in zip(chunks, computed):
-                state = linking()
-                choice = LinkChoice(pairs, ev, st, settings, state.index, len(rows))
-                bounds = np.searchsorted(pairs["b"], np.arange(len(rows) + 1)).tolist()
-                for b, row in enumerate(rows.tolist()):
-                    struct = structs[row] if row in structs else ctx.structural(row)
-                    state.link_entry(row, pairs, ev, struct, bounds[b], bounds[b + 1], choice, b)
-                done += len(rows)
-                if progress is not None:
-                    progress(done, total)
-        state = linking()
-        made.clear()
+        for start in range(0, total, size):
+            rows = chosen[start : start + size]
+            pairs = candidate_pairs(st, rows, rel=ctx.rel, open_=ctx.open_, linked=ctx.linked, settings=settings,
+                                    vectors=vectors, neighbors=neighbors, eligible=eligible, margin=margin,
+                                    cosine=cosine)
+            ev = pair_evidence(st, pairs["m"], pairs["c"], rel=ctx.rel, settings=settings, vectors=vectors,
+                               cosine=cosine, known_cos=pairs.get("cos"))
+            choice = LinkChoice(pairs, ev, st, settings, state.index, len(rows))
+            bounds = np.searchsorted(pairs["b"], np.arange(len(rows) + 1)).tolist()
+            for b, row in enumerate(rows.tolist()):
+                struct = structs[row] if row in structs else ctx.structural(row)
+                state.link_entry(row, pairs, ev, struct, bounds[b], bounds[b + 1], choice, b)
+            if progress is not None:
+                progress(start + len(rows), total)
         plan = state.plan({"entries": total})  # the records' evidence is written here: no collector either
         del state  # its records freed before the collector runs again: it would walk them all
     return plan
