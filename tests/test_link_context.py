@@ -82,7 +82,28 @@ def test_linker_vectors_survive_updates_in_place_and_a_connect_run(bank):
     connect_bank(bank, limit=50)  # sets linked_at of 50 entries, adds edges
     vectors = link_context.linker_vectors(bank)
     assert np.shares_memory(vectors, first) and len(vectors) == len(first)  # the same rows: nothing gathered again
+    assert vectors is first  # the same array: what the linker keeps for it (a connect's lists) holds
     assert np.array_equal(vectors, _fresh(bank))
+
+
+def test_a_connect_in_parts_links_what_one_plan_over_the_bank_links(bank):
+    """The connect job commits in parts of ``chunk`` entries; whether they read the frame's lists is
+    decided on the whole job (a quarter of the bank or more), so the parts, each under a quarter,
+    plan what one ``plan_connect`` over every entry plans."""
+    from kbtools.linker import plan_connect
+    from kbtools.ops.maintenance import connect_bank
+
+    settings = link_context.linker_settings(bank)
+    vectors = link_context.linker_vectors(bank)
+    whole = plan_connect(bank.entries, bank.edges, bank.triples, vectors=vectors, settings=settings,
+                         neighbors=link_context.neighbour_index(bank, vectors),
+                         stats=link_context.term_stats(bank, settings))
+    report = connect_bank(bank, chunk=bank.entries.height // 6)
+    key = ["src", "dst", "type"]
+    want = whole.add.filter(whole.add["source"] == "auto").select(key).sort(key)
+    got = bank.edges.filter(bank.edges["source"] == "auto").select(key).sort(key)
+    assert report["entries"] > 500 and want.height > 1000
+    assert got.equals(want)
 
 
 def test_a_linked_add_takes_the_statistics_it_planned_with_after_its_commit(bank, monkeypatch):

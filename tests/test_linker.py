@@ -369,6 +369,9 @@ def test_errors_name_the_problem():
     stats = TermStats.build(entries.head(3))
     with pytest.raises(ValidationError, match="another entries frame"):
         plan_links(ID["fix"], entries, edges, triples, stats=stats, now=NOW)
+    for total in (-1, 2.5, True, "9"):
+        with pytest.raises(ValidationError, match="total"):
+            plan_connect(entries, edges, triples, now=NOW, total=total)
 
 
 # ---------------------------------------------------------------- incremental statistics, cached indexes

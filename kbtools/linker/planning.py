@@ -80,10 +80,13 @@ def plan_links(entry_id, entries, edges, triples, *, vectors=None, cosine=None, 
 
 
 def plan_connect(entries, edges, triples, *, ids=None, vectors=None, cosine=None, neighbors=None, stats=None,
-                 settings: LinkerSettings = LINKER_DEFAULTS, now=None, progress=None, chunk=None) -> LinkPlan:
+                 settings: LinkerSettings = LINKER_DEFAULTS, now=None, progress=None, chunk=None,
+                 total: int | None = None) -> LinkPlan:
     """Links for many entries (default: those never linked), vectorised; the same links as
     ``plan_links`` one entry at a time in created_at order. ``progress(done, total)`` is called
-    after each chunk.
+    after each chunk. ``total``: the entries of the whole connect when ``ids`` is one of its parts
+    (a job that commits in parts): whether the frame's lists are read (``BOTH_ENDS_FROM``) is decided
+    on it, so that the parts plan what one call over all of them plans.
 
     >>> import polars as pl, datetime as dt
     >>> t = dt.datetime(2026, 11, 1, tzinfo=dt.timezone.utc)
@@ -93,6 +96,8 @@ def plan_connect(entries, edges, triples, *, ids=None, vectors=None, cosine=None
     >>> plan_connect(entries, None, None, ids=[]).report["entries"]
     0
     """
+    if total is not None and (isinstance(total, bool) or not isinstance(total, int) or total < 0):
+        raise ValidationError("total", total, "the entries of the whole connect, a whole number of 0 or more")
     ctx = PlanContext.open(entries, edges, triples, stats, settings, now, vectors, cosine, neighbors)
     st = ctx.stats
     if ids is None:
@@ -108,7 +113,7 @@ def plan_connect(entries, edges, triples, *, ids=None, vectors=None, cosine=None
     # (``margin``); the others' are read as each entry is linked
     structs = {r: ctx.structural(r) for r in chosen[st.kind[chosen] == DECISION].tolist()}
     margin = len({t for s in structs.values() for typ, t in s if typ == "supersedes" and t is not None})
-    if settings.both_ends and len(chosen) < BOTH_ENDS_FROM * len(st.ids):
+    if settings.both_ends and (len(chosen) if total is None else total) < BOTH_ENDS_FROM * len(st.ids):
         # a small connect on a big bank (the night's new entries): each entry's own lists, as a
         # write reads them; the frame's lists are a pass over the whole bank
         settings = settings.with_(both_ends=False)
@@ -119,12 +124,12 @@ def plan_connect(entries, edges, triples, *, ids=None, vectors=None, cosine=None
     n = max(len(st.ids), 1)
     # without an index every entry of a chunk scans the bank densely: (chunk x bank) scores
     size = chunk or (CHUNK_ROWS if neighbors is not None else max(1, min(CHUNK_ROWS, 4_000_000 // n)))
-    total = len(chosen)
+    count = len(chosen)
     state = LinkState(ctx, ctx.edge_index())
     # the link state makes a few small objects per link and no cycles: the collector would walk the
     # bank's objects again and again
     with gc_paused():
-        for start in range(0, total, size):
+        for start in range(0, count, size):
             rows = chosen[start : start + size]
             pairs = candidate_pairs(st, rows, rel=ctx.rel, open_=ctx.open_, linked=ctx.linked, settings=settings,
                                     vectors=vectors, neighbors=neighbors, eligible=eligible, margin=margin,
@@ -137,8 +142,8 @@ def plan_connect(entries, edges, triples, *, ids=None, vectors=None, cosine=None
                 struct = structs[row] if row in structs else ctx.structural(row)
                 state.link_entry(row, pairs, ev, struct, bounds[b], bounds[b + 1], choice, b)
             if progress is not None:
-                progress(start + len(rows), total)
-        plan = state.plan({"entries": total})  # the records' evidence is written here: no collector either
+                progress(start + len(rows), count)
+        plan = state.plan({"entries": count})  # the records' evidence is written here: no collector either
         del state  # its records freed before the collector runs again: it would walk them all
     return plan
 

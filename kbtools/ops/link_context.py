@@ -320,11 +320,17 @@ class _LinkerVectors:
     def __init__(self, buffer: np.ndarray, n: int, mark, segments: tuple, lineage: int | None = None):
         self.buffer, self.n, self.mark, self.segments = buffer, n, mark, segments
         self.lineage = next(self._counter) if lineage is None else lineage
+        self._view: np.ndarray | None = None
 
     @property
     def view(self) -> np.ndarray:
-        out = self.buffer[: self.n]
-        out.flags.writeable = False
+        """Rows ``[:n]``, read-only: the same array object while they stay the same rows, so that
+        what the linker keeps for these vectors (a connect's whole-frame lists) holds from one of a
+        job's commits to the next."""
+        out = self._view
+        if out is None or out.base is not self.buffer or len(out) != self.n:
+            out = self._view = self.buffer[: self.n]
+            out.flags.writeable = False
         return out
 
     def room(self, rows: int) -> np.ndarray:

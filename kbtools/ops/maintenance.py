@@ -93,7 +93,7 @@ def _connect_chunks(bank, ids, chunk, settings, dry_run, actor, plans, progress)
             vectors = linker_vectors(bank)
             plan = plan_connect(bank.entries, bank.edges, bank.triples, ids=part, vectors=vectors,
                                 neighbors=neighbour_index(bank, vectors), stats=term_stats(bank, settings), settings=settings,
-                                now=utcnow())
+                                now=utcnow(), total=len(ids))
             if dry_run:
                 break
             try:
