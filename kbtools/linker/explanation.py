@@ -52,8 +52,11 @@ class LinkScore:
     existing: tuple = ()
 
 
-def _display(anchor, weights) -> dict:
-    return {t if t.startswith("e:") else x.lower(): float(weights[t]) for t, x in zip(anchor.terms, anchor.labels)}
+def _display(stats: TermStats, row: int) -> dict:
+    """An entry's term weights, a word's by its label in lower case."""
+    a = stats.anchors[row]
+    weights = stats.weights(a.terms).tolist()
+    return {t if t.startswith("e:") else x.lower(): w for t, x, w in zip(a.terms, a.labels, weights)}
 
 
 def explain_pair(a_id, b_id, entries: pl.DataFrame, edges, triples, *, vectors=None, cosine=None, stats=None,
@@ -97,7 +100,6 @@ def explain_pair(a_id, b_id, entries: pl.DataFrame, edges, triples, *, vectors=N
         existing = tuple(
             edges.filter(((pl.col("src") == a_id) & (pl.col("dst") == b_id)) | ((pl.col("src") == b_id) & (pl.col("dst") == a_id)))["type"].to_list()
         )
-    wa, wb = stats.entry_weights(a), stats.entry_weights(b)
     return LinkScore(
         score=float(e["score"]),
         linked=bool(e["linked"]),
@@ -106,7 +108,7 @@ def explain_pair(a_id, b_id, entries: pl.DataFrame, edges, triples, *, vectors=N
         signals={k: float(e[k]) for k in ("share", "sem", "bridge", "time", "cue")},
         raw=float(e["raw"]),
         prior=float(e["prior"]),
-        weights={"a": _display(stats.anchors[a], wa), "b": _display(stats.anchors[b], wb),
+        weights={"a": _display(stats, a), "b": _display(stats, b),
                  "W_a": float(stats.total[a]), "W_b": float(stats.total[b])},
         source=a_id if a_is_src else b_id,
         target=b_id if a_is_src else a_id,

@@ -115,22 +115,14 @@ class EdgeIndex:
         sup = known[sup_flag[known]]
         self.replaced_by = dict(zip(dst[sup].tolist(), src[sup].tolist()))
         # what the sequential state asks of edges it has not loaded: how many automatic (capped)
-        # links each row holds, and how many edges join each pair of rows
+        # links each row holds (a list: read link by link), and how many edges join each pair of rows
         capped = known[capped_flag[known]]
         loops = src[capped] == dst[capped]
-        self.capped_degree = np.bincount(np.concatenate([src[capped], dst[capped][~loops]]), minlength=n)
-        self._degrees = None
+        self.degrees = np.bincount(np.concatenate([src[capped], dst[capped][~loops]]), minlength=n).tolist()
         starts = np.flatnonzero(np.append(True, pairs[1:] != pairs[:-1])) if pairs.size else np.zeros(0, np.int64)
         self.pair_keys = pairs[starts]
         self.pair_edges = np.diff(np.append(starts, pairs.size))
         self.n = n_pairs
-
-    @property
-    def degrees(self) -> list[int]:
-        """``capped_degree`` as a Python list (read link by link; made once per index)."""
-        if self._degrees is None:
-            self._degrees = self.capped_degree.tolist()
-        return self._degrees
 
     def pair_counts_of(self, a: np.ndarray, b: np.ndarray) -> np.ndarray:
         """How many input edges join rows a[i] and b[i] (either way, any type), per i."""
@@ -153,12 +145,11 @@ class EdgeIndex:
         return int(self.pair_counts_of(np.array([a]), np.array([b]))[0])
 
     def rows(self, edges) -> list[tuple]:
-        """The rows of these edges (positions in ``frame``) as tuples of ``_EDGE_COLUMNS``; the
-        columns are read into Python once per index (a polars gather per entry costs a thread-pool
-        round trip, milliseconds on a busy machine)."""
+        """The rows of these edges (positions in ``frame``) as tuples of ``_EDGE_COLUMNS``, from
+        columns read into Python once (a polars gather per entry waits on its thread pool)."""
         edges = np.asarray(edges, np.int64)
-        if self.frame.height > _EDGES_READ_WHOLE:  # a big bank: gather the rows asked for (the plan
-            picked = self.frame[edges]  # of a chunk asks once for most of what it reads)
+        if self.frame.height > _EDGES_READ_WHOLE:  # a big bank: gather the rows asked for
+            picked = self.frame[edges]
             return list(zip(*(picked[c].to_list() for c in _EDGE_COLUMNS)))
         if self._cols is None:
             self._cols = [np.array(self.frame[c].to_list() + [None], dtype=object)[:-1] for c in _EDGE_COLUMNS]
@@ -200,23 +191,17 @@ class LinkChoice:
         self.type_key = _type_keys(stats, {k: ev[k][self.pairs] for k in _TYPE_INPUTS}).tolist()
 
     def values(self, p: int) -> dict:
-        """What the record of pair ``p`` (of this choice) reads of its evidence, as Python numbers."""
-        out = {k: v[p].item() for k, v in self.text_values.items()}
-        out["type_key"] = self.type_key[p]
-        return out
+        """What the evidence text of pair ``p`` (of this choice) reads, as Python numbers."""
+        return {k: v[p].item() for k, v in self.text_values.items()}
 
 
 class LinkState:
-    """Edges near the entries being linked, as dictionaries, updated link by link.
-
-    Input edges are loaded (``ensure``) only for the rows whose edges are read one by one: an end
-    whose degree cap is full, a decision taken over, an entry's structural targets, an entry linked
-    before. Whether a pair is joined and how many automatic links a row holds are answered from
-    the input's counts (``EdgeIndex``) plus what this plan changed, so a link between two rows
-    that stay under the cap reads none of their edges."""
+    """Edges near the entries being linked, as dictionaries, updated link by link; ``ctx``: the
+    call's ``planning.PlanContext``. Input edges are loaded (``ensure``) only for rows whose edges
+    are read one by one (a full end, a takeover, structure, a relink); whether a pair is joined
+    and a row's degree come from the ``EdgeIndex`` counts plus this plan's changes."""
 
     def __init__(self, ctx, index: EdgeIndex):
-        """``ctx``: the call's context (``planning.PlanContext``: statistics, settings, flags, now)."""
         self.ctx, self.st, self.s = ctx, ctx.stats, ctx.settings
         self.index = index
         self.edges: dict[tuple, dict] = {}
@@ -226,14 +211,9 @@ class LinkState:
         self.capped: dict[int, set] = defaultdict(set)
         self.added: dict[tuple, dict] = {}
         self.removed: dict[tuple, int] = {}
-        held = self.st._cache.get("superseded rows")  # the flags are kept per entries frame
-        if held is None or held[0] is not ctx.superseded:
-            held = self.st._cache["superseded rows"] = (ctx.superseded, frozenset(np.flatnonzero(ctx.superseded).tolist()))
-        #: the rows superseded before the plan (shared), copied once this plan supersedes one
-        self.superseded: frozenset[int] | set[int] = held[1]
+        self.superseded: set[int] = set(np.flatnonzero(ctx.superseded).tolist())
         self.fresh_superseded: set[int] = set()  #: superseded by this plan (they were candidates before)
-        #: per superseded row, the row replacing it: the index's (shared), copied once this plan supersedes one
-        self.replaced_by: dict[int, int] = index.replaced_by
+        self.replaced_by: dict[int, int] = dict(index.replaced_by)  #: per superseded row, the row replacing it
         self.updates: dict[int, str | None] = {}
         self.counts = defaultdict(int)
         self.linked_rows: set[int] = set()
@@ -318,21 +298,15 @@ class LinkState:
         return self.pair_delta.get(_pair(a, b), 0) + self.index.pair_count(a, b) > 0
 
     def faded(self, rec) -> float:
-        """The record's weight faded to the plan's ``now`` (kept on the record: neither changes)."""
-        held = rec.get("faded")
-        if held is not None:
-            return held
+        """The record's weight faded to the plan's ``now``."""
         if rec["source"] not in _FADING:
-            held = rec["weight"]
-        else:
-            days = max(0.0, (self.ctx.now_us - (rec["seen_us"] or self.ctx.now_us)) / 86_400e6)
-            held = fade(rec["weight"], days, half_life_days=self.s.half_life_days)
-        rec["faded"] = held
-        return held
+            return rec["weight"]
+        days = max(0.0, (self.ctx.now_us - (rec["seen_us"] or self.ctx.now_us)) / 86_400e6)
+        return fade(rec["weight"], days, half_life_days=self.s.half_life_days)
 
     def strength(self, rec) -> float:
-        """How strong a capped link is, for the degree cap: its pair's affinity (what ordered the
-        candidates, since the seed's score saturates) times its fading (``faded`` / weight)."""
+        """A capped link's strength for the degree cap: its pair's affinity (the seed's score
+        saturates) times its fading."""
         held = rec.get("strength")
         if held is None:
             self._measure([rec])
@@ -350,7 +324,7 @@ class LinkState:
 
     def _weakest(self, row):
         """The key of the row's weakest capped link (``strength``, then key)."""
-        if self.index.capped_degree[row]:  # its input links, to compare them with those planned here
+        if self.index.degrees[row]:  # its input links, to compare them with those planned here
             self.ensure([row])
         edges = self.edges
         unmeasured = [edges[key] for key in self.capped[row] if "strength" not in edges[key]]
@@ -380,24 +354,17 @@ class LinkState:
         return True
 
     def _new(self, src, dst, typ, source, weight, evidence, seen_us=None):
-        """A record planned now; ``evidence``: its text or a dictionary (None: written later)."""
+        """A record planned now; ``evidence``: a dictionary (None: its text is written later)."""
         now = self.ctx.now_us
-        if evidence is None:  # written later (``_evidence``)
-            text, taken = None, False
-        else:
-            text, taken = (evidence, '"from"' in evidence) if isinstance(evidence, str) else (json.dumps(evidence), "from" in evidence)
-        rec = {"src": src, "dst": dst, "type": typ, "source": source, "note": None, "evidence": text,
-               "weight": float(weight), "created_by": "linker", "created_us": now,
-               "seen_us": now if seen_us is None else seen_us, "orig": None, "taken": taken}
-        if seen_us is None:  # seen now: ``faded`` would return its weight (a fading link of age 0)
-            rec["faded"] = rec["weight"]
-        return rec
+        return {"src": src, "dst": dst, "type": typ, "source": source, "note": None,
+                "evidence": None if evidence is None else json.dumps(evidence), "weight": float(weight),
+                "created_by": "linker", "created_us": now, "seen_us": now if seen_us is None else seen_us,
+                "orig": None, "taken": evidence is not None and "from" in evidence}
 
     # -- one entry
     def link_entry(self, m: int, pairs: dict, ev: dict, struct, lo: int = 0, hi: int | None = None,
                    choice: LinkChoice | None = None, b: int = 0) -> None:
-        """Link entry row ``m``; its candidates are ``pairs``/``ev`` [lo:hi] (all of them by default),
-        row ``b`` of ``choice`` when given."""
+        """Link entry row ``m`` to its candidates ``pairs``/``ev`` [lo:hi], row ``b`` of ``choice``."""
         hi = len(pairs["c"]) if hi is None else hi
         if self.ctx.linked[m]:
             self.ensure([m])
@@ -443,13 +410,9 @@ class LinkState:
             self.add(self._new(m, t, typ, "structure", 1.0, {"why": why, "signals": {}}))
             self.counts["structural"] += 1
             if typ == "supersedes":
-                if isinstance(self.superseded, frozenset):
-                    self.superseded = set(self.superseded)
                 self.superseded.add(t)
                 if not self.ctx.superseded[t]:
                     self.fresh_superseded.add(t)
-                if self.replaced_by is self.index.replaced_by:
-                    self.replaced_by = dict(self.replaced_by)
                 self.replaced_by[t] = m
                 self.updates[t] = "superseded"
                 takeovers.append(t)
@@ -474,10 +437,8 @@ class LinkState:
                     break
         if not tried:
             return
-        # the common link inline (a whole-bank connect plans 450,000): a new record, its key not
-        # held, no input edge between the two and neither end at its cap; any other goes through
-        # ``_auto_record`` and ``add_capped``, whose record and bookkeeping (``_new``, ``_put``,
-        # ``_count``) this repeats (tested: the same plans with ``_INLINE_LINKS`` off)
+        # the common link (new key, no input edge, neither end full) inline, repeating what
+        # ``_auto_record`` and ``add_capped`` do (a whole-bank connect plans 450,000 links)
         cap, degrees, degree_delta, edges, now = self.s.max_degree, self.index.degrees, self.degree_delta, self.edges, \
             self.ctx.now_us
         unwritten, added, capped, types = self._unwritten, self.added, self.capped, choice.type_key
@@ -497,7 +458,6 @@ class LinkState:
                    "weight": float(choice.score[p]), "created_by": "linker", "created_us": now, "seen_us": now,
                    "orig": None, "taken": origin is not None, "words": (m, c, choice, p, origin),
                    "strength": choice.affinity[p]}
-            rec["faded"] = rec["weight"]  # seen now: ``faded`` would return its weight
             unwritten.append(rec)
             edges[key] = added[key] = rec
             capped[src].add(key)
@@ -526,9 +486,8 @@ class LinkState:
         self._chosen_links(m, LinkChoice(pairs, ev, self.st, self.s, self.index, 1, end=end), 0, end, origin)
 
     def _auto_record(self, m, end, origin, choice: LinkChoice, p: int):
-        """The record of the automatic link of entry m (linked as ``end``) to pair ``p`` of
-        ``choice``; its evidence text is written later (``write_evidence``, ``_evidence``: a link
-        evicted later in the plan never needs it)."""
+        """The automatic link of entry m (as ``end``) to pair ``p`` of ``choice``; its evidence
+        text is written later (a link evicted meanwhile never needs it)."""
         c = choice.c[p]
         typ, m_is_src = type_of_key(choice.type_key[p])
         src, dst = (end, c) if m_is_src else (c, end)
@@ -539,8 +498,8 @@ class LinkState:
         return rec
 
     def write_evidence(self, most: int | None = 4096) -> bool:
-        """Write the evidence text of up to ``most`` (None: all) more automatic links still planned, at
-        once (``wording.evidence_texts``, the text ``_evidence`` writes for one); whether some are left."""
+        """Write the evidence text of up to ``most`` (None: all) more planned automatic links at
+        once; whether some are left."""
         records, start = self._unwritten, self._written
         stop = len(records) if most is None else min(start + most, len(records))
         batch = [rec for rec in records[start:stop] if "words" in rec and "gone" not in rec]
@@ -619,8 +578,7 @@ _RECORD_KEYS = {"created_at": "created_us", "seen_at": "seen_us"}  #: the frame'
 
 
 def _planned_edges(records: list[dict], ids) -> pl.DataFrame:
-    """Edges-schema frame of planned records (rows numbered by ``ids``, times in epoch microseconds),
-    from row tuples in one call (``rows_frame``: one planned entry must not wait on polars' thread pool).
+    """Edges-schema frame of planned records (rows numbered by ``ids``, times in epoch microseconds).
 
     >>> recs = [dict(src=0, dst=1, type="see_also", source="auto", note=None, evidence="{}", weight=0.5,
     ...     created_by="linker", created_us=1_700_000_000_000_000, seen_us=None)] * 3
@@ -643,25 +601,17 @@ _TYPE_FLAGS = ("fix_a", "problem_a", "progress_a", "fix_b", "problem_b", "progre
 
 
 def _type_keys(stats: TermStats, ev: dict) -> np.ndarray:
-    """What decides the type of each pair's link (``link_type``'s arguments) as one integer: the
-    two kind codes and nine flags."""
+    """``link_type``'s arguments for each pair as one integer: two kind codes and nine flags."""
     ms, cs = ev["m"], ev["c"]
-    cues = _cue_codes(stats)  # an entry's three flags in one gather
+
+    def cues(rows):  # fix, problem, progress: three bits
+        return (stats.fix[rows] * 4 + stats.problem[rows] * 2 + stats.progress[rows]).astype(np.int64)
+
     key = (stats.kind[ms].astype(np.int64) << 8) | stats.kind[cs].astype(np.int64)
-    key = (((key << 3) | cues[ms]) << 3) | cues[cs]
+    key = (((key << 3) | cues(ms)) << 3) | cues(cs)
     for flag in (ev["later"], ev["time"] > 0, ev["bridge_only"]):
         key = (key << 1) | np.asarray(flag, bool)
     return key
-
-
-def _cue_codes(stats: TermStats) -> np.ndarray:
-    """Per entry, its fix, problem and progress flags as the three bits ``_type_keys`` shifts in
-    one after another (kept per flag arrays)."""
-    held = stats._cache.get("cue codes")
-    if held is None or held[0] is not stats.fix or held[1] is not stats.problem or held[2] is not stats.progress:
-        code = (stats.fix.astype(np.int64) << 2) | (stats.problem.astype(np.int64) << 1) | stats.progress.astype(np.int64)
-        held = stats._cache["cue codes"] = (stats.fix, stats.problem, stats.progress, code)
-    return held[3]
 
 
 @functools.lru_cache(maxsize=4096)
@@ -680,16 +630,14 @@ def _pair(a: int, b: int) -> tuple[int, int]:
 #: Whether ``_chosen_links`` makes an entry's common links inline (False: all through ``add_capped``)
 _INLINE_LINKS = True
 _TYPE_INPUTS = ("m", "c", "later", "time", "bridge_only")
-#: What the linking reads of a chunk's pairs and of their evidence (``LinkChoice``, ``link_entry``):
-#: all a worker process sends back (``pipeline.ChunkWork.keep``)
+#: What the linking reads of a chunk's pairs and of their evidence (all a worker process sends back)
 LINKING_READS = (("b", "m", "c", "pos_index", "pos_nn", "pos_session", "pos_own", "pos_rev"),
                  tuple(dict.fromkeys((*TEXT_VALUES, *_TYPE_INPUTS, "linked", "score", "affinity"))))
 
 
 def _text_inputs(words: list[tuple]) -> tuple[np.ndarray, np.ndarray, dict]:
-    """The entries, candidates and evidence values (``TEXT_VALUES``, arrays) of records' words
-    ``(m, c, choice, at, origin)``. The words come in runs of one ``LinkChoice`` (a chunk's links
-    are planned one after another): each run is one gather."""
+    """The entries, candidates and ``TEXT_VALUES`` arrays of records' words ``(m, c, choice, at,
+    origin)``: one gather per run of one ``LinkChoice``."""
     n = len(words)
     ms, cs, choices, ats, _ = zip(*words) if n else ((),) * 5
     m, c = np.fromiter(ms, np.int64, n), np.fromiter(cs, np.int64, n)
