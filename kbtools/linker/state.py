@@ -17,7 +17,7 @@ from kbtools.errors import ValidationError
 from kbtools.linker.evidence import SENTINEL, pair_evidence
 from kbtools.linker.rules import GOAL, KINDS, LinkerSettings, link_type
 from kbtools.linker.terms import TermStats, row_positions
-from kbtools.linker.wording import TEXT_VALUES, evidence_json, evidence_texts, why_text
+from kbtools.linker.wording import TEXT_VALUES, evidence_texts
 from kbtools.model.fading import fade
 from kbtools.model.schema import SCHEMAS, TIME, conform, rows_frame
 from kbtools.model.vocab import DOMINANCE_TYPES, normalize_type
@@ -190,10 +190,6 @@ class LinkChoice:
         self.affinity = ev["affinity"][self.pairs].tolist()
         self.type_key = _type_keys(stats, {k: ev[k][self.pairs] for k in _TYPE_INPUTS}).tolist()
 
-    def values(self, p: int) -> dict:
-        """What the evidence text of pair ``p`` (of this choice) reads, as Python numbers."""
-        return {k: v[p].item() for k, v in self.text_values.items()}
-
 
 class LinkState:
     """Edges near the entries being linked, as dictionaries, updated link by link; ``ctx``: the
@@ -243,17 +239,12 @@ class LinkState:
             self._put(rec)
 
     # -- bookkeeping
-    def _put(self, rec):
-        src, dst = rec["src"], rec["dst"]
-        key = (src, dst, rec["type"])
+    def _put(self, rec) -> None:
+        key = (rec["src"], rec["dst"], rec["type"])
         self.edges[key] = rec
-        if rec["source"] in _CAPPED:
-            self.capped[src].add(key)
-            self.capped[dst].add(key)
-        else:
-            self.touching[src].add(key)
-            self.touching[dst].add(key)
-        return key
+        held = self.capped if rec["source"] in _CAPPED else self.touching
+        held[rec["src"]].add(key)
+        held[rec["dst"]].add(key)
 
     def _touching(self, row) -> set:
         """The keys of every record touching the row (``touching`` and ``capped``)."""
@@ -502,27 +493,21 @@ class LinkState:
         once; whether some are left."""
         records, start = self._unwritten, self._written
         stop = len(records) if most is None else min(start + most, len(records))
-        batch = [rec for rec in records[start:stop] if "words" in rec and "gone" not in rec]
+        self._write([rec for rec in records[start:stop] if "words" in rec and "gone" not in rec])
         self._written = stop
+        if stop == len(records):  # all written: the list starts again (its records are done with)
+            records.clear()
+            self._written = 0
+        return stop < len(records)
+
+    def _write(self, batch: list[dict]) -> None:
+        """Write these automatic links' evidence texts (``wording.evidence_texts``)."""
         if batch:
             words = [rec.pop("words") for rec in batch]
             m, c, values = _text_inputs(words)
             texts = evidence_texts(self.st, self.ctx.rel, m, c, values, [w[4] for w in words])
             for rec, text in zip(batch, texts):
                 rec["evidence"] = text
-        if stop == len(records):  # all written: the list starts again (its records are done with)
-            records.clear()
-            self._written = 0
-        return stop < len(records)
-
-    def _evidence(self, rec) -> str | None:
-        """The record's evidence text, written now for an automatic link planned here."""
-        words = rec.pop("words", None)
-        if words is not None:
-            m, c, choice, at, origin = words
-            e = choice.values(at)
-            rec["evidence"] = evidence_json(why_text(self.st, self.ctx.rel, m, c, e), e, origin)
-        return rec["evidence"]
 
     def _take_over(self, old, new):
         self.ensure([old, new])
@@ -545,7 +530,9 @@ class LinkState:
             if self.joined(new, other):
                 continue
             evidence = {"why": f"taken over from the decision it replaced ({self.st.ids[old]})", "from": self.st.ids[old]}
-            if self._evidence(rec):
+            if "words" in rec:  # an automatic link planned here: its text is written now
+                self._write([rec])
+            if rec["evidence"]:
                 try:
                     evidence["signals"] = json.loads(rec["evidence"]).get("signals", {})
                 except (TypeError, ValueError, AttributeError):
