@@ -208,8 +208,7 @@ def _word_codes(column: pl.Series) -> tuple[list[str], np.ndarray]:
 
 @lru_cache(maxsize=64)
 def _known_index(known: tuple[str, ...]) -> tuple:
-    """The known entities' keys, the first words of those of two words or more, the most words a
-    key has (at most 4), and every key's first word."""
+    """The known keys, the first words of multi-word ones, the most words a key has (at most 4), every first word."""
     keys = frozenset(k.strip().lower() for k in known if k and k.strip())
     heads = frozenset(k.split(" ")[0] for k in keys if " " in k)
     return keys, heads, min(max((len(k.split()) for k in keys), default=0), 4), frozenset(k.split(" ")[0] for k in keys)
@@ -298,7 +297,7 @@ class AnchorRows(Sequence):
 
     __slots__ = ("_pick", "_ends", "_entities", "_terms", "_labels", "_given", "_tail", "_made")
 
-    def __init__(self, frames: tuple[pl.DataFrame, pl.DataFrame], rows, *, given: dict | None = None, tail=()):
+    def __init__(self, frames: tuple[pl.DataFrame, pl.DataFrame], rows):
         per_row, flat = frames
         lengths = per_row["terms"].to_numpy().astype(np.int64)
         self._ends = np.cumsum(lengths)
@@ -313,9 +312,7 @@ class AnchorRows(Sequence):
         self._pick = np.asarray(pick, np.int64)
         if len(self._pick) and (self._pick.max() >= len(lengths)):
             raise ValueError("an anchor row is past the frames")
-        self._given = dict(given or {})
-        self._tail = tuple(tail)
-        self._made: dict[int, Anchor] = {}
+        self._given, self._tail, self._made = {}, (), {}
 
     def _shared(self, given: dict, tail: tuple) -> "AnchorRows":
         out = object.__new__(AnchorRows)
@@ -398,7 +395,7 @@ class AnchorRows(Sequence):
         return self._shared(self._given, self._tail + tuple(other))
 
     def __eq__(self, other) -> bool:
-        if not isinstance(other, (Sequence, AnchorRows)) or isinstance(other, (str, bytes)):
+        if not isinstance(other, Sequence) or isinstance(other, (str, bytes)):
             return NotImplemented
         return len(self) == len(other) and all(a == b for a, b in zip(self, other))
 

@@ -59,8 +59,7 @@ _EDGE_COLUMNS = ["_orig", "src", "dst", "type", "source", "note", "evidence", "w
 
 
 def _edge_columns(frame: pl.DataFrame, row_of: dict):
-    """Per edge: its ends' rows (-1 when not an entry), its canonical type's code (among ``n_types``),
-    and whether it is a supersedes edge, an automatic (capped) one, a part_of edge."""
+    """Per edge: its ends' rows (-1: none), its canonical type's code, its supersedes, capped and part_of flags."""
     src = np.array([row_of.get(x, -1) for x in frame["src"].to_list()], dtype=np.int64)
     dst = np.array([row_of.get(x, -1) for x in frame["dst"].to_list()], dtype=np.int64)
     types = ["" if t is None else t for t in frame["type"].to_list()]
@@ -296,8 +295,7 @@ class LinkState:
         return fade(rec["weight"], days, half_life_days=self.s.half_life_days)
 
     def strength(self, rec) -> float:
-        """A capped link's strength for the degree cap: its pair's affinity (the seed's score
-        saturates) times its fading."""
+        """A capped link's strength for the degree cap: its pair's affinity (scores saturate) times its fading."""
         held = rec.get("strength")
         if held is None:
             self._measure([rec])
@@ -477,8 +475,7 @@ class LinkState:
         self._chosen_links(m, LinkChoice(pairs, ev, self.st, self.s, self.index, 1, end=end), 0, end, origin)
 
     def _auto_record(self, m, end, origin, choice: LinkChoice, p: int):
-        """The automatic link of entry m (as ``end``) to pair ``p`` of ``choice``; its evidence
-        text is written later (a link evicted meanwhile never needs it)."""
+        """The automatic link of entry m (as ``end``) to pair ``p`` of ``choice``; its text is written later."""
         c = choice.c[p]
         typ, m_is_src = type_of_key(choice.type_key[p])
         src, dst = (end, c) if m_is_src else (c, end)
@@ -489,8 +486,7 @@ class LinkState:
         return rec
 
     def write_evidence(self, most: int | None = 4096) -> bool:
-        """Write the evidence text of up to ``most`` (None: all) more planned automatic links at
-        once; whether some are left."""
+        """Write the evidence texts of up to ``most`` (None: all) more planned links; whether some are left."""
         records, start = self._unwritten, self._written
         stop = len(records) if most is None else min(start + most, len(records))
         self._write([rec for rec in records[start:stop] if "words" in rec and "gone" not in rec])
@@ -561,9 +557,6 @@ class LinkState:
                         report={**report, **counts, "added": add.height, "removed": remove.height})
 
 
-_RECORD_KEYS = {"created_at": "created_us", "seen_at": "seen_us"}  #: the frame's columns a record names otherwise
-
-
 def _planned_edges(records: list[dict], ids) -> pl.DataFrame:
     """Edges-schema frame of planned records (rows numbered by ``ids``, times in epoch microseconds).
 
@@ -579,8 +572,8 @@ def _planned_edges(records: list[dict], ids) -> pl.DataFrame:
                       SCHEMAS["edges"])
 
 
-#: A record's keys of the edges schema's columns after its first two, src and dst, in order
-_RECORD_COLUMNS = tuple(_RECORD_KEYS.get(name, name) for name in SCHEMAS["edges"])[2:]
+#: A record's keys of the edges schema's columns after src and dst, in order (times in microseconds)
+_RECORD_COLUMNS = tuple({"created_at": "created_us", "seen_at": "seen_us"}.get(c, c) for c in SCHEMAS["edges"])[2:]
 
 
 _TYPE_FLAGS = ("fix_a", "problem_a", "progress_a", "fix_b", "problem_b", "progress_b", "a_later", "same_session",
@@ -623,8 +616,7 @@ LINKING_READS = (("b", "m", "c", "pos_index", "pos_nn", "pos_session", "pos_own"
 
 
 def _text_inputs(words: list[tuple]) -> tuple[np.ndarray, np.ndarray, dict]:
-    """The entries, candidates and ``TEXT_VALUES`` arrays of records' words ``(m, c, choice, at,
-    origin)``: one gather per run of one ``LinkChoice``."""
+    """The entries, candidates and ``TEXT_VALUES`` of records' words: one gather per ``LinkChoice`` run."""
     n = len(words)
     ms, cs, choices, ats, _ = zip(*words) if n else ((),) * 5
     m, c = np.fromiter(ms, np.int64, n), np.fromiter(cs, np.int64, n)

@@ -138,14 +138,7 @@ class TermStats:
     def build(cls, entries: pl.DataFrame, *, known_entities=(), settings: LinkerSettings = LINKER_DEFAULTS,
               anchors=None):
         """Statistics of an entries frame; ``known_entities`` are matched case-insensitively.
-        ``anchors``: per row, its anchors kept from an earlier build (:func:`anchor_keys`) or None.
-
-        >>> import polars as pl, datetime as dt
-        >>> t = dt.datetime(2026, 1, 1, tzinfo=dt.timezone.utc)
-        >>> TermStats.build(pl.DataFrame({"id": ["a"], "kind": ["fact"], "content": ["x"],
-        ...                               "created_at": [t]})).n
-        1
-        """
+        ``anchors``: per row, its anchors kept from an earlier build (:func:`anchor_keys`) or None."""
         _check_entries(entries)
         known = _known_keys(known_entities)
         with gc_paused():
@@ -160,8 +153,7 @@ class TermStats:
     @classmethod
     def _finish(cls, ids, term_index, indptr, indices, strong_base, kinds, anchors, facts, cues, known, settings,
                 bags, bag_index, grown: dict | None = None):
-        """The statistics from the postings (row-sorted CSR arrays) and the per-entry facts;
-        ``grown``: what :meth:`extend` has already computed for the whole bank."""
+        """The statistics from the postings and per-entry facts; ``grown``: what :meth:`extend` computed."""
         grown = grown or {}
         n_rows, n_terms = len(ids), len(term_index)
         buffers = grown.get("buffers")
@@ -195,8 +187,7 @@ class TermStats:
         )
 
     def parts(self) -> dict:
-        """What :meth:`from_parts` needs besides the entries and the anchors (vocabulary, postings,
-        strong and cue flags, author bags), as numpy arrays and lists of strings."""
+        """What :meth:`from_parts` needs besides the entries and anchors, as numpy arrays and lists of strings."""
         out = {"vocab": list(self.vocab), "indptr": np.asarray(self.postings.indptr, np.int64),
                "indices": np.asarray(self.postings.indices, np.int64),
                "strong_base": np.asarray(self.strong_base, bool)}
@@ -380,8 +371,7 @@ class TermStats:
         return segment_sums(self.w[self.postings.indices[at]], lengths)
 
     def transposed_parts(self) -> tuple[sp.csr_matrix, ...]:
-        """``postings_t`` as the (terms x entries) matrices that sum to it: the last full transpose
-        and the rows appended since."""
+        """``postings_t`` as matrices that sum to it: the last full transpose and the rows appended since."""
         held = self._cache.get("transposed parts")
         if held is None:
             base, _, tail = self._transposed
@@ -392,8 +382,7 @@ class TermStats:
 
     @property
     def postings_t(self) -> sp.csr_matrix:
-        """The postings transposed (CSR, rows = terms, columns = entries; the linker reads
-        ``transposed_parts``)."""
+        """The postings transposed (CSR, terms x entries); the linker reads ``transposed_parts``."""
         return self.postings.T.tocsr()
 
     def _grown_transposed(self, new_rows: np.ndarray, new_cols: np.ndarray, indptr, indices, n_terms: int,
@@ -401,9 +390,9 @@ class TermStats:
         """The transposed postings extended to ``n_rows``: the base and a tail grown by the new
         postings while the rows since the base are few, else one new base."""
         base, rows, tail = self._transposed
-        if n_rows - rows > max(_TAIL_ROWS, n_rows // 32):
-            postings = sp.csr_matrix((_ones(len(indices)), indices, indptr), shape=(n_rows, n_terms), copy=False)
-            after, cols = _rows_after(postings, rows)
+        if n_rows - rows > max(_TAIL_ROWS, n_rows // 32):  # every posting of the rows after the base
+            after = np.repeat(np.arange(rows, n_rows, dtype=np.int64), np.diff(indptr[rows:]).astype(np.int64))
+            cols = np.asarray(indices[int(indptr[rows]):], np.int64)
             return _transposed_with(base, after, cols, n_terms, n_rows), n_rows, None
         if tail is None:
             tail = sp.csr_matrix((len(self.vocab), n_rows), dtype=np.float64)
@@ -465,8 +454,7 @@ def gc_paused():
 
 def _read_entries(entries: pl.DataFrame, known: tuple[str, ...], settings: LinkerSettings = LINKER_DEFAULTS,
                   given=None):
-    """Columns (lists; a missing column reads as None), linker kind codes, anchors and texts of an
-    entries frame; ``given``: anchors known already per row (None: read it)."""
+    """Columns (lists), kind codes, anchors and texts of an entries frame; ``given``: anchors known per row."""
     n = entries.height
     columns = {c: entries[c].to_list() if c in entries.columns else [None] * n
                for c in ("kind", *_TEXT_COLUMNS, "steps", "systems", "metadata")}
@@ -532,8 +520,7 @@ def authors_of(metadata) -> list[str]:
 
 
 def _bags(columns: dict, kinds, bag_index: dict, old: dict | None) -> dict:
-    """CSR rows of the authors of these rows (``columns`` as ``_read_entries`` reads them;
-    appended to ``old`` when given); an author not seen before gets the next column."""
+    """CSR rows of these rows' authors (after ``old`` when given), a new author in the next column."""
     linked = (kinds >= 0).tolist()
     meta = columns["metadata"]  # no author key can be spelled in JSON text without "uthor" or an escape
     authors = {k: list(dict.fromkeys(authors_of(v))) for k, (v, ok) in enumerate(zip(meta, linked))
@@ -707,17 +694,8 @@ def _padded(matrix: sp.csr_matrix, shape: tuple[int, int]) -> sp.csr_matrix:
     return sp.csr_matrix((matrix.data, matrix.indices, indptr), shape=shape, copy=False)
 
 
-def _rows_after(postings: sp.csr_matrix, start: int) -> tuple[np.ndarray, np.ndarray]:
-    """(row, column) of every posting of the rows from ``start`` on, in CSR order."""
-    lo = int(postings.indptr[start])
-    lengths = np.diff(postings.indptr[start:]).astype(np.int64)
-    rows = np.repeat(np.arange(start, postings.shape[0], dtype=np.int64), lengths)
-    return rows, postings.indices[lo : int(postings.indptr[-1])].astype(np.int64)
-
-
 def _joined_sessions(session_rows: np.ndarray, session: np.ndarray, old: int) -> np.ndarray:
-    """``argsort(session, kind="stable")`` from the first ``old`` rows' order: each new row goes to
-    the end of its session's group."""
+    """``argsort(session, kind="stable")`` grown from the first ``old`` rows' order (new rows last)."""
     new = np.arange(old, len(session), dtype=np.int64)
     new = new[np.argsort(session[new], kind="stable")]
     at = np.searchsorted(session[session_rows], session[new], side="right")

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import functools
 import json
-import math
 
 import numpy as np
 
@@ -30,24 +29,21 @@ _SIGNALS = ("share", "sem", "bridge", "time", "cue")
 
 
 def evidence_json(why: str, e: dict, origin) -> str:
-    """``json.dumps`` of {"why", "signals", "score"[, "from"]}, written directly.
+    """``json.dumps`` of {"why", "signals", "score"[, "from"]}, the values rounded to 3 places.
 
     >>> e = dict(share=0.1234, sem=0.0, bridge=1.0, time=0.5, cue=0.0, score=0.78951)
     >>> evidence_json('a "b"', e, None) == json.dumps({"why": 'a "b"', "signals": {k: round(e[k], 3)
     ...     for k in _SIGNALS}, "score": round(e["score"], 3)})
     True
     """
-    values = (round(float(e["share"]), 3), round(float(e["sem"]), 3), round(float(e["bridge"]), 3),
-              round(float(e["time"]), 3), round(float(e["cue"]), 3), round(float(e["score"]), 3))
-    if not all(map(math.isfinite, values)):  # json writes NaN and Infinity its own way
-        out = {"why": why, "signals": dict(zip(_SIGNALS, values)), "score": values[-1]}
-        return json.dumps(out if origin is None else {**out, "from": origin})
-    text = _EVIDENCE % (_json_string(why), *values)
-    return text + ("}" if origin is None else f', "from": {_json_string(origin)}}}')
+    values = [round(float(e[k]), 3) for k in (*_SIGNALS, "score")]
+    out = {"why": why, "signals": dict(zip(_SIGNALS, values)), "score": values[-1]}
+    return json.dumps(out if origin is None else {**out, "from": origin})
 
 
 _json_string = json.encoder.encode_basestring_ascii
-_EVIDENCE = '{"why": %s, "signals": {' + ", ".join(f'"{k}": %r' for k in _SIGNALS) + '}, "score": %r'
+#: ``evidence_json``'s text, its values' texts given
+_EVIDENCE_TEXT = '{"why": %s, "signals": {' + ", ".join(f'"{k}": %s' for k in _SIGNALS) + '}, "score": %s}'
 
 
 def _bridge_label(stats: TermStats, rel, m: int, c: int) -> str:
@@ -122,9 +118,6 @@ def evidence_texts(stats: TermStats, rel, m, c, values: dict, origins=None) -> l
         if origin is not None and not odd[i]:
             out[i] = out[i][:-1] + f', "from": {_json_string(origin)}}}'
     return out
-
-
-_EVIDENCE_TEXT = _EVIDENCE.replace("%r", "%s") + "}"
 
 
 def _joined(why: np.ndarray, at: np.ndarray, parts) -> np.ndarray:
@@ -263,8 +256,7 @@ def _posting_keys(stats: TermStats, rows: np.ndarray) -> np.ndarray:
 
 
 def _contains(keys: np.ndarray, wanted: np.ndarray) -> np.ndarray:
-    """Whether each wanted key is among the sorted ``keys`` (many are sorted first: searches in
-    order take half the time)."""
+    """Whether each wanted key is among the sorted ``keys`` (many are sorted first: half the time)."""
     if keys.size == 0:
         return np.zeros(np.shape(wanted), bool)
     flat = np.asarray(wanted).ravel()
