@@ -88,8 +88,7 @@ class EdgeIndex:
         n = len(row_of)
         src, dst, code, n_types, sup_flag, capped_flag, part_flag = _edge_columns(self.frame, row_of)
         known = np.flatnonzero((src >= 0) & (dst >= 0))
-        # one edge per key (src, dst, canonical type), the last, as a dictionary keyed by it holds;
-        # sorted by the pair of rows they join first, so that the pairs' counts come from the same sort
+        # the last edge per key (src, dst, canonical type), sorted by the pair of rows (their counts too)
         n_pairs = max(n, 1)
         if 2.0 * n_pairs * n_pairs * max(n_types, 1) >= 2.0**62:
             raise ValidationError("edges", f"{n} entries", "too many rows for the edge index's int64 keys")
@@ -113,8 +112,7 @@ class EdgeIndex:
         self.whole[src[part]] = dst[part]
         sup = known[sup_flag[known]]
         self.replaced_by = dict(zip(dst[sup].tolist(), src[sup].tolist()))
-        # what the sequential state asks of edges it has not loaded: how many automatic (capped)
-        # links each row holds (a list: read link by link), and how many edges join each pair of rows
+        # what the state asks of edges it has not loaded: each row's capped links (a list), each pair's edges
         capped = known[capped_flag[known]]
         loops = src[capped] == dst[capped]
         self.degrees = np.bincount(np.concatenate([src[capped], dst[capped][~loops]]), minlength=n).tolist()
@@ -133,9 +131,8 @@ class EdgeIndex:
         return np.where(self.pair_keys[at] == keys, self.pair_edges[at], 0)
 
     def same_whole(self, kind: np.ndarray, a: np.ndarray, b: np.ndarray) -> np.ndarray:
-        """Per i, whether rows a[i] and b[i] are parts of one entry by input part_of edges (two
-        sections of a document): the document joins them already, a link would repeat it. Goals
-        are left out: a goal's part_of is made by the linking itself, from its metadata."""
+        """Per i, whether rows a[i] and b[i] are parts of one entry by input part_of edges (a link
+        would repeat the document); not goals, whose part_of the linking makes from metadata."""
         whole = self.whole[a]
         return (whole >= 0) & (whole == self.whole[b]) & (kind[a] != GOAL) & (kind[b] != GOAL)
 
@@ -162,9 +159,8 @@ class EdgeIndex:
 
 
 class LinkChoice:
-    """The automatic-link candidates of a chunk's rows past the gate, each row's in the order they are
-    tried: from each source its first ``candidates`` (``session_candidates``), and the entries of
-    either end's whole-frame list; with the input edges joining each to its row's entry (or ``end``)."""
+    """The automatic-link candidates of a chunk's rows past the gate (each source's first ``candidates``,
+    either end's whole-frame list), each row's in the order tried, with the input edges of each pair."""
 
     def __init__(self, pairs: dict, ev: dict, stats: TermStats, settings: LinkerSettings, index: "EdgeIndex", n_rows: int,
                  end: int | None = None):
@@ -180,8 +176,7 @@ class LinkChoice:
         self.pairs = ok[np.lexsort((-rank[c[ok]], -ev["affinity"][ok], both, b[ok]))]
         #: what a record and its evidence text read of each pair's evidence (arrays over ``pairs``)
         self.text_values = {k: ev[k][self.pairs] for k in TEXT_VALUES}
-        #: per row its pairs' bounds, per pair the candidate, the input edges joining the two, the
-        #: score and the type key (Python lists: the state reads them one by one)
+        #: per row its pairs' bounds; per pair its candidate, input edges, score and type key (lists)
         self.bounds = np.searchsorted(b[self.pairs], np.arange(n_rows + 1)).tolist()
         self.c = c[self.pairs].tolist()
         self.base = index.pair_counts_of(ends[self.pairs], c[self.pairs]).tolist()
@@ -200,8 +195,7 @@ class LinkState:
         self.ctx, self.st, self.s = ctx, ctx.stats, ctx.settings
         self.index = index
         self.edges: dict[tuple, dict] = {}
-        #: per row, the keys of its records: the capped ones (automatic and review links) in
-        #: ``capped``, the others in ``touching`` (``_touching`` reads both)
+        #: per row, the keys of its capped (automatic and review) records and of its others
         self.touching: dict[int, set] = defaultdict(set)
         self.capped: dict[int, set] = defaultdict(set)
         self.added: dict[tuple, dict] = {}
@@ -459,9 +453,8 @@ class LinkState:
         self.counts["links"] += linked
 
     def _auto_links(self, m, end, origin, pairs, ev, own, lo, hi):
-        """``_chosen_links`` from entry m's candidates ``lo:hi``, where entries superseded earlier in
-        this plan give their place in a candidate list to the next; those in ``own`` (that m
-        supersedes itself) keep it: they were candidates when it was written."""
+        """``_chosen_links`` from entry m's candidates ``lo:hi``, those superseded earlier in this plan
+        giving their places to the next, except those m supersedes itself (``own``)."""
         pairs = {k: v[lo:hi] for k, v in pairs.items()}
         pairs["b"] = np.zeros(hi - lo, np.int64)
         if self.fresh_superseded:

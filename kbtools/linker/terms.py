@@ -225,13 +225,10 @@ class TermStats:
         codes = {k: kind_code(k) for k in set(entries["kind"].to_list())}
         kinds = np.array([codes[k] for k in entries["kind"].to_list()], dtype=np.int64)
         term_index = {t: i for i, t in enumerate(parts["vocab"])}
-        bag_index, bags = {}, {}
-        for name in ("author",):
-            labels = parts[f"bag:{name}:labels"]
-            bag_index[name] = {x: i for i, x in enumerate(labels)}
-            bptr = np.asarray(parts[f"bag:{name}:indptr"], np.int64)
-            bcols = np.asarray(parts[f"bag:{name}:indices"], np.int64)
-            bags[name] = sp.csr_matrix((np.ones(len(bcols)), bcols, bptr), shape=(len(bptr) - 1, max(len(labels), 1)))
+        labels, bptr = parts["bag:author:labels"], np.asarray(parts["bag:author:indptr"], np.int64)
+        bcols = np.asarray(parts["bag:author:indices"], np.int64)
+        bag_index = {"author": {x: i for i, x in enumerate(labels)}}
+        bags = {"author": sp.csr_matrix((np.ones(len(bcols)), bcols, bptr), shape=(len(bptr) - 1, max(len(labels), 1)))}
         cues = {name: np.asarray(parts[name], bool) for name in ("fix", "problem", "progress")}
         with gc_paused():
             return cls._finish(tuple(entries["id"].to_list()), term_index, indptr, indices,
@@ -623,9 +620,8 @@ _TAIL_ROWS = 2048
 
 
 class GrowingBuffer:
-    """A growable 1-d array whose first items statistics hold views of: an append after the last
-    item written fills spare room; one from an older end gets a buffer of its own, leaving the
-    views handed out intact."""
+    """A growable 1-d array whose first items statistics hold views of: an append at the last item
+    written fills spare room; one from an older end gets a buffer of its own (old views intact)."""
 
     __slots__ = ("data", "filled", "lock")
 
@@ -749,20 +745,17 @@ def text_cues(texts: list[str]) -> dict:
     column = pl.Series("text", texts, dtype=pl.String)
     patterns = (("fix", FIX_RE), ("problem", PROBLEM_RE), ("progress", PROGRESS_RE))
     narrow = pl.col("text").str.replace_all(r"[^\x00-\x7F\w]", "#")
-    lowered = narrow.str.to_lowercase()  # the patterns' letters are lower case
+    lowered = narrow.str.to_lowercase()  # the patterns are case-insensitive, their letters lower case
     read = pl.LazyFrame([column]).select(
         narrow.str.contains(r"[^\x00-\x7F]").fill_null(False).alias("wide"),
-        *((lowered if pattern.flags & re.IGNORECASE else narrow).str.contains("(?-u)" + pattern.pattern)
-          .fill_null(False).alias(name) for name, pattern in patterns),
+        *(lowered.str.contains("(?-u)" + pattern.pattern).fill_null(False).alias(name) for name, pattern in patterns),
     ).collect(engine="streaming")
     others = np.flatnonzero(read["wide"].to_numpy())
     out = {}
     for name, pattern in patterns:
-        flags = "i" if pattern.flags & re.IGNORECASE else ""
         found = read[name].to_numpy().astype(bool)
         if others.size:
-            found[others] = column.gather(others).str.contains((f"(?{flags})" if flags else "") + pattern.pattern) \
-                .fill_null(False).to_numpy().astype(bool)
+            found[others] = column.gather(others).str.contains("(?i)" + pattern.pattern).fill_null(False).to_numpy()
         out[name] = found
     return out
 
