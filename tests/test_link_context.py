@@ -430,15 +430,15 @@ def test_anchor_keys_follow_what_anchors_are_read_from():
 
 @pytest.mark.parametrize("block", [1, 2, 3, 65_536])
 def test_anchors_read_back_in_blocks_equal_the_anchors(block):
-    from kbtools.linker.anchors import anchor_frame, anchors_from_frame, anchors_of
+    from kbtools.linker.anchors import AnchorRows, anchor_frame, anchors_of
 
     texts = ["Line 3 keeps faulting with error E-217.", "", "Pump 4 at Plant North stops (ticket OPS-12).", "x"]
     made = anchors_of(texts, [()] * 4)
-    got = anchors_from_frame(anchor_frame(made), [3, 0, None, 2, 1, 0], block=block)
+    got = AnchorRows(anchor_frame(made), [3, 0, None, 2, 1, 0]).to_list(block=block)
     assert got == [made[3], made[0], None, made[2], made[1], made[0]]
     with pytest.raises(ValueError):
         per_row, flat = anchor_frame(made)
-        anchors_from_frame((per_row, flat.head(1)), [0])
+        AnchorRows((per_row, flat.head(1)), [0])
 
 
 def test_anchor_rows_written_back_as_frames_equal_their_anchors():
@@ -446,7 +446,7 @@ def test_anchor_rows_written_back_as_frames_equal_their_anchors():
     the frames of the kept rows, entries read again from their texts and rows appended since."""
     import random
 
-    from kbtools.linker.anchors import AnchorRows, anchor_frame, anchors_from_frame, anchors_of
+    from kbtools.linker.anchors import AnchorRows, anchor_frame, anchors_of
 
     texts = [f"Pump {i} at Plant North stops with error E-{i}{i}; the valve on line {i % 5} sticks." for i in range(40)]
     made = anchors_of(texts + ["", "Green tea."], [()] * 42)
@@ -458,6 +458,6 @@ def test_anchor_rows_written_back_as_frames_equal_their_anchors():
         lazy = lazy.filled(filled) + tuple(made[rng.randrange(42)] for _ in range(rng.randint(0, 3)))
         if rows and rng.random() < 0.5:
             lazy[rng.randrange(len(rows))]  # some anchors made already
-        back = anchors_from_frame(lazy.frames(), list(range(len(lazy))))
+        back = AnchorRows(lazy.frames(), list(range(len(lazy)))).to_list()
         assert back == list(lazy) and None not in back
         assert all(a.equals(b) for a, b in zip(lazy.frames(), anchor_frame(list(lazy))))

@@ -24,7 +24,7 @@ import polars as pl
 
 from kbtools.words import WORD_RE, content_stem, content_words
 
-__all__ = ["Anchor", "AnchorRows", "anchor", "anchors_of", "column_words", "ASSET_NOUNS", "anchor_frame", "anchors_from_frame"]
+__all__ = ["Anchor", "AnchorRows", "anchor", "anchors_of", "column_words", "ASSET_NOUNS", "anchor_frame"]
 
 #: Nouns that name a place or machine when a number follows ("line 3", "cell 4B").
 ASSET_NOUNS: tuple[str, ...] = (
@@ -36,8 +36,7 @@ ASSET_NOUNS: tuple[str, ...] = (
 
 
 def _noun_trie(nouns) -> str:
-    """An alternation of ``nouns`` grouped by first letter (re checks a branch's first letter before
-    entering it: a position that opens no noun costs one test per letter, not one per noun)."""
+    """An alternation of ``nouns`` grouped by first letter (one test per letter, not per noun)."""
     tails: dict[str, list[str]] = {}
     for noun in nouns:
         tails.setdefault(noun[0], []).append(noun[1:])
@@ -51,11 +50,8 @@ IDENT_RE = re.compile(
     r"|\b[A-Z][A-Za-z]*(?:-[A-Za-z0-9]*\d[A-Za-z0-9]*)+\b"  # tickets, codes INC-4521, E-217
     r"|\b(?=[A-Za-z]*[A-Z])(?=[A-Za-z]*[a-zA-Z]\d)[A-Za-z]+\d+[A-Za-z0-9]*\b"  # X200, DB17
 )
-#: "line 3", "press No. 12", "cell 4B", "bay C": the noun in any case, then a number (with one
-#: letter) or one capital letter. The number is taken whole (an atomic group): "line 12)" or
-#: "line 12.5" name no asset, where a number cut short made "line 1"; the letter is a capital even
-#: though the noun's case is free: "line is", "server on" made "line i" and "server o" (105 and 99
-#: of the PEP bank's 844 assets)
+#: "line 3", "press No. 12", "cell 4B", "bay C": the noun in any case, then a whole number (with one
+#: letter; "line 12)" and "line 12.5" name no asset) or one capital letter ("line is" names none)
 ASSET_RE = re.compile(
     r"\b(" + _noun_trie(ASSET_NOUNS) + r")\s+(?:no\.?\s*|#)?((?>\d+[A-Za-z]?)|(?-i:[A-Z]))(?![\w)/.-]\w)(?!\))",
     re.IGNORECASE,
@@ -94,10 +90,8 @@ def anchor(text: str, *, known_entities=()) -> Anchor:
 
 
 def anchors_of(texts, knowns) -> list[Anchor]:
-    """``[anchor(t, known_entities=k) for t, k in zip(texts, knowns)]``: each distinct tuple of
-    known entities indexed once, identifiers and assets looked for only where ``_hints`` says they can be,
-    the content words of all texts read at once (``column_words``; an empty text's anchor has
-    no labels).
+    """``[anchor(t, known_entities=k) for t, k in zip(texts, knowns)]``, the content words of all
+    texts read at once (``column_words``).
 
     >>> anchors_of(["Line 3 keeps faulting with error E-217.", ""], [(), ()])[0].terms
     ('e:e-217', 'e:line 3', 't:line', 't:fault', 't:error')
@@ -132,9 +126,8 @@ _FEW = 32  #: below this many texts, ``_hints`` and ``column_words`` do not star
 
 
 def _hints(texts: list[str]) -> tuple[list, list]:
-    """Per text, whether ``IDENT_RE`` can match it (a digit) and whether ``ASSET_RE`` can (an
-    asset noun then a space): read by polars over the column (Rust regex), True for both in a
-    text with a non-ASCII character (Python's ``\\d``, ``\\s`` and case folding go beyond ASCII there)."""
+    """Per text, whether ``IDENT_RE`` can match it (a digit) and whether ``ASSET_RE`` can (an asset
+    noun then a space), read by polars; True for both in a non-ASCII text (Python's classes are wider)."""
     if len(texts) < _FEW:
         return [_DIGIT_RE.search(text) is not None for text in texts], [True] * len(texts)
     text = pl.col("text")
@@ -147,9 +140,8 @@ def _hints(texts: list[str]) -> tuple[list, list]:
 
 
 def _entities(text: str, known: tuple, digit: bool, asset: bool) -> tuple[list[str], str]:
-    """The entity keys of a text and the text its content words are read from (its identifiers
-    cut out); ``known``: the ``_known_index`` of the known entities; ``digit``, ``asset``: False
-    where the text holds no digit, names no asset (``_hints``)."""
+    """The entity keys of a text and the text its content words are read from (identifiers cut
+    out); ``known``: a ``_known_index``; ``digit``, ``asset``: the ``_hints``."""
     idents = list(IDENT_RE.finditer(text)) if digit else []
     keys = [match.group(0).lower() for match in idents]
     if asset:
@@ -161,8 +153,7 @@ def _entities(text: str, known: tuple, digit: bool, asset: bool) -> tuple[list[s
 def column_words(texts: list[str]) -> tuple[list, list, list]:
     """The content words of many texts as flat lists of terms ``t:<stem>`` and words as written,
     text ``k``'s at ``[offsets[k]:offsets[k + 1]]``, each stem once with the first word that gave
-    it: polars reads the words of the whole column, each distinct word is stemmed once, numpy
-    keeps the first of each (text, stem).
+    it (polars reads the words, each distinct word is stemmed once).
 
     >>> column_words(["Green tea, green TEA.", "tea"])
     (['t:green', 't:tea', 't:tea'], ['Green', 'tea', 'tea'], [0, 2, 3])
@@ -203,8 +194,8 @@ def column_words(texts: list[str]) -> tuple[list, list, list]:
 
 
 def _word_codes(column: pl.Series) -> tuple[list[str], np.ndarray]:
-    """The distinct strings of a column (no nulls) and per value its string's index among them: a
-    cast to a categorical of its own (polars 1.32 on; a few times faster), else unique then replace."""
+    """The distinct strings of a column (no nulls) and per value its string's index among them (a
+    categorical of its own from polars 1.32, a few times faster)."""
     if hasattr(pl, "Categories"):
         own = pl.Categories.random()  # a fresh mapping, not the process-wide one: ids from 0
         read = column.cast(pl.Categorical(own))  # the mapping lives with it: read it meanwhile
@@ -217,8 +208,7 @@ def _word_codes(column: pl.Series) -> tuple[list[str], np.ndarray]:
 
 @lru_cache(maxsize=64)
 def _known_index(known: tuple[str, ...]) -> tuple:
-    """The known entities' keys, the first words of those of two words or more, the most words a
-    key has (at most 4), and every key's first word."""
+    """The known keys, the first words of multi-word ones, the most words a key has (at most 4), every first word."""
     keys = frozenset(k.strip().lower() for k in known if k and k.strip())
     heads = frozenset(k.split(" ")[0] for k in keys if " " in k)
     return keys, heads, min(max((len(k.split()) for k in keys), default=0), 4), frozenset(k.split(" ")[0] for k in keys)
@@ -226,8 +216,7 @@ def _known_index(known: tuple[str, ...]) -> tuple:
 
 def _known(text: str, known: tuple) -> list[str]:
     """The known entities a text names, as runs of its tokens: the longest keys first, each by
-    position. An ASCII text is read in lower case (an ASCII token's lower case is its part of the
-    text's lower case), a few keys of one word each as substrings of it (``_known_words``)."""
+    position (a few one-word keys in an ASCII text are found as substrings: ``_known_words``)."""
     keys, heads, longest, firsts = known
     if not keys:
         return []
@@ -251,9 +240,8 @@ def _known(text: str, known: tuple) -> list[str]:
 
 
 def _known_words(low: str, keys) -> list[str]:
-    """The one-word ``keys`` that are tokens of the ASCII lower-case text ``low``, by position: a
-    token (``_KNOWN_TOKEN_RE``) spans a run of ``_TOKEN_CHARS`` from its first word character to
-    its last word character or ``+``, so each place a key is found is checked against its run."""
+    """The one-word ``keys`` that are tokens (``_KNOWN_TOKEN_RE``) of the ASCII lower-case text
+    ``low``, by position: each place a key is found is checked against its run of ``_TOKEN_CHARS``."""
     found = []
     for key in keys:
         at = low.find(key) if _TOKEN_CHARS.issuperset(key) else -1  # "c#": never a token
@@ -272,11 +260,11 @@ def _known_words(low: str, keys) -> list[str]:
 
 def anchor_frame(anchors) -> tuple[pl.DataFrame, pl.DataFrame]:
     """Anchors as two flat frames: per anchor how many ``terms`` it has and how many ``entities``
-    lead them, and every anchor's terms with their labels one after another; read back by
-    :func:`anchors_from_frame`. What a store keeps of them (flat columns read back fast).
+    lead them, and every anchor's terms with their labels one after another (what a store keeps;
+    :class:`AnchorRows` reads them back).
 
     >>> a = anchors_of(["Line 3 keeps faulting with error E-217.", ""], [(), ()])
-    >>> anchors_from_frame(anchor_frame(a), [0, 1, None]) == [*a, None]
+    >>> AnchorRows(anchor_frame(a), [0, 1, None]).to_list() == [*a, None]
     True
     """
     if isinstance(anchors, AnchorRows):
@@ -289,23 +277,14 @@ def anchor_frame(anchors) -> tuple[pl.DataFrame, pl.DataFrame]:
     return rows, flat
 
 
-def anchors_from_frame(frames: tuple[pl.DataFrame, pl.DataFrame], rows, *, block: int = 65_536) -> list:
-    """The anchors of ``rows`` of frames written by :func:`anchor_frame` (None for a None row): an
-    anchor's entities are its first labels, its terms ``e:<entity>`` first. The flat columns are
-    read into Python ``block`` anchors at a time (at a million entries, all of them at once would
-    hold a second copy of some 60 million strings); :class:`AnchorRows` makes them one by one."""
-    return AnchorRows(frames, rows).to_list(block=block)
-
-
 _EMPTY = Anchor((), ())
 
 
 class AnchorRows(Sequence):
     """Per entry, its anchors, kept as the two frames of :func:`anchor_frame` and made into
-    :class:`Anchor` objects only when an entry is read (then kept): what statistics taken from a
-    bank's cache hold, so that a new process does not make a million anchors to link a hundred
-    entries. ``rows``: per entry, its row of the frames (None or -1: not there, the entry reads as
-    None until :meth:`filled`); entries ``+`` a sequence of anchors come after them.
+    :class:`Anchor` objects when an entry is read (a bank's cached statistics: a new process need
+    not make a million anchors to link a hundred entries). ``rows``: per entry, its row of the
+    frames (None or -1: missing until :meth:`filled`); ``+`` appends anchors.
 
     >>> a = anchors_of(["Line 3 keeps faulting with error E-217.", "Green tea."], [(), ()])
     >>> rows = AnchorRows(anchor_frame(a), [1, None, 0])
@@ -318,7 +297,7 @@ class AnchorRows(Sequence):
 
     __slots__ = ("_pick", "_ends", "_entities", "_terms", "_labels", "_given", "_tail", "_made")
 
-    def __init__(self, frames: tuple[pl.DataFrame, pl.DataFrame], rows, *, given: dict | None = None, tail=()):
+    def __init__(self, frames: tuple[pl.DataFrame, pl.DataFrame], rows):
         per_row, flat = frames
         lengths = per_row["terms"].to_numpy().astype(np.int64)
         self._ends = np.cumsum(lengths)
@@ -333,9 +312,7 @@ class AnchorRows(Sequence):
         self._pick = np.asarray(pick, np.int64)
         if len(self._pick) and (self._pick.max() >= len(lengths)):
             raise ValueError("an anchor row is past the frames")
-        self._given = dict(given or {})
-        self._tail = tuple(tail)
-        self._made: dict[int, Anchor] = {}
+        self._given, self._tail, self._made = {}, (), {}
 
     def _shared(self, given: dict, tail: tuple) -> "AnchorRows":
         out = object.__new__(AnchorRows)
@@ -371,8 +348,8 @@ class AnchorRows(Sequence):
         return made
 
     def to_list(self, *, block: int = 65_536) -> list:
-        """Every entry's anchors (None where missing), the frames read ``block`` rows at a time:
-        what a build, which reads every anchor, takes."""
+        """Every entry's anchors (None where missing), the frames read ``block`` rows at a time (not
+        a second copy of every string at once)."""
         out: list = [None] * len(self._pick)
         for i, a in (*self._made.items(), *self._given.items()):
             out[i] = a
@@ -400,7 +377,7 @@ class AnchorRows(Sequence):
 
         >>> a = anchors_of(["Line 3 keeps faulting with error E-217.", "Green tea."], [(), ()])
         >>> rows = AnchorRows(anchor_frame(a), [1, None, 0]).filled({1: a[0]}) + (a[1],)
-        >>> anchors_from_frame(rows.frames(), [0, 1, 2, 3]) == list(rows)
+        >>> AnchorRows(rows.frames(), [0, 1, 2, 3]).to_list() == list(rows)
         True
         """
         return anchor_frame([_EMPTY if a is None else a for a in self.to_list()])
@@ -418,7 +395,7 @@ class AnchorRows(Sequence):
         return self._shared(self._given, self._tail + tuple(other))
 
     def __eq__(self, other) -> bool:
-        if not isinstance(other, (Sequence, AnchorRows)) or isinstance(other, (str, bytes)):
+        if not isinstance(other, Sequence) or isinstance(other, (str, bytes)):
             return NotImplemented
         return len(self) == len(other) and all(a == b for a, b in zip(self, other))
 

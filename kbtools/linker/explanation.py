@@ -52,8 +52,11 @@ class LinkScore:
     existing: tuple = ()
 
 
-def _display(anchor, weights) -> dict:
-    return {t if t.startswith("e:") else x.lower(): float(weights[t]) for t, x in zip(anchor.terms, anchor.labels)}
+def _display(stats: TermStats, row: int) -> dict:
+    """An entry's term weights, a word's by its label in lower case."""
+    a = stats.anchors[row]
+    weights = stats.weights(a.terms).tolist()
+    return {t if t.startswith("e:") else x.lower(): w for t, x, w in zip(a.terms, a.labels, weights)}
 
 
 def explain_pair(a_id, b_id, entries: pl.DataFrame, edges, triples, *, vectors=None, cosine=None, stats=None,
@@ -71,12 +74,10 @@ def explain_pair(a_id, b_id, entries: pl.DataFrame, edges, triples, *, vectors=N
         stats = TermStats.build(entries, known_entities=triple_entities(triples), settings=settings)
     else:
         stats.check_aligned(entries)
-    rows = []
-    for entry_id in (a_id, b_id):
-        if entry_id not in stats.row_of:
-            raise EntryNotFound(str(entry_id), "explain")
-        rows.append(stats.row_of[entry_id])
-    a, b = rows
+    missing = next((i for i in (a_id, b_id) if i not in stats.row_of), None)
+    if missing is not None:
+        raise EntryNotFound(str(missing), "explain")
+    a, b = stats.row_of[a_id], stats.row_of[b_id]
     if a == b:
         raise ValidationError("b_id", b_id, "explain needs two different entries")
     for r, entry_id in ((a, a_id), (b, b_id)):
@@ -92,12 +93,8 @@ def explain_pair(a_id, b_id, entries: pl.DataFrame, edges, triples, *, vectors=N
         fix_b=stats.fix[b], problem_b=stats.problem[b], progress_b=stats.progress[b],
         a_later=bool(e["later"]), same_session=bool(e["time"] > 0), bridge_only=bool(e["bridge_only"]),
     )
-    existing = ()
-    if edges is not None and edges.height:
-        existing = tuple(
-            edges.filter(((pl.col("src") == a_id) & (pl.col("dst") == b_id)) | ((pl.col("src") == b_id) & (pl.col("dst") == a_id)))["type"].to_list()
-        )
-    wa, wb = stats.entry_weights(a), stats.entry_weights(b)
+    joins = ((pl.col("src") == a_id) & (pl.col("dst") == b_id)) | ((pl.col("src") == b_id) & (pl.col("dst") == a_id))
+    existing = tuple(edges.filter(joins)["type"].to_list()) if edges is not None and edges.height else ()
     return LinkScore(
         score=float(e["score"]),
         linked=bool(e["linked"]),
@@ -106,7 +103,7 @@ def explain_pair(a_id, b_id, entries: pl.DataFrame, edges, triples, *, vectors=N
         signals={k: float(e[k]) for k in ("share", "sem", "bridge", "time", "cue")},
         raw=float(e["raw"]),
         prior=float(e["prior"]),
-        weights={"a": _display(stats.anchors[a], wa), "b": _display(stats.anchors[b], wb),
+        weights={"a": _display(stats, a), "b": _display(stats, b),
                  "W_a": float(stats.total[a]), "W_b": float(stats.total[b])},
         source=a_id if a_is_src else b_id,
         target=b_id if a_is_src else a_id,

@@ -59,9 +59,8 @@ class LinkerSettings:
     min_weight: float = 0.1  #: below this faded weight a link is pruned
     session_window_s: float = 7200.0  #: "written within 2 hours"
     takeover: float = 0.9  #: share of weight a replacing decision takes over
-    #: an entry also takes as candidates the earlier entries whose best ``candidates`` in the whole
-    #: frame (later entries included) hold it, and tries its candidates by their best place in
-    #: either end's list (``evidence.whole_lists``); False: only its own list of earlier entries
+    #: candidates also from the whole frame's lists that hold the entry, tried by their best place
+    #: in either end's list (``evidence.whole_lists``); False: only its own list of earlier entries
     both_ends: bool = True
 
     def with_(self, **changes) -> "LinkerSettings":
@@ -77,10 +76,7 @@ LINKER_DEFAULTS = LinkerSettings()
 #: With a lexical embedder, similarity repeats the shared words and counts half.
 LINKER_LEXICAL = LinkerSettings(omega=0.25)
 
-#: Settings a bank may hold from an older kbtools, read as absent; none moved any bank's link
-#: recovery (``identifiers``: kept references and code names whole as entities; ``weights``: the
-#: logistic evidence weights an older ``kb calibrate`` fitted; ``w_near``, ``w_author``, ``w_title``
-#: and ``near_days``: noisy-OR levers for time proximity, a shared author and title overlap)
+#: Settings a bank may hold from an older kbtools, read as absent: none moved any bank's link recovery
 RETIRED_SETTINGS: frozenset[str] = frozenset({"identifiers", "weights", "w_near", "w_author", "w_title", "near_days"})
 
 #: What each settable field of ``LinkerSettings`` takes: (type, low, high, low included, high included)

@@ -17,7 +17,7 @@ from kbtools.errors import ValidationError
 from kbtools.linker.evidence import SENTINEL, pair_evidence
 from kbtools.linker.rules import GOAL, KINDS, LinkerSettings, link_type
 from kbtools.linker.terms import TermStats, row_positions
-from kbtools.linker.wording import TEXT_VALUES, evidence_json, evidence_texts, why_text
+from kbtools.linker.wording import TEXT_VALUES, evidence_texts
 from kbtools.model.fading import fade
 from kbtools.model.schema import SCHEMAS, TIME, conform, rows_frame
 from kbtools.model.vocab import DOMINANCE_TYPES, normalize_type
@@ -59,8 +59,7 @@ _EDGE_COLUMNS = ["_orig", "src", "dst", "type", "source", "note", "evidence", "w
 
 
 def _edge_columns(frame: pl.DataFrame, row_of: dict):
-    """Per edge: its ends' rows (-1 when not an entry), its canonical type's code (among ``n_types``),
-    and whether it is a supersedes edge, an automatic (capped) one, a part_of edge."""
+    """Per edge: its ends' rows (-1: none), its canonical type's code, its supersedes, capped and part_of flags."""
     src = np.array([row_of.get(x, -1) for x in frame["src"].to_list()], dtype=np.int64)
     dst = np.array([row_of.get(x, -1) for x in frame["dst"].to_list()], dtype=np.int64)
     types = ["" if t is None else t for t in frame["type"].to_list()]
@@ -89,8 +88,7 @@ class EdgeIndex:
         n = len(row_of)
         src, dst, code, n_types, sup_flag, capped_flag, part_flag = _edge_columns(self.frame, row_of)
         known = np.flatnonzero((src >= 0) & (dst >= 0))
-        # one edge per key (src, dst, canonical type), the last, as a dictionary keyed by it holds;
-        # sorted by the pair of rows they join first, so that the pairs' counts come from the same sort
+        # the last edge per key (src, dst, canonical type), sorted by the pair of rows (their counts too)
         n_pairs = max(n, 1)
         if 2.0 * n_pairs * n_pairs * max(n_types, 1) >= 2.0**62:
             raise ValidationError("edges", f"{n} entries", "too many rows for the edge index's int64 keys")
@@ -114,23 +112,14 @@ class EdgeIndex:
         self.whole[src[part]] = dst[part]
         sup = known[sup_flag[known]]
         self.replaced_by = dict(zip(dst[sup].tolist(), src[sup].tolist()))
-        # what the sequential state asks of edges it has not loaded: how many automatic (capped)
-        # links each row holds, and how many edges join each pair of rows
+        # what the state asks of edges it has not loaded: each row's capped links (a list), each pair's edges
         capped = known[capped_flag[known]]
         loops = src[capped] == dst[capped]
-        self.capped_degree = np.bincount(np.concatenate([src[capped], dst[capped][~loops]]), minlength=n)
-        self._degrees = None
+        self.degrees = np.bincount(np.concatenate([src[capped], dst[capped][~loops]]), minlength=n).tolist()
         starts = np.flatnonzero(np.append(True, pairs[1:] != pairs[:-1])) if pairs.size else np.zeros(0, np.int64)
         self.pair_keys = pairs[starts]
         self.pair_edges = np.diff(np.append(starts, pairs.size))
         self.n = n_pairs
-
-    @property
-    def degrees(self) -> list[int]:
-        """``capped_degree`` as a Python list (read link by link; made once per index)."""
-        if self._degrees is None:
-            self._degrees = self.capped_degree.tolist()
-        return self._degrees
 
     def pair_counts_of(self, a: np.ndarray, b: np.ndarray) -> np.ndarray:
         """How many input edges join rows a[i] and b[i] (either way, any type), per i."""
@@ -142,9 +131,8 @@ class EdgeIndex:
         return np.where(self.pair_keys[at] == keys, self.pair_edges[at], 0)
 
     def same_whole(self, kind: np.ndarray, a: np.ndarray, b: np.ndarray) -> np.ndarray:
-        """Per i, whether rows a[i] and b[i] are parts of one entry by input part_of edges (two
-        sections of a document): the document joins them already, a link would repeat it. Goals
-        are left out: a goal's part_of is made by the linking itself, from its metadata."""
+        """Per i, whether rows a[i] and b[i] are parts of one entry by input part_of edges (a link
+        would repeat the document); not goals, whose part_of the linking makes from metadata."""
         whole = self.whole[a]
         return (whole >= 0) & (whole == self.whole[b]) & (kind[a] != GOAL) & (kind[b] != GOAL)
 
@@ -153,12 +141,11 @@ class EdgeIndex:
         return int(self.pair_counts_of(np.array([a]), np.array([b]))[0])
 
     def rows(self, edges) -> list[tuple]:
-        """The rows of these edges (positions in ``frame``) as tuples of ``_EDGE_COLUMNS``; the
-        columns are read into Python once per index (a polars gather per entry costs a thread-pool
-        round trip, milliseconds on a busy machine)."""
+        """The rows of these edges (positions in ``frame``) as tuples of ``_EDGE_COLUMNS``, from
+        columns read into Python once (a polars gather per entry waits on its thread pool)."""
         edges = np.asarray(edges, np.int64)
-        if self.frame.height > _EDGES_READ_WHOLE:  # a big bank: gather the rows asked for (the plan
-            picked = self.frame[edges]  # of a chunk asks once for most of what it reads)
+        if self.frame.height > _EDGES_READ_WHOLE:  # a big bank: gather the rows asked for
+            picked = self.frame[edges]
             return list(zip(*(picked[c].to_list() for c in _EDGE_COLUMNS)))
         if self._cols is None:
             self._cols = [np.array(self.frame[c].to_list() + [None], dtype=object)[:-1] for c in _EDGE_COLUMNS]
@@ -172,9 +159,8 @@ class EdgeIndex:
 
 
 class LinkChoice:
-    """The automatic-link candidates of a chunk's rows past the gate, each row's in the order they are
-    tried: from each source its first ``candidates`` (``session_candidates``), and the entries of
-    either end's whole-frame list; with the input edges joining each to its row's entry (or ``end``)."""
+    """The automatic-link candidates of a chunk's rows past the gate (each source's first ``candidates``,
+    either end's whole-frame list), each row's in the order tried, with the input edges of each pair."""
 
     def __init__(self, pairs: dict, ev: dict, stats: TermStats, settings: LinkerSettings, index: "EdgeIndex", n_rows: int,
                  end: int | None = None):
@@ -190,8 +176,7 @@ class LinkChoice:
         self.pairs = ok[np.lexsort((-rank[c[ok]], -ev["affinity"][ok], both, b[ok]))]
         #: what a record and its evidence text read of each pair's evidence (arrays over ``pairs``)
         self.text_values = {k: ev[k][self.pairs] for k in TEXT_VALUES}
-        #: per row its pairs' bounds, per pair the candidate, the input edges joining the two, the
-        #: score and the type key (Python lists: the state reads them one by one)
+        #: per row its pairs' bounds; per pair its candidate, input edges, score and type key (lists)
         self.bounds = np.searchsorted(b[self.pairs], np.arange(n_rows + 1)).tolist()
         self.c = c[self.pairs].tolist()
         self.base = index.pair_counts_of(ends[self.pairs], c[self.pairs]).tolist()
@@ -199,41 +184,25 @@ class LinkChoice:
         self.affinity = ev["affinity"][self.pairs].tolist()
         self.type_key = _type_keys(stats, {k: ev[k][self.pairs] for k in _TYPE_INPUTS}).tolist()
 
-    def values(self, p: int) -> dict:
-        """What the record of pair ``p`` (of this choice) reads of its evidence, as Python numbers."""
-        out = {k: v[p].item() for k, v in self.text_values.items()}
-        out["type_key"] = self.type_key[p]
-        return out
-
 
 class LinkState:
-    """Edges near the entries being linked, as dictionaries, updated link by link.
-
-    Input edges are loaded (``ensure``) only for the rows whose edges are read one by one: an end
-    whose degree cap is full, a decision taken over, an entry's structural targets, an entry linked
-    before. Whether a pair is joined and how many automatic links a row holds are answered from
-    the input's counts (``EdgeIndex``) plus what this plan changed, so a link between two rows
-    that stay under the cap reads none of their edges."""
+    """Edges near the entries being linked, as dictionaries, updated link by link; ``ctx``: the
+    call's ``planning.PlanContext``. Input edges are loaded (``ensure``) only for rows whose edges
+    are read one by one (a full end, a takeover, structure, a relink); whether a pair is joined
+    and a row's degree come from the ``EdgeIndex`` counts plus this plan's changes."""
 
     def __init__(self, ctx, index: EdgeIndex):
-        """``ctx``: the call's context (``planning.PlanContext``: statistics, settings, flags, now)."""
         self.ctx, self.st, self.s = ctx, ctx.stats, ctx.settings
         self.index = index
         self.edges: dict[tuple, dict] = {}
-        #: per row, the keys of its records: the capped ones (automatic and review links) in
-        #: ``capped``, the others in ``touching`` (``_touching`` reads both)
+        #: per row, the keys of its capped (automatic and review) records and of its others
         self.touching: dict[int, set] = defaultdict(set)
         self.capped: dict[int, set] = defaultdict(set)
         self.added: dict[tuple, dict] = {}
         self.removed: dict[tuple, int] = {}
-        held = self.st._cache.get("superseded rows")  # the flags are kept per entries frame
-        if held is None or held[0] is not ctx.superseded:
-            held = self.st._cache["superseded rows"] = (ctx.superseded, frozenset(np.flatnonzero(ctx.superseded).tolist()))
-        #: the rows superseded before the plan (shared), copied once this plan supersedes one
-        self.superseded: frozenset[int] | set[int] = held[1]
+        self.superseded: set[int] = set(np.flatnonzero(ctx.superseded).tolist())
         self.fresh_superseded: set[int] = set()  #: superseded by this plan (they were candidates before)
-        #: per superseded row, the row replacing it: the index's (shared), copied once this plan supersedes one
-        self.replaced_by: dict[int, int] = index.replaced_by
+        self.replaced_by: dict[int, int] = dict(index.replaced_by)  #: per superseded row, the row replacing it
         self.updates: dict[int, str | None] = {}
         self.counts = defaultdict(int)
         self.linked_rows: set[int] = set()
@@ -263,17 +232,12 @@ class LinkState:
             self._put(rec)
 
     # -- bookkeeping
-    def _put(self, rec):
-        src, dst = rec["src"], rec["dst"]
-        key = (src, dst, rec["type"])
+    def _put(self, rec) -> None:
+        key = (rec["src"], rec["dst"], rec["type"])
         self.edges[key] = rec
-        if rec["source"] in _CAPPED:
-            self.capped[src].add(key)
-            self.capped[dst].add(key)
-        else:
-            self.touching[src].add(key)
-            self.touching[dst].add(key)
-        return key
+        held = self.capped if rec["source"] in _CAPPED else self.touching
+        held[rec["src"]].add(key)
+        held[rec["dst"]].add(key)
 
     def _touching(self, row) -> set:
         """The keys of every record touching the row (``touching`` and ``capped``)."""
@@ -318,21 +282,14 @@ class LinkState:
         return self.pair_delta.get(_pair(a, b), 0) + self.index.pair_count(a, b) > 0
 
     def faded(self, rec) -> float:
-        """The record's weight faded to the plan's ``now`` (kept on the record: neither changes)."""
-        held = rec.get("faded")
-        if held is not None:
-            return held
+        """The record's weight faded to the plan's ``now``."""
         if rec["source"] not in _FADING:
-            held = rec["weight"]
-        else:
-            days = max(0.0, (self.ctx.now_us - (rec["seen_us"] or self.ctx.now_us)) / 86_400e6)
-            held = fade(rec["weight"], days, half_life_days=self.s.half_life_days)
-        rec["faded"] = held
-        return held
+            return rec["weight"]
+        days = max(0.0, (self.ctx.now_us - (rec["seen_us"] or self.ctx.now_us)) / 86_400e6)
+        return fade(rec["weight"], days, half_life_days=self.s.half_life_days)
 
     def strength(self, rec) -> float:
-        """How strong a capped link is, for the degree cap: its pair's affinity (what ordered the
-        candidates, since the seed's score saturates) times its fading (``faded`` / weight)."""
+        """A capped link's strength for the degree cap: its pair's affinity (scores saturate) times its fading."""
         held = rec.get("strength")
         if held is None:
             self._measure([rec])
@@ -350,7 +307,7 @@ class LinkState:
 
     def _weakest(self, row):
         """The key of the row's weakest capped link (``strength``, then key)."""
-        if self.index.capped_degree[row]:  # its input links, to compare them with those planned here
+        if self.index.degrees[row]:  # its input links, to compare them with those planned here
             self.ensure([row])
         edges = self.edges
         unmeasured = [edges[key] for key in self.capped[row] if "strength" not in edges[key]]
@@ -380,24 +337,17 @@ class LinkState:
         return True
 
     def _new(self, src, dst, typ, source, weight, evidence, seen_us=None):
-        """A record planned now; ``evidence``: its text or a dictionary (None: written later)."""
+        """A record planned now; ``evidence``: a dictionary (None: its text is written later)."""
         now = self.ctx.now_us
-        if evidence is None:  # written later (``_evidence``)
-            text, taken = None, False
-        else:
-            text, taken = (evidence, '"from"' in evidence) if isinstance(evidence, str) else (json.dumps(evidence), "from" in evidence)
-        rec = {"src": src, "dst": dst, "type": typ, "source": source, "note": None, "evidence": text,
-               "weight": float(weight), "created_by": "linker", "created_us": now,
-               "seen_us": now if seen_us is None else seen_us, "orig": None, "taken": taken}
-        if seen_us is None:  # seen now: ``faded`` would return its weight (a fading link of age 0)
-            rec["faded"] = rec["weight"]
-        return rec
+        return {"src": src, "dst": dst, "type": typ, "source": source, "note": None,
+                "evidence": None if evidence is None else json.dumps(evidence), "weight": float(weight),
+                "created_by": "linker", "created_us": now, "seen_us": now if seen_us is None else seen_us,
+                "orig": None, "taken": evidence is not None and "from" in evidence}
 
     # -- one entry
     def link_entry(self, m: int, pairs: dict, ev: dict, struct, lo: int = 0, hi: int | None = None,
                    choice: LinkChoice | None = None, b: int = 0) -> None:
-        """Link entry row ``m``; its candidates are ``pairs``/``ev`` [lo:hi] (all of them by default),
-        row ``b`` of ``choice`` when given."""
+        """Link entry row ``m`` to its candidates ``pairs``/``ev`` [lo:hi], row ``b`` of ``choice``."""
         hi = len(pairs["c"]) if hi is None else hi
         if self.ctx.linked[m]:
             self.ensure([m])
@@ -443,13 +393,9 @@ class LinkState:
             self.add(self._new(m, t, typ, "structure", 1.0, {"why": why, "signals": {}}))
             self.counts["structural"] += 1
             if typ == "supersedes":
-                if isinstance(self.superseded, frozenset):
-                    self.superseded = set(self.superseded)
                 self.superseded.add(t)
                 if not self.ctx.superseded[t]:
                     self.fresh_superseded.add(t)
-                if self.replaced_by is self.index.replaced_by:
-                    self.replaced_by = dict(self.replaced_by)
                 self.replaced_by[t] = m
                 self.updates[t] = "superseded"
                 takeovers.append(t)
@@ -474,10 +420,8 @@ class LinkState:
                     break
         if not tried:
             return
-        # the common link inline (a whole-bank connect plans 450,000): a new record, its key not
-        # held, no input edge between the two and neither end at its cap; any other goes through
-        # ``_auto_record`` and ``add_capped``, whose record and bookkeeping (``_new``, ``_put``,
-        # ``_count``) this repeats (tested: the same plans with ``_INLINE_LINKS`` off)
+        # the common link (new key, no input edge, neither end full) inline, repeating what
+        # ``_auto_record`` and ``add_capped`` do (a whole-bank connect plans 450,000 links)
         cap, degrees, degree_delta, edges, now = self.s.max_degree, self.index.degrees, self.degree_delta, self.edges, \
             self.ctx.now_us
         unwritten, added, capped, types = self._unwritten, self.added, self.capped, choice.type_key
@@ -497,7 +441,6 @@ class LinkState:
                    "weight": float(choice.score[p]), "created_by": "linker", "created_us": now, "seen_us": now,
                    "orig": None, "taken": origin is not None, "words": (m, c, choice, p, origin),
                    "strength": choice.affinity[p]}
-            rec["faded"] = rec["weight"]  # seen now: ``faded`` would return its weight
             unwritten.append(rec)
             edges[key] = added[key] = rec
             capped[src].add(key)
@@ -510,9 +453,8 @@ class LinkState:
         self.counts["links"] += linked
 
     def _auto_links(self, m, end, origin, pairs, ev, own, lo, hi):
-        """``_chosen_links`` from entry m's candidates ``lo:hi``, where entries superseded earlier in
-        this plan give their place in a candidate list to the next; those in ``own`` (that m
-        supersedes itself) keep it: they were candidates when it was written."""
+        """``_chosen_links`` from entry m's candidates ``lo:hi``, those superseded earlier in this plan
+        giving their places to the next, except those m supersedes itself (``own``)."""
         pairs = {k: v[lo:hi] for k, v in pairs.items()}
         pairs["b"] = np.zeros(hi - lo, np.int64)
         if self.fresh_superseded:
@@ -526,9 +468,7 @@ class LinkState:
         self._chosen_links(m, LinkChoice(pairs, ev, self.st, self.s, self.index, 1, end=end), 0, end, origin)
 
     def _auto_record(self, m, end, origin, choice: LinkChoice, p: int):
-        """The record of the automatic link of entry m (linked as ``end``) to pair ``p`` of
-        ``choice``; its evidence text is written later (``write_evidence``, ``_evidence``: a link
-        evicted later in the plan never needs it)."""
+        """The automatic link of entry m (as ``end``) to pair ``p`` of ``choice``; its text is written later."""
         c = choice.c[p]
         typ, m_is_src = type_of_key(choice.type_key[p])
         src, dst = (end, c) if m_is_src else (c, end)
@@ -539,31 +479,24 @@ class LinkState:
         return rec
 
     def write_evidence(self, most: int | None = 4096) -> bool:
-        """Write the evidence text of up to ``most`` (None: all) more automatic links still planned, at
-        once (``wording.evidence_texts``, the text ``_evidence`` writes for one); whether some are left."""
+        """Write the evidence texts of up to ``most`` (None: all) more planned links; whether some are left."""
         records, start = self._unwritten, self._written
         stop = len(records) if most is None else min(start + most, len(records))
-        batch = [rec for rec in records[start:stop] if "words" in rec and "gone" not in rec]
+        self._write([rec for rec in records[start:stop] if "words" in rec and "gone" not in rec])
         self._written = stop
+        if stop == len(records):  # all written: the list starts again (its records are done with)
+            records.clear()
+            self._written = 0
+        return stop < len(records)
+
+    def _write(self, batch: list[dict]) -> None:
+        """Write these automatic links' evidence texts (``wording.evidence_texts``)."""
         if batch:
             words = [rec.pop("words") for rec in batch]
             m, c, values = _text_inputs(words)
             texts = evidence_texts(self.st, self.ctx.rel, m, c, values, [w[4] for w in words])
             for rec, text in zip(batch, texts):
                 rec["evidence"] = text
-        if stop == len(records):  # all written: the list starts again (its records are done with)
-            records.clear()
-            self._written = 0
-        return stop < len(records)
-
-    def _evidence(self, rec) -> str | None:
-        """The record's evidence text, written now for an automatic link planned here."""
-        words = rec.pop("words", None)
-        if words is not None:
-            m, c, choice, at, origin = words
-            e = choice.values(at)
-            rec["evidence"] = evidence_json(why_text(self.st, self.ctx.rel, m, c, e), e, origin)
-        return rec["evidence"]
 
     def _take_over(self, old, new):
         self.ensure([old, new])
@@ -586,7 +519,9 @@ class LinkState:
             if self.joined(new, other):
                 continue
             evidence = {"why": f"taken over from the decision it replaced ({self.st.ids[old]})", "from": self.st.ids[old]}
-            if self._evidence(rec):
+            if "words" in rec:  # an automatic link planned here: its text is written now
+                self._write([rec])
+            if rec["evidence"]:
                 try:
                     evidence["signals"] = json.loads(rec["evidence"]).get("signals", {})
                 except (TypeError, ValueError, AttributeError):
@@ -615,12 +550,8 @@ class LinkState:
                         report={**report, **counts, "added": add.height, "removed": remove.height})
 
 
-_RECORD_KEYS = {"created_at": "created_us", "seen_at": "seen_us"}  #: the frame's columns a record names otherwise
-
-
 def _planned_edges(records: list[dict], ids) -> pl.DataFrame:
-    """Edges-schema frame of planned records (rows numbered by ``ids``, times in epoch microseconds),
-    from row tuples in one call (``rows_frame``: one planned entry must not wait on polars' thread pool).
+    """Edges-schema frame of planned records (rows numbered by ``ids``, times in epoch microseconds).
 
     >>> recs = [dict(src=0, dst=1, type="see_also", source="auto", note=None, evidence="{}", weight=0.5,
     ...     created_by="linker", created_us=1_700_000_000_000_000, seen_us=None)] * 3
@@ -634,8 +565,8 @@ def _planned_edges(records: list[dict], ids) -> pl.DataFrame:
                       SCHEMAS["edges"])
 
 
-#: A record's keys of the edges schema's columns after its first two, src and dst, in order
-_RECORD_COLUMNS = tuple(_RECORD_KEYS.get(name, name) for name in SCHEMAS["edges"])[2:]
+#: A record's keys of the edges schema's columns after src and dst, in order (times in microseconds)
+_RECORD_COLUMNS = tuple({"created_at": "created_us", "seen_at": "seen_us"}.get(c, c) for c in SCHEMAS["edges"])[2:]
 
 
 _TYPE_FLAGS = ("fix_a", "problem_a", "progress_a", "fix_b", "problem_b", "progress_b", "a_later", "same_session",
@@ -643,25 +574,17 @@ _TYPE_FLAGS = ("fix_a", "problem_a", "progress_a", "fix_b", "problem_b", "progre
 
 
 def _type_keys(stats: TermStats, ev: dict) -> np.ndarray:
-    """What decides the type of each pair's link (``link_type``'s arguments) as one integer: the
-    two kind codes and nine flags."""
+    """``link_type``'s arguments for each pair as one integer: two kind codes and nine flags."""
     ms, cs = ev["m"], ev["c"]
-    cues = _cue_codes(stats)  # an entry's three flags in one gather
+
+    def cues(rows):  # fix, problem, progress: three bits
+        return (stats.fix[rows] * 4 + stats.problem[rows] * 2 + stats.progress[rows]).astype(np.int64)
+
     key = (stats.kind[ms].astype(np.int64) << 8) | stats.kind[cs].astype(np.int64)
-    key = (((key << 3) | cues[ms]) << 3) | cues[cs]
+    key = (((key << 3) | cues(ms)) << 3) | cues(cs)
     for flag in (ev["later"], ev["time"] > 0, ev["bridge_only"]):
         key = (key << 1) | np.asarray(flag, bool)
     return key
-
-
-def _cue_codes(stats: TermStats) -> np.ndarray:
-    """Per entry, its fix, problem and progress flags as the three bits ``_type_keys`` shifts in
-    one after another (kept per flag arrays)."""
-    held = stats._cache.get("cue codes")
-    if held is None or held[0] is not stats.fix or held[1] is not stats.problem or held[2] is not stats.progress:
-        code = (stats.fix.astype(np.int64) << 2) | (stats.problem.astype(np.int64) << 1) | stats.progress.astype(np.int64)
-        held = stats._cache["cue codes"] = (stats.fix, stats.problem, stats.progress, code)
-    return held[3]
 
 
 @functools.lru_cache(maxsize=4096)
@@ -680,16 +603,13 @@ def _pair(a: int, b: int) -> tuple[int, int]:
 #: Whether ``_chosen_links`` makes an entry's common links inline (False: all through ``add_capped``)
 _INLINE_LINKS = True
 _TYPE_INPUTS = ("m", "c", "later", "time", "bridge_only")
-#: What the linking reads of a chunk's pairs and of their evidence (``LinkChoice``, ``link_entry``):
-#: all a worker process sends back (``pipeline.ChunkWork.keep``)
+#: What the linking reads of a chunk's pairs and of their evidence (all a worker process sends back)
 LINKING_READS = (("b", "m", "c", "pos_index", "pos_nn", "pos_session", "pos_own", "pos_rev"),
                  tuple(dict.fromkeys((*TEXT_VALUES, *_TYPE_INPUTS, "linked", "score", "affinity"))))
 
 
 def _text_inputs(words: list[tuple]) -> tuple[np.ndarray, np.ndarray, dict]:
-    """The entries, candidates and evidence values (``TEXT_VALUES``, arrays) of records' words
-    ``(m, c, choice, at, origin)``. The words come in runs of one ``LinkChoice`` (a chunk's links
-    are planned one after another): each run is one gather."""
+    """The entries, candidates and ``TEXT_VALUES`` of records' words: one gather per ``LinkChoice`` run."""
     n = len(words)
     ms, cs, choices, ats, _ = zip(*words) if n else ((),) * 5
     m, c = np.fromiter(ms, np.int64, n), np.fromiter(cs, np.int64, n)

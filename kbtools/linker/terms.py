@@ -35,10 +35,8 @@ from kbtools.linker.anchors import ASSET_NOUNS, Anchor, AnchorRows, anchors_of
 from kbtools.linker.rules import FIX_RE, LINKER_DEFAULTS, PROBLEM_RE, PROGRESS_RE, LinkerSettings, kind_code
 from kbtools.words import stem
 
-#: Values other modules keep in a statistics object's ``_cache``, by key, each with how to grow it
-#: when the statistics are extended by new rows (``grow(old, extended, held) -> held``, equal to
-#: what the extended statistics would compute afresh): a linked add extends them at every write,
-#: and a pass over the whole bank per write would cost more than the linking.
+#: Values other modules keep in a statistics object's ``_cache``, by key, with how ``extend`` grows
+#: them (``grow(old, extended, held) -> held``, what the extended statistics would compute afresh)
 CACHE_GROWERS: dict = {}
 
 __all__ = ["TermStats", "CACHE_GROWERS", "entry_text", "idf", "authors_of", "STATS_COLUMNS", "ANCHOR_COLUMNS", "PART_COLUMNS", "anchor_keys",
@@ -84,11 +82,9 @@ def _join_text(title, summary, content, useful_for, steps) -> str:
 
 @dataclass(frozen=True, eq=False)
 class TermStats:
-    """Term statistics and per-entry facts of a bank, built once and read by every linking call.
-
-    Sparse matrices are CSR, rows = entries (aligned with the frame), columns = ``vocab``:
-    ``postings`` (1.0 where the entry has the term); ``strong_flag`` says per posting whether the
-    term is neither a hub nor a place/machine of that entry.
+    """Term statistics and per-entry facts of a bank, built once and read by every linking call:
+    ``postings`` (CSR, rows = entries aligned with the frame, columns = ``vocab``, 1.0 where the
+    entry has the term).
 
     >>> import polars as pl, datetime as dt
     >>> t = dt.datetime(2026, 1, 1, tzinfo=dt.timezone.utc)
@@ -142,17 +138,9 @@ class TermStats:
     def build(cls, entries: pl.DataFrame, *, known_entities=(), settings: LinkerSettings = LINKER_DEFAULTS,
               anchors=None):
         """Statistics of an entries frame; ``known_entities`` are matched case-insensitively.
-        ``anchors``: per row, its anchors when known already (``anchors_of`` of its text, kept
-        from an earlier build: see :func:`anchor_keys`), None where they are to be read.
-
-        >>> import polars as pl, datetime as dt
-        >>> t = dt.datetime(2026, 1, 1, tzinfo=dt.timezone.utc)
-        >>> TermStats.build(pl.DataFrame({"id": ["a"], "kind": ["fact"], "content": ["x"],
-        ...                               "created_at": [t]})).n
-        1
-        """
+        ``anchors``: per row, its anchors kept from an earlier build (:func:`anchor_keys`) or None."""
         _check_entries(entries)
-        known = tuple(sorted({str(k).strip().lower() for k in known_entities if k and str(k).strip()}))
+        known = _known_keys(known_entities)
         with gc_paused():
             columns, kinds, anchors, texts = _read_entries(entries, known, settings, anchors)
             term_index: dict[str, int] = {}
@@ -165,9 +153,7 @@ class TermStats:
     @classmethod
     def _finish(cls, ids, term_index, indptr, indices, strong_base, kinds, anchors, facts, cues, known, settings,
                 bags, bag_index, grown: dict | None = None):
-        """The statistics from the postings (row-sorted CSR arrays) and the per-entry facts;
-        ``grown`` holds what :meth:`extend` already has for the whole bank (``row_of``, ``df``,
-        ``is_entity``, ``postings_t``), else they are computed here."""
+        """The statistics from the postings and per-entry facts; ``grown``: what :meth:`extend` computed."""
         grown = grown or {}
         n_rows, n_terms = len(ids), len(term_index)
         buffers = grown.get("buffers")
@@ -201,9 +187,7 @@ class TermStats:
         )
 
     def parts(self) -> dict:
-        """What :meth:`from_parts` needs besides the entries and the anchors, as numpy arrays and
-        lists of strings (a store keeps them between processes): the vocabulary, the postings with
-        their strong flags, the cue flags and the author bags."""
+        """What :meth:`from_parts` needs besides the entries and anchors, as numpy arrays and lists of strings."""
         out = {"vocab": list(self.vocab), "indptr": np.asarray(self.postings.indptr, np.int64),
                "indices": np.asarray(self.postings.indices, np.int64),
                "strong_base": np.asarray(self.strong_base, bool)}
@@ -233,7 +217,7 @@ class TermStats:
         """
         _check_entries(entries)
         n = entries.height
-        known = tuple(sorted({str(k).strip().lower() for k in known_entities if k and str(k).strip()}))
+        known = _known_keys(known_entities)
         indptr, indices = np.asarray(parts["indptr"], np.int64), np.asarray(parts["indices"], np.int64)
         if len(anchors) != n or len(indptr) != n + 1 or int(indptr[-1]) != len(indices) \
                 or len(parts["strong_base"]) != len(indices):
@@ -241,13 +225,10 @@ class TermStats:
         codes = {k: kind_code(k) for k in set(entries["kind"].to_list())}
         kinds = np.array([codes[k] for k in entries["kind"].to_list()], dtype=np.int64)
         term_index = {t: i for i, t in enumerate(parts["vocab"])}
-        bag_index, bags = {}, {}
-        for name in ("author",):
-            labels = parts[f"bag:{name}:labels"]
-            bag_index[name] = {x: i for i, x in enumerate(labels)}
-            bptr = np.asarray(parts[f"bag:{name}:indptr"], np.int64)
-            bcols = np.asarray(parts[f"bag:{name}:indices"], np.int64)
-            bags[name] = sp.csr_matrix((np.ones(len(bcols)), bcols, bptr), shape=(len(bptr) - 1, max(len(labels), 1)))
+        labels, bptr = parts["bag:author:labels"], np.asarray(parts["bag:author:indptr"], np.int64)
+        bcols = np.asarray(parts["bag:author:indices"], np.int64)
+        bag_index = {"author": {x: i for i, x in enumerate(labels)}}
+        bags = {"author": sp.csr_matrix((np.ones(len(bcols)), bcols, bptr), shape=(len(bptr) - 1, max(len(labels), 1)))}
         cues = {name: np.asarray(parts[name], bool) for name in ("fix", "problem", "progress")}
         with gc_paused():
             return cls._finish(tuple(entries["id"].to_list()), term_index, indptr, indices,
@@ -256,11 +237,9 @@ class TermStats:
                                cues, known, settings, bags, bag_index)
 
     def extend(self, entries: pl.DataFrame) -> "TermStats":
-        """The statistics of ``entries``, a frame whose first rows are the ones these statistics
-        were built from (same ids, same order) followed by new entries: only the new rows' texts are
-        read (anchors, cue words), the postings grow by theirs and are counted again. The result
-        equals ``TermStats.build(entries, known_entities=..., settings=...)`` with the same known
-        entities and settings; rebuild instead when the triples name new entities.
+        """The statistics of ``entries``: the rows these were built from (same ids, same order),
+        then new ones, whose texts alone are read. Equals ``TermStats.build(entries)`` with the same
+        known entities and settings (rebuild when the triples name new entities).
 
         >>> import polars as pl, datetime as dt
         >>> t = dt.datetime(2026, 1, 1, tzinfo=dt.timezone.utc)
@@ -298,8 +277,7 @@ class TermStats:
         ids = self.ids + tuple(new_ids)
         bag_index = {k: dict(v) for k, v in self.bag_index.items()}
         bags = _bags(columns, kinds, bag_index, self.bags)
-        # what the whole bank needs, grown by the new rows only (a pass over every row or posting
-        # would cost a linked add on a big bank more than its linking)
+        # what the whole bank needs, grown by the new rows only (a linked add extends every write)
         n_terms = len(term_index)
         new_rows = np.repeat(np.arange(old, entries.height, dtype=np.int64),
                              np.diff(np.concatenate([[self.postings.indptr[-1]], new_indptr])))
@@ -330,10 +308,9 @@ class TermStats:
         return out
 
     def _grown_facts(self, entries: pl.DataFrame, new: pl.DataFrame) -> tuple[dict, np.ndarray | None]:
-        """``_entry_facts(entries)`` from these statistics' facts and the new rows, and the sorted
-        session names: ranks are kept when the new rows come last in (created_at, id) order (else
-        every fact is read again from the whole frame, names None); session codes are dense ranks
-        of the names, so a new session sorting among the known ones moves the later codes up."""
+        """``_entry_facts(entries)`` grown by the new rows, and the sorted session names (None when
+        a new row does not come last in (created_at, id) order: all read again). Session codes are
+        dense ranks, so a new session among the known ones moves the later codes up."""
         old = len(self.ids)
         fresh = _entry_facts(new)
         if old:
@@ -381,8 +358,7 @@ class TermStats:
         return held
 
     def totals(self, rows) -> np.ndarray:
-        """``total[rows]``; for a few rows (a write's entry and its candidates) their own sums, the
-        same values, without summing every entry's terms (extended statistics start with none)."""
+        """``total[rows]``; for a few rows (a write's) their own sums, not every entry's."""
         rows = np.asarray(rows, np.int64)
         if "total" in self._cache or len(rows) * 64 >= len(self.ids):
             return self.total[rows]
@@ -392,8 +368,7 @@ class TermStats:
         return segment_sums(self.w[self.postings.indices[at]], lengths)
 
     def transposed_parts(self) -> tuple[sp.csr_matrix, ...]:
-        """``postings_t`` as one or two (terms x entries) matrices whose sum it is: the rows of the
-        last full transpose and the rows appended since; a vote sums over one of them only."""
+        """``postings_t`` as matrices that sum to it: the last full transpose and the rows appended since."""
         held = self._cache.get("transposed parts")
         if held is None:
             base, _, tail = self._transposed
@@ -404,26 +379,17 @@ class TermStats:
 
     @property
     def postings_t(self) -> sp.csr_matrix:
-        """The postings transposed (CSR, rows = terms, columns = entries)."""
-        held = self._cache.get("postings_t")
-        if held is None:
-            base, rows, tail = self._transposed
-            if tail is None:
-                held = _padded(base, (len(self.vocab), len(self.ids)))
-            else:
-                new_rows, cols = _rows_after(self.postings, rows)
-                held = _transposed_with(base, new_rows, cols, len(self.vocab), len(self.ids))
-            self._cache["postings_t"] = held
-        return held
+        """The postings transposed (CSR, terms x entries); the linker reads ``transposed_parts``."""
+        return self.postings.T.tocsr()
 
     def _grown_transposed(self, new_rows: np.ndarray, new_cols: np.ndarray, indptr, indices, n_terms: int,
                           n_rows: int) -> tuple:
-        """The transposed postings after extending to ``n_rows`` by these postings: the same base and
-        a tail grown by them while the rows appended since the base are few, else one new base."""
+        """The transposed postings extended to ``n_rows``: the base and a tail grown by the new
+        postings while the rows since the base are few, else one new base."""
         base, rows, tail = self._transposed
-        if n_rows - rows > max(_TAIL_ROWS, n_rows // 32):
-            postings = sp.csr_matrix((_ones(len(indices)), indices, indptr), shape=(n_rows, n_terms), copy=False)
-            after, cols = _rows_after(postings, rows)
+        if n_rows - rows > max(_TAIL_ROWS, n_rows // 32):  # every posting of the rows after the base
+            after = np.repeat(np.arange(rows, n_rows, dtype=np.int64), np.diff(indptr[rows:]).astype(np.int64))
+            cols = np.asarray(indices[int(indptr[rows]):], np.int64)
             return _transposed_with(base, after, cols, n_terms, n_rows), n_rows, None
         if tail is None:
             tail = sp.csr_matrix((len(self.vocab), n_rows), dtype=np.float64)
@@ -449,19 +415,6 @@ class TermStats:
         return np.array([self.w[k] if (k := self.term_index.get(t)) is not None else
                          unseen * (1.5 if t.startswith("e:") else 1.0) for t in terms], dtype=np.float64)
 
-    def entry_weights(self, row: int) -> dict[str, float]:
-        """``{term: w(t)}`` of one entry (by row).
-
-        >>> import polars as pl, datetime as dt
-        >>> t = dt.datetime(2026, 1, 1, tzinfo=dt.timezone.utc)
-        >>> s = TermStats.build(pl.DataFrame({"id": ["a"], "kind": ["fact"], "content": ["tea"],
-        ...                                   "created_at": [t]}))
-        >>> {k: round(v, 2) for k, v in s.entry_weights(0).items()}
-        {'t:tea': 2.69}
-        """
-        a = self.anchors[row]
-        return dict(zip(a.terms, self.weights(a.terms).tolist()))
-
     def check_aligned(self, entries: pl.DataFrame) -> None:
         """Raise ValidationError unless these statistics were built from this frame's rows."""
         if self._cache.get("aligned") is entries:
@@ -482,9 +435,8 @@ def _is_asset(key: str) -> bool:
 
 @contextmanager
 def gc_paused():
-    """Python's cyclic garbage collector paused while a bank's per-entry objects are made (they form
-    no cycles; the collector would walk the growing heap again and again), then running as before;
-    the objects made meanwhile join the oldest generation at once (``gc.freeze``, ``gc.unfreeze``)."""
+    """Python's cyclic garbage collector paused while a bank's per-entry objects (no cycles) are
+    made; they then join the oldest generation at once (``gc.freeze``, ``gc.unfreeze``)."""
     enabled = gc.isenabled()
     gc.disable()
     try:
@@ -499,8 +451,7 @@ def gc_paused():
 
 def _read_entries(entries: pl.DataFrame, known: tuple[str, ...], settings: LinkerSettings = LINKER_DEFAULTS,
                   given=None):
-    """Columns (lists; a missing column reads as None), linker kind codes, anchors and texts of an
-    entries frame; ``given``: anchors known already per row (None: read it)."""
+    """Columns (lists), kind codes, anchors and texts of an entries frame; ``given``: anchors known per row."""
     n = entries.height
     columns = {c: entries[c].to_list() if c in entries.columns else [None] * n
                for c in ("kind", *_TEXT_COLUMNS, "steps", "systems", "metadata")}
@@ -521,21 +472,16 @@ def _read_entries(entries: pl.DataFrame, known: tuple[str, ...], settings: Linke
     return columns, kinds, [a if a is not None else next(read) for a in given], texts
 
 
-def fill_anchors(entries: pl.DataFrame, given, *, known_entities=(), settings: LinkerSettings = LINKER_DEFAULTS):
-    """``given`` (per row of ``entries``, its anchors or None) with the missing ones read from their
-    rows' texts (only those rows are read), as ``TermStats.build`` reads them: a list, or for
-    :class:`AnchorRows` the same rows filled (no anchor is made for the others)."""
-    lazy = isinstance(given, AnchorRows)
-    todo = given.missing().tolist() if lazy else [k for k, a in enumerate(given) if a is None]
+def fill_anchors(entries: pl.DataFrame, given: AnchorRows, *, known_entities=(),
+                 settings: LinkerSettings = LINKER_DEFAULTS) -> AnchorRows:
+    """``given`` (per row of ``entries``) with its missing anchors read from their rows' texts, as
+    ``TermStats.build`` reads them (only those rows are read)."""
+    todo = given.missing().tolist()
     if not todo:
-        return given if lazy else list(given)
-    known = tuple(sorted({str(k).strip().lower() for k in known_entities if k and str(k).strip()}))
+        return given
     with gc_paused():
-        read = _read_entries(entries[todo], known, settings)[2]
-    if lazy:
-        return given.filled(dict(zip(todo, read)))
-    read = iter(read)
-    return [a if a is not None else next(read) for a in given]
+        read = _read_entries(entries[todo], _known_keys(known_entities), settings)[2]
+    return given.filled(dict(zip(todo, read)))
 
 
 #: The entry columns an entry's anchors are read from (with its kind and the bank's known entities)
@@ -545,10 +491,8 @@ PART_COLUMNS = (*ANCHOR_COLUMNS, "metadata")
 
 
 def anchor_keys(entries: pl.DataFrame, columns=ANCHOR_COLUMNS) -> np.ndarray:
-    """A 128-bit key per row (two 64-bit hashes, shape (rows, 2)) of what its anchors are read from
-    (``ANCHOR_COLUMNS``, or ``columns``; equal rows, equal keys), to find anchors kept from an
-    earlier build. Polars' hash: the same within one polars version, so a store that keeps anchors
-    by key names the version beside them."""
+    """A 128-bit key per row (shape (rows, 2)) of what its anchors are read from (``columns``), to
+    find anchors kept from an earlier build; polars' hash, stable within one polars version."""
     cols = [c for c in columns if c in entries.columns]
     both = entries.select(pl.struct(cols).hash(seed=0).alias("a"), pl.struct(cols).hash(seed=7919).alias("b"))
     return both.to_numpy()
@@ -573,8 +517,7 @@ def authors_of(metadata) -> list[str]:
 
 
 def _bags(columns: dict, kinds, bag_index: dict, old: dict | None) -> dict:
-    """CSR rows of the authors of these rows (``columns`` as ``_read_entries`` reads them;
-    appended to ``old`` when given); an author not seen before gets the next column."""
+    """CSR rows of these rows' authors (after ``old`` when given), a new author in the next column."""
     linked = (kinds >= 0).tolist()
     meta = columns["metadata"]  # no author key can be spelled in JSON text without "uthor" or an escape
     authors = {k: list(dict.fromkeys(authors_of(v))) for k, (v, ok) in enumerate(zip(meta, linked))
@@ -595,13 +538,12 @@ def _bags(columns: dict, kinds, bag_index: dict, old: dict | None) -> dict:
 
 
 def _postings_of(anchors, term_index: dict, base: int = 0):
-    """The anchors' terms as CSR rows (``indptr`` from ``base``, columns sorted; new terms get the
-    next columns in order of first use) and whether each term is strong for its entry (not one of
-    its places/machines): one pass over all terms, then numpy sorts each row's columns."""
+    """The anchors' terms as CSR rows (``indptr`` from ``base``, columns sorted, new terms numbered
+    in order of first use) and whether each is strong for its entry (not one of its places/machines)."""
     terms = [a.terms for a in anchors]
     lengths = np.fromiter(map(len, terms), dtype=np.int64, count=len(terms))
     flat = list(chain.from_iterable(terms))
-    numbered = _Numbered(term_index)  # a new term gets the next column as it is first read: one pass
+    numbered = _Numbered(term_index)
     cols = np.fromiter(map(numbered.__getitem__, flat), dtype=np.int64, count=len(flat))
     term_index.update(islice(numbered.items(), len(term_index), None))
     keys = np.repeat(np.arange(len(anchors), dtype=np.int64), lengths) << 32 | cols
@@ -657,6 +599,10 @@ def segment_sums(values: np.ndarray, lengths: np.ndarray) -> np.ndarray:
     return out
 
 
+def _known_keys(known_entities) -> tuple[str, ...]:
+    return tuple(sorted({str(k).strip().lower() for k in known_entities if k and str(k).strip()}))
+
+
 def _check_entries(entries: pl.DataFrame) -> None:
     for col in ("id", "kind", "created_at"):
         if col not in entries.columns:
@@ -674,10 +620,8 @@ _TAIL_ROWS = 2048
 
 
 class GrowingBuffer:
-    """A growable 1-d array: statistics hold views of its first items; an extension writes after
-    the last item written (its owner's end) into spare room, so an append copies only what it adds
-    (amortised). An extension from an older end (statistics extended twice from the same ones)
-    gets a buffer of its own, leaving the views handed out before intact."""
+    """A growable 1-d array whose first items statistics hold views of: an append at the last item
+    written fills spare room; one from an older end gets a buffer of its own (old views intact)."""
 
     __slots__ = ("data", "filled", "lock")
 
@@ -746,18 +690,8 @@ def _padded(matrix: sp.csr_matrix, shape: tuple[int, int]) -> sp.csr_matrix:
     return sp.csr_matrix((matrix.data, matrix.indices, indptr), shape=shape, copy=False)
 
 
-def _rows_after(postings: sp.csr_matrix, start: int) -> tuple[np.ndarray, np.ndarray]:
-    """(row, column) of every posting of the rows from ``start`` on, in CSR order."""
-    lo = int(postings.indptr[start])
-    lengths = np.diff(postings.indptr[start:]).astype(np.int64)
-    rows = np.repeat(np.arange(start, postings.shape[0], dtype=np.int64), lengths)
-    return rows, postings.indices[lo : int(postings.indptr[-1])].astype(np.int64)
-
-
 def _joined_sessions(session_rows: np.ndarray, session: np.ndarray, old: int) -> np.ndarray:
-    """``argsort(session, kind="stable")`` from the first ``old`` rows' order: the new rows (after
-    them) go to the end of their session's group, in row order (codes of old rows may have moved
-    up, but keep their order)."""
+    """``argsort(session, kind="stable")`` grown from the first ``old`` rows' order (new rows last)."""
     new = np.arange(old, len(session), dtype=np.int64)
     new = new[np.argsort(session[new], kind="stable")]
     at = np.searchsorted(session[session_rows], session[new], side="right")
@@ -766,9 +700,8 @@ def _joined_sessions(session_rows: np.ndarray, session: np.ndarray, old: int) ->
 
 def _transposed_with(postings_t: sp.csr_matrix, rows: np.ndarray, cols: np.ndarray, n_terms: int,
                      n_rows: int) -> sp.csr_matrix:
-    """``postings_t`` (terms x entries) with the postings (row, column) of new entries, whose rows
-    all come after its columns: each term's new entries go at the end of its row, in row order (the
-    canonical CSR of the grown postings' transpose, without transposing them again)."""
+    """``postings_t`` (terms x entries) with the postings (row, column) of entries after its
+    columns, at the end of each term's row: the grown postings' transpose, not transposed again."""
     old_counts = np.diff(postings_t.indptr).astype(np.int64)
     old_counts = np.concatenate([old_counts, np.zeros(n_terms - len(old_counts), np.int64)])
     order = np.lexsort((rows, cols))
@@ -805,36 +738,24 @@ def _entry_facts(entries: pl.DataFrame) -> dict:
 
 
 def text_cues(texts: list[str]) -> dict:
-    """Whether each text names a fix, a problem, progress: the rules' patterns run by polars over
-    the whole column (Rust regex, case-insensitive as the patterns are) instead of once per text.
-
-    Rust's fast engines give up on a Unicode word boundary in a text with a non-ASCII character
-    (the PEP bank's titles hold a dash: nearly all of its texts, then read slowly). So a non-ASCII
-    character that is no word character, which no pattern reads but as a boundary, is read as
-    ``#`` (the same class, in no pattern), and a text then all ASCII is read with ASCII boundaries
-    and classes, the same matches there, an order of magnitude faster; the others as they are."""
+    """Whether each text names a fix, a problem, progress: the rules' patterns run by polars (Rust
+    regex) over the whole column. Rust's fast engines give up on a Unicode word boundary in a
+    non-ASCII text, so a non-ASCII non-word character (a boundary to every pattern) reads as ``#``
+    and a text then all ASCII is read lower-cased with ASCII classes; the others as they are."""
     column = pl.Series("text", texts, dtype=pl.String)
     patterns = (("fix", FIX_RE), ("problem", PROBLEM_RE), ("progress", PROGRESS_RE))
     narrow = pl.col("text").str.replace_all(r"[^\x00-\x7F\w]", "#")
-    # An ASCII text's lower case, read by the patterns as written (their letters are all lower
-    # case), matches where the text does case-insensitively: the three patterns then read one
-    # lowered copy, half the work of each pattern reading the text case-insensitively. A text
-    # still wide is read again below.
-    lowered = narrow.str.to_lowercase()
-    # one streaming query: the texts in parts on every core, the patterns side by side
+    lowered = narrow.str.to_lowercase()  # the patterns are case-insensitive, their letters lower case
     read = pl.LazyFrame([column]).select(
         narrow.str.contains(r"[^\x00-\x7F]").fill_null(False).alias("wide"),
-        *((lowered if pattern.flags & re.IGNORECASE else narrow).str.contains("(?-u)" + pattern.pattern)
-          .fill_null(False).alias(name) for name, pattern in patterns),
+        *(lowered.str.contains("(?-u)" + pattern.pattern).fill_null(False).alias(name) for name, pattern in patterns),
     ).collect(engine="streaming")
     others = np.flatnonzero(read["wide"].to_numpy())
     out = {}
     for name, pattern in patterns:
-        flags = "i" if pattern.flags & re.IGNORECASE else ""
         found = read[name].to_numpy().astype(bool)
         if others.size:
-            found[others] = column.gather(others).str.contains((f"(?{flags})" if flags else "") + pattern.pattern) \
-                .fill_null(False).to_numpy().astype(bool)
+            found[others] = column.gather(others).str.contains("(?i)" + pattern.pattern).fill_null(False).to_numpy()
         out[name] = found
     return out
 

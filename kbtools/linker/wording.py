@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import functools
 import json
-import math
 
 import numpy as np
 
@@ -30,25 +29,21 @@ _SIGNALS = ("share", "sem", "bridge", "time", "cue")
 
 
 def evidence_json(why: str, e: dict, origin) -> str:
-    """``json.dumps`` of {"why", "signals", "score"[, "from"]}, written directly (a link's record is
-    made once per link of a whole bank).
+    """``json.dumps`` of {"why", "signals", "score"[, "from"]}, the values rounded to 3 places.
 
     >>> e = dict(share=0.1234, sem=0.0, bridge=1.0, time=0.5, cue=0.0, score=0.78951)
     >>> evidence_json('a "b"', e, None) == json.dumps({"why": 'a "b"', "signals": {k: round(e[k], 3)
     ...     for k in _SIGNALS}, "score": round(e["score"], 3)})
     True
     """
-    values = (round(float(e["share"]), 3), round(float(e["sem"]), 3), round(float(e["bridge"]), 3),
-              round(float(e["time"]), 3), round(float(e["cue"]), 3), round(float(e["score"]), 3))
-    if not all(map(math.isfinite, values)):  # json writes NaN and Infinity its own way
-        out = {"why": why, "signals": dict(zip(_SIGNALS, values)), "score": values[-1]}
-        return json.dumps(out if origin is None else {**out, "from": origin})
-    text = _EVIDENCE % (_json_string(why), *values)
-    return text + ("}" if origin is None else f', "from": {_json_string(origin)}}}')
+    values = [round(float(e[k]), 3) for k in (*_SIGNALS, "score")]
+    out = {"why": why, "signals": dict(zip(_SIGNALS, values)), "score": values[-1]}
+    return json.dumps(out if origin is None else {**out, "from": origin})
 
 
 _json_string = json.encoder.encode_basestring_ascii
-_EVIDENCE = '{"why": %s, "signals": {' + ", ".join(f'"{k}": %r' for k in _SIGNALS) + '}, "score": %r'
+#: ``evidence_json``'s text, its values' texts given
+_EVIDENCE_TEXT = '{"why": %s, "signals": {' + ", ".join(f'"{k}": %s' for k in _SIGNALS) + '}, "score": %s}'
 
 
 def _bridge_label(stats: TermStats, rel, m: int, c: int) -> str:
@@ -61,10 +56,8 @@ def _bridge_label(stats: TermStats, rel, m: int, c: int) -> str:
 
 
 def why_texts(stats: TermStats, rel, m, c, values: dict) -> np.ndarray:
-    """Why each pair (entry ``m[i]``, candidate ``c[i]``) is linked, in words, with numpy over all
-    of them (``values``: arrays of ``_WHY_VALUES``): the first three terms they share
-    (``_shared_words``), "similar meaning (cos)", the triple that bridges them, "a problem and its
-    fix", "same session, k min apart".
+    """Why each pair (entry ``m[i]``, candidate ``c[i]``; ``values``: arrays of ``_WHY_VALUES``) is
+    linked, in words: shared terms, similar meaning, the bridging triple, a fix, the same session.
 
     >>> import polars as pl, datetime as dt
     >>> t = dt.datetime(2026, 1, 1, tzinfo=dt.timezone.utc)
@@ -100,9 +93,8 @@ _WHY_VALUES = ("shared_n", "sem", "cos", "bridge", "cue", "time")  #: what ``why
 
 
 def evidence_texts(stats: TermStats, rel, m, c, values: dict, origins=None) -> list[str]:
-    """The evidence JSON of many automatic links (entry ``m[i]`` linked to candidate ``c[i]``, its
-    pair's ``values``: arrays of ``TEXT_VALUES``; ``origins[i]``: the decision it was taken over
-    from, or None): ``evidence_json(why_text(...))`` of each, the values' texts read off a table.
+    """``evidence_json(why_text(...))`` of many automatic links (``values``: arrays of
+    ``TEXT_VALUES``; ``origins[i]``: the decision it was taken over from, or None).
 
     >>> import polars as pl, datetime as dt
     >>> t = dt.datetime(2026, 1, 1, tzinfo=dt.timezone.utc)
@@ -128,12 +120,8 @@ def evidence_texts(stats: TermStats, rel, m, c, values: dict, origins=None) -> l
     return out
 
 
-_EVIDENCE_TEXT = _EVIDENCE.replace("%r", "%s") + "}"
-
-
 def _joined(why: np.ndarray, at: np.ndarray, parts) -> np.ndarray:
-    """``why`` with ``parts`` (an object array, or one text) added to its links ``at``, after "; "
-    where a link has words already."""
+    """``why`` with ``parts`` (an object array, or one text) added at ``at``, after "; " if any."""
     if len(at):
         before = why[at]
         had = before != ""
@@ -153,10 +141,8 @@ def _table(places: int, kind) -> np.ndarray:
 
 
 def _by_table(x: np.ndarray, places: int, kind) -> np.ndarray:
-    """``kind(round(v, places))`` of each value (``repr``, or ``_fixed2`` for two places), as an
-    object array; None where the value is not within [0, 1]: read off a table of the texts, with
-    Python's own rounding where a value lies within a rounding error of a half (Python rounds the
-    decimal value of the double, numpy the product), and for -0.0."""
+    """``kind(round(v, places))`` of each value as an object array (None outside [0, 1]), read off
+    a table; Python rounds values within an error of a half (numpy rounds the product) and -0.0."""
     scale = 10**places
     x = np.asarray(x, np.float64)
     inside = np.isfinite(x) & (x >= 0.0) & (x <= 1.0)
@@ -170,9 +156,7 @@ def _by_table(x: np.ndarray, places: int, kind) -> np.ndarray:
 
 def _shared_words(stats: TermStats, m: np.ndarray, c: np.ndarray) -> np.ndarray:
     """``"shared: a, b, c"`` of many pairs (an object array): the first three terms entry m shares
-    with candidate c, in the order m's links show them (``_shown_terms``: heaviest first, then by
-    label in lower case, then as m holds them), a word of a shared entity shown by the entity
-    alone: every term of each pair's entry tested at once against the candidates' postings."""
+    with candidate c in ``_shown_terms`` order, a word of a shared entity shown by the entity alone."""
     n = len(m)
     run = np.concatenate([[True], m[1:] != m[:-1]])  # an entry's links come one after another
     rows, local = m[run], np.cumsum(run) - 1
@@ -195,8 +179,7 @@ def _shared_words(stats: TermStats, m: np.ndarray, c: np.ndarray) -> np.ndarray:
 
 
 def _words_text(stats: TermStats, shown: dict, words: np.ndarray) -> np.ndarray:
-    """``"shared: a, b, c"`` per pair, of its words' flat places in ``shown`` (three a pair, -1:
-    none): an entity's name, a word's label in lower case, another term's name without its prefix."""
+    """``"shared: a, b, c"`` per pair from its words' places in ``shown`` (three a pair, -1: none)."""
     names, is_word = _term_names(stats)
     at = words.ravel()  # -1: the padding after the last place
     col, low = np.append(shown["col"], 0)[at], np.append(shown["low"], 0)[at]
@@ -209,10 +192,9 @@ def _words_text(stats: TermStats, shown: dict, words: np.ndarray) -> np.ndarray:
 
 
 def _shown_terms(stats: TermStats, rows: np.ndarray) -> dict:
-    """The terms of these entries, one entry after another, each entry's in the order its links
-    show them (heaviest first, then by label in lower case, then as the entry holds them):
-    ``col`` (the term), ``low`` (its label in lower case, as its place in the sorted ``lowers``),
-    per row its ``start`` and ``length``, and ``low_id`` (label in lower case -> place)."""
+    """The terms of these entries, each entry's heaviest first, then by label in lower case, then as
+    it holds them: ``col`` (the term), ``low`` (its lower-case label's place in the sorted
+    ``lowers``, ``low_id``), per row its ``start`` and ``length``."""
     terms, labels = [], []
     anchors = stats.anchors
     for r in rows.tolist():
@@ -244,8 +226,7 @@ def _weight_ranks(stats: TermStats) -> np.ndarray:
 
 
 def _term_names(stats: TermStats) -> tuple[np.ndarray, np.ndarray]:
-    """Each term's name without its prefix, and whether it is a word (``t:``, shown as its label
-    in lower case); kept for the statistics' vocabulary."""
+    """Each term's name without its prefix and whether it is a word (kept per vocabulary)."""
     held = stats._cache.get("term names")
     if held is None or held[0] is not stats.vocab:
         held = stats._cache["term names"] = (stats.vocab, *_names_of(stats.vocab))
@@ -268,17 +249,14 @@ CACHE_GROWERS["term names"] = _grown_term_names
 
 
 def _posting_keys(stats: TermStats, rows: np.ndarray) -> np.ndarray:
-    """``row << 32 | term`` of every posting of these rows, sorted: the candidates' terms of a
-    batch of links, a few thousand keys that stay in the cache (the bank's 1.6 million at 100k
-    miss it at every step)."""
+    """``row << 32 | term`` of every posting of these rows, sorted (a few keys, not the bank's)."""
     rows = np.unique(rows)
     which, pos = row_positions(stats.postings.indptr, rows)
     return (rows[which] << 32) | stats.postings.indices[pos].astype(np.int64)
 
 
 def _contains(keys: np.ndarray, wanted: np.ndarray) -> np.ndarray:
-    """Whether each wanted key is among the sorted ``keys`` (many wanted keys are sorted first: the
-    searches then walk the keys in order, half the time of searches at random)."""
+    """Whether each wanted key is among the sorted ``keys`` (many are sorted first: half the time)."""
     if keys.size == 0:
         return np.zeros(np.shape(wanted), bool)
     flat = np.asarray(wanted).ravel()
@@ -295,9 +273,8 @@ _SORTED_SEARCH = 65_536  #: from this many wanted keys, ``_contains`` sorts them
 
 
 def _entity_words(stats: TermStats, low_id: dict, pair: np.ndarray, cols: np.ndarray, n_low: int) -> np.ndarray:
-    """Sorted ``pair * n_low + low`` of the words of these shared entity terms (``cols``, of pairs
-    ``pair``; ``low``: a word's place in ``low_id``): a word term that reads as one of them is not
-    shown, the entity is."""
+    """Sorted ``pair * n_low + low`` of the words of these shared entity terms (``cols`` of pairs
+    ``pair``): such a word is not shown, its entity is."""
     distinct, at = np.unique(cols, return_inverse=True)
     words = [[low_id[w] for w in stats.vocab[t][2:].split() if w in low_id] for t in distinct.tolist()]
     by_term = np.concatenate([[0], np.cumsum([len(w) for w in words])]).astype(np.int64)
