@@ -210,8 +210,7 @@ class LinkState:
         self.degree_delta: dict[int, int] = defaultdict(int)  #: capped links of a row, added minus removed
         self.loaded_rows: set[int] = set()
         self.loaded_edges: set[int] = set()
-        self._unwritten: list[dict] = []  #: automatic records planned here, their evidence text maybe not written
-        self._written = 0  #: how many of them ``write_evidence`` went through
+        self._unwritten: list[dict] = []  #: automatic records planned here, their evidence text not yet written
 
     def ensure(self, rows) -> None:
         """Load the input edges touching these rows (once: an edge removed later stays removed)."""
@@ -268,7 +267,7 @@ class LinkState:
 
     def remove(self, key):
         rec = self.edges.pop(key)
-        rec["gone"] = True  # no longer planned: ``write_evidence`` skips it (a record is never added again)
+        rec["gone"] = True  # no longer planned: its evidence text is not written (a record is never added again)
         held = self.capped if rec["source"] in _CAPPED else self.touching
         for end in (rec["src"], rec["dst"]):
             held[end].discard(key)
@@ -478,17 +477,6 @@ class LinkState:
         self._unwritten.append(rec)
         return rec
 
-    def write_evidence(self, most: int | None = 4096) -> bool:
-        """Write the evidence texts of up to ``most`` (None: all) more planned links; whether some are left."""
-        records, start = self._unwritten, self._written
-        stop = len(records) if most is None else min(start + most, len(records))
-        self._write([rec for rec in records[start:stop] if "words" in rec and "gone" not in rec])
-        self._written = stop
-        if stop == len(records):  # all written: the list starts again (its records are done with)
-            records.clear()
-            self._written = 0
-        return stop < len(records)
-
     def _write(self, batch: list[dict]) -> None:
         """Write these automatic links' evidence texts (``wording.evidence_texts``)."""
         if batch:
@@ -538,7 +526,8 @@ class LinkState:
 
     # -- the result
     def plan(self, report: dict) -> LinkPlan:
-        self.write_evidence(None)
+        self._write([rec for rec in self._unwritten if "words" in rec and "gone" not in rec])
+        self._unwritten.clear()
         add = _planned_edges(list(self.added.values()), self.st.ids)
         orig = sorted(self.removed.values())
         remove = conform(self.ctx.edges_input[orig], "edges") if orig else _NO_EDGES
@@ -603,9 +592,6 @@ def _pair(a: int, b: int) -> tuple[int, int]:
 #: Whether ``_chosen_links`` makes an entry's common links inline (False: all through ``add_capped``)
 _INLINE_LINKS = True
 _TYPE_INPUTS = ("m", "c", "later", "time", "bridge_only")
-#: What the linking reads of a chunk's pairs and of their evidence (all a worker process sends back)
-LINKING_READS = (("b", "m", "c", "pos_index", "pos_nn", "pos_session", "pos_own", "pos_rev"),
-                 tuple(dict.fromkeys((*TEXT_VALUES, *_TYPE_INPUTS, "linked", "score", "affinity"))))
 
 
 def _text_inputs(words: list[tuple]) -> tuple[np.ndarray, np.ndarray, dict]:
