@@ -90,9 +90,10 @@ register_args("bench", lambda p: (
                         "query in a new process with its peak RSS, disk (needs the bench extra)"),
     p.add_argument("--seed", type=int, default=7),
     p.add_argument("--only", choices=["linker", "serve"], help="one section alone: 'linker' (term statistics build and "
-                   "extend, linking one entry with and without vectors, connect throughput, the query index after a "
-                   "deletion, each beside an exact numpy scan; vectors of the entries' text and random unit vectors, "
-                   "the worst case), e.g. kb bench --only linker --sizes 100000; 'serve' "
+                   "extend, linking one entry with and without vectors, connect throughput, kb.connect as a job on "
+                   "a bank on disk, the query index after a deletion, each beside an exact numpy scan; vectors of "
+                   "the entries' text and random unit vectors, the worst case), e.g. kb bench --only linker --sizes "
+                   "100000; 'serve' "
                    "(adds, first query after an add, cold open, memory, disk, PPR vs igraph, fold at 2k and 20k)"),
     p.add_argument("--out", help="also write the JSON report to this file"),
     p.add_argument("--scale", help="one big bank end to end instead: 20k, 100k, 300k or 1m entries (generate, embed with "
