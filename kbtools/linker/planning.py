@@ -137,6 +137,7 @@ def plan_connect(entries, edges, triples, *, ids=None, vectors=None, cosine=None
             ev = pair_evidence(st, pairs["m"], pairs["c"], rel=ctx.rel, settings=settings, vectors=vectors,
                                cosine=cosine, known_cos=pairs.get("cos"))
             choice = LinkChoice(pairs, ev, st, settings, state.index, len(rows))
+            state.measure_full(rows.tolist() + choice.c)
             bounds = np.searchsorted(pairs["b"], np.arange(len(rows) + 1)).tolist()
             for b, row in enumerate(rows.tolist()):
                 struct = structs[row] if row in structs else ctx.structural(row)

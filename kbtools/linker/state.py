@@ -304,6 +304,18 @@ class LinkState:
         for rec, value in zip(recs, affinity.tolist()):
             rec["strength"] = value * (self.faded(rec) / rec["weight"] if rec["weight"] > 0 else 0.0)
 
+    def measure_full(self, rows) -> None:
+        """Load the stored links of those of ``rows`` whose ends are full and measure them in one batch
+        (what ``add_capped`` compares a new link with): a chunk's at once, not one end at a time."""
+        cap, degrees = self.s.max_degree, self.index.degrees
+        full = [r for r in set(rows) if degrees[r] >= cap]
+        if not full:
+            return
+        self.ensure(full)
+        recs = {id(rec): rec for r in full for rec in (self.edges[key] for key in self.capped[r]) if "strength" not in rec}
+        if recs:
+            self._measure(list(recs.values()))
+
     def _weakest(self, row):
         """The key of the row's weakest capped link (``strength``, then key)."""
         if self.index.degrees[row]:  # its input links, to compare them with those planned here
