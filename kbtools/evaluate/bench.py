@@ -27,7 +27,9 @@ from kbtools.linker import TermStats, plan_connect, plan_links
 from kbtools.model.schema import SCHEMAS
 from kbtools.ops.embedding import embed_bank
 from kbtools.ops.interchange import import_frames
-from kbtools.ops.link_context import NEIGHBOURS_FLAT_BELOW, faiss_threads, new_neighbour_index
+from kbtools.ops.link_context import (NEIGHBOURS_FLAT_BELOW, faiss_threads, linker_settings, linker_vectors,
+                                      neighbour_index, new_neighbour_index, term_stats)
+from kbtools.ops.maintenance import connect_bank
 from kbtools.ops.writes import report_learning
 from kbtools.retrieval.embedders import get_embedder
 from kbtools.retrieval.folding import fold
@@ -501,9 +503,6 @@ def _bench_connect_job(tag, ents, demo, scan_ms):
     their texts embedded with ``hashing-char``): a new ``Bank`` opened where a run before left the
     linker's caches (term statistics, neighbour index), the whole job timed: the caches read back,
     the frame's lists, the linking and a commit per 2,000 entries."""
-    from kbtools.ops.link_context import linker_settings, linker_vectors, neighbour_index, term_stats
-    from kbtools.ops.maintenance import connect_bank
-
     with tempfile.TemporaryDirectory(prefix="kb-bench-") as tmp:
         bank = create_bank(Path(tmp) / "connect", embedder=None)
         import_frames(bank, entries=ents, edges=demo.edges, guard=False)

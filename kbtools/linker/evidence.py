@@ -122,7 +122,7 @@ def _dots(vectors, a: np.ndarray, b: np.ndarray) -> np.ndarray:
 
         out = np.empty(n, np.float32)
         a, b = np.ascontiguousarray(a, np.int64), np.ascontiguousarray(b, np.int64)
-        with _one_faiss_thread():  # a few pairs would wait for a team, and a worker's core is its own
+        with _one_faiss_thread():  # a few pairs would wait for a thread team to start
             faiss.pairwise_indexed_inner_product(vectors.shape[1], n, faiss.swig_ptr(vectors), faiss.swig_ptr(a),
                                                  faiss.swig_ptr(vectors), faiss.swig_ptr(b), faiss.swig_ptr(out))
         return out.astype(np.float64)
