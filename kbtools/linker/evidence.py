@@ -608,7 +608,8 @@ def _padded_kth(padded: np.ndarray, k: int) -> np.ndarray:
 
 def search_neighbours(stats: TermStats, rows, vectors, neighbors, *, open_, linked, settings: LinkerSettings,
                       eligible=None) -> tuple:
-    """The neighbour-index search ``candidate_pairs`` makes for these rows: the rows searched (those that see a quarter of the index or more) and their hits,
+    """The neighbour-index search ``candidate_pairs`` makes for these rows: the rows searched (those
+    that see a quarter of the index or more) and their hits,
     ``[(positions, (scores, rows)), ...]``."""
     rows = np.asarray(rows, np.int64)
     if eligible is None:
@@ -678,9 +679,10 @@ def candidate_pairs(
     (``pos_index``, ``pos_nn``, ``pos_session``; SENTINEL when absent); ``margin`` extra places
     per list let a caller drop entries superseded later. A row that sees under a quarter of the
     ``neighbors`` index is scanned exactly instead. ``eligible`` counts what a row could see, so
-    that one entry and a batch choose alike. With ``settings.both_ends`` the sources are the session's and ``own`` and ``rev``, the pair's places
-    in either end's whole-frame list (:func:`whole_lists`: the index's and the neighbours' best over
-    the frame); ``whole``: the candidates of such a list itself.
+    that one entry and a batch choose alike. With ``settings.both_ends`` the sources are the
+    session's and ``own`` and ``rev``, the pair's places in either end's whole-frame list
+    (:func:`whole_lists`: the index's and the neighbours' best over the frame); ``whole``: the
+    candidates of such a list itself.
     """
     rows = np.asarray(rows, np.int64)
     k = settings.candidates + margin
