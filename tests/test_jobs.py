@@ -40,6 +40,24 @@ def _small(bank_dir, n=120):
     return ents, edges
 
 
+def test_connect_commits_about_ten_chunks_by_default(tmp_path, demo_dir, monkeypatch):
+    """The default chunk is a tenth of the entries to link (at least ``CONNECT_CHUNK``): a job
+    commits about ten times whatever the bank's size, each commit its own transaction."""
+    ents, edges = _small(demo_dir / "engineering", n=300)
+    bank = kb.create_bank(tmp_path / "b", embedder=None)
+    kb.ops.import_frames(bank, entries=ents, edges=edges, guard=False)
+    before = bank.version
+    monkeypatch.setattr(kc, "CONNECT_CHUNK", 20)
+    seen = []
+    report = connect(bank, progress=lambda done, total: seen.append(done))
+    assert report["entries"] == 300 and seen == list(range(30, 301, 30))
+    assert bank.version == before + 10
+    monkeypatch.setattr(kc, "CONNECT_CHUNK", 200)  # the floor wins over a tenth
+    seen.clear()
+    connect(bank, rebuild=True, progress=lambda done, total: seen.append(done))
+    assert seen == [200, 300]
+
+
 def test_connect_equals_linking_one_by_one(tmp_path, demo_dir):
     ents, edges = _small(demo_dir / "engineering")
     bank = kb.create_bank(tmp_path / "b", embedder=None)

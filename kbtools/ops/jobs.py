@@ -67,7 +67,7 @@ def backfill(bank: Bank, *, dry_run: bool = False, actor: str = "backfill", prog
 
 
 def connect(bank: Bank, *, rebuild: bool = False, limit: int | None = None, dry_run: bool = False,
-            chunk: int = 2000, actor: str = "connect", progress: Progress = False) -> dict:
+            chunk: int | None = None, actor: str = "connect", progress: Progress = False) -> dict:
     """Link every entry the linker has not seen (``linked_at`` empty), or all with ``rebuild``,
     at most ``limit``; see :mod:`kbtools.ops.maintenance`. ``progress=True``: a ``tqdm.auto`` bar."""
     from kbtools.ops.maintenance import connect_bank
@@ -90,8 +90,9 @@ JOB_HELP = {
                 "least 7) get `cites` edges whose note is the citing sentence; dedup metadata (split_from,\n"
                 "replaces, supersedes, recovered_from) becomes typed edges. A second run writes nothing.",
     "connect": "Run the write-time linker over every entry it has not seen (empty linked_at), or all with\n"
-               "--rebuild, at most --limit. Commits in chunks of 2,000 with each entry's linked_at, so a killed\n"
-               "run loses nothing and a rerun finishes the work. Reports entries, links made and dropped.",
+               "--rebuild, at most --limit. Commits in about ten chunks (at least 2,000 entries each) with each\n"
+               "entry's linked_at, so a killed run loses one chunk at most and a rerun finishes the work.\n"
+               "Reports entries, links made and dropped.",
     "decay": "Automatic, feedback and review links fade (w * 0.5^(days since seen / 180)); those under 0.1\n"
              "and those pointing at deleted entries are pruned. Trusted links never fade.",
 }
@@ -176,9 +177,10 @@ def add_job_arguments(p: argparse.ArgumentParser, job: str, *, positional: bool)
     if job == "connect":
         p.add_argument("--rebuild", action="store_true", help="re-derive the automatic links of every entry")
         p.add_argument("--limit", type=int, help="link at most this many entries")
-        p.add_argument("--chunk", type=_positive_int, default=2000,
-                       help="entries per transaction (default 2,000): a killed run loses at most one chunk's work; "
-                            "each commit rebuilds the linker's view of the edges, so smaller chunks cost more")
+        p.add_argument("--chunk", type=_positive_int, default=None,
+                       help="entries per transaction (default: a tenth of the entries to link, at least 2,000): a "
+                            "killed run loses at most one chunk's work; each commit re-reads the bank's edges, so "
+                            "smaller chunks cost more (the links made are the same)")
 
 
 def _positive_int(text: str) -> int:

@@ -39,6 +39,10 @@ __all__ = [
 ]
 
 
+#: The fewest entries a ``connect_bank`` transaction commits by default.
+CONNECT_CHUNK = 2000
+
+
 def _apply(bank: Bank, plan, *, actor: str, reason: str) -> dict:
     if plan.add.height == 0 and plan.remove.height == 0 and plan.entry_updates.height == 0:
         return {"added": 0, "removed": 0}
@@ -48,12 +52,15 @@ def _apply(bank: Bank, plan, *, actor: str, reason: str) -> dict:
 
 
 def connect_bank(bank: Bank, *, rebuild: bool = False, limit: int | None = None, dry_run: bool = False,
-                 chunk: int = 2000, actor: str = "connect", progress: Progress = False) -> dict:
+                 chunk: int | None = None, actor: str = "connect", progress: Progress = False) -> dict:
     """Link every entry the linker has not seen (or all with ``rebuild``), at most ``limit``, in
     created_at order; each chunk is one transaction that also sets its entries' ``linked_at``, so
-    a killed run loses nothing and a rerun continues. Returns entries, links made, links dropped,
+    a killed run loses only the chunk it was in and a rerun continues. ``chunk`` (entries per
+    transaction) defaults to the larger of :data:`CONNECT_CHUNK` and a tenth of the entries to
+    link: every commit re-reads the bank's edges, so a job commits about ten times whatever the
+    bank's size (the links do not depend on it). Returns entries, links made, links dropped,
     links per entry and duration. ``progress=True`` shows a ``tqdm.auto`` bar per chunk."""
-    if isinstance(chunk, bool) or not isinstance(chunk, int) or chunk < 1:
+    if chunk is not None and (isinstance(chunk, bool) or not isinstance(chunk, int) or chunk < 1):
         raise ValidationError("chunk", chunk, "commit at least one entry per transaction (a positive integer)")
     progress = progress_callback(progress, "connect")
     started = time.perf_counter()
@@ -63,6 +70,8 @@ def connect_bank(bank: Bank, *, rebuild: bool = False, limit: int | None = None,
     todo = order if rebuild else order.filter(pl.col("linked_at").is_null())
     todo = todo.filter(~pl.col("kind").is_in(["step", "artifact", "role"]))
     ids = todo["id"].to_list()[: limit if limit is not None else None]
+    if chunk is None:
+        chunk = max(CONNECT_CHUNK, -(-len(ids) // 10))
     made = dropped = 0
     plans = []
     faiss_threads(max(1, min(8, os.cpu_count() or 1)))  # a chunk's neighbour searches run in parallel
