@@ -48,7 +48,7 @@ __all__ = ["bench_peers", "format_peers", "PEERS"]
 PEERS = ("kbtools", "LanceDB", "Chroma", "DuckDB+vss")
 
 K = 8
-_INDEX_WORDS = {"hnsw": "faiss HNSW, M 32, efSearch 128, float16 vectors (as the bank stores them)", "flat": "exact scan",
+_INDEX_WORDS = {"hnsw": "faiss HNSW, M 32, efSearch 128, float16 vectors as the bank stores them", "flat": "exact scan",
                 "ivf_sq8": "faiss IVF, 8-bit codes, a tenth of the lists visited, re-scored with the stored vectors"}
 _QUERIES = 100  # recall@8 and the steady p50 over these
 _ADDS = 10
