@@ -141,6 +141,27 @@ def test_the_embedding_cache_keeps_few_shards_under_single_entry_writes(tmp_path
     assert found.all() and vecs[:, 0, 0].tolist() == list(range(3 * MERGE_SMALL))
 
 
+def test_the_embedding_cache_never_rewrites_a_big_shard_when_it_merges_small_ones(tmp_path):
+    """A bank's embedding job writes one shard of many entries: its hashes file is small (8 bytes an
+    entry) but its vectors are not, and merging the single-entry shards of later writes must leave
+    it alone (it was read and written again by every merge)."""
+    from kbtools.store.embed_cache import MERGE_SMALL, SMALL_SHARD_BYTES, EmbeddingCache
+
+    cache = EmbeddingCache("test-embedder", root=tmp_path)
+    rows = SMALL_SHARD_BYTES // (4 * 8 * 4) + 1  # vectors just over the small size, hashes far under it
+    cache.put(np.arange(rows, dtype=np.uint64) + 10_000, np.ones((rows, 4, 8), np.float32))
+    folder = tmp_path / "vectors" / "test-embedder"
+    (big,) = folder.glob("*.vectors.npy")
+    before = big.stat()
+    for h in range(2 * MERGE_SMALL):
+        cache.put(np.array([h], dtype=np.uint64), np.full((1, 4, 8), h, np.float32))
+    after = big.stat()
+    assert (after.st_ino, after.st_mtime_ns) == (before.st_ino, before.st_mtime_ns)
+    assert len(list(folder.glob("*.hashes.npy"))) < MERGE_SMALL
+    found, vecs = cache.get(np.array([0, 2 * MERGE_SMALL - 1, 10_000, 10_000 + rows - 1], dtype=np.uint64))
+    assert found.all() and vecs[:2, 0, 0].tolist() == [0, 2 * MERGE_SMALL - 1]
+
+
 def test_a_fresh_process_after_writes_grows_the_cached_index_instead_of_rebuilding(bank):
     kb.query(bank, "warm the index", record_usage=False)  # builds the index and writes its cache file
     new = kb.report_learning(bank, content="The zyxel quokka retention window is nine days.", actor="a", link=False)

@@ -23,7 +23,8 @@ import numpy as np
 __all__ = ["EmbeddingCache", "cache_root"]
 
 MAX_BYTES = 1 << 30
-#: Shards under this size (a few entries' vectors) are merged once there are MERGE_SMALL of them.
+#: Shards whose vectors file is under this size (a few entries' vectors) are merged once there are
+#: MERGE_SMALL of them; a bank's embedding job writes one big shard, never rewritten by a merge.
 SMALL_SHARD_BYTES = 1 << 20
 MERGE_SMALL = 32
 #: The hashes of each shard read by this process, with their sort order (shards are immutable).
@@ -89,7 +90,7 @@ class EmbeddingCache:
                 hit = (keys[order[pos]] == hashes) & ~found
                 if not hit.any():
                     continue  # nothing here: the vectors file is never opened
-                data = np.load(shard.with_name(shard.name.replace(".hashes.npy", ".vectors.npy")), mmap_mode="r")
+                data = np.load(_vectors_of(shard), mmap_mode="r")
             except (OSError, ValueError, EOFError):  # a damaged shard is passed over: its texts are embedded
                 continue
             if data.ndim < 2 or len(data) != len(keys):
@@ -126,14 +127,14 @@ class EmbeddingCache:
     def _merge_small(self) -> None:
         """Fold the small shards (one per single-entry write) into one once there are
         :data:`MERGE_SMALL` of them, so a lookup reads a bounded number of files."""
-        small = [sh for sh in self._shards() if sh.stat().st_size < SMALL_SHARD_BYTES]
+        small = [sh for sh in self._shards() if _vectors_of(sh).stat().st_size < SMALL_SHARD_BYTES]
         if len(small) < MERGE_SMALL:
             return
         keys, vecs = [], []
         for sh in small:
             try:
                 k = np.load(sh)
-                v = np.load(sh.with_name(sh.name.replace(".hashes.npy", ".vectors.npy")))
+                v = np.load(_vectors_of(sh))
             except (OSError, ValueError, EOFError):
                 continue
             if vecs and v.shape[1:] != vecs[0].shape[1:]:
@@ -150,19 +151,24 @@ class EmbeddingCache:
             os.replace(tmp, self.folder / f"{tag}{suffix}")
         for sh in small:
             _KEYS.pop(sh, None)
-            for p in (sh, sh.with_name(sh.name.replace(".hashes.npy", ".vectors.npy"))):
+            for p in (sh, _vectors_of(sh)):
                 p.unlink(missing_ok=True)
         _LISTED.pop(self.folder, None)
 
     def _trim(self) -> None:
         shards = self._shards()
-        sizes = [s.stat().st_size + s.with_name(s.name.replace(".hashes.npy", ".vectors.npy")).stat().st_size for s in shards]
+        sizes = [s.stat().st_size + _vectors_of(s).stat().st_size for s in shards]
         total = sum(sizes)
         for shard, size in zip(shards, sizes):
             if total <= self.max_bytes:
                 break
-            for p in (shard, shard.with_name(shard.name.replace(".hashes.npy", ".vectors.npy"))):
+            for p in (shard, _vectors_of(shard)):
                 p.unlink(missing_ok=True)
             _KEYS.pop(shard, None)  # its hashes are no longer read: do not keep them
             _LISTED.pop(self.folder, None)
             total -= size
+
+
+def _vectors_of(shard: Path) -> Path:
+    """The vectors file beside a shard's hashes file."""
+    return shard.with_name(shard.name.replace(".hashes.npy", ".vectors.npy"))
