@@ -298,3 +298,33 @@ def test_a_compaction_that_cannot_carry_a_cache_still_commits(tmp_path, monkeypa
     assert report["vectors"] == {"segments": 1, "rows": 3, "caches_kept": 0}
     again = kb.open_bank(bank.path)
     assert len(vector_segments(again)) == 1 and cached_file_meta(again, "index-x.kbx")[2]["segments"] == first
+
+
+def test_segments_merge_as_rows_keep_their_place_new_keys_go_last_and_deleted_keys_go():
+    """``merge_keyed`` applied segment after segment gives what a plain model gives: per key its
+    latest row, at the place the key first appeared, new keys at the end, deleted keys gone (and
+    at the end again when written anew), whatever mix of appends, updates and deletes a segment
+    holds."""
+    from kbtools.store.segments import merge_keyed
+
+    rng = np.random.default_rng(5)
+    keys = ("src", "dst", "type")
+    merged, model, seq = None, {}, 0
+    for _ in range(60):
+        rows = []
+        for _ in range(int(rng.integers(1, 7))):
+            seq += 1
+            key = (f"e{rng.integers(6)}", f"e{rng.integers(6)}", str(rng.choice(["cites", "see_also"])))
+            rows.append({"src": key[0], "dst": key[1], "type": key[2], "note": f"n{seq}",
+                         "_deleted": bool(rng.random() < 0.3), "_seq": seq})
+        latest = {}
+        for row in rows:  # one segment: per key its latest row, keys in first order
+            latest[(row["src"], row["dst"], row["type"])] = row
+        for key, row in latest.items():
+            if row["_deleted"]:
+                model.pop(key, None)
+            else:
+                model[key] = row["note"]
+        merged = merge_keyed(merged, pl.DataFrame(rows), keys)
+        assert list(zip(*(merged[c].to_list() for c in keys))) == list(model)
+        assert merged["note"].to_list() == list(model.values())

@@ -58,13 +58,14 @@ _EDGES_READ_WHOLE = 200_000
 _EDGE_COLUMNS = ["_orig", "src", "dst", "type", "source", "note", "evidence", "weight", "created_by", "created_at", "seen_at"]
 
 
-def _edge_columns(frame: pl.DataFrame, row_of: dict):
-    """Per edge: its ends' rows (-1: none), its canonical type's code, its supersedes, capped and part_of flags.
-    Read with polars (one hash lookup per end in its engine, not a Python loop over the edges)."""
-    known, rows = pl.Series(list(row_of), dtype=pl.String), pl.Series(list(row_of.values()), dtype=pl.Int64)
+def _edge_columns(frame: pl.DataFrame, ids: pl.Series):
+    """Per edge: its ends' rows in ``ids`` (-1: none), its canonical type's code, its supersedes,
+    capped and part_of flags. Read with polars (one hash lookup per end in its engine, not a Python
+    loop over the edges)."""
+    rows = pl.int_range(0, len(ids), dtype=pl.Int64, eager=True)
 
     def rows_of(ends: pl.Series) -> np.ndarray:
-        return ends.cast(pl.String).replace_strict(known, rows, default=-1, return_dtype=pl.Int64).fill_null(-1).to_numpy()
+        return ends.cast(pl.String).replace_strict(ids, rows, default=-1, return_dtype=pl.Int64).fill_null(-1).to_numpy()
 
     types = frame["type"].cast(pl.String).fill_null("")
     names = types.unique(maintain_order=True).to_list()
@@ -78,10 +79,11 @@ def _edge_columns(frame: pl.DataFrame, row_of: dict):
 
 
 class EdgeIndex:
-    """Edges (with their row number in the input, ``_orig``) by entry row: an adjacency over rows
-    (CSR) to load the edges near an entry when it is first read, and who replaced whom."""
+    """Edges (with their row number in the input, ``_orig``) by entry row (an entry's position in
+    ``ids``, the statistics' ids): an adjacency over rows (CSR) to load the edges near an entry when
+    it is first read, and who replaced whom."""
 
-    def __init__(self, frame: pl.DataFrame, row_of: dict):
+    def __init__(self, frame: pl.DataFrame, ids: pl.Series):
         schema = SCHEMAS["edges"]
 
         def column(name: str) -> pl.Expr:  # the schema's dtype (null when missing), times in epoch microseconds
@@ -90,8 +92,8 @@ class EdgeIndex:
 
         self.frame = frame.select(pl.col("_orig"), *(column(c) for c in _EDGE_COLUMNS[1:]))
         self._cols = None
-        n = len(row_of)
-        src, dst, code, n_types, sup_flag, capped_flag, part_flag = _edge_columns(self.frame, row_of)
+        n = len(ids)
+        src, dst, code, n_types, sup_flag, capped_flag, part_flag = _edge_columns(self.frame, ids)
         known = np.flatnonzero((src >= 0) & (dst >= 0))
         # the last edge per key (src, dst, canonical type), sorted by the pair of rows (their counts too)
         n_pairs = max(n, 1)

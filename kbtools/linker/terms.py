@@ -250,7 +250,7 @@ class TermStats:
         (2, 2.219)
         """
         old = len(self.ids)
-        if entries.height < old or not entries["id"].head(old).equals(self._id_series(), check_names=False):
+        if entries.height < old or not entries["id"].head(old).equals(self.id_series(), check_names=False):
             raise ValidationError("entries", entries.height, "must start with the rows these statistics were built "
                                   "from, in the same order; rebuild them with TermStats.build(entries)")
         _check_entries(entries.slice(old))  # the first rows were checked when these statistics were built
@@ -395,7 +395,8 @@ class TermStats:
             tail = sp.csr_matrix((len(self.vocab), n_rows), dtype=np.float64)
         return base, rows, _transposed_with(tail, new_rows, new_cols, n_terms, n_rows)
 
-    def _id_series(self) -> pl.Series:
+    def id_series(self) -> pl.Series:
+        """The entries' ids in row order as a polars Series (made once, then kept)."""
         cached = self._cache.get("ids")
         if cached is None:
             cached = self._cache["ids"] = pl.Series("id", self.ids, dtype=pl.String)
@@ -419,7 +420,7 @@ class TermStats:
         """Raise ValidationError unless these statistics were built from this frame's rows."""
         if self._cache.get("aligned") is entries:
             return
-        if entries.height != len(self.ids) or not entries["id"].equals(self._id_series(), check_names=False):
+        if entries.height != len(self.ids) or not entries["id"].equals(self.id_series(), check_names=False):
             raise ValidationError(
                 "stats", f"{len(self.ids)} entries", f"were built from another entries frame ({entries.height} rows); "
                 "rebuild them with TermStats.build(entries)",
