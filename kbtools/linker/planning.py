@@ -237,7 +237,7 @@ class PlanContext:
         cache = self.stats._cache
         held = cache.get("edges")
         if held is None or held[0] is not self.edges_input:
-            held = (self.edges_input, EdgeIndex(self.edges_input.with_row_index("_orig"), self.stats.id_series()))
+            held = (self.edges_input, EdgeIndex(self.edges_input.with_row_index("_orig"), self.stats))
             cache["edges"] = held
         return held[1]
 
@@ -259,7 +259,7 @@ class PlanContext:
             near = touching.filter(pl.col("src").is_in(old) | pl.col("dst").is_in(old))
             more = ids + list(set(near["src"].to_list()) | set(near["dst"].to_list()))
             touching = frame.filter(pl.col("src").is_in(more) | pl.col("dst").is_in(more))
-        return EdgeIndex(touching, self.stats.id_series())
+        return EdgeIndex(touching, self.stats)
 
     def structural(self, row: int) -> list[tuple[str, int | None]]:
         """(type, target row or None when missing) named by the entry's own metadata."""

@@ -58,14 +58,21 @@ _EDGES_READ_WHOLE = 200_000
 _EDGE_COLUMNS = ["_orig", "src", "dst", "type", "source", "note", "evidence", "weight", "created_by", "created_at", "seen_at"]
 
 
-def _edge_columns(frame: pl.DataFrame, ids: pl.Series):
-    """Per edge: its ends' rows in ``ids`` (-1: none), its canonical type's code, its supersedes,
-    capped and part_of flags. Read with polars (one hash lookup per end in its engine, not a Python
-    loop over the edges)."""
-    rows = pl.int_range(0, len(ids), dtype=pl.Int64, eager=True)
+def _edge_columns(frame: pl.DataFrame, stats: TermStats):
+    """Per edge: its ends' rows in the statistics (-1: none), its canonical type's code, its
+    supersedes, capped and part_of flags. A few edges (one entry's neighbourhood) look their ends up
+    one by one; many (a connect's whole frame) in one polars pass, which hashes every id of the bank."""
+    if frame.height * 16 < len(stats.ids):
+        row_of = stats.row_of
 
-    def rows_of(ends: pl.Series) -> np.ndarray:
-        return ends.cast(pl.String).replace_strict(ids, rows, default=-1, return_dtype=pl.Int64).fill_null(-1).to_numpy()
+        def rows_of(ends: pl.Series) -> np.ndarray:
+            return np.fromiter((row_of.get(x, -1) for x in ends.to_list()), np.int64, len(ends))
+    else:
+        ids = stats.id_series()
+        rows = pl.int_range(0, len(ids), dtype=pl.Int64, eager=True)
+
+        def rows_of(ends: pl.Series) -> np.ndarray:
+            return ends.cast(pl.String).replace_strict(ids, rows, default=-1, return_dtype=pl.Int64).fill_null(-1).to_numpy()
 
     types = frame["type"].cast(pl.String).fill_null("")
     names = types.unique(maintain_order=True).to_list()
@@ -79,11 +86,11 @@ def _edge_columns(frame: pl.DataFrame, ids: pl.Series):
 
 
 class EdgeIndex:
-    """Edges (with their row number in the input, ``_orig``) by entry row (an entry's position in
-    ``ids``, the statistics' ids): an adjacency over rows (CSR) to load the edges near an entry when
+    """Edges (with their row number in the input, ``_orig``) by entry row (its row in the
+    statistics ``stats``): an adjacency over rows (CSR) to load the edges near an entry when
     it is first read, and who replaced whom."""
 
-    def __init__(self, frame: pl.DataFrame, ids: pl.Series):
+    def __init__(self, frame: pl.DataFrame, stats: TermStats):
         schema = SCHEMAS["edges"]
 
         def column(name: str) -> pl.Expr:  # the schema's dtype (null when missing), times in epoch microseconds
@@ -92,8 +99,8 @@ class EdgeIndex:
 
         self.frame = frame.select(pl.col("_orig"), *(column(c) for c in _EDGE_COLUMNS[1:]))
         self._cols = None
-        n = len(ids)
-        src, dst, code, n_types, sup_flag, capped_flag, part_flag = _edge_columns(self.frame, ids)
+        n = len(stats.ids)
+        src, dst, code, n_types, sup_flag, capped_flag, part_flag = _edge_columns(self.frame, stats)
         known = np.flatnonzero((src >= 0) & (dst >= 0))
         # the last edge per key (src, dst, canonical type), sorted by the pair of rows (their counts too)
         n_pairs = max(n, 1)
