@@ -652,17 +652,22 @@ def plan_edge_changes(
     )
     rem = rem.select("src", "dst", "type")
     if rem.height:
-        found = rem.join(edges, on=["src", "dst", "type"], how="inner")
+        held = edges.filter(pl.col("src").is_in(rem["src"].unique().implode()))  # a scan, not a hash of every edge
+        found = rem.join(held, on=["src", "dst", "type"], how="inner")
         if found.height < rem.unique().height:
-            missing = rem.join(edges.select("src", "dst", "type"), on=["src", "dst", "type"], how="anti").row(0)
+            missing = rem.join(held.select("src", "dst", "type"), on=["src", "dst", "type"], how="anti").row(0)
             raise EdgeNotFound(*missing)
         removed_rows = found
     else:
         removed_rows = edges.head(0)
-    remaining = edges.join(rem, on=["src", "dst", "type"], how="anti") if rem.height else edges
+    # the edges a new one could clash with: those from the same sources (a scan of three columns, not
+    # a copy of the frame), less those this change removes (or replaces)
+    near = edges.select("src", "dst", "type").filter(pl.col("src").is_in(adds["src"].unique().implode()))
+    if rem.height:
+        near = near.join(rem, on=["src", "dst", "type"], how="anti")
     if replace and adds.height:
-        remaining = remaining.join(adds.select("src", "dst", "type"), on=["src", "dst", "type"], how="anti")
-    check_edges(adds, entries["id"], existing=remaining)
+        near = near.join(adds.select("src", "dst", "type"), on=["src", "dst", "type"], how="anti")
+    check_edges(adds, entries["id"], existing=near)
     upd = None
     events = [
         edge_events(removed_rows, "edge.delete", actor=actor, at=now, reason=reason),

@@ -97,16 +97,19 @@ def merge_keyed(current: pl.DataFrame | None, new: pl.DataFrame, keys: tuple[str
     if current is None or current.height == 0:
         return new.filter(~pl.col(_DELETED))
     cur = current.with_row_index("_pos")
-    new = new.join(cur.select(*keys, "_pos"), on=list(keys), how="left", nulls_equal=True)
+    first = new.get_column(keys[0])
+    maybe = pl.col(keys[0]).is_in(first.drop_nulls().unique().implode())  # a scan, not a hash of every row
+    held = cur.select(*keys, "_pos").filter(maybe | pl.col(keys[0]).is_null() if first.null_count() else maybe)
+    new = new.join(held, on=list(keys), how="left", nulls_equal=True)
     fresh = new["_pos"].is_null()
     # no key changed in place (an append, a delete, a linked write's links in and evicted out): the
-    # deleted rows dropped by a mask and the new ones appended, one copy of the table, no sort of it
+    # deleted rows dropped by a mask and the new ones appended, no sort of the table
     if not (~fresh & ~new[_DELETED]).any():
         mask = np.ones(current.height, dtype=bool)
         mask[new.filter(~fresh)["_pos"].to_numpy()] = False
         kept = current if mask.all() else current.filter(pl.Series(mask))
         added = new.filter(fresh & ~new[_DELETED]).drop("_pos")
-        return (pl.concat([kept, added], how="diagonal_relaxed") if added.height else kept).rechunk()
+        return append_rows(kept, added) if added.height else kept
     new = new.with_columns(
         pl.when(fresh).then(pl.lit(cur.height, pl.UInt32) + fresh.cast(pl.UInt32).cum_sum() - 1)
         .otherwise(pl.col("_pos")).alias("_pos")
