@@ -314,17 +314,20 @@ def test_segments_merge_as_rows_keep_their_place_new_keys_go_last_and_deleted_ke
         rows = []
         for _ in range(int(rng.integers(1, 7))):
             seq += 1
-            key = (f"e{rng.integers(6)}", f"e{rng.integers(6)}", str(rng.choice(["cites", "see_also"])))
+            src = None if rng.random() < 0.1 else f"e{rng.integers(6)}"  # a null key matches a null key
+            key = (src, f"e{rng.integers(6)}", str(rng.choice(["cites", "see_also"])))
             rows.append({"src": key[0], "dst": key[1], "type": key[2], "note": f"n{seq}",
                          "_deleted": bool(rng.random() < 0.3), "_seq": seq})
+        rows = pl.DataFrame(rows, schema={"src": pl.String, "dst": pl.String, "type": pl.String, "note": pl.String,
+                                          "_deleted": pl.Boolean, "_seq": pl.Int64})
         latest = {}
-        for row in rows:  # one segment: per key its latest row, keys in first order
+        for row in rows.iter_rows(named=True):  # one segment: per key its latest row, keys in first order
             latest[(row["src"], row["dst"], row["type"])] = row
         for key, row in latest.items():
             if row["_deleted"]:
                 model.pop(key, None)
             else:
                 model[key] = row["note"]
-        merged = merge_keyed(merged, pl.DataFrame(rows), keys)
+        merged = merge_keyed(merged, rows, keys)
         assert list(zip(*(merged[c].to_list() for c in keys))) == list(model)
         assert merged["note"].to_list() == list(model.values())
