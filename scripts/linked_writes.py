@@ -17,7 +17,6 @@ import kbtools as kb
 
 def main(path: str, n: int) -> None:
     bank = kb.open_bank(path)
-    kb.query(bank, "warm up the query caches", record_usage=False)
     for i in range(3):
         kb.report_learning(bank, content=f"Warm-up write {i}: pump {i} faulted on line {i}.", actor="linked-writes")
     took = []

@@ -261,3 +261,25 @@ def test_check_bank_finds_broken_invariants(small_bank):
     assert "missing" in str(kb.check_bank(small_bank.path)[0])
     with pytest.raises(kb.NotABank):
         kb.check_bank(small_bank.path / "nope")
+
+
+def test_the_linked_writes_script_times_the_default_write_on_a_copy(tmp_path, demo_dir):
+    """``scripts/linked_writes.py BANK N`` (how docs/performance.md times the default write on a
+    big bank) writes N linked entries into the bank it is given and prints their p50."""
+    import os
+    import shutil
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    shutil.copytree(demo_dir / "engineering", tmp_path / "eng")
+    before = kb.open_bank(tmp_path / "eng").entries.height
+    script = Path(__file__).resolve().parents[1] / "scripts" / "linked_writes.py"
+    out = subprocess.run([sys.executable, str(script), str(tmp_path / "eng"), "4"], capture_output=True, text=True,
+                         timeout=300, env={**os.environ, "ORT_DISABLE_TELEMETRY": "1"})
+    assert out.returncode == 0, out.stderr
+    assert re.search(r"4 linked writes: p50 [\d.]+ ms, mean [\d.]+ ms", out.stdout)
+    bank = kb.open_bank(tmp_path / "eng")
+    assert bank.entries.height == before + 3 + 4  # three warm-up writes, then the four timed
+    written = bank.entries.filter(pl.col("content").str.starts_with("Pump "))
+    assert written.height == 4 and written["linked_at"].null_count() == 0
