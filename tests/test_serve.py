@@ -238,10 +238,18 @@ def _plain_fold(bank, text):
     return kb.fold(pool, bank.edges, entries=active, query=text).to_dict()
 
 
-def test_a_query_after_an_add_link_unlink_or_delete_reads_the_fold_edges_without_rebuilding(bank):
+@pytest.mark.parametrize("sidecar", [True, False], ids=["edge sidecar", "edge frame"])
+def test_a_query_after_an_add_link_unlink_or_delete_reads_the_fold_edges_without_rebuilding(bank, sidecar):
+    """With the compaction's edge sidecar or without it (a bank never fully compacted: the first
+    query builds the lookup from the edge frame once), a query after any write applies what the
+    write wrote to the fold's edges and folds as a fresh build over the whole edge frame does."""
     from kbtools.retrieval.folding import EdgeLookup
     from kbtools.retrieval.pipeline import edge_lookup
 
+    if not sidecar:
+        for path in (bank.path / "cache").glob("edges-ends*"):
+            path.unlink()
+        bank = kb.open_bank(bank.path)
     kb.query(bank, "warm the fold", record_usage=False)
     builds = EdgeLookup.builds
     phrase = "zyxel quokka retention window for the cold shard"

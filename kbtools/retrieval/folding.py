@@ -188,23 +188,6 @@ class EdgeLookup:
                 dead.add(int(row))
         return EdgeLookup(self.parts, self.sources, self.entries, frozenset(dead), mark)
 
-    def followed(self, edges: pl.DataFrame, *, mark=None, max_dead: float = 0.2) -> EdgeLookup | None:
-        """This lookup changed to hold exactly the kept edges of ``edges`` (the whole current edge
-        frame after an unlink, a retype or a bridge): rows gone are masked, rows new or changed
-        join as a part. One vectorised comparison of the two edge sets, no rebuild; None when the
-        masked rows would pass ``max_dead`` of the rows held (then build afresh)."""
-        _check_edges(edges)
-        current = canonical_edges(edges, self.sources)
-        held = self._held()
-        cols = list(_KEPT_COLUMNS)
-        gone = held.join(current, on=cols, how="anti", nulls_equal=True)["row"].to_list()
-        new = current.join(held.select(cols), on=cols, how="anti", nulls_equal=True)
-        total = sum(p.height for p in self.parts) + new.height
-        if len(self.dead) + len(gone) > max_dead * max(total, 1):
-            return None
-        out = EdgeLookup(self.parts, self.sources, self.entries, self.dead | frozenset(gone), mark)
-        return out._grown(new, _aliased(edges), mark) if new.height else out
-
     def incident_of(self, ids: Iterable[str]) -> dict[str, list[_Incident]]:
         """Each of ``ids``' incident edges as ``(other end, "out" | "in", edge)``, in neighbour
         order (note-carrying first, then :data:`vocab.NEIGHBOR_TYPE_PRIORITY`, other end, type,
@@ -278,13 +261,6 @@ class EdgeLookup:
                 seen.add(edge[:3])
                 out.append((row, edge))
         return out
-
-    def _held(self) -> pl.DataFrame:
-        """The live rows held, with their global row numbers (for :meth:`followed`)."""
-        frames = [p.frame().with_columns((pl.int_range(pl.len(), dtype=pl.Int64) + p.offset).alias("row"))
-                  for p in self.parts]
-        held = pl.concat(frames)
-        return held.filter(~pl.col("row").is_in(list(self.dead))) if self.dead else held
 
 
 class _Part(NamedTuple):

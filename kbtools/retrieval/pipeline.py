@@ -20,13 +20,13 @@ from kbtools.retrieval.embedders import Embedder
 from kbtools.errors import ValidationError
 from kbtools.retrieval.folding import EdgeLookup, flat
 from kbtools.retrieval.folding import fold as fold_pool
+from kbtools.retrieval.index import MAX_DEAD_SHARE
 from kbtools.retrieval.search import display_rows, ranked_columns
 from kbtools.store.bank import Bank
 from kbtools.model import vocab
 from kbtools.model.schema import KEYS
 from kbtools.model.vocab import EDGE_SOURCES, TRUSTED_SOURCES
-from kbtools.store.segments import (DELETED, SegmentMark, appended_rows, base_and_later, latest_in_first_order,
-                                    table_mark)
+from kbtools.store.segments import DELETED, SegmentMark, base_and_later, latest_in_first_order, segment_names
 from kbtools.store.sidecars import read_edge_ends
 
 __all__ = ["QUERY_DEFAULTS", "query", "edge_lookup"]
@@ -35,11 +35,12 @@ __all__ = ["QUERY_DEFAULTS", "query", "edge_lookup"]
 
 
 def edge_lookup(bank: Bank, *, sources: Iterable[str] | None = None) -> EdgeLookup:
-    """The bank's edges prepared for folding (one per source set), kept across bank versions: edges
-    appended since (a link, an add with its connections) join it as a part, and after any other
-    change of the edges (an unlink, a retype, a bridge) the rows gone are masked and the new ones
-    added, so a query after a write reads only what the write changed (``EdgeLookup.builds``
-    counts the builds from the whole edge frame). The trusted edges of a bank whose base edges
+    """The bank's edges prepared for folding (one per source set), kept across bank versions: the
+    rows of the edge segments written since it was built (a link, an add with its connections, an
+    unlink, a retype, a bridge, a linked write's evicted links) are applied key by key, the keys
+    they touch masked and their live rows added as a part, so a query after a write reads only what
+    the write wrote (``EdgeLookup.builds`` counts the builds from the whole edge frame; one happens
+    again once masked rows pass ``MAX_DEAD_SHARE`` of those held). The trusted edges of a bank whose base edges
     segment has its sidecar (:func:`~kbtools.store.sidecars.read_edge_ends`, written by a full
     compaction) are read from it, memory-mapped, and the segments after it applied: the edge
     frame is never read. Neighbours' display fields come from the pool's display rows of active
@@ -51,21 +52,11 @@ def edge_lookup(bank: Bank, *, sources: Iterable[str] | None = None) -> EdgeLook
     key = "edge_lookup:" + ",".join(sorted(allowed))
 
     def build(prior: EdgeLookup | None) -> EdgeLookup:
-        if prior is None or isinstance(prior.mark, SegmentMark):
-            out = _from_segments(bank, allowed, prior) if allowed == TRUSTED_SOURCES else None
-            if out is not None:
-                return out
-            prior = None
-        mark = table_mark(bank, "edges")
-        if prior is not None:
-            added = appended_rows(bank, "edges", prior.mark)
-            if added is not None:  # only new edges: one more part, nothing rebuilt
-                return prior.grown(added, mark=mark) if added.height else prior
-            followed = prior.followed(bank.edges, mark=mark)
-            if followed is not None:  # edges removed or changed: masked, the new ones added
-                return followed
+        out = _from_segments(bank, allowed, prior)
+        if out is not None:
+            return out
         out = EdgeLookup.build(bank.edges, sources=allowed)
-        out.mark = mark
+        out.mark = SegmentMark(segment_names(bank, "edges"))  # it covers these segments: later ones are applied
         return out
 
     lookup = bank.derived(key, build, on=("edges",), grow=True)
@@ -73,11 +64,14 @@ def edge_lookup(bank: Bank, *, sources: Iterable[str] | None = None) -> EdgeLook
 
 
 def _from_segments(bank: Bank, allowed: frozenset[str], prior: EdgeLookup | None) -> EdgeLookup | None:
-    """The trusted edges from the base segment's sidecar (or ``prior``, built so, when the
-    segments it covers still lead the snapshot's) and the rows of the segments after it, applied
-    key by key; None where the whole edge frame must be read: no sidecar, an aliased type, a
-    segment swept since."""
+    """``prior`` (when the segments it covers still lead the snapshot's) or the trusted edges of
+    the base segment's sidecar, with the rows of the segments after those applied key by key (an
+    add, a link, an unlink, a linked write's evicted links: what the write wrote, never the whole
+    edge frame); None where the whole edge frame must be read: no prior and no sidecar (or other
+    sources than the trusted ones, which the sidecar holds), an aliased type, a segment swept since."""
     def read_base(first: str) -> EdgeLookup | None:
+        if allowed != TRUSTED_SOURCES:
+            return None
         ends = read_edge_ends(bank, first)
         return None if ends is None or ends["aliased"] else EdgeLookup.from_ends(ends, mark=SegmentMark((first,)))
 
@@ -91,7 +85,9 @@ def _from_segments(bank: Bank, allowed: frozenset[str], prior: EdgeLookup | None
         return None
     rows = latest_in_first_order(rows, list(KEYS["edges"]))
     keys = rows.select("src", "dst", "type").rows()
-    return base.changed(keys, rows.filter(~pl.col(DELETED)), mark=mark)
+    out = base.changed(keys, rows.filter(~pl.col(DELETED)), mark=mark)
+    held = sum(p.height for p in out.parts)
+    return None if len(out.dead) > MAX_DEAD_SHARE * held else out  # past it a fold filters too many: read afresh
 
 
 class _BankEntries:
