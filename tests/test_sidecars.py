@@ -150,3 +150,27 @@ def test_display_records_keep_nulls_empty_steps_and_refuse_repeated_ids():
     assert records["keys"].astype(">u8").view("S8").tolist() == [b"a", b"b", b"c"]
     assert display_records(pl.concat([frame, frame.head(1)])) is None
     assert np.all(np.diff(np.abs(records["ends"].reshape(-1) + 0.5)) >= 0)
+
+
+def test_a_few_edges_are_made_canonical_as_many_are():
+    """``canonical_edges`` reads a write's few rows in Python and a frame of many with polars: the
+    same rows either way (sources kept, aliases renamed, self-loops, null ends and repeated keys
+    dropped, the first kept), checked by padding the same rows past the few with rows of a source
+    that is not kept."""
+    from kbtools.model.vocab import TYPE_ALIASES
+    from kbtools.store.sidecars import canonical_edges
+
+    rng = np.random.default_rng(11)
+    kept = frozenset(TRUSTED_SOURCES)
+    ends = ["a1", "b2", "c3", None]
+    types = ["cites", "see_also", *TYPE_ALIASES, None]
+    sources = [*sorted(kept)[:3], "auto", None]
+    schema = {c: pl.String for c in ("src", "dst", "type", "note", "source")}
+    for _ in range(40):
+        n = int(rng.integers(0, 30))
+        rows = {"src": list(rng.choice(ends, n)), "dst": list(rng.choice(ends, n)), "type": list(rng.choice(types, n)),
+                "note": [None if rng.random() < 0.3 else f"n{i}" for i in range(n)], "source": list(rng.choice(sources, n))}
+        few = pl.DataFrame(rows, schema=schema)
+        padding = pl.DataFrame({"src": ["x"] * 80, "dst": ["y"] * 80, "type": ["cites"] * 80, "note": [None] * 80,
+                                "source": ["not-a-kept-source"] * 80}, schema=schema)
+        assert canonical_edges(few, kept).equals(canonical_edges(pl.concat([few, padding]), kept))

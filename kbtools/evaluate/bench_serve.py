@@ -119,7 +119,8 @@ def _linked_adds(bank, n: int) -> tuple[float, list[float]]:
 
 def _queries(bank, kind: str, rng) -> dict:
     """p50 ms of what a user calls, ``kb.query(bank, text)`` folded and embedded with the bank's
-    embedder: steady, and the first query after each ``report_learning(..., link=False)``; beside
+    embedder: steady, and the first query after each ``report_learning(..., link=False)`` and
+    after each linked one (the default); beside
     them the parts: ``ranked_pool`` with the vector given, and the fold over its pool alone."""
     from kbtools.retrieval.folding import fold
     from kbtools.retrieval.pipeline import edge_lookup, query
@@ -134,6 +135,12 @@ def _queries(bank, kind: str, rng) -> dict:
         t = time.perf_counter()
         query(bank, f"query bench fact about shard {i}", index=kind)
         firsts.append((time.perf_counter() - t) * 1000)
+    linked = []  # the default write: linked, its links (and the links it evicts) committed with it
+    for i in range(10):
+        report_learning(bank, content=f"Linked query bench fact {i}: shard {i} moved to rack {i + 3}.", actor="bench")
+        t = time.perf_counter()
+        query(bank, f"which rack holds shard {i}", index=kind)
+        linked.append((time.perf_counter() - t) * 1000)
     steady, pools, folds = [], [], []
     for text, q in zip(texts, qs):
         t = time.perf_counter()
@@ -146,7 +153,7 @@ def _queries(bank, kind: str, rng) -> dict:
         t = time.perf_counter()
         fold(pool, lookup)
         folds.append((time.perf_counter() - t) * 1000)
-    return {"first": float(np.median(firsts)), "steady": float(np.median(steady)),
+    return {"first": float(np.median(firsts)), "first_linked": float(np.median(linked)), "steady": float(np.median(steady)),
             "pool": float(np.median(pools)), "fold": float(np.median(folds))}
 
 
@@ -290,6 +297,8 @@ def bench_serve(rows, root: Path, *, sizes=(10_000, 100_000), seed: int = 7, log
                  q["steady"])
         rows.add("serve", f"first kb.query after a report_learning {n // 1000}k, p50", q["first"],
                  baseline="steady kb.query", baseline_value=q["steady"])
+        rows.add("serve", f"first kb.query after a linked report_learning (the default write) {n // 1000}k, p50",
+                 q["first_linked"], baseline="steady kb.query", baseline_value=q["steady"])
         rows.add("serve", f"part: ranked_pool {n // 1000}k (vector given), p50", q["pool"])
         rows.add("serve", f"part: fold over that pool {n // 1000}k (bank's edge lookup), p50", q["fold"])
     mcp_ms = _mcp_round_trip(banks[big].path)

@@ -60,10 +60,25 @@ _DISPLAY_FIELDS = ("id", "title", "summary", "kind", "steps", "status")
 _NULLABLE = (1, 2, 3, 5)
 
 
+#: Up to this many rows, :func:`canonical_edges` reads a frame in Python (the rows of a write).
+_FEW_EDGES = 64
+
+
 def canonical_edges(edges: pl.DataFrame, allowed: frozenset[str]) -> pl.DataFrame:
     """The edges of a frame whose source is ``allowed``, types canonical (``related_to`` ->
     ``see_also``), self-loops and repeated ``(src, dst, type)`` rows dropped (the first kept):
     src, dst, type, note, source."""
+    if edges.height <= _FEW_EDGES:  # a write's few rows: told in Python (a polars query costs more here)
+        columns = [edges.get_column(c).cast(pl.String).to_list() if c in edges.columns else [None] * edges.height
+                   for c in ("src", "dst", "type", "note", "source")]
+        seen, kept = set(), []
+        for src, dst, typ, note, source in zip(*columns):
+            typ = vocab.TYPE_ALIASES.get(typ, typ)
+            if src is None or dst is None or src == dst or source not in allowed or (src, dst, typ) in seen:
+                continue
+            seen.add((src, dst, typ))
+            kept.append((src, dst, typ, note, source))
+        return pl.DataFrame(kept, schema={c: pl.String for c in ("src", "dst", "type", "note", "source")}, orient="row")
     note = pl.col("note").cast(pl.String) if "note" in edges.columns else pl.lit(None, pl.String)
     return (
         edges.lazy()
