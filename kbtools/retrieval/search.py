@@ -552,19 +552,23 @@ def _entry_count(bank: Bank) -> int:
 def _unembedded(bank: Bank, entries: int) -> int:
     """How many of the ``entries`` entries have no vector (once per snapshot). Where the display
     is read from its sidecar and the vector segments start with those its compaction found every
-    entry in, only the entries written since are looked up (in the vector segments written since)."""
-    def count() -> int:
+    entry in, only the entries written since are looked up, in the vector segments written since:
+    their ids are kept from one snapshot to the next, so a write's query reads its own segment's."""
+    def count(prior) -> tuple:
         display = _display(bank)
         covered = display.records.vectors if isinstance(display, SidecarDisplay) else None
         segs = vector_segments(bank)
         if covered is not None and [s["data"] for s in segs[: len(covered)]] == covered:
-            if not display.fresh:
-                return 0
-            later = set().union(*(segment_ids(bank, sg).tolist() for sg in segs[len(covered):]))
-            return len(display.fresh - later)
-        return max(entries - vector_count(bank), 0)
+            later_names = [s["data"] for s in segs[len(covered):]]
+            read, later = (), set()
+            if prior is not None and prior[1] == covered and later_names[: len(prior[2])] == list(prior[2]):
+                read, later = prior[2], prior[3]  # (grown in place: a snapshot's value is read once)
+            for sg in segs[len(covered) + len(read):]:
+                later.update(segment_ids(bank, sg).tolist())
+            return len(display.fresh - later) if display.fresh else 0, covered, tuple(later_names), later
+        return max(entries - vector_count(bank), 0), None, (), set()
 
-    return bank.derived("unembedded", count, on=("entries", "vectors"))
+    return bank.derived("unembedded", count, on=("entries", "vectors"), grow=True)[0]
 
 
 def display_rows(bank: Bank, ids) -> dict[str, dict]:
