@@ -62,7 +62,7 @@ from kbtools.model import vocab
 from kbtools.model.config import FOLD_DEFAULTS
 from kbtools.model.answer import Answer, Pointer, Result, fast_instance
 from kbtools.errors import ValidationError
-from kbtools.store.sidecars import canonical_edges, edge_ends, packed_ids
+from kbtools.store.sidecars import CANONICAL_COLUMNS, canonical_edges, edge_ends, packed_ids
 
 __all__ = ["EdgeLookup", "fold", "flat", "pool_components"]
 
@@ -295,11 +295,8 @@ class _Part(NamedTuple):
         """The part's kept edges (src, dst, type, note, source), in row order."""
         if self.edges is not None:
             return self.edges
-        return pl.DataFrame(self.edge_rows(np.arange(self.height)), schema={c: pl.String for c in _KEPT_COLUMNS},
+        return pl.DataFrame(self.edge_rows(np.arange(self.height)), schema={c: pl.String for c in CANONICAL_COLUMNS},
                             orient="row")
-
-
-_KEPT_COLUMNS = ("src", "dst", "type", "note", "source")
 
 
 def _aliased(edges: pl.DataFrame) -> bool:

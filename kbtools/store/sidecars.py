@@ -41,7 +41,7 @@ from kbtools.store.vectors import load_npy
 if TYPE_CHECKING:  # functions here read a bank's snapshot; the bank imports this module
     from kbtools.store.bank import Bank
 
-__all__ = ["SIDECAR_TABLES", "EDGE_SIDECAR", "DISPLAY_SIDECAR", "canonical_edges", "packed_ids", "edge_ends", "write_edge_ends",
+__all__ = ["SIDECAR_TABLES", "EDGE_SIDECAR", "DISPLAY_SIDECAR", "CANONICAL_COLUMNS", "canonical_edges", "packed_ids", "edge_ends", "write_edge_ends",
            "read_edge_ends", "display_records", "write_display_records", "read_display_records", "DisplayRecords",
            "write_sidecars"]
 
@@ -62,6 +62,8 @@ _NULLABLE = (1, 2, 3, 5)
 
 #: Up to this many rows, :func:`canonical_edges` reads a frame in Python (the rows of a write).
 _FEW_EDGES = 64
+#: The columns of a :func:`canonical_edges` frame, in order.
+CANONICAL_COLUMNS = ("src", "dst", "type", "note", "source")
 
 
 def canonical_edges(edges: pl.DataFrame, allowed: frozenset[str]) -> pl.DataFrame:
@@ -70,7 +72,7 @@ def canonical_edges(edges: pl.DataFrame, allowed: frozenset[str]) -> pl.DataFram
     src, dst, type, note, source."""
     if edges.height <= _FEW_EDGES:  # a write's few rows: told in Python (a polars query costs more here)
         columns = [edges.get_column(c).cast(pl.String).to_list() if c in edges.columns else [None] * edges.height
-                   for c in ("src", "dst", "type", "note", "source")]
+                   for c in CANONICAL_COLUMNS]
         seen, kept = set(), []
         for src, dst, typ, note, source in zip(*columns):
             typ = vocab.TYPE_ALIASES.get(typ, typ)
@@ -78,7 +80,7 @@ def canonical_edges(edges: pl.DataFrame, allowed: frozenset[str]) -> pl.DataFram
                 continue
             seen.add((src, dst, typ))
             kept.append((src, dst, typ, note, source))
-        return pl.DataFrame(kept, schema={c: pl.String for c in ("src", "dst", "type", "note", "source")}, orient="row")
+        return pl.DataFrame(kept, schema={c: pl.String for c in CANONICAL_COLUMNS}, orient="row")
     note = pl.col("note").cast(pl.String) if "note" in edges.columns else pl.lit(None, pl.String)
     return (
         edges.lazy()
