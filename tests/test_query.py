@@ -171,6 +171,39 @@ def test_index_survives_the_automatic_merge_of_small_segments(eng_copy):
     assert after is first and after.size == size + TAIL_SEGMENTS + 2  # grown in place, never rebuilt
 
 
+def test_the_query_caches_grow_through_merges_of_vector_segments(eng_copy):
+    from kbtools.ops.link_context import linker_vectors
+    from kbtools.retrieval.index import VectorIndex
+    from kbtools.retrieval.search import bank_index
+    from kbtools.store.compaction import TAIL_SEGMENTS
+    from kbtools.store.vectors import vector_segments
+
+    first, reader = bank_index(eng_copy), kb.open_bank(eng_copy.path, readonly=True)
+    seen, size = bank_index(reader), first.size
+    builds = VectorIndex.builds
+    services = ("billing", "search", "mailer", "backup", "ledger", "payroll")
+    faults = ("drops webhooks after midnight", "leaks file handles under load", "needs a restart after deploys",
+              "times out on large exports", "double-sends receipts on retry", "loses its cursor when paused")
+    notes = [f"The {s} service {f}." for f in faults for s in services][: 2 * TAIL_SEGMENTS + 2]
+    for i, note in enumerate(notes):  # every write embeds its entry: a vector segment each
+        new = kb.report_learning(eng_copy, content=note, actor="a", link=False)
+        assert new in kb.query(eng_copy, note, fold=False).ids()
+        linked = linker_vectors(eng_copy)  # the linker's vectors grow through the merges too
+        if i % 7 == 6:  # a reader in another process moves on every few writes
+            reader.reload()
+            assert new in kb.query(reader, note, fold=False).ids()
+    assert len(vector_segments(eng_copy)) <= TAIL_SEGMENTS + 1
+    assert any(seg.get("holds") for seg in vector_segments(eng_copy))
+    reader.reload()
+    assert bank_index(eng_copy) is first and first.size == size + len(notes)  # grown, never rebuilt
+    assert bank_index(reader) is seen and seen.size == first.size
+    assert VectorIndex.builds == builds
+    fresh = kb.open_bank(eng_copy.path, readonly=True)  # the same answers as an index built anew
+    assert np.array_equal(linker_vectors(eng_copy), linker_vectors(fresh)) and len(linked) == eng_copy.entries.height
+    for text in (LOGIN, notes[5]):
+        assert kb.query(fresh, text, index="flat").ids() == kb.query(reader, text, index="flat").ids()
+
+
 def test_a_query_appends_its_usage_without_reading_the_logs_again(tmp_path):
     from kbtools.store.usage import UsageLogs
 

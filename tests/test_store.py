@@ -95,6 +95,30 @@ def test_tail_segments_merge_automatically(bank):
     assert kb.check_bank(bank.path) == []
 
 
+def test_vector_segments_merge_automatically_and_keep_every_vector(tmp_path):
+    bank = kb.create_bank(tmp_path / "v", embedder="hashing-char", settings={"auto_link": False})
+    written = {}  # each id's vector as read right after the write that gave it
+    ids = []
+    for i in range(3 * TAIL_SEGMENTS):
+        ids.append(kb.report_learning(bank, content=f"Vector fact number {i} about shard {i * 7}.", actor="a"))
+        if i % 9 == 4:  # a later vector of an earlier entry
+            kb.update_entry(bank, ids[i // 2], actor="a", content=f"Vector fact {i // 2}, rewritten at {i}.")
+        got, data = entry_vectors(bank)
+        for eid in {ids[-1], ids[i // 2]}:
+            written[eid] = np.asarray(data[[got.tolist().index(eid)]])[0]
+    segs = vector_segments(bank)
+    assert len(segs) <= TAIL_SEGMENTS + 1  # one per write otherwise
+    assert any(seg.get("holds") for seg in segs)
+    for reader in (bank, kb.open_bank(bank.path)):  # this process, and a fresh one reading the files
+        got, data = entry_vectors(reader)
+        assert sorted(got.tolist()) == sorted(ids)
+        for eid, row in zip(got.tolist(), np.asarray(data)):
+            assert np.array_equal(row, written[eid]), eid
+    assert kb.check_bank(bank.path) == []
+    bank.compact(sweep_age=0)
+    assert len(vector_segments(bank)) == 1 and kb.check_bank(bank.path) == []
+
+
 def test_settings_and_vectors_roundtrip(bank):
     a = kb.report_learning(bank, content="Fact.", actor="a")
     from kbtools.model.plan import Plan

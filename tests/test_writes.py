@@ -283,3 +283,9 @@ def test_the_linked_writes_script_times_the_default_write_on_a_copy(tmp_path, de
     assert bank.entries.height == before + 3 + 4  # three warm-up writes, then the four timed
     written = bank.entries.filter(pl.col("content").str.starts_with("Pump "))
     assert written.height == 4 and written["linked_at"].null_count() == 0
+    out = subprocess.run([sys.executable, str(script), str(tmp_path / "eng"), "2", "--no-link", "--more", "20"],
+                         capture_output=True, text=True, timeout=300, env={**os.environ, "ORT_DISABLE_TELEMETRY": "1"})
+    assert out.returncode == 0, out.stderr
+    assert re.search(r"then 20 more writes: mean [\d.]+ ms; the bank keeps \d+ vector segments", out.stdout)
+    assert len(re.findall(r"2 unlinked writes: p50", out.stdout)) == 2
+    assert kb.open_bank(tmp_path / "eng").entries.height == before + 3 + 4 + 3 + 2 + 20 + 2

@@ -28,7 +28,7 @@ from kbtools.retrieval.index import ivf_nprobe
 from kbtools.store.bank import Bank
 from kbtools.store.caches import cache_file, cached_file_meta, write_cache_file
 from kbtools.store.segments import appended_rows, key_mark, table_mark
-from kbtools.store.vectors import embedder_name, entry_vectors, segment_data, segment_ids, vector_segments
+from kbtools.store.vectors import embedder_name, entry_vectors, segment_data, segment_ids, segments_after, vector_segments
 
 __all__ = ["linker_settings", "settings_for", "ignored_settings", "term_stats", "linker_vectors", "neighbour_index",
            "plan_new_entry_links",
@@ -361,12 +361,11 @@ def _linker_state(bank: Bank) -> _LinkerVectors | None:
     if len(ids) == 0:
         return None
     mark = key_mark(bank, "entries")  # updates in place (linked_at, status) keep the rows' ids
-    segments = vector_segments(bank)
-    paths = tuple(s["data"] for s in segments)
+    paths = tuple(s["data"] for s in vector_segments(bank))
 
     def build(prior):
         if prior is not None:
-            grown = _grown(bank, prior, mark, segments, paths)
+            grown = _grown(bank, prior, mark, paths)
             if grown is not None:
                 return grown
         pos = pl.DataFrame({"id": ids.tolist(), "_pos": np.arange(len(ids))})
@@ -382,19 +381,24 @@ def _linker_state(bank: Bank) -> _LinkerVectors | None:
     return bank.derived("linker-vectors", build, on=("entries", "vectors"), grow=True)
 
 
-def _grown(bank: Bank, prior: _LinkerVectors, mark, segments: list[dict], paths: tuple) -> _LinkerVectors | None:
-    """``prior`` grown by the entries appended since it was built (``prior`` itself when only values
-    of its rows changed), or None when anything else changed (an entry removed, an earlier entry
-    re-embedded, segments merged)."""
-    if paths[: len(prior.segments)] != prior.segments or prior.mark[0] != mark[0] or prior.mark[1] > mark[1]:
+def _grown(bank: Bank, prior: _LinkerVectors, mark, paths: tuple) -> _LinkerVectors | None:
+    """``prior`` grown by the entries appended since it was built (its rows as they are when only
+    values of its rows changed or a tail merge folded its segments), or None when anything else
+    changed (an entry removed, an earlier entry re-embedded, the vectors compacted)."""
+    fresh = segments_after(bank, prior.segments)
+    if fresh is None or prior.mark[0] != mark[0] or prior.mark[1] > mark[1]:
         return None
-    if paths == prior.segments and mark == prior.mark:
-        return prior  # only values of the rows changed (a connect chunk set linked_at): same vectors
+    if not fresh and mark == prior.mark:
+        # only values of the rows changed (a connect chunk set linked_at), or segments merged: same vectors
+        if paths == prior.segments:
+            return prior
+        same = _LinkerVectors(prior.buffer, prior.n, mark, paths, prior.lineage)
+        same._view = prior._view  # the same array object: what a connect keeps for it holds
+        return same
     new_rows = bank.entries.slice(prior.mark[1]).select("id")
     if prior.n + new_rows.height != bank.entries.height:
         return None
     where = {eid: k for k, eid in enumerate(new_rows["id"].to_list())}
-    fresh = segments[len(prior.segments) :]
     seg_ids = [segment_ids(bank, s) for s in fresh]
     if any(eid not in where for part in seg_ids for eid in part.tolist()):
         return None  # an earlier entry has a new vector: rebuild
@@ -554,17 +558,19 @@ def _saved_neighbours(bank: Bank, vecs: np.ndarray):
         return None, 0
     path, _, meta = found
     rows, old = meta.get("rows"), meta.get("segments")
-    segments = vector_segments(bank)
     if (meta.get("format") != _NEIGHBOURS_FORMAT or meta.get("embedder") != embedder_name(bank)
             or meta.get("dim") != vecs.shape[1] or not isinstance(rows, int) or not 0 < rows <= len(vecs)
-            or not isinstance(old, list) or [s["data"] for s in segments[: len(old)]] != old):
+            or not isinstance(old, list)):
+        return None, 0
+    after = segments_after(bank, old)
+    if after is None:
         return None, 0
     ids = bank.entries["id"].head(rows)
     if _ids_digest(ids) != meta.get("ids"):
         return None, 0  # an entry removed or reordered: positions stand for other rows
     # vectors written since: the segments after those it was built over, and those a compaction
     # folded in with them (see ``Bank._carry_caches``)
-    fresh = [segment_ids(bank, s) for s in segments[len(old) :]]
+    fresh = [segment_ids(bank, s) for s in after]
     fresh.append(np.asarray(meta.get("appended_ids") or [], dtype=str))
     if ids.is_in(pl.Series(np.concatenate(fresh).tolist(), dtype=pl.String).implode()).any():
         return None, 0  # an earlier entry has a new vector

@@ -31,8 +31,8 @@ from kbtools.store.caches import cache_file, cached_file_meta, reseal_cache_file
 from kbtools.store.segments import (DELETED, SegmentMark, appended_rows, base_and_later, latest_in_first_order,
                                     segment_names, segments_frame, table_mark)
 from kbtools.store.sidecars import DisplayRecords, read_display_records
-from kbtools.store.vectors import (embedder_name, ids_in, pack_ids, segment_data, segment_ids, vector_blocks, vector_count,
-                                   vector_segments)
+from kbtools.store.vectors import (embedder_name, ids_in, pack_ids, segment_data, segment_ids, segments_after,
+                                   vector_blocks, vector_count, vector_segments)
 
 __all__ = [
     "display_rows",
@@ -161,7 +161,7 @@ def bank_index(bank: Bank, *, kind: str = "auto", weights: Mapping[str, float] |
             json.dumps([embedder_name(bank), segs, _weights_key(weights), kind, bank.fingerprint(("entries", "vectors"))]).encode()
         ).hexdigest()[:24]
         # the write path of agents adding entries: only the new segments are read
-        idx = _appended(prior, bank, segs, weights)
+        idx = _appended(prior, bank, weights)
         if idx is not None:  # nothing else to read (the blocks' id index is costly at 100k)
             idx.fingerprint, idx.segments, idx.mark = fp, segs, mark
             return idx
@@ -175,14 +175,15 @@ def bank_index(bank: Bank, *, kind: str = "auto", weights: Mapping[str, float] |
         # this snapshot's own index file holds exactly its active entries with vectors: no table read
         live = idx.ids if idx is not None else _active_ids(bank)
         blocks = vector_blocks(bank, ids=live)
-        if idx is None and prior is not None:
-            old_segs = set(getattr(prior, "segments", None) or [])
-            fresh = [sg for sg in vector_segments(bank) if sg["data"] not in old_segs]
+        fresh = None if idx is not None or prior is None else segments_after(bank, getattr(prior, "segments", None) or [])
+        if fresh is not None:
             # vectors written since it was built: in the segments after its own, and in the later
             # segments a compaction folded in with them (``appended``, see ``Bank._carry_caches``)
             parts = [segment_ids(bank, sg) for sg in fresh] + [np.asarray(getattr(prior, "appended", ()), dtype=str)]
             rewritten = np.concatenate(parts)
-            idx = grown_index(prior, segs, blocks.ids, blocks.only, weights, rewritten)
+            # the segments as the index knows them, then those after (a tail merge's rows are theirs)
+            idx = grown_index(prior, [*prior.segments, *(sg["data"] for sg in fresh)], blocks.ids, blocks.only,
+                              weights, rewritten)
             if idx is not None and earlier is not None and _as_built(idx, blocks.ids):
                 # the file holds what a build for this snapshot would (a compaction rewrote the
                 # tables, not what they hold): sealed for it, the next process reads it as it is
@@ -261,7 +262,7 @@ def _earlier_cached_index(bank: Bank, kind: str, weights, segs: list) -> VectorI
     path, fp, meta = found
     old = meta.get("segments")
     if (not isinstance(old, list) or meta.get("embedder") != embedder_name(bank) or meta.get("kind") != kind
-            or meta.get("weights") != _weights_key(weights) or segs[: len(old)] != old):
+            or meta.get("weights") != _weights_key(weights) or segments_after(bank, old) is None):
         return None
     try:
         idx = VectorIndex.read(path, kind=kind, fingerprint=fp)
@@ -272,18 +273,17 @@ def _earlier_cached_index(bank: Bank, kind: str, weights, segs: list) -> VectorI
     return idx
 
 
-def _appended(prior: VectorIndex | None, bank: Bank, segs: list, weights) -> VectorIndex | None:
+def _appended(prior: VectorIndex | None, bank: Bank, weights) -> VectorIndex | None:
     """``prior`` grown by the vectors of the segments appended since it was built, when the
     entries only gained rows since and every new vector belongs to a new entry (the write path of
     agents adding entries); None otherwise. Reads only the new segments, never the whole array."""
     old = getattr(prior, "segments", None)
-    if prior is None or old is None or segs[: len(old)] != old:
+    new_segs = None if prior is None or old is None else segments_after(bank, old)
+    if new_segs is None:
         return None
     added = _added_since(bank, getattr(prior, "mark", None))
     if added is None:
         return None
-    held = set(old)
-    new_segs = [sg for sg in vector_segments(bank) if sg["data"] not in held]
     if not new_segs:
         return prior if added.height == 0 else None  # entries without vectors: the full check
     ids = np.concatenate([segment_ids(bank, sg) for sg in new_segs])
@@ -559,13 +559,15 @@ def _unembedded(bank: Bank, entries: int) -> int:
         covered = display.records.vectors if isinstance(display, SidecarDisplay) else None
         segs = vector_segments(bank)
         if covered is not None and [s["data"] for s in segs[: len(covered)]] == covered:
-            later_names = [s["data"] for s in segs[len(covered):]]
-            read, later = (), set()
-            if prior is not None and prior[1] == covered and later_names[: len(prior[2])] == list(prior[2]):
-                read, later = prior[2], prior[3]  # (grown in place: a snapshot's value is read once)
-            for sg in segs[len(covered) + len(read):]:
+            later_names = tuple(s["data"] for s in segs[len(covered):])
+            after, later = None, set()
+            if prior is not None and prior[1] == covered:  # (grown in place: a snapshot's value is read once)
+                after, later = segments_after(bank, [*covered, *prior[2]]), prior[3]
+            if after is None:
+                after, later = segs[len(covered):], set()
+            for sg in after:
                 later.update(segment_ids(bank, sg).tolist())
-            return len(display.fresh - later) if display.fresh else 0, covered, tuple(later_names), later
+            return len(display.fresh - later) if display.fresh else 0, covered, later_names, later
         return max(entries - vector_count(bank), 0), None, (), set()
 
     return bank.derived("unembedded", count, on=("entries", "vectors"), grow=True)[0]

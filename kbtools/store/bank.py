@@ -29,7 +29,7 @@ from kbtools.model.plan import Plan
 from kbtools.model.schema import SCHEMAS, TABLES
 from kbtools.store.caches import DerivedValues, carry_caches, fingerprint_of
 from kbtools.store.commit import prepare_commit, swap_manifest
-from kbtools.store.compaction import full_frames, rewritten, sweep, tail_starts
+from kbtools.store.compaction import full_frames, rewritten, sweep, tail_starts, vector_tail_start
 from kbtools.store.files import atomic_write_bytes, changed_files, inside, manifest_files
 from kbtools.store.lock import bank_lock, flock_file, storage_errors
 from kbtools.store.manifest import FORMAT, FORMAT_VERSION, SWEEP_AGE_S, parse_manifest, read_manifest, utcnow
@@ -428,8 +428,9 @@ class Bank:
         remember_segments(self, prepared.arrays)
         remember_rows(self, prepared.written)
         starts = tail_starts(self._manifest, self._segment_rows)
-        if starts:
-            self._compact(full=False, starts=starts)
+        vector_start = vector_tail_start(self._manifest)
+        if starts or vector_start is not None:
+            self._compact(full=False, starts=starts, vector_start=vector_start)
 
     def _swap(self, manifest: dict, *, durable: bool = True, synced_with: list[Path] = ()) -> None:
         """Commit ``manifest`` (:func:`~kbtools.store.commit.swap_manifest`) and move this snapshot to it."""
@@ -461,13 +462,16 @@ class Bank:
             self.reload()
             return self._compact(full=True, sweep_age=sweep_age)
 
-    def _compact(self, *, full: bool, sweep_age: float = SWEEP_AGE_S, starts: dict[str, int] | None = None) -> dict:
+    def _compact(self, *, full: bool, sweep_age: float = SWEEP_AGE_S, starts: dict[str, int] | None = None,
+                 vector_start: int | None = None) -> dict:
         frames = None
         if full:
             frames = {t: self._frame(t) for t in TABLES}
             frames = full_frames(frames, self.table("entries") if frames["usage"].height else None, self.version + 1)
         folded = {t: list(self._manifest["tables"][t][start:]) for t, start in (starts or {}).items()}
-        manifest, report = rewritten(self, frames=frames, starts=starts, seg_rows=self._seg_rows)
+        arrays: dict = {}  # a vector tail merge's arrays: this process reads none of them back
+        manifest, report = rewritten(self, frames=frames, starts=starts, seg_rows=self._seg_rows,
+                                     vector_start=vector_start, arrays=arrays)
         if full:  # before the commit: a reader of the new version finds its base segments' sidecars
             report["sidecars"] = write_sidecars(self, {t: (manifest["tables"][t][0], frames[t]) for t in SIDECAR_TABLES
                                                        if frames.get(t) is not None and manifest["tables"].get(t)},
@@ -485,6 +489,7 @@ class Bank:
             remember_rows(self, {}, {manifest["tables"][t][-1]: names for t, names in folded.items()
                                      if len(manifest["tables"][t]) == starts[t] + 1})
         self._swap(manifest)
+        remember_segments(self, arrays)
         folded = report.get("vectors", {}).pop("folded", None)
         if folded:  # after the commit: a crash before leaves the caches to be rebuilt, as before
             report["vectors"]["caches_kept"] = carry_caches(self, folded, manifest["vectors"]["segments"][0]["data"])

@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING, Callable
 from kbtools.model.schema import TABLES
 
 from kbtools.store.files import atomic_write_bytes, read_json
-from kbtools.store.vectors import segment_ids
+from kbtools.store.vectors import continued, segment_ids
 
 if TYPE_CHECKING:  # the bank imports this module
     from kbtools.store.bank import Bank
@@ -273,7 +273,6 @@ def carry_caches(bank: Bank, folded: list[dict], into: str) -> int:
     folder = bank.path / "cache"
     if bank.readonly or not folder.is_dir():
         return 0
-    names = [seg["data"] for seg in folded]
     carried = 0
     for seal_path in sorted(folder.glob("*.json")):
         try:
@@ -284,10 +283,11 @@ def carry_caches(bank: Bank, folded: list[dict], into: str) -> int:
             continue
         meta = info.get("meta")
         old = meta.get("segments") if isinstance(meta, dict) else None
-        if "files" not in info or not isinstance(old, list) or not old or names[: len(old)] != old:
+        after = continued(folded, old) if "files" in info and isinstance(old, list) and old else None
+        if after is None:
             continue
         try:  # after the commit: a seal that cannot be carried is left, its cache rebuilt
-            later = [segment_ids(bank, seg) for seg in folded[len(old) :]]
+            later = [segment_ids(bank, seg) for seg in after]
             appended = sorted(set(meta.get("appended_ids") or []).union(*(ids.tolist() for ids in later)))
             info["meta"] = {**{k: v for k, v in meta.items() if k != "appended_ids"}, "segments": [into],
                             **({"appended_ids": appended} if appended else {})}

@@ -124,6 +124,11 @@ def _vector_problems(bank: Bank, ids: pl.Series) -> list[Problem]:
         if data.shape[0] != seg_ids.shape[0]:
             out.append(Problem("vectors", None, "rows", seg["data"], f"{data.shape[0]} vectors but {seg_ids.shape[0]} ids"))
         dims.add(tuple(data.shape[1:]))
+        held = seg.get("holds")
+        if held is not None and sum(int(rows) for _, rows in held) != data.shape[0]:
+            out.append(Problem("vectors", None, "holds", seg["data"],
+                               f"a merged segment holds the rows of those it folds: {data.shape[0]} rows, "
+                               f"they had {sum(int(rows) for _, rows in held)}"))
     if len(dims) > 1:
         out.append(Problem("vectors", None, "shape", sorted(dims), "every vector segment has the same shape"))
     if info.get("segments") and not info.get("embedder"):

@@ -23,18 +23,22 @@ import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Callable
 
+import numpy as np
 import polars as pl
 
 from kbtools.model.schema import KEYS
+from kbtools.store.commit import REMEMBERED_ROWS
 from kbtools.store.files import manifest_files, temp_files, write_parquet
 from kbtools.store.manifest import SWEEP_AGE_S, new_tag, stamp
 from kbtools.store.segments import DELETED, SEQ, latest_in_first_order, read_segment
-from kbtools.store.vectors import DEFAULT_VECTOR_DTYPE, entry_vectors, write_vector_segment
+from kbtools.store.vectors import (DEFAULT_VECTOR_DTYPE, entry_vectors, segment_data, segment_hashes, segment_ids,
+                                   write_vector_segment)
 
 if TYPE_CHECKING:  # the bank imports this module
     from kbtools.store.bank import Bank
 
-__all__ = ["TAIL_SEGMENTS", "MAX_SEGMENTS", "tail_start", "tail_starts", "full_frames", "rewritten", "rewrite_tables",
+__all__ = ["TAIL_SEGMENTS", "MAX_SEGMENTS", "tail_start", "tail_starts", "vector_tail_start", "merge_vector_tail",
+           "full_frames", "rewritten", "rewrite_tables",
            "compact_vectors", "sweep"]
 
 #: Merge the small segments after the base once there are more than this many.
@@ -80,6 +84,40 @@ def tail_starts(manifest: dict, rows_of: Callable[[str], int]) -> dict[str, int]
             if start is not None:
                 starts[table] = start
     return starts
+
+
+def vector_tail_start(manifest: dict) -> int | None:
+    """Where the tail merge of ``manifest``'s vector segments starts (None: none yet), as for a
+    table (:func:`tail_start`): a bank written one entry at a time keeps O(log n) vector segments
+    between full compactions, not one per write.
+
+    >>> vector_tail_start({"vectors": {"segments": [{"rows": 1000}] + [{"rows": 1}] * 17}})
+    1
+    """
+    segs = (manifest.get("vectors") or {}).get("segments", [])
+    if len(segs) <= TAIL_SEGMENTS + 1:
+        return None
+    return tail_start([int(s.get("rows") or 0) for s in segs], TAIL_SEGMENTS, MAX_SEGMENTS)
+
+
+def merge_vector_tail(bank: Bank, manifest: dict, start: int, tag: str, arrays: dict | None = None) -> dict:
+    """Merge the vector segments of ``manifest`` from ``start`` on into one (written now, named in
+    ``manifest``, changed in place): their rows concatenated in order, nothing dropped, so the
+    merged segment holds exactly the rows of those it folds, which it lists (``holds``: name and
+    rows of each) for the values built over them to go on growing (see
+    :func:`~kbtools.store.vectors.continued`). ``arrays``: as for ``write_vector_segment``."""
+    info = manifest["vectors"]
+    segs = info["segments"]
+    tail = segs[start:]
+    ids = np.concatenate([segment_ids(bank, s) for s in tail])
+    data = [segment_data(bank, s) for s in tail]
+    dtype = "float32" if any(np.dtype(d.dtype) == np.float32 for d in data) else DEFAULT_VECTOR_DTYPE
+    hashes = np.concatenate([segment_hashes(bank, s) for s in tail]) if any(s.get("hashes") for s in tail) else None
+    seg = write_vector_segment(bank.path, tag, ids, np.concatenate(data), hashes, dtype=dtype,
+                               arrays=arrays if len(ids) <= REMEMBERED_ROWS else None)
+    seg["holds"] = [[s["data"], int(s["rows"])] for s in tail]
+    info["segments"] = [*segs[:start], seg]
+    return {"segments_before": len(segs), "segments_after": len(info["segments"])}
 
 
 def full_frames(frames: dict[str, pl.DataFrame], entries_with_usage: pl.DataFrame | None,
@@ -134,11 +172,12 @@ def rewrite_tables(root: Path, manifest: dict, *, tag: str, frames: dict[str, pl
 
 
 def rewritten(bank: Bank, *, frames: dict[str, pl.DataFrame | None] | None = None,
-              starts: dict[str, int] | None = None, seg_rows: dict[str, int]) -> tuple[dict, dict]:
+              starts: dict[str, int] | None = None, seg_rows: dict[str, int], vector_start: int | None = None,
+              arrays: dict | None = None) -> tuple[dict, dict]:
     """The next manifest of ``bank`` after a compaction, with the files it names written, and the
     report: with ``frames`` (see :func:`full_frames`) a full compaction, the vectors folded too;
-    with ``starts`` (see :func:`tail_starts`) a tail merge. Nothing is visible until the manifest
-    is swapped in."""
+    with ``starts`` (see :func:`tail_starts`) and ``vector_start`` (see :func:`vector_tail_start`)
+    a tail merge. Nothing is visible until the manifest is swapped in."""
     manifest = json.loads(json.dumps(bank.manifest))
     seq = int(manifest.get("version", 0)) + 1
     tag = new_tag(seq)
@@ -146,6 +185,8 @@ def rewritten(bank: Bank, *, frames: dict[str, pl.DataFrame | None] | None = Non
                                                        seg_rows=seg_rows)}
     if frames is not None:
         report["vectors"] = compact_vectors(bank, manifest, tag)
+    elif vector_start is not None:
+        report["vectors"] = merge_vector_tail(bank, manifest, vector_start, tag, arrays)
     stamp(manifest, seq, actor="compact", reason="full compaction" if frames is not None else "tail merge")
     return manifest, report
 

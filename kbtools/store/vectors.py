@@ -42,7 +42,7 @@ if TYPE_CHECKING:  # functions here read a bank's snapshot; the bank imports thi
 
 __all__ = ["ids_in", "pack_ids", "remember_segments", "segment_arrays", "segment_hashes", "SegmentedVectors", "VectorBlocks", "VECTOR_DTYPES", "DEFAULT_VECTOR_DTYPE", "embedder_name",
            "entry_vectors", "vector_count", "vector_ids", "vector_blocks", "vector_segments", "segment_ids",
-           "segment_data", "load_npy", "write_vector_segment"]
+           "segment_data", "load_npy", "write_vector_segment", "continued", "segments_after"]
 
 #: How vector segments store each number: float16 halves the disk and the pages a scan reads
 #: (cosines change by ~1e-4, far below what separates neighbours); the setting
@@ -158,11 +158,12 @@ class _VectorState:
     segment costs what the segment holds: the arrays over all rows are put together only when
     asked for."""
 
-    __slots__ = ("names", "parts", "id_parts", "hash_parts", "row_parts", "dead", "known", "total", "size",
+    __slots__ = ("names", "covers", "parts", "id_parts", "hash_parts", "row_parts", "dead", "known", "total", "size",
                  "generation", "_arrays")
 
     def __init__(self) -> None:
-        self.names: tuple[str, ...] = ()
+        self.names: tuple[str, ...] = ()  # the segments (or parts of merged ones) appended, in order
+        self.covers: tuple[str, ...] = ()  # the snapshot's segments these rows are
         self.parts: list[np.ndarray] = []
         self.id_parts: list[np.ndarray] = []
         self.hash_parts: list[np.ndarray] = []
@@ -226,6 +227,17 @@ class _VectorState:
         out.known, out.total = known, start + len(data)
         out.size = self.size + len(ids) - len(replaced)
         out.generation = new_epoch() if replaced else self.generation
+        out.covers = (*self.covers, name)
+        return out
+
+    def covering(self, names: tuple[str, ...]) -> "_VectorState":
+        """This state, said to cover the snapshot's segments ``names`` (the same rows, merged)."""
+        if names == self.covers:
+            return self
+        out = _VectorState.__new__(_VectorState)
+        for slot in _VectorState.__slots__:
+            setattr(out, slot, getattr(self, slot))
+        out.covers = names
         return out
 
 
@@ -495,8 +507,56 @@ def _segment_files(bank: Bank) -> dict:
     return bank.derived("vector-segment-files", kept, on=("vectors",), grow=True)
 
 
+def continued(segments: list[dict], names) -> list[dict] | None:
+    """The segments of ``segments`` (a snapshot's, oldest first) that hold the rows after those of
+    the segments ``names`` (what a value built earlier covers), or None where ``segments`` do not
+    continue ``names``. A tail merge's segment holds the rows of the segments it folded, in order
+    (``holds``: ``[name, rows]`` each): where ``names`` end inside it, the rows after theirs come back
+    as one *part* of it, ``{"data": name, "rows": n, "of": segment, "at": offset}``, which
+    :func:`segment_ids`, :func:`segment_data` and :func:`segment_hashes` read as a slice of it.
+
+    >>> m = {"data": "m", "rows": 3, "holds": [["x", 1], ["y", 1], ["z", 1]]}
+    >>> [(s["data"], s.get("at")) for s in continued([{"data": "b"}, m, {"data": "w"}], ["b", "x"])]
+    [('y', 1), ('z', 2), ('w', None)]
+    >>> continued([{"data": "b"}, m], ["b", "m"]), continued([{"data": "b"}, m], ["b", "y"])
+    ([], None)
+    """
+    names = list(names)
+    i, out = 0, []
+    for seg in segments:
+        if i == len(names):
+            out.append(seg)
+        elif seg["data"] == names[i]:
+            i += 1
+        else:  # names go on inside a merged segment, or the snapshot does not continue them
+            held = seg.get("holds") or []
+            k, at = 0, 0
+            while k < len(held) and i < len(names) and held[k][0] == names[i]:
+                at += int(held[k][1])
+                k, i = k + 1, i + 1
+            if k == 0 or (i < len(names) and k < len(held)):
+                return None
+            out += [{"data": name, "rows": int(rows), "of": seg, "at": start}
+                    for (name, rows), start in zip(held[k:], np.cumsum([at] + [int(r) for _, r in held[k:]]).tolist())]
+    return out if i == len(names) else None
+
+
+def segments_after(bank: Bank, names) -> list[dict] | None:
+    """The vector segments of ``bank``'s snapshot holding the rows written after the segments
+    ``names`` (see :func:`continued`): what a value built over those grows by; None where the
+    vectors were rewritten otherwise since (a compaction, a re-embedding)."""
+    return continued(_segments(bank), names)
+
+
+def _slice(array: np.ndarray, part: dict) -> np.ndarray:
+    return array[part["at"] : part["at"] + part["rows"]]
+
+
 def segment_ids(bank: Bank, segment: dict) -> np.ndarray:
-    """The entry ids of one vector segment of ``bank`` (as listed by :func:`vector_segments`)."""
+    """The entry ids of one vector segment of ``bank`` (as listed by :func:`vector_segments`, or a
+    part of one, see :func:`continued`)."""
+    if "of" in segment:
+        return _slice(segment_ids(bank, segment["of"]), segment)
     files = _segment_files(bank)
     key = ("ids", segment["ids"])
     if key not in files:
@@ -522,6 +582,8 @@ def remember_segments(bank: Bank, arrays: dict) -> None:
 
 def segment_hashes(bank: Bank, segment: dict) -> np.ndarray:
     """The text hashes of one vector segment of ``bank`` (zeros where the segment has none)."""
+    if "of" in segment:
+        return _slice(segment_hashes(bank, segment["of"]), segment)
     if not segment.get("hashes"):
         return np.zeros(int(segment.get("rows") or len(segment_ids(bank, segment))), dtype=np.uint64)
     files = _segment_files(bank)
@@ -533,6 +595,8 @@ def segment_hashes(bank: Bank, segment: dict) -> np.ndarray:
 
 def segment_data(bank: Bank, segment: dict) -> np.ndarray:
     """The vectors of one vector segment of ``bank``, memory-mapped (read in place, never copied)."""
+    if "of" in segment:
+        return _slice(segment_data(bank, segment["of"]), segment)
     files = _segment_files(bank)
     key = ("data", segment["data"])
     if key not in files:
@@ -547,14 +611,15 @@ def _state(bank: Bank) -> _VectorState:
     names = tuple(s["data"] for s in segs)
 
     def grown(state: _VectorState | None) -> _VectorState:
-        if state is None or names[: len(state.names)] != state.names:
-            state = _VectorState()
-        for seg in segs[len(state.names):]:
+        after = None if state is None else continued(segs, state.covers)
+        if after is None:
+            state, after = _VectorState(), segs
+        for seg in after:
             ids = segment_ids(bank, seg)
             data = segment_data(bank, seg)
             hashes = segment_hashes(bank, seg)
             state = state.appended(seg["data"], ids, data, hashes)
-        return state
+        return state.covering(names)
 
     return bank.derived("vector-state", grown, on=("vectors",), grow=True)
 
