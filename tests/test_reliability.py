@@ -127,6 +127,44 @@ def test_an_open_snapshot_still_answers_after_a_compaction(tmp_path):
     assert len(ids) == late.entries.height and any("moved to the newest version" in str(w.message) for w in seen)
 
 
+def test_a_burst_of_writes_keeps_the_manifest_small_and_the_sweep_removes_what_they_retired(tmp_path):
+    from kbtools.store.files import RETIRED_LOG, manifest_files, read_retired
+    from kbtools.store.segments import segment_files
+
+    bank = kb.create_bank(tmp_path / "b", embedder="hashing-char", settings={"auto_link": False})
+    kb.report_learning(bank, content="The first fact of the burst.", actor="t")
+    for i in range(60):  # tail merges retire files; each stays on disk for the grace period
+        kb.report_learning(bank, content=f"Burst fact number {i} about queue {i}.", actor="t")
+    text = (bank.path / "manifest.json").read_text()
+    retired = read_retired(bank.path)
+    assert len(retired) > 60 and all((bank.path / name).exists() for name in retired)
+    # the manifest every commit writes records the live files only, not every file the burst retired
+    manifest = json.loads(text)
+    assert "retired" not in manifest and not set(retired) & (set(manifest_files(manifest)) | set(manifest["files"]))
+    assert not set(retired) & {n for names in segment_files(bank).values() for n in names}
+    bank.compact(sweep_age=0)  # past the grace period: the files and their lines are gone
+    assert read_retired(bank.path) == {} and not any((bank.path / name).exists() for name in retired)
+    assert kb.check_bank(bank.path) == [] and kb.open_bank(bank.path).entries.height == 61
+    assert (bank.path / RETIRED_LOG).read_text() == ""
+
+
+def test_a_manifest_of_an_older_kbtools_hands_its_retired_files_to_the_log(tmp_path):
+    from kbtools.store.files import read_retired
+
+    bank = _bank(tmp_path / "b")
+    stale = bank.path / "tables" / "entries" / "00000000-old.parquet"
+    stale.write_bytes(b"a segment an older version retired")
+    manifest = json.loads((bank.path / "manifest.json").read_text())
+    manifest["retired"] = {"tables/entries/00000000-old.parquet": 1.0}
+    (bank.path / "manifest.json").write_text(json.dumps(manifest))
+    bank = kb.open_bank(bank.path)
+    kb.report_learning(bank, content="A write by this version.", actor="t", link=False)
+    assert "retired" not in json.loads((bank.path / "manifest.json").read_text())
+    assert read_retired(bank.path)["tables/entries/00000000-old.parquet"] == 1.0
+    bank.compact()  # retired long ago: swept now
+    assert not stale.exists()
+
+
 # ------------------------------------------------------------------ 4. caches verified
 
 

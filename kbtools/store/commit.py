@@ -19,7 +19,6 @@ write.
 from __future__ import annotations
 
 import json
-import os
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -30,8 +29,9 @@ import polars as pl
 from kbtools.errors import EmbedderMismatch
 from kbtools.model.plan import Plan, VectorRows
 from kbtools.model.schema import APPEND_ONLY, KEYS, TABLES, conform
-from kbtools.store.files import atomic_write_bytes, digest, inside, manifest_files, write_history, write_parquet
-from kbtools.store.manifest import SWEEP_AGE_S, copy_manifest, new_tag, stamp
+from kbtools.store.files import (atomic_write_bytes, digest, inside, log_retired, manifest_files, write_history,
+                                 write_parquet)
+from kbtools.store.manifest import copy_manifest, new_tag, stamp
 from kbtools.store.segments import DELETED, SEQ
 from kbtools.store.vectors import DEFAULT_VECTOR_DTYPE, write_vector_segment
 
@@ -134,14 +134,11 @@ def swap_manifest(root: Path, old: dict, manifest: dict, *, durable: bool = True
     for rel in names - set(known):
         known[rel] = digest(inside(root, rel))
     manifest["files"] = known
-    now = time.time()
-    base = os.fspath(root)
-    # kept while the file is there; only those retired before the sweep's grace period can
-    # have been swept, so only those are looked for (not every retired file on every commit)
-    retired = {k: v for k, v in (old.get("retired") or {}).items()
-               if k not in names and (now - float(v) < SWEEP_AGE_S or os.path.exists(os.path.join(base, k)))}
-    retired.update({k: now for k in set(manifest_files(old)) - names})
-    manifest["retired"] = retired
+    # the files leaving the manifest go to the retired log (the sweep removes them after the grace
+    # period); a manifest of an older kbtools listed them itself: they move to the log once
+    earlier = {k: v for k, v in (old.get("retired") or {}).items() if k not in names}
+    log_retired(root, set(manifest_files(old)) - names, time.time(), earlier)
+    manifest.pop("retired", None)
     # one line, by the C encoder (an indented dump runs the pure-Python one: ~10x the time)
     data = json.dumps(manifest, separators=(",", ":")).encode()
     atomic_write_bytes(root / "manifest.json", data, durable=durable, synced_with=synced_with)

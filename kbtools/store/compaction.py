@@ -28,7 +28,7 @@ import polars as pl
 
 from kbtools.model.schema import KEYS
 from kbtools.store.commit import REMEMBERED_ROWS
-from kbtools.store.files import manifest_files, temp_files, write_parquet
+from kbtools.store.files import manifest_files, read_retired, rewrite_retired, temp_files, write_parquet
 from kbtools.store.manifest import SWEEP_AGE_S, new_tag, stamp
 from kbtools.store.segments import DELETED, SEQ, latest_in_first_order, read_segment
 from kbtools.store.vectors import (DEFAULT_VECTOR_DTYPE, entry_vectors, segment_data, segment_hashes, segment_ids,
@@ -210,8 +210,8 @@ def sweep(root: Path, manifest: dict, age: float = SWEEP_AGE_S) -> int:
     write left behind once they are ``age`` seconds old. Never follows a symlink: a symlinked
     folder or file inside the bank is left alone (``kb check`` reports it)."""
     referenced = set(manifest_files(manifest))
-    retired = manifest.get("retired") or {}
-    removed = 0
+    retired = {**(manifest.get("retired") or {}), **read_retired(root)}  # (an older kbtools' manifest listed them)
+    removed, left = 0, set()
     now = time.time()
     folders = [root / "vectors", *(root / "tables").glob("*")]
     for folder in folders:
@@ -228,8 +228,15 @@ def sweep(root: Path, manifest: dict, age: float = SWEEP_AGE_S) -> int:
                     if now - float(since) >= age:
                         os.unlink(f.path)
                         removed += 1
+                    else:
+                        left.add(rel)
                 except FileNotFoundError:
                     pass
+    # the log keeps the files still there and no longer named (a commit that failed after logging
+    # names files the manifest still holds: their retirement is logged again when it comes)
+    kept = {k: v for k, v in retired.items() if k in left}
+    if len(kept) != len(retired):
+        rewrite_retired(root, kept)
     for tmp in temp_files(root):
         try:
             if now - tmp.stat().st_mtime >= age:

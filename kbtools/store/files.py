@@ -29,7 +29,8 @@ from kbtools.errors import UnsafePath
 from kbtools.store.lock import fsync_dir, fsync_paths
 
 __all__ = ["inside", "digest", "HISTORY", "KEEP_MANIFESTS", "history", "write_history", "manifest_files",
-           "temp_files", "symlinks", "changed_files", "atomic_write_bytes", "write_parquet", "write_npy", "read_json"]
+           "temp_files", "symlinks", "changed_files", "atomic_write_bytes", "write_parquet", "write_npy", "read_json",
+           "RETIRED_LOG", "log_retired", "read_retired", "rewrite_retired"]
 
 #: the folder of the bank that keeps the last manifests, one file per version
 HISTORY = "manifests"
@@ -77,6 +78,67 @@ def write_npy(array: np.ndarray, path: Path, *, durable: bool = True) -> None:
         if durable:
             os.fsync(fh.fileno())
     os.replace(tmp, path)
+
+
+#: the log of the files commits retired (one JSON line per commit: when, and which), read by the sweep
+RETIRED_LOG = "retired.jsonl"
+
+
+def log_retired(root: Path, files, at: float, earlier: dict | None = None) -> None:
+    """Append to the bank's retired log that ``files`` (relative paths) left the manifest at ``at``
+    (and ``earlier``: name -> time, what a manifest of an older kbtools listed itself). One line
+    appended per commit, never the whole list rewritten: a burst of writes keeps its manifest small.
+    Not fsynced: a line lost in a power cut leaves the sweep the file's own age to go by.
+
+    >>> import tempfile, pathlib
+    >>> root = pathlib.Path(tempfile.mkdtemp())
+    >>> log_retired(root, ["tables/a.parquet"], 5.0); log_retired(root, ["v.npy"], 6.0, {"old.npy": 1.0})
+    >>> sorted(read_retired(root).items())
+    [('old.npy', 1.0), ('tables/a.parquet', 5.0), ('v.npy', 6.0)]
+    """
+    lines = [json.dumps({"at": t, "files": sorted(names)}, separators=(",", ":"))
+             for t, names in sorted(_by_time(earlier or {}).items())]
+    if files:
+        lines.append(json.dumps({"at": at, "files": sorted(files)}, separators=(",", ":")))
+    if lines:
+        with open(root / RETIRED_LOG, "a", encoding="utf-8") as fh:
+            fh.write("".join(line + "\n" for line in lines))
+
+
+def _by_time(retired: dict) -> dict:
+    out: dict = {}
+    for name, at in retired.items():
+        out.setdefault(float(at), []).append(name)
+    return out
+
+
+def read_retired(root: Path) -> dict[str, float]:
+    """The retired log of the bank at ``root``: each file's latest retirement time (a line a crash
+    cut short is skipped)."""
+    out: dict[str, float] = {}
+    try:
+        with open(root / RETIRED_LOG, encoding="utf-8") as fh:
+            for line in fh:
+                try:
+                    entry = json.loads(line)
+                    at, files = float(entry["at"]), entry["files"]
+                except (ValueError, TypeError, KeyError):
+                    continue
+                for name in files if isinstance(files, list) else ():
+                    if isinstance(name, str):
+                        out[name] = max(at, out.get(name, at))
+    except FileNotFoundError:
+        pass
+    return out
+
+
+def rewrite_retired(root: Path, retired: dict[str, float]) -> None:
+    """Replace the retired log by ``retired`` (name -> time; the sweep keeps the files still there)."""
+    if not retired and not (root / RETIRED_LOG).exists():
+        return
+    data = "".join(json.dumps({"at": t, "files": sorted(names)}, separators=(",", ":")) + "\n"
+                   for t, names in sorted(_by_time(retired).items()))
+    atomic_write_bytes(root / RETIRED_LOG, data.encode(), durable=False)
 
 
 def read_json(path: Path) -> dict:
