@@ -95,6 +95,23 @@ def test_tail_segments_merge_automatically(bank):
     assert kb.check_bank(bank.path) == []
 
 
+def test_a_tail_merge_reads_back_no_segment_its_process_wrote(tmp_path, monkeypatch):
+    from kbtools.store import compaction, segments
+
+    bank = kb.create_bank(tmp_path / "b", embedder="hashing-char", settings={"auto_link": False})
+    kb.report_learning(bank, content="The first fact.", actor="a")
+    reads = []
+    for module in (segments, compaction):
+        monkeypatch.setattr(module, "read_segment", lambda *a, _read=segments.read_segment: reads.append(a) or _read(*a))
+    for i in range(3 * TAIL_SEGMENTS):
+        kb.report_learning(bank, content=f"Fact number {i} of the burst.", actor="a")
+    assert len(segment_files(bank)["events"]) <= TAIL_SEGMENTS + 1  # merged, from the rows held in memory
+    assert reads == []
+    again = kb.open_bank(bank.path)  # what the merges wrote is what was written
+    assert again.entries.height == 3 * TAIL_SEGMENTS + 1 and again.events.height == bank.events.height
+    assert kb.check_bank(bank.path) == []
+
+
 def test_vector_segments_merge_automatically_and_keep_every_vector(tmp_path):
     bank = kb.create_bank(tmp_path / "v", embedder="hashing-char", settings={"auto_link": False})
     written = {}  # each id's vector as read right after the write that gave it

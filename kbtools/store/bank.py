@@ -34,7 +34,7 @@ from kbtools.store.files import atomic_write_bytes, changed_files, inside, manif
 from kbtools.store.lock import bank_lock, flock_file, storage_errors
 from kbtools.store.manifest import FORMAT, FORMAT_VERSION, SWEEP_AGE_S, parse_manifest, read_manifest, utcnow
 from kbtools.store.segments import (EntryIds, TableCache, current_ids, live_rows, missing_ids, new_epoch, project,
-                                    read_segments, remember_rows, segment_rows)
+                                    read_segments, remember_rows, segment_rows, segments_frame)
 from kbtools.store.sidecars import SIDECAR_TABLES, write_sidecars
 from kbtools.store.usage import UsageLogs, fold_usage, with_pending
 from kbtools.store.vectors import embedder_name, remember_segments
@@ -470,8 +470,10 @@ class Bank:
             frames = full_frames(frames, self.table("entries") if frames["usage"].height else None, self.version + 1)
         folded = {t: list(self._manifest["tables"][t][start:]) for t, start in (starts or {}).items()}
         arrays: dict = {}  # a vector tail merge's arrays: this process reads none of them back
+        merged: dict = {}  # and the rows of a tail merge's segments
         manifest, report = rewritten(self, frames=frames, starts=starts, seg_rows=self._seg_rows,
-                                     vector_start=vector_start, arrays=arrays)
+                                     vector_start=vector_start, arrays=arrays, written=merged,
+                                     read=None if full else lambda table, names: segments_frame(self, table, names))
         if full:  # before the commit: a reader of the new version finds its base segments' sidecars
             report["sidecars"] = write_sidecars(self, {t: (manifest["tables"][t][0], frames[t]) for t in SIDECAR_TABLES
                                                        if frames.get(t) is not None and manifest["tables"].get(t)},
@@ -486,8 +488,8 @@ class Bank:
                 self._caches[table].segments = list(manifest["tables"][table])
         if not full:  # a tail merge: its segment holds the rows of those it folded (said before the swap,
             # so that the rows of theirs this process holds are kept with it)
-            remember_rows(self, {}, {manifest["tables"][t][-1]: names for t, names in folded.items()
-                                     if len(manifest["tables"][t]) == starts[t] + 1})
+            remember_rows(self, merged, {manifest["tables"][t][-1]: names for t, names in folded.items()
+                                         if len(manifest["tables"][t]) == starts[t] + 1 and t in _SEEN_THROUGH})
         self._swap(manifest)
         remember_segments(self, arrays)
         folded = report.get("vectors", {}).pop("folded", None)
@@ -495,6 +497,11 @@ class Bank:
             report["vectors"]["caches_kept"] = carry_caches(self, folded, manifest["vectors"]["segments"][0]["data"])
         report["swept"] = sweep(self.path, self._manifest, sweep_age)
         return report
+
+
+#: the tables whose readers build on the segments themselves (see ``segments.segment_names``): a tail
+#: merge of this process is seen through for them (the folded segments' rows stay held with it)
+_SEEN_THROUGH = ("entries", "edges")
 
 
 def create_bank(path: str | os.PathLike, *, settings: dict | None = None,

@@ -140,12 +140,15 @@ def full_frames(frames: dict[str, pl.DataFrame], entries_with_usage: pl.DataFram
 
 
 def rewrite_tables(root: Path, manifest: dict, *, tag: str, frames: dict[str, pl.DataFrame | None] | None = None,
-                   starts: dict[str, int] | None = None, seg_rows: dict[str, int]) -> dict:
+                   starts: dict[str, int] | None = None, seg_rows: dict[str, int],
+                   read: Callable[[str, list[str]], pl.DataFrame | None] | None = None,
+                   written: dict[str, pl.DataFrame] | None = None) -> dict:
     """Write the rewritten segments of the bank at ``root`` into ``manifest`` (changed in place):
     with ``frames`` (see :func:`full_frames`) each table becomes its one segment; with ``starts``
     (see :func:`tail_starts`) the segments of each table from its start on are merged into one,
-    the latest version of each key kept. ``seg_rows`` learns the rows of every segment written.
-    Returns the segments before and after, per table."""
+    the latest version of each key kept, their rows read by ``read(table, names)`` (default: from
+    the files). ``seg_rows`` learns the rows of every segment written, ``written`` (when given)
+    its rows. Returns the segments before and after, per table."""
     report = {}
     for table in (list(frames) if frames is not None else list(starts or {})):
         segs = manifest["tables"].get(table, [])
@@ -155,8 +158,11 @@ def rewrite_tables(root: Path, manifest: dict, *, tag: str, frames: dict[str, pl
         else:
             start = (starts or {}).get(table, 1)
             keep, tail = segs[:start], segs[start:]
-            parts = [read_segment(root, table, n) for n in tail]
-            frame = pl.concat(parts, how="diagonal_relaxed") if parts else None
+            if read is not None:
+                frame = read(table, tail) if tail else None
+            else:
+                parts = [read_segment(root, table, n) for n in tail]
+                frame = pl.concat(parts, how="diagonal_relaxed") if parts else None
             if frame is not None and table in KEYS:
                 frame = latest_in_first_order(frame, list(KEYS[table]))
         new_segs = list(keep)
@@ -165,6 +171,8 @@ def rewrite_tables(root: Path, manifest: dict, *, tag: str, frames: dict[str, pl
             (root / "tables" / table).mkdir(parents=True, exist_ok=True)
             write_parquet(frame, root / rel)
             seg_rows[rel] = frame.height
+            if written is not None:
+                written[rel] = frame
             new_segs.append(rel)
         manifest["tables"][table] = new_segs
         report[table] = {"segments_before": len(segs), "segments_after": len(new_segs)}
@@ -173,16 +181,17 @@ def rewrite_tables(root: Path, manifest: dict, *, tag: str, frames: dict[str, pl
 
 def rewritten(bank: Bank, *, frames: dict[str, pl.DataFrame | None] | None = None,
               starts: dict[str, int] | None = None, seg_rows: dict[str, int], vector_start: int | None = None,
-              arrays: dict | None = None) -> tuple[dict, dict]:
+              arrays: dict | None = None, read=None, written: dict | None = None) -> tuple[dict, dict]:
     """The next manifest of ``bank`` after a compaction, with the files it names written, and the
     report: with ``frames`` (see :func:`full_frames`) a full compaction, the vectors folded too;
     with ``starts`` (see :func:`tail_starts`) and ``vector_start`` (see :func:`vector_tail_start`)
-    a tail merge. Nothing is visible until the manifest is swapped in."""
+    a tail merge (``read``, ``written``: see :func:`rewrite_tables`; ``arrays``: the vectors'
+    arrays, see :func:`merge_vector_tail`). Nothing is visible until the manifest is swapped in."""
     manifest = json.loads(json.dumps(bank.manifest))
     seq = int(manifest.get("version", 0)) + 1
     tag = new_tag(seq)
     report = {"version": seq, "tables": rewrite_tables(bank.path, manifest, tag=tag, frames=frames, starts=starts,
-                                                       seg_rows=seg_rows)}
+                                                       seg_rows=seg_rows, read=read, written=written)}
     if frames is not None:
         report["vectors"] = compact_vectors(bank, manifest, tag)
     elif vector_start is not None:

@@ -475,13 +475,13 @@ def _recent(bank: Bank) -> _Recent:
 
 
 def remember_rows(bank: Bank, written: dict[str, pl.DataFrame], merges: dict[str, list[str]] | None = None) -> None:
-    """Take the small entries and edges segments a commit of this process just wrote (relative
-    path -> their rows) as read, and the segments a tail merge folded (merged name -> their
-    names): :func:`segments_frame` reads none of them back, and :func:`segment_names` names
-    the folded ones instead of the merged one."""
+    """Take the small table segments a commit of this process just wrote (relative path -> their
+    rows) as read, and the segments a tail merge folded (merged name -> their names):
+    :func:`segments_frame` (and the next tail merge) reads none of them back, and
+    :func:`segment_names` names the folded ones instead of the merged one."""
     recent = _recent(bank)
     for name, frame in (written or {}).items():
-        if frame.height <= REMEMBER_ROWS and name.startswith(("tables/entries/", "tables/edges/")):
+        if frame.height <= REMEMBER_ROWS and name.startswith("tables/"):
             recent.rows[name] = frame
     for merged, held in (merges or {}).items():
         recent.merges[merged] = tuple(n for h in held for n in recent.merges.get(h, (h,)))
