@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 
 import numpy as np
@@ -14,7 +15,7 @@ from kbtools.store import caches
 from kbtools.store.compaction import TAIL_SEGMENTS
 from kbtools.store.caches import cache_file, cached_file_meta, read_cache, write_cache, write_cache_file
 from kbtools.store.segments import segment_files
-from kbtools.store.vectors import embedder_name, entry_vectors, vector_segments
+from kbtools.store.vectors import embedder_name, entry_vectors, vector_blocks, vector_segments
 
 
 def test_create_then_open(tmp_path):
@@ -134,6 +135,51 @@ def test_vector_segments_merge_automatically_and_keep_every_vector(tmp_path):
     assert kb.check_bank(bank.path) == []
     bank.compact(sweep_age=0)
     assert len(vector_segments(bank)) == 1 and kb.check_bank(bank.path) == []
+
+
+def test_a_compacted_bank_stores_each_distinct_vector_once(tmp_path):
+    from kbtools.store.vectors import CodedVectors, load_npy, segment_data
+
+    bank = kb.create_bank(tmp_path / "c", embedder="hashing-char", settings={"auto_link": False})
+    kb.ops.import_frames(bank, entries=kb.demo.synthetic_bank(entries=300, seed=3).entries, actor="t", guard=False)
+    for i in range(5):  # entries whose useful_for, systems and tasks are empty: one vector each, shared
+        kb.report_learning(bank, content=f"A bare fact number {i} about the night shift.", actor="t")
+    ids, data = entry_vectors(bank)
+    before = dict(zip(ids.tolist(), np.asarray(data)))
+    meta = json.loads((bank.path / "bank.json").read_text())  # a bank an older kbtools made
+    (bank.path / "bank.json").write_text(json.dumps({**meta, "version": 1}))
+    bank.compact(sweep_age=0)
+    (seg,) = vector_segments(bank)
+    assert seg.get("codes") and isinstance(segment_data(bank, seg), CodedVectors)
+    distinct = load_npy(bank.path, seg, "data")
+    assert len(distinct) < 4 * len(ids)  # the repeated dimensions are stored once
+    for reader in (bank, kb.open_bank(bank.path, readonly=True)):
+        got, vectors = entry_vectors(reader)
+        assert sorted(got.tolist()) == sorted(before)
+        for eid, row in zip(got.tolist(), np.asarray(vectors)):
+            assert np.array_equal(row, before[eid]), eid
+        blocks = vector_blocks(reader, block=97)
+        assert np.array_equal(np.concatenate([b for _, b in blocks]), np.asarray(vectors))
+    assert json.loads((bank.path / "bank.json").read_text())["version"] == 2  # what it now needs to be read
+    assert kb.check_bank(bank.path) == []
+    assert kb.query(bank, "a bare fact number 3 about the night shift", fold=False).ids()
+    codes = load_npy(bank.path, seg, "codes")  # damage: a code past the distinct vectors
+    codes = np.array(codes)
+    codes[0, 0] = len(distinct) + 5
+    np.save(bank.path / seg["codes"], codes)
+    with pytest.raises(kb.BankDamaged, match="codes"):
+        entry_vectors(kb.open_bank(bank.path, readonly=True))
+
+
+def test_vectors_that_differ_only_in_the_sign_of_zeros_are_stored_apart():
+    from kbtools.store.vectors import coded
+
+    data = np.zeros((200, 4, 8), np.float16)
+    data[:, 0, 0] = np.arange(200)
+    data[7, 1, [2, 5]] = -0.0  # its bytes differ from the zero vector's in two sign bits only
+    codes, table = coded(data)
+    assert np.array_equal(table[codes].view(np.uint16), data.view(np.uint16))  # bit for bit
+    assert len(table) == 201  # 200 first vectors (the first is the zero vector), the signed one
 
 
 def test_settings_and_vectors_roundtrip(bank):

@@ -272,7 +272,8 @@ def bench_serve(rows, root: Path, *, sizes=(10_000, 100_000), seed: int = 7, log
     rows.add("serve", f"cold: open_bank + first kb.query {big // 1000}k (new process, {picked[big]})", cold[big]["first_s"], "s",
              baseline=f"same at {small // 1000}k ({picked[small]})", baseline_value=cold[small]["first_s"])
     raw = big * 384 * 4 / 1e6
-    stored = sum((Path(banks[big].path) / sg["data"]).stat().st_size for sg in vector_segments(banks[big])) / 1e6
+    stored = sum((Path(banks[big].path) / sg[k]).stat().st_size for sg in vector_segments(banks[big])
+                 for k in ("data", "codes") if sg.get(k)) / 1e6
     rows.add("serve", f"memory serving kb.query {big // 1000}k (peak RSS of that process)", cold[big]["rss_mb"], "MB",
              baseline="the vectors as the bank stores them", baseline_value=stored)
     disk = _disk_mb(banks[big].path)

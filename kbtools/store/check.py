@@ -21,8 +21,8 @@ from pathlib import Path
 
 from kbtools.errors import BankDamaged, UnsafePath
 from kbtools.store.bank import SWEEP_AGE_S, Bank, open_bank, read_manifest
-from kbtools.store.files import digest, inside, manifest_files, symlinks, temp_files
-from kbtools.store.vectors import load_npy
+from kbtools.store.files import VECTOR_FILES, digest, inside, manifest_files, symlinks, temp_files
+from kbtools.store.vectors import load_npy, load_vectors
 
 __all__ = ["check_bank", "version_problems"]
 
@@ -45,10 +45,10 @@ def _file_problems(root: Path, manifest: dict) -> list[Problem]:
         elif rel in recorded and digest(path)[2] != recorded[rel][2]:
             out.append(Problem("files", None, "file", rel, "changed since it was committed (checksum differs)"))
     for seg in (manifest.get("vectors") or {}).get("segments", []):
-        for key in ("data", "ids", "hashes"):
+        for key in VECTOR_FILES:
             rel = seg.get(key)
             if not rel:
-                if key == "hashes":
+                if key in ("hashes", "codes"):
                     continue
                 out.append(Problem("vectors", None, key, None, "a vector segment names its data and ids"))
                 continue
@@ -60,7 +60,7 @@ def _file_problems(root: Path, manifest: dict) -> list[Problem]:
                 if (root / rel).exists():
                     out.append(Problem("vectors", None, key, rel, f"does not load ({err})"))
                 continue
-            if seg.get("rows") is not None and arr.shape[0] != seg["rows"]:
+            if seg.get("rows") is not None and arr.shape[0] != seg["rows"] and not (key == "data" and seg.get("codes")):
                 out.append(Problem("vectors", None, key, rel, f"{arr.shape[0]} rows, the manifest says {seg['rows']}"))
     for rel in symlinks(root):
         out.append(Problem("files", None, "symlink", rel, "a bank holds no symlinks (kbtools never follows one)"))
@@ -114,12 +114,12 @@ def _vector_problems(bank: Bank, ids: pl.Series) -> list[Problem]:
     out: list[Problem] = []
     dims = set()
     for seg in info.get("segments", []):
-        for key in ("data", "ids"):
-            if not (bank.path / seg[key]).exists():
+        for key in ("data", "ids", "codes"):
+            if seg.get(key) and not (bank.path / seg[key]).exists():
                 out.append(Problem("vectors", None, key, seg[key], "a vector segment the manifest names is missing"))
         if out:
             continue
-        data = load_npy(bank.path, seg, "data", mmap=True)
+        data = load_vectors(bank.path, seg)
         seg_ids = load_npy(bank.path, seg, "ids")
         if data.shape[0] != seg_ids.shape[0]:
             out.append(Problem("vectors", None, "rows", seg["data"], f"{data.shape[0]} vectors but {seg_ids.shape[0]} ids"))

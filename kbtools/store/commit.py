@@ -29,8 +29,8 @@ import polars as pl
 from kbtools.errors import EmbedderMismatch
 from kbtools.model.plan import Plan, VectorRows
 from kbtools.model.schema import APPEND_ONLY, KEYS, TABLES, conform
-from kbtools.store.files import (atomic_write_bytes, digest, inside, log_retired, manifest_files, write_history,
-                                 write_parquet)
+from kbtools.store.files import (VECTOR_FILES, atomic_write_bytes, digest, inside, log_retired, manifest_files,
+                                 write_history, write_parquet)
 from kbtools.store.manifest import copy_manifest, new_tag, stamp
 from kbtools.store.segments import DELETED, SEQ
 from kbtools.store.vectors import DEFAULT_VECTOR_DTYPE, write_vector_segment
@@ -114,7 +114,7 @@ def prepare_commit(root: Path, current: dict, changes: Plan, *, actor: str | Non
         seg = write_vector_segment(root, tag, ids, data, hashes, dtype=dtype, durable=False,
                                    arrays=arrays if len(ids) <= REMEMBERED_ROWS else None)
         info["segments"].append(seg)
-        synced += [root / seg[k] for k in ("data", "ids", "hashes") if seg.get(k)] + [root / "vectors"]
+        synced += [root / seg[k] for k in VECTOR_FILES if seg.get(k)] + [root / "vectors"]
     if changes.settings:
         manifest.setdefault("settings", {}).update(changes.settings)
     stamp(manifest, seq, actor=actor, reason=reason)

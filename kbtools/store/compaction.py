@@ -31,8 +31,8 @@ from kbtools.store.commit import REMEMBERED_ROWS
 from kbtools.store.files import manifest_files, read_retired, rewrite_retired, temp_files, write_parquet
 from kbtools.store.manifest import SWEEP_AGE_S, new_tag, stamp
 from kbtools.store.segments import DELETED, SEQ, latest_in_first_order, read_segment
-from kbtools.store.vectors import (DEFAULT_VECTOR_DTYPE, entry_vectors, segment_data, segment_hashes, segment_ids,
-                                   write_vector_segment)
+from kbtools.store.vectors import (CODED_FROM, DEFAULT_VECTOR_DTYPE, entry_vectors, segment_data, segment_hashes,
+                                   segment_ids, write_vector_segment)
 
 if TYPE_CHECKING:  # the bank imports this module
     from kbtools.store.bank import Bank
@@ -204,8 +204,10 @@ def compact_vectors(bank: Bank, manifest: dict, tag: str) -> dict:
     """Fold the vector segments of ``bank`` into one (the live rows, latest per id) and name it in
     ``manifest``; the report keeps the folded segments under ``"folded"`` for carrying the caches."""
     info = manifest.get("vectors")
-    if not info or len(info.get("segments", [])) <= 1:
-        return {"segments": len(info.get("segments", [])) if info else 0}
+    segs = (info or {}).get("segments", [])
+    if len(segs) == 0 or len(segs) == 1 and (segs[0].get("codes") or segs[0].get("distinct")
+                                             or int(segs[0].get("rows") or 0) < CODED_FROM):
+        return {"segments": len(segs)}  # one segment, its distinct vectors looked at when written
     folded = [dict(seg) for seg in info["segments"]]
     ids, data, hashes = entry_vectors(bank, with_hashes=True)
     dtype = str(bank.settings.get("vector_dtype", DEFAULT_VECTOR_DTYPE))

@@ -30,7 +30,7 @@ from kbtools.store.lock import fsync_dir, fsync_paths
 
 __all__ = ["inside", "digest", "HISTORY", "KEEP_MANIFESTS", "history", "write_history", "manifest_files",
            "temp_files", "symlinks", "changed_files", "atomic_write_bytes", "write_parquet", "write_npy", "read_json",
-           "RETIRED_LOG", "log_retired", "read_retired", "rewrite_retired"]
+           "RETIRED_LOG", "log_retired", "read_retired", "rewrite_retired", "VECTOR_FILES"]
 
 #: the folder of the bank that keeps the last manifests, one file per version
 HISTORY = "manifests"
@@ -173,11 +173,16 @@ def digest(path: Path) -> list:
     return [st.st_size, st.st_mtime_ns, h.hexdigest()]
 
 
+#: the files of a vector segment, by the key the manifest names each under (``codes`` only in a
+#: segment that stores each distinct vector once, see ``vectors.CodedVectors``)
+VECTOR_FILES = ("data", "codes", "ids", "hashes")
+
+
 def manifest_files(manifest: dict) -> list[str]:
     """Every file a manifest names (table segments and vector segments), relative to the bank."""
     files = [p for segs in (manifest.get("tables") or {}).values() for p in segs]
     for seg in (manifest.get("vectors") or {}).get("segments", []):
-        files += [seg[k] for k in ("data", "ids", "hashes") if seg.get(k)]
+        files += [seg[k] for k in VECTOR_FILES if seg.get(k)]
     return files
 
 

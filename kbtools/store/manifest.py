@@ -17,16 +17,27 @@ from pathlib import Path
 import json
 
 from kbtools.errors import BankDamaged, NotABank
-from kbtools.store.files import read_json
+from kbtools.store.files import atomic_write_bytes, read_json
 
-__all__ = ["FORMAT", "FORMAT_VERSION", "SWEEP_AGE_S", "utcnow", "read_manifest", "parse_manifest", "copy_manifest",
+__all__ = ["FORMAT", "FORMAT_VERSION", "SWEEP_AGE_S", "require_format", "utcnow", "read_manifest", "parse_manifest", "copy_manifest",
            "new_tag", "stamp"]
 
 FORMAT = "kbtools-bank"
-FORMAT_VERSION = 1
+#: 2: a vector segment may store each distinct vector once (``codes``), which a kbtools of format 1
+#: cannot read; a bank of format 1 becomes 2 when its first such segment is written
+FORMAT_VERSION = 2
 #: A file no manifest names any more stays this long (a reader's snapshot stays readable), as does
 #: a temp file (a write may be in flight); the sweep removes it after.
 SWEEP_AGE_S = 120.0
+
+
+def require_format(root: Path, version: int) -> None:
+    """Say in the bank's ``bank.json`` that it needs a kbtools of format ``version`` or later
+    (before a file only those read is committed); a bank that says so already is left as it is."""
+    meta_path = Path(root) / "bank.json"
+    meta = read_json(meta_path)
+    if int(meta.get("version", 0)) < version:
+        atomic_write_bytes(meta_path, json.dumps({**meta, "version": version}, indent=1).encode())
 
 
 def utcnow() -> datetime:

@@ -34,13 +34,15 @@ import numpy as np
 import polars as pl
 
 from kbtools.errors import BankDamaged, KbError
-from kbtools.store.files import inside, write_npy
+from kbtools.store.files import VECTOR_FILES, inside, write_npy
+from kbtools.store.manifest import require_format
 from kbtools.store.segments import new_epoch, table_mark
 
 if TYPE_CHECKING:  # functions here read a bank's snapshot; the bank imports this module
     from kbtools.store.bank import Bank
 
-__all__ = ["ids_in", "pack_ids", "remember_segments", "segment_arrays", "segment_hashes", "SegmentedVectors", "VectorBlocks", "VECTOR_DTYPES", "DEFAULT_VECTOR_DTYPE", "embedder_name",
+__all__ = ["ids_in", "pack_ids", "remember_segments", "segment_arrays", "segment_hashes", "SegmentedVectors",
+           "CodedVectors", "coded", "CODED_FROM", "load_vectors", "VectorBlocks", "VECTOR_DTYPES", "DEFAULT_VECTOR_DTYPE", "embedder_name",
            "entry_vectors", "vector_count", "vector_ids", "vector_blocks", "vector_segments", "segment_ids",
            "segment_data", "load_npy", "write_vector_segment", "continued", "segments_after"]
 
@@ -135,17 +137,107 @@ class SegmentedVectors:
         for s in np.unique(seg):
             where = np.flatnonzero(seg == s)
             local = pos[where] - self.offsets[s]
-            part = self.parts[s] if kind is None else self.parts[s][:, kind]
-            if len(where) == len(part) and np.array_equal(local, np.arange(len(part))):
-                out[where] = part  # a whole segment in order: one sequential read
-            elif len(local) and local[-1] - local[0] == len(local) - 1 and np.all(np.diff(local) == 1):
-                out[where] = part[local[0] : local[-1] + 1]  # a run in order: a slice, no gather
+            part = self.parts[s]
+            if len(local) and local[-1] - local[0] == len(local) - 1 and np.all(np.diff(local) == 1):
+                rows = slice(int(local[0]), int(local[-1]) + 1)  # a run in order (a whole segment): a slice
             else:
-                out[where] = part[local]
+                rows = local
+            out[where] = part[rows] if kind is None else part[rows, kind]
         return out
 
     def __repr__(self) -> str:
         return f"<SegmentedVectors {self.shape} over {len(self.parts)} segments>"
+
+
+class CodedVectors:
+    """A vector segment that stores each distinct vector once: ``codes`` (n, dims) rows of
+    ``table`` (u, d). Read as the (n, dims, d) array it stands for: indexing gathers just the rows
+    asked for (``[rows]``, ``[rows, kind]``, slices), ``np.asarray`` the whole of it. The search
+    dimensions of real banks repeat (an empty ``useful_for`` or ``tasks`` is one vector for every
+    entry): a bank's vectors take a quarter to a half of the disk and page cache.
+
+    >>> table = np.arange(6, dtype=np.float16).reshape(3, 2)
+    >>> coded = CodedVectors(np.array([[0, 2], [1, 2]], np.int32), table)
+    >>> coded.shape, coded[1].tolist(), coded[[1, 0], 1].tolist(), np.asarray(coded)[0, 0].tolist()
+    ((2, 2, 2), [[2.0, 3.0], [4.0, 5.0]], [[4.0, 5.0], [4.0, 5.0]], [0.0, 1.0])
+    """
+
+    __slots__ = ("codes", "table")
+
+    def __init__(self, codes: np.ndarray, table: np.ndarray):
+        self.codes, self.table = codes, table
+
+    @property
+    def shape(self) -> tuple[int, int, int]:
+        return (len(self.codes), self.codes.shape[1], self.table.shape[1])
+
+    @property
+    def ndim(self) -> int:
+        return 3
+
+    @property
+    def dtype(self) -> np.dtype:
+        return self.table.dtype
+
+    def __len__(self) -> int:
+        return len(self.codes)
+
+    def __getitem__(self, key):
+        if isinstance(key, tuple) and len(key) > 2:
+            return self.table[self.codes[key[:2]]][(Ellipsis, *key[2:])]
+        return self.table[np.asarray(self.codes[key])]
+
+    def __array__(self, dtype=None, copy=None) -> np.ndarray:
+        out = self.table[np.asarray(self.codes)]
+        return out if dtype is None else out.astype(dtype, copy=False)
+
+
+#: a vector segment of at least this many rows stores each distinct vector once where that saves
+CODED_FROM = 64
+
+
+def coded(data: np.ndarray, least_rows: int = CODED_FROM, most_share: float = 0.75):
+    """``data`` (n, dims, d) as ``(codes, table)`` (see :class:`CodedVectors`) when storing each
+    distinct vector once saves a quarter or more and it has at least ``least_rows`` rows; else
+    None. Exact: a vector's bytes are its identity (hashed, then compared).
+
+    >>> data = np.zeros((100, 4, 8), np.float16); data[:, 0, 0] = np.arange(100)
+    >>> codes, table = coded(data)
+    >>> table.shape, np.array_equal(table[codes], data)
+    ((100, 8), True)
+    """
+    n, dims = data.shape[:2]
+    if n < least_rows:
+        return None
+    flat = np.ascontiguousarray(data).reshape(n * dims, -1)
+    raw = flat.view(np.uint8).reshape(len(flat), -1)
+    if raw.shape[1] % 8:
+        return None  # (vectors whose bytes are not whole 8-byte words: none kbtools writes)
+    words = raw.view(np.uint64)
+    step = 1 << 16  # a block at a time: no copy of the whole array
+    for seed in range(3):  # a hash of each vector's bytes, checked below (two alike: another seed)
+        mix = np.random.default_rng(seed).integers(1, 2**63, size=(2, words.shape[1]), dtype=np.uint64) | np.uint64(1)
+        keys = np.concatenate([_row_hash(words[i : i + step], mix) for i in range(0, len(words), step)])
+        _, first, inverse = np.unique(keys, return_index=True, return_inverse=True)
+        if len(first) > most_share * len(flat):
+            return None
+        order = np.argsort(first, kind="stable")  # the table in the rows' order: blocks read it forward
+        rank = np.empty_like(order)
+        rank[order] = np.arange(len(order))
+        table = flat[first[order]]
+        codes = rank[inverse.reshape(-1)].astype(np.int32)
+        if all(np.array_equal(table[codes[i : i + step]], flat[i : i + step]) for i in range(0, len(flat), step)):
+            return codes.reshape(n, dims), table
+    return None
+
+
+def _row_hash(words: np.ndarray, mix: np.ndarray) -> np.ndarray:
+    """A 64-bit hash of each row of ``words`` (uint64): every word's bits mixed (shifts fold the high
+    bits into the low ones, so a sign bit counts), then summed with odd weights (wrapping)."""
+    x = words ^ (words >> np.uint64(31))
+    x = x * mix[0]
+    x ^= x >> np.uint64(29)
+    return (x * mix[1]).sum(axis=1, dtype=np.uint64)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -329,7 +421,8 @@ class VectorBlocks:
         parts = [load_npy(bank.path, s, "ids").astype(str) for s in segs]
         self.block = block
         self._paths = [inside(bank.path, s["data"]) for s in segs]
-        self._maps = [load_npy(bank.path, s, "data", mmap=True) for s in segs]
+        self._segs, self._root = segs, bank.path
+        self._maps = [load_vectors(bank.path, s) for s in segs]
         self._fds: dict[int, int] = {}  #: segment -> descriptor, opened by :meth:`rows` on first use
         if not parts:
             self.ids, self._seg, self._row = np.array([], dtype=str), np.zeros(0, np.int64), np.zeros(0, np.int64)
@@ -354,6 +447,7 @@ class VectorBlocks:
         for a subset of :attr:`ids`, without reading the id files again)."""
         out = VectorBlocks.__new__(VectorBlocks)
         out.block, out._paths, out._maps, out._fds = self.block, self._paths, self._maps, {}
+        out._segs, out._root = self._segs, self._root
         keep = ids_in(self.ids, np.asarray(ids, dtype=str))
         out.ids, out._seg, out._row = self.ids[keep], self._seg[keep], self._row[keep]
         return out
@@ -382,14 +476,22 @@ class VectorBlocks:
         for s in np.unique(seg):
             here = np.flatnonzero(seg == s)
             mapped = self._maps[s]
-            if (len(here) > self.PREAD_ROWS or not isinstance(mapped, np.memmap) or mapped.dtype != dtype
-                    or not mapped.flags.c_contiguous):
+            stored = mapped.table if isinstance(mapped, CodedVectors) else mapped
+            if (len(here) > self.PREAD_ROWS or not isinstance(stored, np.memmap) or stored.dtype != dtype
+                    or not stored.flags.c_contiguous):
                 out[here] = mapped[row[here]]
                 continue
             fd = self._fd(s)
-            size = mapped.dtype.itemsize * int(np.prod(mapped.shape[1:]))
+            size = stored.dtype.itemsize * int(np.prod(stored.shape[1:]))
+            if isinstance(mapped, CodedVectors):  # each distinct vector of these rows read once
+                codes = np.asarray(mapped.codes[row[here]])
+                wanted, where = np.unique(codes, return_inverse=True)
+                read = np.stack([np.frombuffer(os.pread(fd, size, stored.offset + c * size), dtype=dtype)
+                                 for c in wanted.tolist()])
+                out[here] = read[where.reshape(codes.shape)]
+                continue
             for k, r in zip(here.tolist(), row[here].tolist()):
-                out[k] = np.frombuffer(os.pread(fd, size, mapped.offset + r * size), dtype=dtype).reshape(out.shape[1:])
+                out[k] = np.frombuffer(os.pread(fd, size, stored.offset + r * size), dtype=dtype).reshape(out.shape[1:])
         return out
 
     def _fd(self, s: int) -> int:
@@ -410,7 +512,7 @@ class VectorBlocks:
                 rows = row[here]
                 # mapped for this block only: the pages read leave this process's resident memory
                 # when the map is dropped (a pass over a million entries stays at one block)
-                mapped = np.load(self._paths[s], mmap_mode="r", allow_pickle=False)
+                mapped = load_vectors(self._root, self._segs[s])
                 # a contiguous run is read as one slice (sequential I/O), the rest by gather
                 run = rows[-1] - rows[0] + 1 == len(rows)
                 out[here] = mapped[rows[0] : rows[-1] + 1] if run else mapped[rows]
@@ -475,9 +577,23 @@ def load_npy(root: Path, segment: dict, key: str, *, mmap: bool = False) -> np.n
     except (OSError, ValueError, EOFError) as err:  # truncated, garbage, a pickle
         raise BankDamaged(root, rel, f"not the .npy its commit wrote: {str(err).splitlines()[0][:200]}") from None
     rows = segment.get("rows")
+    if key == "data" and segment.get("codes"):  # the table of distinct vectors: its codes have the rows
+        rows = None
     if isinstance(rows, int) and (arr.ndim == 0 or arr.shape[0] != rows):
         raise BankDamaged(root, rel, f"{arr.shape[0] if arr.ndim else 0} rows, the manifest records {rows}")
     return arr
+
+
+def load_vectors(root: Path, segment: dict, *, mmap: bool = True):
+    """The vectors (n, dims, d) of one vector segment of the bank at ``root``: its data array, or a
+    :class:`CodedVectors` over its codes and table (both through :func:`load_npy`)."""
+    data = load_npy(root, segment, "data", mmap=mmap)
+    if not segment.get("codes"):
+        return data
+    codes = load_npy(root, segment, "codes", mmap=mmap)
+    if codes.ndim != 2 or data.ndim != 2 or (codes.size and (codes.min() < 0 or codes.max() >= len(data))):
+        raise BankDamaged(root, segment["codes"], "codes that are not rows of the segment's vectors")
+    return CodedVectors(codes, data)
 
 
 def _after_sweep(bank: Bank, read):
@@ -501,7 +617,7 @@ def _segment_files(bank: Bank) -> dict:
     """The vector files read so far by this open bank, by (kind, path): segments never change, so
     each is read once; those no longer in the snapshot's manifest are let go."""
     def kept(prior: dict | None) -> dict:
-        named = {s[k] for s in _segments(bank) for k in ("data", "ids", "hashes") if s.get(k)}
+        named = {s[k] for s in _segments(bank) for k in VECTOR_FILES if s.get(k)}
         return {key: value for key, value in (prior or {}).items() if key[1] in named}
 
     return bank.derived("vector-segment-files", kept, on=("vectors",), grow=True)
@@ -600,7 +716,7 @@ def segment_data(bank: Bank, segment: dict) -> np.ndarray:
     files = _segment_files(bank)
     key = ("data", segment["data"])
     if key not in files:
-        files[key] = load_npy(bank.path, segment, "data", mmap=True)
+        files[key] = load_vectors(bank.path, segment)
     return files[key]
 
 
@@ -738,7 +854,16 @@ def write_vector_segment(root: Path, tag: str, ids, data, hashes, *, dtype: str 
     seg = {"data": f"vectors/{tag}.npy", "ids": f"vectors/{tag}.ids.npy", "rows": int(len(ids))}
     if hashes is not None:
         seg["hashes"] = f"vectors/{tag}.hashes.npy"
-    for kind, array in segment_arrays(ids, data, hashes, dtype=dtype).items():
+    out = segment_arrays(ids, data, hashes, dtype=dtype)
+    packed = coded(out["data"], least_rows=CODED_FROM)
+    if packed is not None:  # each distinct vector stored once (see CodedVectors)
+        require_format(root, 2)
+        out["codes"], out["data"] = packed
+        seg["codes"] = f"vectors/{tag}.codes.npy"
+        arrays = None  # (what this process holds of a segment is its (n, dims, d) data)
+    elif len(ids) >= CODED_FROM:
+        seg["distinct"] = True  # looked at: storing each distinct vector once would not save enough
+    for kind, array in out.items():
         write_npy(array, root / seg[kind], durable=durable)
         if arrays is not None:
             arrays[seg[kind]] = array
