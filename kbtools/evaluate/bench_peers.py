@@ -362,8 +362,9 @@ def bench_peers(root: Path, *, n: int = 100_000, seed: int = 7, peers=PEERS[1:],
     return {"entries": n, "systems": systems, "index": index, "rows": _rows(results, systems),
             "notes": {"kbtools": "kb.query(bank, text, query_vector=q) folded, usage counted (no embedding); "
                                  "report_learning(link=False) embeds its text (hashing) in the write",
-                      "disk": "kbtools keeps four 384-d vectors per entry (one per search dimension), "
-                              "the full entry rows and the edges; the peers one vector, the id and the text",
+                      "disk": "kbtools keeps four 384-d vectors per entry (one per search dimension; each distinct "
+                              "vector stored once), the full entry rows and the edges; the peers one vector, "
+                              "the id and the text",
                       "queries": f"the titles of {_QUERIES} entries drawn at random, embedded with the bank's hashing embedder; "
                                  "truth: exact inner product over the same vectors",
                       "adds": f"{_ADDS} adds, each followed by one query",
