@@ -220,3 +220,31 @@ def test_a_new_bank_answers_from_its_first_report_and_its_writes_keep_it_embedde
     assert kb.query(bank, "proxy restart nightly export", record_usage=False).ids()[0] in (a, parts[0])
     assert kb.query(bank, "signing key rotation", record_usage=False).ids()[0] == "0abc1234"
     assert kb.embed_bank(bank)["embedded"] == 0  # nothing was left for kb embed
+
+
+def test_a_writes_few_rows_give_the_texts_and_hashes_the_whole_frame_gives():
+    """A write's few rows are read value by value, a bulk frame by polars expressions: the texts
+    (and so the hashes the embedding cache and the vectors are keyed by) are the same."""
+    import polars as pl
+
+    from kbtools.demo import synthetic_bank
+    from kbtools.model.schema import SCHEMAS
+    from kbtools.retrieval.search import entry_texts, text_hashes
+
+    entries = synthetic_bank(entries=150, seed=2).entries
+    odd = pl.DataFrame({"id": ["a0000001", "a0000002", "a0000003"], "title": [None, "T", ""],
+                        "summary": ["S", None, None], "content": ["c", None, ""], "useful_for": [None, "u", ""],
+                        "systems": [["x", None, "y"], None, []], "tasks": [[], ["t"], None]},
+                       schema={k: SCHEMAS["entries"][k] for k in ("id", "title", "summary", "content", "useful_for",
+                                                                   "systems", "tasks")})
+    frame = pl.concat([entries.select(odd.columns), odd])
+    whole = entry_texts(frame)  # more than a write's rows: the frame path
+    assert frame.height > 64
+    for start in range(0, frame.height, 50):
+        part = frame.slice(start, 50)
+        few = entry_texts(part)
+        assert few == {dim: texts[start : start + 50] for dim, texts in whole.items()}
+        assert text_hashes(part).tolist() == text_hashes(frame).tolist()[start : start + 50]
+    assert whole["systems"][-3:] == ["x, y", "", ""] and whole["content"][-3:] == [". S\nc", "T.", "."]
+    no_summary = frame.drop("summary")
+    assert entry_texts(no_summary.tail(3)) == {d: t[-3:] for d, t in entry_texts(no_summary).items()}

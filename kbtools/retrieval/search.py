@@ -50,8 +50,15 @@ __all__ = [
 #: Defaults of retrieval: the pool folding starts from, the index kind, RRF's k.
 
 
+#: up to this many rows (a write's), :func:`entry_texts` reads the frame's values in Python: a
+#: polars expression per column costs more than the rows
+_FEW_ROWS = 64
+
+
 def entry_texts(entries: pl.DataFrame) -> dict[str, list[str]]:
-    """The text of each search dimension per entry (lists joined with ", ")."""
+    """The text of each search dimension per entry (lists joined with ", ", null items left out)."""
+    if entries.height <= _FEW_ROWS:
+        return _few_entry_texts(entries)
     out = {}
     for dim in DIMENSIONS:
         col = entries[dim] if dim in entries.columns else pl.Series([None] * entries.height)
@@ -64,6 +71,26 @@ def entry_texts(entries: pl.DataFrame) -> dict[str, list[str]]:
             pl.concat_str([pl.col("title").fill_null(""), pl.col("summary").fill_null("")], separator=". ")
             if "summary" in entries.columns else pl.col("title").fill_null("")
         ).to_series().to_list()
+        out["content"] = [f"{h}\n{c}".strip() for h, c in zip(head, out["content"])]
+    return out
+
+
+def _few_entry_texts(entries: pl.DataFrame) -> dict[str, list[str]]:
+    """:func:`entry_texts` of a few rows, value by value (what the polars expressions give)."""
+    n = entries.height
+    column = {name: entries[name].to_list() if name in entries.columns else [None] * n
+              for name in (*DIMENSIONS, "title", "summary")}
+    out = {}
+    for dim in DIMENSIONS:
+        if dim in entries.columns and isinstance(entries[dim].dtype, pl.List):
+            out[dim] = ["" if v is None else ", ".join(str(x) for x in v if x is not None) for v in column[dim]]
+        else:
+            out[dim] = ["" if v is None else str(v) for v in column[dim]]
+    if "title" in entries.columns:
+        if "summary" in entries.columns:
+            head = [f"{t or ''}. {s or ''}" for t, s in zip(column["title"], column["summary"])]
+        else:
+            head = [t or "" for t in column["title"]]
         out["content"] = [f"{h}\n{c}".strip() for h, c in zip(head, out["content"])]
     return out
 
