@@ -26,11 +26,13 @@ A bank is a folder::
     manifest.json        the current version: which segment files make up each table, the vector
                          segments and their embedder, the settings, the last commit
     tables/<table>/      immutable Parquet segments, one or more per table
-    vectors/             memory-mappable .npy segments (entry vectors, one per search dimension)
+    vectors/             memory-mappable .npy segments (entry vectors, one per search dimension;
+                         a big segment stores each distinct vector once, with a code per entry)
     cache/               derived artefacts (the query and linker indexes, the linker's anchors,
                          layouts), each sealed with what it was built from
     usage/               the usage logs not yet merged
     manifests/           the last manifests, for ``kb repair``
+    retired.jsonl        the files commits retired, for the sweep (after a grace period)
     .lock                the writers' lock file (flock); its text names the holder
 
 A write is one transaction across tables: under the lock it re-reads the manifest (so it plans on
