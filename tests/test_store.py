@@ -169,6 +169,10 @@ def test_a_compacted_bank_stores_each_distinct_vector_once(tmp_path):
     np.save(bank.path / seg["codes"], codes)
     with pytest.raises(kb.BankDamaged, match="codes"):
         entry_vectors(kb.open_bank(bank.path, readonly=True))
+    (bank.path / seg["codes"]).unlink()  # a missing codes file is named, by a read and by kb check
+    assert any(p.value == seg["codes"] for p in kb.check_bank(bank.path))
+    with pytest.raises(kb.BankDamaged, match="missing"), pytest.warns(UserWarning, match="moved to the newest"):
+        entry_vectors(kb.open_bank(bank.path, readonly=True))  # (first taken for a sweep, then named)
 
 
 def test_vectors_that_differ_only_in_the_sign_of_zeros_are_stored_apart():
