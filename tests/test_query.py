@@ -236,6 +236,21 @@ def test_usage_counts_stay_right_over_many_queries(eng_copy):
     assert dict(reopened.entries.select("id", "usage_count").iter_rows()) == after
 
 
+def test_a_compaction_counts_the_usage_logged_since_the_last_write_once(tmp_path):
+    bank = kb.create_bank(tmp_path / "b", embedder="hashing-char", settings={"auto_link": False})
+    kiln = kb.report_learning(bank, content="The kiln fires at noon.", actor="t")
+    kb.query(bank, "kiln fires at noon", k=1)
+    kb.report_learning(bank, content="Another fact about the glaze.", actor="t")  # merges that usage
+    kb.query(bank, "kiln fires at noon", k=1)  # logged, not merged yet
+
+    def count(b):
+        return b.entries.filter(pl.col("id") == kiln)["usage_count"][0]
+
+    assert count(kb.open_bank(bank.path)) == 2
+    bank.compact()
+    assert count(kb.open_bank(bank.path)) == count(bank) == 2 and not list((bank.path / "usage").glob("*.log"))
+
+
 def test_entries_read_between_writes_count_usage_as_a_fresh_open_does(eng_copy):
     kb.query(eng_copy, LOGIN, k=4)  # usage pending in the log
     assert eng_copy.entries.height  # read once: the writes below grow what was read

@@ -460,6 +460,12 @@ class Bank:
         """
         with bank_lock(self.path, self.lock_timeout if timeout is None else timeout, "compact"):
             self.reload()
+            # the usage logged since the last commit is committed first, as a write would, so that
+            # the compaction folds it in once and no log of it stays pending to be counted again
+            logged = self._usage.claim(self._manifest.get("usage_merged", []))
+            if logged is not None:
+                self._commit(Plan(appends={"usage": logged}), actor="compact", reason="usage logged since the last commit")
+                self._usage.drop_claimed(self._manifest.get("usage_merged", []))
             return self._compact(full=True, sweep_age=sweep_age)
 
     def _compact(self, *, full: bool, sweep_age: float = SWEEP_AGE_S, starts: dict[str, int] | None = None,
