@@ -251,6 +251,24 @@ def test_a_compaction_counts_the_usage_logged_since_the_last_write_once(tmp_path
     assert count(kb.open_bank(bank.path)) == count(bank) == 2 and not list((bank.path / "usage").glob("*.log"))
 
 
+def test_a_write_merges_the_usage_logs_only_once_they_are_big(tmp_path, monkeypatch):
+    from kbtools.store import usage
+    from kbtools.store.segments import segment_files
+
+    bank = kb.create_bank(tmp_path / "b", embedder="hashing-char", settings={"auto_link": False})
+    kiln = kb.report_learning(bank, content="The kiln fires at noon.", actor="t")
+    for i in range(3):
+        kb.query(bank, "kiln fires at noon", k=1)
+        kb.report_learning(bank, content=f"Glaze fact number {i}.", actor="t")
+    assert segment_files(bank)["usage"] == []  # a few queries' usage: no usage segment per write
+    assert bank.entries.filter(pl.col("id") == kiln)["usage_count"][0] == 3  # counted from the log
+    monkeypatch.setattr(usage, "MERGE_BYTES", 1)
+    kb.report_learning(bank, content="A write that merges them.", actor="t")
+    assert len(segment_files(bank)["usage"]) == 1 and not list((bank.path / "usage").glob("*.log"))
+    for reader in (bank, kb.open_bank(bank.path)):
+        assert reader.entries.filter(pl.col("id") == kiln)["usage_count"][0] == 3
+
+
 def test_entries_read_between_writes_count_usage_as_a_fresh_open_does(eng_copy):
     kb.query(eng_copy, LOGIN, k=4)  # usage pending in the log
     assert eng_copy.entries.height  # read once: the writes below grow what was read

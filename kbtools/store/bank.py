@@ -409,7 +409,7 @@ class Bank:
             self.reload()
             changes = plan(self) if callable(plan) else plan
             if changes is not None and not changes.is_empty():
-                logged = self._usage.claim(self._manifest.get("usage_merged", []))
+                logged = self._usage.claim(self._manifest.get("usage_merged", [])) if self._usage.due() else None
                 if logged is not None:
                     changes = changes + Plan(appends={"usage": logged})
                 self._commit(changes, durable=durable, actor=actor, reason=reason)

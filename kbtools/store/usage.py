@@ -1,7 +1,8 @@
 """Usage: which entries queries returned, logged without the writers' lock.
 
 Each process appends ``at<TAB>id<TAB>query_hash`` lines to its own log, ``usage/<host>-<pid>.log``
-(an append, never a table rewrite). The next commit claims the pending logs (renames them
+(an append, never a table rewrite). A commit claims the pending logs once they are big enough
+(:meth:`UsageLogs.due`; ``kb compact`` always) (renames them
 ``*.merging-*``), adds their rows to the ``usage`` table in the same transaction, records the
 claimed names in the manifest (``usage_merged``) and then deletes them; a crash in between leaves
 names the manifest already counts, which every reader skips. A full compaction folds the usage
@@ -30,7 +31,13 @@ import polars as pl
 from kbtools.model.schema import SCHEMAS, empty
 from kbtools.store.segments import project
 
-__all__ = ["UsageLogs", "read_usage_log", "with_pending", "fold_usage"]
+__all__ = ["UsageLogs", "read_usage_log", "with_pending", "fold_usage", "MERGE_BYTES", "MERGE_LOGS"]
+
+
+#: a commit merges the pending usage logs once they hold this many bytes (about 800 rows) ...
+MERGE_BYTES = 64 * 1024
+#: ... or come from this many logs (processes); ``kb compact`` merges them whatever their size
+MERGE_LOGS = 8
 
 
 def read_usage_log(path: Path) -> pl.DataFrame:
@@ -167,6 +174,15 @@ class UsageLogs:
             warnings.warn(f"{self.root}: usage not recorded ({why}); queries still answer", stacklevel=4)
             self._warned = True
         return 0
+
+    def due(self) -> bool:
+        """Whether the next commit should merge the pending logs (:meth:`claim`): once they hold
+        :data:`MERGE_BYTES` or come from :data:`MERGE_LOGS` logs, or a commit left one claimed. Until
+        then a write leaves them be (every reader counts them as they are): a write after a few
+        queries writes no usage segment of its own."""
+        names = [name for name, _ in self.signature]
+        return (sum(size for _, size in self.signature) >= MERGE_BYTES or len(names) >= MERGE_LOGS
+                or any(".merging-" in name for name in names))
 
     def claim(self, merged) -> pl.DataFrame | None:
         """Claim every pending log for the commit in flight (renamed, so that no process appends to
