@@ -1,9 +1,9 @@
 """Usage: which entries queries returned, logged without the writers' lock.
 
 Each process appends ``at<TAB>id<TAB>query_hash`` lines to its own log, ``usage/<host>-<pid>.log``
-(an append, never a table rewrite). A commit claims the pending logs once they are big enough
-(:meth:`UsageLogs.due`; ``kb compact`` always) (renames them
-``*.merging-*``), adds their rows to the ``usage`` table in the same transaction, records the
+(an append, never a table rewrite). Once the pending logs are big enough (:meth:`UsageLogs.due`),
+a commit claims them (``kb compact`` always): renames them ``*.merging-*``, adds their rows to the
+``usage`` table in the same transaction, records the
 claimed names in the manifest (``usage_merged``) and then deletes them; a crash in between leaves
 names the manifest already counts, which every reader skips. A full compaction folds the usage
 table into ``entries.usage_count`` / ``last_used_at``.
