@@ -56,8 +56,8 @@ def main(path: str, n: int, link: bool, more: int) -> None:
     if more:
         t = time.perf_counter()
         for i in range(more):
-            kb.report_learning(bank, content=f"Later write {i}: valve {i} sticks on line {i % 5}.", actor="linked-writes",
-                               link=link)
+            kb.report_learning(bank, content=f"Later write {i}: valve {i} sticks on line {i % 5}.",
+                               actor="linked-writes", link=link)
         mean = (time.perf_counter() - t) / more
         files = sum(len(names) for names in segment_files(bank).values())
         print(f"then {more} more writes: mean {mean * 1e3:.1f} ms; the bank keeps {len(vector_segments(bank))} "

@@ -28,7 +28,8 @@ from kbtools.retrieval.index import ivf_nprobe
 from kbtools.store.bank import Bank
 from kbtools.store.caches import cache_file, cached_file_meta, write_cache_file
 from kbtools.store.segments import appended_rows, key_mark, table_mark
-from kbtools.store.vectors import embedder_name, entry_vectors, segment_data, segment_ids, segments_after, vector_segments
+from kbtools.store.vectors import (embedder_name, entry_vectors, segment_data, segment_ids, segments_after,
+                                   vector_segments)
 
 __all__ = ["linker_settings", "settings_for", "ignored_settings", "term_stats", "linker_vectors", "neighbour_index",
            "plan_new_entry_links",

@@ -202,7 +202,9 @@ def bank_index(bank: Bank, *, kind: str = "auto", weights: Mapping[str, float] |
         # this snapshot's own index file holds exactly its active entries with vectors: no table read
         live = idx.ids if idx is not None else _active_ids(bank)
         blocks = vector_blocks(bank, ids=live)
-        fresh = None if idx is not None or prior is None else segments_after(bank, getattr(prior, "segments", None) or [])
+        fresh = None
+        if idx is None and prior is not None:
+            fresh = segments_after(bank, getattr(prior, "segments", None) or [])
         if fresh is not None:
             # vectors written since it was built: in the segments after its own, and in the later
             # segments a compaction folded in with them (``appended``, see ``Bank._carry_caches``)

@@ -464,7 +464,8 @@ class Bank:
             # the compaction folds it in once and no log of it stays pending to be counted again
             logged = self._usage.claim(self._manifest.get("usage_merged", []))
             if logged is not None:
-                self._commit(Plan(appends={"usage": logged}), actor="compact", reason="usage logged since the last commit")
+                self._commit(Plan(appends={"usage": logged}), actor="compact",
+                             reason="usage logged since the last commit")
                 self._usage.drop_claimed(self._manifest.get("usage_merged", []))
             return self._compact(full=True, sweep_age=sweep_age)
 

@@ -96,20 +96,19 @@ def log_retired(root: Path, files, at: float, earlier: dict | None = None) -> No
     >>> sorted(read_retired(root).items())
     [('old.npy', 1.0), ('tables/a.parquet', 5.0), ('v.npy', 6.0)]
     """
-    lines = [json.dumps({"at": t, "files": sorted(names)}, separators=(",", ":"))
-             for t, names in sorted(_by_time(earlier or {}).items())]
-    if files:
-        lines.append(json.dumps({"at": at, "files": sorted(files)}, separators=(",", ":")))
-    if lines:
+    text = _retired_lines(earlier or {}) + _retired_lines(dict.fromkeys(files, at))
+    if text:
         with open(root / RETIRED_LOG, "a", encoding="utf-8") as fh:
-            fh.write("".join(line + "\n" for line in lines))
+            fh.write(text)
 
 
-def _by_time(retired: dict) -> dict:
-    out: dict = {}
+def _retired_lines(retired: dict) -> str:
+    """``retired`` (name -> time) as the log's lines: one a time, its names sorted."""
+    by_time: dict = {}
     for name, at in retired.items():
-        out.setdefault(float(at), []).append(name)
-    return out
+        by_time.setdefault(float(at), []).append(name)
+    return "".join(json.dumps({"at": t, "files": sorted(names)}, separators=(",", ":")) + "\n"
+                   for t, names in sorted(by_time.items()))
 
 
 def read_retired(root: Path) -> dict[str, float]:
@@ -136,9 +135,7 @@ def rewrite_retired(root: Path, retired: dict[str, float]) -> None:
     """Replace the retired log by ``retired`` (name -> time; the sweep keeps the files still there)."""
     if not retired and not (root / RETIRED_LOG).exists():
         return
-    data = "".join(json.dumps({"at": t, "files": sorted(names)}, separators=(",", ":")) + "\n"
-                   for t, names in sorted(_by_time(retired).items()))
-    atomic_write_bytes(root / RETIRED_LOG, data.encode(), durable=False)
+    atomic_write_bytes(root / RETIRED_LOG, _retired_lines(retired).encode(), durable=False)
 
 
 def read_json(path: Path) -> dict:

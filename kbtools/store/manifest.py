@@ -19,8 +19,8 @@ import json
 from kbtools.errors import BankDamaged, NotABank
 from kbtools.store.files import atomic_write_bytes, read_json
 
-__all__ = ["FORMAT", "FORMAT_VERSION", "SWEEP_AGE_S", "require_format", "utcnow", "read_manifest", "parse_manifest", "copy_manifest",
-           "new_tag", "stamp"]
+__all__ = ["FORMAT", "FORMAT_VERSION", "SWEEP_AGE_S", "require_format", "utcnow", "read_manifest", "parse_manifest",
+           "copy_manifest", "new_tag", "stamp"]
 
 FORMAT = "kbtools-bank"
 #: 2: a vector segment may store each distinct vector once (``codes``), which a kbtools of format 1

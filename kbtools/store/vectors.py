@@ -42,7 +42,8 @@ if TYPE_CHECKING:  # functions here read a bank's snapshot; the bank imports thi
     from kbtools.store.bank import Bank
 
 __all__ = ["ids_in", "pack_ids", "remember_segments", "segment_arrays", "segment_hashes", "SegmentedVectors",
-           "CodedVectors", "coded", "CODED_FROM", "load_vectors", "VectorBlocks", "VECTOR_DTYPES", "DEFAULT_VECTOR_DTYPE", "embedder_name",
+           "CodedVectors", "coded", "CODED_FROM", "load_vectors", "VectorBlocks", "VECTOR_DTYPES", "DEFAULT_VECTOR_DTYPE",
+           "embedder_name",
            "entry_vectors", "vector_count", "vector_ids", "vector_blocks", "vector_segments", "segment_ids",
            "segment_data", "load_npy", "write_vector_segment", "continued", "segments_after"]
 
