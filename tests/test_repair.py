@@ -217,3 +217,25 @@ def test_the_doors_for_other_tools_and_a_missing_segment_name_the_damage_too(tmp
         kb.open_bank(bank.path).events
     report = kb.repair_bank(bank.path)
     assert kb.check_bank(bank.path) == [] and report["lost"]["unread"] == sorted([rel, events])
+
+
+def test_the_history_keeps_the_newest_twenty_manifests_each_a_copy(tmp_path):
+    from kbtools.model.plan import Plan
+    from kbtools.store.files import HISTORY, KEEP_MANIFESTS
+
+    bank = kb.create_bank(tmp_path / "b", settings={"auto_link": False})
+    folder = bank.path / HISTORY
+    for i in range(KEEP_MANIFESTS + 5):
+        bank.apply(Plan(settings={"note": f"commit {i}"}), actor="me", reason="history")
+    stray = folder / f"{1:010d}.json"  # left by a gap (a restore): gone at the next full listing
+    stray.write_bytes(b"{}")
+    while bank.version % KEEP_MANIFESTS:
+        bank.apply(Plan(settings={"note": f"v{bank.version}"}), actor="me", reason="history")
+    bank.apply(Plan(settings={"note": "one past the listing"}), actor="me", reason="history")
+    names = sorted(p.name for p in folder.glob("*.json"))
+    assert names == [f"{v:010d}.json" for v in range(bank.version - KEEP_MANIFESTS + 1, bank.version + 1)]
+    newest = folder / names[-1]
+    assert json.loads(newest.read_bytes())["version"] == bank.version
+    # damage written into manifest.json in place leaves the kept copy whole
+    (bank.path / "manifest.json").write_bytes(b"garbage")
+    assert json.loads(newest.read_bytes())["version"] == bank.version

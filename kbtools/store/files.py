@@ -201,15 +201,25 @@ def history(root: Path) -> list[dict]:
 
 def write_history(root: Path, manifest: dict, data: bytes) -> None:
     """Keep ``manifest`` (already serialised as ``data``) as ``manifests/<version>.json`` and drop
-    all but the newest ``KEEP_MANIFESTS``."""
+    all but the newest ``KEEP_MANIFESTS``.
+
+    A copy, not a link to ``manifest.json``: damage written into that file in place must leave its
+    history whole for ``kb repair``. A commit drops the one version that falls out of the window;
+    every ``KEEP_MANIFESTS`` versions the folder is listed and anything older goes too (a gap, a
+    restore), so a commit does not list the folder.
+    """
     folder = root / HISTORY
     if folder.is_symlink():
         return
     folder.mkdir(exist_ok=True)
-    (folder / f"{int(manifest.get('version', 0)):010d}.json").write_bytes(data)
-    kept = sorted(folder.glob("*.json"))
-    for old in kept[:-KEEP_MANIFESTS]:
-        old.unlink(missing_ok=True)
+    version = int(manifest.get("version", 0))
+    (folder / f"{version:010d}.json").write_bytes(data)
+    if version % KEEP_MANIFESTS == 0:
+        kept = sorted(folder.glob("*.json"))
+        for old in kept[:-KEEP_MANIFESTS]:
+            old.unlink(missing_ok=True)
+    else:
+        (folder / f"{version - KEEP_MANIFESTS:010d}.json").unlink(missing_ok=True)
 
 
 def temp_files(root: Path, *, older_than: float = 0.0) -> list[Path]:
