@@ -30,6 +30,7 @@ from kbtools.linker.rules import DECISION, KINDS, LINKER_DEFAULTS, LinkerSetting
 from kbtools.linker.state import LinkPlan, LinkChoice, EdgeIndex, LinkState
 from kbtools.linker.terms import TermStats, gc_paused, metadata_of
 from kbtools.linker.wording import why_text
+from kbtools.model.frames import among, rows_where
 from kbtools.model.schema import SCHEMAS, conform
 
 __all__ = ["LinkPlan", "plan_links", "plan_connect", "apply_links", "why_text"]
@@ -250,15 +251,15 @@ class PlanContext:
         if (held is not None and held[0] is self.edges_input) or cache.get("edges_seen") is self.edges_input:
             return self.edge_index()
         cache["edges_seen"] = self.edges_input
-        frame = self.edges_input.with_row_index("_orig")
+        frame = self.edges_input
         relevant = {row, *candidates.tolist(), *(t for _, t in struct if t is not None), *self.replacers(row, frame)}
         ids = [self.stats.ids[r] for r in relevant]
-        touching = frame.filter(pl.col("src").is_in(ids) | pl.col("dst").is_in(ids))
+        touching = rows_where(frame, among("src", ids) | among("dst", ids), index="_orig")
         old = [self.stats.ids[t] for typ, t in struct if typ == "supersedes" and t is not None]
         if old:
-            near = touching.filter(pl.col("src").is_in(old) | pl.col("dst").is_in(old))
+            near = touching.filter(among("src", old) | among("dst", old))
             more = ids + list(set(near["src"].to_list()) | set(near["dst"].to_list()))
-            touching = frame.filter(pl.col("src").is_in(more) | pl.col("dst").is_in(more))
+            touching = rows_where(frame, among("src", more) | among("dst", more), index="_orig")
         return EdgeIndex(touching, self.stats)
 
     def structural(self, row: int) -> list[tuple[str, int | None]]:

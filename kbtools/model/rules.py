@@ -19,6 +19,7 @@ from dataclasses import dataclass
 import polars as pl
 
 from kbtools.errors import EdgeRuleError, ValidationError
+from kbtools.model.frames import among
 from kbtools.model.schema import SCHEMAS
 from kbtools.model.vocab import (
     EDGE_SOURCES,
@@ -217,7 +218,9 @@ def _known_ends(edges: pl.DataFrame, ids: set[str] | pl.Series) -> pl.Series:
     ends = pl.concat([edges["src"], edges["dst"]]).drop_nulls().unique()
     if not isinstance(ids, pl.Series):
         return ends.filter(ends.is_in(pl.Series(list(ids), dtype=pl.String).implode()))
-    return ids.filter(ids.is_in(ends.implode())).unique() if ends.len() < ids.len() else ends.filter(ends.is_in(ids.implode()))
+    if ends.len() < ids.len():
+        return ids.to_frame("id").filter(among("id", ends))["id"].unique()
+    return ends.filter(ends.is_in(ids.implode()))
 
 
 def problems_triples(triples: pl.DataFrame) -> list[Problem]:
@@ -366,7 +369,7 @@ def check_edges(edges: pl.DataFrame, ids: set[str] | pl.Series | None, *, existi
         raise EdgeRuleError(f"row {p.row}: edge {r['src']} -> {r['dst']} ({r['type']}): {p.rule}"
                             + ("" if p.column in ("dst",) and p.rule.startswith("an entry") else f" (got {p.column}={p.value!r})"))
     if existing is not None and existing.height and edges.height:
-        near = existing.select("src", "dst", "type").filter(pl.col("src").is_in(edges["src"].unique().implode()))  # a scan, not a hash of every edge
+        near = existing.select("src", "dst", "type").filter(among("src", edges["src"]))  # a scan, not a hash of every edge
         clash = edges.with_row_index("_row").join(near, on=["src", "dst", "type"], how="semi")
         if clash.height:
             r = clash.row(0, named=True)

@@ -21,6 +21,7 @@ from typing import Any, Container, Iterable, Sequence
 
 import polars as pl
 
+from kbtools.model.frames import among
 from kbtools.model.events import edge_events, event_rows
 from kbtools.model.plan import Plan
 from kbtools.errors import EdgeNotFound, EdgeRuleError, EntryNotFound, GuardRejected, KbError, ValidationError
@@ -652,7 +653,7 @@ def plan_edge_changes(
     )
     rem = rem.select("src", "dst", "type")
     if rem.height:
-        held = edges.filter(pl.col("src").is_in(rem["src"].unique().implode()))  # a scan, not a hash of every edge
+        held = edges.filter(among("src", rem["src"]))  # a scan, not a hash of every edge
         found = rem.join(held, on=["src", "dst", "type"], how="inner")
         if found.height < rem.unique().height:
             missing = rem.join(held.select("src", "dst", "type"), on=["src", "dst", "type"], how="anti").row(0)
@@ -662,7 +663,7 @@ def plan_edge_changes(
         removed_rows = edges.head(0)
     # the edges a new one could clash with: those from the same sources (a scan of three columns, not
     # a copy of the frame), less those this change removes (or replaces)
-    near = edges.select("src", "dst", "type").filter(pl.col("src").is_in(adds["src"].unique().implode()))
+    near = edges.select("src", "dst", "type").filter(among("src", adds["src"]))
     if rem.height:
         near = near.join(rem, on=["src", "dst", "type"], how="anti")
     if replace and adds.height:
@@ -674,7 +675,7 @@ def plan_edge_changes(
         edge_events(adds, action, actor=actor, at=now, reason=reason, payload_cols=("source", "note", "weight", "evidence")),
     ]
     if entry_updates is not None and entry_updates.height:
-        named = entries.filter(pl.col("id").is_in(entry_updates["id"].implode()))  # a scan, not a hash of every entry
+        named = entries.filter(among("id", entry_updates["id"]))  # a scan, not a hash of every entry
         missing = entry_updates.join(named.select("id"), on="id", how="anti")
         if missing.height:
             raise EntryNotFound(missing["id"][0], "entry update")

@@ -23,6 +23,7 @@ import numpy as np
 import polars as pl
 
 from kbtools.errors import BankDamaged
+from kbtools.model.frames import among, rows_where
 from kbtools.model.schema import KEYS, SCHEMAS, TABLES, empty
 from kbtools.store.files import inside
 
@@ -77,13 +78,11 @@ def only_fresh_keys(current: pl.DataFrame | None, new: pl.DataFrame, keys: tuple
         return False
     if new.height > 64:  # a bulk append (a connect chunk's links): one semi join, not a merge and sort
         return new.select(keys).join(current.select(keys), on=list(keys), how="semi", nulls_equal=True).height == 0
-    hit = pl.lit(False)
-    for row in new.select(list(keys)).iter_rows():
-        cond = pl.lit(True)
-        for k, v in zip(keys, row):
-            cond = cond & (pl.col(k).is_null() if v is None else pl.col(k) == v)
-        hit = hit | cond
-    return not current.select(hit.any()).item()
+    first = new.get_column(keys[0])
+    if first.null_count():
+        return False  # a null key is matched as a merge matches it (not worth a scan of its own)
+    near = current.select(keys).filter(among(keys[0], first))  # the rows of the few first keys, by a scan
+    return new.select(keys).join(near, on=list(keys), how="semi", nulls_equal=True).height == 0
 
 
 def merge_keyed(current: pl.DataFrame | None, new: pl.DataFrame, keys: tuple[str, ...]) -> pl.DataFrame:
@@ -96,10 +95,9 @@ def merge_keyed(current: pl.DataFrame | None, new: pl.DataFrame, keys: tuple[str
     new = latest_in_first_order(new, list(keys))
     if current is None or current.height == 0:
         return new.filter(~pl.col(_DELETED))
-    cur = current.with_row_index("_pos")
     first = new.get_column(keys[0])
-    maybe = pl.col(keys[0]).is_in(first.drop_nulls().unique().implode())  # a scan, not a hash of every row
-    held = cur.select(*keys, "_pos").filter(maybe | pl.col(keys[0]).is_null() if first.null_count() else maybe)
+    maybe = among(keys[0], first)  # a scan, not a hash of every row
+    held = rows_where(current, maybe | pl.col(keys[0]).is_null() if first.null_count() else maybe, columns=keys)
     new = new.join(held, on=list(keys), how="left", nulls_equal=True)
     fresh = new["_pos"].is_null()
     # no key changed in place (an append, a delete, a linked write's links in and evicted out): the
@@ -111,10 +109,10 @@ def merge_keyed(current: pl.DataFrame | None, new: pl.DataFrame, keys: tuple[str
         added = new.filter(fresh & ~new[_DELETED]).drop("_pos")
         return append_rows(kept, added) if added.height else kept
     new = new.with_columns(
-        pl.when(fresh).then(pl.lit(cur.height, pl.UInt32) + fresh.cast(pl.UInt32).cum_sum() - 1)
+        pl.when(fresh).then(pl.lit(current.height, pl.UInt32) + fresh.cast(pl.UInt32).cum_sum() - 1)
         .otherwise(pl.col("_pos")).alias("_pos")
     )
-    kept = cur.join(new.select(keys), on=list(keys), how="anti", nulls_equal=True)
+    kept = current.with_row_index("_pos").join(new.select(keys), on=list(keys), how="anti", nulls_equal=True)
     merged = pl.concat([kept, new], how="diagonal_relaxed").sort("_pos").drop("_pos")
     return merged.filter(~pl.col(_DELETED))
 
