@@ -146,7 +146,10 @@ class EdgeLookup:
         two keys one edge)."""
         out = self.without(keys, mark=mark) if keys else EdgeLookup(self.parts, self.sources, self.entries,
                                                                        self.dead, mark)
-        return out.grown(live, mark=mark) if live.height else out
+        if not live.height:
+            return out
+        _check_edges(live)
+        return out._grown(canonical_edges(live, self.sources), False, mark)  # no alias, as said above
 
     def __len__(self) -> int:
         return self._size
