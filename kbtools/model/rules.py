@@ -132,8 +132,22 @@ def json_object_text(name: str, value, *, row=None) -> str:
     return check_text(name, text, row=row)
 
 
-def _rows_where(frame: pl.DataFrame, mask: pl.Expr) -> pl.DataFrame:
-    return frame.with_row_index("_row").filter(mask)
+def _problems(frame: pl.DataFrame, table: str, rules: list[tuple]) -> list[Problem]:
+    """The problems ``rules`` find in ``frame``, rule by rule in their order, rows in frame order.
+    A rule is ``(column, mask, rule text)`` (the flagged row's value is that column's) or
+    ``(column, mask, rule text, value of a row)``. Every mask is computed in one pass over the
+    frame; the rows of a rule are read only where it flags some (a write's few rows break none)."""
+    flags = frame.select([rule[1].fill_null(False).alias(f"_{i}") for i, rule in enumerate(rules)])
+    out: list[Problem] = []
+    indexed = None
+    for i, (column, _, text, *value) in enumerate(rules):
+        hit = flags.get_column(f"_{i}")
+        if not hit.any():
+            continue
+        indexed = frame.with_row_index("_row") if indexed is None else indexed
+        read = value[0] if value else (lambda row, column=column: row[column])
+        out += [Problem(table, row["_row"], column, read(row), text) for row in indexed.filter(hit).iter_rows(named=True)]
+    return out
 
 
 def _listed(values) -> str:
@@ -146,32 +160,21 @@ def problems_entries(entries: pl.DataFrame) -> list[Problem]:
     >>> problems_entries(pl.DataFrame({"id": ["zz"], "kind": ["poem"], "content": ["x"], "status": ["active"]}))[0].rule
     'an id is 8 lowercase hex characters'
     """
-    out: list[Problem] = []
     if entries.height == 0:
-        return out
-    for row in _rows_where(entries, ~pl.col("id").fill_null("").str.contains(_ID_REGEX)).iter_rows(named=True):
-        out.append(Problem("entries", row["_row"], "id", row["id"], "an id is 8 lowercase hex characters"))
-    dup = _rows_where(entries, pl.col("id").is_duplicated())
-    for row in dup.iter_rows(named=True):
-        out.append(Problem("entries", row["_row"], "id", row["id"], "ids are unique in a bank"))
+        return []
+    rules = [("id", ~pl.col("id").fill_null("").str.contains(_ID_REGEX), "an id is 8 lowercase hex characters"),
+             ("id", pl.col("id").is_duplicated(), "ids are unique in a bank")]
     if "kind" in entries.columns:
-        bad = _rows_where(entries, ~pl.col("kind").is_in(sorted(ENTRY_KINDS)) | pl.col("kind").is_null())
-        for row in bad.iter_rows(named=True):
-            out.append(Problem("entries", row["_row"], "kind", row["kind"], f"kind must be one of {_listed(ENTRY_KINDS)}"))
+        rules.append(("kind", ~pl.col("kind").is_in(sorted(ENTRY_KINDS)) | pl.col("kind").is_null(),
+                      f"kind must be one of {_listed(ENTRY_KINDS)}"))
     if "status" in entries.columns:
-        bad = _rows_where(entries, ~pl.col("status").is_in(sorted(ENTRY_STATUSES)) | pl.col("status").is_null())
-        for row in bad.iter_rows(named=True):
-            out.append(
-                Problem("entries", row["_row"], "status", row["status"], f"status must be one of {_listed(ENTRY_STATUSES)}")
-            )
+        rules.append(("status", ~pl.col("status").is_in(sorted(ENTRY_STATUSES)) | pl.col("status").is_null(),
+                      f"status must be one of {_listed(ENTRY_STATUSES)}"))
     if "usage_count" in entries.columns:
-        for row in _rows_where(entries, pl.col("usage_count") < 0).iter_rows(named=True):
-            out.append(Problem("entries", row["_row"], "usage_count", row["usage_count"], "usage_count is 0 or more"))
+        rules.append(("usage_count", pl.col("usage_count") < 0, "usage_count is 0 or more"))
     if "content" in entries.columns:
-        bad = _rows_where(entries, pl.col("content").fill_null("").str.strip_chars() == "")
-        for row in bad.iter_rows(named=True):
-            out.append(Problem("entries", row["_row"], "content", row["content"], "content is required and not empty"))
-    return out
+        rules.append(("content", pl.col("content").fill_null("").str.strip_chars() == "", "content is required and not empty"))
+    return _problems(entries, "entries", rules)
 
 
 def problems_edges(edges: pl.DataFrame, ids: set[str] | pl.Series | None = None) -> list[Problem]:
@@ -181,35 +184,26 @@ def problems_edges(edges: pl.DataFrame, ids: set[str] | pl.Series | None = None)
     >>> problems_edges(e, {"a1b2c3d4", "b2c3d4e5"})[0].rule.startswith("unknown edge type")
     True
     """
-    out: list[Problem] = []
     if edges.height == 0:
-        return out
-    indexed = edges.with_row_index("_row")
-    for row in indexed.filter(~pl.col("type").is_in(sorted(EDGE_TYPES)) | pl.col("type").is_null()).iter_rows(named=True):
-        out.append(Problem("edges", row["_row"], "type", row["type"], f"unknown edge type; allowed: {_listed(EDGE_TYPES)}"))
-    for row in indexed.filter(~pl.col("source").is_in(sorted(EDGE_SOURCES)) | pl.col("source").is_null()).iter_rows(named=True):
-        out.append(
-            Problem("edges", row["_row"], "source", row["source"], f"unknown edge source; allowed: {_listed(EDGE_SOURCES)}")
-        )
-    for row in indexed.filter(pl.col("src") == pl.col("dst")).iter_rows(named=True):
-        out.append(Problem("edges", row["_row"], "dst", row["dst"], "an entry cannot point at itself"))
-    for row in indexed.filter(pl.struct("src", "dst", "type").is_duplicated()).iter_rows(named=True):
-        out.append(
-            Problem("edges", row["_row"], "src,dst,type", (row["src"], row["dst"], row["type"]), "(src, dst, type) is unique")
-        )
+        return []
+    rules = [
+        ("type", ~pl.col("type").is_in(sorted(EDGE_TYPES)) | pl.col("type").is_null(),
+         f"unknown edge type; allowed: {_listed(EDGE_TYPES)}"),
+        ("source", ~pl.col("source").is_in(sorted(EDGE_SOURCES)) | pl.col("source").is_null(),
+         f"unknown edge source; allowed: {_listed(EDGE_SOURCES)}"),
+        ("dst", pl.col("src") == pl.col("dst"), "an entry cannot point at itself"),
+        ("src,dst,type", pl.struct("src", "dst", "type").is_duplicated(), "(src, dst, type) is unique",
+         lambda row: (row["src"], row["dst"], row["type"])),
+    ]
     if ids is not None:
-        known = _known_ends(edges, ids)
-        for col in ("src", "dst"):
-            for row in indexed.filter(~pl.col(col).is_in(known.implode()) | pl.col(col).is_null()).iter_rows(named=True):
-                out.append(Problem("edges", row["_row"], col, row[col], "the entry does not exist"))
+        known = _known_ends(edges, ids).implode()
+        rules += [(col, ~pl.col(col).is_in(known) | pl.col(col).is_null(), "the entry does not exist") for col in ("src", "dst")]
     if "weight" in edges.columns:
         trusted = pl.col("source").is_in(sorted(TRUSTED_SOURCES))
-        for row in indexed.filter(trusted & (pl.col("weight") != 1.0)).iter_rows(named=True):
-            out.append(Problem("edges", row["_row"], "weight", row["weight"], "trusted edges have weight 1.0"))
-        bad_w = ~trusted & (pl.col("weight").is_null() | (pl.col("weight") <= 0) | (pl.col("weight") > 1))
-        for row in indexed.filter(bad_w).iter_rows(named=True):
-            out.append(Problem("edges", row["_row"], "weight", row["weight"], "a fading edge's weight is in (0, 1]"))
-    return out
+        rules += [("weight", trusted & (pl.col("weight") != 1.0), "trusted edges have weight 1.0"),
+                  ("weight", ~trusted & (pl.col("weight").is_null() | (pl.col("weight") <= 0) | (pl.col("weight") > 1)),
+                   "a fading edge's weight is in (0, 1]")]
+    return _problems(edges, "edges", rules)
 
 
 def _known_ends(edges: pl.DataFrame, ids: set[str] | pl.Series) -> pl.Series:
