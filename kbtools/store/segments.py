@@ -80,7 +80,7 @@ def only_fresh_keys(current: pl.DataFrame | None, new: pl.DataFrame, keys: tuple
         return new.select(keys).join(current.select(keys), on=list(keys), how="semi", nulls_equal=True).height == 0
     first = new.get_column(keys[0])
     if first.null_count():
-        return False  # a null key is matched as a merge matches it (not worth a scan of its own)
+        return False  # a null first key: the merge decides (it matches nulls as keys)
     near = current.select(keys).filter(among(keys[0], first))  # the rows of the few first keys, by a scan
     return new.select(keys).join(near, on=list(keys), how="semi", nulls_equal=True).height == 0
 
