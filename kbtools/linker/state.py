@@ -159,8 +159,7 @@ class EdgeIndex:
         columns read into Python once (a polars gather per entry waits on its thread pool)."""
         edges = np.asarray(edges, np.int64)
         if self.frame.height > _EDGES_READ_WHOLE:  # a big bank: gather the rows asked for
-            picked = self.frame[edges]
-            return list(zip(*(picked[c].to_list() for c in _EDGE_COLUMNS)))
+            return self.frame[edges].rows()
         if self._cols is None:
             self._cols = [np.array(self.frame[c].to_list() + [None], dtype=object)[:-1] for c in _EDGE_COLUMNS]
         return list(zip(*(col[edges].tolist() for col in self._cols)))
