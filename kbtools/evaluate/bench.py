@@ -357,7 +357,7 @@ def bench_linking(bank: Bank | None, n: int):
             t = time.perf_counter()
             plan_links(eid, ents, demo.edges, demo.triples, stats=stats)
             lat.append((time.perf_counter() - t) * 1000)
-        rows.append((tag, "link one new entry, p50", float(np.median(lat)), "ms",
+        rows.append((tag, "part: link one new entry (plan_links), p50", float(np.median(lat)), "ms",
                      {"budget": 5.0 if size >= 100_000 else None, "note": "the seed's linker: ~20 ms at 2k on SQLite"}))
         for kind, vecs in (("text", vectors), ("random", _random_vectors(size))):
             index = new_neighbour_index(vecs)
@@ -439,7 +439,7 @@ def _bench_with_vectors(tag, ents, demo, stats, newest, size, vectors, index, ba
         plan_links(eid, ents, demo.edges, demo.triples, vectors=vectors, neighbors=index, stats=stats)
         lat.append((time.perf_counter() - t) * 1000)
     index_kind = "flat" if size < NEIGHBOURS_FLAT_BELOW else "HNSW"
-    name = "link one new entry with vectors, p50" + ("" if kind == "text" else f" ({kind} vectors)")
+    name = "part: link one new entry with vectors (plan_links), p50" + ("" if kind == "text" else f" ({kind} vectors)")
     return (tag, name, float(np.median(lat[len(newest):])), "ms",
             {**base, "budget": 3.0 if size >= 100_000 else None, "note": f"{_VECTORS[kind]}, {index_kind} neighbour index"})
 
