@@ -127,6 +127,40 @@ def test_a_damaged_index_file_is_rebuilt_never_used(bank):
     assert VectorIndex.builds == builds + 1
 
 
+def _retimed(root, ns: int) -> None:
+    """Every file of the bank given another modification time, as ``cp -r`` or a download leaves them."""
+    for p in root.rglob("*"):
+        if p.is_file():
+            os.utime(p, ns=(ns, ns))
+
+
+def test_a_bank_copied_without_its_times_keeps_its_caches(bank):
+    kb.query(bank, "warm", record_usage=False)  # writes the index file
+    want = kb.query(bank, "retention window shard", record_usage=False, fold=False).ids()
+    _retimed(bank.path, 1_600_000_000 * 10**9)
+    builds = VectorIndex.builds
+    copied = kb.open_bank(bank.path)
+    assert kb.query(copied, "retention window shard", record_usage=False, fold=False).ids() == want
+    assert VectorIndex.builds == builds  # the index file read, not rebuilt
+    assert copied.seen_files.hashed > 0  # its files hashed once, found as recorded
+    again = kb.open_bank(bank.path)  # a later process stats them only
+    assert kb.query(again, "retention window shard", record_usage=False, fold=False).ids() == want
+    assert again.seen_files.hashed == 0 and VectorIndex.builds == builds
+    assert kb.check_bank(bank.path) == []
+
+
+def test_a_copied_segment_whose_bytes_changed_is_still_seen(bank):
+    kb.query(bank, "warm", record_usage=False)
+    _retimed(bank.path, 1_600_000_000 * 10**9)
+    path = max((p for p in (bank.path / "vectors").glob("*.npy")), key=lambda p: p.stat().st_size)
+    data = bytearray(path.read_bytes())
+    data[len(data) // 2] ^= 0x01  # the same size, another time and another byte
+    path.write_bytes(bytes(data))
+    builds = VectorIndex.builds
+    kb.query(kb.open_bank(bank.path), "retention window shard", record_usage=False, fold=False)
+    assert VectorIndex.builds == builds + 1  # the index built over the old bytes is not used
+
+
 def test_segmented_vectors_on_empty_and_mixed_input():
     empty = SegmentedVectors([])
     assert len(empty) == 0 and np.asarray(empty).shape[0] == 0

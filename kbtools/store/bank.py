@@ -30,7 +30,7 @@ from kbtools.model.schema import SCHEMAS, TABLES
 from kbtools.store.caches import DerivedValues, carry_caches, fingerprint_of
 from kbtools.store.commit import prepare_commit, swap_manifest
 from kbtools.store.compaction import full_frames, rewritten, sweep, tail_starts, vector_tail_start
-from kbtools.store.files import atomic_write_bytes, changed_files, inside, manifest_files
+from kbtools.store.files import SeenFiles, atomic_write_bytes, changed_files, inside, manifest_files
 from kbtools.store.lock import bank_lock, flock_file, storage_errors
 from kbtools.store.manifest import FORMAT, FORMAT_VERSION, SWEEP_AGE_S, parse_manifest, read_manifest, utcnow
 from kbtools.store.segments import (EntryIds, TableCache, current_ids, live_rows, missing_ids, new_epoch, project,
@@ -76,6 +76,7 @@ class Bank:
         self._counted: dict[tuple, int] = {}  # rows a table holds, by (table, its segment list), for the repr
         self._safe: set[str] = set()  # segment names checked by ``inside`` (names never change meaning)
         self._checked_files: set[str] = set()  # files found as their commit recorded them (see changed_files)
+        self._seen = SeenFiles(self.path, keep=not self.readonly)  # files with other times, same bytes
         self._written: dict[str, pl.DataFrame] = {}  # the segments of the commit in flight
         self._manifest_raw: bytes = b""  # the bytes of manifest.json this snapshot was loaded from
         self._fingerprints: dict[tuple, str] = {}  # fingerprint() of this snapshot, by what it is on
@@ -139,7 +140,8 @@ class Bank:
         self._manifest = manifest
         self._manifest_raw = b""
         self._fingerprints = {}
-        self._changed_outside = (changed_files(self.path, manifest.get("files") or {}, self._checked_files)
+        self._changed_outside = (changed_files(self.path, manifest.get("files") or {}, self._checked_files,
+                                               self._seen)
                                  if changed_outside is None else changed_outside)
 
     def _frame(self, table: str) -> pl.DataFrame:
@@ -216,6 +218,18 @@ class Bank:
 
     def _all_usage(self, committed: pl.DataFrame | None) -> pl.DataFrame:
         return with_pending(committed, self._usage.pending, self._frame("entries").select("id"))
+
+    @property
+    def seen_files(self) -> SeenFiles:
+        """The files found with another time than their commit recorded but the same bytes (a bank
+        copied by a tool that does not keep times), hashed once and kept in ``cache/``."""
+        return self._seen
+
+    @property
+    def changed_outside(self) -> dict[str, list]:
+        """The files of this snapshot whose size or bytes differ from what their commit recorded
+        (rewritten by another tool), as path -> ``[size, mtime_ns]``; empty for a sound bank."""
+        return dict(self._changed_outside)
 
     def fingerprint(self, on: tuple[str, ...] = TABLES) -> str:
         """A short fingerprint of the segments of the named tables (and ``"vectors"``): it changes

@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING, Callable
 
 from kbtools.model.schema import TABLES
 
-from kbtools.store.files import atomic_write_bytes, read_json
+from kbtools.store.files import atomic_write_bytes, content_hash, read_json
 from kbtools.store.vectors import continued, segment_ids
 
 if TYPE_CHECKING:  # the bank imports this module
@@ -155,7 +155,7 @@ def cache_file(bank: Bank, name: str, fingerprint: str) -> Path | None:
     >>> cache_file(bank, "x.bin", "fp1").read_bytes(), cache_file(bank, "x.bin", "other")
     (b'abc', None)
     """
-    found = cached_file_meta(bank, name)
+    found = _sealed(bank, name)
     return found[0] if found is not None and found[1] == fingerprint else None
 
 def cached_file_meta(bank: Bank, name: str) -> tuple[Path, str, dict] | None:
@@ -170,18 +170,50 @@ def cached_file_meta(bank: Bank, name: str) -> tuple[Path, str, dict] | None:
     >>> write_cache_file(bank, "x.bin", "fp1", lambda p: p.write_bytes(b"abc"), meta={"rows": 3})
     >>> cached_file_meta(bank, "x.bin")[1:]
     ('fp1', {'rows': 3})
+
+    None while a file of the bank's snapshot was changed outside kbtools (``Bank.changed_outside``):
+    what was built over an earlier snapshot may have read the old bytes, which no fingerprint of it
+    names (a cache for the snapshot as it is now is found by :func:`cache_file`).
     """
+    if getattr(bank, "changed_outside", None):
+        return None
+    return _sealed(bank, name)
+
+
+def _sealed(bank: Bank, name: str) -> tuple[Path, str, dict] | None:
+    """``(path, fingerprint, meta)`` of the derived file ``name`` when it is as it was sealed."""
     path = bank.path / "cache" / name
     try:
         info = read_json(path.with_name(path.name + ".json"))
         if not isinstance(info, dict):
             return None  # a damaged seal: the cache is rebuilt
         whole = bool(info.get("whole"))
-        if info.get("files") != {p.name: _file_seal(p, whole, _seal_span(info)) for p in _cache_group(path)}:
+        sealed, group = info.get("files"), _cache_group(path)
+        if not isinstance(sealed, dict) or set(sealed) != {p.name for p in group}:
             return None
-    except (OSError, ValueError):
+        for p in group:
+            now, was = _file_seal(p, whole, _seal_span(info)), sealed[p.name]
+            if now != was and not _copied(bank, p, now, was, whole, info.get("full")):
+                return None
+    except (OSError, ValueError, TypeError):
         return None
     return path, str(info.get("fingerprint")), dict(info.get("meta") or {})
+
+
+def _copied(bank: Bank, path: Path, now: list, was, whole: bool, full) -> bool:
+    """Whether a cache file whose seal differs in its time alone holds the bytes it was sealed with
+    (a bank copied by a tool that does not keep times): a seal over every byte says so already;
+    else the hash of every byte recorded at sealing is compared, once (``SeenFiles``)."""
+    if not isinstance(was, list) or len(was) != 3 or now[0] != was[0] or now[2] != was[2]:
+        return False  # its size or its sealed bytes differ
+    if whole:
+        return True
+    content = full.get(path.name) if isinstance(full, dict) else None
+    seen = getattr(bank, "seen_files", None)
+    if not isinstance(content, str) or seen is None or not seen.same(f"cache/{path.name}", was[0], content):
+        return False
+    seen.save()
+    return True
 
 def write_cache_file(bank: Bank, name: str, fingerprint: str, write: Callable[[Path], None], *,
                      meta: dict | None = None, whole: bool = False, span: int = SEAL_SPAN) -> None:
@@ -219,8 +251,11 @@ def write_cache_file(bank: Bank, name: str, fingerprint: str, write: Callable[[P
     write(tmp)  # written aside, then renamed: a reader that mapped the old file keeps it intact
     for part in sorted(folder.glob(tmp.name + "*")):
         os.replace(part, folder / (name + part.name[len(tmp.name):]))
-    seal = {"fingerprint": fingerprint, "files": {p.name: _file_seal(p, whole, span) for p in _cache_group(path)},
+    group = _cache_group(path)
+    seal = {"fingerprint": fingerprint, "files": {p.name: _file_seal(p, whole, span) for p in group},
             "meta": meta or {}, **({"whole": True} if whole else {}), **({"span": span} if span != SEAL_SPAN else {})}
+    if not whole:  # every byte's hash, read only where the file's time is found changed (a copied bank)
+        seal["full"] = {p.name: content_hash(p) for p in group}
     atomic_write_bytes(seal_path, json.dumps(seal).encode())
 
 

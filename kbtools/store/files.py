@@ -30,7 +30,8 @@ from kbtools.store.lock import fsync_dir, fsync_paths
 
 __all__ = ["inside", "digest", "HISTORY", "KEEP_MANIFESTS", "history", "write_history", "manifest_files",
            "temp_files", "symlinks", "changed_files", "atomic_write_bytes", "write_parquet", "write_npy", "read_json",
-           "RETIRED_LOG", "log_retired", "read_retired", "rewrite_retired", "VECTOR_FILES"]
+           "RETIRED_LOG", "log_retired", "read_retired", "rewrite_retired", "VECTOR_FILES", "content_hash",
+           "SEEN_FILES", "SeenFiles"]
 
 #: the folder of the bank that keeps the last manifests, one file per version
 HISTORY = "manifests"
@@ -162,12 +163,77 @@ def inside(root: Path, rel: str) -> Path:
 
 def digest(path: Path) -> list:
     """``[size, mtime_ns, blake2b-128 hex]`` of a file: what a manifest records of each file it names."""
+    content = content_hash(path)
+    st = os.stat(path)
+    return [st.st_size, st.st_mtime_ns, content]
+
+
+def content_hash(path: Path) -> str:
+    """The blake2b-128 hex of a file's bytes, read a MiB at a time (never held whole)."""
     h = hashlib.blake2b(digest_size=16)
     with open(path, "rb") as fh:
         for block in iter(lambda: fh.read(1 << 20), b""):
             h.update(block)
-    st = os.stat(path)
-    return [st.st_size, st.st_mtime_ns, h.hexdigest()]
+    return h.hexdigest()
+
+
+#: the record, in a bank's ``cache/``, of files found with other times than recorded but the same bytes
+SEEN_FILES = "seen-files.json"
+
+
+class SeenFiles:
+    """Files whose modification time is not the one recorded but whose bytes are: a bank copied by
+    a tool that does not keep times (``cp -r``, an object store, a checkout). Whether such a file
+    is as recorded is told by hashing it once; what was found is kept (path -> ``[size,
+    mtime_ns, hash]``) in ``cache/seen-files.json``, so that a later process stats it only. A file
+    changed again gets another time and is hashed again.
+
+    >>> import tempfile, pathlib
+    >>> root = pathlib.Path(tempfile.mkdtemp()); (root / "cache").mkdir(); f = root / "a"
+    >>> _ = f.write_bytes(b"abc"); rec = digest(f); os.utime(f, ns=(1, 1))
+    >>> seen = SeenFiles(root)
+    >>> seen.same("a", rec[0], rec[2]), seen.hashed, SeenFiles(root).same("a", rec[0], rec[2])
+    (True, 1, True)
+    """
+
+    def __init__(self, root: Path, *, keep: bool = True):
+        self.root, self.keep, self.hashed = root, keep, 0
+        try:
+            held = read_json(root / "cache" / SEEN_FILES)
+        except (OSError, ValueError):
+            held = None
+        self.files: dict = held if isinstance(held, dict) else {}
+        self._dirty = False
+
+    def same(self, rel: str, size: int, content: str) -> bool:
+        """Whether file ``rel`` (under the bank's folder) holds ``size`` bytes hashing to
+        ``content``, whatever its time says (False when it cannot be read)."""
+        path = os.path.join(os.fspath(self.root), rel)
+        try:
+            st = os.stat(path)
+            if st.st_size != size:
+                return False
+            if self.files.get(rel) == [st.st_size, st.st_mtime_ns, content]:
+                return True
+            self.hashed += 1
+            if content_hash(Path(path)) != content:
+                return False
+        except OSError:
+            return False
+        self.files[rel] = [st.st_size, st.st_mtime_ns, content]
+        self._dirty = True
+        return True
+
+    def save(self) -> None:
+        """Keep what was found (nothing for a read-only bank; a failure only means hashing again)."""
+        if not (self._dirty and self.keep):
+            return
+        self._dirty = False
+        try:
+            if (self.root / "cache").is_dir():
+                atomic_write_bytes(self.root / "cache" / SEEN_FILES, json.dumps(self.files).encode(), durable=False)
+        except OSError:
+            pass
 
 
 #: the files of a vector segment, by the key the manifest names each under (``codes`` only in a
@@ -250,11 +316,12 @@ def symlinks(root: Path) -> list[str]:
     return sorted(found)
 
 
-def changed_files(root: Path, recorded: dict, checked: set[str]) -> dict:
+def changed_files(root: Path, recorded: dict, checked: set[str], seen: SeenFiles | None = None) -> dict:
     """The files of ``recorded`` (a manifest's ``files``: path -> ``[size, mtime_ns, hash]``) whose
-    size or mtime differ from what their commit recorded: rewritten by another tool, as path ->
+    size or bytes differ from what their commit recorded: rewritten by another tool, as path ->
     ``[size, mtime_ns]``. A bank puts them into every fingerprint, so no cache built before is used
-    again.
+    again. A file of the recorded size whose time alone differs is hashed (``seen``: once; without
+    it, it counts as changed): a copied bank keeps its caches.
 
     A file found as recorded goes into ``checked`` and is not looked at again (segments are
     immutable: a reload stats only the files it has not checked yet, not every file of the bank);
@@ -269,15 +336,17 @@ def changed_files(root: Path, recorded: dict, checked: set[str]) -> dict:
     base = os.fspath(root)
     if len(checked) > 2 * len(recorded) + 64:
         checked.intersection_update(recorded)
-    for rel, (size, mtime_ns, _) in recorded.items():
+    for rel, (size, mtime_ns, content) in recorded.items():
         if rel in checked:
             continue
         try:
             st = os.stat(os.path.join(base, rel))
         except OSError:
             continue
-        if st.st_size != size or st.st_mtime_ns != mtime_ns:
-            out[rel] = [st.st_size, st.st_mtime_ns]
-        else:
+        if st.st_size == size and (st.st_mtime_ns == mtime_ns or (seen is not None and seen.same(rel, size, content))):
             checked.add(rel)
+        else:
+            out[rel] = [st.st_size, st.st_mtime_ns]
+    if seen is not None:
+        seen.save()
     return out
