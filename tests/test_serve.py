@@ -161,6 +161,25 @@ def test_a_copied_segment_whose_bytes_changed_is_still_seen(bank):
     assert VectorIndex.builds == builds + 1  # the index built over the old bytes is not used
 
 
+def test_a_query_on_a_read_only_file_system_answers_without_keeping_its_index(bank):
+    """A bank on a read-only mount: the first query builds its index in memory (the cache file
+    cannot be written) and answers; nothing is left in the bank."""
+    if shutil.which("unshare") is None:
+        pytest.skip("unshare is not available to mount a read-only file system")
+    for p in (bank.path / "cache").glob("index-*"):
+        p.unlink()
+    script = ("import sys\nimport kbtools as kb\n"
+              "print(len(kb.query(kb.open_bank(sys.argv[1]), 'retention window shard', record_usage=False).ids()))")
+    cmd = f"mount --bind -o ro {bank.path} {bank.path} || exit 99; exec {sys.executable} -c \"$KB_CHILD\" {bank.path}"
+    proc = subprocess.run(["unshare", "-rm", "sh", "-c", cmd], capture_output=True, text=True, timeout=300,
+                          env={**os.environ, "KB_CHILD": script})
+    if proc.returncode == 99 or "unshare" in proc.stderr:
+        pytest.skip(f"cannot mount read-only here: {proc.stderr.strip()[:200]}")
+    assert proc.returncode == 0, proc.stderr
+    assert int(proc.stdout.strip().splitlines()[-1]) > 0
+    assert not list((bank.path / "cache").glob("*index-*"))
+
+
 def test_segmented_vectors_on_empty_and_mixed_input():
     empty = SegmentedVectors([])
     assert len(empty) == 0 and np.asarray(empty).shape[0] == 0

@@ -137,10 +137,22 @@ def write_cache(bank: Bank, name: str, fingerprint: str, data: bytes) -> None:
     if bank.readonly:
         return
     folder = bank.path / "cache"
-    folder.mkdir(exist_ok=True)
-    atomic_write_bytes(folder / name, data)
-    meta = {"fingerprint": fingerprint, "blake2b": hashlib.blake2b(data, digest_size=16).hexdigest()}
-    atomic_write_bytes(folder / f"{name}.json", json.dumps(meta).encode())
+    try:
+        folder.mkdir(exist_ok=True)
+        atomic_write_bytes(folder / name, data)
+        meta = {"fingerprint": fingerprint, "blake2b": hashlib.blake2b(data, digest_size=16).hexdigest()}
+        atomic_write_bytes(folder / f"{name}.json", json.dumps(meta).encode())
+    except OSError:  # a read-only file system, a full disk: kept in memory only, built again later
+        pass
+
+
+def _drop(paths) -> None:
+    """Remove what a failed cache write left (as far as the file system lets us)."""
+    for p in paths:
+        try:
+            p.unlink()
+        except OSError:
+            pass
 
 def cache_file(bank: Bank, name: str, fingerprint: str) -> Path | None:
     """The path of a derived file written by :func:`write_cache_file` if it was built from
@@ -240,23 +252,26 @@ def write_cache_file(bank: Bank, name: str, fingerprint: str, write: Callable[[P
     if bank.readonly:
         return
     folder = bank.path / "cache"
-    folder.mkdir(exist_ok=True)
     path = folder / name
     seal_path = path.with_name(path.name + ".json")
-    try:
-        seal_path.unlink()  # first unseal: a crash while writing leaves no seal over half a file
-    except FileNotFoundError:
-        pass
     tmp = folder / f".{name}.{uuid.uuid4().hex[:8]}"
-    write(tmp)  # written aside, then renamed: a reader that mapped the old file keeps it intact
-    for part in sorted(folder.glob(tmp.name + "*")):
-        os.replace(part, folder / (name + part.name[len(tmp.name):]))
-    group = _cache_group(path)
-    seal = {"fingerprint": fingerprint, "files": {p.name: _file_seal(p, whole, span) for p in group},
-            "meta": meta or {}, **({"whole": True} if whole else {}), **({"span": span} if span != SEAL_SPAN else {})}
-    if not whole:  # every byte's hash, read only where the file's time is found changed (a copied bank)
-        seal["full"] = {p.name: content_hash(p) for p in group}
-    atomic_write_bytes(seal_path, json.dumps(seal).encode())
+    try:
+        folder.mkdir(exist_ok=True)
+        try:
+            seal_path.unlink()  # first unseal: a crash while writing leaves no seal over half a file
+        except FileNotFoundError:
+            pass
+        write(tmp)  # written aside, then renamed: a reader that mapped the old file keeps it intact
+        for part in sorted(folder.glob(tmp.name + "*")):
+            os.replace(part, folder / (name + part.name[len(tmp.name):]))
+        group = _cache_group(path)
+        seal = {"fingerprint": fingerprint, "files": {p.name: _file_seal(p, whole, span) for p in group},
+                "meta": meta or {}, **({"whole": True} if whole else {}), **({"span": span} if span != SEAL_SPAN else {})}
+        if not whole:  # every byte's hash, read only where the file's time is found changed (a copied bank)
+            seal["full"] = {p.name: content_hash(p) for p in group}
+        atomic_write_bytes(seal_path, json.dumps(seal).encode())
+    except OSError:  # a read-only file system, a full disk: the value is used unkept, built again later
+        _drop(folder.glob(tmp.name + "*") if folder.is_dir() else ())
 
 
 def reseal_cache_file(bank: Bank, name: str, was: str, fingerprint: str, meta: dict) -> bool:
