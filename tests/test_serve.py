@@ -149,6 +149,17 @@ def test_a_bank_copied_without_its_times_keeps_its_caches(bank):
     assert kb.check_bank(bank.path) == []
 
 
+def test_a_read_only_bank_copied_without_its_times_hashes_its_files_and_writes_nothing(bank):
+    kb.query(bank, "warm", record_usage=False)
+    _retimed(bank.path, 1_600_000_000 * 10**9)
+    before = sorted(p.relative_to(bank.path).as_posix() for p in bank.path.rglob("*") if p.is_file())
+    builds = VectorIndex.builds
+    reader = kb.open_bank(bank.path, readonly=True)
+    kb.query(reader, "retention window shard", record_usage=False)
+    assert reader.seen_files.hashed > 0 and VectorIndex.builds == builds
+    assert sorted(p.relative_to(bank.path).as_posix() for p in bank.path.rglob("*") if p.is_file()) == before
+
+
 def test_a_copied_segment_whose_bytes_changed_is_still_seen(bank):
     kb.query(bank, "warm", record_usage=False)
     _retimed(bank.path, 1_600_000_000 * 10**9)
