@@ -224,6 +224,12 @@ class SeenFiles:
         self._dirty = True
         return True
 
+    def forget(self, rels) -> None:
+        """Drop what was found of these files (no longer named by the bank: retired by a compaction)."""
+        for rel in rels:
+            if self.files.pop(rel, None) is not None:
+                self._dirty = True
+
     def save(self) -> None:
         """Keep what was found (nothing for a read-only bank; a failure only means hashing again)."""
         if not (self._dirty and self.keep):
@@ -348,5 +354,6 @@ def changed_files(root: Path, recorded: dict, checked: set[str], seen: SeenFiles
         else:
             out[rel] = [st.st_size, st.st_mtime_ns]
     if seen is not None:
+        seen.forget(rel for rel in list(seen.files) if not rel.startswith("cache/") and rel not in recorded)
         seen.save()
     return out
