@@ -84,8 +84,10 @@ def _from_segments(bank: Bank, allowed: frozenset[str], prior: EdgeLookup | None
     if set(rows.get_column("type").cast(pl.String).to_list()) & set(vocab.TYPE_ALIASES):
         return None
     rows = latest_in_first_order(rows, list(KEYS["edges"]))
-    keys = rows.select("src", "dst", "type").rows()
-    out = base.changed(keys, rows.filter(~pl.col(DELETED)), mark=mark)
+    # a write's few rows: read as columns and masked by a Series (a polars query costs more here)
+    keys = list(zip(*(rows.get_column(c).cast(pl.String).to_list() for c in KEYS["edges"])))
+    deleted = rows.get_column(DELETED)
+    out = base.changed(keys, rows.filter(~deleted) if deleted.any() else rows, mark=mark)
     held = sum(p.height for p in out.parts)
     return None if len(out.dead) > MAX_DEAD_SHARE * held else out  # past it a fold filters too many: read afresh
 
