@@ -146,7 +146,8 @@ def _problems(frame: pl.DataFrame, table: str, rules: list[tuple]) -> list[Probl
             continue
         indexed = frame.with_row_index("_row") if indexed is None else indexed
         read = value[0] if value else (lambda row, column=column: row[column])
-        out += [Problem(table, row["_row"], column, read(row), text) for row in indexed.filter(hit).iter_rows(named=True)]
+        out += [Problem(table, row["_row"], column, read(row), text)
+                for row in indexed.filter(hit).iter_rows(named=True)]
     return out
 
 
@@ -173,7 +174,8 @@ def problems_entries(entries: pl.DataFrame) -> list[Problem]:
     if "usage_count" in entries.columns:
         rules.append(("usage_count", pl.col("usage_count") < 0, "usage_count is 0 or more"))
     if "content" in entries.columns:
-        rules.append(("content", pl.col("content").fill_null("").str.strip_chars() == "", "content is required and not empty"))
+        rules.append(("content", pl.col("content").fill_null("").str.strip_chars() == "",
+                      "content is required and not empty"))
     return _problems(entries, "entries", rules)
 
 
@@ -197,7 +199,8 @@ def problems_edges(edges: pl.DataFrame, ids: set[str] | pl.Series | None = None)
     ]
     if ids is not None:
         known = _known_ends(edges, ids).implode()
-        rules += [(col, ~pl.col(col).is_in(known) | pl.col(col).is_null(), "the entry does not exist") for col in ("src", "dst")]
+        rules += [(col, ~pl.col(col).is_in(known) | pl.col(col).is_null(), "the entry does not exist")
+                  for col in ("src", "dst")]
     if "weight" in edges.columns:
         trusted = pl.col("source").is_in(sorted(TRUSTED_SOURCES))
         rules += [("weight", trusted & (pl.col("weight") != 1.0), "trusted edges have weight 1.0"),
@@ -363,7 +366,8 @@ def check_edges(edges: pl.DataFrame, ids: set[str] | pl.Series | None, *, existi
         raise EdgeRuleError(f"row {p.row}: edge {r['src']} -> {r['dst']} ({r['type']}): {p.rule}"
                             + ("" if p.column in ("dst",) and p.rule.startswith("an entry") else f" (got {p.column}={p.value!r})"))
     if existing is not None and existing.height and edges.height:
-        near = existing.select("src", "dst", "type").filter(among("src", edges["src"]))  # a scan, not a hash of every edge
+        # a scan for the few sources, not a hash of every edge
+        near = existing.select("src", "dst", "type").filter(among("src", edges["src"]))
         clash = edges.with_row_index("_row").join(near, on=["src", "dst", "type"], how="semi")
         if clash.height:
             r = clash.row(0, named=True)

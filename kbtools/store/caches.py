@@ -146,14 +146,6 @@ def write_cache(bank: Bank, name: str, fingerprint: str, data: bytes) -> None:
         pass
 
 
-def _drop(paths) -> None:
-    """Remove what a failed cache write left (as far as the file system lets us)."""
-    for p in paths:
-        try:
-            p.unlink()
-        except OSError:
-            pass
-
 def cache_file(bank: Bank, name: str, fingerprint: str) -> Path | None:
     """The path of a derived file written by :func:`write_cache_file` if it was built from
     ``fingerprint`` and is as it was written (size, mtime and a hash of its first and last MiB
@@ -209,6 +201,10 @@ def _sealed(bank: Bank, name: str) -> tuple[Path, str, dict] | None:
                 return None
     except (OSError, ValueError, TypeError):
         return None
+    finally:
+        seen = getattr(bank, "seen_files", None)
+        if seen is not None:
+            seen.save()  # what a copy's files were found to hold (nothing written unless hashed)
     return path, str(info.get("fingerprint")), dict(info.get("meta") or {})
 
 
@@ -222,10 +218,7 @@ def _copied(bank: Bank, path: Path, now: list, was, whole: bool, full) -> bool:
         return True
     content = full.get(path.name) if isinstance(full, dict) else None
     seen = getattr(bank, "seen_files", None)
-    if not isinstance(content, str) or seen is None or not seen.same(f"cache/{path.name}", was[0], content):
-        return False
-    seen.save()
-    return True
+    return isinstance(content, str) and seen is not None and seen.same(f"cache/{path.name}", was[0], content)
 
 def write_cache_file(bank: Bank, name: str, fingerprint: str, write: Callable[[Path], None], *,
                      meta: dict | None = None, whole: bool = False, span: int = SEAL_SPAN) -> None:
@@ -266,12 +259,22 @@ def write_cache_file(bank: Bank, name: str, fingerprint: str, write: Callable[[P
             os.replace(part, folder / (name + part.name[len(tmp.name):]))
         group = _cache_group(path)
         seal = {"fingerprint": fingerprint, "files": {p.name: _file_seal(p, whole, span) for p in group},
-                "meta": meta or {}, **({"whole": True} if whole else {}), **({"span": span} if span != SEAL_SPAN else {})}
+                "meta": meta or {}, **({"whole": True} if whole else {}),
+                **({"span": span} if span != SEAL_SPAN else {})}
         if not whole:  # every byte's hash, read only where the file's time is found changed (a copied bank)
             seal["full"] = {p.name: content_hash(p) for p in group}
         atomic_write_bytes(seal_path, json.dumps(seal).encode())
     except OSError:  # a read-only file system, a full disk: the value is used unkept, built again later
         _drop(folder.glob(tmp.name + "*") if folder.is_dir() else ())
+
+
+def _drop(paths) -> None:
+    """Remove what a failed cache write left (as far as the file system lets us)."""
+    for p in paths:
+        try:
+            p.unlink()
+        except OSError:
+            pass
 
 
 def reseal_cache_file(bank: Bank, name: str, was: str, fingerprint: str, meta: dict) -> bool:
