@@ -283,6 +283,23 @@ def test_reports_render_on_empty_input():
     assert r.to_frame().height == 0
 
 
+def test_a_citing_sentence_restates_its_own_entry_by_design_and_is_checked_against_its_target():
+    entries = pl.DataFrame({
+        "id": ["6483813b", "2abfc75e"], "title": ["tool_operate: fix a crash", "lib: free the handle"],
+        "summary": ["", ""], "useful_for": [None, None],
+        "content": ["The commit 2abfc75e was missing changes to the retry loop that crash the cleanup of "
+                    "multiplexed transfers.", "Free the multi handle after the cleanup."]})
+    sentence = "The commit 2abfc75e was missing changes to the retry loop that crash the cleanup of multiplexed transfers."
+    backfilled = pl.DataFrame({"src": ["6483813b"], "dst": ["2abfc75e"], "type": ["cites"],
+                               "source": ["citation_backfill"], "note": [sentence]})
+    assert leaky_notes(entries, backfilled).height == 0  # the citing sentence is its entry's own words
+    authored = backfilled.with_columns(pl.lit("author").alias("source"))
+    assert leaky_notes(entries, authored)["restates"].to_list() == ["6483813b"]  # an author's note says how
+    quoting_target = backfilled.with_columns(pl.lit("Fixes 2abfc75e: free the multi handle after the cleanup.")
+                                             .alias("note"))
+    assert leaky_notes(entries, quoting_target)["restates"].to_list() == ["2abfc75e"]
+
+
 def test_a_note_naming_an_entry_by_hash_or_its_own_title_restates_nothing():
     entries = pl.DataFrame({
         "id": ["5a4b2f93", "4f794558", "64283119"],

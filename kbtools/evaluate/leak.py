@@ -11,6 +11,8 @@ by id and excluded.
 of its rare tokens (a token of that entry's content found in no other entry) or by covering a large
 share of its distinctive terms. Each is a data problem for the bank owner, whatever the lab does.
 A note that names an end's own id or key ("the fixes in 6c915c3f") cites it; that is not flagged.
+Citation backfill stores the citing sentence as the note (seed 000): a sentence of the citing entry
+by construction, where it names the other, so only its target is checked.
 
 >>> contains_token("Tracked as ZX-4471-Q; quote it.", "zx-4471-q")
 True
@@ -29,7 +31,7 @@ import polars as pl
 from kbtools.evaluate.agents import terms
 from kbtools.evaluate.tasks import HopTask, as_tasks
 
-__all__ = ["LEAK_SCHEMA", "LEAKY_NOTE_SCHEMA", "contains_token", "check_leaks", "answer_leaks", "leaky_notes"]
+__all__ = ["LEAK_SCHEMA", "LEAKY_NOTE_SCHEMA", "QUOTES_ITS_SOURCE", "contains_token", "check_leaks", "answer_leaks", "leaky_notes"]
 
 #: Columns of :func:`check_leaks`: which task leaks, where, through which entry or edge, and how.
 LEAK_SCHEMA = {"task": pl.String, "where": pl.String, "entry": pl.String, "detail": pl.String}
@@ -37,6 +39,9 @@ LEAK_SCHEMA = {"task": pl.String, "where": pl.String, "entry": pl.String, "detai
 LEAKY_NOTE_SCHEMA = {"src": pl.String, "dst": pl.String, "type": pl.String, "source": pl.String,
                      "note": pl.String, "restates": pl.String, "reason": pl.String, "share": pl.Float64}
 _TEXT_FIELDS = ("title", "summary", "content", "useful_for")
+#: Edge sources whose note is a sentence of the edge's source entry by construction (the citing
+#: sentence that citation backfill stores): restating that entry is what the note is.
+QUOTES_ITS_SOURCE = frozenset({"citation_backfill"})
 _SHOWN_FIELDS = ("title", "summary", "useful_for")
 
 
@@ -124,6 +129,7 @@ def leaky_notes(entries, edges: pl.DataFrame | None = None, *, share: float = 0.
     not in X's own title: a code, a version, a proof token; an id, key or commit hash that names an
     entry is a citation, not a fact), or when it covers at least ``share`` of X's distinctive terms:
     X's ``top`` rarest stemmed content words that the other end does not use (at least two of them).
+    A note of :data:`QUOTES_ITS_SOURCE` (the citing sentence) is checked against its target only.
     ``leaky_notes(bank)`` reads the bank's entries and edges.
 
     >>> entries = pl.DataFrame({"id": ["a1", "b2"], "title": ["Recipe", "Quirk"], "summary": ["How.", "Why."],
@@ -151,8 +157,9 @@ def leaky_notes(entries, edges: pl.DataFrame | None = None, *, share: float = 0.
     source_col = pl.col("source") if "source" in noted.columns else pl.lit(None, pl.String).alias("source")
     for src, dst, type_, source, note in noted.select("src", "dst", "type", source_col, "note").iter_rows():
         own = {src, dst, src[:7], dst[:7], *keys.get(src, ()), *keys.get(dst, ())}
-        flagged = _restated_token(note, (dst, src), rare, own, refs) or _restated_terms(
-            terms(note), ((dst, src), (src, dst)), texts, df, total, share, top)
+        quoted = source in QUOTES_ITS_SOURCE
+        flagged = _restated_token(note, (dst,) if quoted else (dst, src), rare, own, refs) or _restated_terms(
+            terms(note), ((dst, src),) if quoted else ((dst, src), (src, dst)), texts, df, total, share, top)
         if flagged:
             out.append((src, dst, type_, source, note, *flagged))
     return pl.DataFrame(out, schema=LEAKY_NOTE_SCHEMA, orient="row")
