@@ -79,6 +79,18 @@ def test_isolates_numbering_and_labels():
     assert find_communities(g)["label"][0] == "pump, seal, kit"  # graph titles only
 
 
+def test_labels_leave_commit_hashes_out():
+    entries = pl.DataFrame({
+        "id": ["a", "b", "c"],
+        "title": ["tests: revert ee066732963b", "tests: follow-up to ee066732963b", "tests: decade of facade fixes"],
+        "summary": ["ee066732963b broke the runner", "after ee066732963b", "runner"],
+    })
+    edges = pl.DataFrame({"src": ["a", "b"], "dst": ["b", "c"], "type": ["see_also"] * 2, "source": ["author"] * 2})
+    label = find_communities(to_igraph(entries, edges), entries=entries, label_terms=8)["label"][0].split(", ")
+    assert "ee066732963b" not in label
+    assert {"runner", "facade", "decade"} <= set(label)  # words of hex letters alone are words
+
+
 def test_modularity_matches_igraph_and_networkx():
     rng = np.random.default_rng(5)
     g, truth = _planted(blocks=3, size=12, p_in=0.4, p_out=0.05, seed=5)

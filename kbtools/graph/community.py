@@ -143,13 +143,18 @@ def _texts(graph: ig.Graph, entries: pl.DataFrame | None, names: list[str]) -> t
     return texts, np.asarray(rows, dtype=np.int64)
 
 
+#: A label word: a letter, then two or more word characters or hyphens; not a commit hash or a
+#: hash-like id (seven or more hex digits with a digit among them), which names one entry, not a topic.
+LABEL_TOKEN = r"(?u)\b(?!(?=[a-f]*[0-9])[0-9a-f]{7,}\b)[a-zA-Z][\w\-]{2,}\b"
+
+
 def _labels(texts: list[str], rows: np.ndarray, community: np.ndarray, n_comm: int, terms: int) -> list[str]:
     """Top ``terms`` distinctive terms per community: share of members with the term x idf over the bank."""
     from sklearn.feature_extraction.text import CountVectorizer
 
     if n_comm == 0:
         return []
-    vec = CountVectorizer(binary=True, stop_words="english", token_pattern=r"(?u)\b[a-zA-Z][\w\-]{2,}\b")
+    vec = CountVectorizer(binary=True, stop_words="english", token_pattern=LABEL_TOKEN)
     try:
         x = vec.fit_transform(texts).tocsr()
     except ValueError:  # empty vocabulary
