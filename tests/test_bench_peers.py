@@ -48,8 +48,8 @@ def test_peers_are_measured_beside_kbtools_on_a_small_bank():
     assert report["index"]["kbtools"].startswith("flat")  # the index kb.query picks at 500 entries
     assert "take turns" in report["notes"]["turns"]
     rows = {r["operation"]: r for r in report["rows"]}
-    assert {"top-8 query, steady, p50", "add one row, durable, p50", "first query after each add, p50",
-            "cold: import + open + first query, new process", "peak RSS of that process (51 queries)",
+    assert {"top-8 query, steady, p50", "add one row, durable, p50",
+            "first query after each add (a query asked for the first time), p50", "cold: import + open + first query, new process", "peak RSS of that process (51 queries)",
             "disk after the adds"} <= set(rows)
     for r in report["rows"]:
         assert set(r["values"]) == set(report["systems"]), r
