@@ -97,10 +97,34 @@ def test_bad_commit_records_are_refused_naming_the_line(tmp_path):
     path.write_text(json.dumps(good) + "\n" + json.dumps({**good, "sha": "a" * 8 + "b" * 32}) + "\n")
     with pytest.raises(ValidationError, match="first 8 characters"):
         plan_commits(read_commits(path))
+    path.write_text(json.dumps(good) + "\n" + json.dumps({**good, "subject": "again"}) + "\n")
+    with pytest.raises(ValidationError, match="the same commit twice"):
+        plan_commits(read_commits(path))
     bank = kb.create_bank(tmp_path / "b")
     with pytest.raises(ValidationError):
         ingest_commits(bank, path)
     assert bank.entries.height == 0
+
+
+def test_a_record_without_body_or_parents_is_a_one_line_root_commit(tmp_path):
+    first = {"sha": "a" * 40, "author": "A", "date": "2026-01-01T00:00:00Z", "subject": "init: the first commit"}
+    rows = [first, {"sha": "b" * 40, "parents": None, "author": "B", "date": "2026-01-02T00:00:00Z",
+                    "subject": "lib: tidy", "body": None},
+            {"sha": "c" * 40, "parents": ["b" * 40], "author": "C", "date": "2026-01-03T00:00:00Z",
+             "subject": "lib: fix", "body": "Follow-up to bbbbbbbbbb"}]
+    path = tmp_path / "c.jsonl"
+    path.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    assert is_commits_file(path)
+    records = read_commits(path)
+    assert [(r["parents"], r["body"]) for r in records[:2]] == [([], ""), ([], "")]
+    entries = plan_commits(records).entries
+    assert entries["content"].to_list()[:2] == ["init: the first commit", "lib: tidy"]  # the subject stands in
+    silent = {"sha": "d" * 40, "author": "D", "date": "2026-01-04T00:00:00Z", "subject": "", "body": None}
+    plan = plan_commits([*records, silent])
+    assert plan.entries.height == 3 and plan.report["empty_messages"] == ["d" * 40]  # left out, listed
+    path.write_text(json.dumps({k: v for k, v in first.items() if k != "subject"}) + "\n")
+    with pytest.raises(ValidationError, match="subject"):
+        read_commits(path)
 
 
 def test_prefix_resolution_is_unique_and_long_enough():

@@ -20,7 +20,8 @@ def _ingest(args):
     refuses the file instead. Malformed XML or a file without a process is refused either way.
 
     A JSONL file of commits (each record: sha, parents, author, date, subject, body, as git log
-    shows them) is read as a history, one entry per commit (--shape commits; detected by default):
+    shows them; parents and body may be absent or null) is read as a history, one entry per commit
+    (--shape commits; detected by default; a commit with an empty message is left out and listed):
     id the short hash, title the subject, content the body, created_at the date; author, parents
     and the Fixes/Closes/Ref #N numbers kept as metadata (not edges); hashes in the messages
     (Follow-up to <sha>, This reverts commit <sha>, a hash in prose) resolved by unique prefix
@@ -79,8 +80,8 @@ register_args("ingest", lambda p: (
     create_args(p),
     p.add_argument("--shape", choices=("auto", "documents", "commits"), default="auto",
                    help="what the source holds: documents (sections become entries) or commits (JSONL with sha, "
-                        "parents, author, date, subject, body: one entry per commit); auto (default) detects "
-                        "commits by the first record's fields"),
+                        "author, date, subject and, optionally, parents and body: one entry per commit); auto "
+                        "(default) detects commits by the first record's fields"),
     p.add_argument("--limit", type=int, help="commits: read only the first N records"),
     p.add_argument("--text-field", default="text", help="JSONL: the field holding the text (default text)"),
     p.add_argument("--key", help="JSONL: the field holding the document key other documents cite (default: line number)"),

@@ -38,6 +38,10 @@ def format_ingest(r: dict) -> str:
         lines.append(f"  unresolved references: {len(unresolved)}: "
                      + "; ".join(f"{u['doc']} {u['field']}={u['value']}" for u in unresolved[:8])
                      + (" ..." if len(unresolved) > 8 else ""))
+    empty = r.get("empty_messages") or []
+    if empty:
+        lines.append(f"  left out: {len(empty)} commit(s) with an empty message: " + ", ".join(e[:12] for e in empty[:8])
+                     + (" ..." if len(empty) > 8 else ""))
     c = r.get("citations")
     if c:
         lines.append(f"  citations ({c['pattern']}): {c['references_found']} references, {c['resolved']} cites edges "

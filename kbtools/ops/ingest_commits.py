@@ -1,7 +1,9 @@
 """Ingest a version-control history as a bank: one entry per commit.
 
 A commits file is JSONL (gzipped or not), one object a line with ``sha`` (the full hash),
-``parents``, ``author``, ``date`` (ISO 8601), ``subject`` and ``body`` (what ``git log`` shows).
+``parents``, ``author``, ``date`` (ISO 8601), ``subject`` and ``body`` (what ``git log`` shows);
+``body`` and ``parents`` may be left out or null (a one-line message, a root commit), as exporters
+write them.
 Each commit becomes one entry: title the subject, content the body (the subject when the body is
 empty), ``created_at`` the date, id the first 8 characters of the hash (so that the bank's ids
 read as the project's short hashes). Metadata keeps the full hash (``key``, ``sha``), the parents,
@@ -41,11 +43,13 @@ from kbtools.ops.sections import first_sentence
 from kbtools.ops.interchange import json_lines
 from kbtools.store.bank import Bank
 
-__all__ = ["COMMIT_FIELDS", "COMMIT_CITE", "CommitPlan", "is_commits_file", "read_commits", "plan_commits",
+__all__ = ["COMMIT_FIELDS", "REQUIRED_FIELDS", "COMMIT_CITE", "CommitPlan", "is_commits_file", "read_commits", "plan_commits",
            "ingest_commits"]
 
 #: The fields that make a record a commit.
 COMMIT_FIELDS: tuple[str, ...] = ("sha", "parents", "author", "date", "subject", "body")
+#: The fields every commit record must have (``body`` and ``parents`` read as empty when absent or null).
+REQUIRED_FIELDS: tuple[str, ...] = ("sha", "author", "date", "subject")
 #: The citation pattern a commits bank records for backfill: a hash of 7 to 40 hex characters,
 #: resolved by unique prefix against the commits' full hashes.
 COMMIT_CITE: dict = {"pattern": r"(?<![0-9A-Za-z])([0-9a-f]{7,40})(?![0-9A-Za-z])", "resolve": "prefix"}
@@ -81,16 +85,17 @@ def is_commits_file(path: str | os.PathLike) -> bool:
             for line in fh:
                 if line.strip():
                     first = json.loads(line)
-                    return isinstance(first, dict) and all(f in first for f in COMMIT_FIELDS)
+                    return isinstance(first, dict) and all(f in first for f in REQUIRED_FIELDS)
     except (OSError, ValueError, UnicodeDecodeError):
         return False
     return False
 
 
 def read_commits(path: str | os.PathLike, *, limit: int | None = None) -> list[dict]:
-    """The commit records of a JSONL file, checked: each has a 40-hex ``sha``, a list of
-    ``parents``, a parseable ``date`` and string ``subject`` / ``body`` / ``author`` (a bad record
-    is a ValidationError naming its line); ``limit``: the first records only."""
+    """The commit records of a JSONL file, checked: each has a 40-hex ``sha``, a parseable
+    ``date``, string ``subject`` and ``author``, and, where given, a list of ``parents`` and a
+    string ``body`` (absent or null: none, read as ``[]`` and ``""``); a bad record is a
+    ValidationError naming its line; ``limit``: the first records only."""
     path = Path(path)
     if not path.is_file():
         raise KbError(f"{path}: no such commits file")
@@ -98,10 +103,12 @@ def read_commits(path: str | os.PathLike, *, limit: int | None = None) -> list[d
     for line_no, obj in json_lines(path):
         if limit is not None and len(out) >= limit:
             break
-        missing = [f for f in COMMIT_FIELDS if f not in obj]
+        missing = [f for f in REQUIRED_FIELDS if f not in obj]
         if missing:
-            raise ValidationError(missing[0], None, f"{path.name}: a commit record has {', '.join(COMMIT_FIELDS)}",
-                                  row=line_no)
+            raise ValidationError(missing[0], None, f"{path.name}: a commit record has {', '.join(REQUIRED_FIELDS)} "
+                                  "(and may have parents and body)", row=line_no)
+        obj = {**obj, "parents": [] if obj.get("parents") is None else obj["parents"],
+               "body": "" if obj.get("body") is None else obj["body"]}
         sha = obj["sha"]
         if not isinstance(sha, str) or not _SHA.fullmatch(sha):
             raise ValidationError("sha", sha, f"{path.name}: a commit's sha is 40 lower-case hex characters", row=line_no)
@@ -135,33 +142,43 @@ def _numbers(text: str, rx: re.Pattern) -> list[str]:
 def plan_commits(records: Sequence[dict], *, kind: str = "knowledge",
                  progress: Callable[[int, int], None] | None = None) -> CommitPlan:
     """Entries for commit ``records`` (pure; see the module docstring). Two commits whose hashes
-    share their first 8 characters are an error (the ids would collide), as is one hash twice."""
-    rows, seen = [], {}
+    share their first 8 characters are an error (the ids would collide), as is one hash twice. A
+    commit whose subject and body are both empty says nothing: it is left out and listed in the
+    report (``empty_messages``)."""
+    rows, seen, empty = [], {}, []
     for done, rec in enumerate(records, 1):
         sha = rec["sha"]
         eid = sha[:8]
         if eid in seen:
-            raise ValidationError("sha", sha, f"shares its first 8 characters with {seen[eid]}: the bank's ids "
-                                              "are the short hashes and must differ", row=done)
-        seen[eid] = sha
-        body = rec["body"] or ""
-        meta = {"key": sha, "sha": sha, "head": True, "parents": list(rec["parents"]), "author": rec["author"]}
+            first, row = seen[eid]
+            if first == sha:
+                raise ValidationError("sha", sha, f"the same commit twice (first at record {row}): list each once",
+                                      row=done)
+            raise ValidationError("sha", sha, f"shares its first 8 characters with {first} (record {row}): the "
+                                              "bank's ids are the short hashes and must differ", row=done)
+        seen[eid] = (sha, done)
+        body = rec.get("body") or ""
+        meta = {"key": sha, "sha": sha, "head": True, "parents": list(rec.get("parents") or []), "author": rec["author"]}
         for name, rx in _TRAILERS.items():
             numbers = _numbers(body, rx)
             if numbers:
                 meta[name] = numbers
         content = body if body.strip() else rec["subject"]
+        if not content.strip():  # a commit with an empty message (git's --allow-empty-message) says nothing
+            empty.append(sha)
+            continue
         rows.append({"id": eid, "kind": kind, "title": rec["subject"][:300], "summary": first_sentence(content),
                      "content": content, "systems": [], "tasks": [], "metadata": json.dumps(meta, sort_keys=True),
                      "created_at": _date(rec["date"])})
         if progress:
             progress(done, len(records))
     entries = pl.DataFrame(rows, schema=_ENTRY_SCHEMA)
-    keys = {r["sha"]: r["sha"][:8] for r in records}
+    keys = {r["sha"]: r["sha"][:8] for r in records if r["sha"] not in empty}
     _, cites = plan_pattern_citations(entries, COMMIT_CITE["pattern"], keys, prefix=True)
     report = {"documents": len(records), "entries": entries.height, "edges": {}, "sections_split": 0,
               "citations": {**cites, "written_by": "kb backfill"},
-              "issue_refs": int(sum(any(k in json.loads(m) for k in _TRAILERS) for m in entries["metadata"]))}
+              "issue_refs": int(sum(any(k in json.loads(m) for k in _TRAILERS) for m in entries["metadata"])),
+              "empty_messages": empty}
     return CommitPlan(entries, report)
 
 
