@@ -149,6 +149,18 @@ def test_jsonl_needs_the_text_field(tmp_path, bank):
     assert bank.entries.height == 0
 
 
+def test_a_record_without_text_is_left_out_and_listed_a_repeated_key_refused(tmp_path, bank):
+    rows = [*RECORDS, {"n": 4, "body": None, "meta": {"Title": "Withdrawn stub"}}, {"n": 5, "meta": {"Title": "x"}},
+            {"n": 6, "body": "  ", "meta": {"Title": "blank"}}]
+    report = ingest(bank, _jsonl(tmp_path, rows), text_field="body", key_field="n", fmt="rst", dry_run=True)
+    assert [(x["line"], x["key"]) for x in report["left_out"]] == [(4, "4"), (5, "5"), (6, "6")]
+    assert report["documents"] == 3  # the three with text, planned as before
+    with pytest.raises(ValidationError, match="line 1 has this key too") as err:
+        read_documents(_jsonl(tmp_path, [*RECORDS, {**RECORDS[0], "body": "again"}]), text_field="body", key_field="n")
+    assert err.value.row == 4
+    assert bank.entries.height == 0
+
+
 def test_bpmn_source_goes_to_the_bpmn_importer(tmp_path, bank):
     (tmp_path / "p.bpmn").write_text("<definitions/>")  # not a BPMN model: the importer names it
     version = bank.version

@@ -36,6 +36,10 @@ def _ingest(args):
           --edge 'Superseded-By=value supersedes record' --edge Requires=requires \\
           --cite '(?:PEP\\s*|:pep:`)0*(\\d+)' --dry-run
 
+    In a JSONL file each record is one document: --text-field holds its text and --key its key
+    (keys must differ; a repeated key is refused naming both lines); a record whose text is absent,
+    null or blank is left out and listed in the report.
+
     --edge COLUMN=TYPE makes "record TYPE value"; state the direction in words when it is the
     other way: --edge 'Superseded-By=value supersedes record'. Values are split at commas and
     resolved through the documents' keys (--key); unresolved ones are listed, never guessed.

@@ -38,6 +38,11 @@ def format_ingest(r: dict) -> str:
         lines.append(f"  unresolved references: {len(unresolved)}: "
                      + "; ".join(f"{u['doc']} {u['field']}={u['value']}" for u in unresolved[:8])
                      + (" ..." if len(unresolved) > 8 else ""))
+    left = r.get("left_out") or []
+    if left:
+        lines.append(f"  left out: {len(left)} record(s) without text: "
+                     + "; ".join(f"line {x['line']} ({x['key']}): {x['why']}" for x in left[:8])
+                     + (" ..." if len(left) > 8 else ""))
     empty = r.get("empty_messages") or []
     if empty:
         lines.append(f"  left out: {len(empty)} commit(s) with an empty message: " + ", ".join(e[:12] for e in empty[:8])

@@ -113,13 +113,15 @@ def _is_jsonl(path: Path) -> bool:
 
 
 def read_documents(source: str | os.PathLike, *, text_field: str = "text", key_field: str | None = None,
-                   fmt: str | None = None) -> list[Document]:
+                   fmt: str | None = None, left_out: list | None = None) -> list[Document]:
     """The documents of ``source``: a folder (its Markdown / reST / text files, recursively, in
     path order; key = the path without suffix), one such file, or a ``.jsonl`` / ``.jsonl.gz`` file
     (one record a line; ``text_field`` holds the text; nested objects such as a ``headers`` dict
     are flattened into the record's fields, the record's own fields first; ``key_field`` names
     the key, else the line number). ``fmt`` overrides the format (default: by the file or by the
-    record's ``path`` suffix).
+    record's ``path`` suffix). A record whose text field is absent, null or blank holds no document:
+    it is left out and, given a list ``left_out``, listed there as ``{"line", "key", "why"}``; when
+    no record has text the field name is wrong, and that is an error.
 
     >>> import tempfile, pathlib
     >>> d = pathlib.Path(tempfile.mkdtemp()); _ = (d / "x.md").write_text("# T\\nbody")
@@ -136,16 +138,32 @@ def read_documents(source: str | os.PathLike, *, text_field: str = "text", key_f
         return [Document(str(p.relative_to(path).with_suffix("")), str(p.relative_to(path)),
                          p.read_text(encoding="utf-8"), fmt or format_of(p.name)) for p in files]
     if _is_jsonl(path):
-        return list(_records(path, text_field, key_field, fmt))
+        skipped: list = []
+        docs, lines = [], {}
+        for line_no, doc in _records(path, text_field, key_field, fmt, skipped):
+            if doc.key in lines:  # a key names one document: citations and edges resolve through it
+                raise ValidationError(key_field or "key", doc.key,
+                                      f"{path.name}: the record on line {lines[doc.key]} has this key too "
+                                      "(a key names one document)", row=line_no)
+            lines[doc.key] = line_no
+            docs.append(doc)
+        if skipped and not docs:
+            raise ValidationError(text_field, None, f"{path.name}: no record has text in the field {text_field!r} "
+                                                    "(--text-field names it)", row=skipped[0]["line"])
+        if left_out is not None:
+            left_out.extend(skipped)
+        return docs
     if path.suffix.lower() in DOCUMENT_SUFFIXES:
         return [Document(path.stem, path.name, path.read_text(encoding="utf-8"), fmt or format_of(path.name))]
     raise KbError(f"{path}: ingest reads a folder, .md / .rst / .txt files or .jsonl(.gz) records, "
                   f"not {path.suffix!r}")
 
 
-def _records(path: Path, text_field: str, key_field: str | None, fmt: str | None) -> Iterable[Document]:
-    """Documents from JSONL records (the reader ``kb import`` uses: line numbers, UTF-8, JSON checks);
-    nested objects (a ``headers`` block) are flattened into the record's fields."""
+def _records(path: Path, text_field: str, key_field: str | None, fmt: str | None,
+             skipped: list) -> Iterable[tuple[int, Document]]:
+    """(line, document) from JSONL records (the reader ``kb import`` uses: line numbers, UTF-8, JSON checks);
+    nested objects (a ``headers`` block) are flattened into the record's fields; the records without
+    text go to ``skipped``."""
     for line_no, obj in json_lines(path):
         fields = {k: v for k, v in obj.items() if not isinstance(v, dict)}
         for v in obj.values():
@@ -153,15 +171,19 @@ def _records(path: Path, text_field: str, key_field: str | None, fmt: str | None
                 for k2, v2 in v.items():
                     fields.setdefault(k2, v2)
         text = fields.get(text_field)
-        if not isinstance(text, str):
+        if text is not None and not isinstance(text, str):
             raise ValidationError(text_field, text, f"{path.name}: each record needs a text field "
                                                     f"{text_field!r} holding a string (--text-field)", row=line_no)
         key = fields.get(key_field) if key_field else line_no
         if key is None:
             raise ValidationError(key_field, None, f"{path.name}: the record has no key field {key_field!r}",
                                   row=line_no)
+        if text is None or not text.strip():
+            skipped.append({"line": line_no, "key": str(key),
+                            "why": f"no text in {text_field!r}" if text is None else f"{text_field!r} is blank"})
+            continue
         name = str(fields.get("path") or f"{path.name}:{line_no}")
-        yield Document(str(key), name, text, fmt or format_of(name), fields)
+        yield line_no, Document(str(key), name, text, fmt or format_of(name), fields)
 
 
 # ------------------------------------------------------------------------------------------ plan
@@ -331,7 +353,8 @@ def ingest(bank: Bank, source: str | os.PathLike, *, text_field: str = "text", k
                 raise ValidationError("cite", cite, "the citation pattern needs one group, the key (e.g. 'PEP\\s*(\\d+)')")
         except re.error as err:
             raise ValidationError("cite", cite, f"not a regular expression ({err})") from None
-    docs = read_documents(path, text_field=text_field, key_field=key_field, fmt=fmt)
+    left_out: list = []
+    docs = read_documents(path, text_field=text_field, key_field=key_field, fmt=fmt, left_out=left_out)
     known = document_keys(bank.entries)
     plan = plan_ingest(docs, cap=cap, max_level=max_level, title_field=title_field, title_format=title_format,
                        created_field=created_field, systems_field=systems_field, tasks_field=tasks_field, edges=maps,
@@ -341,7 +364,8 @@ def ingest(bank: Bank, source: str | os.PathLike, *, text_field: str = "text", k
     new_entries = plan.entries.join(existing, on="id", how="anti")
     new_edges = plan.edges.join(bank.edges.select("src", "dst", "type"), on=["src", "dst", "type"], how="anti")
     report = {**plan.report, "source": str(path), "already_present": plan.entries.height - new_entries.height,
-              "entries": new_entries.height, "edges_written": new_edges.height, "dry_run": dry_run}
+              "entries": new_entries.height, "edges_written": new_edges.height, "dry_run": dry_run,
+              "left_out": left_out}
     if cite is not None:
         keys = {**known, **document_keys(plan.entries)}
         _, cites = plan_pattern_citations(plan.entries, cite, keys)
