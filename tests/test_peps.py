@@ -61,3 +61,23 @@ def test_peps_supersession_folds_into_the_successor(peps):
     assert new in by_id and old not in by_id
     pointers = {p.id: p for p in by_id[new].pointers()}
     assert old in pointers and pointers[old].relation == "supersedes"
+
+
+def test_an_answer_fills_its_slots_when_a_pool_folds_into_a_few_documents(peps):
+    from kbtools.retrieval.folding import fold
+    from kbtools.retrieval.pipeline import edge_lookup
+    from kbtools.retrieval.search import ranked_pool
+
+    bank, _ = peps
+    lookup = edge_lookup(bank)
+    short = []
+    for title in bank.entries["title"].to_list()[::7]:  # a pool of 20 sections folds by document
+        if len(fold(ranked_pool(bank, title, pool=20), lookup, k=8).results) < 8:
+            short.append(title)
+    assert short, "no pool of this slice folds into fewer than 8 results: the test shows nothing"
+    for title in short:
+        ans = kb.query(bank, title, k=8, record_usage=False)
+        assert len(ans.results) == 8, title
+        assert len(set(ans.ids())) == 8
+        first = fold(ranked_pool(bank, title, pool=20), lookup, k=8)
+        assert ans.results[0].id == first.results[0].id  # the best result stays the best

@@ -88,9 +88,9 @@ def run_hoplab(bank, *, tasks: Sequence[HopTask | dict] | str | None = None, age
     >>> import kbtools as kb  # doctest: +SKIP
     >>> print(kb.evaluate.run_hoplab(kb.open_bank("data/demo/engineering")).to_markdown())  # doctest: +SKIP
     """
-    from kbtools.retrieval.folding import flat, fold
+    from kbtools.retrieval.folding import flat, fold_refilled
     from kbtools.retrieval.pipeline import edge_lookup
-    from kbtools.retrieval.search import ranked_pool
+    from kbtools.retrieval.search import pool_fetcher, ranked_pool
 
     _check_params(k, pool, arms)
     progress = progress_callback(progress, "hop lab", unit="task")
@@ -108,8 +108,9 @@ def run_hoplab(bank, *, tasks: Sequence[HopTask | dict] | str | None = None, age
     for done, task in enumerate(task_list, 1):
         candidates = ranked_pool(bank, task.query, pool=max(pool, k))
         answers = {"flat": flat(candidates, lookup, k=k, neighbors=0, query=task.query),
-                   "fold": fold(candidates, lookup, k=k, protect=HOPLAB_DEFAULTS["protect"],
-                                neighbors=HOPLAB_DEFAULTS["neighbors"], query=task.query)}
+                   "fold": fold_refilled(pool_fetcher(bank, task.query, candidates), lookup, pool=max(pool, k), k=k,
+                                         protect=HOPLAB_DEFAULTS["protect"], neighbors=HOPLAB_DEFAULTS["neighbors"],
+                                         query=task.query)}
         reason = _precondition(task, answers["flat"], k)
         if reason:
             invalid.append({"task": task.id, "reason": reason})

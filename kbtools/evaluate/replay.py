@@ -64,12 +64,12 @@ def run_replay(bank, *, queries=None, judge=None, seed: int = 0, k: int = 8, poo
     >>> print(kb.evaluate.run_replay(kb.open_bank("data/demo/engineering")).to_markdown())  # doctest: +SKIP
     """
     from kbtools.evaluate.baselines import collapse, mmr
-    from kbtools.retrieval.folding import flat, fold
+    from kbtools.retrieval.folding import flat, fold_refilled
 
     progress = progress_callback(progress, "replay", unit="query")
     from kbtools.retrieval.index import combine
     from kbtools.retrieval.pipeline import edge_lookup
-    from kbtools.retrieval.search import ranked_pool
+    from kbtools.retrieval.search import pool_fetcher, ranked_pool
 
     if not isinstance(k, int) or k < 1:
         raise ValidationError("k", k, "k is a positive integer")
@@ -97,8 +97,9 @@ def run_replay(bank, *, queries=None, judge=None, seed: int = 0, k: int = 8, poo
         vecs = combined[[row_of[i] for i in candidates["id"].to_list()]] if candidates.height else combined[:0]
         answers = {
             "flat": flat(candidates, lookup, k=k, neighbors=0, query=q["query"]),
-            "fold": fold(candidates, lookup, k=k, protect=REPLAY_DEFAULTS["protect"],
-                         neighbors=REPLAY_DEFAULTS["neighbors"], query=q["query"]),
+            "fold": fold_refilled(pool_fetcher(bank, q["query"], candidates), lookup, pool=max(pool, k), k=k,
+                                  protect=REPLAY_DEFAULTS["protect"], neighbors=REPLAY_DEFAULTS["neighbors"],
+                                  query=q["query"]),
             "mmr": mmr(candidates, vecs, k=k, lam=lam, query=q["query"]),
             "collapse": collapse(candidates, lookup, k=k, query=q["query"]),
         }

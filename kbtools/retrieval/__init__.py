@@ -17,10 +17,10 @@ from kbtools.retrieval.embedders import (
     default_embedder,
     get_embedder,
 )
-from kbtools.retrieval.folding import EdgeLookup, flat, fold, pool_components
+from kbtools.retrieval.folding import EdgeLookup, flat, fold, fold_refilled, pool_components
 from kbtools.retrieval.index import DEFAULT_WEIGHTS, DIMENSIONS, VectorIndex
-from kbtools.retrieval.search import ranked_pool
+from kbtools.retrieval.search import pool_fetcher, ranked_pool
 
 __all__ = ["Embedder", "HashingEmbedder", "MiniLMEmbedder", "StaticEmbedder", "default_embedder", "get_embedder",
-           "EdgeLookup", "fold", "flat", "pool_components", "DEFAULT_WEIGHTS", "DIMENSIONS", "VectorIndex",
+           "EdgeLookup", "fold", "fold_refilled", "flat", "pool_components", "pool_fetcher", "DEFAULT_WEIGHTS", "DIMENSIONS", "VectorIndex",
            "ranked_pool", "Result", "Pointer", "QUERY_DEFAULTS", "FOLD_DEFAULTS", "QueryConfig", "FoldConfig"]

@@ -31,7 +31,8 @@ The query path, step by step (steps 1 and 8 belong to the caller, the bank's que
    one: dominance types first, then note-carrying, then :data:`vocab.NEIGHBOR_TYPE_PRIORITY`,
    then type name. Pointers are ordered by hops, then pool rank.
 6. *Refill*: units in best-rank order; the answer holds the first ``k`` (fewer only when the pool
-   has fewer). Members of units past ``k`` do not appear.
+   has fewer). Members of units past ``k`` do not appear. When a pool folds into fewer than ``k``
+   units, :func:`fold_refilled` (what ``kb.query`` calls) folds a deeper pool of the same ranking.
 7. *Neighbours*: up to ``neighbors`` per result, in answer order: entries sharing a trusted edge with
    the result that were not in the pool at all; note-carrying edges first, then
    :data:`vocab.NEIGHBOR_TYPE_PRIORITY` (``corrects``/``conflicts_with`` first, other types next,
@@ -52,7 +53,7 @@ The query path, step by step (steps 1 and 8 belong to the caller, the bank's que
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from typing import Any, ClassVar, NamedTuple
 
 import numpy as np
@@ -64,7 +65,7 @@ from kbtools.model.answer import Answer, Pointer, Result, fast_instance
 from kbtools.errors import ValidationError
 from kbtools.store.sidecars import CANONICAL_COLUMNS, canonical_edges, edge_ends, packed_ids
 
-__all__ = ["EdgeLookup", "fold", "flat", "pool_components"]
+__all__ = ["EdgeLookup", "MAX_POOL_GROWTH", "fold", "fold_refilled", "flat", "pool_components"]
 
 #: Defaults of :func:`fold` (the seed's numbers: pool of 20, 8 results, top 2 protected, 3 neighbours).
 
@@ -494,6 +495,38 @@ def fold(pool: pl.DataFrame | Mapping[str, list], edges: pl.DataFrame | EdgeLook
     results = [_result(rank, u.rep, ids, info, _pointers(u, graph, ids, info), near.get(ids[u.rep]))
                for rank, u in enumerate(units, 1)]
     return Answer(query, results, folded=True, method="fold")
+
+
+#: How much deeper than its pool a folded answer may fetch to fill its ``k`` slots (:func:`fold_refilled`)
+MAX_POOL_GROWTH = 8
+
+
+def fold_refilled(fetch: Callable[[int], pl.DataFrame | Mapping[str, list]], edges: pl.DataFrame | EdgeLookup, *,
+                  pool: int, k: int = FOLD_DEFAULTS.k, protect: int = FOLD_DEFAULTS.protect,
+                  neighbors: int = FOLD_DEFAULTS.neighbors, entries: pl.DataFrame | None = None,
+                  sources: Iterable[str] | None = None, query: str | None = None) -> Answer:
+    """:func:`fold` of the ranked pool ``fetch(size)`` gives (its best ``size`` candidates), its
+    freed slots refilled: when the pool folds into fewer than ``k`` results and the ranking had
+    more to give (it filled the pool), a pool twice as deep is fetched and folded, up to
+    :data:`MAX_POOL_GROWTH` times ``pool``. A bank of documents in sections (``part_of``) folds a
+    pool of 20 into a few documents; the answer still holds ``k`` when the bank has them.
+
+    >>> ranking = pl.DataFrame({"id": [f"s{i}" for i in range(30)], "score": [1 - i / 100 for i in range(30)]})
+    >>> parts = pl.DataFrame({"src": [f"s{i}" for i in range(1, 20)], "dst": ["s0"] * 19, "type": ["part_of"] * 19,
+    ...                       "source": ["structure"] * 19})
+    >>> len(fold(ranking.head(20), parts, k=8).results), len(fold_refilled(ranking.head, parts, pool=20, k=8).results)
+    (2, 8)
+    """
+    size = max(pool, k)
+    most = MAX_POOL_GROWTH * size
+    while True:
+        ranked = fetch(size)
+        answer = fold(ranked, edges, k=k, protect=protect, neighbors=neighbors, entries=entries, sources=sources,
+                      query=query)
+        held = ranked.height if isinstance(ranked, pl.DataFrame) else len(ranked["id"])
+        if len(answer.results) >= k or held < size or size >= most:
+            return answer
+        size = min(2 * size, most)
 
 
 def flat(pool: pl.DataFrame | Mapping[str, list], edges: pl.DataFrame | EdgeLookup | None = None, *, k: int = 8,

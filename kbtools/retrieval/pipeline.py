@@ -1,7 +1,8 @@
 """kb.query: the bank's query path, step 1 to step 8 of the seed.
 
 1. a pool of 20 ranked candidates (dense weighted cosine, optional BM25 arm fused by RRF), no usage
-   counted; 2-7. ``fold`` over the trusted edges (or ``flat`` with ``fold=False``); 8. usage
+   counted; 2-7. ``fold`` over the trusted edges (or ``flat`` with ``fold=False``), a deeper pool
+   folded when the first folds into fewer than ``k`` results (``fold_refilled``); 8. usage
    appended for the returned result ids only (``record_usage=False`` counts nothing).
 
 >>> import kbtools as kb  # doctest: +SKIP
@@ -18,8 +19,7 @@ from kbtools.model.answer import Answer
 from kbtools.model.config import QUERY_DEFAULTS
 from kbtools.retrieval.embedders import Embedder
 from kbtools.errors import ValidationError
-from kbtools.retrieval.folding import EdgeLookup, flat
-from kbtools.retrieval.folding import fold as fold_pool
+from kbtools.retrieval.folding import EdgeLookup, flat, fold_refilled
 from kbtools.retrieval.index import MAX_DEAD_SHARE
 from kbtools.retrieval.search import display_rows, ranked_columns
 from kbtools.store.bank import Bank
@@ -133,13 +133,16 @@ def query(
     """
     if not isinstance(k, int) or k < 1:
         raise ValidationError("k", k, "k is a positive integer")
-    ranked = ranked_columns(bank, text, pool=max(pool, k), lexical=lexical, weights=weights, embedder=embedder,
-                            index=index, query_vector=query_vector)
+    def ranked(size: int) -> dict[str, list]:
+        return ranked_columns(bank, text, pool=size, lexical=lexical, weights=weights, embedder=embedder,
+                              index=index, query_vector=query_vector)
+
     lookup = edge_lookup(bank, sources=sources)
     if fold:
-        answer = fold_pool(ranked, lookup, k=k, protect=protect, neighbors=neighbors, query=text, sources=lookup.sources)
+        answer = fold_refilled(ranked, lookup, pool=pool, k=k, protect=protect, neighbors=neighbors, query=text,
+                               sources=lookup.sources)
     else:
-        answer = flat(ranked, lookup, k=k, neighbors=0, query=text, sources=lookup.sources)
+        answer = flat(ranked(max(pool, k)), lookup, k=k, neighbors=0, query=text, sources=lookup.sources)
     if record_usage or (record_usage is None and not bank.readonly):
         bank.log_usage(answer.ids(), query=text)
     return answer

@@ -36,6 +36,7 @@ from kbtools.store.vectors import (embedder_name, ids_in, pack_ids, segment_data
 
 __all__ = [
     "display_rows",
+    "pool_fetcher",
     "PoolDisplay",
     "SidecarDisplay",
     "entry_texts",
@@ -652,6 +653,18 @@ def ranked_pool(
     """
     return pl.DataFrame(ranked_columns(bank, text, pool=pool, lexical=lexical, weights=weights, embedder=embedder,
                                        index=index, query_vector=query_vector), schema=POOL_SCHEMA)
+
+
+def pool_fetcher(bank: Bank, text: str, first: pl.DataFrame | None = None, **options) -> Callable[[int], pl.DataFrame]:
+    """``size -> ranked_pool(bank, text, pool=size, **options)``: the ranking that
+    :func:`~kbtools.retrieval.folding.fold_refilled` fetches deeper; ``first``, a pool fetched
+    already, is given back for its own size instead of searched again."""
+    def fetch(size: int) -> pl.DataFrame:
+        if first is not None and size == first.height:
+            return first
+        return ranked_pool(bank, text, pool=size, **options)
+
+    return fetch
 
 
 def ranked_columns(
