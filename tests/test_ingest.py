@@ -47,18 +47,18 @@ def test_folder_sections_cap_and_part_of(corpus, bank):
     ents = bank.entries
     titles = sorted(ents["title"].to_list())
     assert report["documents"] == 3
-    assert "Caching — Caching" in titles and "Caching — Invalidation" in titles
+    assert "Caching" in titles and "Caching — Caching" not in titles and "Caching — Invalidation" in titles
     assert "Deploying — Rollback" in titles and "notes" in titles
     assert not any("Keys" in t or "Details" in t for t in titles)  # deeper headings stay inside
     pieces = ents.filter(pl.col("title").str.starts_with("Caching — Invalidation"))
     assert pieces.height >= 3 and report["sections_split"] == 1
     assert pieces["content"].str.len_chars().max() <= 1200
-    first = ents.filter(pl.col("title") == "Caching — Caching")["id"][0]
+    first = ents.filter(pl.col("title") == "Caching")["id"][0]
     part_of = bank.edges.filter(pl.col("type") == "part_of")
     cache_ids = set(ents.filter(pl.col("title").str.starts_with("Caching"))["id"].to_list()) - {first}
     assert set(part_of.filter(pl.col("src").is_in(sorted(cache_ids)))["dst"].to_list()) == {first}
     assert set(part_of["source"].to_list()) == {"structure"}
-    summary = ents.filter(pl.col("title") == "Deploying — Deploying")["summary"][0]
+    summary = ents.filter(pl.col("title") == "Deploying")["summary"][0]
     assert summary == "Ship with the script."
     # a second run adds nothing
     again = ingest(bank, corpus, cap=1200)
@@ -295,3 +295,50 @@ def test_backfill_note_is_the_whole_wrapped_sentence():
     long = "Intro. " + "word " * 80 + "then 6c915c3f and " + "more " * 80 + "end. Last."
     trimmed = citing_sentence(long, "6c915c3f", limit=120)
     assert len(trimmed) <= 120 and "6c915c3f" in trimmed and trimmed.startswith("…") and trimmed.endswith("…")
+
+
+# ------------------------------------------------------------------- a folder of Markdown docs
+
+
+def _docs_folder(root):
+    (root / "guides").mkdir(parents=True)
+    (root / "ops").mkdir()
+    (root / "guides" / "deploy.md").write_text(
+        "---\ntitle: Deploying the service\ntags: [ops, deploy]\ndate: 2024-03-01\n---\n\n"
+        "Deploys go through the pipeline. See [rolling back](../ops/rollback.md#undo) when it fails.\n\n"
+        "The [status page](https://status.example.com) shows the run, and [the FAQ](faq.md) the rest.\n")
+    (root / "ops" / "rollback.md").write_text("# Rolling back\n\nRoll back with `kubectl rollout undo`.\n\n"
+                                              "# Undo\n\nThen tell the [deploy guide](../guides/deploy.md) owners.\n")
+    return root
+
+
+def test_a_docs_folder_keeps_front_matter_out_and_links_its_files(tmp_path, bank):
+    src = _docs_folder(tmp_path / "docs")
+    report = ingest(bank, src)
+    assert report["links"]["references_found"] == 3 and report["links"]["resolved"] == 2
+    assert report["links"]["unresolved_keys"] == ["guides/faq"]  # a file the folder does not hold
+    rows = {r["title"]: r for r in bank.entries.iter_rows(named=True)}
+    deploy = rows["Deploying the service"]  # the front matter's title, not the file's name
+    assert not deploy["content"].startswith("---") and "tags:" not in deploy["content"]
+    assert deploy["created_at"].date().isoformat() == "2024-03-01"
+    assert {"Rolling back", "Rolling back — Undo"} <= set(rows)  # the first section is the document itself
+    backfill(bank)
+    cites = bank.edges.filter(pl.col("type") == "cites").select("src", "dst", "note").rows()
+    undo, head = rows["Rolling back — Undo"]["id"], rows["Rolling back"]["id"]
+    assert sorted(cites) == sorted([
+        (deploy["id"], head, "See [rolling back](../ops/rollback.md#undo) when it fails."),
+        (undo, deploy["id"], "Then tell the [deploy guide](../guides/deploy.md) owners.")])
+    assert ingest(bank, src)["entries"] == 0  # a second run adds nothing
+
+
+def test_a_held_out_link_is_masked_as_backfill_resolves_it(tmp_path, bank):
+    from kbtools.evaluate.masking import mask_citations
+
+    ingest(bank, _docs_folder(tmp_path / "docs"))
+    backfill(bank)
+    held = bank.edges.filter(pl.col("type") == "cites").select("src", "dst")
+    masked, report = mask_citations(bank.entries, held, patterns=bank.settings["citations"])
+    assert report["by_rule"]["pattern"] == 3  # both links, and the second again in its entry's summary
+    for field in ("content", "summary"):
+        assert not masked[field].str.contains(r"\]\((\.\./ops/rollback|\.\./guides/deploy)").any()
+    assert masked["content"].str.contains("status.example.com").any()  # not a link between the files

@@ -47,6 +47,12 @@ def format_ingest(r: dict) -> str:
     if empty:
         lines.append(f"  left out: {len(empty)} commit(s) with an empty message: " + ", ".join(e[:12] for e in empty[:8])
                      + (" ..." if len(empty) > 8 else ""))
+    links = r.get("links")
+    if links and links["references_found"]:
+        lines.append(f"  links between the files: {links['references_found']} found, {links['resolved']} cites edges "
+                     f"for kb backfill, to files not ingested: "
+                     + (", ".join(links["unresolved_keys"][:8]) or "none")
+                     + (" ..." if len(links["unresolved_keys"]) > 8 else ""))
     c = r.get("citations")
     if c:
         lines.append(f"  citations ({c['pattern']}): {c['references_found']} references, {c['resolved']} cites edges "

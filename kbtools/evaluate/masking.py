@@ -45,7 +45,7 @@ from typing import Iterable
 import polars as pl
 
 from kbtools.model.vocab import METADATA_LINK_TYPES
-from kbtools.ops.citations import document_keys, normalize_key, prefix_resolver
+from kbtools.ops.citations import document_keys, entry_documents, pattern_resolver
 
 __all__ = ["MASK", "MASKED_FIELDS", "mask_citations", "unmark_held_out"]
 
@@ -77,17 +77,11 @@ def _doc_keys_of(entries: pl.DataFrame) -> dict[str, str]:
 
 
 def _matchers(entries: pl.DataFrame, patterns: Iterable[dict]):
-    """``(regex, resolve)`` per pattern: ``resolve(match) -> entry id or None``."""
+    """``(regex, resolve)`` per pattern: ``resolve(citing entry id, match) -> entry id or None``,
+    as backfill resolves it (:func:`~kbtools.ops.citations.pattern_resolver`)."""
     keys = document_keys(entries)
-    out = []
-    for spec in patterns:
-        rx = re.compile(spec["pattern"])
-        if spec.get("resolve") == "prefix":
-            look = prefix_resolver(keys)
-            out.append((rx, lambda m, look=look: look(m.group(1))))
-        else:
-            out.append((rx, lambda m: keys.get(normalize_key(m.group(1)))))
-    return out
+    docs = entry_documents(entries)
+    return [(re.compile(spec["pattern"]), pattern_resolver(spec, keys, docs)) for spec in patterns]
 
 
 def mask_citations(entries: pl.DataFrame, held: pl.DataFrame, *, patterns: Iterable[dict] = (),
@@ -114,12 +108,12 @@ def mask_citations(entries: pl.DataFrame, held: pl.DataFrame, *, patterns: Itera
                 return True
         return False
 
-    def masked_text(text, mine: set[str]):
+    def masked_text(text, mine: set[str], eid: str):
         if not text:
             return text
         for rx, resolve in matchers:
             def sub(m, resolve=resolve):
-                if resolve(m) in mine:
+                if resolve(eid, m) in mine:
                     counts["pattern"] += 1
                     return mask
                 return m.group(0)
@@ -149,9 +143,9 @@ def mask_citations(entries: pl.DataFrame, held: pl.DataFrame, *, patterns: Itera
         for f in fields:
             value = columns[f][row]
             if isinstance(value, list):
-                columns[f][row] = [masked_text(v, mine) for v in value]
+                columns[f][row] = [masked_text(v, mine, eid) for v in value]
             elif isinstance(value, str):
-                columns[f][row] = masked_text(value, mine)
+                columns[f][row] = masked_text(value, mine, eid)
         if sum(counts.values()) > before:
             touched.append(row)
     out = entries.with_columns([pl.Series(f, columns[f], dtype=entries.schema[f]) for f in fields])

@@ -31,7 +31,7 @@ from kbtools.model.schema import SCHEMAS
 from kbtools.model.vocab import METADATA_LINK_TYPES
 
 __all__ = ["BackfillPlan", "plan_backfill", "citing_sentence", "plan_pattern_citations", "document_keys", "normalize_key",
-           "prefix_resolver", "NOTE_LIMIT"]
+           "prefix_resolver", "NOTE_LIMIT", "MARKDOWN_LINK", "path_key", "pattern_resolver", "entry_documents"]
 
 _TOKEN = r"\b[0-9a-f]{7,8}\b"
 
@@ -160,14 +160,62 @@ def document_keys(entries: pl.DataFrame) -> dict[str, str]:
     return {normalize_key(k): i for i, k in heads.select("id", "key").iter_rows()}
 
 
+#: A Markdown link to another file of the corpus (``[text](other.md#part)``): group 1 the path
+#: (no scheme, no fragment); ingest records it with ``"resolve": "path"`` for a folder of Markdown.
+MARKDOWN_LINK = r"\[[^\]\n]*\]\(\s*<?(?![a-zA-Z][a-zA-Z0-9+.\-]*:|#|/)([^)\s>#?]+)[^)\n]*\)"
+_DOCUMENT_SUFFIXES = (".md", ".markdown", ".rst", ".txt", ".text")
+
+
+def path_key(citing_doc: str, target: str) -> str:
+    """The key a relative link ``target`` from the document ``citing_doc`` (its path in the corpus)
+    names: the linked file's path from the corpus root, without its suffix, as a folder ingest
+    keys documents.
+
+    >>> path_key("guides/deploy.md", "../ops/rollback.md"), path_key("deploy.md", "./faq")
+    ('ops/rollback', 'faq')
+    """
+    import posixpath
+    from urllib.parse import unquote
+
+    joined = posixpath.normpath(posixpath.join(posixpath.dirname(citing_doc.replace("\\", "/")), unquote(target)))
+    for suffix in _DOCUMENT_SUFFIXES:
+        if joined.lower().endswith(suffix):
+            return joined[: -len(suffix)]
+    return joined
+
+
+def pattern_resolver(spec: dict, keys: dict[str, str], docs: dict[str, str] | None = None):
+    """``resolve(citing entry id, match) -> entry id or None`` for one citation pattern ``spec``:
+    group 1 a key (normalised), a unique prefix of one (``"resolve": "prefix"``), or a path
+    relative to the citing entry's document (``"resolve": "path"``; ``docs``: entry id -> its
+    document's path, the metadata ``doc`` ingest writes)."""
+    how = spec.get("resolve")
+    if how == "prefix":
+        look = prefix_resolver(keys)
+        return lambda eid, m: look(m.group(1))
+    if how == "path":
+        docs = docs or {}
+        return lambda eid, m: keys.get(normalize_key(path_key(docs.get(eid, ""), m.group(1))))
+    return lambda eid, m: keys.get(normalize_key(m.group(1)))
+
+
+def entry_documents(entries: pl.DataFrame) -> dict[str, str]:
+    """Entry id -> the path of its document (metadata ``doc``), for the entries that have one."""
+    if entries.height == 0 or "metadata" not in entries.columns:
+        return {}
+    return dict(entries.select("id", pl.col("metadata").str.json_path_match("$.doc")).drop_nulls().iter_rows())
+
+
 def plan_pattern_citations(entries: pl.DataFrame, pattern: str, keys: dict[str, str], *,
-                           limit: int = NOTE_LIMIT, prefix: bool = False) -> tuple[pl.DataFrame, dict]:
+                           limit: int = NOTE_LIMIT, prefix: bool = False,
+                           resolve: str | None = None) -> tuple[pl.DataFrame, dict]:
     """``cites`` edges for references matched by ``pattern`` (its first group is the key),
     resolved through ``keys`` (key -> entry id, see :func:`document_keys`); the note is the whole
     citing sentence. A reference to the citing entry's own document is skipped; unresolved keys
     are counted and listed. ``prefix``: a reference names a key by any unique prefix of at least 7
     characters (an abbreviated commit hash; see :func:`prefix_resolver`); a prefix two keys share
-    is counted as ambiguous and left out.
+    is counted as ambiguous and left out. ``resolve="path"``: group 1 is a path relative to the
+    citing entry's document (a Markdown link, :data:`MARKDOWN_LINK`; see :func:`path_key`).
 
     >>> e = pl.DataFrame({"id": ["a1", "b2"], "content": ["As PEP 8\\nsays, indent. See PEP 999.", "x"],
     ...                   "metadata": ['{"key": "1"}', '{"key": "8", "head": true}']})
@@ -184,20 +232,22 @@ def plan_pattern_citations(entries: pl.DataFrame, pattern: str, keys: dict[str, 
     own = {}
     if "metadata" in entries.columns:
         own = dict(entries.select("id", pl.col("metadata").str.json_path_match("$.key")).drop_nulls().iter_rows())
-    norm = (lambda v: str(v).strip().lower()) if prefix else normalize_key
-    lookup = prefix_resolver(keys) if prefix else keys.get
+    resolve = "prefix" if prefix else resolve
+    norm = (lambda v: str(v).strip().lower()) if resolve == "prefix" else normalize_key
+    docs = entry_documents(entries) if resolve == "path" else {}
+    lookup = pattern_resolver({"resolve": resolve}, keys, docs)
     rows, unresolved, self_cites, found = [], {}, 0, 0
     for eid, content in entries.select("id", "content").iter_rows():
         seen: set[str] = set()
         for m in rx.finditer(content or ""):
-            key = norm(m.group(1))
+            key = norm(path_key(docs.get(eid, ""), m.group(1)) if resolve == "path" else m.group(1))
             found += 1
-            dst = lookup(key)
+            dst = lookup(eid, m)
             if dst is None:
                 unresolved[key] = unresolved.get(key, 0) + 1
                 continue
             mine = norm(own[eid]) if eid in own else None
-            if dst == eid or (mine is not None and (mine.startswith(key) if prefix else mine == key)):
+            if dst == eid or (mine is not None and (mine.startswith(key) if resolve == "prefix" else mine == key)):
                 self_cites += 1
                 continue
             if dst in seen:
@@ -244,7 +294,8 @@ def plan_backfill(entries: pl.DataFrame, edges: pl.DataFrame, *, patterns=()) ->
 
     ``patterns``: citation patterns recorded by ingest (``{"pattern": regex}``, group 1 the key),
     resolved through the documents' keys (:func:`plan_pattern_citations`); ``"resolve": "prefix"``
-    in a pattern resolves a key by its unique prefix (abbreviated commit hashes).
+    in a pattern resolves a key by its unique prefix (abbreviated commit hashes), ``"resolve": "path"``
+    a path relative to the citing document (Markdown links between the files of a folder).
     """
     if entries.height == 0:
         return BackfillPlan(pl.DataFrame(schema=SCHEMAS["edges"]), {"edges_planned": 0})
@@ -253,7 +304,7 @@ def plan_backfill(entries: pl.DataFrame, edges: pl.DataFrame, *, patterns=()) ->
     parts = [cites]
     keys = document_keys(entries) if patterns else {}
     for spec in patterns:
-        found, rep = plan_pattern_citations(entries, spec["pattern"], keys, prefix=spec.get("resolve") == "prefix")
+        found, rep = plan_pattern_citations(entries, spec["pattern"], keys, resolve=spec.get("resolve"))
         parts.append(found)
         rep1 = {**rep1, "patterns": [*rep1.get("patterns", []), {**rep, "unresolved_keys": rep["unresolved_keys"][:20]}]}
     cites = pl.concat(parts, how="diagonal_relaxed")

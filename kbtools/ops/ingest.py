@@ -31,8 +31,9 @@ from typing import Callable, Iterable, Sequence
 import polars as pl
 
 from kbtools.errors import KbError, ValidationError
-from kbtools.ops.citations import document_keys, normalize_key, plan_pattern_citations
-from kbtools.ops.sections import SECTION_CAP, first_sentence, format_of, split_at_paragraphs, split_sections
+from kbtools.ops.citations import MARKDOWN_LINK, document_keys, normalize_key, plan_pattern_citations
+from kbtools.ops.sections import (SECTION_CAP, first_sentence, format_of, front_matter, split_at_paragraphs,
+                                  split_sections)
 from kbtools.model.vocab import EDGE_TYPES
 from kbtools.ops.bpmn import ingest_bpmn
 from kbtools.ops.interchange import json_lines
@@ -135,8 +136,7 @@ def read_documents(source: str | os.PathLike, *, text_field: str = "text", key_f
         files = sorted(p for p in path.rglob("*") if p.is_file() and p.suffix.lower() in DOCUMENT_SUFFIXES)
         if not files:
             raise KbError(f"{path}: no {', '.join(DOCUMENT_SUFFIXES)} files in this folder")
-        return [Document(str(p.relative_to(path).with_suffix("")), str(p.relative_to(path)),
-                         p.read_text(encoding="utf-8"), fmt or format_of(p.name)) for p in files]
+        return [_file_document(p, str(p.relative_to(path)), fmt) for p in files]
     if _is_jsonl(path):
         skipped: list = []
         docs, lines = [], {}
@@ -154,9 +154,18 @@ def read_documents(source: str | os.PathLike, *, text_field: str = "text", key_f
             left_out.extend(skipped)
         return docs
     if path.suffix.lower() in DOCUMENT_SUFFIXES:
-        return [Document(path.stem, path.name, path.read_text(encoding="utf-8"), fmt or format_of(path.name))]
+        return [_file_document(path, path.name, fmt)]
     raise KbError(f"{path}: ingest reads a folder, .md / .rst / .txt files or .jsonl(.gz) records, "
                   f"not {path.suffix!r}")
+
+
+def _file_document(path: Path, name: str, fmt: str | None) -> Document:
+    """One file as a document keyed by its path without suffix; a Markdown file's front matter
+    (``title``, ``date``, ...) becomes its fields and leaves its text."""
+    fmt = fmt or format_of(path.name)
+    text = path.read_text(encoding="utf-8")
+    fields, text = front_matter(text) if fmt == "markdown" else ({}, text)
+    return Document(str(Path(name).with_suffix("")), name, text, fmt, fields)
 
 
 def _records(path: Path, text_field: str, key_field: str | None, fmt: str | None,
@@ -226,9 +235,11 @@ def plan_ingest(documents: Sequence[Document], *, cap: int = SECTION_CAP, max_le
 
     One entry per section (headings at ``max_level`` or above); a section over ``cap`` characters
     is cut at paragraphs, each later piece titled ``(part n)``. Title: ``title_format`` filled
-    with ``{title}`` (``title_field``, else the document's first heading, else its name), ``{key}``
-    and any field, then `` — section`` for named sections; summary: the section's first sentence.
-    ``systems`` / ``tasks`` from comma-separated fields, ``created_at`` from a date field.
+    with ``{title}`` (``title_field``, else a ``title`` field such as a front matter's, else the
+    document's first heading, else its name), ``{key}`` and any field, then `` — section`` for
+    sections named other than the document; summary: the section's first sentence.
+    ``systems`` / ``tasks`` from comma-separated fields, ``created_at`` from a date field
+    (``created_field``, else a ``date`` field).
     Metadata: ``doc``, ``key``, ``section``, ``part``, ``head`` (the document's first entry) and
     ``meta_fields``. The document's first entry is its first section, or the one headed
     ``head_section`` (``"Abstract"``) when it has one. Sections whose heading is in ``skip_sections`` are left out. ``edges``:
@@ -243,7 +254,7 @@ def plan_ingest(documents: Sequence[Document], *, cap: int = SECTION_CAP, max_le
     for done, doc in enumerate(documents, 1):
         sections = [s for s in split_sections(doc.text, fmt=doc.fmt, max_level=max_level)
                     if s.heading.strip().lower() not in skip]
-        doc_title = str(doc.fields.get(title_field) or "") if title_field else ""
+        doc_title = str(doc.fields.get(title_field or "title") or "")  # a front matter's own title by default
         if not doc_title:
             doc_title = next((s.heading for s in sections if s.heading), "") or Path(doc.name).stem
         fields = {k: v for k, v in doc.fields.items() if isinstance(v, (str, int, float))}
@@ -251,7 +262,7 @@ def plan_ingest(documents: Sequence[Document], *, cap: int = SECTION_CAP, max_le
             base = title_format.format_map({**fields, "title": doc_title, "key": doc.key})
         except (KeyError, ValueError) as err:
             raise ValidationError("title_format", title_format, f"names a field this document lacks ({err})") from None
-        created = _created(doc.fields.get(created_field)) if created_field else None
+        created = _created(doc.fields.get(created_field or "date"))
         systems = [v.lower() for v in _values(doc.fields.get(systems_field))] if systems_field else []
         tasks = [v.lower() for v in _values(doc.fields.get(tasks_field))] if tasks_field else []
         extra = {f: doc.fields[f] for f in meta_fields if f in doc.fields}
@@ -262,7 +273,8 @@ def plan_ingest(documents: Sequence[Document], *, cap: int = SECTION_CAP, max_le
             split_count += len(pieces) > 1
             for pi, piece in enumerate(pieces):
                 eid = _entry_id(doc.name, si, pi)
-                title = base + (f" — {section.heading}" if section.heading else "") + (f" (part {pi + 1})" if pi else "")
+                named = section.heading and section.heading.strip() != doc_title.strip()  # not the document's own
+                title = base + (f" — {section.heading}" if named else "") + (f" (part {pi + 1})" if pi else "")
                 is_head = eid == head_id
                 meta = {"doc": doc.name, "key": doc.key, "section": section.heading, "part": pi,
                         "head": is_head, **extra}
@@ -366,14 +378,20 @@ def ingest(bank: Bank, source: str | os.PathLike, *, text_field: str = "text", k
     report = {**plan.report, "source": str(path), "already_present": plan.entries.height - new_entries.height,
               "entries": new_entries.height, "edges_written": new_edges.height, "dry_run": dry_run,
               "left_out": left_out}
+    keys = {**known, **document_keys(plan.entries)}
     if cite is not None:
-        keys = {**known, **document_keys(plan.entries)}
         _, cites = plan_pattern_citations(plan.entries, cite, keys)
         report["citations"] = {**cites, "written_by": "kb backfill"}
+    recorded = [{"pattern": cite}] if cite is not None else []
+    if any(d.fmt == "markdown" for d in docs):  # links between the files: cites edges, by relative path
+        _, links = plan_pattern_citations(plan.entries, MARKDOWN_LINK, keys, resolve="path")
+        report["links"] = {**links, "written_by": "kb backfill"}
+        recorded.append({"pattern": MARKDOWN_LINK, "resolve": "path"})
     settings = None
-    if cite is not None:
-        patterns = [p for p in bank.settings.get("citations") or [] if p.get("pattern") != cite]
-        settings = {"citations": [*patterns, {"pattern": cite}]}
+    if recorded:
+        mine = {r["pattern"] for r in recorded}
+        patterns = [p for p in bank.settings.get("citations") or [] if p.get("pattern") not in mine]
+        settings = {"citations": [*patterns, *recorded]}
     if dry_run:
         from kbtools.ops.interchange import guard_flags
 

@@ -17,7 +17,7 @@ import re
 from dataclasses import dataclass
 
 __all__ = ["Section", "split_sections", "split_at_paragraphs", "sentences", "first_sentence", "FORMATS",
-           "format_of", "SECTION_CAP"]
+           "format_of", "front_matter", "SECTION_CAP"]
 
 #: Document formats :func:`split_sections` knows, by file suffix.
 FORMATS = {".md": "markdown", ".markdown": "markdown", ".rst": "rst", ".txt": "text", ".text": "text"}
@@ -116,6 +116,36 @@ def _rst_heads(lines: list[str]) -> list[tuple[int, int, int, str]]:
         heads.append((start, body, styles.index(style) + 1, title))
         i = body
     return heads
+
+
+_FRONT_FIELD = re.compile(r"^([A-Za-z_][\w\-]*)\s*:\s*(.*?)\s*$")
+
+
+def front_matter(text: str) -> tuple[dict, str]:
+    """``(fields, the rest of text)``: a YAML front matter block (``---`` lines around ``key: value``
+    lines, as static-site generators write at the top of a Markdown file) read as flat fields
+    (quotes dropped, ``[a, b]`` a list; indented or nested lines skipped); no block: ``({}, text)``.
+
+    >>> front_matter("---\\ntitle: 'Deploying'\\ntags: [ops, ci]\\n---\\n\\nBody.")
+    ({'title': 'Deploying', 'tags': ['ops', 'ci']}, 'Body.')
+    """
+    lines = text.replace("\r\n", "\n").split("\n")
+    if not lines or lines[0].strip() != "---":
+        return {}, text
+    end = next((i for i, line in enumerate(lines[1:200], 1) if line.strip() in ("---", "...")), None)
+    if end is None:
+        return {}, text
+    fields: dict = {}
+    for line in lines[1:end]:
+        m = _FRONT_FIELD.match(line)
+        if not m or not m.group(2):
+            continue
+        value = m.group(2)
+        if value.startswith("[") and value.endswith("]"):
+            fields[m.group(1)] = [v.strip().strip("'\"") for v in value[1:-1].split(",") if v.strip()]
+        else:
+            fields[m.group(1)] = value.strip("'\"")
+    return fields, "\n".join(lines[end + 1:]).strip("\n")
 
 
 def split_at_paragraphs(text: str, cap: int = SECTION_CAP) -> list[str]:
