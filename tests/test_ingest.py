@@ -342,3 +342,16 @@ def test_a_held_out_link_is_masked_as_backfill_resolves_it(tmp_path, bank):
     for field in ("content", "summary"):
         assert not masked[field].str.contains(r"\]\((\.\./ops/rollback|\.\./guides/deploy)").any()
     assert masked["content"].str.contains("status.example.com").any()  # not a link between the files
+
+
+def test_a_markdown_file_under_one_title_is_split_at_its_sections(tmp_path, bank):
+    d = tmp_path / "docs"
+    d.mkdir()
+    (d / "install.md").write_text("# Installing\n\nPick your platform.\n\n## Linux\n\nUse the package.\n\n"
+                                  "### Debian\n\napt works.\n\n## macOS\n\nUse brew.\n")
+    (d / "faq.md").write_text("## Why\n\nBecause.\n\n## How\n\nLike this.\n")  # sections, no title heading
+    ingest(bank, d)
+    titles = sorted(bank.entries["title"].to_list())
+    assert titles == ["Installing", "Installing — Linux", "Installing — macOS", "Why", "Why — How"]
+    linux = bank.entries.filter(pl.col("title") == "Installing — Linux")["content"][0]
+    assert "apt works." in linux  # a deeper heading stays inside its section

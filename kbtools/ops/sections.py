@@ -54,16 +54,20 @@ def format_of(name: str) -> str:
 
 def split_sections(text: str, *, fmt: str = "text", max_level: int = 1) -> list[Section]:
     """Sections of ``text`` at headings of level ``max_level`` or above (deeper headings stay
-    inside their section's text). Empty sections are dropped.
+    inside their section's text). Empty sections are dropped. Markdown levels count from the
+    document's top heading level; a lone first heading at that level is the document's title, so
+    the headings under it are its sections (level 1) and the text under it its preamble (level 0).
 
     >>> [(s.heading, s.level) for s in split_sections("# A\\nx\\n## B\\ny\\n# C\\nz", fmt="markdown")]
     [('A', 1), ('C', 1)]
+    >>> [(s.heading, s.level) for s in split_sections("# Guide\\nx\\n## Install\\ny\\n### Notes\\nz", fmt="markdown")]
+    [('Guide', 0), ('Install', 1)]
     >>> split_sections("just text", fmt="text")[0].text
     'just text'
     """
     lines = text.replace("\r\n", "\n").split("\n")
     if fmt == "markdown":
-        heads = _markdown_heads(lines)
+        heads = _relative_levels(_markdown_heads(lines))
     elif fmt == "rst":
         heads = _rst_heads(lines)
     else:
@@ -92,6 +96,17 @@ def _markdown_heads(lines: list[str]) -> list[tuple[int, int, int, str]]:
         if m:
             heads.append((i, i + 1, len(m.group(1)), m.group(2)))
     return heads
+
+
+def _relative_levels(heads: list[tuple[int, int, int, str]]) -> list[tuple[int, int, int, str]]:
+    """Markdown headings with levels counted from the top level present (a file of ``##`` sections
+    has level-1 sections); a lone first heading at the top level is the title, level 0."""
+    if not heads:
+        return heads
+    top = min(h[2] for h in heads)
+    titled = heads[0][2] == top and sum(h[2] == top for h in heads) == 1 and len(heads) > 1
+    shift = top if titled else top - 1
+    return [(a, b, level - shift, title) for a, b, level, title in heads]
 
 
 def _rst_heads(lines: list[str]) -> list[tuple[int, int, int, str]]:
