@@ -306,7 +306,8 @@ def _docs_folder(root):
     (root / "guides" / "deploy.md").write_text(
         "---\ntitle: Deploying the service\ntags: [ops, deploy]\ndate: 2024-03-01\n---\n\n"
         "Deploys go through the pipeline. See [rolling back](../ops/rollback.md#undo) when it fails.\n\n"
-        "The [status page](https://status.example.com) shows the run, and [the FAQ](faq.md) the rest.\n")
+        "The [status page](https://status.example.com) shows the run, and [the FAQ](faq.md) the rest.\n\n"
+        "![the pipeline](img/pipeline.png) and [the slides](deck.pdf) are pictures, not documents.\n")
     (root / "ops" / "rollback.md").write_text("# Rolling back\n\nRoll back with `kubectl rollout undo`.\n\n"
                                               "# Undo\n\nThen tell the [deploy guide](../guides/deploy.md) owners.\n")
     return root
@@ -315,7 +316,7 @@ def _docs_folder(root):
 def test_a_docs_folder_keeps_front_matter_out_and_links_its_files(tmp_path, bank):
     src = _docs_folder(tmp_path / "docs")
     report = ingest(bank, src)
-    assert report["links"]["references_found"] == 3 and report["links"]["resolved"] == 2
+    assert report["links"]["references_found"] == 3 and report["links"]["resolved"] == 2  # no image, no PDF
     assert report["links"]["unresolved_keys"] == ["guides/faq"]  # a file the folder does not hold
     rows = {r["title"]: r for r in bank.entries.iter_rows(named=True)}
     deploy = rows["Deploying the service"]  # the front matter's title, not the file's name

@@ -162,17 +162,17 @@ def document_keys(entries: pl.DataFrame) -> dict[str, str]:
 
 #: A Markdown link to another file of the corpus (``[text](other.md#part)``): group 1 the path
 #: (no scheme, no fragment); ingest records it with ``"resolve": "path"`` for a folder of Markdown.
-MARKDOWN_LINK = r"\[[^\]\n]*\]\(\s*<?(?![a-zA-Z][a-zA-Z0-9+.\-]*:|#|/)([^)\s>#?]+)[^)\n]*\)"
+MARKDOWN_LINK = r"(?<!!)\[[^\]\n]*\]\(\s*<?(?![a-zA-Z][a-zA-Z0-9+.\-]*:|#|/)([^)\s>#?]+)[^)\n]*\)"
 _DOCUMENT_SUFFIXES = (".md", ".markdown", ".rst", ".txt", ".text")
 
 
-def path_key(citing_doc: str, target: str) -> str:
+def path_key(citing_doc: str, target: str) -> str | None:
     """The key a relative link ``target`` from the document ``citing_doc`` (its path in the corpus)
     names: the linked file's path from the corpus root, without its suffix, as a folder ingest
-    keys documents.
+    keys documents; None for a file that is no document (an image, a PDF, ...).
 
-    >>> path_key("guides/deploy.md", "../ops/rollback.md"), path_key("deploy.md", "./faq")
-    ('ops/rollback', 'faq')
+    >>> path_key("guides/deploy.md", "../ops/rollback.md"), path_key("deploy.md", "./faq"), path_key("a.md", "i.png")
+    ('ops/rollback', 'faq', None)
     """
     import posixpath
     from urllib.parse import unquote
@@ -181,7 +181,7 @@ def path_key(citing_doc: str, target: str) -> str:
     for suffix in _DOCUMENT_SUFFIXES:
         if joined.lower().endswith(suffix):
             return joined[: -len(suffix)]
-    return joined
+    return None if "." in posixpath.basename(joined).lstrip(".") else joined
 
 
 def pattern_resolver(spec: dict, keys: dict[str, str], docs: dict[str, str] | None = None):
@@ -195,7 +195,10 @@ def pattern_resolver(spec: dict, keys: dict[str, str], docs: dict[str, str] | No
         return lambda eid, m: look(m.group(1))
     if how == "path":
         docs = docs or {}
-        return lambda eid, m: keys.get(normalize_key(path_key(docs.get(eid, ""), m.group(1))))
+        def by_path(eid, m):
+            key = path_key(docs.get(eid, ""), m.group(1))
+            return None if key is None else keys.get(normalize_key(key))
+        return by_path
     return lambda eid, m: keys.get(normalize_key(m.group(1)))
 
 
@@ -240,7 +243,10 @@ def plan_pattern_citations(entries: pl.DataFrame, pattern: str, keys: dict[str, 
     for eid, content in entries.select("id", "content").iter_rows():
         seen: set[str] = set()
         for m in rx.finditer(content or ""):
-            key = norm(path_key(docs.get(eid, ""), m.group(1)) if resolve == "path" else m.group(1))
+            raw = path_key(docs.get(eid, ""), m.group(1)) if resolve == "path" else m.group(1)
+            if raw is None:  # a link to a file that is no document
+                continue
+            key = norm(raw)
             found += 1
             dst = lookup(eid, m)
             if dst is None:
