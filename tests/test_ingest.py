@@ -356,3 +356,17 @@ def test_a_markdown_file_under_one_title_is_split_at_its_sections(tmp_path, bank
     assert titles == ["Installing", "Installing — Linux", "Installing — macOS", "Why", "Why — How"]
     linux = bank.entries.filter(pl.col("title") == "Installing — Linux")["content"][0]
     assert "apt works." in linux  # a deeper heading stays inside its section
+
+
+def test_a_sphinx_folder_links_its_documents_through_doc_roles(tmp_path, bank):
+    d = tmp_path / "source"
+    (d / "guides").mkdir(parents=True)
+    (d / "index.rst").write_text("Project\n=======\n\nStart with :doc:`guides/install`, then :doc:`usage`.\n")
+    (d / "guides" / "install.rst").write_text("Install\n=======\n\nBack to :doc:`the index </index>` when done.\n")
+    report = ingest(bank, d)
+    assert (report["links"]["references_found"], report["links"]["resolved"]) == (3, 2)
+    assert report["links"]["unresolved_keys"] == ["usage"]
+    backfill(bank)
+    titles = dict(bank.entries.select("id", "title").iter_rows())
+    cites = {(titles[a], titles[b]) for a, b in bank.edges.filter(pl.col("type") == "cites").select("src", "dst").rows()}
+    assert cites == {("Project", "Install"), ("Install", "Project")}

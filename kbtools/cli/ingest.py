@@ -37,8 +37,9 @@ def _ingest(args):
           --cite '(?:PEP\\s*|:pep:`)0*(\\d+)' --dry-run
 
     In a folder of Markdown files, each file's YAML front matter (title, date, ...) gives its title and
-    date and stays out of its text, and links between the files ([text](../ops/rollback.md)) are
-    recorded like --cite references: `kb backfill` writes them as cites edges, resolved by path.
+    date and stays out of its text, and links between the files ([text](../ops/rollback.md), and
+    :doc: roles in a folder of reST) are recorded like --cite references: `kb backfill` writes them
+    as cites edges, resolved by path.
 
     In a JSONL file each record is one document: --text-field holds its text and --key its key
     (keys must differ; a repeated key is refused naming both lines); a record whose text is absent,

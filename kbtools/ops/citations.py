@@ -31,7 +31,7 @@ from kbtools.model.schema import SCHEMAS
 from kbtools.model.vocab import METADATA_LINK_TYPES
 
 __all__ = ["BackfillPlan", "plan_backfill", "citing_sentence", "plan_pattern_citations", "document_keys", "normalize_key",
-           "prefix_resolver", "NOTE_LIMIT", "MARKDOWN_LINK", "path_key", "pattern_resolver", "entry_documents"]
+           "prefix_resolver", "NOTE_LIMIT", "MARKDOWN_LINK", "RST_DOC_LINK", "path_key", "pattern_resolver", "entry_documents"]
 
 _TOKEN = r"\b[0-9a-f]{7,8}\b"
 
@@ -163,6 +163,10 @@ def document_keys(entries: pl.DataFrame) -> dict[str, str]:
 #: A Markdown link to another file of the corpus (``[text](other.md#part)``): group 1 the path
 #: (no scheme, no fragment); ingest records it with ``"resolve": "path"`` for a folder of Markdown.
 MARKDOWN_LINK = r"(?<!!)\[[^\]\n]*\]\(\s*<?(?![a-zA-Z][a-zA-Z0-9+.\-]*:|#|/)([^)\s>#?]+)[^)\n]*\)"
+#: A reStructuredText reference to another document of a Sphinx tree (``:doc:`install``` or
+#: ``:doc:`the guide </guides/install>```): group 1 the path, from the corpus root when it starts
+#: with ``/``; recorded with ``"resolve": "path"`` for a folder of reST.
+RST_DOC_LINK = r":doc:`(?:[^`<]*<)?([^`<>]+?)>?`"
 _DOCUMENT_SUFFIXES = (".md", ".markdown", ".rst", ".txt", ".text")
 
 
@@ -173,11 +177,17 @@ def path_key(citing_doc: str, target: str) -> str | None:
 
     >>> path_key("guides/deploy.md", "../ops/rollback.md"), path_key("deploy.md", "./faq"), path_key("a.md", "i.png")
     ('ops/rollback', 'faq', None)
+    >>> path_key("guides/deploy.rst", "/ops/rollback")
+    'ops/rollback'
     """
     import posixpath
     from urllib.parse import unquote
 
-    joined = posixpath.normpath(posixpath.join(posixpath.dirname(citing_doc.replace("\\", "/")), unquote(target)))
+    target = unquote(target.strip())
+    if target.startswith("/"):  # from the corpus root
+        joined = posixpath.normpath(target.lstrip("/"))
+    else:
+        joined = posixpath.normpath(posixpath.join(posixpath.dirname(citing_doc.replace("\\", "/")), target))
     for suffix in _DOCUMENT_SUFFIXES:
         if joined.lower().endswith(suffix):
             return joined[: -len(suffix)]

@@ -31,7 +31,7 @@ from typing import Callable, Iterable, Sequence
 import polars as pl
 
 from kbtools.errors import KbError, ValidationError
-from kbtools.ops.citations import MARKDOWN_LINK, document_keys, normalize_key, plan_pattern_citations
+from kbtools.ops.citations import MARKDOWN_LINK, RST_DOC_LINK, document_keys, normalize_key, plan_pattern_citations
 from kbtools.ops.sections import (SECTION_CAP, first_sentence, format_of, front_matter, split_at_paragraphs,
                                   split_sections)
 from kbtools.model.vocab import EDGE_TYPES
@@ -383,10 +383,16 @@ def ingest(bank: Bank, source: str | os.PathLike, *, text_field: str = "text", k
         _, cites = plan_pattern_citations(plan.entries, cite, keys)
         report["citations"] = {**cites, "written_by": "kb backfill"}
     recorded = [{"pattern": cite}] if cite is not None else []
-    if any(d.fmt == "markdown" for d in docs):  # links between the files: cites edges, by relative path
-        _, links = plan_pattern_citations(plan.entries, MARKDOWN_LINK, keys, resolve="path")
-        report["links"] = {**links, "written_by": "kb backfill"}
-        recorded.append({"pattern": MARKDOWN_LINK, "resolve": "path"})
+    # links between the files of a folder (Markdown links, reST :doc: roles): cites edges, by path
+    for fmt, pattern in (("markdown", MARKDOWN_LINK), ("rst", RST_DOC_LINK)):
+        if any(d.fmt == fmt for d in docs) and path.is_dir():
+            _, links = plan_pattern_citations(plan.entries, pattern, keys, resolve="path")
+            report.setdefault("links", {"references_found": 0, "resolved": 0, "unresolved_keys": [],
+                                        "written_by": "kb backfill"})
+            for name in ("references_found", "resolved"):
+                report["links"][name] += links[name]
+            report["links"]["unresolved_keys"] += links["unresolved_keys"]
+            recorded.append({"pattern": pattern, "resolve": "path"})
     settings = None
     if recorded:
         mine = {r["pattern"] for r in recorded}
