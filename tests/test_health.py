@@ -133,3 +133,18 @@ def test_a_table_read_whole_by_a_cold_query_is_storage_to_tidy_until_compacted(t
     bank.compact(sweep_age=0)
     after = kb.health(bank, sidecars_from=1).finding("storage")
     assert after.detail["sidecars"] == {"entries": True, "edges": True} and after.count == 0
+
+
+def test_a_documents_sections_do_not_make_its_first_section_a_hub(tmp_path):
+    docs = tmp_path / "docs"
+    docs.mkdir()
+    sections = "\n\n".join(f"## Step {i}\n\nDo thing number {i} with the tool." for i in range(12))
+    (docs / "guide.md").write_text("# The guide\n\nHow to run it.\n\n" + sections + "\n")
+    (docs / "faq.md").write_text("# FAQ\n\nSee [the guide](guide.md) first.\n")
+    bank = kb.create_bank(tmp_path / "b", settings={"auto_link": False}, embedder=None)
+    kb.ingest(bank, docs)
+    kb.backfill(bank)
+    head = bank.entries.filter(pl.col("title") == "The guide")["id"][0]
+    assert kb.centrality(bank).filter(pl.col("id") == head)["hub"][0]  # twelve part_of edges
+    hubs = kb.health(bank).finding("hubs")
+    assert hubs.count == 0 and "a document's parts aside" in hubs.title

@@ -19,7 +19,7 @@ from kbtools.model.fading import MIN_WEIGHT, faded_expr
 from kbtools.judging.judge import DUPLICATE_THRESHOLD
 from kbtools.model.answer_html import MUTED_TEXT, html_table, jp
 from kbtools.model.vocab import FADING_SOURCES, TRUSTED_SOURCES
-from kbtools.ops.analytics import centrality, process_flows, workflow_holes
+from kbtools.ops.analytics import process_flows, workflow_holes
 from kbtools.ops.judging import judged_duplicates, note_coverage
 from kbtools.progress import Progress
 from kbtools.store.bank import Bank, utcnow
@@ -115,7 +115,7 @@ def _short(value, limit: int = 60) -> str:
 def health(bank: Bank, *, duplicate_threshold: float = DUPLICATE_THRESHOLD, examples: int = 5,
            progress: Progress = False, sidecars_from: int = SIDECARS_FROM) -> Health:
     """What is wrong with ``bank``: note coverage by edge source, note-less sibling groups, notes that
-    restate their target, hubs and isolated entries, the hidden-hop audit (entries one hop from
+    restate their target, hubs (a document's parts aside) and isolated entries, the hidden-hop audit (entries one hop from
     frequently returned ones that are never returned), automatic links near the prune threshold,
     undeclared flows and their holes, duplicate candidates, and storage. Each finding has a count,
     examples and the command that fixes it. Reads only. ``progress`` reports the judging of the
@@ -166,13 +166,27 @@ def _leaky(bank: Bank, n: int) -> Finding:
                    "problem")
 
 
+def _hubs(entries: pl.DataFrame, edges: pl.DataFrame) -> pl.DataFrame:
+    """The hubs by the hub rule (:func:`~kbtools.graph.hubs.hub_threshold`) over the trusted edges a
+    reader follows: a document's parts joined by ``kb ingest`` (source ``structure``) make its first
+    section a hub of its own sections, not a catch-all, so they are left out (``id``, ``degree``)."""
+    from kbtools.graph.hubs import hub_threshold
+
+    counted = edges.filter(pl.col("source").is_in(sorted(TRUSTED_SOURCES - {"structure"}))
+                           & pl.col("src").is_in(entries["id"].implode()) & pl.col("dst").is_in(entries["id"].implode()))
+    ends = pl.concat([counted["src"], counted["dst"]]).value_counts(name="degree")
+    degree = entries.select("id").join(ends.rename({ends.columns[0]: "id"}), on="id", how="left").fill_null(0)
+    if degree.height == 0:
+        return pl.DataFrame(schema={"id": pl.String, "degree": pl.Int64})
+    least = hub_threshold(degree["degree"].to_numpy())
+    return degree.filter(pl.col("degree") >= least).with_columns(pl.col("degree").cast(pl.Int64)).sort(
+        ["degree", "id"], descending=[True, False])
+
+
 def _structure(bank: Bank, entries: pl.DataFrame, edges: pl.DataFrame, n: int) -> list[Finding]:
-    if edges.height:
-        cent = centrality(bank).filter(pl.col("hub")).sort("degree", descending=True)
-    else:
-        cent = pl.DataFrame(schema={"id": pl.String, "degree": pl.Int64})
+    cent = _hubs(entries, edges) if edges.height else pl.DataFrame(schema={"id": pl.String, "degree": pl.Int64})
     titles = dict(entries.select("id", "title").iter_rows())
-    hubs = Finding("hubs", "hubs (degree at or above max(4, mean + 2 sd))", cent.height,
+    hubs = Finding("hubs", "hubs (degree at or above max(4, mean + 2 sd), a document's parts aside)", cent.height,
                    [{"id": i, "degree": d, "title": titles.get(i)} for i, d in cent.select("id", "degree").head(n).iter_rows()],
                    "kb hubs PATH; kb communities PATH (check a hub is not a catch-all)", "info")
     touched = pl.concat([edges["src"], edges["dst"]]).unique() if edges.height else pl.Series([], dtype=pl.String)
