@@ -236,7 +236,7 @@ def plan_ingest(documents: Sequence[Document], *, cap: int = SECTION_CAP, max_le
     One entry per section (headings at ``max_level`` or above); a section over ``cap`` characters
     is cut at paragraphs, each later piece titled ``(part n)``. Title: ``title_format`` filled
     with ``{title}`` (``title_field``, else a ``title`` field such as a front matter's, else the
-    document's first heading, else its name), ``{key}`` and any field, then `` — section`` for
+    document's first heading, else a file's name or a record's first sentence), ``{key}`` and any field, then `` — section`` for
     sections named other than the document; summary: the section's first sentence.
     ``systems`` / ``tasks`` from comma-separated fields, ``created_at`` from a date field
     (``created_field``, else a ``date`` field).
@@ -256,7 +256,7 @@ def plan_ingest(documents: Sequence[Document], *, cap: int = SECTION_CAP, max_le
                     if s.heading.strip().lower() not in skip]
         doc_title = str(doc.fields.get(title_field or "title") or "")  # a front matter's own title by default
         if not doc_title:
-            doc_title = next((s.heading for s in sections if s.heading), "") or Path(doc.name).stem
+            doc_title = next((s.heading for s in sections if s.heading), "") or _untitled(doc)
         fields = {k: v for k, v in doc.fields.items() if isinstance(v, (str, int, float))}
         try:
             base = title_format.format_map({**fields, "title": doc_title, "key": doc.key})
@@ -301,6 +301,15 @@ def plan_ingest(documents: Sequence[Document], *, cap: int = SECTION_CAP, max_le
               "edges": dict(all_edges.group_by("type").len().sort("type").iter_rows()) if all_edges.height else {},
               "mappings": [m.describe() for m in edges], "unresolved": unresolved}
     return IngestPlan(entries, all_edges, report)
+
+
+def _untitled(doc: Document) -> str:
+    """The title of a document without a title or a heading: a file's name; a record's first
+    sentence (a JSONL record's name is only its file and line)."""
+    name, _, line = doc.name.rpartition(":")
+    if name and line.isdigit():
+        return first_sentence(doc.text)[:120] or doc.name
+    return Path(doc.name).stem
 
 
 def _mapped_edges(heads: dict, maps: Sequence[EdgeMap], known: dict[str, str]) -> tuple[pl.DataFrame, list[dict]]:

@@ -169,7 +169,14 @@ def _first(problems, lines: list[int] | None = None):
         exc = EdgeRuleError if p.table == "edges" else ValidationError
         if exc is EdgeRuleError:
             raise EdgeRuleError(f"{p.table} line {row}: {p.column}={p.value!r}: {p.rule}")
-        raise ValidationError(p.column, p.value, f"{p.table}: {p.rule}", row=row)
+        hint = _OWN_IDS if (p.table, p.column) == ("entries", "id") and p.value is not None else ""
+        raise ValidationError(p.column, p.value, f"{p.table}: {p.rule}{hint}", row=row)
+
+
+#: What an import whose ids are the user's own is told: ingest keeps such ids as keys.
+_OWN_IDS = ("; to bring records with ids of your own, `kb ingest BANK --from FILE.jsonl --text-field content "
+            "--key id` keeps each id as the entry's key (edges and citations resolve through it) and gives it a "
+            "kbtools id")
 
 
 def _lines(frame: pl.DataFrame) -> list[int]:
