@@ -21,8 +21,10 @@ the note").
 from __future__ import annotations
 
 import json
+import posixpath
 import re
 from dataclasses import dataclass, field
+from urllib.parse import unquote
 
 import polars as pl
 
@@ -180,9 +182,6 @@ def path_key(citing_doc: str, target: str) -> str | None:
     >>> path_key("guides/deploy.rst", "/ops/rollback")
     'ops/rollback'
     """
-    import posixpath
-    from urllib.parse import unquote
-
     target = unquote(target.strip())
     if target.startswith("/"):  # from the corpus root
         joined = posixpath.normpath(target.lstrip("/"))
