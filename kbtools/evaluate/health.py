@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 
 import polars as pl
 
+from kbtools.graph.hubs import hub_threshold
 from kbtools.model.fading import MIN_WEIGHT, faded_expr
 from kbtools.judging.judge import DUPLICATE_THRESHOLD
 from kbtools.model.answer_html import MUTED_TEXT, html_table, jp
@@ -115,8 +116,8 @@ def _short(value, limit: int = 60) -> str:
 def health(bank: Bank, *, duplicate_threshold: float = DUPLICATE_THRESHOLD, examples: int = 5,
            progress: Progress = False, sidecars_from: int = SIDECARS_FROM) -> Health:
     """What is wrong with ``bank``: note coverage by edge source, note-less sibling groups, notes that
-    restate their target, hubs (a document's parts aside) and isolated entries, the hidden-hop audit (entries one hop from
-    frequently returned ones that are never returned), automatic links near the prune threshold,
+    restate their target, hubs (a document's parts aside) and isolated entries, the hidden-hop audit
+    (entries one hop from frequently returned ones that are never returned), automatic links near the prune threshold,
     undeclared flows and their holes, duplicate candidates, and storage. Each finding has a count,
     examples and the command that fixes it. Reads only. ``progress`` reports the judging of the
     duplicate candidates, the long part on a big bank (``True``: a tqdm bar; or a callback).
@@ -170,8 +171,6 @@ def _hubs(entries: pl.DataFrame, edges: pl.DataFrame) -> pl.DataFrame:
     """The hubs by the hub rule (:func:`~kbtools.graph.hubs.hub_threshold`) over the trusted edges a
     reader follows: a document's parts joined by ``kb ingest`` (source ``structure``) make its first
     section a hub of its own sections, not a catch-all, so they are left out (``id``, ``degree``)."""
-    from kbtools.graph.hubs import hub_threshold
-
     counted = edges.filter(pl.col("source").is_in(sorted(TRUSTED_SOURCES - {"structure"}))
                            & pl.col("src").is_in(entries["id"].implode()) & pl.col("dst").is_in(entries["id"].implode()))
     ends = pl.concat([counted["src"], counted["dst"]]).value_counts(name="degree")
