@@ -8,6 +8,7 @@ import polars as pl
 import pytest
 
 import kbtools as kb
+from kbtools.ops.interchange import import_frames
 
 
 def _jsonl(path, rows):
@@ -76,3 +77,13 @@ def test_malformed_jsonl_line(bank, tmp_path):
     path.write_text('{"id": "a1b2c3d4", "content": "x"}\n{broken\n')
     with pytest.raises(kb.ValidationError, match="row 2"):
         kb.import_files(bank, entries=path)
+
+
+def test_an_import_reports_the_progress_of_its_embedding(tmp_path):
+    bank = kb.create_bank(tmp_path / "b", embedder="hashing-char")
+    rows = pl.DataFrame({"id": ["a1b2c3d4", "b2c3d4e5", "c3d4e5f6"],
+                         "content": ["Refunds need a second approver.", "Exports need the vendor flag.", "Backups run at 2."]})
+    seen = []
+    import_frames(bank, entries=rows, progress=lambda done, total: seen.append((done, total)))
+    assert seen and seen[-1][0] == seen[-1][1] > 0  # it ends at its total
+    assert bank.reload().entries.height == 3 and kb.query(bank, "backups", record_usage=False).results

@@ -198,7 +198,7 @@ def _import(args):
 
     with bank_for(args) as bank:
         counts = import_files(bank, entries=args.entries, edges=args.edges, triples=args.triples, actor=args.actor,
-                              guard=args.guard)
+                              guard=args.guard, progress=_progress("embed"))
     text = f"imported {counts['entries']} entries, {counts['edges']} edges, {counts['triples']} triples into {args.path}"
     from kbtools.cli.reports import flagged_text
 

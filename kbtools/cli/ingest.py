@@ -65,7 +65,7 @@ def _ingest(args):
     with bank_for(args) as bank:  # --create: a failed ingest removes the bank it made
         if commits:
             report = ingest_commits(bank, args.source, records=records, guard=args.guard, dry_run=args.dry_run,
-                                    actor=args.actor, progress=_progress("ingest"))
+                                    actor=args.actor, progress=_progress("ingest"), embed_progress=_progress("embed"))
             return report, format_ingest(report) + flagged_text(report.get("flagged") or [])
         report = ingest(
             bank, args.source, text_field=args.text_field, key_field=args.key, fmt=args.format, cap=args.cap,
@@ -74,6 +74,7 @@ def _ingest(args):
             edges=args.edge or (), cite=args.cite, meta_fields=_split(args.meta),
             skip_sections=args.skip_section or (), head_section=args.head_section,
             guard=args.guard, strict=args.strict, dry_run=args.dry_run, actor=args.actor, progress=_progress("ingest"),
+            embed_progress=_progress("embed"),
         )
     return report, format_ingest(report) + flagged_text(report.get("flagged") or [])
 

@@ -55,12 +55,14 @@ def write_embedder(bank: Bank) -> str | None:
     return None
 
 
-def vectors_for_write(bank: Bank, rows: pl.DataFrame, *, before: pl.DataFrame | None = None) -> VectorRows | None:
+def vectors_for_write(bank: Bank, rows: pl.DataFrame, *, before: pl.DataFrame | None = None,
+                      progress: Progress = None) -> VectorRows | None:
     """Vectors of the entry ``rows`` a write adds or changes, for the same transaction (None when
     the bank's writes do not embed, see :func:`write_embedder`, or no row's embedded text is new
     or changed). ``before``: the rows as they are now, for rows that exist (only those whose
     embedded text changed are embedded again). Texts already embedded come from the cache by
-    text hash."""
+    text hash. ``progress`` (see :mod:`kbtools.progress`) reports the texts embedded, for an
+    import of many rows."""
     name = write_embedder(bank)
     if name is None or rows.height == 0:
         return None
@@ -70,11 +72,12 @@ def vectors_for_write(bank: Bank, rows: pl.DataFrame, *, before: pl.DataFrame | 
         rows = rows.filter(pl.Series(fresh))
         if rows.height == 0:
             return None
-    return embed_new_rows(rows, bank_embedder(bank, name if not embedder_name(bank) else None))
+    return embed_new_rows(rows, bank_embedder(bank, name if not embedder_name(bank) else None), progress=progress)
 
 
-def embed_new_rows(rows: pl.DataFrame, embedder: Embedder) -> VectorRows:
-    """Vectors for entry rows about to be written (cache first, then the embedder)."""
+def embed_new_rows(rows: pl.DataFrame, embedder: Embedder, *, progress: Progress = None) -> VectorRows:
+    """Vectors for entry rows about to be written (cache first, then the embedder, ``progress``
+    reporting the texts it embeds)."""
     hashes = text_hashes(rows)
     cache = EmbeddingCache(embedder.name)
     found, cached = cache.get(hashes)
@@ -82,7 +85,7 @@ def embed_new_rows(rows: pl.DataFrame, embedder: Embedder) -> VectorRows:
     if cached is not None:
         data[found] = cached
     if (~found).any():
-        fresh = embed_rows(rows.filter(pl.Series(~found)), embedder)
+        fresh = embed_rows(rows.filter(pl.Series(~found)), embedder, progress=progress_callback(progress, "embed"))
         data[~found] = fresh
         cache.put(hashes[~found], fresh)
     return VectorRows(rows["id"].to_numpy(), data, embedder.name, hashes)

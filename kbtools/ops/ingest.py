@@ -37,6 +37,7 @@ from kbtools.ops.sections import (SECTION_CAP, first_sentence, format_of, front_
 from kbtools.model.vocab import EDGE_TYPES
 from kbtools.ops.bpmn import ingest_bpmn
 from kbtools.ops.interchange import json_lines
+from kbtools.progress import Progress
 from kbtools.store.bank import Bank
 
 __all__ = ["Document", "EdgeMap", "IngestPlan", "parse_edge_map", "read_documents", "plan_ingest", "ingest",
@@ -344,14 +345,14 @@ def ingest(bank: Bank, source: str | os.PathLike, *, text_field: str = "text", k
            meta_fields: Sequence[str] = (), skip_sections: Sequence[str] = (), head_section: str | None = None,
            guard: str = "report", strict: bool = False, embed: bool = True,
            dry_run: bool = False, actor: str = "ingest",
-           progress: Callable[[int, int], None] | None = None) -> dict:
+           progress: Callable[[int, int], None] | None = None, embed_progress: Progress = None) -> dict:
     """Ingest ``source`` into ``bank`` in one transaction and return the report: documents,
     entries, edges by type, sections split, unresolved references, the references the citation
     pattern finds (written as ``cites`` edges by ``backfill``, which reads the pattern from the
     bank's settings), and the rows the guard flagged. Entries already in the bank (same document
     and section) are skipped, so a second run adds nothing. ``dry_run`` plans and reports only.
     The new entries are embedded in the same transaction when the bank's writes embed
-    (``embed=False``: left for ``kb embed``).
+    (``embed=False``: left for ``kb embed``); ``embed_progress`` reports that embedding.
 
     ``edges``: :class:`EdgeMap` or specs for :func:`parse_edge_map`. ``cite``: a regular
     expression whose first group is a document key (``r"PEP\\s*(\\d+)"``). A ``.bpmn`` file or a
@@ -415,6 +416,6 @@ def ingest(bank: Bank, source: str | os.PathLike, *, text_field: str = "text", k
     from kbtools.ops.interchange import import_frames
 
     counts = import_frames(bank, entries=new_entries, edges=new_edges, actor=actor, guard=guard, settings=settings,
-                           embed=embed)
+                           embed=embed, progress=embed_progress)
     report["flagged"] = counts.get("flagged", [])
     return report

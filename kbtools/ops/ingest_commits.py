@@ -41,6 +41,7 @@ from kbtools.errors import KbError, ValidationError
 from kbtools.ops.citations import plan_pattern_citations
 from kbtools.ops.sections import first_sentence
 from kbtools.ops.interchange import json_lines
+from kbtools.progress import Progress
 from kbtools.store.bank import Bank
 
 __all__ = ["COMMIT_FIELDS", "REQUIRED_FIELDS", "COMMIT_CITE", "CommitPlan", "is_commits_file", "read_commits", "plan_commits",
@@ -184,11 +185,12 @@ def plan_commits(records: Sequence[dict], *, kind: str = "knowledge",
 
 def ingest_commits(bank: Bank, source: str | os.PathLike, *, limit: int | None = None, guard: str = "report",
                    dry_run: bool = False, actor: str = "ingest", records: Sequence[dict] | None = None,
-                   progress: Callable[[int, int], None] | None = None) -> dict:
+                   progress: Callable[[int, int], None] | None = None, embed_progress: Progress = None) -> dict:
     """Ingest a commits file (:func:`read_commits`; ``records``: the records already read from
     ``source``, so that a caller can check the file before creating a bank) into ``bank`` in one transaction, recording
     :data:`COMMIT_CITE` for backfill; commits already in the bank are skipped, so a second run adds
     nothing. Returns the report (entries, the references the pattern resolves, the flagged rows).
+    ``embed_progress`` reports the embedding of the new entries in the same transaction.
 
     >>> import tempfile, pathlib
     >>> from kbtools.store.bank import create_bank
@@ -214,6 +216,7 @@ def ingest_commits(bank: Bank, source: str | os.PathLike, *, limit: int | None =
         return report
     from kbtools.ops.interchange import import_frames
 
-    counts = import_frames(bank, entries=new_entries, actor=actor, guard=guard, settings=settings)
+    counts = import_frames(bank, entries=new_entries, actor=actor, guard=guard, settings=settings,
+                           progress=embed_progress)
     report["flagged"] = counts.get("flagged", [])
     return report

@@ -32,6 +32,7 @@ from kbtools.model.schema import SCHEMAS, conform
 from kbtools.store.bank import Bank, utcnow
 from kbtools.model.vocab import TRUSTED_SOURCES
 from kbtools.model.events import edge_events, event_rows
+from kbtools.progress import Progress
 
 __all__ = ["read_rows", "plan_import", "guard_flags", "guard_mode", "import_frames", "import_files", "export_bank", "EDGE_COLUMN_ALIASES"]
 
@@ -347,14 +348,14 @@ def plan_import(
 def import_frames(
     bank: Bank, *, entries: pl.DataFrame | None = None, edges: pl.DataFrame | None = None,
     triples: pl.DataFrame | None = None, actor: str = "import", guard: str | bool = "report",
-    settings: dict | None = None, embed: bool = True,
+    settings: dict | None = None, embed: bool = True, progress: Progress = None,
 ) -> dict:
     """Import frames into the bank in one transaction; returns row counts and, with
     ``guard="report"`` (the default), the rows the guard flags (imported all the same).
 
     The imported entries are embedded in the same transaction when the bank's writes embed (a
     bank created with an embedder, or one whose entries all have vectors); ``embed=False`` leaves
-    them for ``kb embed``.
+    them for ``kb embed``; ``progress`` (see :mod:`kbtools.progress`) reports that embedding.
 
     ``guard``: ``"report"``, ``"reject"`` (one flagged row refuses the import) or ``"off"``.
     ``settings``: bank settings recorded in the same transaction (ingest records its citation
@@ -373,7 +374,7 @@ def import_frames(
         if embed and ch.upserts["entries"].height:
             from kbtools.ops.embedding import vectors_for_write  # the embedder loads only when used
 
-            vectors = vectors_for_write(b, ch.upserts["entries"])
+            vectors = vectors_for_write(b, ch.upserts["entries"], progress=progress)
         if settings or vectors is not None:
             ch = Plan(upserts=ch.upserts, appends=ch.appends, settings=dict(settings or {}), vectors=vectors)
         return ch
@@ -383,13 +384,14 @@ def import_frames(
 
 
 def import_files(bank: Bank, *, entries=None, edges=None, triples=None, actor: str = "import",
-                 guard: str | bool = "report", embed: bool = True) -> dict:
-    """Import JSONL or Parquet files (pgvector export shape) in one transaction (``guard`` and
-    ``embed`` as in :func:`import_frames`)."""
+                 guard: str | bool = "report", embed: bool = True, progress: Progress = None) -> dict:
+    """Import JSONL or Parquet files (pgvector export shape) in one transaction (``guard``,
+    ``embed`` and ``progress`` as in :func:`import_frames`)."""
     ent = read_rows(entries, "entries") if entries else None
     ed = read_rows(edges, "edges") if edges else None
     tri = read_rows(triples, "triples") if triples else None
-    return import_frames(bank, entries=ent, edges=ed, triples=tri, actor=actor, guard=guard, embed=embed)
+    return import_frames(bank, entries=ent, edges=ed, triples=tri, actor=actor, guard=guard, embed=embed,
+                         progress=progress)
 
 
 def export_bank(bank: Bank, to: str | os.PathLike, *, format: str = "jsonl") -> dict:
