@@ -77,17 +77,20 @@ def vectors_for_write(bank: Bank, rows: pl.DataFrame, *, before: pl.DataFrame | 
 
 def embed_new_rows(rows: pl.DataFrame, embedder: Embedder, *, progress: Progress = None) -> VectorRows:
     """Vectors for entry rows about to be written (cache first, then the embedder, ``progress``
-    reporting the texts it embeds)."""
+    reporting the texts it embeds; rows whose texts were all embedded before report their end)."""
     hashes = text_hashes(rows)
     cache = EmbeddingCache(embedder.name)
     found, cached = cache.get(hashes)
     data = np.zeros((rows.height, len(DIMENSIONS), embedder.dim), dtype=np.float32)
     if cached is not None:
         data[found] = cached
+    report = progress_callback(progress, "embed")
     if (~found).any():
-        fresh = embed_rows(rows.filter(pl.Series(~found)), embedder, progress=progress_callback(progress, "embed"))
+        fresh = embed_rows(rows.filter(pl.Series(~found)), embedder, progress=report)
         data[~found] = fresh
         cache.put(hashes[~found], fresh)
+    elif report is not None and rows.height:
+        report(rows.height * len(DIMENSIONS), rows.height * len(DIMENSIONS))
     return VectorRows(rows["id"].to_numpy(), data, embedder.name, hashes)
 
 
