@@ -97,7 +97,8 @@ register_args("ingest", lambda p: (
     p.add_argument("--key", help="JSONL: the field holding the document key other documents cite (default: line number)"),
     p.add_argument("--format", choices=("markdown", "rst", "text"), help="the documents' format (default: by file suffix)"),
     p.add_argument("--cap", type=int, default=4000, help="size cap of one entry in characters (default 4000)"),
-    p.add_argument("--level", type=int, default=1, help="split at headings of this level and above (default 1; in Markdown counted from the "
+    p.add_argument("--level", type=int, default=1,
+                   help="split at headings of this level and above (default 1; in Markdown counted from the "
                         "file's top heading level, under a lone title heading)"),
     p.add_argument("--title-field", help="the field holding the document title (default: a title field, such as "
                                          "a front matter's, else the first heading, else the file name)"),

@@ -79,7 +79,8 @@ def format_stats(stats: dict) -> str:
         "           by source: " + ", ".join(f"{k} {v}" for k, v in stats["edges_by_source"].items()),
         "           by type:   " + ", ".join(f"{k} {v}" for k, v in list(stats["edges_by_type"].items())[:10]),
         f"  linked   {stats['connected_entries']:>7}  isolated {stats['isolated_entries']}",
-        *([f"  DATA PROBLEM: {len(stats['notes_restating_their_target'])} edge note(s) restate what an end of their edge says "
+        *([f"  DATA PROBLEM: {len(stats['notes_restating_their_target'])} edge note(s) restate what an end of "
+           "their edge says "
            "(a note says how, never what): " + "; ".join(f"{r['src']} {r['type']} {r['dst']} ({r['reason']})"
                                                         for r in stats['notes_restating_their_target'][:5])]
           if stats["notes_restating_their_target"] else []),

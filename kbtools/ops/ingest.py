@@ -237,8 +237,9 @@ def plan_ingest(documents: Sequence[Document], *, cap: int = SECTION_CAP, max_le
     One entry per section (headings at ``max_level`` or above); a section over ``cap`` characters
     is cut at paragraphs, each later piece titled ``(part n)``. Title: ``title_format`` filled
     with ``{title}`` (``title_field``, else a ``title`` field such as a front matter's, else the
-    document's first heading, else a file's name or a record's first sentence), ``{key}`` and any field, then `` — section`` for
-    sections named other than the document; summary: the section's first sentence.
+    document's first heading, else a file's name or a record's first sentence), ``{key}`` and any
+    field, then `` — section`` for sections named other than the document; summary: the
+    section's first sentence.
     ``systems`` / ``tasks`` from comma-separated fields, ``created_at`` from a date field
     (``created_field``, else a ``date`` field).
     Metadata: ``doc``, ``key``, ``section``, ``part``, ``head`` (the document's first entry) and
