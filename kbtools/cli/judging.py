@@ -48,9 +48,10 @@ register_args("judge", lambda p: (
 @command("health", "what is wrong with a bank: each finding with a count, examples and the command that fixes it")
 def _health(args):
     """Note coverage by edge source, note-less sibling groups, notes that restate their target, hubs
-    (a document's parts aside) and isolated entries, entries one hop from frequently returned ones that are never returned
-    (from the usage log), automatic links near the prune threshold, holes in declared or inferred
-    flows, duplicate candidates and storage (segments, dead rows, vectors, caches). Reads only.
+    (a document's parts aside) and isolated entries, entries one hop from frequently returned ones
+    that are never returned (from the usage log), automatic links near the prune threshold, holes in
+    declared or inferred flows, duplicate candidates and storage (segments, dead rows, vectors,
+    caches). Reads only.
     --html FILE also writes the report as an HTML page. Progress of the judging goes to stderr."""
     from kbtools.evaluate.health import health
     from kbtools.store.bank import open_bank

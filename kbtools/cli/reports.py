@@ -45,7 +45,8 @@ def format_ingest(r: dict) -> str:
                      + (" ..." if len(left) > 8 else ""))
     empty = r.get("empty_messages") or []
     if empty:
-        lines.append(f"  left out: {len(empty)} commit(s) with an empty message: " + ", ".join(e[:12] for e in empty[:8])
+        lines.append(f"  left out: {len(empty)} commit(s) with an empty message: "
+                     + ", ".join(e[:12] for e in empty[:8])
                      + (" ..." if len(empty) > 8 else ""))
     links = r.get("links")
     if links and links["references_found"]:

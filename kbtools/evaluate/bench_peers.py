@@ -375,7 +375,8 @@ def bench_peers(root: Path, *, n: int = 100_000, seed: int = 7, peers=PEERS[1:],
                               "the id and the text",
                       "queries": f"the titles of {_QUERIES} entries drawn at random, embedded with the bank's hashing embedder; "
                                  "truth: exact inner product over the same vectors",
-                      "adds": f"{_ADDS} adds, each followed by one query, the title of another entry drawn at random (asked for the first time)",
+                      "adds": f"{_ADDS} adds, each followed by one query, the title of another entry drawn at random "
+                              "(asked for the first time)",
                       "turns": f"the systems take turns: the queries in {_ROUNDS} rounds, each round and each add "
                                f"on every system, the first place rotating; the cold row the median of "
                                f"{_COLD_RUNS} fresh processes each, in turns",

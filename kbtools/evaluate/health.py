@@ -171,8 +171,9 @@ def _hubs(entries: pl.DataFrame, edges: pl.DataFrame) -> pl.DataFrame:
     """The hubs by the hub rule (:func:`~kbtools.graph.hubs.hub_threshold`) over the trusted edges a
     reader follows: a document's parts joined by ``kb ingest`` (source ``structure``) make its first
     section a hub of its own sections, not a catch-all, so they are left out (``id``, ``degree``)."""
+    ids = entries["id"].implode()
     counted = edges.filter(pl.col("source").is_in(sorted(TRUSTED_SOURCES - {"structure"}))
-                           & pl.col("src").is_in(entries["id"].implode()) & pl.col("dst").is_in(entries["id"].implode()))
+                           & pl.col("src").is_in(ids) & pl.col("dst").is_in(ids))
     ends = pl.concat([counted["src"], counted["dst"]]).value_counts(name="degree")
     degree = entries.select("id").join(ends.rename({ends.columns[0]: "id"}), on="id", how="left").fill_null(0)
     if degree.height == 0:

@@ -31,7 +31,8 @@ import polars as pl
 from kbtools.evaluate.agents import terms
 from kbtools.evaluate.tasks import HopTask, as_tasks
 
-__all__ = ["LEAK_SCHEMA", "LEAKY_NOTE_SCHEMA", "QUOTES_ITS_SOURCE", "contains_token", "check_leaks", "answer_leaks", "leaky_notes"]
+__all__ = ["LEAK_SCHEMA", "LEAKY_NOTE_SCHEMA", "QUOTES_ITS_SOURCE", "contains_token", "check_leaks", "answer_leaks",
+           "leaky_notes"]
 
 #: Columns of :func:`check_leaks`: which task leaks, where, through which entry or edge, and how.
 LEAK_SCHEMA = {"task": pl.String, "where": pl.String, "entry": pl.String, "detail": pl.String}

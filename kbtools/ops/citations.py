@@ -33,7 +33,8 @@ from kbtools.model.schema import SCHEMAS
 from kbtools.model.vocab import METADATA_LINK_TYPES
 
 __all__ = ["BackfillPlan", "plan_backfill", "citing_sentence", "plan_pattern_citations", "document_keys", "normalize_key",
-           "prefix_resolver", "NOTE_LIMIT", "MARKDOWN_LINK", "RST_DOC_LINK", "path_key", "pattern_resolver", "entry_documents"]
+           "prefix_resolver", "NOTE_LIMIT", "MARKDOWN_LINK", "RST_DOC_LINK", "path_key", "pattern_resolver",
+           "entry_documents"]
 
 _TOKEN = r"\b[0-9a-f]{7,8}\b"
 
@@ -247,7 +248,7 @@ def plan_pattern_citations(entries: pl.DataFrame, pattern: str, keys: dict[str, 
     resolve = "prefix" if prefix else resolve
     norm = (lambda v: str(v).strip().lower()) if resolve == "prefix" else normalize_key
     docs = entry_documents(entries) if resolve == "path" else {}
-    lookup = pattern_resolver({"resolve": resolve}, keys, docs)
+    lookup = pattern_resolver({"resolve": resolve}, keys)
     rows, unresolved, self_cites, found = [], {}, 0, 0
     for eid, content in entries.select("id", "content").iter_rows():
         seen: set[str] = set()
@@ -257,7 +258,7 @@ def plan_pattern_citations(entries: pl.DataFrame, pattern: str, keys: dict[str, 
                 continue
             key = norm(raw)
             found += 1
-            dst = lookup(eid, m)
+            dst = keys.get(key) if resolve == "path" else lookup(eid, m)  # a path's key is read once
             if dst is None:
                 unresolved[key] = unresolved.get(key, 0) + 1
                 continue

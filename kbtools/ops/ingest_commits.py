@@ -44,7 +44,8 @@ from kbtools.ops.interchange import json_lines
 from kbtools.progress import Progress
 from kbtools.store.bank import Bank
 
-__all__ = ["COMMIT_FIELDS", "REQUIRED_FIELDS", "COMMIT_CITE", "CommitPlan", "is_commits_file", "read_commits", "plan_commits",
+__all__ = ["COMMIT_FIELDS", "REQUIRED_FIELDS", "COMMIT_CITE", "CommitPlan", "is_commits_file", "read_commits",
+           "plan_commits",
            "ingest_commits"]
 
 #: The fields that make a record a commit.
@@ -159,7 +160,8 @@ def plan_commits(records: Sequence[dict], *, kind: str = "knowledge",
                                               "bank's ids are the short hashes and must differ", row=done)
         seen[eid] = (sha, done)
         body = rec.get("body") or ""
-        meta = {"key": sha, "sha": sha, "head": True, "parents": list(rec.get("parents") or []), "author": rec["author"]}
+        meta = {"key": sha, "sha": sha, "head": True, "parents": list(rec.get("parents") or []),
+                "author": rec["author"]}
         for name, rx in _TRAILERS.items():
             numbers = _numbers(body, rx)
             if numbers:
