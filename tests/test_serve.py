@@ -54,6 +54,26 @@ def test_agents_adding_and_querying_in_a_loop_see_no_stall(bank):
     assert bank_index(bank).size == bank.entries.filter(pl.col("status") == "active").height
 
 
+def test_a_report_grows_what_the_process_queried_with_and_the_query_after_it_reads_it(bank, monkeypatch):
+    grown = []
+    add = VectorIndex.add
+
+    def counted(self, ids, vectors, **options):
+        grown.append(list(ids))
+        return add(self, ids, vectors, **options)
+
+    monkeypatch.setattr(VectorIndex, "add", counted)
+    new = kb.report_learning(bank, content="The quokka shard keeps nine days.", actor="a", link=False)
+    assert grown == [] and not bank.holds_derived("pool-display")  # nothing queried yet: nothing built
+    kb.query(bank, "warm the index", record_usage=False)
+    grown.clear()
+    newer = kb.report_learning(bank, content="The zyxel shard keeps ten days.", actor="a", link=False)
+    assert grown == [[newer]]  # grown by the write, after its commit
+    ans = kb.query(bank, "zyxel shard keeps ten days", k=8, record_usage=False)
+    assert grown == [[newer]] and newer in ans.ids()  # the query read the grown index as it was
+    assert new in kb.query(bank, "quokka shard keeps nine days", k=8, record_usage=False).ids()
+
+
 def test_vectors_are_read_in_place_not_concatenated(bank):
     for i in range(3):
         kb.report_learning(bank, content=f"Fact {i} about the warm pool.", actor="a", link=False)

@@ -28,6 +28,7 @@ from kbtools.errors import EdgeNotFound, EdgeRuleError, EntryNotFound, GuardReje
 from kbtools.model.guard import transient_reason
 from kbtools.model.rules import check_edges, check_entries, check_text, json_object_text
 from kbtools.model.schema import SCHEMAS, conform
+from kbtools.retrieval.search import keep_current
 from kbtools.store.bank import Bank, utcnow
 from kbtools.model.vocab import (
     ENTRY_KINDS,
@@ -474,6 +475,7 @@ def report_learning(
         return written + Plan(vectors=vectors)
 
     bank.apply(plan, actor=actor, reason="report_learning")
+    keep_current(bank)  # the agent's next query reads the new entry without growing its index first
     return box["id"]
 
 

@@ -379,7 +379,9 @@ class VectorIndex:
             if dead_here:  # rows of the side index removed since: drop them before merging
                 gone = self.dead[base:][np.where(d_pos >= 0, d_pos, 0)] & (d_pos >= 0)
                 d_scores, d_pos = np.where(gone, -np.inf, d_scores), np.where(gone, -1, d_pos)
-            scores, positions = _merged(scores, positions, d_scores, d_pos, base, k)
+            # the side index's best below every row's last place: the main answer stands as it is
+            if not ((positions[:, -1:] >= 0) & (d_scores[:, :1] <= scores[:, -1:])).all():
+                scores, positions = _merged(scores, positions, d_scores, d_pos, base, k)
         found = positions >= 0
         if found.all():  # (every slot filled: the usual case, no masking)
             return np.asarray(scores, dtype=np.float32), self.ids[positions]
@@ -584,6 +586,8 @@ def index_kind(kind: str, n: int) -> str:
     if kind == "auto":
         return "flat" if n < APPROXIMATE_FROM else "hnsw" if n < IVF_FROM else "ivf_sq8"
     return kind
+
+
 def _merged(s1, p1, s2, p2, offset: int, k: int) -> tuple[np.ndarray, np.ndarray]:
     """The top ``k`` per row of two result lists (the second's positions shifted by ``offset``)."""
     p2 = np.where(p2 >= 0, p2 + offset, -1)

@@ -36,6 +36,7 @@ from kbtools.store.vectors import (embedder_name, ids_in, pack_ids, segment_data
 
 __all__ = [
     "display_rows",
+    "keep_current",
     "pool_fetcher",
     "PoolDisplay",
     "SidecarDisplay",
@@ -601,6 +602,31 @@ def _unembedded(bank: Bank, entries: int) -> int:
         return max(entries - vector_count(bank), 0), None, (), set()
 
     return bank.derived("unembedded", count, on=("entries", "vectors"), grow=True)[0]
+
+
+def keep_current(bank: Bank) -> None:
+    """Grow the values a default query reads (the index, the pool's display rows, the counts of
+    entries and of those without vectors) to this snapshot, where this process built them for an
+    earlier one: a write that calls it after its commit pays the growth by its own rows, and the
+    query after it does not. Nothing a query has not built is built; a value that cannot be grown
+    is left for the next query to build (and to say what is wrong).
+
+    >>> import tempfile, pathlib
+    >>> from kbtools.store.bank import create_bank
+    >>> bank = create_bank(pathlib.Path(tempfile.mkdtemp()) / "b")
+    >>> keep_current(bank); bank.holds_derived("pool-display")
+    False
+    """
+    if not bank.holds_derived("pool-display"):
+        return
+    try:
+        entries = _entry_count(bank)
+        if entries:
+            _unembedded(bank, entries)
+        if bank.holds_derived(f"index:{index_kind('auto', entries)}:{_weights_key(DEFAULT_WEIGHTS)}"):
+            bank_index(bank)
+    except Exception:  # noqa: BLE001 - the write is committed; the next query rebuilds and raises
+        pass
 
 
 def display_rows(bank: Bank, ids) -> dict[str, dict]:
