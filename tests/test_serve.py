@@ -74,6 +74,21 @@ def test_a_report_grows_what_the_process_queried_with_and_the_query_after_it_rea
     assert new in kb.query(bank, "quokka shard keeps nine days", k=8, record_usage=False).ids()
 
 
+def test_a_report_through_the_agent_door_grows_the_snapshot_its_queries_read(bank, monkeypatch):
+    from kbtools.mcp.door import Door
+
+    door = Door(bank.path, actor="agent")
+    door.query("warm the index")
+    grown = []
+    add = VectorIndex.add
+    monkeypatch.setattr(VectorIndex, "add", lambda self, ids, vectors, **o: (grown.append(list(ids)),
+                                                                             add(self, ids, vectors, **o))[1])
+    _, stored = door.report_learning(content="The wombat shard keeps eleven days.")
+    assert grown == [[stored["id"]]]  # the reading snapshot grew inside the report
+    _, answer = door.query("wombat shard keeps eleven days")
+    assert grown == [[stored["id"]]] and stored["id"] in [r["id"] for r in answer["results"]]
+
+
 def test_vectors_are_read_in_place_not_concatenated(bank):
     for i in range(3):
         kb.report_learning(bank, content=f"Fact {i} about the warm pool.", actor="a", link=False)

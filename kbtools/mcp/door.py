@@ -181,6 +181,8 @@ class Door:
                                      steps=list(steps), connections=[dict(c) for c in connections])
             links = bank.reload().edges.filter((pl.col("src") == new) | (pl.col("dst") == new))
             links = _jsonable(links.select("src", "type", "dst", "source", "note").to_dicts())
+        with self._read_lock:  # the reading snapshot grows by the new entry now, not at the next query
+            kb.retrieval.keep_current(self._read())
         lines = [f"Stored {new} (actor {who})."]
         lines += ([f"{len(links)} link(s):"] + [f"  {_hop_text(r)}" for r in links]) if links else ["No links."]
         return "\n".join(lines), {"id": new, "actor": who, "links": links}

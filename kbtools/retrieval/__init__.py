@@ -19,8 +19,8 @@ from kbtools.retrieval.embedders import (
 )
 from kbtools.retrieval.folding import EdgeLookup, flat, fold, fold_refilled, pool_components
 from kbtools.retrieval.index import DEFAULT_WEIGHTS, DIMENSIONS, VectorIndex
-from kbtools.retrieval.search import pool_fetcher, ranked_pool
+from kbtools.retrieval.search import keep_current, pool_fetcher, ranked_pool
 
 __all__ = ["Embedder", "HashingEmbedder", "MiniLMEmbedder", "StaticEmbedder", "default_embedder", "get_embedder",
            "EdgeLookup", "fold", "fold_refilled", "flat", "pool_components", "pool_fetcher", "DEFAULT_WEIGHTS", "DIMENSIONS", "VectorIndex",
-           "ranked_pool", "Result", "Pointer", "QUERY_DEFAULTS", "FOLD_DEFAULTS", "QueryConfig", "FoldConfig"]
+           "keep_current", "ranked_pool", "Result", "Pointer", "QUERY_DEFAULTS", "FOLD_DEFAULTS", "QueryConfig", "FoldConfig"]
