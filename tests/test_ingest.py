@@ -72,6 +72,20 @@ def test_split_helpers():
     assert sentences("It is\nwrapped, e.g. here. Next.") == ["It is wrapped, e.g. here.", "Next."]
 
 
+def test_rst_titles_labels_and_markup_as_sphinx_reads_them():
+    # a two-letter title takes a two-character underline (CMake's ``if`` command page)
+    assert [s.heading for s in split_sections("if\n--\n\nConditionally run.\n", fmt="rst")] == ["if"]
+    assert [s.heading for s in split_sections("Title\n--\n\nx\n", fmt="rst")] == [""]  # too short an underline
+    # a preamble a reader never sees is no section; an admonition is read
+    hidden = split_sections(".. highlight:: c\n\n.. index:: pair: x; y\n\nIntro\n=====\n\nText.\n", fmt="rst")
+    assert [s.heading for s in hidden] == ["Intro"]
+    shown = split_sections(".. note:: This PEP is obsolete.\n\nIntro\n=====\n\nText.\n", fmt="rst")
+    assert [s.heading for s in shown] == ["", "Intro"]
+    labelled = split_sections(".. _top:\n\nAlpha\n=====\n\nx\n\n.. _inner:\n\ny\n\n.. _next:\n\nBeta\n====\n\nz\n",
+                              fmt="rst")
+    assert [(s.heading, s.labels) for s in labelled] == [("Alpha", ("top", "inner")), ("Beta", ("next",))]
+
+
 def _jsonl(tmp_path, rows):
     path = tmp_path / "docs.jsonl"
     path.write_text("\n".join(json.dumps(r) for r in rows) + "\n", encoding="utf-8")
@@ -370,6 +384,45 @@ def test_a_sphinx_folder_links_its_documents_through_doc_roles(tmp_path, bank):
     titles = dict(bank.entries.select("id", "title").iter_rows())
     cites = {(titles[a], titles[b]) for a, b in bank.edges.filter(pl.col("type") == "cites").select("src", "dst").rows()}
     assert cites == {("Project", "Install"), ("Install", "Project")}
+
+
+def _sphinx_labels_folder(root):
+    (root / "guides").mkdir(parents=True)
+    (root / "index.rst").write_text(
+        ".. highlight:: shell\n\n.. This comment and the directive above are no section.\n\n"
+        ".. _start:\n\nProject\n=======\n\nRead :ref:`the install steps <install-steps>` first, then "
+        ":ref:`Removal`.\nA :ref:`dup` label is defined twice, a :ref:`nowhere` label never.\n")
+    (root / "guides" / "install.rst").write_text(
+        "Install\n=======\n\n.. note:: Needs Python 3.11.\n\n.. _install-steps:\n\nSteps\n-----\n\n"
+        "Run the installer.\n\n.. _dup:\n\nBack to :ref:`start`.\n\n.. _removal:\n\nRemoval\n=======\n\n"
+        "Delete the folder.\n\n.. _dup:\n\nAgain.\n")
+    return root
+
+
+def test_a_sphinx_folder_links_its_sections_through_ref_labels(tmp_path, bank):
+    report = ingest(bank, _sphinx_labels_folder(tmp_path / "source"), max_level=2)
+    assert (report["links"]["references_found"], report["links"]["resolved"]) == (5, 3)
+    assert sorted(report["links"]["unresolved_labels"]) == ["dup", "nowhere"]  # twice defined, never defined
+    rows = {r["title"]: r for r in bank.entries.iter_rows(named=True)}
+    assert sorted(rows) == ["Install", "Install — Removal", "Install — Steps", "Project"]  # no markup-only preamble
+    backfill(bank)
+    cites = {(bank.entries.filter(pl.col("id") == a)["title"][0], bank.entries.filter(pl.col("id") == b)["title"][0])
+             for a, b in bank.edges.filter(pl.col("type") == "cites").select("src", "dst").rows()}
+    # a label right before a title names that section; one inside a section names the section it is in
+    assert cites == {("Project", "Install — Steps"), ("Project", "Install — Removal"), ("Install — Steps", "Project")}
+    assert "Needs Python 3.11." in rows["Install"]["content"]  # an admonition is text a reader sees
+
+
+def test_a_held_out_ref_is_masked_as_backfill_resolves_it(tmp_path, bank):
+    from kbtools.evaluate.masking import mask_citations
+
+    ingest(bank, _sphinx_labels_folder(tmp_path / "source"), max_level=2)
+    backfill(bank)
+    held = bank.edges.filter(pl.col("type") == "cites").select("src", "dst")
+    masked, _ = mask_citations(bank.entries, held, patterns=bank.settings["citations"])
+    text = "\n".join(masked["content"].to_list())
+    assert "install-steps>" not in text and ":ref:`Removal`" not in text and ":ref:`start`" not in text
+    assert ":ref:`nowhere`" in text  # no held-out edge made it
 
 
 def test_records_with_ids_of_their_own_go_through_ingest_titled_by_their_first_sentence(tmp_path, bank):

@@ -50,10 +50,13 @@ def format_ingest(r: dict) -> str:
                      + (" ..." if len(empty) > 8 else ""))
     links = r.get("links")
     if links and links["references_found"]:
+        labels = links.get("unresolved_labels") or []
         lines.append(f"  links between the files: {links['references_found']} found, {links['resolved']} cites edges "
                      f"for kb backfill, to files not ingested: "
                      + (", ".join(links["unresolved_keys"][:8]) or "none")
-                     + (" ..." if len(links["unresolved_keys"]) > 8 else ""))
+                     + (" ..." if len(links["unresolved_keys"]) > 8 else "")
+                     + (f"; to labels no file or more than one defines: {', '.join(labels[:8])}"
+                        + (" ..." if len(labels) > 8 else "") if labels else ""))
     c = r.get("citations")
     if c:
         lines.append(f"  citations ({c['pattern']}): {c['references_found']} references, {c['resolved']} cites edges "

@@ -33,8 +33,8 @@ from kbtools.model.schema import SCHEMAS
 from kbtools.model.vocab import METADATA_LINK_TYPES
 
 __all__ = ["BackfillPlan", "plan_backfill", "citing_sentence", "plan_pattern_citations", "document_keys", "normalize_key",
-           "prefix_resolver", "NOTE_LIMIT", "MARKDOWN_LINK", "RST_DOC_LINK", "path_key", "pattern_resolver",
-           "entry_documents"]
+           "prefix_resolver", "NOTE_LIMIT", "MARKDOWN_LINK", "RST_DOC_LINK", "RST_REF_LINK", "path_key", "pattern_resolver",
+           "entry_documents", "entry_labels", "label_key"]
 
 _TOKEN = r"\b[0-9a-f]{7,8}\b"
 
@@ -170,6 +170,11 @@ MARKDOWN_LINK = r"(?<!!)\[[^\]\n]*\]\(\s*<?(?![a-zA-Z][a-zA-Z0-9+.\-]*:|#|/)([^)
 #: ``:doc:`the guide </guides/install>```): group 1 the path, from the corpus root when it starts
 #: with ``/``; recorded with ``"resolve": "path"`` for a folder of reST.
 RST_DOC_LINK = r":doc:`(?:[^`<]*<)?([^`<>]+?)>?`"
+#: A reStructuredText cross-reference to a labelled place of a Sphinx tree (``:ref:`install``` or
+#: ``:ref:`how to install <install>```): group 1 the label that a ``.. _install:`` line defines
+#: (ingest keeps each entry's labels in its metadata); recorded with ``"resolve": "label"`` for a
+#: folder of reST.
+RST_REF_LINK = r":ref:`(?:[^`<]*<)?([^`<>]+?)>?`"
 _DOCUMENT_SUFFIXES = (".md", ".markdown", ".rst", ".txt", ".text")
 
 
@@ -194,12 +199,50 @@ def path_key(citing_doc: str, target: str) -> str | None:
     return None if "." in posixpath.basename(joined).lstrip(".") else joined
 
 
-def pattern_resolver(spec: dict, keys: dict[str, str], docs: dict[str, str] | None = None):
+def label_key(label: str) -> str:
+    """A reST label as Sphinx compares it: lower case, runs of white space one space.
+
+    >>> label_key("  Visual Studio\\n  Generators ")
+    'visual studio generators'
+    """
+    return " ".join(str(label).lower().split())
+
+
+def entry_labels(entries: pl.DataFrame) -> dict[str, str]:
+    """Label (:func:`label_key`) -> the id of the entry that defines it, from the metadata
+    ``labels`` ingest writes; a label two entries define is left out (never guessed).
+
+    >>> e = pl.DataFrame({"id": ["a", "b", "c"], "metadata": ['{"labels": ["Install"]}', '{"labels": ["faq", "x"]}',
+    ...                                                       '{"labels": ["x"]}']})
+    >>> entry_labels(e)
+    {'install': 'a', 'faq': 'b'}
+    """
+    if entries.height == 0 or "metadata" not in entries.columns:
+        return {}
+    found: dict[str, str | None] = {}
+    listed = entries.select("id", pl.col("metadata").str.json_path_match("$.labels")).drop_nulls()
+    for eid, text in listed.iter_rows():
+        try:
+            labels = json.loads(text)
+        except ValueError:
+            continue
+        for label in labels if isinstance(labels, list) else ():
+            key = label_key(label)
+            found[key] = eid if key not in found or found[key] == eid else None
+    return {k: v for k, v in found.items() if v is not None}
+
+
+def pattern_resolver(spec: dict, keys: dict[str, str], docs: dict[str, str] | None = None,
+                     labels: dict[str, str] | None = None):
     """``resolve(citing entry id, match) -> entry id or None`` for one citation pattern ``spec``:
-    group 1 a key (normalised), a unique prefix of one (``"resolve": "prefix"``), or a path
+    group 1 a key (normalised), a unique prefix of one (``"resolve": "prefix"``), a path
     relative to the citing entry's document (``"resolve": "path"``; ``docs``: entry id -> its
-    document's path, the metadata ``doc`` ingest writes)."""
+    document's path, the metadata ``doc`` ingest writes), or a reST label (``"resolve": "label"``;
+    ``labels``: :func:`entry_labels`)."""
     how = spec.get("resolve")
+    if how == "label":
+        labels = labels or {}
+        return lambda eid, m: labels.get(label_key(m.group(1)))
     if how == "prefix":
         look = prefix_resolver(keys)
         return lambda eid, m: look(m.group(1))
@@ -246,9 +289,10 @@ def plan_pattern_citations(entries: pl.DataFrame, pattern: str, keys: dict[str, 
     if "metadata" in entries.columns:
         own = dict(entries.select("id", pl.col("metadata").str.json_path_match("$.key")).drop_nulls().iter_rows())
     resolve = "prefix" if prefix else resolve
-    norm = (lambda v: str(v).strip().lower()) if resolve == "prefix" else normalize_key
+    norm = ((lambda v: str(v).strip().lower()) if resolve == "prefix" else label_key if resolve == "label"
+            else normalize_key)
     docs = entry_documents(entries) if resolve == "path" else {}
-    lookup = pattern_resolver({"resolve": resolve}, keys)
+    lookup = pattern_resolver({"resolve": resolve}, keys, labels=entry_labels(entries) if resolve == "label" else None)
     rows, unresolved, self_cites, found = [], {}, 0, 0
     for eid, content in entries.select("id", "content").iter_rows():
         seen: set[str] = set()
@@ -262,7 +306,7 @@ def plan_pattern_citations(entries: pl.DataFrame, pattern: str, keys: dict[str, 
             if dst is None:
                 unresolved[key] = unresolved.get(key, 0) + 1
                 continue
-            mine = norm(own[eid]) if eid in own else None
+            mine = norm(own[eid]) if eid in own and resolve != "label" else None  # (a label names a place)
             if dst == eid or (mine is not None and (mine.startswith(key) if resolve == "prefix" else mine == key)):
                 self_cites += 1
                 continue

@@ -31,7 +31,8 @@ from typing import Callable, Iterable, Sequence
 import polars as pl
 
 from kbtools.errors import KbError, ValidationError
-from kbtools.ops.citations import MARKDOWN_LINK, RST_DOC_LINK, document_keys, normalize_key, plan_pattern_citations
+from kbtools.ops.citations import (MARKDOWN_LINK, RST_DOC_LINK, RST_REF_LINK, document_keys, normalize_key,
+                                   plan_pattern_citations)
 from kbtools.ops.sections import (SECTION_CAP, first_sentence, format_of, front_matter, split_at_paragraphs,
                                   split_sections)
 from kbtools.model.vocab import EDGE_TYPES
@@ -273,13 +274,14 @@ def plan_ingest(documents: Sequence[Document], *, cap: int = SECTION_CAP, max_le
         for si, section in enumerate(sections):
             pieces = split_at_paragraphs(section.text, cap)
             split_count += len(pieces) > 1
+            placed = _placed_labels(section.labels, pieces)
             for pi, piece in enumerate(pieces):
                 eid = _entry_id(doc.name, si, pi)
                 named = section.heading and section.heading.strip() != doc_title.strip()  # not the document's own
                 title = base + (f" — {section.heading}" if named else "") + (f" (part {pi + 1})" if pi else "")
                 is_head = eid == head_id
                 meta = {"doc": doc.name, "key": doc.key, "section": section.heading, "part": pi,
-                        "head": is_head, **extra}
+                        "head": is_head, **({"labels": placed[pi]} if pi in placed else {}), **extra}
                 rows.append({"id": eid, "kind": kind, "title": title[:300], "summary": first_sentence(piece),
                              "content": piece, "systems": systems, "tasks": tasks,
                              "metadata": json.dumps(meta, sort_keys=True, default=str), "created_at": created})
@@ -303,6 +305,16 @@ def plan_ingest(documents: Sequence[Document], *, cap: int = SECTION_CAP, max_le
               "edges": dict(all_edges.group_by("type").len().sort("type").iter_rows()) if all_edges.height else {},
               "mappings": [m.describe() for m in edges], "unresolved": unresolved}
     return IngestPlan(entries, all_edges, report)
+
+
+def _placed_labels(labels: Sequence[str], pieces: list[str]) -> dict[int, list[str]]:
+    """Each label of a section on the piece that defines it (``.. _name:`` in its text), else on
+    the first piece (a label right before the section's title stands in the text before it)."""
+    placed: dict[int, list[str]] = {}
+    for label in labels:
+        at = next((i for i, piece in enumerate(pieces) if f"_{label}:" in piece or f"_`{label}`:" in piece), 0)
+        placed.setdefault(at, []).append(label)
+    return placed
 
 
 def _untitled(doc: Document) -> str:
@@ -394,16 +406,18 @@ def ingest(bank: Bank, source: str | os.PathLike, *, text_field: str = "text", k
         _, cites = plan_pattern_citations(plan.entries, cite, keys)
         report["citations"] = {**cites, "written_by": "kb backfill"}
     recorded = [{"pattern": cite}] if cite is not None else []
-    # links between the files of a folder (Markdown links, reST :doc: roles): cites edges, by path
-    for fmt, pattern in (("markdown", MARKDOWN_LINK), ("rst", RST_DOC_LINK)):
+    # links between the files of a folder (Markdown links, reST :doc: roles by path, :ref: roles
+    # by the labels the files define): cites edges
+    for fmt, pattern, how in (("markdown", MARKDOWN_LINK, "path"), ("rst", RST_DOC_LINK, "path"),
+                              ("rst", RST_REF_LINK, "label")):
         if any(d.fmt == fmt for d in docs) and path.is_dir():
-            _, links = plan_pattern_citations(plan.entries, pattern, keys, resolve="path")
+            _, links = plan_pattern_citations(plan.entries, pattern, keys, resolve=how)
             report.setdefault("links", {"references_found": 0, "resolved": 0, "unresolved_keys": [],
-                                        "written_by": "kb backfill"})
+                                        "unresolved_labels": [], "written_by": "kb backfill"})
             for name in ("references_found", "resolved"):
                 report["links"][name] += links[name]
-            report["links"]["unresolved_keys"] += links["unresolved_keys"]
-            recorded.append({"pattern": pattern, "resolve": "path"})
+            report["links"]["unresolved_labels" if how == "label" else "unresolved_keys"] += links["unresolved_keys"]
+            recorded.append({"pattern": pattern, "resolve": how})
     settings = None
     if recorded:
         mine = {r["pattern"] for r in recorded}

@@ -13,6 +13,7 @@ their levels in order of first appearance, as docutils assigns them. Plain text 
 
 from __future__ import annotations
 
+import bisect
 import re
 from dataclasses import dataclass
 
@@ -24,7 +25,9 @@ FORMATS = {".md": "markdown", ".markdown": "markdown", ".rst": "rst", ".txt": "t
 #: Default size cap of one entry's content, in characters (sections above it split at paragraphs).
 SECTION_CAP = 4000
 
-_ADORN = re.compile(r"^([=\-~^\"'`#*+_:.])\1{2,}\s*$")
+_ADORN = re.compile(r"^([=\-~^\"'`#*+_:.])\1+\s*$")
+#: a reST label (an internal hyperlink target), not an external one (``.. _name: https://...``)
+_LABEL = re.compile(r"^\.\.\s+_([^:\s`][^:`]*?|`[^`]+`):\s*$")
 _ATX = re.compile(r"^(#{1,6})\s+(.+?)\s*#*\s*$")
 _FENCE = re.compile(r"^\s*(```|~~~)")
 _ABBREV = re.compile(r"(?:\b(?:e\.g|i\.e|etc|cf|vs|viz|al|approx|Mr|Mrs|Ms|Dr|No|Fig|Sec|resp)\.|\b[A-Z]\.)$")
@@ -38,6 +41,9 @@ class Section:
     heading: str
     level: int
     text: str
+    #: the reST labels (``.. _name:``) that name a place in this section: those right before its
+    #: title, and those inside its text
+    labels: tuple[str, ...] = ()
 
 
 def format_of(name: str) -> str:
@@ -76,13 +82,68 @@ def split_sections(text: str, *, fmt: str = "text", max_level: int = 1) -> list[
     out: list[Section] = []
     starts = [(0, 0, "", 0)] + [(start, body, title, level) for start, body, title, level in
                                 ((h[0], h[1], h[3], h[2]) for h in heads)]
+    labels = _label_owners(lines, [s[0] for s in starts]) if fmt == "rst" else {}
     for i, (start, body, title, level) in enumerate(starts):
         end = starts[i + 1][0] if i + 1 < len(starts) else len(lines)
         chunk = "\n".join(lines[body:end]).strip()
-        if chunk or (title and i > 0):
-            if chunk:
-                out.append(Section(title, level, chunk))
+        if chunk and not (fmt == "rst" and i == 0 and _markup_only(chunk)):
+            out.append(Section(title, level, chunk, tuple(labels.get(i, ()))))
     return out
+
+
+def _label_owners(lines: list[str], starts: list[int]) -> dict[int, list[str]]:
+    """The reST labels of each section (by its index in ``starts``, the first line of each): a
+    label followed by nothing but blank lines and labels up to the next section's title names that
+    section (Sphinx's rule: a label right before a title is the title's); any other names the
+    section it stands in.
+
+    >>> _label_owners([".. _top:", "", "Guide", "=====", "x", ".. _mid:", "y", ".. _next:", "", "B", "="], [0, 2, 9])
+    {1: ['top', 'mid'], 2: ['next']}
+    """
+    owners: dict[int, list[str]] = {}
+    for at, line in enumerate(lines):
+        m = _LABEL.match(line)
+        if not m:
+            continue
+        i = bisect.bisect_right(starts, at) - 1
+        end = starts[i + 1] if i + 1 < len(starts) else len(lines)
+        if i + 1 < len(starts) and all(not x.strip() or _LABEL.match(x) for x in lines[at + 1:end]):
+            i += 1
+        owners.setdefault(i, []).append(m.group(1).strip("`"))
+    return owners
+
+
+def _markup_only(text: str) -> bool:
+    """Whether reST ``text`` holds nothing a reader of the rendered page sees: only comments,
+    labels, substitution definitions and the directives in :data:`_UNSEEN` (``.. index::``,
+    ``.. highlight::``, ``.. title::``), each with its indented lines. An admonition
+    (``.. note::``) or any prose is seen.
+
+    >>> _markup_only(".. _top:\\n\\n.. index::\\n   single: x\\n.. a comment"), _markup_only(".. note::\\n   x")
+    (True, False)
+    """
+    rows = [line for line in text.split("\n") if line.strip()]
+    if not rows or not rows[0].startswith(".."):
+        return False
+    for row in rows:
+        if row.startswith((" ", "\t")):
+            continue  # inside the block above
+        m = _EXPLICIT.match(row)
+        if m is None:
+            return False  # prose
+        directive = m.group("directive")
+        if m.group("footnote") or (directive and directive.lower() not in _UNSEEN):
+            return False
+    return True
+
+
+#: an explicit markup start: a footnote or citation (seen), a directive (its name), a
+#: substitution definition, a label or a comment (anything else after ``..``)
+_EXPLICIT = re.compile(r"^\.\.(?:\s+(?:(?P<footnote>\[[^\]]+\])|\|[^|]+\|\s+[\w:-]+::|(?P<directive>[\w:-]+)::|.*)|\s*$)")
+#: directives whose output is no text of the page's own: how to show code, index terms, the
+#: window title, metadata, a generated table of contents, another file's text
+_UNSEEN = frozenset({"highlight", "index", "title", "meta", "default-role", "currentmodule", "module",
+                     "contents", "sectionauthor", "moduleauthor", "role", "include", "raw"})
 
 
 def _markdown_heads(lines: list[str]) -> list[tuple[int, int, int, str]]:
