@@ -39,7 +39,9 @@ def _ingest(args):
     In a folder of Markdown files, each file's YAML front matter (title, date, ...) gives its title and
     date and stays out of its text, and links between the files ([text](../ops/rollback.md), and
     :doc: roles in a folder of reST) are recorded like --cite references: `kb backfill` writes them
-    as cites edges, resolved by path.
+    as cites edges, resolved by path. :ref: roles resolve through the labels the reST files define
+    (`.. _install-steps:` before a title names that section); a label no file or more than one
+    defines is listed, never guessed.
 
     In a JSONL file each record is one document: --text-field holds its text and --key its key
     (keys must differ; a repeated key is refused naming both lines); a record whose text is absent,

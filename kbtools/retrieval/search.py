@@ -235,7 +235,15 @@ def bank_index(bank: Bank, *, kind: str = "auto", weights: Mapping[str, float] |
             idx.refine_with(lambda positions: combine(blocks.rows(positions), weights))
         return idx
 
-    return bank.derived(name, build, on=("entries", "vectors"), grow=True)
+    index = bank.derived(name, build, on=("entries", "vectors"), grow=True)
+    _served(bank).add(name)
+    return index
+
+
+def _served(bank: Bank) -> set:
+    """The names of the query indexes this process built for ``bank`` (a value of no table: it
+    lasts from one snapshot to the next)."""
+    return bank.derived("served-indexes", set, on=())
 
 
 def _as_built(idx: VectorIndex, live: np.ndarray) -> bool:
@@ -614,16 +622,17 @@ def keep_current(bank: Bank) -> None:
     >>> import tempfile, pathlib
     >>> from kbtools.store.bank import create_bank
     >>> bank = create_bank(pathlib.Path(tempfile.mkdtemp()) / "b")
-    >>> keep_current(bank); bank.holds_derived("pool-display")
-    False
+    >>> keep_current(bank); _served(bank)
+    set()
     """
-    if not bank.holds_derived("pool-display"):
+    served = _served(bank)
+    if not served:
         return
     try:
-        entries = _entry_count(bank)
+        entries = _entry_count(bank)  # (a query built the display rows before its index)
         if entries:
             _unembedded(bank, entries)
-        if bank.holds_derived(f"index:{index_kind('auto', entries)}:{_weights_key(DEFAULT_WEIGHTS)}"):
+        if f"index:{index_kind('auto', entries)}:{_weights_key(DEFAULT_WEIGHTS)}" in served:
             bank_index(bank)
     except Exception:  # noqa: BLE001 - the write is committed; the next query rebuilds and raises
         pass

@@ -263,17 +263,6 @@ class Bank:
         """
         return self._derived.get(name, self.fingerprint(on), build, grow=grow)
 
-    def holds_derived(self, name: str) -> bool:
-        """Whether this process built the derived value ``name`` (for this snapshot or an earlier
-        one): a write may grow what a reader built, without building what none asked for.
-
-        >>> import tempfile, pathlib
-        >>> bank = create_bank(pathlib.Path(tempfile.mkdtemp()) / "b")
-        >>> bank.holds_derived("n"), bank.derived("n", lambda: 0), bank.holds_derived("n")
-        (False, 0, True)
-        """
-        return self._derived.holds(name)
-
     def require_entries(self, ids, *, where: str = "") -> None:
         """The one existence check: raise :class:`~kbtools.errors.EntryNotFound` naming the first of
         ``ids`` that is not an entry of this snapshot (a ValidationError for a non-string id).

@@ -82,16 +82,6 @@ class DerivedValues:
         self._values[name] = (key, value)
         return value
 
-    def holds(self, name: str) -> bool:
-        """Whether a value of ``name`` was built (on any snapshot).
-
-        >>> memo = DerivedValues(); memo.get("n", "fp1", lambda: 1)
-        1
-        >>> memo.holds("n"), memo.holds("m")
-        (True, False)
-        """
-        return name in self._values
-
 
 def _cache_group(path: Path) -> list[Path]:
     """A cache file and its siblings (``name`` and ``name.*``), without the seal."""
