@@ -46,6 +46,23 @@ def test_rule_judge_verdicts_on_hand_made_pairs(newer, action):
     assert verdict.note and 0.0 <= verdict.confidence <= 1.0
 
 
+def test_a_pair_where_one_negates_what_the_other_states_is_never_merged():
+    found = _row("a1", "List of packages which were found during the CMake run.", title="PACKAGES_FOUND")
+    missing = _row("b1", "List of packages which were not found during the CMake run.", title="PACKAGES_NOT_FOUND")
+    assert rule_judge(found, missing).action == "distinct"
+    added = _row("b2", "Heads up: the payment client retries three times, so do not add your own retry loop.")
+    assert rule_judge(_row("a2", "The payment client retries three times."), added).action == "merge"  # added context
+
+
+def test_pages_of_two_documents_that_say_the_same_fold_without_deleting_either():
+    text = "Specify a launcher for compile rules. See the global property of the same name for details."
+    a = _row("a1", text, title="RULE_LAUNCH_COMPILE", metadata=json.dumps({"doc": "prop_dir/RULE_LAUNCH_COMPILE.rst"}))
+    b = _row("b1", text, title="RULE_LAUNCH_COMPILE", metadata=json.dumps({"doc": "prop_tgt/RULE_LAUNCH_COMPILE.rst"}))
+    verdict = rule_judge(a, b)
+    assert verdict.action == "merge" and verdict.confidence < 0.9  # kb judge writes supersedes, deletes nothing
+    assert rule_judge(a, dict(b, metadata="{}")).confidence >= 0.9  # one report said twice: merged
+
+
 def test_verdict_and_llm_interface_check_their_input():
     with pytest.raises(ValidationError, match="confidence"):
         Verdict("merge", "x", 1.5)

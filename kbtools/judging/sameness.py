@@ -16,6 +16,8 @@ reading both the candidate pairs and the rule judge use, so a finding and a verd
 ...             "Unrelated fact 16: the team calendar shows room 116 for the weekly sync.")
 >>> c.same, c.conflicts
 (False, ('114', '14'))
+>>> compare("List of packages which were found during the run.", "List of packages which were not found during the run.").same
+False
 >>> c = compare("The API gateway timeout is 30 s.", "The API gateway timeout was raised from 30 s to 60 s last week.")
 >>> c.changed, c.change_note()
 (True, 'changes 30 s to 60 s')
@@ -95,6 +97,7 @@ _VALUE_RE = re.compile(
     r"|(?P<word>(?<![\w-])(?:" + "|".join(_NUMBER_WORDS) + r")(?![\w-]))(?:\s+(?P<wunit>" + _UNIT_RE + r")(?![\w]))?",
 )
 _WORD_RE = re.compile(r"[A-Za-z]+(?:'[A-Za-z]+)?")
+_NEGATION_RE = re.compile(r"(?<![\w-])(?:not|no|never|none|nor|neither|cannot|without)(?![\w-])|\b\w+n't\b", re.I)
 #: Words that state no fact of their own besides the stop words (articles of a report, hedges).
 _EMPTY_WORDS = frozenset("""also again still just really actually basically please team everyone folks we us our
     you they it its this that these those found learned learnt saw noticed discovered confirmed checked today yesterday
@@ -111,6 +114,9 @@ class Facts:
     words: frozenset[str]
     negated: frozenset[str]
     cues: frozenset[str]
+    #: how many negations it says ("not", "no", "never", "without", "-n't"): two texts alike in
+    #: every word but one "not" state opposite facts ("were found" / "were not found")
+    negations: int = 0
 
 
 def strip_framing(text: str) -> str:
@@ -187,7 +193,7 @@ def facts(text: str) -> Facts:
     framed = strip_framing(text)
     values, rest = _values(framed)
     return Facts(values, _stems(rest) - {stem(c) for c in ("correction", "corrected", "update", "updated")},
-                 frozenset(negated), cues)
+                 frozenset(negated), cues, len(_NEGATION_RE.findall(framed)))
 
 
 @dataclass(frozen=True)
@@ -300,6 +306,34 @@ def _change(a: str, b: str, whole: float, frame: float) -> tuple[bool, tuple[str
     return changed, (old if changed else ()), (new if changed else ())
 
 
+_CLAUSE_RE = re.compile(r"[.,;:!?]+(?:\s+|$)|\s*\n\s*")
+
+
+@lru_cache(maxsize=1 << 16)
+def _polarity_clash(a: str, b: str) -> bool:
+    """Whether one text negates what the other states: it says more negations, and one of its
+    clauses with a negation restates the other's words ("which were not found" beside "which
+    were found"). A negation in a clause only one side has ("so do not add your own retry loop")
+    is added context, not a clash.
+
+    >>> _polarity_clash("Packages which were found.", "Packages which were not found.")
+    True
+    >>> _polarity_clash("It retries three times.", "It retries three times, so do not add your own retry loop.")
+    False
+    """
+    fa, fb = facts(a), facts(b)
+    if fa.negations == fb.negations:
+        return False
+    more, other = (b, fa) if fb.negations > fa.negations else (a, fb)
+    said = other.words | other.values
+    for part in _CLAUSE_RE.split(strip_framing(more)):
+        f = facts(part)
+        content = f.words | f.values
+        if f.negations and content and len(content & said) >= 2 * len(content) / 3:
+            return True
+    return False
+
+
 def _counterparts(da: tuple[str, ...], db: tuple[str, ...]) -> str:
     """The sentences of ``da`` that some sentence of ``db`` rewrites (the one sharing most of its
     words and values): what a change is read against; a sentence only dropped is no part of it."""
@@ -333,11 +367,12 @@ def compare(a: str, b: str, *, frame: float = 0.6) -> Comparison:
     containment = round(found / size, 4) if size else 0.0
     overlap = round(len(fa.words & fb.words) / len(fa.words), 4) if fa.words else 0.0
     added = tuple(sorted(large.values - small.values))
-    equal = fa.values == fb.values and fa.words == fb.words
+    polar = not _polarity_clash(a, b)  # one more "not" is the opposite fact, not the same one
+    equal = fa.values == fb.values and fa.words == fb.words and polar
     # the larger side may add context, not a second fact as long as the first: then the smaller
     # one is a part of it, not the same fact
     same = (size >= 2 and not conflicts and len(missing_words) <= size // SLACK_PER_WORDS
             and len(large.words - small.words) <= max(ADDED_WORDS, len(small.words) // 2)
-            and not ((fb.negated - fa.negated) & (fa.values | fa.words)))
+            and not ((fb.negated - fa.negated) & (fa.values | fa.words)) and polar)
     changed, old, new = _change(a, b, overlap, frame)
     return Comparison(containment, overlap, conflicts, added, equal, same and not changed, changed, old, new)
