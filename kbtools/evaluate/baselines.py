@@ -28,7 +28,7 @@ from kbtools.errors import ValidationError
 from kbtools.model.answer import Answer
 from kbtools.retrieval.folding import EdgeLookup, flat, pool_components
 
-__all__ = ["collapse", "mmr", "RERANK_TOP", "RERANK_LAMBDA", "RERANK_MAX_DF", "knn_pairs", "neighbour_lists",
+__all__ = ["outside_groups", "collapse", "mmr", "RERANK_TOP", "RERANK_LAMBDA", "RERANK_MAX_DF", "knn_pairs", "neighbour_lists",
            "per_entry_pairs", "per_entry_knn_pairs", "rank_terms", "rerank_scores", "rerank_pairs"]
 
 #: The re-rank baseline looks at each entry's this many cosine nearest neighbours.
@@ -105,10 +105,10 @@ def _unit(vectors: np.ndarray, linkable) -> tuple[np.ndarray, np.ndarray]:
 
 
 def knn_pairs(ids, vectors: np.ndarray, budget: int, *, exclude: set = frozenset(), k: int | None = None,
-              linkable=None, block: int = 1024) -> set[tuple[str, str]]:
+              linkable=None, block: int = 1024, groups=None) -> set[tuple[str, str]]:
     """The ``budget`` most similar unordered pairs of the whole bank, among each entry's ``k``
     cosine nearest neighbours (exact numpy scan; ``vectors`` L2-normalised, rows aligned with
-    ``ids``), skipping ``exclude``.
+    ``ids``), skipping ``exclude`` and pairs within one of ``groups`` (see :func:`outside_groups`).
 
     >>> v = np.array([[1.0, 0.0], [0.9, 0.436], [0.0, 1.0]])
     >>> sorted(knn_pairs(["a", "b", "c"], v, 1))
@@ -121,6 +121,8 @@ def knn_pairs(ids, vectors: np.ndarray, budget: int, *, exclude: set = frozenset
     vec, ok = _unit(vectors, linkable)
     k = min(n - 1, k or max(8, 4 * -(-2 * budget // max(int(ok.sum()), 1))))
     nbr, sim = neighbour_lists(vec, k=k, linkable=ok, block=block)
+    if groups is not None:
+        nbr, sim = outside_groups(nbr, sim, groups)
     rows = np.repeat(np.arange(n), nbr.shape[1])
     cols, vals = nbr.ravel(), sim.ravel()
     keep = cols >= 0
@@ -166,6 +168,23 @@ def neighbour_lists(vectors: np.ndarray, *, k: int, linkable=None, block: int = 
         nbr[part] = np.where(good, top, -1)
         sim[part] = np.where(good, val, -np.inf)
     return nbr, sim
+
+
+def outside_groups(nbr: np.ndarray, sim: np.ndarray, groups) -> tuple[np.ndarray, np.ndarray]:
+    """Neighbour lists without the candidates of a row's own group (``groups[i]``: an integer per
+    row, -1 for none; the sections of one document, which its structure joins already), each row's
+    remaining candidates moved to its front in their order.
+
+    >>> nbr = np.array([[1, 2], [0, 2], [0, 1]])
+    >>> outside_groups(nbr, np.array([[0.9, 0.5], [0.9, 0.4], [0.5, 0.4]]), np.array([0, 0, -1]))[0].tolist()
+    [[2, -1], [2, -1], [0, 1]]
+    """
+    groups = np.asarray(groups)
+    mine = groups[:, None]
+    same = (nbr >= 0) & (mine >= 0) & (groups[np.maximum(nbr, 0)] == mine)
+    nbr, sim = np.where(same, -1, nbr), np.where(same, -np.inf, sim)
+    order = np.argsort(nbr < 0, axis=1, kind="stable")  # kept candidates first, in their order
+    return np.take_along_axis(nbr, order, 1), np.take_along_axis(sim, order, 1)
 
 
 def per_entry_pairs(ids, nbr: np.ndarray, score: np.ndarray, budget: int, *,

@@ -48,7 +48,7 @@ import numpy as np
 import polars as pl
 
 from kbtools.evaluate.baselines import (RERANK_LAMBDA, RERANK_MAX_DF, RERANK_TOP, knn_pairs, neighbour_lists,
-                                        per_entry_pairs, rank_terms, rerank_scores)
+                                        outside_groups, per_entry_pairs, rank_terms, rerank_scores)
 from kbtools.evaluate.intervals import bootstrap_ratios
 from kbtools.evaluate.masking import MASKED_FIELDS, mask_citations, unmark_held_out
 from kbtools.model.vocab import FADING_SOURCES
@@ -205,6 +205,20 @@ def _linker_pairs(entries, edges, triples, *, vectors, settings, stats=None) -> 
     return _pairs(auto["src"].to_list(), auto["dst"].to_list())
 
 
+def document_groups(entries: pl.DataFrame) -> np.ndarray:
+    """Each entry's document as an integer (the metadata ``doc`` ingest writes: the file or record
+    its section came from), -1 for an entry of no document.
+
+    >>> document_groups(pl.DataFrame({"metadata": ['{"doc": "a.rst"}', None, '{"doc": "b.rst"}', '{"doc": "a.rst"}']})).tolist()
+    [0, -1, 1, 0]
+    """
+    if "metadata" not in entries.columns or entries.height == 0:
+        return np.full(entries.height, -1, np.int64)
+    docs = entries.select(pl.col("metadata").str.json_path_match("$.doc"))["metadata"].to_list()
+    codes: dict[str, int] = {}
+    return np.array([-1 if d is None else codes.setdefault(d, len(codes)) for d in docs], dtype=np.int64)
+
+
 def _texts(entries: pl.DataFrame) -> list[str]:
     """Each entry's text as the re-rank reads it: its masked text fields joined."""
     cols = [c for c in MASKED_FIELDS if c in entries.columns]
@@ -309,6 +323,9 @@ def evaluate_links(entries: pl.DataFrame, edges: pl.DataFrame, triples=None, *, 
         most = max(len(found[a]) for a in linker_arms)
         k = max(RERANK_TOP, 4 * -(-most // max(int(linkable.sum()), 1)))
         nbr, sim = neighbour_lists(vectors, k=k, linkable=linkable)
+        # like the linker, no baseline links two sections of one document (its structure joins them)
+        groups = document_groups(ents)
+        nbr, sim = outside_groups(nbr, sim, groups)
         score = rerank_scores([rank_terms(t) for t in _texts(ents)], nbr[:, :RERANK_TOP], sim[:, :RERANK_TOP],
                               lam=RERANK_LAMBDA, max_df=RERANK_MAX_DF)
         order = np.argsort(-score, axis=1, kind="stable")
@@ -317,7 +334,7 @@ def evaluate_links(entries: pl.DataFrame, edges: pl.DataFrame, triples=None, *, 
         for a in linker_arms:
             budget = len(found[a])
             suffix = "" if a == "linker" else f"@{a}"
-            found[f"knn{suffix}"] = knn_pairs(ids, vectors, budget, exclude=structure, linkable=linkable)
+            found[f"knn{suffix}"] = knn_pairs(ids, vectors, budget, exclude=structure, linkable=linkable, groups=groups)
             found[f"knn_per_entry{suffix}"] = per_entry_pairs(ids, nbr, sim, budget, exclude=structure)
             found[f"rerank{suffix}"] = per_entry_pairs(ids, rr_nbr, rr_score, budget, exclude=structure)
             for b in BASELINES:

@@ -20,6 +20,7 @@ the share of its members whose title/summary holds the term, times the term's id
 from __future__ import annotations
 
 import random
+import re
 from collections.abc import Mapping
 
 import igraph as ig
@@ -146,6 +147,8 @@ def _texts(graph: ig.Graph, entries: pl.DataFrame | None, names: list[str]) -> t
 #: A label word: a letter, then two or more word characters or hyphens; not a commit hash or a
 #: hash-like id (seven or more hex digits with a digit among them), which names one entry, not a topic.
 LABEL_TOKEN = r"(?u)\b(?!(?=[a-f]*[0-9])[0-9a-f]{7,}\b)[a-zA-Z][\w\-]{2,}\b"
+#: A reST role's name (``:ref:`` of ``:ref:`install```), markup that names no topic: left out of labels.
+_ROLE = re.compile(r":[\w.+-]+:(?=`)")
 
 
 def _labels(texts: list[str], rows: np.ndarray, community: np.ndarray, n_comm: int, terms: int) -> list[str]:
@@ -156,7 +159,7 @@ def _labels(texts: list[str], rows: np.ndarray, community: np.ndarray, n_comm: i
         return []
     vec = CountVectorizer(binary=True, stop_words="english", token_pattern=LABEL_TOKEN)
     try:
-        x = vec.fit_transform(texts).tocsr()
+        x = vec.fit_transform([_ROLE.sub(" ", t) for t in texts]).tocsr()
     except ValueError:  # empty vocabulary
         return [""] * n_comm
     vocab = vec.get_feature_names_out()  # alphabetical: feature order breaks ties

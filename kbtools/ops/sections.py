@@ -60,14 +60,18 @@ def format_of(name: str) -> str:
 
 def split_sections(text: str, *, fmt: str = "text", max_level: int = 1) -> list[Section]:
     """Sections of ``text`` at headings of level ``max_level`` or above (deeper headings stay
-    inside their section's text). Empty sections are dropped. Markdown levels count from the
-    document's top heading level; a lone first heading at that level is the document's title, so
-    the headings under it are its sections (level 1) and the text under it its preamble (level 0).
+    inside their section's text). Empty sections are dropped, and so is a reST preamble of markup
+    a reader never sees. Levels count from the document's top heading level; a lone first heading
+    at that level is the document's title (Markdown's ``#`` over ``##`` sections, reST's one
+    ``*****`` title over ``=====`` sections), so the headings under it are its sections (level 1)
+    and the text under it its preamble (level 0).
 
     >>> [(s.heading, s.level) for s in split_sections("# A\\nx\\n## B\\ny\\n# C\\nz", fmt="markdown")]
     [('A', 1), ('C', 1)]
     >>> [(s.heading, s.level) for s in split_sections("# Guide\\nx\\n## Install\\ny\\n### Notes\\nz", fmt="markdown")]
     [('Guide', 0), ('Install', 1)]
+    >>> [(s.heading, s.level) for s in split_sections("Guide\\n*****\\nx\\n\\nUse\\n===\\ny\\n", fmt="rst")]
+    [('Guide', 0), ('Use', 1)]
     >>> split_sections("just text", fmt="text")[0].text
     'just text'
     """
@@ -75,7 +79,7 @@ def split_sections(text: str, *, fmt: str = "text", max_level: int = 1) -> list[
     if fmt == "markdown":
         heads = _relative_levels(_markdown_heads(lines))
     elif fmt == "rst":
-        heads = _rst_heads(lines)
+        heads = _relative_levels(_rst_heads(lines))
     else:
         heads = []
     heads = [h for h in heads if h[2] <= max_level]
