@@ -68,6 +68,25 @@ def test_knn_pairs_take_the_most_similar_and_skip_excluded():
     assert knn_pairs(["a", "b", "c", "d"], v, 1, exclude={("a", "b")}) in ({("c", "d")},)
 
 
+def test_no_baseline_links_two_sections_of_one_document(monkeypatch):
+    v = np.array([[1.0, 0.0], [0.99, 0.141], [0.0, 1.0], [0.1, 0.995]])
+    docs = np.array([0, 0, 1, -1])  # a and b: sections of one document; d: of none
+    assert knn_pairs(["a", "b", "c", "d"], v, 2, groups=docs) == {("c", "d"), ("b", "d")}
+    ents, edges = _bank()
+    ents = ents.with_columns(pl.Series("metadata", ['{"doc": "a.rst"}', None, '{"doc": "tea.rst"}',
+                                                    '{"doc": "tea.rst"}', None, '{"doc": "a.rst"}']))
+    vec = np.ones((6, 4), dtype=np.float32) + np.eye(6, 4, dtype=np.float32) * 0.1
+    vec /= np.linalg.norm(vec, axis=1, keepdims=True)
+    found = {}
+    import kbtools.evaluate.links as links
+
+    scored = links.recovery_intervals  # the pairs each arm made, as they are scored
+    monkeypatch.setattr(links, "recovery_intervals", lambda f, *a, **k: (found.update(f), scored(f, *a, **k))[1])
+    evaluate_links(ents, edges, vectors=vec)
+    for arm in ("knn", "knn_per_entry", "rerank"):
+        assert found[arm] and ("c3", "d4") not in found[arm], arm  # the two tea sections of tea.rst
+
+
 def test_recovery_figures():
     out = recovery({("a", "b")}, {("a", "b"), ("c", "d")}, n_entries=4)
     assert out == {"links": 1, "links_per_entry": 0.5, "hits": 1, "recovered": 0.5, "precision": 1.0}
