@@ -413,6 +413,22 @@ def test_a_sphinx_folder_links_its_sections_through_ref_labels(tmp_path, bank):
     assert "Needs Python 3.11." in rows["Install"]["content"]  # an admonition is text a reader sees
 
 
+def test_a_sphinx_folder_reads_included_files_into_the_pages_that_include_them(tmp_path, bank):
+    d = tmp_path / "source"
+    (d / "command").mkdir(parents=True)
+    (d / "command" / "OPTIONS.txt").write_text("Options shared by two commands\n\n``--fast`` skips the checks.\n")
+    (d / "command" / "build.rst").write_text("build\n-----\n\nBuilds it.\n\n.. include:: OPTIONS.txt\n   :start-line: 2\n")
+    (d / "command" / "test.rst").write_text("test\n----\n\nTests it.\n\n  .. include:: /command/OPTIONS.txt\n")
+    (d / "loop.rst").write_text("Loop\n====\n\n.. include:: loop.rst\n\n.. include:: missing.txt\n")
+    report = ingest(bank, d)
+    assert report["included"] == {"command/OPTIONS.txt": "command/build.rst"}
+    content = dict(bank.entries.select("title", "content").iter_rows())
+    assert sorted(content) == ["Loop", "build", "test"]  # the included file is no entry of its own
+    assert "``--fast`` skips the checks." in content["build"] and "shared by" not in content["build"]  # :start-line:
+    assert "  Options shared by two commands" in content["test"]  # from the root, indented like its directive
+    assert ".. include:: loop.rst" in content["Loop"] and ".. include:: missing.txt" in content["Loop"]  # as written
+
+
 def test_a_held_out_ref_is_masked_as_backfill_resolves_it(tmp_path, bank):
     from kbtools.evaluate.masking import mask_citations
 

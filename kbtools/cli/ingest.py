@@ -41,7 +41,8 @@ def _ingest(args):
     :doc: roles in a folder of reST) are recorded like --cite references: `kb backfill` writes them
     as cites edges, resolved by path. :ref: roles resolve through the labels the reST files define
     (`.. _install-steps:` before a title names that section); a label no file or more than one
-    defines is listed, never guessed.
+    defines is listed, never guessed. `.. include::` takes the included file's text into the page,
+    as Sphinx renders it; an included file is no entry of its own.
 
     In a JSONL file each record is one document: --text-field holds its text and --key its key
     (keys must differ; a repeated key is refused naming both lines); a record whose text is absent,

@@ -43,6 +43,11 @@ def format_ingest(r: dict) -> str:
         lines.append(f"  left out: {len(left)} record(s) without text: "
                      + "; ".join(f"line {x['line']} ({x['key']}): {x['why']}" for x in left[:8])
                      + (" ..." if len(left) > 8 else ""))
+    included = r.get("included") or {}
+    if included:
+        lines.append(f"  included: {len(included)} file(s) read into the pages that include them (.. include::), "
+                     "no entries of their own: " + ", ".join(sorted(included)[:8])
+                     + (" ..." if len(included) > 8 else ""))
     empty = r.get("empty_messages") or []
     if empty:
         lines.append(f"  left out: {len(empty)} commit(s) with an empty message: "

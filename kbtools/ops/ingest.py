@@ -23,7 +23,7 @@ import hashlib
 import json
 import os
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Callable, Iterable, Sequence
@@ -33,8 +33,8 @@ import polars as pl
 from kbtools.errors import KbError, ValidationError
 from kbtools.ops.citations import (MARKDOWN_LINK, RST_DOC_LINK, RST_REF_LINK, document_keys, normalize_key,
                                    plan_pattern_citations)
-from kbtools.ops.sections import (SECTION_CAP, first_sentence, format_of, front_matter, split_at_paragraphs,
-                                  split_sections)
+from kbtools.ops.sections import (SECTION_CAP, expand_includes, first_sentence, format_of, front_matter,
+                                  split_at_paragraphs, split_sections)
 from kbtools.model.vocab import EDGE_TYPES
 from kbtools.ops.bpmn import ingest_bpmn
 from kbtools.ops.interchange import json_lines
@@ -116,7 +116,8 @@ def _is_jsonl(path: Path) -> bool:
 
 
 def read_documents(source: str | os.PathLike, *, text_field: str = "text", key_field: str | None = None,
-                   fmt: str | None = None, left_out: list | None = None) -> list[Document]:
+                   fmt: str | None = None, left_out: list | None = None,
+                   included: dict | None = None) -> list[Document]:
     """The documents of ``source``: a folder (its Markdown / reST / text files, recursively, in
     path order; key = the path without suffix), one such file, or a ``.jsonl`` / ``.jsonl.gz`` file
     (one record a line; ``text_field`` holds the text; nested objects such as a ``headers`` dict
@@ -124,7 +125,10 @@ def read_documents(source: str | os.PathLike, *, text_field: str = "text", key_f
     the key, else the line number). ``fmt`` overrides the format (default: by the file or by the
     record's ``path`` suffix). A record whose text field is absent, null or blank holds no document:
     it is left out and, given a list ``left_out``, listed there as ``{"line", "key", "why"}``; when
-    no record has text the field name is wrong, and that is an error.
+    no record has text the field name is wrong, and that is an error. In a folder, a reST file's
+    ``.. include::`` directives take the included file's text (:func:`expand_includes`), and a file
+    another one includes is no document of its own (given a dict ``included``, it is listed there
+    with the file that includes it).
 
     >>> import tempfile, pathlib
     >>> d = pathlib.Path(tempfile.mkdtemp()); _ = (d / "x.md").write_text("# T\\nbody")
@@ -138,7 +142,14 @@ def read_documents(source: str | os.PathLike, *, text_field: str = "text", key_f
         files = sorted(p for p in path.rglob("*") if p.is_file() and p.suffix.lower() in DOCUMENT_SUFFIXES)
         if not files:
             raise KbError(f"{path}: no {', '.join(DOCUMENT_SUFFIXES)} files in this folder")
-        return [_file_document(p, str(p.relative_to(path)), fmt) for p in files]
+        docs = [_file_document(p, p.relative_to(path).as_posix(), fmt) for p in files]
+        rst = {d.name for d in docs if d.fmt == "rst"}
+        if not rst:
+            return docs
+        texts, into = expand_includes({d.name: d.text for d in docs}, rst)
+        if included is not None:
+            included.update(into)
+        return [replace(d, text=texts[d.name]) for d in docs if d.name not in into]
     if _is_jsonl(path):
         skipped: list = []
         docs, lines = [], {}
@@ -389,7 +400,9 @@ def ingest(bank: Bank, source: str | os.PathLike, *, text_field: str = "text", k
         except re.error as err:
             raise ValidationError("cite", cite, f"not a regular expression ({err})") from None
     left_out: list = []
-    docs = read_documents(path, text_field=text_field, key_field=key_field, fmt=fmt, left_out=left_out)
+    included: dict = {}
+    docs = read_documents(path, text_field=text_field, key_field=key_field, fmt=fmt, left_out=left_out,
+                          included=included)
     known = document_keys(bank.entries)
     plan = plan_ingest(docs, cap=cap, max_level=max_level, title_field=title_field, title_format=title_format,
                        created_field=created_field, systems_field=systems_field, tasks_field=tasks_field, edges=maps,
@@ -400,7 +413,7 @@ def ingest(bank: Bank, source: str | os.PathLike, *, text_field: str = "text", k
     new_edges = plan.edges.join(bank.edges.select("src", "dst", "type"), on=["src", "dst", "type"], how="anti")
     report = {**plan.report, "source": str(path), "already_present": plan.entries.height - new_entries.height,
               "entries": new_entries.height, "edges_written": new_edges.height, "dry_run": dry_run,
-              "left_out": left_out}
+              "left_out": left_out, "included": included}
     keys = {**known, **document_keys(plan.entries)}
     if cite is not None:
         _, cites = plan_pattern_citations(plan.entries, cite, keys)

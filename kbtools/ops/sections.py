@@ -14,11 +14,13 @@ their levels in order of first appearance, as docutils assigns them. Plain text 
 from __future__ import annotations
 
 import bisect
+import posixpath
 import re
+from collections.abc import Mapping
 from dataclasses import dataclass
 
 __all__ = ["Section", "split_sections", "split_at_paragraphs", "sentences", "first_sentence", "FORMATS",
-           "format_of", "front_matter", "SECTION_CAP"]
+           "format_of", "front_matter", "SECTION_CAP", "expand_includes"]
 
 #: Document formats :func:`split_sections` knows, by file suffix.
 FORMATS = {".md": "markdown", ".markdown": "markdown", ".rst": "rst", ".txt": "text", ".text": "text"}
@@ -319,3 +321,70 @@ def _trim(s: str, limit: int) -> str:
         return s
     cut = s[: limit - 1].rsplit(" ", 1)[0]
     return cut + "…"
+
+
+_INCLUDE = re.compile(r"^(?P<indent>[ \t]*)\.\.\s+include::\s*(?P<target>\S+)\s*$")
+_OPTION = re.compile(r"^[ \t]+:(?P<name>[\w-]+):\s*(?P<value>.*?)\s*$")
+#: how deep one include may include another (a loop is never followed)
+INCLUDE_DEPTH = 8
+
+
+def expand_includes(texts: Mapping[str, str], rst: set[str] | frozenset[str]) -> tuple[dict[str, str], dict[str, str]]:
+    """The reST files among ``texts`` (path in the corpus -> text; ``rst``: the reST ones) with
+    each ``.. include:: other`` directive replaced by the other file's text, as Sphinx renders it:
+    the path relative to the including file (from the corpus root when it starts with ``/``),
+    ``:start-line:`` / ``:end-line:`` / ``:start-after:`` / ``:end-before:`` honoured, indented like
+    the directive, includes inside it expanded too. An include of a file the corpus lacks, a loop or
+    one past :data:`INCLUDE_DEPTH` stays as written. Returns ``(texts, included)``: every text
+    (the reST ones expanded) and each included file with the first file that includes it.
+
+    >>> texts = {"a.rst": "Title\\n=====\\n\\n.. include:: parts/opt.txt\\n   :start-line: 1\\n", "parts/opt.txt": "skip\\nShared text."}
+    >>> out, inc = expand_includes(texts, {"a.rst"})
+    >>> out["a.rst"].splitlines()[-1], inc
+    ('Shared text.', {'parts/opt.txt': 'a.rst'})
+    """
+    included: dict[str, str] = {}
+
+    def expand(name: str, text: str, depth: int, seen: frozenset) -> str:
+        lines = text.split("\n")
+        out: list[str] = []
+        i = 0
+        while i < len(lines):
+            m = _INCLUDE.match(lines[i])
+            if m is None:
+                out.append(lines[i])
+                i += 1
+                continue
+            j, options = i + 1, {}
+            while j < len(lines) and (o := _OPTION.match(lines[j])) and len(lines[j]) - len(lines[j].lstrip()) > len(m["indent"]):
+                options[o["name"]] = o["value"]
+                j += 1
+            target = m["target"]
+            target = posixpath.normpath(target.lstrip("/") if target.startswith("/")
+                                        else posixpath.join(posixpath.dirname(name), target))
+            if target not in texts or target in seen or depth >= INCLUDE_DEPTH:
+                out.extend(lines[i:j])
+            else:
+                included.setdefault(target, name)
+                body = _included_part(expand(target, texts[target], depth + 1, seen | {target}), options)
+                out.extend(m["indent"] + line if line.strip() else line for line in body.split("\n"))
+            i = j
+        return "\n".join(out)
+
+    expanded = {name: (expand(name, text, 0, frozenset({name})) if name in rst else text)
+                for name, text in texts.items()}
+    return expanded, included
+
+
+def _included_part(text: str, options: Mapping[str, str]) -> str:
+    """The part of an included ``text`` its directive's options name."""
+    after, before = options.get("start-after"), options.get("end-before")
+    if after and after in text:
+        text = text.split(after, 1)[1]
+    if before and before in text:
+        text = text.split(before, 1)[0]
+    lines = text.split("\n")
+    start, end = options.get("start-line", ""), options.get("end-line", "")
+    lo = int(start) if start.lstrip("-").isdigit() else None
+    hi = int(end) if end.lstrip("-").isdigit() else None
+    return "\n".join(lines[lo:hi])
