@@ -413,6 +413,17 @@ def test_a_sphinx_folder_links_its_sections_through_ref_labels(tmp_path, bank):
     assert "Needs Python 3.11." in rows["Install"]["content"]  # an admonition is text a reader sees
 
 
+def test_a_summary_is_prose_not_code_nor_options():
+    from kbtools.ops.sections import first_sentence
+
+    assert first_sentence(".. code-block:: c\n   :class: good\n\n   PyObject *x;\n\nThe API returns a new reference.") \
+        == "The API returns a new reference."
+    assert first_sentence("Example::\n\n    set(X 1)\n\nGenerates code for both.") == "Example::"
+    assert first_sentence("```sh\nmake\n```\n\nBuild first.") == "Build first."
+    assert first_sentence(".. note:: Needs 3.11.") == "Needs 3.11."  # an admonition is prose
+    assert first_sentence(".. code-block:: cmake\n\n   add_test(NAME t)\n") == "add_test(NAME t)"  # code, when that is all
+
+
 def test_a_sphinx_folder_reads_included_files_into_the_pages_that_include_them(tmp_path, bank):
     d = tmp_path / "source"
     (d / "command").mkdir(parents=True)

@@ -298,22 +298,84 @@ def first_sentence(text: str, *, limit: int = 300) -> str:
     >>> first_sentence(".. note::\\n\\nThis PEP describes a\\nstyle. More.")
     'This PEP describes a style.'
     """
-    for s in sentences(_prose_only(text)):
-        s = s.strip()
-        if len(s) >= 3 and re.search(r"[A-Za-z]{2}", s):
-            return _trim(s, limit)
+    for reading in (_prose_only(text), _unmarked(text)):  # prose first; code and options only where nothing else is
+        for s in sentences(reading):
+            s = s.strip()
+            if len(s) >= 3 and re.search(r"[A-Za-z]{2}", s):
+                return _trim(s, limit)
     return _trim(" ".join(text.split()), limit)
 
 
-def _prose_only(text: str) -> str:
+def _unmarked(text: str) -> str:
+    """``text`` without directive lines, option lines, adornments and bullets' markers (code kept)."""
     keep = []
     for line in text.split("\n"):
         stripped = line.strip()
-        if stripped.startswith(".. ") or _ADORN.match(stripped or "x") or stripped == "::":
+        if stripped.startswith(".. ") or _ADORN.match(stripped or "x") or stripped == "::" or _DIRECTIVE_OPTION.match(line):
             keep.append("")
             continue
         keep.append(re.sub(r"^[-*+]\s+|^\d+[.)]\s+", "", stripped))
     return "\n".join(keep)
+
+
+def _prose_only(text: str) -> str:
+    """``text`` with what no reader reads as prose blanked, line for line: directive and comment
+    lines and their options (``:class: good``), the code of a literal block (after ``::``), of a
+    ``code-block`` / ``code`` / ``literalinclude`` directive or of a Markdown fence, headings'
+    adornments; bullets and numbers lose their markers. An admonition's text (``.. note::``) stays.
+
+    >>> _prose_only("Run::\\n\\n   make all\\n\\nThen test.").split("\\n")
+    ['Run::', '', '', '', 'Then test.']
+    """
+    keep: list[str] = []
+    code_at: int | None = None  # the indentation a literal block must exceed (None: not in one)
+    options = False  # right after a directive line: its option lines
+    fenced = False
+    for line in text.split("\n"):
+        stripped = line.strip()
+        indent = len(line) - len(line.lstrip())
+        if _FENCE.match(line):
+            fenced = not fenced
+            keep.append("")
+            continue
+        if fenced:
+            keep.append("")
+            continue
+        if code_at is not None:
+            if not stripped or indent > code_at:
+                keep.append("")
+                continue
+            code_at = None
+        if options and _DIRECTIVE_OPTION.match(line):
+            keep.append("")
+            continue
+        options = False
+        if stripped.startswith(".. ") or stripped == "..":
+            options = True
+            if _CODE_DIRECTIVE.match(stripped):
+                code_at = indent  # its indented body is code, a table or a list of names: no prose
+            said = _ADMONITION.match(stripped)  # ".. note:: This PEP is obsolete.": the note is prose
+            keep.append(stripped[said.end():].strip() if said else "")
+            continue
+        if _ADORN.match(stripped or "x"):
+            keep.append("")
+            continue
+        if stripped.endswith("::") and stripped != "::":
+            code_at = indent
+        elif stripped == "::":
+            code_at = indent
+            keep.append("")
+            continue
+        keep.append(re.sub(r"^[-*+]\s+|^\d+[.)]\s+", "", stripped))
+    return "\n".join(keep)
+
+
+_DIRECTIVE_OPTION = re.compile(r"^[ \t]+:[\w-]+:(?:\s|$)")
+_ADMONITION = re.compile(r"^\.\.\s+(?:note|warning|tip|important|caution|attention|danger|error|hint|seealso)::",
+                         re.I)
+_CODE_DIRECTIVE = re.compile(r"^\.\.\s+(?:code-block|code|sourcecode|literalinclude|highlight|productionlist|"
+                             r"parsed-literal|doctest|testcode|testoutput|csv-table|list-table|table|math|raw|"
+                             r"image|figure|graphviz|toctree|index)::", re.I)
 
 
 def _trim(s: str, limit: int) -> str:
