@@ -409,7 +409,8 @@ def test_a_sphinx_folder_links_its_sections_through_ref_labels(tmp_path, bank):
     cites = {(bank.entries.filter(pl.col("id") == a)["title"][0], bank.entries.filter(pl.col("id") == b)["title"][0])
              for a, b in bank.edges.filter(pl.col("type") == "cites").select("src", "dst").rows()}
     # a label right before a title names that section; one inside a section names the section it is in
-    assert cites == {("Project", "Install — Steps"), ("Project", "Install — Removal"), ("Install — Steps", "Project")}
+    assert cites == {("Project", "Install — Steps"), ("Project", "Install — Removal"),
+                     ("Install — Steps", "Project")}
     assert "Needs Python 3.11." in rows["Install"]["content"]  # an admonition is text a reader sees
 
 
@@ -421,14 +422,16 @@ def test_a_summary_is_prose_not_code_nor_options():
     assert first_sentence("Example::\n\n    set(X 1)\n\nGenerates code for both.") == "Example::"
     assert first_sentence("```sh\nmake\n```\n\nBuild first.") == "Build first."
     assert first_sentence(".. note:: Needs 3.11.") == "Needs 3.11."  # an admonition is prose
-    assert first_sentence(".. code-block:: cmake\n\n   add_test(NAME t)\n") == "add_test(NAME t)"  # code, when that is all
+    # code, when that is all there is
+    assert first_sentence(".. code-block:: cmake\n\n   add_test(NAME t)\n") == "add_test(NAME t)"
 
 
 def test_a_sphinx_folder_reads_included_files_into_the_pages_that_include_them(tmp_path, bank):
     d = tmp_path / "source"
     (d / "command").mkdir(parents=True)
     (d / "command" / "OPTIONS.txt").write_text("Options shared by two commands\n\n``--fast`` skips the checks.\n")
-    (d / "command" / "build.rst").write_text("build\n-----\n\nBuilds it.\n\n.. include:: OPTIONS.txt\n   :start-line: 2\n")
+    (d / "command" / "build.rst").write_text(
+        "build\n-----\n\nBuilds it.\n\n.. include:: OPTIONS.txt\n   :start-line: 2\n")
     (d / "command" / "test.rst").write_text("test\n----\n\nTests it.\n\n  .. include:: /command/OPTIONS.txt\n")
     (d / "loop.rst").write_text("Loop\n====\n\n.. include:: loop.rst\n\n.. include:: missing.txt\n")
     report = ingest(bank, d)

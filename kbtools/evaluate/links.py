@@ -209,7 +209,8 @@ def document_groups(entries: pl.DataFrame) -> np.ndarray:
     """Each entry's document as an integer (the metadata ``doc`` ingest writes: the file or record
     its section came from), -1 for an entry of no document.
 
-    >>> document_groups(pl.DataFrame({"metadata": ['{"doc": "a.rst"}', None, '{"doc": "b.rst"}', '{"doc": "a.rst"}']})).tolist()
+    >>> meta = ['{"doc": "a.rst"}', None, '{"doc": "b.rst"}', '{"doc": "a.rst"}']
+    >>> document_groups(pl.DataFrame({"metadata": meta})).tolist()
     [0, -1, 1, 0]
     """
     if "metadata" not in entries.columns or entries.height == 0:

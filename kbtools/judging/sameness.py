@@ -16,7 +16,7 @@ reading both the candidate pairs and the rule judge use, so a finding and a verd
 ...             "Unrelated fact 16: the team calendar shows room 116 for the weekly sync.")
 >>> c.same, c.conflicts
 (False, ('114', '14'))
->>> compare("List of packages which were found during the run.", "List of packages which were not found during the run.").same
+>>> compare("Packages which were found during the run.", "Packages which were not found during the run.").same
 False
 >>> c = compare("The API gateway timeout is 30 s.", "The API gateway timeout was raised from 30 s to 60 s last week.")
 >>> c.changed, c.change_note()

@@ -145,7 +145,8 @@ def _markup_only(text: str) -> bool:
 
 #: an explicit markup start: a footnote or citation (seen), a directive (its name), a
 #: substitution definition, a label or a comment (anything else after ``..``)
-_EXPLICIT = re.compile(r"^\.\.(?:\s+(?:(?P<footnote>\[[^\]]+\])|\|[^|]+\|\s+[\w:-]+::|(?P<directive>[\w:-]+)::|.*)|\s*$)")
+_EXPLICIT = re.compile(r"^\.\.(?:\s+(?:(?P<footnote>\[[^\]]+\])|\|[^|]+\|\s+[\w:-]+::"
+                       r"|(?P<directive>[\w:-]+)::|.*)|\s*$)")
 #: directives whose output is no text of the page's own: how to show code, index terms, the
 #: window title, metadata, a generated table of contents, another file's text
 _UNSEEN = frozenset({"highlight", "index", "title", "meta", "default-role", "currentmodule", "module",
@@ -311,7 +312,8 @@ def _unmarked(text: str) -> str:
     keep = []
     for line in text.split("\n"):
         stripped = line.strip()
-        if stripped.startswith(".. ") or _ADORN.match(stripped or "x") or stripped == "::" or _DIRECTIVE_OPTION.match(line):
+        if (stripped.startswith(".. ") or _ADORN.match(stripped or "x") or stripped == "::"
+                or _DIRECTIVE_OPTION.match(line)):
             keep.append("")
             continue
         keep.append(re.sub(r"^[-*+]\s+|^\d+[.)]\s+", "", stripped))
@@ -400,7 +402,8 @@ def expand_includes(texts: Mapping[str, str], rst: set[str] | frozenset[str]) ->
     one past :data:`INCLUDE_DEPTH` stays as written. Returns ``(texts, included)``: every text
     (the reST ones expanded) and each included file with the first file that includes it.
 
-    >>> texts = {"a.rst": "Title\\n=====\\n\\n.. include:: parts/opt.txt\\n   :start-line: 1\\n", "parts/opt.txt": "skip\\nShared text."}
+    >>> texts = {"a.rst": "Title\\n=====\\n\\n.. include:: parts/opt.txt\\n   :start-line: 1\\n",
+    ...          "parts/opt.txt": "skip\\nShared text."}
     >>> out, inc = expand_includes(texts, {"a.rst"})
     >>> out["a.rst"].splitlines()[-1], inc
     ('Shared text.', {'parts/opt.txt': 'a.rst'})
@@ -418,7 +421,8 @@ def expand_includes(texts: Mapping[str, str], rst: set[str] | frozenset[str]) ->
                 i += 1
                 continue
             j, options = i + 1, {}
-            while j < len(lines) and (o := _OPTION.match(lines[j])) and len(lines[j]) - len(lines[j].lstrip()) > len(m["indent"]):
+            while (j < len(lines) and (o := _OPTION.match(lines[j]))
+                   and len(lines[j]) - len(lines[j].lstrip()) > len(m["indent"])):
                 options[o["name"]] = o["value"]
                 j += 1
             target = m["target"]

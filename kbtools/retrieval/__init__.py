@@ -23,4 +23,5 @@ from kbtools.retrieval.search import keep_current, pool_fetcher, ranked_pool
 
 __all__ = ["Embedder", "HashingEmbedder", "MiniLMEmbedder", "StaticEmbedder", "default_embedder", "get_embedder",
            "EdgeLookup", "fold", "fold_refilled", "flat", "pool_components", "pool_fetcher", "DEFAULT_WEIGHTS", "DIMENSIONS", "VectorIndex",
-           "keep_current", "ranked_pool", "Result", "Pointer", "QUERY_DEFAULTS", "FOLD_DEFAULTS", "QueryConfig", "FoldConfig"]
+           "keep_current", "ranked_pool", "Result", "Pointer", "QUERY_DEFAULTS", "FOLD_DEFAULTS", "QueryConfig",
+           "FoldConfig"]
