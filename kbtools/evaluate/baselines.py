@@ -28,9 +28,8 @@ from kbtools.errors import ValidationError
 from kbtools.model.answer import Answer
 from kbtools.retrieval.folding import EdgeLookup, flat, pool_components
 
-__all__ = ["outside_groups",
-           "collapse", "mmr", "RERANK_TOP", "RERANK_LAMBDA", "RERANK_MAX_DF", "knn_pairs", "neighbour_lists",
-           "per_entry_pairs", "per_entry_knn_pairs", "rank_terms", "rerank_scores", "rerank_pairs"]
+__all__ = ["collapse", "mmr", "RERANK_TOP", "RERANK_LAMBDA", "RERANK_MAX_DF", "knn_pairs", "neighbour_lists",
+           "outside_groups", "per_entry_pairs", "per_entry_knn_pairs", "rank_terms", "rerank_scores", "rerank_pairs"]
 
 #: The re-rank baseline looks at each entry's this many cosine nearest neighbours.
 RERANK_TOP: int = 50
