@@ -419,7 +419,7 @@ def test_a_summary_is_prose_not_code_nor_options():
 
     assert first_sentence(".. code-block:: c\n   :class: good\n\n   PyObject *x;\n\nThe API returns a new reference.") \
         == "The API returns a new reference."
-    assert first_sentence("Example::\n\n    set(X 1)\n\nGenerates code for both.") == "Example::"
+    assert first_sentence("Example::\n\n    set(X 1)\n\nGenerates code for both.") == "Example:"
     assert first_sentence("```sh\nmake\n```\n\nBuild first.") == "Build first."
     assert first_sentence(".. note:: Needs 3.11.") == "Needs 3.11."  # an admonition is prose
     # code, when that is all there is

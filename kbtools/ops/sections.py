@@ -303,7 +303,7 @@ def first_sentence(text: str, *, limit: int = 300) -> str:
         for s in sentences(reading):
             s = s.strip()
             if len(s) >= 3 and re.search(r"[A-Za-z]{2}", s):
-                return _trim(s, limit)
+                return _trim(s[:-1] if s.endswith("::") else s, limit)  # "for example::" reads "for example:"
     return _trim(" ".join(text.split()), limit)
 
 
