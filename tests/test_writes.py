@@ -68,6 +68,14 @@ def test_guard_rejects_session_logs_and_transient_state(bank, content, why):
     assert why in msg
 
 
+def test_a_code_example_with_comments_is_no_shell_transcript():
+    from kbtools.model.guard import transient_reason
+
+    # CMake's AUTORCC_OPTIONS example: "# ..." comments around one command
+    assert transient_reason("  # ...\n  set_property(SOURCE resources.qrc PROPERTY AUTORCC_OPTIONS 9)\n  # ...\n") is None
+    assert "transcript" in transient_reason("# apt install nginx\nReading lists\n# ./configure\nok")  # a root shell
+
+
 def test_guard_accepts_durable_knowledge(bank):
     kb.report_learning(bank, content="Pass --http1.1 to curl for the session-create POST; the server rejects HTTP/2.", actor="a")
     kb.report_learning(bank, content="Use the tmp_path fixture instead of writing under the repo.", actor="a")

@@ -25,7 +25,9 @@ __all__ = ["transient_reason", "is_transcript", "GUARD_RULES", "GUARD_MODES"]
 #: write, or not look.
 GUARD_MODES = ("report", "reject", "off")
 
-_PROMPT = re.compile(r"^\s*(?:\$|#|>>>|PS [A-Z]:\\[^>]*>|[\w.-]+@[\w.-]+:[^$#]*[$#])\s+\S", re.M)
+#: a prompt and the start of a command; a root prompt (``#``) only before a command-like word: a
+#: line ``# ...`` or ``# Set the flag`` is a comment of a code example, not a shell
+_PROMPT = re.compile(r"^\s*(?:\$|#(?=\s+(?:[a-z~/]|\./))|>>>|PS [A-Z]:\\[^>]*>|[\w.-]+@[\w.-]+:[^$#]*[$#])\s+\S", re.M)
 _STAMP = re.compile(
     r"^\s*\[?(?:\d{4}-\d{2}-\d{2}[ T]\d{2}:\d{2}(?::\d{2})?|\d{2}:\d{2}:\d{2}(?:[.,]\d+)?)\]?", re.M
 )
