@@ -346,6 +346,21 @@ def test_a_docs_folder_keeps_front_matter_out_and_links_its_files(tmp_path, bank
     assert ingest(bank, src)["entries"] == 0  # a second run adds nothing
 
 
+def test_a_docs_site_links_its_pages_from_the_root(tmp_path, bank):
+    d = tmp_path / "content"
+    (d / "commands").mkdir(parents=True)
+    (d / "using").mkdir()
+    (d / "commands" / "install.md").write_text("# install\n\nSee [the config](/using/config) and "
+                                                "[the CDN](//cdn.example.com/x.js).\n")
+    (d / "using" / "config.md").write_text("# config\n\nRead by [install](../commands/install.md).\n")
+    report = ingest(bank, d)
+    assert (report["links"]["references_found"], report["links"]["resolved"]) == (2, 2)  # no protocol-relative URL
+    backfill(bank)
+    titles = dict(bank.entries.select("id", "title").iter_rows())
+    cites = {(titles[a], titles[b]) for a, b in bank.edges.filter(pl.col("type") == "cites").select("src", "dst").rows()}
+    assert cites == {("install", "config"), ("config", "install")}
+
+
 def test_a_held_out_link_is_masked_as_backfill_resolves_it(tmp_path, bank):
     from kbtools.evaluate.masking import mask_citations
 

@@ -164,9 +164,10 @@ def document_keys(entries: pl.DataFrame) -> dict[str, str]:
     return {normalize_key(k): i for i, k in heads.select("id", "key").iter_rows()}
 
 
-#: A Markdown link to another file of the corpus (``[text](other.md#part)``): group 1 the path
-#: (no scheme, no fragment); ingest records it with ``"resolve": "path"`` for a folder of Markdown.
-MARKDOWN_LINK = r"(?<!!)\[[^\]\n]*\]\(\s*<?(?![a-zA-Z][a-zA-Z0-9+.\-]*:|#|/)([^)\s>#?]+)[^)\n]*\)"
+#: A Markdown link to another file of the corpus (``[text](other.md#part)``, or from the corpus
+#: root, ``[text](/guides/install)``, as a docs site links its pages): group 1 the path (no scheme,
+#: no fragment); ingest records it with ``"resolve": "path"`` for a folder of Markdown.
+MARKDOWN_LINK = r"(?<!!)\[[^\]\n]*\]\(\s*<?(?![a-zA-Z][a-zA-Z0-9+.\-]*:|#|//)([^)\s>#?]+)[^)\n]*\)"
 #: A reStructuredText reference to another document of a Sphinx tree (``:doc:`install``` or
 #: ``:doc:`the guide </guides/install>```): group 1 the path, from the corpus root when it starts
 #: with ``/``; recorded with ``"resolve": "path"`` for a folder of reST.
