@@ -361,6 +361,24 @@ def test_a_docs_site_links_its_pages_from_the_root(tmp_path, bank):
     assert cites == {("install", "config"), ("config", "install")}
 
 
+def test_reference_links_resolve_through_their_documents_definitions(tmp_path, bank):
+    d = tmp_path / "api"
+    d.mkdir()
+    (d / "fs.md").write_text("# File system\n\n## fs.open()\n\nOpens a file, see [`fs.close()`][]. "
+                             "It fails with one of the [system errors][errs].\n\n## fs.close()\n\nCloses it.\n\n"
+                             "[`fs.close()`]: #fsclose\n[errs]: errors.md#system-errors\n[web]: https://nodejs.org\n")
+    (d / "errors.md").write_text("# Errors\n\nSee [the web][web] and [`fs.open()`][].\n\n[`fs.open()`]: fs.md#fsopen\n")
+    report = ingest(bank, d)
+    assert report["links"]["resolved"] == 2  # a place of the same page, a web page, an undefined label: none
+    backfill(bank)
+    titles = dict(bank.entries.select("id", "title").iter_rows())
+    cites = bank.edges.filter(pl.col("type") == "cites").select("src", "dst", "note").rows()
+    assert sorted((titles[a], titles[b], note) for a, b, note in cites) == [
+        ("Errors", "File system — fs.open()", "See [the web][web] and [`fs.open()`][]."),  # the page's first entry
+        ("File system — fs.open()", "Errors", "It fails with one of the [system errors][errs]."),
+    ]
+
+
 def test_a_held_out_link_is_masked_as_backfill_resolves_it(tmp_path, bank):
     from kbtools.evaluate.masking import mask_citations
 

@@ -45,7 +45,7 @@ from typing import Iterable
 import polars as pl
 
 from kbtools.model.vocab import METADATA_LINK_TYPES
-from kbtools.ops.citations import document_keys, entry_documents, entry_labels, pattern_resolver
+from kbtools.ops.citations import document_keys, entry_documents, entry_labels, link_definitions, pattern_resolver
 
 __all__ = ["MASK", "MASKED_FIELDS", "mask_citations", "unmark_held_out"]
 
@@ -81,8 +81,8 @@ def _matchers(entries: pl.DataFrame, patterns: Iterable[dict]):
     as backfill resolves it (:func:`~kbtools.ops.citations.pattern_resolver`)."""
     keys = document_keys(entries)
     docs = entry_documents(entries)
-    labels = entry_labels(entries)
-    return [(re.compile(spec["pattern"]), pattern_resolver(spec, keys, docs, labels)) for spec in patterns]
+    labels, definitions = entry_labels(entries), link_definitions(entries)
+    return [(re.compile(spec["pattern"]), pattern_resolver(spec, keys, docs, labels, definitions)) for spec in patterns]
 
 
 def mask_citations(entries: pl.DataFrame, held: pl.DataFrame, *, patterns: Iterable[dict] = (),

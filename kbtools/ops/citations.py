@@ -33,9 +33,9 @@ from kbtools.model.schema import SCHEMAS
 from kbtools.model.vocab import METADATA_LINK_TYPES
 
 __all__ = ["BackfillPlan", "plan_backfill", "citing_sentence", "plan_pattern_citations", "document_keys", "normalize_key",
-           "prefix_resolver", "NOTE_LIMIT", "MARKDOWN_LINK", "RST_DOC_LINK", "RST_REF_LINK", "path_key",
+           "prefix_resolver", "NOTE_LIMIT", "MARKDOWN_LINK", "MARKDOWN_REF_LINK", "RST_DOC_LINK", "RST_REF_LINK", "path_key",
            "pattern_resolver",
-           "entry_documents", "entry_labels", "label_key"]
+           "entry_documents", "entry_labels", "label_key", "link_definitions"]
 
 _TOKEN = r"\b[0-9a-f]{7,8}\b"
 
@@ -172,6 +172,12 @@ MARKDOWN_LINK = r"(?<!!)\[[^\]\n]*\]\(\s*<?(?![a-zA-Z][a-zA-Z0-9+.\-]*:|#|//)([^
 #: ``:doc:`the guide </guides/install>```): group 1 the path, from the corpus root when it starts
 #: with ``/``; recorded with ``"resolve": "path"`` for a folder of reST.
 RST_DOC_LINK = r":doc:`(?:[^`<]*<)?([^`<>]+?)>?`"
+#: A Markdown reference link (``[text][label]``, or ``[text][]`` where the text is the label): the
+#: file a ``[label]: other.md#part`` line of the same document names; recorded with ``"resolve":
+#: "reference"`` for a folder of Markdown (a reference to a web page or to a place of the same
+#: document is no link between the files).
+MARKDOWN_REF_LINK = r"(?<![!\]])\[([^\]\n]+)\]\[([^\]\n]*)\]"
+_LINK_DEFINITION = re.compile(r"^ {0,3}\[([^\]\n]+)\]:[ \t]*<?([^\s>]+)>?", re.M)
 #: A reStructuredText cross-reference to a labelled place of a Sphinx tree (``:ref:`install``` or
 #: ``:ref:`how to install <install>```): group 1 the label that a ``.. _install:`` line defines
 #: (ingest keeps each entry's labels in its metadata); recorded with ``"resolve": "label"`` for a
@@ -234,14 +240,53 @@ def entry_labels(entries: pl.DataFrame) -> dict[str, str]:
     return {k: v for k, v in found.items() if v is not None}
 
 
+def link_definitions(entries: pl.DataFrame) -> dict[str, dict[str, str]]:
+    """Each document's Markdown link definitions (``[label]: target`` lines in any of its entries),
+    as document path -> label (:func:`label_key`) -> target.
+
+    >>> e = pl.DataFrame({"id": ["a", "b"], "content": ["See [`fs.open()`][].", "[`fs.open()`]: fs.md#open"],
+    ...                   "metadata": ['{"doc": "api/x.md"}', '{"doc": "api/x.md"}']})
+    >>> link_definitions(e)
+    {'api/x.md': {'`fs.open()`': 'fs.md#open'}}
+    """
+    docs = entry_documents(entries)
+    out: dict[str, dict[str, str]] = {}
+    if not docs:
+        return out
+    for eid, content in entries.select("id", "content").iter_rows():
+        doc = docs.get(eid)
+        if doc is None or not content or "]:" not in content:
+            continue
+        for m in _LINK_DEFINITION.finditer(content):
+            out.setdefault(doc, {}).setdefault(label_key(m.group(1)), m.group(2))
+    return out
+
+
+def _reference_key(doc: str, m: re.Match, definitions: dict[str, dict[str, str]]) -> str | None:
+    """The corpus key a reference link ``m`` in the document ``doc`` names through the document's
+    definitions; None for a label it does not define, a web page or a place of the same document."""
+    target = (definitions.get(doc) or {}).get(label_key(m.group(2) or m.group(1)))
+    if not target or target.startswith("#") or re.match(r"[a-zA-Z][a-zA-Z0-9+.\-]*:|//", target):
+        return None
+    return path_key(doc, target.split("#", 1)[0].split("?", 1)[0])
+
+
 def pattern_resolver(spec: dict, keys: dict[str, str], docs: dict[str, str] | None = None,
-                     labels: dict[str, str] | None = None):
+                     labels: dict[str, str] | None = None, definitions: dict | None = None):
     """``resolve(citing entry id, match) -> entry id or None`` for one citation pattern ``spec``:
     group 1 a key (normalised), a unique prefix of one (``"resolve": "prefix"``), a path
     relative to the citing entry's document (``"resolve": "path"``; ``docs``: entry id -> its
     document's path, the metadata ``doc`` ingest writes), or a reST label (``"resolve": "label"``;
-    ``labels``: :func:`entry_labels`)."""
+    ``labels``: :func:`entry_labels`), or a Markdown reference link (``"resolve": "reference"``;
+    ``definitions``: :func:`link_definitions`)."""
     how = spec.get("resolve")
+    if how == "reference":
+        docs, definitions = docs or {}, definitions or {}
+
+        def by_reference(eid, m):
+            key = _reference_key(docs.get(eid, ""), m, definitions)
+            return None if key is None else keys.get(normalize_key(key))
+        return by_reference
     if how == "label":
         labels = labels or {}
         return lambda eid, m: labels.get(label_key(m.group(1)))
@@ -293,18 +338,21 @@ def plan_pattern_citations(entries: pl.DataFrame, pattern: str, keys: dict[str, 
     resolve = "prefix" if prefix else resolve
     norm = ((lambda v: str(v).strip().lower()) if resolve == "prefix" else label_key if resolve == "label"
             else normalize_key)
-    docs = entry_documents(entries) if resolve == "path" else {}
+    docs = entry_documents(entries) if resolve in ("path", "reference") else {}
+    definitions = link_definitions(entries) if resolve == "reference" else {}
     lookup = pattern_resolver({"resolve": resolve}, keys, labels=entry_labels(entries) if resolve == "label" else None)
     rows, unresolved, self_cites, found = [], {}, 0, 0
     for eid, content in entries.select("id", "content").iter_rows():
         seen: set[str] = set()
         for m in rx.finditer(content or ""):
-            raw = path_key(docs.get(eid, ""), m.group(1)) if resolve == "path" else m.group(1)
-            if raw is None:  # a link to a file that is no document
+            raw = (path_key(docs.get(eid, ""), m.group(1)) if resolve == "path"
+                   else _reference_key(docs.get(eid, ""), m, definitions) if resolve == "reference" else m.group(1))
+            if raw is None:  # a link to a file that is no document (or a reference to none)
                 continue
             key = norm(raw)
             found += 1
-            dst = keys.get(key) if resolve == "path" else lookup(eid, m)  # a path's key is read once
+            # a path's key is read once
+            dst = keys.get(key) if resolve in ("path", "reference") else lookup(eid, m)
             if dst is None:
                 unresolved[key] = unresolved.get(key, 0) + 1
                 continue

@@ -31,10 +31,10 @@ from typing import Callable, Iterable, Sequence
 import polars as pl
 
 from kbtools.errors import KbError, ValidationError
-from kbtools.ops.citations import (MARKDOWN_LINK, RST_DOC_LINK, RST_REF_LINK, document_keys, normalize_key,
-                                   plan_pattern_citations)
-from kbtools.ops.sections import (SECTION_CAP, expand_includes, first_sentence, format_of, front_matter,
-                                  split_at_paragraphs, split_sections)
+from kbtools.ops.citations import (MARKDOWN_LINK, MARKDOWN_REF_LINK, RST_DOC_LINK, RST_REF_LINK, document_keys,
+                                   normalize_key, plan_pattern_citations)
+from kbtools.ops.sections import (SECTION_CAP, document_title, expand_includes, first_sentence, format_of,
+                                  front_matter, split_at_paragraphs, split_sections)
 from kbtools.model.vocab import EDGE_TYPES
 from kbtools.ops.bpmn import ingest_bpmn
 from kbtools.ops.interchange import json_lines
@@ -270,7 +270,8 @@ def plan_ingest(documents: Sequence[Document], *, cap: int = SECTION_CAP, max_le
                     if s.heading.strip().lower() not in skip]
         doc_title = str(doc.fields.get(title_field or "title") or "")  # a front matter's own title by default
         if not doc_title:
-            doc_title = next((s.heading for s in sections if s.heading), "") or _untitled(doc)
+            doc_title = (document_title(doc.text, fmt=doc.fmt) or next((s.heading for s in sections if s.heading), "")
+                         or _untitled(doc))
         fields = {k: v for k, v in doc.fields.items() if isinstance(v, (str, int, float))}
         try:
             base = title_format.format_map({**fields, "title": doc_title, "key": doc.key})
@@ -421,8 +422,8 @@ def ingest(bank: Bank, source: str | os.PathLike, *, text_field: str = "text", k
     recorded = [{"pattern": cite}] if cite is not None else []
     # links between the files of a folder (Markdown links, reST :doc: roles by path, :ref: roles
     # by the labels the files define): cites edges
-    for fmt, pattern, how in (("markdown", MARKDOWN_LINK, "path"), ("rst", RST_DOC_LINK, "path"),
-                              ("rst", RST_REF_LINK, "label")):
+    for fmt, pattern, how in (("markdown", MARKDOWN_LINK, "path"), ("markdown", MARKDOWN_REF_LINK, "reference"),
+                              ("rst", RST_DOC_LINK, "path"), ("rst", RST_REF_LINK, "label")):
         if any(d.fmt == fmt for d in docs) and path.is_dir():
             _, links = plan_pattern_citations(plan.entries, pattern, keys, resolve=how)
             report.setdefault("links", {"references_found": 0, "resolved": 0, "unresolved_keys": [],

@@ -20,7 +20,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 
 __all__ = ["Section", "split_sections", "split_at_paragraphs", "sentences", "first_sentence", "FORMATS",
-           "format_of", "front_matter", "SECTION_CAP", "expand_includes"]
+           "format_of", "front_matter", "SECTION_CAP", "expand_includes", "document_title"]
 
 #: Document formats :func:`split_sections` knows, by file suffix.
 FORMATS = {".md": "markdown", ".markdown": "markdown", ".rst": "rst", ".txt": "text", ".text": "text"}
@@ -78,13 +78,7 @@ def split_sections(text: str, *, fmt: str = "text", max_level: int = 1) -> list[
     'just text'
     """
     lines = text.replace("\r\n", "\n").split("\n")
-    if fmt == "markdown":
-        heads = _relative_levels(_markdown_heads(lines))
-    elif fmt == "rst":
-        heads = _relative_levels(_rst_heads(lines))
-    else:
-        heads = []
-    heads = [h for h in heads if h[2] <= max_level]
+    heads = [h for h in _heads(lines, fmt) if h[2] <= max_level]
     out: list[Section] = []
     starts = [(0, 0, "", 0)] + [(start, body, title, level) for start, body, title, level in
                                 ((h[0], h[1], h[3], h[2]) for h in heads)]
@@ -95,6 +89,29 @@ def split_sections(text: str, *, fmt: str = "text", max_level: int = 1) -> list[
         if chunk and not (fmt == "rst" and i == 0 and _markup_only(chunk)):
             out.append(Section(title, level, chunk, tuple(labels.get(i, ()))))
     return out
+
+
+def _heads(lines: list[str], fmt: str) -> list[tuple[int, int, int, str]]:
+    """(first line, first body line, level, title) of each heading, levels counted from the top
+    (a lone first heading at the top level is level 0, the document's title)."""
+    if fmt == "markdown":
+        return _relative_levels(_markdown_heads(lines))
+    if fmt == "rst":
+        return _relative_levels(_rst_heads(lines))
+    return []
+
+
+def document_title(text: str, *, fmt: str = "text") -> str | None:
+    """The document's own title: its lone first heading at the top level (None without one),
+    also where no text stands under it before its first section.
+
+    >>> document_title("# File system\\n\\n## fs.open()\\n\\nOpens it.", fmt="markdown")
+    'File system'
+    >>> document_title("# A\\nx\\n# B\\ny", fmt="markdown") is None
+    True
+    """
+    heads = _heads(text.replace("\r\n", "\n").split("\n"), fmt)
+    return heads[0][3] if heads and heads[0][2] == 0 else None
 
 
 def _label_owners(lines: list[str], starts: list[int]) -> dict[int, list[str]]:
