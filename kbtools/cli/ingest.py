@@ -37,7 +37,9 @@ def _ingest(args):
           --cite '(?:PEP\\s*|:pep:`)0*(\\d+)' --dry-run
 
     In a folder of Markdown files, each file's YAML front matter (title, date, ...) gives its title and
-    date and stays out of its text, and links between the files ([text](../ops/rollback.md), and
+    date and stays out of its text, and links between the files ([text](../ops/rollback.md), from
+    the folder's root [text](/ops/rollback), reference links [text][label] through their
+    document's [label]: path line, and
     :doc: roles in a folder of reST) are recorded like --cite references: `kb backfill` writes them
     as cites edges, resolved by path. :ref: roles resolve through the labels the reST files define
     (`.. _install-steps:` before a title names that section); a label no file or more than one
