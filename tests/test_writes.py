@@ -72,7 +72,8 @@ def test_a_code_example_with_comments_is_no_shell_transcript():
     from kbtools.model.guard import transient_reason
 
     # CMake's AUTORCC_OPTIONS example: "# ..." comments around one command
-    assert transient_reason("  # ...\n  set_property(SOURCE resources.qrc PROPERTY AUTORCC_OPTIONS 9)\n  # ...\n") is None
+    example = "  # ...\n  set_property(SOURCE resources.qrc PROPERTY AUTORCC_OPTIONS 9)\n  # ...\n"
+    assert transient_reason(example) is None
     assert "transcript" in transient_reason("# apt install nginx\nReading lists\n# ./configure\nok")  # a root shell
 
 

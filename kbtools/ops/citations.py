@@ -33,7 +33,8 @@ from kbtools.model.schema import SCHEMAS
 from kbtools.model.vocab import METADATA_LINK_TYPES
 
 __all__ = ["BackfillPlan", "plan_backfill", "citing_sentence", "plan_pattern_citations", "document_keys", "normalize_key",
-           "prefix_resolver", "NOTE_LIMIT", "MARKDOWN_LINK", "MARKDOWN_REF_LINK", "RST_DOC_LINK", "RST_REF_LINK", "path_key",
+           "prefix_resolver", "NOTE_LIMIT", "MARKDOWN_LINK", "MARKDOWN_REF_LINK", "RST_DOC_LINK", "RST_REF_LINK",
+           "path_key",
            "pattern_resolver",
            "entry_documents", "entry_labels", "label_key", "link_definitions"]
 
