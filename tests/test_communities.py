@@ -91,6 +91,18 @@ def test_labels_leave_commit_hashes_out():
     assert {"runner", "facade", "decade"} <= set(label)  # words of hex letters alone are words
 
 
+def test_labels_leave_rest_role_names_out():
+    entries = pl.DataFrame({
+        "id": ["a", "b", "c"],
+        "title": ["archive output", "archive naming", "output artifacts"],
+        "summary": ["See :ref:`Output Artifacts`.", "As :ref:`archive <Archive Output>` says.", "See :command:`install`."],
+    })
+    edges = pl.DataFrame({"src": ["a", "b"], "dst": ["b", "c"], "type": ["see_also"] * 2, "source": ["author"] * 2})
+    label = find_communities(to_igraph(entries, edges), entries=entries, label_terms=8)["label"][0].split(", ")
+    assert "ref" not in label and "command" not in label  # markup, no topic
+    assert {"archive", "output"} <= set(label)
+
+
 def test_modularity_matches_igraph_and_networkx():
     rng = np.random.default_rng(5)
     g, truth = _planted(blocks=3, size=12, p_in=0.4, p_out=0.05, seed=5)
