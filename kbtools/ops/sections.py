@@ -316,7 +316,7 @@ def first_sentence(text: str, *, limit: int = 300) -> str:
     >>> first_sentence(".. note::\\n\\nThis PEP describes a\\nstyle. More.")
     'This PEP describes a style.'
     """
-    for reading in (_prose_only(text), _unmarked(text)):  # prose first; code and options only where nothing else is
+    for reading in (_prose_only(text), _prose_only(text, code=True)):  # code only where there is no prose
         for s in sentences(reading):
             s = s.strip()
             if len(s) >= 3 and re.search(r"[A-Za-z]{2}", s):
@@ -324,24 +324,12 @@ def first_sentence(text: str, *, limit: int = 300) -> str:
     return _trim(" ".join(text.split()), limit)
 
 
-def _unmarked(text: str) -> str:
-    """``text`` without directive lines, option lines, adornments and bullets' markers (code kept)."""
-    keep = []
-    for line in text.split("\n"):
-        stripped = line.strip()
-        if (stripped.startswith(".. ") or _ADORN.match(stripped or "x") or stripped == "::"
-                or _DIRECTIVE_OPTION.match(line)):
-            keep.append("")
-            continue
-        keep.append(re.sub(r"^[-*+]\s+|^\d+[.)]\s+", "", stripped))
-    return "\n".join(keep)
-
-
-def _prose_only(text: str) -> str:
+def _prose_only(text: str, *, code: bool = False) -> str:
     """``text`` with what no reader reads as prose blanked, line for line: directive and comment
     lines and their options (``:class: good``), the code of a literal block (after ``::``), of a
-    ``code-block`` / ``code`` / ``literalinclude`` directive or of a Markdown fence, headings'
-    adornments; bullets and numbers lose their markers. An admonition's text (``.. note::``) stays.
+    ``code-block`` / ``code`` / ``literalinclude`` directive or of a Markdown fence (kept with
+    ``code``), headings' adornments; bullets and numbers lose their markers. An admonition's text
+    (``.. note::``) stays.
 
     >>> _prose_only("Run::\\n\\n   make all\\n\\nThen test.").split("\\n")
     ['Run::', '', '', '', 'Then test.']
@@ -358,17 +346,17 @@ def _prose_only(text: str) -> str:
             keep.append("")
             continue
         if fenced:
-            keep.append("")
+            keep.append(stripped if code else "")
             continue
-        if code_at is not None:
-            if not stripped or indent > code_at:
-                keep.append("")
-                continue
-            code_at = None
         if options and _DIRECTIVE_OPTION.match(line):
             keep.append("")
             continue
         options = False
+        if code_at is not None:
+            if not stripped or indent > code_at:
+                keep.append(stripped if code else "")
+                continue
+            code_at = None
         if stripped.startswith(".. ") or stripped == "..":
             options = True
             if _CODE_DIRECTIVE.match(stripped):
