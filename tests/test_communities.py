@@ -79,26 +79,23 @@ def test_isolates_numbering_and_labels():
     assert find_communities(g)["label"][0] == "pump, seal, kit"  # graph titles only
 
 
-def test_labels_leave_commit_hashes_out():
-    entries = pl.DataFrame({
-        "id": ["a", "b", "c"],
-        "title": ["tests: revert ee066732963b", "tests: follow-up to ee066732963b", "tests: decade of facade fixes"],
-        "summary": ["ee066732963b broke the runner", "after ee066732963b", "runner"],
-    })
+def _chain_label(titles: list[str], summaries: list[str]) -> list[str]:
+    """The label words of three entries linked in a chain (one community)."""
+    entries = pl.DataFrame({"id": ["a", "b", "c"], "title": titles, "summary": summaries})
     edges = pl.DataFrame({"src": ["a", "b"], "dst": ["b", "c"], "type": ["see_also"] * 2, "source": ["author"] * 2})
-    label = find_communities(to_igraph(entries, edges), entries=entries, label_terms=8)["label"][0].split(", ")
+    return find_communities(to_igraph(entries, edges), entries=entries, label_terms=8)["label"][0].split(", ")
+
+
+def test_labels_leave_commit_hashes_out():
+    label = _chain_label(["tests: revert ee066732963b", "tests: follow-up to ee066732963b", "tests: decade of facade fixes"],
+                         ["ee066732963b broke the runner", "after ee066732963b", "runner"])
     assert "ee066732963b" not in label
     assert {"runner", "facade", "decade"} <= set(label)  # words of hex letters alone are words
 
 
 def test_labels_leave_rest_role_names_out():
-    entries = pl.DataFrame({
-        "id": ["a", "b", "c"],
-        "title": ["archive output", "archive naming", "output artifacts"],
-        "summary": ["See :ref:`Output Artifacts`.", "As :ref:`archive <Archive Output>` says.", "See :command:`install`."],
-    })
-    edges = pl.DataFrame({"src": ["a", "b"], "dst": ["b", "c"], "type": ["see_also"] * 2, "source": ["author"] * 2})
-    label = find_communities(to_igraph(entries, edges), entries=entries, label_terms=8)["label"][0].split(", ")
+    label = _chain_label(["archive output", "archive naming", "output artifacts"],
+                         ["See :ref:`Output Artifacts`.", "As :ref:`archive <Archive Output>` says.", "See :command:`install`."])
     assert "ref" not in label and "command" not in label  # markup, no topic
     assert "archive" in label
 
