@@ -61,6 +61,8 @@ def test_pages_of_two_documents_that_say_the_same_fold_without_deleting_either()
     verdict = rule_judge(a, b)
     assert verdict.action == "merge" and verdict.confidence < 0.9  # kb judge writes supersedes, deletes nothing
     assert rule_judge(a, dict(b, metadata="{}")).confidence >= 0.9  # one report said twice: merged
+    section = dict(b, metadata=json.dumps({"doc": "prop_dir/RULE_LAUNCH_COMPILE.rst", "section": "Notes"}))
+    assert rule_judge(a, section).confidence < 0.9  # two sections of one document: neither deleted
 
 
 def test_verdict_and_llm_interface_check_their_input():

@@ -269,19 +269,22 @@ def _metadata_of(text: str) -> Mapping:
     return MappingProxyType(meta) if isinstance(meta, dict) else MappingProxyType({})
 
 
-def _two_documents(a: Mapping, b: Mapping) -> bool:
-    """Both entries are parts of ingested documents (metadata ``doc``, the file or record they
-    came from), and of two different ones: pages a person wrote on purpose, alike because they
-    share a template ("RULE_LAUNCH_COMPILE" of a directory and of a target), never a fact an
-    agent reported twice.
+def _document_pages(a: Mapping, b: Mapping) -> str | None:
+    """Where both entries are pages of ingested documents (metadata ``doc``, the file or record
+    they came from): "two documents" or "two sections of one document", pages a person wrote on
+    purpose and alike because they share a template (CMake's ``RULE_LAUNCH_COMPILE`` of a directory
+    and of a target; Node.js's ``Event`` and ``EventTarget``), never a fact an agent reported twice;
+    None otherwise.
 
-    >>> _two_documents({"metadata": '{"doc": "prop_dir/X.rst"}'}, {"metadata": '{"doc": "prop_tgt/X.rst"}'})
+    >>> _document_pages({"metadata": '{"doc": "prop_dir/X.rst"}'}, {"metadata": '{"doc": "prop_tgt/X.rst"}'})
+    'two documents'
+    >>> _document_pages({"metadata": '{"doc": "a.rst"}'}, {"metadata": None}) is None
     True
-    >>> _two_documents({"metadata": '{"doc": "a.rst"}'}, {"metadata": None})
-    False
     """
     da, db = _metadata(a).get("doc"), _metadata(b).get("doc")
-    return isinstance(da, str) and isinstance(db, str) and da != db
+    if not (isinstance(da, str) and isinstance(db, str)):
+        return None
+    return "two documents" if da != db else "two sections of one document"
 
 
 def _metadata_points_at(row: Mapping, other: str) -> bool:
@@ -562,8 +565,9 @@ def rule_judge(a: Mapping, b: Mapping, *, frame: float = 0.6, merge_confidence: 
     if _sentences_inside(a, b):
         return Verdict("split", "One part of that entry, on its own.", round(c.containment, 3))
     if c.same:
-        if _two_documents(a, b):  # a merge would delete a page of a document: the newer one folds instead
-            return Verdict("merge", "The same knowledge in two documents.", round(merge_confidence - 0.05, 3))
+        pages = _document_pages(a, b)
+        if pages:  # a merge would delete a page of a document: the newer one folds instead
+            return Verdict("merge", f"The same knowledge in {pages}.", round(merge_confidence - 0.05, 3))
         if c.equal or (not c.added and c.containment == 1.0 and _few_extra(ta, tb)):
             return Verdict("merge", "The same knowledge reported twice.", 0.95)
         return Verdict("merge", "The same knowledge reported twice; the fuller one adds context.",
