@@ -54,6 +54,16 @@ def test_a_pair_where_one_negates_what_the_other_states_is_never_merged():
     assert rule_judge(_row("a2", "The payment client retries three times."), added).action == "merge"  # added context
 
 
+def test_entries_written_at_one_instant_never_correct_each_other():
+    import datetime as dt
+
+    at = dt.datetime(2026, 1, 1, tzinfo=dt.timezone.utc)
+    old = _row("a1", "Added in v0.5.5. A boolean that is true on a debug build.")
+    new = _row("b1", "Added in v0.5.3. A boolean that is true on a debug build, not a release one.")
+    assert rule_judge(dict(old, created_at=at), dict(new, created_at=at + dt.timedelta(days=1))).action == "supersede"
+    assert rule_judge(dict(old, created_at=at), dict(new, created_at=at)).action != "supersede"  # one ingest
+
+
 def test_pages_of_two_documents_that_say_the_same_fold_without_deleting_either():
     text = "Specify a launcher for compile rules. See the global property of the same name for details."
     a = _row("a1", text, title="RULE_LAUNCH_COMPILE", metadata=json.dumps({"doc": "prop_dir/RULE_LAUNCH_COMPILE.rst"}))

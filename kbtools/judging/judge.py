@@ -559,7 +559,10 @@ def rule_judge(a: Mapping, b: Mapping, *, frame: float = 0.6, merge_confidence: 
         return Verdict("supersede", "Older entry that replaces this one; read that one first.", 0.8, reverse=True)
     ta, tb = _body(a), _body(b)
     c = compare_rows(a, b, frame=frame)
-    if c.changed:
+    # a correction is newer than what it corrects: two entries written at one instant (the sections
+    # of one ingest) change nothing of each other
+    written_together = a.get("created_at") is not None and a.get("created_at") == b.get("created_at")
+    if c.changed and not written_together:
         return Verdict("supersede", f"Newer correction of that entry: {c.change_note()}.",
                        round(min(0.95, 0.5 + c.overlap / 2), 3))
     if _sentences_inside(a, b):
