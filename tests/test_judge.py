@@ -73,6 +73,9 @@ def test_pages_of_two_documents_that_say_the_same_fold_without_deleting_either()
     assert rule_judge(a, dict(b, metadata="{}")).confidence >= 0.9  # one report said twice: merged
     section = dict(b, metadata=json.dumps({"doc": "prop_dir/RULE_LAUNCH_COMPILE.rst", "section": "Notes"}))
     assert rule_judge(a, section).confidence < 0.9  # two sections of one document: neither deleted
+    part = dict(b, content="Specify a launcher for compile rules.")
+    assert rule_judge(a, part).action == "merge"  # a page saying a part of another: no split_from, it folds
+    assert rule_judge(a, dict(part, metadata="{}")).action == "split"
 
 
 def test_verdict_and_llm_interface_check_their_input():
