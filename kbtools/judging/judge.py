@@ -565,14 +565,14 @@ def rule_judge(a: Mapping, b: Mapping, *, frame: float = 0.6, merge_confidence: 
     if c.changed and not written_together:
         return Verdict("supersede", f"Newer correction of that entry: {c.change_note()}.",
                        round(min(0.95, 0.5 + c.overlap / 2), 3))
-    pages = _document_pages(a, b)
-    if _sentences_inside(a, b):
-        if pages:  # one page saying a part of another is no entry split out of it: it folds under it
-            return Verdict("merge", f"The same knowledge in {pages}.", round(merge_confidence - 0.05, 3))
+    inside, pages = _sentences_inside(a, b), _document_pages(a, b)
+    if pages and (inside or c.same):
+        # pages of documents: a merge would delete one, and one saying a part of another was not
+        # split out of it; the newer one folds under the other instead
+        return Verdict("merge", f"The same knowledge in {pages}.", round(merge_confidence - 0.05, 3))
+    if inside:
         return Verdict("split", "One part of that entry, on its own.", round(c.containment, 3))
     if c.same:
-        if pages:  # a merge would delete a page of a document: the newer one folds instead
-            return Verdict("merge", f"The same knowledge in {pages}.", round(merge_confidence - 0.05, 3))
         if c.equal or (not c.added and c.containment == 1.0 and _few_extra(ta, tb)):
             return Verdict("merge", "The same knowledge reported twice.", 0.95)
         return Verdict("merge", "The same knowledge reported twice; the fuller one adds context.",
