@@ -122,3 +122,32 @@ def test_a_small_connect_on_a_big_bank_reads_each_entry_own_lists():
     one_end = plan_connect(entries, None, None, ids=["new"], vectors=vectors, now=T0,
                            settings=LINKER_DEFAULTS.with_(both_ends=False))
     assert _linked(small) == _linked(one_end) and frozenset({"new", "old"}) not in _linked(small)
+
+
+def _parts(pairs):
+    return conform(pl.DataFrame([
+        {"src": s, "dst": d, "type": "part_of", "source": "structure", "weight": 1.0,
+         "evidence": json.dumps({"why": "a section"}), "created_by": "test", "created_at": T0, "seen_at": T0}
+        for s, d in pairs]), "edges")
+
+
+def test_a_link_to_a_section_of_another_document_brings_that_documents_head_along():
+    entries = _bank([
+        ("guide", "Wheel packaging guide: building and tagging wheels"),
+        ("tags", "wheel tags name the interpreter abi and platform of a built wheel"),
+        ("other", "gardening notes about tomatoes and basil"),
+        ("new", "the platform tag of a wheel names the abi and interpreter it was built for"),
+    ])
+    edges = _parts([("tags", "guide")])
+    vectors = _unit([[0.8, 0.6, 0.0], [1.0, 0.05, 0.0], [0.0, 0.0, 1.0], [1.0, 0.0, 0.0]])
+    one = LINKER_DEFAULTS.with_(max_new=1)
+    plan = plan_links("new", entries, edges, None, vectors=vectors, settings=one, now=T0)
+    # the section it matches best, and the document it is part of, beyond max_new
+    assert _linked(plan) == {frozenset({"new", "tags"}), frozenset({"new", "guide"})}
+    alone = plan_links("new", entries, edges, None, vectors=vectors, settings=one.with_(document_heads=False), now=T0)
+    assert _linked(alone) == {frozenset({"new", "tags"})}
+    # a goal's parent is not a document's head
+    goals = entries.with_columns(pl.when(pl.col("id").is_in(["guide", "tags"])).then(pl.lit("goal"))
+                                 .otherwise(pl.col("kind")).alias("kind"))
+    assert _linked(plan_links("new", goals, edges, None, vectors=vectors, settings=one, now=T0)) == {
+        frozenset({"new", "tags"})}

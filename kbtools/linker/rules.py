@@ -62,6 +62,9 @@ class LinkerSettings:
     #: candidates also from the whole frame's lists that hold the entry, tried by their best place
     #: in either end's list (``evidence.whole_lists``); False: only its own list of earlier entries
     both_ends: bool = True
+    #: a link to a section of another document links that document's head too, beyond ``max_new``,
+    #: when the head is among the entry's candidates (people cite a document by its head entry)
+    document_heads: bool = True
 
     def with_(self, **changes) -> "LinkerSettings":
         """A copy with some fields changed.
@@ -89,6 +92,7 @@ _FIELD_RULES: dict[str, tuple] = {
     "min_weight": (float, 0.0, 1.0, True, False), "session_window_s": (float, 0.0, 1e9, False, True),
     "takeover": (float, 0.0, 1.0, True, True),
     "both_ends": (bool, None, None, True, True),
+    "document_heads": (bool, None, None, True, True),
 }
 _TRUE, _FALSE = {"true", "yes", "on", "1"}, {"false", "no", "off", "0"}
 

@@ -124,6 +124,10 @@ class EdgeIndex:
         #: per row, the entry it is part_of (-1: none): a section's document
         self.whole = np.full(n, -1, np.int64)
         self.whole[src[part]] = dst[part]
+        #: per row, the document head a link to it brings along (-1: none; a goal's parent is not one);
+        #: None when no row is a section of a document
+        head = np.where(stats.kind != GOAL, self.whole, -1)
+        self.head = head.tolist() if (head >= 0).any() else None
         sup = known[sup_flag[known]]
         self.replaced_by = dict(zip(dst[sup].tolist(), src[sup].tolist()))
         # what the state asks of edges it has not loaded: each row's capped links (a list), each pair's edges
@@ -435,10 +439,15 @@ class LinkState:
         itself, or the decision replacing it, whose id ``origin`` names m)."""
         end = m if end is None else end
         superseded, delta, cs, base, most = self.superseded, self.pair_delta, choice.c, choice.base, self.s.max_new
+        lo, hi = choice.bounds[b], choice.bounds[b + 1]
+        heads = self.index.head if self.s.document_heads else None
         tried = []  # read before any is added
-        for p in range(choice.bounds[b], choice.bounds[b + 1]):
+        for p in range(lo, hi):
             c = cs[p]
             if c != end and c not in superseded and base[p] + delta.get((end, c) if end < c else (c, end), 0) <= 0:
+                if heads is not None and heads[c] >= 0:  # a section of another document: its head may come along
+                    tried = self._tried_with_heads(end, choice, lo, hi, heads)
+                    break
                 tried.append(p)
                 if len(tried) == most:
                     break
@@ -475,6 +484,38 @@ class LinkState:
                 degree_delta[dst] += 1
             linked += 1
         self.counts["links"] += linked
+
+    def _tried_with_heads(self, end, choice: LinkChoice, lo: int, hi: int, heads: list) -> list[int]:
+        """The pairs ``lo:hi`` of ``choice`` that ``end`` links, in order: up to ``max_new`` free
+        candidates, and right after a section of another document that document's head when the head
+        is a free candidate of the same list (beyond ``max_new``: the head names what the section is
+        part of; the degree cap still holds)."""
+        superseded, delta, cs, base = self.superseded, self.pair_delta, choice.c, choice.base
+
+        def free(p: int) -> bool:
+            c = cs[p]
+            return c != end and c not in superseded and base[p] + delta.get((end, c) if end < c else (c, end), 0) <= 0
+
+        place = None
+        tried, chosen, heads_taken = [], set(), 0
+        for p in range(lo, hi):
+            c = cs[p]
+            if c in chosen or not free(p):
+                continue
+            tried.append(p)
+            chosen.add(c)
+            d = heads[c]
+            if d >= 0 and d not in chosen:
+                if place is None:
+                    place = {cs[q]: q for q in range(hi - 1, lo - 1, -1)}  # each candidate's first pair
+                q = place.get(d)
+                if q is not None and free(q):
+                    tried.append(q)
+                    chosen.add(d)
+                    heads_taken += 1
+            if len(tried) - heads_taken >= self.s.max_new:
+                break
+        return tried
 
     def _auto_links(self, m, end, origin, pairs, ev, own, lo, hi):
         """``_chosen_links`` from entry m's candidates ``lo:hi``, those superseded earlier in this plan
