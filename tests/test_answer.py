@@ -9,7 +9,7 @@ import re
 import polars as pl
 import pytest
 
-from kbtools.model.answer import ANSWER_FRAME_SCHEMA, Answer, Pointer, Result
+from kbtools.model.answer import ANSWER_FRAME_SCHEMA, POINTER_LINES, Answer, Pointer, Result
 
 
 def sample() -> Answer:
@@ -43,6 +43,32 @@ def test_text_is_numbered_with_summaries_steps_and_pointer_lines():
     ]
     assert sample().text() == text
     assert str(sample()) == text
+
+
+def test_a_result_with_many_folded_pointers_names_the_rest_by_id_on_one_line():
+    # a document bank's citations fold dozens of pool entries into one result
+    folded = [Pointer(f"p{i:07d}", "cites" if i % 3 else "part_of", "in", None, f"Section {i} says this.")
+              for i in range(POINTER_LINES + 5)]
+    near = Pointer("n0000001", "see_also", "out", None, "A neighbour.", kind="neighbor")
+    answer = Answer("q", [Result("a0000001", 1, 0.9, title="Head", related=folded, neighbors=[near])])
+    lines = answer.text().splitlines()
+    assert sum(line.startswith("  ↳ folded: ") for line in lines) == POINTER_LINES
+    rest = folded[POINTER_LINES:]
+    assert lines[-2] == ("  ↳ 5 more folded: " + "; ".join(
+        f"{rel} (in) " + ", ".join(p.id for p in rest if p.relation == rel)
+        for rel in dict.fromkeys(p.relation for p in rest)))
+    assert lines[-1].startswith("  ↳ neighbor: n0000001")
+    # the data keeps every pointer
+    assert len(answer.to_dict()["results"][0]["related"]) == POINTER_LINES + 5
+
+
+def test_a_note_the_summary_says_word_for_word_is_written_once():
+    said = "Pattern matching, as described in PEP 634, is added to Python 3.10."
+    assert Pointer("a", "cites", "in", said, said).line() == f"↳ folded: a cites (in) — {said}"
+    assert Pointer("a", "cites", "in", said.upper(), "  " + said).line() == f"↳ folded: a cites (in) — {said.upper()}"
+    assert Pointer("a", "cites", "in", "As described in PEP 634", said).line() == f"↳ folded: a cites (in) — {said}"
+    assert Pointer("a", "cites", "in", "Its caveat is stale.", said).line() == (
+        f"↳ folded: a cites (in) — Its caveat is stale. — {said}")
 
 
 def test_text_of_empty_answer_and_title_fallbacks():

@@ -1,7 +1,8 @@
 """The answer text an agent reads in each hop-lab arm: a pure renderer over a ``kb.Answer``.
 
 The layout follows ``Answer.text()`` (numbered results with title, id, kind, summary and playbook
-steps, then one line per pointer), with two differences that make arms comparable: a pointer's note
+steps, then one line per pointer: a result's first ``POINTER_LINES`` folded pointers, the others named
+by id on one line, then its neighbours), with two differences that make arms comparable: a pointer's note
 comes last, marked ``— note:``, so it can be stripped or parsed; and the text a pointer carries
 about its target is chosen by ``pointer_text``:
 
@@ -28,7 +29,7 @@ from typing import Any, Mapping
 
 import polars as pl
 
-from kbtools.model.answer import Answer, Pointer, result_head_lines
+from kbtools.model.answer import Answer, Pointer, pointer_lines_of, result_head_lines
 from kbtools.errors import ValidationError
 
 __all__ = ["POINTER_TEXTS", "render_answer", "snippet"]
@@ -53,7 +54,8 @@ def render_answer(answer: Answer, *, notes: bool = True, pointer_text: str = "su
         lines.append("No results.")
     for result in answer.results:
         lines.extend(_result_lines(result))
-        lines.extend("  " + _pointer_line(p, notes, pointer_text, rows, snippet_chars) for p in result.pointers())
+        lines.extend("  " + text for text in
+                     pointer_lines_of(result, lambda p: _pointer_line(p, notes, pointer_text, rows, snippet_chars)))
     return "\n".join(lines)
 
 

@@ -26,13 +26,18 @@ from __future__ import annotations
 
 import dataclasses
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Callable
 
 import polars as pl
 
 from kbtools.model.answer_html import answer_html, linked_text
 
-__all__ = ["Pointer", "Result", "Answer", "ANSWER_FRAME_SCHEMA"]
+__all__ = ["Pointer", "Result", "Answer", "ANSWER_FRAME_SCHEMA", "POINTER_LINES", "pointer_lines_of"]
+
+#: Folded pointers an agent reads in full under one result; the others are named on one line by id
+#: (a document bank's citations fold dozens of pool entries into one result). The answer's data
+#: (:meth:`Answer.to_dict`, the notebook view) keeps every pointer.
+POINTER_LINES: int = 12
 
 #: Columns of :meth:`Answer.to_frame`, in order.
 ANSWER_FRAME_SCHEMA: dict[str, pl.DataType] = {
@@ -71,7 +76,8 @@ class Pointer:
     def line(self) -> str:
         """The pointer as one plain line: ``↳ <kind>: <id> <relation> (<direction>) [via <id>] — note — summary``.
 
-        Empty parts are left out; the title stands in for a missing summary.
+        Empty parts are left out; the title stands in for a missing summary; a note that the summary
+        says word for word (a citation's sentence, often the entry's first) is written once.
 
         >>> Pointer("d4", "cites", "in", "see step 3", None, via="b2", title="Old dispatch").line()
         '↳ folded: d4 cites (in) via b2 — see step 3 — Old dispatch'
@@ -79,11 +85,7 @@ class Pointer:
         head = f"↳ {self.kind}: {self.id} {self.relation} ({self.direction})"
         if self.via:
             head += f" via {self.via}"
-        parts = [head]
-        for text in (self.note, self.summary or self.title):
-            if text and text.strip():
-                parts.append(text.strip())
-        return " — ".join(parts)
+        return " — ".join([head, *said_once(self.note, self.summary or self.title)])
 
 
 @dataclass(frozen=True)
@@ -256,8 +258,43 @@ def result_head_lines(r: Result) -> list[str]:
     return lines
 
 
+def said_once(note: str | None, about: str | None) -> list[str]:
+    """The pointer's note and what it is about, each once: empty ones left out, and one that holds
+    the other (white space aside) in place of both.
+
+    >>> said_once("See step 3.", "See step 3.  Then log in.")
+    ['See step 3.  Then log in.']
+    >>> said_once("see step 3", "Old dispatch")
+    ['see step 3', 'Old dispatch']
+    """
+    texts = [t.strip() for t in (note, about) if t and t.strip()]
+    if len(texts) == 2:
+        a, b = (" ".join(t.split()).lower() for t in texts)
+        if a in b or b in a:
+            return [texts[0] if len(a) >= len(b) else texts[1]]
+    return texts
+
+
+def pointer_lines_of(r: Result, line: Callable[[Pointer], str]) -> list[str]:
+    """A result's pointer lines as an agent reads them: its first :data:`POINTER_LINES` folded
+    pointers by ``line``, the others by id on one line, then its neighbours by ``line``.
+
+    >>> r = Result("a", 1, related=[Pointer(f"p{i}", "cites" if i < 10 else "part_of", "in") for i in range(11)])
+    >>> pointer_lines_of(r, Pointer.line)[-1]
+    '↳ 3 more folded: cites (in) p8, p9; part_of (in) p10'
+    """
+    shown = [line(p) for p in r.related[:POINTER_LINES]]
+    rest = r.related[POINTER_LINES:]
+    if rest:
+        by_edge: dict[str, list[str]] = {}
+        for p in rest:
+            by_edge.setdefault(f"{p.relation} ({p.direction})", []).append(p.id)
+        shown.append(f"↳ {len(rest)} more folded: " + "; ".join(f"{edge} {', '.join(ids)}" for edge, ids in by_edge.items()))
+    return shown + [line(p) for p in r.neighbors]
+
+
 def _result_lines(r: Result) -> list[str]:
-    return [*result_head_lines(r), *(f"  {p.line()}" for p in r.pointers())]
+    return [*result_head_lines(r), *(f"  {text}" for text in pointer_lines_of(r, Pointer.line))]
 
 
 def _linked_dict(item):
