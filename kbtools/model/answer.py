@@ -279,9 +279,9 @@ def pointer_lines_of(r: Result, line: Callable[[Pointer], str]) -> list[str]:
     """A result's pointer lines as an agent reads them: its first :data:`POINTER_LINES` folded
     pointers by ``line``, the others by id on one line, then its neighbours by ``line``.
 
-    >>> r = Result("a", 1, related=[Pointer(f"p{i}", "cites" if i < 10 else "part_of", "in") for i in range(11)])
+    >>> r = Result("a", 1, related=[Pointer(f"p{i}", "part_of" if i > 13 else "cites", "in") for i in range(15)])
     >>> pointer_lines_of(r, Pointer.line)[-1]
-    '↳ 3 more folded: cites (in) p8, p9; part_of (in) p10'
+    '↳ 3 more folded: cites (in) p12, p13; part_of (in) p14'
     """
     shown = [line(p) for p in r.related[:POINTER_LINES]]
     rest = r.related[POINTER_LINES:]
