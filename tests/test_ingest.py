@@ -386,7 +386,7 @@ def test_a_held_out_link_is_masked_as_backfill_resolves_it(tmp_path, bank):
     backfill(bank)
     held = bank.edges.filter(pl.col("type") == "cites").select("src", "dst")
     masked, report = mask_citations(bank.entries, held, patterns=bank.settings["citations"])
-    assert report["by_rule"]["pattern"] == 3  # both links, and the second again in its entry's summary
+    assert report["by_rule"]["pattern"] == 2  # both links (a summary shows a link as its text, not its target)
     for field in ("content", "summary"):
         assert not masked[field].str.contains(r"\]\((\.\./ops/rollback|\.\./guides/deploy)").any()
     assert masked["content"].str.contains("status.example.com").any()  # not a link between the files
@@ -497,3 +497,23 @@ def test_records_with_ids_of_their_own_go_through_ingest_titled_by_their_first_s
     ingest(bank, path, text_field="content", key_field="id")
     titles = dict(bank.entries.select(pl.col("metadata").str.json_path_match("$.key"), "title").iter_rows())
     assert titles == {"T-1": "Refund approvals", "T-2": "The export job fails when the vendor flag is unset."}
+
+
+def test_a_code_block_cut_at_the_size_cap_keeps_its_lines_and_no_piece_is_summed_up_by_its_code(tmp_path, bank):
+    # an AWS CLI example page: a literal block of JSON output longer than the cap, then prose
+    d = tmp_path / "examples"
+    d.mkdir()
+    output = "\n".join(f'        "Field{i}": "value-{i}",' for i in range(60))
+    (d / "describe-things.rst").write_text(
+        "**Example 1: To describe a thing**\n\nThe following ``describe-things`` example describes a thing. ::\n\n"
+        "    aws ec2 describe-things\n\nOutput::\n\n    {\n" + output + "\n    }\n\n"
+        "**Example 2: To filter things**\n\nSee :ref:`the filters <filters>` and `the guide <https://x.org>`_.\n")
+    ingest(bank, d, cap=1000)
+    pieces = bank.entries.filter(pl.col("title").str.starts_with("describe-things")).sort("title")
+    assert pieces.height >= 3
+    content = "\n".join(pieces["content"].to_list())
+    assert output in content  # cut at line ends, not spaced out by blank lines
+    summaries = pieces["summary"].to_list()
+    assert summaries[0] == "Example 1: To describe a thing"  # markup as a reader of the page sees it
+    last = pieces.filter(pl.col("content").str.contains("Example 2"))["summary"][0]
+    assert last == "Example 2: To filter things"  # not the JSON the piece starts with

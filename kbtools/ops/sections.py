@@ -19,7 +19,7 @@ import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-__all__ = ["Section", "split_sections", "split_at_paragraphs", "sentences", "first_sentence", "FORMATS",
+__all__ = ["Section", "split_sections", "split_at_paragraphs", "sentences", "first_sentence", "as_read", "FORMATS",
            "format_of", "front_matter", "SECTION_CAP", "expand_includes", "document_title"]
 
 #: Document formats :func:`split_sections` knows, by file suffix.
@@ -250,35 +250,41 @@ def front_matter(text: str) -> tuple[dict, str]:
 
 def split_at_paragraphs(text: str, cap: int = SECTION_CAP) -> list[str]:
     """``text`` in pieces of at most ``cap`` characters, cut at blank lines (a paragraph over the
-    cap is cut at line ends, a line over it at the cap). Nothing is lost but blank lines.
+    cap is cut at line ends, its lines kept one to a line; a line over it at the cap). Nothing is
+    lost or added but blank lines between paragraphs.
 
     >>> split_at_paragraphs("aaaa\\n\\nbbbb\\n\\ncccc", cap=10)
     ['aaaa\\n\\nbbbb', 'cccc']
+    >>> split_at_paragraphs("one\\ntwo\\nthree\\nfour", cap=9)  # a code block's lines stay single-spaced
+    ['one\\ntwo', 'three', 'four']
     """
     if cap < 1:
         raise ValueError(f"cap {cap!r}: the size cap is a positive number of characters")
     if len(text) <= cap:
         return [text] if text.strip() else []
-    units: list[str] = []
+    units: list[tuple[str, str]] = []  # (text, what joins it to the unit before: a blank line or a line end)
     for para in re.split(r"\n\s*\n", text):
+        if not para.strip():
+            continue
         if len(para) <= cap:
-            units.append(para)
+            units.append((para, "\n\n"))
             continue
+        sep = "\n\n"
         for line in para.split("\n"):
-            units.extend(line[i:i + cap] for i in range(0, max(len(line), 1), cap))
+            for i in range(0, max(len(line), 1), cap):
+                units.append((line[i:i + cap], sep))
+                sep = "\n" if i + cap >= len(line) else ""  # the rest of a cut line joins it as it was
     pieces, current = [], ""
-    for unit in units:
-        if not unit.strip():
-            continue
-        joined = f"{current}\n\n{unit}" if current else unit
+    for unit, sep in units:
+        joined = f"{current}{sep}{unit}" if current else unit
         if len(joined) <= cap:
             current = joined
         else:
             pieces.append(current)
             current = unit
-    if current:
+    if current.strip():
         pieces.append(current)
-    return pieces
+    return [p for p in pieces if p.strip()]
 
 
 def sentences(text: str) -> list[str]:
@@ -318,10 +324,44 @@ def first_sentence(text: str, *, limit: int = 300) -> str:
     """
     for reading in (_prose_only(text), _prose_only(text, code=True)):  # code only where there is no prose
         for s in sentences(reading):
-            s = s.strip()
+            s = as_read(s.strip())
             if len(s) >= 3 and re.search(r"[A-Za-z]{2}", s):
                 return _trim(s[:-1] if s.endswith("::") else s, limit)  # "for example::" reads "for example:"
     return _trim(" ".join(text.split()), limit)
+
+
+def as_read(text: str) -> str:
+    """``text`` with its inline markup as a reader of the rendered page sees it: reST roles
+    (``:pep:`8``` reads "PEP 8", ``:ref:`the guide <guide>``` "the guide", ``:func:`~os.path.join```
+    "join"), literals, emphasis and links of reST and Markdown reduced to their text.
+
+    >>> as_read(":pep:`3107` introduced **syntax** for ``def f(x: int)``, see `the docs <https://x.org>`_.")
+    'PEP 3107 introduced syntax for def f(x: int), see the docs.'
+    >>> as_read("Use [the guide](/guide.md) and `make all`; *.py files stay *.py.")
+    'Use the guide and make all; *.py files stay *.py.'
+    """
+    text = _NUMBERED_ROLE.sub(lambda m: f"{m.group(1).upper()} {m.group(2)}", text)
+    text = _ROLE.sub(lambda m: _role_text(m.group(1)), text)
+    text = _RST_LINK.sub(lambda m: m.group(1).strip(), text)
+    text = _MD_LINK.sub(r"\1", text)
+    text = _LITERAL.sub(lambda m: m.group(1) or m.group(2), text)
+    return _EMPHASIS.sub(r"\2", text)
+
+
+def _role_text(inner: str) -> str:
+    said = re.match(r"(.*?)\s*<[^<>]*>\s*$", inner, re.S)
+    if said and said.group(1):
+        return said.group(1)
+    inner = inner.lstrip("!")
+    return inner[1:].rsplit(".", 1)[-1] if inner.startswith("~") else inner
+
+
+_NUMBERED_ROLE = re.compile(r":(pep|rfc):`(\d+)(?:#[^`]*)?`", re.I)
+_ROLE = re.compile(r":[\w.+-]+(?::[\w.+-]+)?:`([^`]+)`")
+_RST_LINK = re.compile(r"`([^`<]+?)\s*(?:<[^`>]*>)?`__?(?![\w])")
+_MD_LINK = re.compile(r"(?<!!)\[([^\]]+)\]\([^)\s]*\)")
+_LITERAL = re.compile(r"``([^`]+)``|`([^`]+)`(?!_)")
+_EMPHASIS = re.compile(r"(?<![\w*])(\*\*|\*)(?=[^\s*])(.+?)(?<=[^\s*])\1(?![\w*])")
 
 
 def _prose_only(text: str, *, code: bool = False) -> str:
@@ -333,9 +373,14 @@ def _prose_only(text: str, *, code: bool = False) -> str:
 
     >>> _prose_only("Run::\\n\\n   make all\\n\\nThen test.").split("\\n")
     ['Run::', '', '', '', 'Then test.']
+    >>> _prose_only('    "Id": "r-1234"\\n}\\n\\nThen test.').split("\\n")  # a piece cut inside a literal block
+    ['', '}', '', 'Then test.']
     """
     keep: list[str] = []
-    code_at: int | None = None  # the indentation a literal block must exceed (None: not in one)
+    first = next((line for line in text.split("\n") if line.strip()), "")
+    # the indentation a literal block must exceed (None: not in one); a text that starts indented is
+    # the rest of a literal block that a cut at the size cap began in the piece before
+    code_at: int | None = 0 if first[:1] in (" ", "\t") else None
     options = False  # right after a directive line: its option lines
     fenced = False
     for line in text.split("\n"):
