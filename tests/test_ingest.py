@@ -387,6 +387,8 @@ def test_a_held_out_link_is_masked_as_backfill_resolves_it(tmp_path, bank):
     held = bank.edges.filter(pl.col("type") == "cites").select("src", "dst")
     masked, report = mask_citations(bank.entries, held, patterns=bank.settings["citations"])
     assert report["by_rule"]["pattern"] == 2  # both links (a summary shows a link as its text, not its target)
+    # what the masked link reads as in the summary goes with it
+    assert dict(masked.select("title", "summary").iter_rows())["Rolling back — Undo"] == "Then tell the [ref] owners."
     for field in ("content", "summary"):
         assert not masked[field].str.contains(r"\]\((\.\./ops/rollback|\.\./guides/deploy)").any()
     assert masked["content"].str.contains("status.example.com").any()  # not a link between the files

@@ -15,7 +15,10 @@ token that names the other end by the rules backfill resolves with:
   #17840``): they name the same commit (whose message says ``Closes #17840``) in another form.
 
 Every text the linker and the baselines read (title, summary, content, useful_for, steps) is
-masked alike. The masked token is replaced by :data:`MASK`.
+masked alike. The masked token is replaced by :data:`MASK`. A summary or title shows a link as
+its text (``:ref:`the filters <filters>``` reads "the filters", see
+:func:`~kbtools.ops.sections.as_read`): what a masked token of the content shows is masked there
+too.
 
 A held-out edge can also be named outside the text: :func:`unmark_held_out` takes back the dedup
 metadata that names the other end (``{"replaces": "b2c3d4e5"}``, which backfill turned into the
@@ -46,6 +49,7 @@ import polars as pl
 
 from kbtools.model.vocab import METADATA_LINK_TYPES
 from kbtools.ops.citations import document_keys, entry_documents, entry_labels, link_definitions, pattern_resolver
+from kbtools.ops.sections import as_read
 
 __all__ = ["MASK", "MASKED_FIELDS", "mask_citations", "unmark_held_out"]
 
@@ -109,6 +113,8 @@ def mask_citations(entries: pl.DataFrame, held: pl.DataFrame, *, patterns: Itera
                 return True
         return False
 
+    shown: set[str] = set()  # what the row's masked tokens read as where markup is rendered
+
     def masked_text(text, mine: set[str], eid: str):
         if not text:
             return text
@@ -116,6 +122,9 @@ def mask_citations(entries: pl.DataFrame, held: pl.DataFrame, *, patterns: Itera
             def sub(m, resolve=resolve):
                 if resolve(eid, m) in mine:
                     counts["pattern"] += 1
+                    read = as_read(m.group(0)).strip()
+                    if len(read) >= 3 and read != m.group(0):
+                        shown.add(read)
                     return mask
                 return m.group(0)
             text = rx.sub(sub, text)
@@ -134,6 +143,7 @@ def mask_citations(entries: pl.DataFrame, held: pl.DataFrame, *, patterns: Itera
         return text
 
     fields = [f for f in MASKED_FIELDS if f in entries.columns]
+    fields.sort(key=lambda f: f != "content")  # the content first: the rest may show its tokens as read
     columns = {f: entries[f].to_list() for f in fields}
     touched: list[int] = []
     for row, eid in enumerate(ids):
@@ -141,12 +151,16 @@ def mask_citations(entries: pl.DataFrame, held: pl.DataFrame, *, patterns: Itera
         if not mine:
             continue
         before = sum(counts.values())
+        shown.clear()
         for f in fields:
             value = columns[f][row]
             if isinstance(value, list):
                 columns[f][row] = [masked_text(v, mine, eid) for v in value]
             elif isinstance(value, str):
                 columns[f][row] = masked_text(value, mine, eid)
+            if f in ("title", "summary") and shown and isinstance(columns[f][row], str):
+                for read in sorted(shown, key=len, reverse=True):
+                    columns[f][row] = columns[f][row].replace(read, mask)
         if sum(counts.values()) > before:
             touched.append(row)
     out = entries.with_columns([pl.Series(f, columns[f], dtype=entries.schema[f]) for f in fields])
