@@ -74,8 +74,27 @@ def test_pages_of_two_documents_that_say_the_same_fold_without_deleting_either()
     section = dict(b, metadata=json.dumps({"doc": "prop_dir/RULE_LAUNCH_COMPILE.rst", "section": "Notes"}))
     assert rule_judge(a, section).confidence < 0.9  # two sections of one document: neither deleted
     part = dict(b, content="Specify a launcher for compile rules.")
-    assert rule_judge(a, part).action == "merge"  # a page saying a part of another: no split_from, it folds
+    assert rule_judge(a, part).action == "distinct"  # a page saying a part of another: another page
     assert rule_judge(a, dict(part, metadata="{}")).action == "split"
+
+
+def test_pages_alike_by_a_template_are_different_pages():
+    # AWS CLI examples: a command and its "-entry" variant; CMake: one property of a directory and of a target
+    acl = _row("a1", "To delete a network ACL. This example deletes the specified network ACL. Command: "
+                     "aws ec2 delete-network-acl --network-acl-id acl-5fb85d36",
+               title="delete-network-acl", metadata=json.dumps({"doc": "ec2/delete-network-acl.rst"}))
+    entry = _row("b1", "To delete a network ACL entry. This example deletes ingress rule number 100 from the "
+                       "specified network ACL. Command: aws ec2 delete-network-acl-entry --network-acl-id "
+                       "acl-5fb85d36 --ingress --rule-number 100",
+                 title="delete-network-acl-entry", metadata=json.dumps({"doc": "ec2/delete-network-acl-entry.rst"}))
+    assert rule_judge(acl, entry).action == "distinct"
+    directory = _row("c1", "Specify a launcher for compile rules. This overrides the global property for a directory.",
+                     metadata=json.dumps({"doc": "prop_dir/RULE_LAUNCH_COMPILE.rst"}))
+    target = _row("d1", "Specify a launcher for compile rules. This overrides the global and directory property "
+                        "for a target.", metadata=json.dumps({"doc": "prop_tgt/RULE_LAUNCH_COMPILE.rst"}))
+    assert rule_judge(directory, target).action == "distinct"
+    # the same two texts reported by agents: one adds context to the other
+    assert rule_judge(dict(acl, metadata="{}"), dict(entry, metadata="{}")).action == "merge"
 
 
 def test_verdict_and_llm_interface_check_their_input():

@@ -531,6 +531,8 @@ def rule_judge(a: Mapping, b: Mapping, *, frame: float = 0.6, merge_confidence: 
       to 60 s") in the sentences that differ, over ``a``'s restated frame: ``supersede``, the change
       in the note ("changes 30 s to 60 s");
     - ``b`` one part of ``a`` at most half its length, sentences said word for word: ``split``;
+    - pages of ingested documents (metadata ``doc``): ``merge`` below ``merge_confidence`` (``kb
+      judge`` writes ``supersedes``) only when they say the same, else ``distinct``;
     - one says everything the other says and no value differs: ``merge``; at or above
       ``merge_confidence`` only when the two say exactly the same (framing aside), below it when the
       larger adds context (``kb judge`` then writes ``supersedes``, nothing is deleted);
@@ -565,11 +567,16 @@ def rule_judge(a: Mapping, b: Mapping, *, frame: float = 0.6, merge_confidence: 
     if c.changed and not written_together:
         return Verdict("supersede", f"Newer correction of that entry: {c.change_note()}.",
                        round(min(0.95, 0.5 + c.overlap / 2), 3))
-    inside, pages = _sentences_inside(a, b), _document_pages(a, b)
-    if pages and (inside or c.same):
-        # pages of documents: a merge would delete one, and one saying a part of another was not
-        # split out of it; the newer one folds under the other instead
-        return Verdict("merge", f"The same knowledge in {pages}.", round(merge_confidence - 0.05, 3))
+    pages = _document_pages(a, b)
+    if pages:
+        # pages of documents are written on purpose: pages alike by a template (a property of a
+        # directory and of a target, a command and its "-entry" variant) or one quoting a part of
+        # another are different pages. Only two that say the same (a copied page, one boilerplate
+        # paragraph) fold: the newer under the other, nothing deleted, nothing split out
+        if c.equal or (c.same and not c.added and c.containment == 1.0 and facts(ta).words == facts(tb).words):
+            return Verdict("merge", f"The same knowledge in {pages}.", round(merge_confidence - 0.05, 3))
+        return Verdict("distinct", f"Pages of {pages} that say different things.", round(1.0 - c.containment / 2, 3))
+    inside = _sentences_inside(a, b)
     if inside:
         return Verdict("split", "One part of that entry, on its own.", round(c.containment, 3))
     if c.same:
