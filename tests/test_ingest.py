@@ -519,3 +519,21 @@ def test_a_code_block_cut_at_the_size_cap_keeps_its_lines_and_no_piece_is_summed
     assert summaries[0] == "Example 1: To describe a thing"  # markup as a reader of the page sees it
     last = pieces.filter(pl.col("content").str.contains("Example 2"))["summary"][0]
     assert last == "Example 2: To filter things"  # not the JSON the piece starts with
+
+
+def test_the_guard_reads_a_documents_prose_not_its_examples(tmp_path, bank):
+    d = tmp_path / "docs"
+    d.mkdir()
+    (d / "ls.rst").write_text(
+        "**Listing buckets**\n\nThe following ``ls`` command lists your buckets. ::\n\n    aws s3 ls\n\n"
+        "Output::\n\n    2013-07-11 17:08:50 bucket-one\n    2013-07-24 14:55:44 bucket-two\n"
+        "    2013-07-25 09:00:01 bucket-three\n")
+    (d / "status.rst").write_text("**Job status**\n\nThe job is currently running; check again later.\n")
+    (d / "output.rst").write_text("Output::\n\n    2013-07-11 17:08:50 all code\n    2013-07-12 17:08:50 all code\n")
+    report = ingest(bank, d)
+    # the example's timestamped output is no session log; a page of prose saying "currently running" is flagged
+    assert [r["title"] for r in report["flagged"]] == ["status"]
+    assert bank.entries.height == 3  # report mode imports them all
+    with pytest.raises(ValidationError, match="rejected by the guard.*in progress"):
+        ingest(kb.create_bank(tmp_path / "strict"), d, guard="reject")
+    assert kb.open_bank(tmp_path / "strict").entries.height == 0

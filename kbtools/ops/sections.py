@@ -19,7 +19,7 @@ import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-__all__ = ["Section", "split_sections", "split_at_paragraphs", "sentences", "first_sentence", "as_read", "FORMATS",
+__all__ = ["Section", "split_sections", "split_at_paragraphs", "sentences", "first_sentence", "as_read", "prose", "FORMATS",
            "format_of", "front_matter", "SECTION_CAP", "expand_includes", "document_title"]
 
 #: Document formats :func:`split_sections` knows, by file suffix.
@@ -362,6 +362,17 @@ _RST_LINK = re.compile(r"`([^`<]+?)\s*(?:<[^`>]*>)?`__?(?![\w])")
 _MD_LINK = re.compile(r"(?<!!)\[([^\]]+)\]\([^)\s]*\)")
 _LITERAL = re.compile(r"``([^`]+)``|`([^`]+)`(?!_)")
 _EMPHASIS = re.compile(r"(?<![\w*])(\*\*|\*)(?=[^\s*])(.+?)(?<=[^\s*])\1(?![\w*])")
+
+
+def prose(text: str) -> str:
+    """What a reader of the rendered page reads as prose in ``text`` (reST or Markdown), line for
+    line: the code of literal blocks, code directives and fences, directives and headings'
+    adornments blanked (an example's shell session or output is not the author's prose).
+
+    >>> prose("Run::\\n\\n   $ make all\\n   12:00:01 done\\n\\nThen test.").split("\\n")
+    ['Run::', '', '', '', '', 'Then test.']
+    """
+    return _prose_only(text)
 
 
 def _prose_only(text: str, *, code: bool = False) -> str:
