@@ -537,3 +537,13 @@ def test_the_guard_reads_a_documents_prose_not_its_examples(tmp_path, bank):
     with pytest.raises(ValidationError, match="rejected by the guard.*in progress"):
         ingest(kb.create_bank(tmp_path / "strict"), d, guard="reject")
     assert kb.open_bank(tmp_path / "strict").entries.height == 0
+
+
+def test_files_named_alike_in_several_folders_are_titled_with_their_folders(tmp_path, bank):
+    d = tmp_path / "examples"
+    for service in ("ec2", "iot"):
+        (d / service).mkdir(parents=True)
+        (d / service / "tag-resource.rst").write_text(f"**To tag a resource**\n\nTags a {service} resource.\n")
+    (d / "ec2" / "describe-instances.rst").write_text("**To describe an instance**\n\nDescribes it.\n")
+    ingest(bank, d)
+    assert sorted(bank.entries["title"].to_list()) == ["describe-instances", "ec2/tag-resource", "iot/tag-resource"]

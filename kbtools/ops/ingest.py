@@ -19,6 +19,7 @@ sentence as the note. A ``.bpmn`` file, or a folder of them, goes to the BPMN im
 
 from __future__ import annotations
 
+import collections
 import hashlib
 import json
 import os
@@ -265,13 +266,14 @@ def plan_ingest(documents: Sequence[Document], *, cap: int = SECTION_CAP, max_le
     skip = {s.strip().lower() for s in skip_sections}
     rows, part_of, heads = [], [], {}
     split_count = 0
+    stems = collections.Counter(Path(d.name).stem for d in documents)
     for done, doc in enumerate(documents, 1):
         sections = [s for s in split_sections(doc.text, fmt=doc.fmt, max_level=max_level)
                     if s.heading.strip().lower() not in skip]
         doc_title = str(doc.fields.get(title_field or "title") or "")  # a front matter's own title by default
         if not doc_title:
             doc_title = (document_title(doc.text, fmt=doc.fmt) or next((s.heading for s in sections if s.heading), "")
-                         or _untitled(doc))
+                         or _untitled(doc, shared=stems[Path(doc.name).stem] > 1))
         fields = {k: v for k, v in doc.fields.items() if isinstance(v, (str, int, float))}
         try:
             base = title_format.format_map({**fields, "title": doc_title, "key": doc.key})
@@ -329,13 +331,15 @@ def _placed_labels(labels: Sequence[str], pieces: list[str]) -> dict[int, list[s
     return placed
 
 
-def _untitled(doc: Document) -> str:
-    """The title of a document without a title or a heading: a file's name; a record's first
-    sentence (a JSONL record's name is only its file and line)."""
+def _untitled(doc: Document, *, shared: bool = False) -> str:
+    """The title of a document without a title or a heading: a file's name, with its folders where
+    files of several folders share it (``ec2/tag-resource``, ``iot/tag-resource``); a record's
+    first sentence (a JSONL record's name is only its file and line)."""
     name, _, line = doc.name.rpartition(":")
     if name and line.isdigit():
         return first_sentence(doc.text)[:120] or doc.name
-    return Path(doc.name).stem
+    path = Path(doc.name)
+    return path.with_suffix("").as_posix() if shared else path.stem
 
 
 def _mapped_edges(heads: dict, maps: Sequence[EdgeMap], known: dict[str, str]) -> tuple[pl.DataFrame, list[dict]]:
