@@ -547,3 +547,19 @@ def test_files_named_alike_in_several_folders_are_titled_with_their_folders(tmp_
     (d / "ec2" / "describe-instances.rst").write_text("**To describe an instance**\n\nDescribes it.\n")
     ingest(bank, d)
     assert sorted(bank.entries["title"].to_list()) == ["describe-instances", "ec2/tag-resource", "iot/tag-resource"]
+
+
+def test_a_fenced_code_block_cut_at_the_size_cap_is_closed_and_opened_again(tmp_path, bank):
+    d = tmp_path / "api"
+    d.mkdir()
+    code = "\n".join(f"console.log('line {i}');" for i in range(40))
+    (d / "fs.md").write_text("# File system\n\n## fs.open()\n\nOpens a file.\n\n```mjs\n" + code +
+                             "\n```\n\n### Performance\n\nThe call reads the whole file.\n")
+    ingest(bank, d, cap=400)
+    pieces = bank.entries.filter(pl.col("title").str.contains("fs.open")).sort("title")
+    assert pieces.height >= 3
+    for text in pieces["content"].to_list():
+        assert sum(line.startswith("```") for line in text.split("\n")) % 2 == 0  # each piece reads as Markdown
+    assert all(line in "\n".join(pieces["content"].to_list()) for line in code.split("\n"))
+    last = pieces.filter(pl.col("content").str.contains("Performance"))["summary"][0]
+    assert last == "Performance"  # its first prose (a heading without its marks), not the code it starts in

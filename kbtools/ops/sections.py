@@ -251,7 +251,8 @@ def front_matter(text: str) -> tuple[dict, str]:
 def split_at_paragraphs(text: str, cap: int = SECTION_CAP) -> list[str]:
     """``text`` in pieces of at most ``cap`` characters, cut at blank lines (a paragraph over the
     cap is cut at line ends, its lines kept one to a line; a line over it at the cap). Nothing is
-    lost or added but blank lines between paragraphs.
+    lost or added but blank lines between paragraphs, and the fence lines that close a fenced code
+    block a cut fell in and open it again in the next piece (a few characters over the cap).
 
     >>> split_at_paragraphs("aaaa\\n\\nbbbb\\n\\ncccc", cap=10)
     ['aaaa\\n\\nbbbb', 'cccc']
@@ -284,7 +285,33 @@ def split_at_paragraphs(text: str, cap: int = SECTION_CAP) -> list[str]:
             current = unit
     if current.strip():
         pieces.append(current)
-    return [p for p in pieces if p.strip()]
+    return _fences_closed([p for p in pieces if p.strip()])
+
+
+def _fences_closed(pieces: list[str]) -> list[str]:
+    """``pieces`` where a cut fell inside a fenced code block: the piece closes it and the next one
+    opens it again with the same line (language and all), so each piece reads as its own Markdown.
+
+    >>> _fences_closed(["Intro.\\n```js\\nlet a;", "let b;\\n```\\nDone."])
+    ['Intro.\\n```js\\nlet a;\\n```', '```js\\nlet b;\\n```\\nDone.']
+    """
+    out, opener = [], None
+    for piece in pieces:
+        if opener is not None:
+            piece = f"{opener}\n{piece}"
+            opener = None
+        for line in piece.split("\n"):
+            m = _FENCE.match(line)
+            if not m:
+                continue
+            if opener is None:
+                opener = line
+            elif m.group(1) == _FENCE.match(opener).group(1):
+                opener = None
+        if opener is not None:
+            piece = f"{piece}\n{_FENCE.match(opener).group(0).strip()}"
+        out.append(piece)
+    return out
 
 
 def sentences(text: str) -> list[str]:
@@ -379,7 +406,7 @@ def _prose_only(text: str, *, code: bool = False) -> str:
     """``text`` with what no reader reads as prose blanked, line for line: directive and comment
     lines and their options (``:class: good``), the code of a literal block (after ``::``), of a
     ``code-block`` / ``code`` / ``literalinclude`` directive or of a Markdown fence (kept with
-    ``code``), headings' adornments; bullets and numbers lose their markers. An admonition's text
+    ``code``), headings' adornments; bullets, numbers and Markdown headings lose their markers. An admonition's text
     (``.. note::``) stays.
 
     >>> _prose_only("Run::\\n\\n   make all\\n\\nThen test.").split("\\n")
@@ -429,7 +456,7 @@ def _prose_only(text: str, *, code: bool = False) -> str:
             code_at = indent
             keep.append("")
             continue
-        keep.append(re.sub(r"^[-*+]\s+|^\d+[.)]\s+", "", stripped))
+        keep.append(re.sub(r"^[-*+]\s+|^\d+[.)]\s+|^#{1,6}\s+", "", stripped))
     return "\n".join(keep)
 
 
