@@ -65,7 +65,8 @@ def test_a_result_with_many_folded_pointers_names_the_rest_by_id_on_one_line():
 def test_a_note_the_summary_says_word_for_word_is_written_once():
     said = "Pattern matching, as described in PEP 634, is added to Python 3.10."
     assert Pointer("a", "cites", "in", said, said).line() == f"↳ folded: a cites (in) — {said}"
-    assert Pointer("a", "cites", "in", said.upper(), "  " + said).line() == f"↳ folded: a cites (in) — {said.upper()}"
+    shouted = Pointer("a", "cites", "in", said.upper(), "  " + said)
+    assert shouted.line() == f"↳ folded: a cites (in) — {said.upper()}"
     assert Pointer("a", "cites", "in", "As described in PEP 634", said).line() == f"↳ folded: a cites (in) — {said}"
     assert Pointer("a", "cites", "in", "Its caveat is stale.", said).line() == (
         f"↳ folded: a cites (in) — Its caveat is stale. — {said}")

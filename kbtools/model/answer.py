@@ -289,7 +289,8 @@ def pointer_lines_of(r: Result, line: Callable[[Pointer], str]) -> list[str]:
         by_edge: dict[str, list[str]] = {}
         for p in rest:
             by_edge.setdefault(f"{p.relation} ({p.direction})", []).append(p.id)
-        shown.append(f"↳ {len(rest)} more folded: " + "; ".join(f"{edge} {', '.join(ids)}" for edge, ids in by_edge.items()))
+        named = "; ".join(f"{edge} {', '.join(ids)}" for edge, ids in by_edge.items())
+        shown.append(f"↳ {len(rest)} more folded: {named}")
     return shown + [line(p) for p in r.neighbors]
 
 
