@@ -34,7 +34,7 @@ import polars as pl
 from kbtools.errors import KbError, ValidationError
 from kbtools.ops.citations import (MARKDOWN_LINK, MARKDOWN_REF_LINK, RST_DOC_LINK, RST_REF_LINK, document_keys,
                                    normalize_key, plan_pattern_citations)
-from kbtools.ops.sections import (SECTION_CAP, document_title, expand_includes, first_sentence, format_of, prose,
+from kbtools.ops.sections import (SECTION_CAP, document_title, expand_includes, first_sentence, format_of,
                                   front_matter, split_at_paragraphs, split_sections)
 from kbtools.model.vocab import EDGE_TYPES
 from kbtools.ops.bpmn import ingest_bpmn
@@ -294,7 +294,8 @@ def plan_ingest(documents: Sequence[Document], *, cap: int = SECTION_CAP, max_le
                 named = section.heading and section.heading.strip() != doc_title.strip()  # not the document's own
                 title = base + (f" — {section.heading}" if named else "") + (f" (part {pi + 1})" if pi else "")
                 is_head = eid == head_id
-                meta = {"doc": doc.name, "key": doc.key, "section": section.heading, "part": pi,
+                meta = {"doc": doc.name, **({"format": doc.fmt} if doc.fmt in ("rst", "markdown") else {}),
+                        "key": doc.key, "section": section.heading, "part": pi,
                         "head": is_head, **({"labels": placed[pi]} if pi in placed else {}), **extra}
                 rows.append({"id": eid, "kind": kind, "title": title[:300], "summary": first_sentence(piece),
                              "content": piece, "systems": systems, "tasks": tasks,
@@ -441,33 +442,14 @@ def ingest(bank: Bank, source: str | os.PathLike, *, text_field: str = "text", k
         mine = {r["pattern"] for r in recorded}
         patterns = [p for p in bank.settings.get("citations") or [] if p.get("pattern") not in mine]
         settings = {"citations": [*patterns, *recorded]}
-    from kbtools.ops.interchange import guard_flags, guard_mode, import_frames
-
-    mode = guard_mode(guard)
-    flagged = _guard_flags_of_pages(new_entries, docs, guard_flags) if mode != "off" else None
-    if mode == "reject" and flagged.height:
-        row, _, _, why = flagged.row(0)
-        raise ValidationError("content", new_entries["content"][row - 1],
-                              f"rejected by the guard: {why} (--guard report imports it and lists it)", row=row)
-    report["flagged"] = flagged.to_dicts() if mode == "report" else []
     if dry_run:
+        from kbtools.ops.interchange import guard_flags
+
+        report["flagged"] = guard_flags(new_entries).to_dicts() if guard == "report" else []
         return report
-    import_frames(bank, entries=new_entries, edges=new_edges, actor=actor, guard="off", settings=settings,
-                  embed=embed, progress=embed_progress)
+    from kbtools.ops.interchange import import_frames
+
+    counts = import_frames(bank, entries=new_entries, edges=new_edges, actor=actor, guard=guard, settings=settings,
+                           embed=embed, progress=embed_progress)
+    report["flagged"] = counts.get("flagged", [])
     return report
-
-
-def _guard_flags_of_pages(entries: pl.DataFrame, docs, guard_flags) -> pl.DataFrame:
-    """``guard_flags`` of ``entries``, a page of a reST or Markdown document read by its prose
-    (:func:`~kbtools.ops.sections.prose`): a documented ``$ ls`` session, an example's
-    ``IN_PROGRESS`` output or its ``/tmp/foo`` path is no transient state of the author's, and a
-    page that is all code has no prose to judge."""
-    marked = {d.name for d in docs if d.fmt in ("rst", "markdown")}
-    if not marked or entries.height == 0:
-        return guard_flags(entries)
-    docs_of = [json.loads(m or "{}").get("doc") for m in entries["metadata"].to_list()]
-    texts = entries["content"].to_list()
-    read = [prose(t) if d in marked and t else t for d, t in zip(docs_of, texts)]
-    all_code = [i + 1 for i, (t, r) in enumerate(zip(texts, read)) if t and t.strip() and not (r or "").strip()]
-    flags = guard_flags(entries.with_columns(pl.Series("content", read, dtype=pl.String)))
-    return flags.filter(~pl.col("row").is_in(all_code))

@@ -233,19 +233,48 @@ def guard_mode(guard) -> str:
 
 def guard_flags(entries: pl.DataFrame) -> pl.DataFrame:
     """Entries the report_learning guard would refuse: ``(row, id, title, reason)``, ``row``
-    counted from 1 (pure).
+    counted from 1 (pure). A page of a reST or Markdown document (metadata ``format``, else the
+    suffix of its ``doc``) is read by its prose (:func:`~kbtools.ops.sections.prose`): an example's
+    shell session, output or ``/tmp`` path is not the author's transient state, and a page that is
+    all code is not judged.
 
     >>> guard_flags(pl.DataFrame({"id": ["a1b2c3d4"], "title": ["t"], "content": ["$ ls\\nx\\n$ pwd"]})).row(0)[:2]
     (1, 'a1b2c3d4')
+    >>> page = json.dumps({"doc": "s3/ls.rst"})
+    >>> guard_flags(pl.DataFrame({"id": ["a1b2c3d4"], "title": ["ls"], "content": ["Lists it::\\n\\n  $ ls\\n  $ pwd"],
+    ...                           "metadata": [page]})).height
+    0
     """
+    from kbtools.ops.sections import format_of, prose
+
     rows = []
     titles = entries["title"].to_list() if "title" in entries.columns else [None] * entries.height
-    for i, (eid, title, text) in enumerate(zip(entries["id"].to_list(), titles, entries["content"].to_list())):
+    metadata = entries["metadata"].to_list() if "metadata" in entries.columns else [None] * entries.height
+    for i, (eid, title, text, meta) in enumerate(zip(entries["id"].to_list(), titles, entries["content"].to_list(),
+                                                     metadata)):
+        if text and _page_format(meta, format_of) in ("rst", "markdown"):
+            read = prose(text)
+            if not read.strip():
+                continue  # all code: no prose of the author's to judge
+            text = read
         why = transient_reason(text)
         if why:
             rows.append((i + 1, eid, title, why))
     return pl.DataFrame(rows, schema={"row": pl.Int64, "id": pl.String, "title": pl.String, "reason": pl.String},
                         orient="row")
+
+
+def _page_format(metadata, format_of) -> str | None:
+    """The markup of an ingested document's page: its metadata ``format``, else its ``doc``'s suffix."""
+    if not metadata or "doc" not in metadata:
+        return None
+    try:
+        meta = json.loads(metadata)
+    except ValueError:
+        return None
+    if not isinstance(meta, dict) or not isinstance(meta.get("doc"), str):
+        return None
+    return meta.get("format") or format_of(meta["doc"])
 
 
 def plan_import(
