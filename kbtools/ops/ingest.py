@@ -255,8 +255,8 @@ def plan_ingest(documents: Sequence[Document], *, cap: int = SECTION_CAP, max_le
     section's first sentence.
     ``systems`` / ``tasks`` from comma-separated fields, ``created_at`` from a date field
     (``created_field``, else a ``date`` field).
-    Metadata: ``doc``, ``key``, ``section``, ``part``, ``head`` (the document's first entry) and
-    ``meta_fields``. The document's first entry is its first section, or the one headed
+    Metadata: ``doc``, ``format`` (rst, markdown), ``key``, ``section``, ``part``, ``head`` (the
+    document's first entry) and ``meta_fields``. The document's first entry is its first section, or the one headed
     ``head_section`` (``"Abstract"``) when it has one. Sections whose heading is in ``skip_sections`` are left out. ``edges``:
     header/column mappings resolved through the keys of these documents and ``known_keys`` (the
     bank's); values that resolve to nothing are listed in the report, never guessed.
