@@ -472,10 +472,28 @@ def test_a_sphinx_folder_reads_included_files_into_the_pages_that_include_them(t
     report = ingest(bank, d)
     assert report["included"] == {"command/OPTIONS.txt": "command/build.rst"}
     content = dict(bank.entries.select("title", "content").iter_rows())
-    assert sorted(content) == ["Loop", "build", "test"]  # the included file is no entry of its own
+    assert sorted(content) == ["build", "test"]  # the included file is no entry of its own
     assert "``--fast`` skips the checks." in content["build"] and "shared by" not in content["build"]  # :start-line:
     assert "  Options shared by two commands" in content["test"]  # from the root, indented like its directive
-    assert ".. include:: loop.rst" in content["Loop"] and ".. include:: missing.txt" in content["Loop"]  # as written
+    # a loop and a missing file stay as written: a page of nothing but those directives is no entry
+    assert report["markup_only"] == ["loop.rst — Loop"]
+
+
+def test_a_section_of_markup_only_is_no_entry_and_its_labels_name_the_next(tmp_path, bank):
+    d = tmp_path / "source"
+    (d / "module").mkdir(parents=True)
+    (d / "module" / "FindBoost.rst").write_text(".. cmake-module:: ../../Modules/FindBoost.cmake\n")
+    (d / "manual.rst").write_text(".. _manual:\n\nManual\n======\n\n.. only:: html\n\n   .. contents::\n\n"
+                                  "Introduction\n============\n\nBuild systems describe targets.\n")
+    (d / "guide.rst").write_text("Guide\n=====\n\nSee :ref:`manual` and :module:`FindBoost`.\n")
+    report = ingest(bank, d)
+    assert sorted(report["markup_only"]) == ["manual.rst — Manual", "module/FindBoost.rst"]
+    rows = {r["title"]: r for r in bank.entries.iter_rows(named=True)}
+    assert sorted(rows) == ["Guide", "Manual — Introduction"]
+    assert json.loads(rows["Manual — Introduction"]["metadata"])["head"]  # the document's first entry now
+    backfill(bank)
+    cites = bank.edges.filter(pl.col("type") == "cites").select("src", "dst").rows()
+    assert cites == [(rows["Guide"]["id"], rows["Manual — Introduction"]["id"])]  # the label moved with the text
 
 
 def test_a_held_out_ref_is_masked_as_backfill_resolves_it(tmp_path, bank):

@@ -43,6 +43,11 @@ def format_ingest(r: dict) -> str:
         lines.append(f"  left out: {len(left)} record(s) without text: "
                      + "; ".join(f"line {x['line']} ({x['key']}): {x['why']}" for x in left[:8])
                      + (" ..." if len(left) > 8 else ""))
+    markup = r.get("markup_only") or []
+    if markup:
+        lines.append(f"  left out: {len(markup)} section(s) of markup only, nothing to read here (.. contents::, "
+                     "a directive that renders another file): "
+                     + "; ".join(markup[:6]) + (" ..." if len(markup) > 6 else ""))
     included = r.get("included") or {}
     if included:
         lines.append(f"  included: {len(included)} file(s) read into the pages that include them (.. include::), "

@@ -35,7 +35,7 @@ from kbtools.errors import KbError, ValidationError
 from kbtools.ops.citations import (MARKDOWN_LINK, MARKDOWN_REF_LINK, RST_DOC_LINK, RST_REF_LINK, document_keys,
                                    normalize_key, plan_pattern_citations)
 from kbtools.ops.sections import (SECTION_CAP, document_title, expand_includes, first_sentence, format_of,
-                                  front_matter, split_at_paragraphs, split_sections)
+                                  front_matter, readable, split_at_paragraphs, split_sections)
 from kbtools.model.vocab import EDGE_TYPES
 from kbtools.ops.bpmn import ingest_bpmn
 from kbtools.ops.interchange import json_lines
@@ -264,7 +264,7 @@ def plan_ingest(documents: Sequence[Document], *, cap: int = SECTION_CAP, max_le
     if not isinstance(cap, int) or cap < 200:
         raise ValidationError("cap", cap, "the size cap is an integer of at least 200 characters")
     skip = {s.strip().lower() for s in skip_sections}
-    rows, part_of, heads = [], [], {}
+    rows, part_of, heads, markup_only = [], [], {}, []
     split_count = 0
     stems = collections.Counter(Path(d.name).stem for d in documents)
     for done, doc in enumerate(documents, 1):
@@ -283,12 +283,21 @@ def plan_ingest(documents: Sequence[Document], *, cap: int = SECTION_CAP, max_le
         systems = [v.lower() for v in _values(doc.fields.get(systems_field))] if systems_field else []
         tasks = [v.lower() for v in _values(doc.fields.get(tasks_field))] if tasks_field else []
         extra = {f: doc.fields[f] for f in meta_fields if f in doc.fields}
-        wanted = [i for i, s in enumerate(sections) if head_section and s.heading.strip().lower() == head_section.lower()]
-        head_id = _entry_id(doc.name, wanted[0] if wanted else 0, 0)
-        for si, section in enumerate(sections):
+        # a section of markup only (".. contents::", ".. withdrawn::", ".. cmake-module:: X.cmake": what it
+        # renders comes from elsewhere) has nothing to read here: no entry; its labels name the next one
+        shown = [i for i, s in enumerate(sections) if readable(s.text)]
+        markup_only += [f"{doc.name} — {s.heading}" if s.heading else doc.name
+                        for i, s in enumerate(sections) if i not in shown]
+        if not shown:
+            continue
+        labels = _labels_kept(sections, shown)
+        wanted = [i for i in shown if head_section and sections[i].heading.strip().lower() == head_section.lower()]
+        head_id = _entry_id(doc.name, wanted[0] if wanted else shown[0], 0)
+        for si in shown:  # a section keeps its place in the document: the ids of the others do not move
+            section = sections[si]
             pieces = split_at_paragraphs(section.text, cap)
             split_count += len(pieces) > 1
-            placed = _placed_labels(section.labels, pieces)
+            placed = _placed_labels(labels[si], pieces)
             for pi, piece in enumerate(pieces):
                 eid = _entry_id(doc.name, si, pi)
                 named = section.heading and section.heading.strip() != doc_title.strip()  # not the document's own
@@ -317,9 +326,26 @@ def plan_ingest(documents: Sequence[Document], *, cap: int = SECTION_CAP, max_le
     all_edges = pl.concat([structure, typed], how="vertical_relaxed").unique(["src", "dst", "type"], keep="first",
                                                                              maintain_order=True)
     report = {"documents": len(documents), "entries": entries.height, "sections_split": split_count,
+              "markup_only": markup_only,
               "edges": dict(all_edges.group_by("type").len().sort("type").iter_rows()) if all_edges.height else {},
               "mappings": [m.describe() for m in edges], "unresolved": unresolved}
     return IngestPlan(entries, all_edges, report)
+
+
+def _labels_kept(sections, shown: list[int]) -> dict[int, tuple[str, ...]]:
+    """The labels of each shown section (by index), a section of markup only handing its labels to
+    the next shown one (the last ones to the last shown)."""
+    labels = {i: tuple(sections[i].labels) for i in shown}
+    carried: tuple[str, ...] = ()
+    for i, section in enumerate(sections):
+        if i in labels:
+            labels[i] = carried + labels[i]
+            carried = ()
+        else:
+            carried += tuple(section.labels)
+    if carried:
+        labels[shown[-1]] += carried
+    return labels
 
 
 def _placed_labels(labels: Sequence[str], pieces: list[str]) -> dict[int, list[str]]:

@@ -20,7 +20,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 
 __all__ = ["Section", "split_sections", "split_at_paragraphs", "sentences", "first_sentence", "as_read", "prose",
-           "FORMATS", "format_of", "front_matter", "SECTION_CAP", "expand_includes", "document_title"]
+           "readable", "FORMATS", "format_of", "front_matter", "SECTION_CAP", "expand_includes", "document_title"]
 
 #: Document formats :func:`split_sections` knows, by file suffix.
 FORMATS = {".md": "markdown", ".markdown": "markdown", ".rst": "rst", ".txt": "text", ".text": "text"}
@@ -372,7 +372,8 @@ def as_read(text: str) -> str:
     text = _RST_LINK.sub(lambda m: m.group(1).strip(), text)
     text = _MD_LINK.sub(r"\1", text)
     text = _LITERAL.sub(lambda m: m.group(1) or m.group(2), text)
-    return _EMPHASIS.sub(r"\2", text)
+    text = _EMPHASIS.sub(r"\2", text)
+    return _STRAY_STRONG.sub("", text)  # a bold run the sentence cut opened or the source left unclosed
 
 
 def _role_text(inner: str) -> str:
@@ -388,7 +389,19 @@ _ROLE = re.compile(r":[\w.+-]+(?::[\w.+-]+)?:`([^`]+)`")
 _RST_LINK = re.compile(r"`([^`<]+?)\s*(?:<[^`>]*>)?`__?(?![\w])")
 _MD_LINK = re.compile(r"(?<!!)\[([^\]]+)\]\([^)\s]*\)")
 _LITERAL = re.compile(r"``([^`]+)``|`([^`]+)`(?!_)")
+_STRAY_STRONG = re.compile(r"^\*\*+(?=\S)|(?<=\S)\*\*+$")
 _EMPHASIS = re.compile(r"(?<![\w*])(\*\*|\*)(?=[^\s*])(.+?)(?<=[^\s*])\1(?![\w*])")
+
+
+def readable(text: str) -> bool:
+    """Whether ``text`` holds anything a reader reads here, prose or code: False for a page of
+    directives only (``.. contents::``, ``.. withdrawn::``, ``.. cmake-module:: X.cmake``: what they
+    render comes from elsewhere), labels and comments.
+
+    >>> readable(".. only:: html\\n\\n   .. contents::"), readable(".. code-block:: c\\n\\n   int x;")
+    (False, True)
+    """
+    return bool(_prose_only(text, code=True).strip())
 
 
 def prose(text: str) -> str:
@@ -413,6 +426,8 @@ def _prose_only(text: str, *, code: bool = False) -> str:
     ['Run::', '', '', '', 'Then test.']
     >>> _prose_only('    "Id": "r-1234"\\n}\\n\\nThen test.').split("\\n")  # a piece cut inside a literal block
     ['', '}', '', 'Then test.']
+    >>> _prose_only("1. .. versionadded:: 3.12\\n   Searches the prefix.\\n.. [2] Lockstep Iteration").split("\\n")
+    ['', 'Searches the prefix.', 'Lockstep Iteration']
     """
     keep: list[str] = []
     first = next((line for line in text.split("\n") if line.strip()), "")
@@ -440,12 +455,13 @@ def _prose_only(text: str, *, code: bool = False) -> str:
                 keep.append(stripped if code else "")
                 continue
             code_at = None
-        if stripped.startswith(".. ") or stripped == "..":
+        item = _ITEM.sub("", stripped)  # "1. .. versionadded:: 3.12": a directive in a list item
+        if item.startswith(".. ") or item == "..":
             options = True
-            if _CODE_DIRECTIVE.match(stripped):
+            if _CODE_DIRECTIVE.match(item):
                 code_at = indent  # its indented body is code, a table or a list of names: no prose
-            said = _ADMONITION.match(stripped)  # ".. note:: This PEP is obsolete.": the note is prose
-            keep.append(stripped[said.end():].strip() if said else "")
+            said = _ADMONITION.match(item) or _FOOTNOTE.match(item)  # a note's or a footnote's text is prose
+            keep.append(item[said.end():].strip() if said else "")
             continue
         if _ADORN.match(stripped or "x"):
             keep.append("")
@@ -456,11 +472,15 @@ def _prose_only(text: str, *, code: bool = False) -> str:
             code_at = indent
             keep.append("")
             continue
-        keep.append(re.sub(r"^[-*+]\s+|^\d+[.)]\s+|^#{1,6}\s+", "", stripped))
+        keep.append(_ITEM.sub("", stripped))
     return "\n".join(keep)
 
 
 _DIRECTIVE_OPTION = re.compile(r"^[ \t]+:[\w-]+:(?:\s|$)")
+#: a bullet's, a number's (``1.``, ``#.``) or a Markdown heading's marker
+_ITEM = re.compile(r"^(?:[-*+]|\d+[.)]|#\.|#{1,6})\s+")
+#: a reST footnote or citation (``.. [1] text``, ``.. [#note] text``): its text is read
+_FOOTNOTE = re.compile(r"^\.\.\s+\[[^\]]+\]\s*")
 _ADMONITION = re.compile(r"^\.\.\s+(?:note|warning|tip|important|caution|attention|danger|error|hint|seealso)::",
                          re.I)
 _CODE_DIRECTIVE = re.compile(r"^\.\.\s+(?:code-block|code|sourcecode|literalinclude|highlight|productionlist|"
