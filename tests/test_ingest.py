@@ -210,6 +210,14 @@ def test_guard_tells_a_recipe_from_a_transcript():
     doctest = ("The result is a list:\n\n    >>> sorted({3, 1})\n    [1, 3]\n    >>> len([])\n    0\n\n"
                "Sets are unordered, so sort them before comparing.")
     assert transient_reason(doctest) is None
+    # a config file's comment block: "# " lines of sentences are no root prompts
+    comments = ("# This is the global list of trusted keys.  Comment lines, like this\n"
+                "# one, as well as empty lines are ignored.  Lines have a length limit\n"
+                "# but this is not serious limitation as the format of the entries is\n"
+                "# fixed and checked by gpg-agent.  A non-comment line starts with\n"
+                "# optional white space, followed by the fingerprint in hex.\n")
+    assert transient_reason(comments) is None
+    assert "transcript" in transient_reason("# ls /etc\nhosts\n# cat /etc/hosts\n127.0.0.1 localhost")
 
 
 def _guard_rows():

@@ -28,6 +28,10 @@ GUARD_MODES = ("report", "reject", "off")
 #: a prompt and the start of a command; a root prompt (``#``) only before a command-like word: a
 #: line ``# ...`` or ``# Set the flag`` is a comment of a code example, not a shell
 _PROMPT = re.compile(r"^\s*(?:\$|#(?=\s+(?:[a-z~/]|\./))|>>>|PS [A-Z]:\\[^>]*>|[\w.-]+@[\w.-]+:[^$#]*[$#])\s+\S", re.M)
+#: a ``#`` line that reads as a sentence of a comment block, not a root prompt: five words or more
+#: and none of a command's marks (a `` -flag``, ``/`` ``=`` ``|`` ``>`` ``$``, a ``.`` before a
+#: letter): a config file's "# one, as well as empty lines are ignored." wraps a comment
+_COMMENT = re.compile(r"^\s*#\s+(?![^\n]*(?:\s-|[/=|>$]|\.\w))(?:[^\W\d_][\w'’-]*[,;:.!?]?\s+){4,}\S")
 _STAMP = re.compile(
     r"^\s*\[?(?:\d{4}-\d{2}-\d{2}[ T]\d{2}:\d{2}(?::\d{2})?|\d{2}:\d{2}:\d{2}(?:[.,]\d+)?)\]?", re.M
 )
@@ -67,7 +71,7 @@ def is_transcript(text: str) -> tuple[int, int]:
         if not line.strip():
             in_output = False
             continue
-        if _PROMPT.match(line):
+        if _PROMPT.match(line) and not _COMMENT.match(line):
             prompts += 1
             in_output = True
             continue
