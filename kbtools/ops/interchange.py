@@ -32,6 +32,7 @@ from kbtools.model.schema import SCHEMAS, conform
 from kbtools.store.bank import Bank, utcnow
 from kbtools.model.vocab import TRUSTED_SOURCES
 from kbtools.model.events import edge_events, event_rows
+from kbtools.ops.sections import format_of, prose
 from kbtools.progress import Progress
 
 __all__ = ["read_rows", "plan_import", "guard_flags", "guard_mode", "import_frames", "import_files", "export_bank", "EDGE_COLUMN_ALIASES"]
@@ -245,14 +246,12 @@ def guard_flags(entries: pl.DataFrame) -> pl.DataFrame:
     ...                           "metadata": [page]})).height
     0
     """
-    from kbtools.ops.sections import format_of, prose
-
     rows = []
     titles = entries["title"].to_list() if "title" in entries.columns else [None] * entries.height
     metadata = entries["metadata"].to_list() if "metadata" in entries.columns else [None] * entries.height
     for i, (eid, title, text, meta) in enumerate(zip(entries["id"].to_list(), titles, entries["content"].to_list(),
                                                      metadata)):
-        if text and _page_format(meta, format_of) in ("rst", "markdown"):
+        if text and _page_format(meta) in ("rst", "markdown"):
             read = prose(text)
             if not read.strip():
                 continue  # all code: no prose of the author's to judge
@@ -264,7 +263,7 @@ def guard_flags(entries: pl.DataFrame) -> pl.DataFrame:
                         orient="row")
 
 
-def _page_format(metadata, format_of) -> str | None:
+def _page_format(metadata) -> str | None:
     """The markup of an ingested document's page: its metadata ``format``, else its ``doc``'s suffix."""
     if not metadata or "doc" not in metadata:
         return None
