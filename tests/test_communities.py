@@ -93,6 +93,14 @@ def test_labels_leave_commit_hashes_out():
     assert {"runner", "facade", "decade"} <= set(label)  # words of hex letters alone are words
 
 
+def test_labels_leave_prefixed_resource_ids_out():
+    label = _chain_label(["describe-instances", "describe-network-interfaces", "attach-network-interface"],
+                         ["Describes eni-1234567890abcdefg in subnet-04a636d18e83cfacb.",
+                          "Lists eni-1234567890abcdefg.", "Attaches eni-1234567890abcdefg to an instance."])
+    assert not any(w.startswith(("eni-", "subnet-")) for w in label)  # one resource's id, no topic
+    assert "describe-instances" in label
+
+
 def test_labels_leave_rest_role_names_out():
     label = _chain_label(["archive output", "archive naming", "output artifacts"],
                          ["See :ref:`Output Artifacts`.", "As :ref:`archive <Archive Output>` says.", "See :command:`install`."])

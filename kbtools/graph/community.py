@@ -145,8 +145,11 @@ def _texts(graph: ig.Graph, entries: pl.DataFrame | None, names: list[str]) -> t
 
 
 #: A label word: a letter, then two or more word characters or hyphens; not a commit hash or a
-#: hash-like id (seven or more hex digits with a digit among them), which names one entry, not a topic.
-LABEL_TOKEN = r"(?u)\b(?!(?=[a-f]*[0-9])[0-9a-f]{7,}\b)[a-zA-Z][\w\-]{2,}\b"
+#: hash-like id (seven or more hex digits with a digit among them) and not a prefixed resource id
+#: (``eni-1234567890abcdefg``, ``acl-5fb85d36``: a short prefix, a hyphen, seven or more letters and
+#: digits with a digit among them), which name one entry, not a topic.
+LABEL_TOKEN = (r"(?u)\b(?!(?=[a-f]*[0-9])[0-9a-f]{7,}\b)(?![a-zA-Z]{1,12}-(?=[a-zA-Z]*[0-9])[0-9a-zA-Z]{7,}\b)"
+               r"[a-zA-Z][\w\-]{2,}\b")
 #: A reST role's name (``:ref:`` of ``:ref:`install```), markup that names no topic: left out of labels.
 _ROLE = re.compile(r":[\w.+-]+:(?=`)")
 
