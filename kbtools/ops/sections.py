@@ -366,6 +366,8 @@ def as_read(text: str) -> str:
     'PEP 3107 introduced syntax for def f(x: int), see the docs.'
     >>> as_read("Use [the guide](/guide.md) and `make all`; *.py files stay *.py.")
     'Use the guide and make all; *.py files stay *.py.'
+    >>> as_read("**If the shell option is set, do not pass user input.")  # bold the sentence cut opened
+    'If the shell option is set, do not pass user input.'
     """
     text = _NUMBERED_ROLE.sub(lambda m: f"{m.group(1).upper()} {m.group(2)}", text)
     text = _ROLE.sub(lambda m: _role_text(m.group(1)), text)
@@ -419,8 +421,8 @@ def _prose_only(text: str, *, code: bool = False) -> str:
     """``text`` with what no reader reads as prose blanked, line for line: directive and comment
     lines and their options (``:class: good``), the code of a literal block (after ``::``), of a
     ``code-block`` / ``code`` / ``literalinclude`` directive or of a Markdown fence (kept with
-    ``code``), headings' adornments; bullets, numbers and Markdown headings lose their markers. An admonition's text
-    (``.. note::``) stays.
+    ``code``), headings' adornments; bullets, numbers and Markdown headings lose their markers. An
+    admonition's and a footnote's text (``.. note::``, ``.. [1]``) stays.
 
     >>> _prose_only("Run::\\n\\n   make all\\n\\nThen test.").split("\\n")
     ['Run::', '', '', '', 'Then test.']
