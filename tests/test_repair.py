@@ -178,7 +178,7 @@ def test_a_damaged_shard_of_the_embedding_cache_is_passed_over(tmp_path):
     env = {**os.environ, "KBTOOLS_CACHE": str(tmp_path / "cache"), "KBTOOLS_EMBED_CACHE": "1",
            "PYTHONPATH": str(Path(__file__).resolve().parents[1])}
     write = ("import kbtools as kb, sys\n"
-             "b = kb.create_bank(sys.argv[1], settings={'auto_link': False}, embedder='hashing')\n"
+             "b = kb.create_bank(sys.argv[1], settings={'auto_link': False}, embedder='minilm-int8')\n"
              f"kb.report_learning(b, content={LAST!r}, actor='t')\n")
     first = subprocess.run([sys.executable, "-c", write, str(tmp_path / "one")], env=env, capture_output=True, text=True)
     assert first.returncode == 0, first.stderr

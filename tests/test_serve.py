@@ -389,3 +389,32 @@ def test_a_query_after_an_add_link_unlink_or_delete_reads_the_fold_edges_without
     assert EdgeLookup.builds == builds, "a write rebuilt the fold's edge lookup from the whole edge frame"
     whole = EdgeLookup.build(bank.edges)  # the plain build over the current edge frame holds the same rows
     assert len(lookup) == len(whole) and lookup.rows == whole.rows
+
+
+@pytest.mark.parametrize("embedder, cached", [("hashing", False), ("minilm-static", False), ("minilm-int8", True)])
+def test_a_write_keeps_its_vectors_in_the_text_cache_only_when_embedding_costs_more(tmp_path, monkeypatch,
+                                                                                      embedder, cached):
+    """The cache by text hash spares MiniLM a re-embed; for the static table and hashing a look-up
+    costs more than embedding, so their writes neither search nor fill it."""
+    monkeypatch.setenv("KBTOOLS_CACHE", str(tmp_path / "cache"))
+    monkeypatch.setenv("KBTOOLS_EMBED_CACHE", "1")
+    bank = kb.create_bank(tmp_path / "b", settings={"auto_link": False}, embedder=embedder)
+    kb.report_learning(bank, content="Drain the payments queue before a deploy.", actor="t")
+    shards = list((tmp_path / "cache").rglob("*.hashes.npy"))
+    assert bool(shards) is cached
+    assert kb.query(bank, "payments queue deploy", record_usage=False).ids()  # embedded in the write either way
+
+
+def test_a_bulk_embed_keeps_its_vectors_in_the_text_cache_with_any_embedder(tmp_path, monkeypatch):
+    """Re-embedding a bank (a rebuild, a copy) is what the cache spares, cheap embedder or not."""
+    from kbtools.ops.embedding import CACHE_FROM_ROWS
+
+    monkeypatch.setenv("KBTOOLS_CACHE", str(tmp_path / "cache"))
+    monkeypatch.setenv("KBTOOLS_EMBED_CACHE", "1")
+    demo = synthetic_bank(entries=CACHE_FROM_ROWS + 36, seed=5)
+    outs = []
+    for name in ("one", "two"):
+        bank = kb.create_bank(tmp_path / name, embedder=None)
+        import_frames(bank, entries=demo.entries, edges=demo.edges, guard=False)
+        outs.append(kb.embed_bank(bank, embedder="minilm-static"))
+    assert outs[0]["from_cache"] == 0 and outs[1]["from_cache"] == demo.entries.height

@@ -31,7 +31,7 @@ from kbtools.store.vectors import entry_vectors
 from kbtools.store.segments import table_mark
 from kbtools.store.vectors import embedder_name, vector_count
 
-__all__ = ["embed_bank", "embed_new_rows", "write_embedder", "vectors_for_write", "EMBED_CHUNK", "FLOAT16_FROM"]
+__all__ = ["embed_bank", "embed_new_rows", "write_embedder", "vectors_for_write", "vector_cache", "CACHE_FROM_ROWS", "EMBED_CHUNK", "FLOAT16_FROM"]
 
 
 def write_embedder(bank: Bank) -> str | None:
@@ -79,7 +79,7 @@ def embed_new_rows(rows: pl.DataFrame, embedder: Embedder, *, progress: Progress
     """Vectors for entry rows about to be written (cache first, then the embedder, ``progress``
     reporting the texts it embeds; rows whose texts were all embedded before report their end)."""
     hashes = text_hashes(rows)
-    cache = EmbeddingCache(embedder.name)
+    cache = vector_cache(embedder, rows.height)
     found, cached = cache.get(hashes)
     data = np.zeros((rows.height, len(DIMENSIONS), embedder.dim), dtype=np.float32)
     if cached is not None:
@@ -92,6 +92,26 @@ def embed_new_rows(rows: pl.DataFrame, embedder: Embedder, *, progress: Progress
     elif report is not None and rows.height:
         report(rows.height * len(DIMENSIONS), rows.height * len(DIMENSIONS))
     return VectorRows(rows["id"].to_numpy(), data, embedder.name, hashes)
+
+
+#: A write of fewer entries than this skips the text-hash cache when its embedder is cheap (see
+#: :func:`vector_cache`); a bulk embed or import of more uses it with any embedder.
+CACHE_FROM_ROWS = 64
+
+
+def vector_cache(embedder: Embedder, rows: int) -> EmbeddingCache:
+    """The cache of ``embedder``'s vectors by text hash for embedding ``rows`` entries. It spares a
+    re-embed of what was embedded before (a bank rebuilt, a copy imported), and costs a look-up in
+    every shard and a new shard per write: for a write of under :data:`CACHE_FROM_ROWS` entries it
+    is on only where embedding costs more than that (``worth_caching``: MiniLM, not the static
+    table or hashing); an embedder that does not say is cached.
+
+    >>> from kbtools.retrieval.embedders import get_embedder
+    >>> vector_cache(get_embedder("hashing"), 1).enabled, vector_cache(get_embedder("minilm-int8"), 1).enabled
+    (False, True)
+    """
+    worth = bool(getattr(embedder, "worth_caching", True)) or rows >= CACHE_FROM_ROWS
+    return EmbeddingCache(embedder.name, enabled=worth)
 
 
 #: Entries embedded and committed per step: one vector segment each, so memory stays bounded.
@@ -129,7 +149,7 @@ def embed_bank(bank: Bank, *, embedder: Embedder | str | None = None, rebuild: b
     if len(todo) == 0:
         return {"embedded": 0, "entries": entries.height, "embedder": emb.name}
     dtype = np.float16 if entries.height >= FLOAT16_FROM else np.float32
-    cache = EmbeddingCache(emb.name)
+    cache = vector_cache(emb, len(todo))
     hits = 0
     for start in range(0, len(todo), chunk):
         part = todo[start : start + chunk]

@@ -59,6 +59,9 @@ class Embedder(Protocol):
 
     name: str
     dim: int
+    # optional: ``worth_caching`` (default True), whether embedding a text costs more than finding
+    # its vectors in the cache by text hash (``kbtools.store.embed_cache``); False: a write of a few
+    # entries skips the cache (``kbtools.ops.embedding.vector_cache``)
 
     def encode(self, texts: Sequence[str]) -> np.ndarray:
         """float32 (len(texts), dim), rows L2-normalised."""
@@ -148,6 +151,7 @@ class MiniLMEmbedder:
 
     name = "minilm-int8"
     dim = 384
+    worth_caching = True  #: ms per text: the cache by text hash spares a re-embed
 
     def __init__(self, model_path: str | os.PathLike | None = None,
                  tokenizer_dir: str | os.PathLike | None = None, *,
@@ -247,6 +251,7 @@ class StaticEmbedder:
     """
 
     name = "minilm-static"
+    worth_caching = False  #: a table look-up per token: for a few entries, cheaper than the cache
 
     def __init__(self, table: np.ndarray, weights: np.ndarray, tokenizer=None, *,
                  tokenizer_dir: str | os.PathLike | None = None):
@@ -409,6 +414,7 @@ class HashingEmbedder:
     """
 
     name = "hashing-char"
+    worth_caching = False  #: hashed n-grams: for a few entries, cheaper than the cache
 
     def __init__(self, dim: int = 384):
         from sklearn.feature_extraction.text import HashingVectorizer

@@ -41,10 +41,11 @@ def cache_root() -> Path:
 class EmbeddingCache:
     """Vectors (4 dimensions x d) by 64-bit text hash for one embedder."""
 
-    def __init__(self, embedder: str, *, root: str | os.PathLike | None = None, max_bytes: int = MAX_BYTES):
+    def __init__(self, embedder: str, *, root: str | os.PathLike | None = None, max_bytes: int = MAX_BYTES,
+                 enabled: bool = True):
         self.folder = Path(root or cache_root()) / "vectors" / embedder
         self.max_bytes = max_bytes
-        self.enabled = os.environ.get("KBTOOLS_EMBED_CACHE", "1") != "0"
+        self.enabled = enabled and os.environ.get("KBTOOLS_EMBED_CACHE", "1") != "0"
 
     def _shards(self) -> list[Path]:
         """The shards, oldest first; listed again only when the folder changed (its mtime), so a
