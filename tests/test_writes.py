@@ -298,3 +298,25 @@ def test_the_linked_writes_script_times_the_default_write_on_a_copy(tmp_path, de
     assert re.search(r"then 20 more writes: mean [\d.]+ ms; the bank keeps \d+ vector segments", out.stdout)
     assert len(re.findall(r"2 unlinked writes: p50", out.stdout)) == 2
     assert kb.open_bank(tmp_path / "eng").entries.height == before + 3 + 4 + 3 + 2 + 20 + 2
+
+
+def test_the_pause_cost_script_times_queries_after_pauses_and_adds(tmp_path, demo_dir):
+    """``scripts/pause_cost.py BANK R`` (how docs/performance.md tells an add's cost to the next
+    query from any pause's) asks R rounds of four queries and writes R entries."""
+    import os
+    import shutil
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    shutil.copytree(demo_dir / "engineering", tmp_path / "eng")
+    bank = kb.open_bank(tmp_path / "eng")
+    kb.embed_bank(bank, embedder="hashing")
+    before = bank.entries.height
+    script = Path(__file__).resolve().parents[1] / "scripts" / "pause_cost.py"
+    out = subprocess.run([sys.executable, str(script), str(tmp_path / "eng"), "3"], capture_output=True, text=True,
+                         timeout=300, env={**os.environ, "ORT_DISABLE_TELEMETRY": "1"})
+    assert out.returncode == 0, out.stderr
+    for name in ("after a query", "after a 7 ms sleep", "after 7 ms busy", "after an add"):
+        assert re.search(rf"{name} +p50 [\d.]+ ms", out.stdout), out.stdout
+    assert kb.open_bank(tmp_path / "eng").entries.height == before + 3
