@@ -462,7 +462,12 @@ def test_a_summary_is_prose_not_code_nor_options():
 
     assert first_sentence(".. code-block:: c\n   :class: good\n\n   PyObject *x;\n\nThe API returns a new reference.") \
         == "The API returns a new reference."
-    assert first_sentence("Example::\n\n    set(X 1)\n\nGenerates code for both.") == "Example:"
+    # a short lead-in reads with what it leads in to; a sentence that says something stays itself
+    assert first_sentence("Example::\n\n    set(X 1)\n\nGenerates code for both.") == "Example: set(X 1)"
+    assert first_sentence("Output:\n\n    {\n      \"VpcId\": \"vpc-1\"\n    }\n") == 'Output: { "VpcId": "vpc-1" }'
+    assert first_sentence("Fixes:\n\n- the leak in the pool\n- the retry") == "Fixes: the leak in the pool"
+    long = "The following command deletes the bucket policy of my-bucket::\n\n    aws s3api delete-bucket-policy\n"
+    assert first_sentence(long) == "The following command deletes the bucket policy of my-bucket:"
     assert first_sentence("```sh\nmake\n```\n\nBuild first.") == "Build first."
     assert first_sentence(".. note:: Needs 3.11.") == "Needs 3.11."  # an admonition is prose
     # code, when that is all there is

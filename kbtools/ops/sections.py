@@ -346,15 +346,51 @@ def first_sentence(text: str, *, limit: int = 300) -> str:
     """The first sentence of ``text`` that reads as prose (reST directives, literal-block markers,
     headings and bullets' markers skipped), trimmed to ``limit`` characters at a word boundary.
 
+    A short sentence that only leads in to what follows ("Output:", "Fixing:", "The options are:")
+    says nothing alone: it is read with the first paragraph, item or code block that follows it.
+
     >>> first_sentence(".. note::\\n\\nThis PEP describes a\\nstyle. More.")
     'This PEP describes a style.'
+    >>> first_sentence("Fixing:\\n\\n lib/http.c:12: warning: unused variable 'len'\\n\\nCloses #3")
+    "Fixing: lib/http.c:12: warning: unused variable 'len'"
     """
     for reading in (_prose_only(text), _prose_only(text, code=True)):  # code only where there is no prose
         for s in sentences(reading):
             s = as_read(s.strip())
             if len(s) >= 3 and re.search(r"[A-Za-z]{2}", s):
-                return _trim(s[:-1] if s.endswith("::") else s, limit)  # "for example::" reads "for example:"
+                s = s[:-1] if s.endswith("::") else s  # "for example::" reads "for example:"
+                lead_in = s.endswith(":") and len(s.split()) <= _LEAD_IN_WORDS
+                return _trim(_with_what_follows(text, s) if lead_in else s, limit)
     return _trim(" ".join(text.split()), limit)
+
+
+#: A sentence ending in a colon of at most this many words leads in to what follows (a longer one,
+#: "The following command deletes the bucket policy of my-bucket:", says something itself).
+_LEAD_IN_WORDS = 6
+
+
+def _with_what_follows(text: str, lead: str) -> str:
+    """``lead`` (a sentence of ``text`` ending in a colon) and the paragraph, first list item or code
+    block that follows it in ``text`` (code included), as one line; ``lead`` alone when nothing does."""
+    raw = text.split("\n")
+    read = _prose_only(text, code=True).split("\n")  # line for line with ``raw``
+    tail = " ".join(lead.split()[-3:])
+    for at, line in enumerate(read):
+        said = " ".join(as_read(line).split())
+        if not (said[:-1] if said.endswith("::") else said).endswith(tail):
+            continue
+        taken: list[str] = []
+        for nxt in range(at + 1, len(read)):
+            said = read[nxt].strip()
+            if not said:
+                if taken:
+                    break
+                continue
+            if taken and _ITEM.match(raw[nxt].strip()):
+                break  # the first item of a list
+            taken.append(as_read(said))
+        return f"{lead} {' '.join(taken)}" if taken else lead
+    return lead
 
 
 def as_read(text: str) -> str:
