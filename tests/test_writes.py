@@ -320,3 +320,15 @@ def test_the_pause_cost_script_times_queries_after_pauses_and_adds(tmp_path, dem
     for name in ("after a query", "after a 7 ms sleep", "after 7 ms busy", "after an add"):
         assert re.search(rf"{name} +p50 [\d.]+ ms", out.stdout), out.stdout
     assert kb.open_bank(tmp_path / "eng").entries.height == before + 3
+
+
+def test_a_derived_title_reads_past_a_short_lead_in(tmp_path):
+    """An agent's note that starts "Gotcha:" on a line of its own is titled by what it says."""
+    bank = kb.create_bank(tmp_path / "b", settings={"auto_link": False}, embedder="hashing")
+    eid = kb.report_learning(bank, content="Gotcha:\n- the export job needs the vendor flag set. It fails without.",
+                             actor="t")
+    row = bank.entries.filter(pl.col("id") == eid).row(0, named=True)
+    assert row["title"] == "Gotcha: the export job needs the vendor flag set."
+    assert row["summary"] == row["title"]
+    eid = kb.report_learning(bank, content="Note: the pool drains at 3 am.\nMore later.", actor="t")
+    assert bank.entries.filter(pl.col("id") == eid)["title"][0] == "Note: the pool drains at 3 am."

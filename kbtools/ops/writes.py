@@ -114,7 +114,16 @@ def _as_time(value, column: str) -> datetime:
 
 
 def _first_sentence(text: str, limit: int) -> str:
-    line = text.strip().splitlines()[0] if text.strip() else ""
+    """The first sentence of the first line, with the next line when that is a short lead-in ending
+    in a colon ("Gotcha:", "Fixed by:"): a title or summary that says something.
+
+    >>> _first_sentence("Gotcha:\\nThe export job needs the vendor flag. It fails without.", 80)
+    'Gotcha: The export job needs the vendor flag.'
+    """
+    lines = [line.strip() for line in text.strip().splitlines() if line.strip()]
+    line = lines[0] if lines else ""
+    if line.endswith(":") and len(line.split()) <= 6 and len(lines) > 1:
+        line = f"{line} {re.sub(r'^(?:[-*+•]|[0-9]+[.)])[ ]+', '', lines[1])}"  # a list's first item, unmarked
     m = re.match(r"(.+?[.!?])(\s|$)", line)
     out = m.group(1) if m else line
     if len(out) <= limit:
