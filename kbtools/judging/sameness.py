@@ -285,8 +285,10 @@ def _change(a: str, b: str, whole: float, frame: float) -> tuple[bool, tuple[str
     ``a``'s words in ``b``). A cue counts where it is said: in a differing sentence of ``b`` or
     opening ``b`` ("Correction: ..."); a rewrite of more than :data:`CHANGED_SENTENCES` sentences
     (two documents) is no change of one value."""
+    if whole < frame:  # b does not restate a: no sentence of it can be a's rewritten
+        return False, (), ()
     da, db = differing(a, b)
-    if not da or not db or len(da) > CHANGED_SENTENCES or len(db) > CHANGED_SENTENCES + 1 or whole < frame:
+    if not da or not db or len(da) > CHANGED_SENTENCES or len(db) > CHANGED_SENTENCES + 1:
         return False, (), ()
     pa, pb, slot = facts(" ".join(da)), facts(" ".join(db)), facts(_counterparts(da, db))
     opening = _OPENING_CUE_RE.match(b.lstrip())
@@ -326,12 +328,23 @@ def _polarity_clash(a: str, b: str) -> bool:
         return False
     more, other = (b, fa) if fb.negations > fa.negations else (a, fb)
     said = other.words | other.values
-    for part in _CLAUSE_RE.split(strip_framing(more)):
+    return any(len(content & said) >= 2 * len(content) / 3 for content in _negated_clauses(more))
+
+
+@lru_cache(maxsize=1 << 14)
+def _negated_clauses(text: str) -> tuple[frozenset[str], ...]:
+    """The content (words and values) of each clause of ``text`` that says a negation, read once
+    per text: a judge run compares one long text with many others, and its clauses outnumber any
+    cache of single ones."""
+    out = []
+    for part in _CLAUSE_RE.split(strip_framing(text)):
+        if not _NEGATION_RE.search(part):  # no negation written: none once framing is stripped either
+            continue
         f = facts(part)
         content = f.words | f.values
-        if f.negations and content and len(content & said) >= 2 * len(content) / 3:
-            return True
-    return False
+        if f.negations and content:
+            out.append(content)
+    return tuple(out)
 
 
 def _counterparts(da: tuple[str, ...], db: tuple[str, ...]) -> str:
