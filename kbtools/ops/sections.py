@@ -527,9 +527,13 @@ _CODE_DIRECTIVE = re.compile(r"^\.\.\s+(?:code-block|code|sourcecode|literalincl
 
 
 def _trim(s: str, limit: int) -> str:
+    """``s`` cut to ``limit`` characters at a word boundary, or inside a word where the last
+    boundary would leave under half of it (a long path, a line of code without spaces)."""
     if len(s) <= limit:
         return s
     cut = s[: limit - 1].rsplit(" ", 1)[0]
+    if len(cut) < limit // 2:
+        cut = s[: limit - 1]
     return cut + "…"
 
 

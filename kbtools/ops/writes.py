@@ -120,7 +120,7 @@ def _first_sentence(text: str, limit: int) -> str:
     >>> _first_sentence("Gotcha:\\nThe export job needs the vendor flag. It fails without.", 80)
     'Gotcha: The export job needs the vendor flag.'
     """
-    lines = [line.strip() for line in text.strip().splitlines() if line.strip()]
+    lines = [line.strip() for line in text.strip().splitlines() if line.strip() and not line.lstrip().startswith(("```", "~~~"))]
     line = lines[0] if lines else ""
     if line.endswith(":") and len(line.split()) <= 6 and len(lines) > 1:
         line = f"{line} {re.sub(r'^(?:[-*+•]|[0-9]+[.)])[ ]+', '', lines[1])}"  # a list's first item, unmarked
