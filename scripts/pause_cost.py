@@ -33,6 +33,7 @@ def main(path: str, rounds: int = 60) -> None:
 
     for i in range(5):
         ask(i)
+
     def busy(j: int) -> None:
         end = time.perf_counter() + 0.007
         while time.perf_counter() < end:

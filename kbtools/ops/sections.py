@@ -20,7 +20,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 
 __all__ = ["Section", "split_sections", "split_at_paragraphs", "sentences", "first_sentence", "as_read", "prose",
-           "readable", "FORMATS", "format_of", "front_matter", "SECTION_CAP", "expand_includes", "document_title"]
+           "LEAD_IN_WORDS", "readable", "FORMATS", "format_of", "front_matter", "SECTION_CAP", "expand_includes", "document_title"]
 
 #: Document formats :func:`split_sections` knows, by file suffix.
 FORMATS = {".md": "markdown", ".markdown": "markdown", ".rst": "rst", ".txt": "text", ".text": "text"}
@@ -359,14 +359,14 @@ def first_sentence(text: str, *, limit: int = 300) -> str:
             s = as_read(s.strip())
             if len(s) >= 3 and re.search(r"[A-Za-z]{2}", s):
                 s = s[:-1] if s.endswith("::") else s  # "for example::" reads "for example:"
-                lead_in = s.endswith(":") and len(s.split()) <= _LEAD_IN_WORDS
+                lead_in = s.endswith(":") and len(s.split()) <= LEAD_IN_WORDS
                 return _trim(_with_what_follows(text, s) if lead_in else s, limit)
     return _trim(" ".join(text.split()), limit)
 
 
 #: A sentence ending in a colon of at most this many words leads in to what follows (a longer one,
 #: "The following command deletes the bucket policy of my-bucket:", says something itself).
-_LEAD_IN_WORDS = 6
+LEAD_IN_WORDS = 6
 
 
 def _with_what_follows(text: str, lead: str) -> str:

@@ -28,6 +28,7 @@ from kbtools.errors import EdgeNotFound, EdgeRuleError, EntryNotFound, GuardReje
 from kbtools.model.guard import transient_reason
 from kbtools.model.rules import check_edges, check_entries, check_text, json_object_text
 from kbtools.model.schema import SCHEMAS, conform
+from kbtools.ops.sections import LEAD_IN_WORDS
 from kbtools.retrieval.search import keep_current
 from kbtools.store.bank import Bank, utcnow
 from kbtools.model.vocab import (
@@ -120,9 +121,10 @@ def _first_sentence(text: str, limit: int) -> str:
     >>> _first_sentence("Gotcha:\\nThe export job needs the vendor flag. It fails without.", 80)
     'Gotcha: The export job needs the vendor flag.'
     """
-    lines = [line.strip() for line in text.strip().splitlines() if line.strip() and not line.lstrip().startswith(("```", "~~~"))]
+    lines = [line.strip() for line in text.strip().splitlines()
+             if line.strip() and not line.lstrip().startswith(("```", "~~~"))]  # a code fence says nothing
     line = lines[0] if lines else ""
-    if line.endswith(":") and len(line.split()) <= 6 and len(lines) > 1:
+    if line.endswith(":") and len(line.split()) <= LEAD_IN_WORDS and len(lines) > 1:
         line = f"{line} {re.sub(r'^(?:[-*+•]|[0-9]+[.)])[ ]+', '', lines[1])}"  # a list's first item, unmarked
     m = re.match(r"(.+?[.!?])(\s|$)", line)
     out = m.group(1) if m else line
