@@ -20,7 +20,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 
 __all__ = ["Section", "split_sections", "split_at_paragraphs", "sentences", "first_sentence", "as_read", "prose",
-           "LEAD_IN_WORDS", "readable", "FORMATS", "format_of", "front_matter", "SECTION_CAP", "expand_includes", "document_title"]
+           "LEAD_IN_WORDS", "readable", "FORMATS", "format_of", "front_matter", "SECTION_CAP", "expand_includes",
+           "document_title"]
 
 #: Document formats :func:`split_sections` knows, by file suffix.
 FORMATS = {".md": "markdown", ".markdown": "markdown", ".rst": "rst", ".txt": "text", ".text": "text"}
