@@ -36,11 +36,16 @@ _STAMP = re.compile(
     r"^\s*\[?(?:\d{4}-\d{2}-\d{2}[ T]\d{2}:\d{2}(?::\d{2})?|\d{2}:\d{2}:\d{2}(?:[.,]\d+)?)\]?", re.M
 )
 _TMP_PATH = re.compile(
-    r"(?:(?<![\w/])/tmp/\S+|/var/folders/\S+|/private/var/folders/\S+|[A-Za-z]:\\Users\\[^\\\s]+\\AppData\\Local\\Temp\\\S*"
-    r"|(?<![\w/])/var/tmp/\S+|/dev/shm/\S+)"
+    r"(?:(?<![\w/])/tmp/[^\s`'\"]+|/var/folders/\S+|/private/var/folders/\S+|[A-Za-z]:\\Users\\[^\\\s]+\\AppData\\Local\\Temp\\\S*"
+    r"|(?<![\w/])/var/tmp/[^\s`'\"]+|/dev/shm/\S+)"
 )
-_CURRENTLY = re.compile(r"\b(?:currently|right now|at the moment)\s+(?:running|executing|in progress|building|deploying)\b", re.I)
-_PID = re.compile(r"\b(?:pid|PID)\s*[:=#]?\s*\d{2,}\b|\bprocess(?: id)?\s+\d{3,}\b")
+#: work said to be going on now ("the build is currently running"); "the currently running
+#: thread", "a suite that is currently running", "is not currently running" name or describe a
+#: thing by what it does, as reference pages do
+_CURRENTLY = re.compile(r"(?<![Tt]he )(?<![Aa] )(?<!that is )(?<!which is )(?<!not )"
+                        r"\b(?:currently|right now|at the moment)\s+"
+                        r"(?:running|executing|in progress|building|deploying)\b", re.I)
+_PID = re.compile(r"\b(?:pid|PID)[ \t]*[:=#]?[ \t]*\d{2,}\b|\bprocess(?: id)?[ \t]+\d{3,}\b")
 
 #: Each rule: a name, a test on the content, and the reason it gives.
 GUARD_RULES = (
@@ -90,6 +95,10 @@ def transient_reason(content: str | None) -> str | None:
     'content is empty'
     >>> transient_reason("Build is currently running on the runner, wait for it")
     "mentions work in progress ('currently running'), which is transient state"
+    >>> transient_reason("Returns the handle of the currently running thread.") is None
+    True
+    >>> transient_reason("Stops a test suite that is currently running.") is None
+    True
     >>> transient_reason("Results are in /tmp/pytest-of-root/pytest-3/out.json")
     "mentions a temporary path ('/tmp/pytest-of-root/pytest-3/out.json'), which will not exist later"
     """
@@ -104,7 +113,7 @@ def transient_reason(content: str | None) -> str | None:
         return f"reads like a session log ({len(stamps)} line(s) start with a timestamp)"
     m = _TMP_PATH.search(text)
     if m:
-        return f"mentions a temporary path ({m.group(0)!r}), which will not exist later"
+        return f"mentions a temporary path ({m.group(0).rstrip('.,;:)]')!r}), which will not exist later"
     m = _CURRENTLY.search(text)
     if m:
         return f"mentions work in progress ({m.group(0)!r}), which is transient state"

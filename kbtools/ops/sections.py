@@ -445,13 +445,16 @@ def readable(text: str) -> bool:
 
 def prose(text: str) -> str:
     """What a reader of the rendered page reads as prose in ``text`` (reST or Markdown), line for
-    line: the code of literal blocks, code directives and fences, directives and headings'
-    adornments blanked (an example's shell session or output is not the author's prose).
+    line: the code of literal blocks, code directives and fences, inline code spans, directives and
+    headings' adornments blanked (an example's shell session, output or command is not the
+    author's prose).
 
     >>> prose("Run::\\n\\n   $ make all\\n   12:00:01 done\\n\\nThen test.").split("\\n")
     ['Run::', '', '', '', '', 'Then test.']
+    >>> prose("Keep it with ``--workdir /tmp/big``.")
+    'Keep it with  .'
     """
-    return _prose_only(text)
+    return _LITERAL.sub(" ", _prose_only(text))
 
 
 def _prose_only(text: str, *, code: bool = False) -> str:
