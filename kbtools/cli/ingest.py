@@ -54,8 +54,9 @@ def _ingest(args):
     other way: --edge 'Superseded-By=value supersedes record'. Values are split at commas and
     resolved through the documents' keys (--key); unresolved ones are listed, never guessed.
     The guard reports by default (flagged rows are imported and listed); --guard reject / off. It
-    reads a reST or Markdown page by its prose: an example's shell session, output or /tmp path is
-    not the author's transient state, and a page that is all code is not judged."""
+    reads a reST or Markdown page by its prose: an example's shell session, output or /tmp path (in a
+    code block or inline code) is not the author's transient state, and a page that is all code is
+    not judged."""
     from kbtools.cli.reports import flagged_text, format_ingest
     from kbtools.ops.ingest import ingest
     from kbtools.ops.ingest_commits import ingest_commits, is_commits_file, plan_commits, read_commits
