@@ -468,6 +468,9 @@ def test_a_summary_is_prose_not_code_nor_options():
     assert first_sentence("Fixes:\n\n- the leak in the pool\n- the retry") == "Fixes: the leak in the pool"
     long = "The following command deletes the bucket policy of my-bucket::\n\n    aws s3api delete-bucket-policy\n"
     assert first_sentence(long) == "The following command deletes the bucket policy of my-bucket:"
+    # a word longer than the limit is cut inside, not dropped whole
+    cut = first_sentence("Output::\n\n    " + "x" * 500, limit=60)
+    assert cut.startswith("Output: xxx") and len(cut) == 60 and cut.endswith("…")
     assert first_sentence("```sh\nmake\n```\n\nBuild first.") == "Build first."
     assert first_sentence(".. note:: Needs 3.11.") == "Needs 3.11."  # an admonition is prose
     # code, when that is all there is
@@ -561,10 +564,13 @@ def test_the_guard_reads_a_documents_prose_not_its_examples(tmp_path, bank):
         "    2013-07-25 09:00:01 bucket-three\n")
     (d / "status.rst").write_text("**Job status**\n\nThe job is currently running; check again later.\n")
     (d / "output.rst").write_text("Output::\n\n    2013-07-11 17:08:50 all code\n    2013-07-12 17:08:50 all code\n")
+    # inline code is an example too; a thing described by what it does is no work in progress
+    (d / "bench.md").write_text("# Bench\n\nKeep the bank with `kb bench --workdir /tmp/big`.\n\n"
+                                "Stops a suite that is currently running. Each process\n512 bytes.\n")
     report = ingest(bank, d)
     # the example's timestamped output is no session log; a page of prose saying "currently running" is flagged
     assert [r["title"] for r in report["flagged"]] == ["status"]
-    assert bank.entries.height == 3  # report mode imports them all
+    assert bank.entries.height == 4  # report mode imports them all
     with pytest.raises(ValidationError, match="rejected by the guard.*in progress"):
         ingest(kb.create_bank(tmp_path / "strict"), d, guard="reject")
     assert kb.open_bank(tmp_path / "strict").entries.height == 0
