@@ -131,3 +131,21 @@ def test_a_model_may_say_the_older_one_replaces_the_newer():
     assert '"reverse": true' in JUDGE_PROMPT
     assert parse_verdict('{"action": "supersede", "note": "Replaces it.", "confidence": 0.8, "reverse": true}').reverse
     assert not parse_verdict('{"action": "supersede", "note": "Replaces it.", "confidence": 0.8, "reverse": "yes"}').reverse
+
+
+def test_a_newer_entry_that_replaces_a_list_of_entries_supersedes_each_it_lists():
+    """"replaces RB 12 (paging) and RB 17 (manual rotation)": RB 17 is replaced, though named second."""
+    active = dict(OLD, metadata=json.dumps({"Status": "Active"}))
+    listed = dict(NEW, content="This runbook replaces RB 12 (paging for the rotation) and RB 17 (the manual rotation).")
+    assert rule_judge(active, listed).action == "supersede"
+    kept = dict(NEW, content="This runbook replaces RB 12 (paging for the rotation); RB 17 stays as it is.")
+    assert rule_judge(active, kept).action == "distinct"
+
+
+def test_an_older_entry_that_says_the_newer_covers_it_is_superseded_by_it():
+    active = dict(OLD, metadata=json.dumps({"Status": "Active"}))
+    covered = dict(active, content="Rotate the queue credentials every quarter by hand. This is now fully covered "
+                                   "by RB 31.")
+    assert rule_judge(covered, NEW).action == "supersede"
+    described = dict(active, content="Rotate the queue credentials every quarter by hand; RB 31 describes the store.")
+    assert rule_judge(described, NEW).action == "distinct"

@@ -472,6 +472,12 @@ def _names_the_other(a: Mapping, b: Mapping) -> bool:
     return _says_replaced(newer, _reference(a), _REPLACES) or _says_replaced(older, _reference(b), _SUCCEEDED)
 
 
+#: Other documents named before the one looked for, in a list ("obsoletes RFC 7230, RFC 7231 and
+#: {ref}", "replace :pep:`397` ("Python launcher for Windows") and {ref}"): each a reference (a
+#: ``PEP 8`` / ``RFC-2616`` / role / hash / ``#12``) with its title in brackets, then a comma or "and".
+_LISTED = (r"(?:(?:[A-Z]{2,6}[ -]?\d{1,6}|:[a-z]+:`[^`]{1,80}`|[0-9a-f]{7,40}|#\d+)(?:\s*\([^()]{0,120}\))?"
+           r"(?:\s*,\s*(?:and\s+|or\s+)?|\s+(?:and|or)\s+)){1,4}")
+
 #: How a newer text says it replaces the one it names (``{ref}``).
 _REPLACES: tuple[str, ...] = (
     r"\b(?:supersed(?:es|e|ing)|replac(?:es|e|ing)|obsolet(?:es|e|ing)|updates|revises|revert(?:s|ing)?|retires|"
@@ -482,14 +488,17 @@ _REPLACES: tuple[str, ...] = (
     r"obsoleted|withdrawn|retired|deprecated|rejected)\s+(?:by|in favou?r of)\s+(?:this|the present|the new)\b",
     r"{ref}\s+(?:is|will|would|should|shall|must)\s+(?:now\s+|then\s+)?(?:be\s+)?(?:\w+ly\s+)?(?:superseded|replaced|obsoleted|"
     r"deprecated|retired|rescinded|removed)\b",
+    r"\b(?:supersed(?:es|e|ing)|replac(?:es|e|ing)|obsolet(?:es|e|ing)|updates|revises)\s+" + _gap(2) + _LISTED + r"{ref}",
 )
 #: How an older text says it was replaced by the one it names (``{ref}``).
 _SUCCEEDED: tuple[str, ...] = (
     r"\b(?:superseded|replaced|obsoleted|succeeded)\s+by\s+" + _gap(2) + r"{ref}",
+    r"\b(?:superseded|replaced|obsoleted|succeeded)\s+by\s+" + _gap(2) + _LISTED + r"{ref}",
     r"\bin favou?r of\s+" + _gap(8, parts=True) + r"{ref}",
     r"\b(?:use|see|read)\s+{ref}\s+instead\b",
     r"\bcontinu(?:es|ed)\s+" + _gap(4, parts=True) + r"in\s+{ref}",
     r"\bmerged\s+into\s+" + _gap(2) + r"{ref}",
+    r"\b(?:is|are|now|fully|already)\s+(?:now\s+|fully\s+)?covered\s+by\s+" + _gap(1) + r"{ref}",
 )
 _NEGATED = re.compile(r"\b(?:not|never|nor|unable|failed)\b|n't\b|\brather than\b", re.I)
 
