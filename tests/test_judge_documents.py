@@ -149,3 +149,22 @@ def test_an_older_entry_that_says_the_newer_covers_it_is_superseded_by_it():
     assert rule_judge(covered, NEW).action == "supersede"
     described = dict(active, content="Rotate the queue credentials every quarter by hand; RB 31 describes the store.")
     assert rule_judge(described, NEW).action == "distinct"
+
+
+def test_commits_whose_bodies_say_alike_are_told_apart_by_their_subjects():
+    """A commit's subject states the change; its body may hold only a reference ("Closes #8128")."""
+    def commit(id_, subject, body):
+        return {"id": id_, "title": subject, "summary": subject, "content": body, "systems": [], "tasks": [],
+                "metadata": "{}"}
+
+    assert rule_judge(commit("a0000001", "test1527: enable for hyper", "Closes #8128"),
+                      commit("a0000002", "test1528: enable for hyper", "Closes #8128")).action == "distinct"
+    assert rule_judge(commit("a0000003", "libssh: make atime/mtime date overflow return error", "Closes #9328"),
+                      commit("a0000004", "libssh2: make atime/mtime date overflow return error", "Closes #9328")
+                      ).action == "distinct"
+    assert rule_judge(commit("a0000005", "RELEASE-NOTES: synced", "RELEASE-NOTES: synced"),
+                      commit("a0000006", "RELEASE-NOTES: synced", "RELEASE-NOTES: synced")).action == "merge"
+    # sections of two documents that share a paragraph: the headings name two documents
+    copyright_ = "This document has been placed in the public domain."
+    assert rule_judge(_entry("b0000001", "PEP 8: Style Guide for Python Code — Copyright", copyright_),
+                      _entry("b0000002", "PEP 20: The Zen of Python — Copyright", copyright_)).action == "distinct"

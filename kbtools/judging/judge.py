@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import json
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from types import MappingProxyType
 from functools import lru_cache
 from typing import Callable, Mapping
@@ -517,8 +517,33 @@ def compare_rows(a: Mapping, b: Mapping, *, frame: float = 0.6) -> Comparison:
     """
     marked = bool(_MARKERS.search(str(b.get("title") or "")))
     ta, tb = _body(a), _body(b)
-    return compare(f"{a.get('title') or ''}. {ta}" if marked else ta, f"{b.get('title') or ''}. {tb}" if marked else tb,
-                   frame=frame)
+    reading = compare(f"{a.get('title') or ''}. {ta}" if marked else ta,
+                      f"{b.get('title') or ''}. {tb}" if marked else tb, frame=frame)
+    if marked or not (reading.same or reading.equal):
+        return reading
+    differ = _titles_differ(a, b)
+    if differ is None:
+        return reading
+    # "test1527: enable for hyper" / "test1528: ..." over one "Closes #8128": two facts
+    return replace(reading, same=False, equal=False, conflicts=tuple(sorted(set(reading.conflicts) | set(differ))))
+
+
+def _titles_differ(a: Mapping, b: Mapping) -> tuple[str, ...] | None:
+    """How two entries' titles tell apart the facts their bodies say alike (None where they do not): a
+    commit's subject or a section's heading states what its body may leave out. The titles differ
+    when each has a value the other lacks (a value changed: "PEP 8" / "PEP 20" over one copyright
+    paragraph), or, where a body says less than its title (a subject over "Closes #9328"), when the
+    titles do not say the same ("libssh: ..." / "libssh2: ..."). The values that differ, else ()."""
+    title_a, title_b = str(a.get("title") or ""), str(b.get("title") or "")
+    fa, fb = facts(title_a), facts(title_b)
+    if fa.values - fb.values and fb.values - fa.values:
+        return tuple(sorted(fa.values ^ fb.values))
+    thin = any(len(facts(_body(row)).words) < len(f.words) for row, f in ((a, fa), (b, fb)))
+    if thin and title_a and title_b:
+        titles = compare(title_a, title_b)
+        if not (titles.same or titles.equal):
+            return titles.conflicts
+    return None
 
 
 def rule_judge(a: Mapping, b: Mapping, *, frame: float = 0.6, merge_confidence: float = MERGE_CONFIDENCE) -> Verdict:
