@@ -488,7 +488,8 @@ _REPLACES: tuple[str, ...] = (
     r"obsoleted|withdrawn|retired|deprecated|rejected)\s+(?:by|in favou?r of)\s+(?:this|the present|the new)\b",
     r"{ref}\s+(?:is|will|would|should|shall|must)\s+(?:now\s+|then\s+)?(?:be\s+)?(?:\w+ly\s+)?(?:superseded|replaced|obsoleted|"
     r"deprecated|retired|rescinded|removed)\b",
-    r"\b(?:supersed(?:es|e|ing)|replac(?:es|e|ing)|obsolet(?:es|e|ing)|updates|revises)\s+" + _gap(2) + _LISTED + r"{ref}",
+    r"\b(?:supersed(?:es|e|ing)|replac(?:es|e|ing)|obsolet(?:es|e|ing)|updates|revises)\s+" + _gap(2) + _LISTED
+    + r"{ref}",
 )
 #: How an older text says it was replaced by the one it names (``{ref}``).
 _SUCCEEDED: tuple[str, ...] = (

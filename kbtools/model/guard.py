@@ -36,8 +36,8 @@ _STAMP = re.compile(
     r"^\s*\[?(?:\d{4}-\d{2}-\d{2}[ T]\d{2}:\d{2}(?::\d{2})?|\d{2}:\d{2}:\d{2}(?:[.,]\d+)?)\]?", re.M
 )
 _TMP_PATH = re.compile(
-    r"(?:(?<![\w/])/tmp/[^\s`'\"]+|/var/folders/\S+|/private/var/folders/\S+|[A-Za-z]:\\Users\\[^\\\s]+\\AppData\\Local\\Temp\\\S*"
-    r"|(?<![\w/])/var/tmp/[^\s`'\"]+|/dev/shm/\S+)"
+    r"(?:(?<![\w/])/tmp/[^\s`'\"]+|/var/folders/\S+|/private/var/folders/\S+"
+    r"|[A-Za-z]:\\Users\\[^\\\s]+\\AppData\\Local\\Temp\\\S*|(?<![\w/])/var/tmp/[^\s`'\"]+|/dev/shm/\S+)"
 )
 #: work said to be going on now ("the build is currently running"); "the currently running
 #: thread", "a suite that is currently running", "is not currently running" name or describe a
