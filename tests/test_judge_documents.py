@@ -162,6 +162,9 @@ def test_commits_whose_bodies_say_alike_are_told_apart_by_their_subjects():
     assert rule_judge(commit("a0000003", "libssh: make atime/mtime date overflow return error", "Closes #9328"),
                       commit("a0000004", "libssh2: make atime/mtime date overflow return error", "Closes #9328")
                       ).action == "distinct"
+    assert rule_judge(commit("a0000007", "tests: fix http servers to run with a dynamic log directory", "Ref: #10818"),
+                      commit("a0000008", "tests: fix C servers to run with a dynamic log directory", "Ref: #10818")
+                      ).action == "distinct"  # a subject that adds a word names another change
     assert rule_judge(commit("a0000005", "RELEASE-NOTES: synced", "RELEASE-NOTES: synced"),
                       commit("a0000006", "RELEASE-NOTES: synced", "RELEASE-NOTES: synced")).action == "merge"
     # sections of two documents that share a paragraph: the headings name two documents
