@@ -471,3 +471,28 @@ def test_shared_terms_of_a_pair_read_from_either_side_alike():
         strong = sum(bool(stats.strong_base[side[t]]) for t in terms if not stats.hub[t] for side in posting)
         assert one[2][i] == strong
     assert (one[1] > 0).sum() > 100 and (one[2] > 0).sum() > 100
+
+
+def test_the_default_write_rows_time_the_verb_both_ways_on_a_connected_bank(tmp_path):
+    from kbtools.demo import synthetic_bank
+    from kbtools.evaluate.bench import WRITES, default_write_rows
+    from kbtools.model.schema import SCHEMAS
+    from kbtools.ops.embedding import embed_bank
+    from kbtools.ops.interchange import import_frames
+    from kbtools.ops.maintenance import connect_bank
+    from kbtools.store.bank import create_bank
+
+    demo = synthetic_bank(entries=300, seed=11)
+    ents = demo.entries.with_columns(pl.lit(None).cast(SCHEMAS["entries"]["linked_at"]).alias("linked_at"))
+    bank = create_bank(tmp_path / "b", embedder=None)
+    import_frames(bank, entries=ents, edges=demo.edges, guard=False)
+    embed_bank(bank, embedder="hashing-char", actor="test")
+    connect_bank(bank)
+    before = bank.entries.height
+    auto_before = bank.edges.filter(pl.col("source") == "auto").height
+    verb, cost = default_write_rows("linker 0k", bank, 300)
+    assert bank.entries.height == before + 2 * (2 + WRITES)  # every write landed, linked and unlinked
+    assert bank.edges.filter(pl.col("source") == "auto").height > auto_before  # the linked ones linked
+    assert verb[1].startswith("kb.report_learning") and verb[4]["baseline_value"] > 0
+    assert cost[2] == pytest.approx(verb[2] - verb[4]["baseline_value"])
+    assert cost[4]["budget"] is None  # the 3 ms goal is read at 100k

@@ -91,7 +91,8 @@ register_args("bench", lambda p: (
     p.add_argument("--seed", type=int, default=7),
     p.add_argument("--only", choices=["linker", "serve"], help="one section alone: 'linker' (term statistics build and "
                    "extend, linking one entry with and without vectors, connect throughput, kb.connect as a job on "
-                   "a bank on disk, the query index after a deletion, each beside an exact numpy scan; vectors of "
+                   "a bank on disk, then on that bank kb.report_learning linked and unlinked (the linking's cost "
+                   "on the verb), the query index after a deletion, each beside an exact numpy scan; vectors of "
                    "the entries' text and random unit vectors, the worst case), e.g. kb bench --only linker --sizes "
                    "100000; 'serve' "
                    "(adds, first query after an add, cold open, memory, disk, PPR vs igraph, fold at 2k and 20k)"),
