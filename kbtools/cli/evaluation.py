@@ -86,7 +86,8 @@ register_args("bench", lambda p: (
     p.add_argument("--peers", nargs="*", choices=["LanceDB", "Chroma", "DuckDB+vss"], metavar="PEER",
                    help="kbtools beside LanceDB, Chroma and DuckDB+vss (or the peers named), embedded and on disk, "
                         "on the same vectors: "
-                        "steady top-8 with recall@8, a durable add, the first query after it, cold open + first "
+                        "steady top-8 with recall@8, an add as each system commits it and one on disk when it returns, "
+                        "the first query after it, cold open + first "
                         "query in a new process with its peak RSS, disk (needs the bench extra)"),
     p.add_argument("--seed", type=int, default=7),
     p.add_argument("--only", choices=["linker", "serve"], help="one section alone: 'linker' (term statistics build and "

@@ -5,7 +5,8 @@ HNSW segment) and DuckDB with the ``vss`` extension (one database file, an HNSW 
 Every system holds the same single vector per entry that kbtools searches (the bank's four
 per-dimension vectors precombined with the default weights, :func:`~kbtools.retrieval.index.combine`)
 and the entry's text, and ranks by the same inner product. The operations, timed alike: top-8 for
-a query vector (steady p50, and recall@8 against an exact numpy scan), one durable add (p50), the
+a query vector (steady p50, and recall@8 against an exact numpy scan), one add (p50: as each system
+commits it, and on disk when it returns), the
 first query after each add (p50), a cold open + first query in a fresh process and that process's
 peak memory while it serves 50 more, and the disk after the adds. kbtools is timed through
 ``kb.query(bank, text, query_vector=q)`` (folded, the vector given: no embedding) and
@@ -145,6 +146,7 @@ def _duckdb_connect(path: str):
 
 class _Lance:
     name, index = "LanceDB", "IVF_HNSW_SQ, its defaults (dot); rows added after the build scanned exactly"
+    syncs = False  # an add writes its files and returns, no fsync (strace -f -e trace=fsync,fdatasync)
 
     def load(self, path: Path, ids, texts, vecs):
         import lancedb
@@ -163,9 +165,15 @@ class _Lance:
     def close(self):
         self.table = None
 
+    def reopen(self):
+        import lancedb
+
+        self.table = lancedb.connect(str(self.path)).open_table("bench")
+
 
 class _Chroma:
     name, index = "Chroma", "HNSW, its defaults (M 16, ef_search 100; ip)"
+    syncs = False  # SQLite in WAL mode, no fsync per add (strace)
 
     def load(self, path: Path, ids, texts, vecs):
         import chromadb
@@ -187,9 +195,17 @@ class _Chroma:
     def close(self):
         self.col = self.client = None
 
+    def reopen(self):
+        import chromadb
+        from chromadb.config import Settings
+
+        self.client = chromadb.PersistentClient(path=str(self.path), settings=Settings(anonymized_telemetry=False))
+        self.col = self.client.get_collection("bench", embedding_function=None)
+
 
 class _DuckDB:
     name, index = "DuckDB+vss", "HNSW, vss defaults (M 16, ef_search 64; ip), persisted in the file"
+    syncs = True  # each commit fsyncs its write-ahead log (strace)
 
     def load(self, path: Path, ids, texts, vecs):
         path.mkdir(parents=True, exist_ok=True)
@@ -214,6 +230,9 @@ class _DuckDB:
 
     def close(self):
         self.con.close()
+
+    def reopen(self):
+        self.con = _duckdb_connect(str(self.path / "bench.duckdb"))
 
 
 def _arrow(ids, texts, vecs):
@@ -278,6 +297,57 @@ def _take_turns(systems: dict[str, tuple[Callable, Callable]], qs: np.ndarray, t
     return {name: {"steady_ms": float(np.median(steady[name])), "recall": _recall(found[name], truth),
                    "add_ms": float(np.median(adds[name])), "first_ms": float(np.median(firsts[name]))}
             for name in names}
+
+
+def _files(path: Path) -> dict[Path, tuple[int, int]]:
+    """Every file under ``path`` with its (modification time, size)."""
+    out = {}
+    for p in Path(path).rglob("*"):
+        try:
+            st = p.stat()
+        except FileNotFoundError:  # removed while listed
+            continue
+        if p.is_file():
+            out[p] = (st.st_mtime_ns, st.st_size)
+    return out
+
+
+def _fsync(paths) -> None:
+    for p in paths:
+        try:
+            fd = os.open(p, os.O_RDONLY)
+        except FileNotFoundError:  # a file the store removed again (a temporary one)
+            continue
+        try:
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+
+
+def _synced_adds(systems: dict[str, tuple[Callable, Path | None]], new_rows) -> dict[str, float]:
+    """Per system (``{name: (add, path)}``), the p50 of an add that is on disk when it returns: a
+    system that fsyncs its own commit (``path`` None) is timed as it is; for one that does not, the
+    files its add created or changed under ``path`` (listed before and after it, not timed) are
+    fsynced with the folders of the new ones, and that time is added to the add's. The systems take
+    turns, each add on every system, the first place rotating."""
+    names = list(systems)
+    took: dict[str, list[float]] = {name: [] for name in names}
+    for turn, (i, text, v) in enumerate(new_rows):
+        for name in _rotated(names, turn):
+            add, path = systems[name]
+            before = _files(path) if path is not None else None
+            t = time.perf_counter()
+            add(i, text, v)
+            spent = time.perf_counter() - t
+            if before is not None:
+                after = _files(path)
+                changed = [p for p, stamp in after.items() if before.get(p) != stamp]
+                folders = {p.parent for p in changed if p not in before}
+                t = time.perf_counter()
+                _fsync([*changed, *folders])
+                spent += time.perf_counter() - t
+            took[name].append(spent * 1000)
+    return {name: float(np.median(took[name])) for name in names}
 
 
 def _rotated(names: list[str], turn: int) -> list[str]:
@@ -365,6 +435,19 @@ def bench_peers(root: Path, *, n: int = 100_000, seed: int = 7, peers=PEERS[1:],
         paths[peer.name] = peer.path
     for name, cold in _cold_turns(paths, qfile, say).items():
         results[name].update(cold, disk_mb=_disk_mb(paths[name]), load_s=load[name])
+    # adds again, each on disk when it returns: after the cold and disk rows, so that those read
+    # the stores as the first adds left them
+    say("adds synced to disk, the systems taking turns")
+    synced = {"kbtools": (lambda i, text, v: report_learning(bank, content=text, actor="bench", link=False), None)}
+    for peer in peers:
+        peer.reopen()
+        synced[peer.name] = (peer.add, None if peer.syncs else peer.path)
+    more = [(f"sync{j:06d}", f"Synced fact {j}: the cold pool fills at {j} pm.", v) for j, (_, _, v) in enumerate(new_rows)]
+    for name, ms in _synced_adds(synced, more).items():
+        results[name]["synced_add_ms"] = ms
+    for peer in peers:
+        peer.close()
+    for name in results:
         say(f"{name}: " + ", ".join(f"{k} {v:.4g}" for k, v in results[name].items()))
     systems = ["kbtools"] + [c.name for c in chosen]
     return {"entries": n, "systems": systems, "index": index, "rows": _rows(results, systems),
@@ -376,7 +459,9 @@ def bench_peers(root: Path, *, n: int = 100_000, seed: int = 7, peers=PEERS[1:],
                       "queries": f"the titles of {_QUERIES} entries drawn at random, embedded with the bank's hashing embedder; "
                                  "truth: exact inner product over the same vectors",
                       "adds": f"{_ADDS} adds, each followed by one query, the title of another entry drawn at random "
-                              "(asked for the first time)",
+                              f"(asked for the first time); then, after the cold and disk rows, {_ADDS} more, each on "
+                              "disk when it returns: LanceDB's and Chroma's (which issue no fsync) with the files the "
+                              "add created or changed fsynced, and the new files' folders, that time added",
                       "turns": f"the systems take turns: the queries in {_ROUNDS} rounds, each round and each add "
                                f"on every system, the first place rotating; the cold row the median of "
                                f"{_COLD_RUNS} fresh processes each, in turns",
@@ -395,7 +480,8 @@ def _load_average() -> str:
 _OPERATIONS = (  # key, operation, unit, better
     ("steady_ms", "top-8 query, steady, p50", "ms", min),
     ("recall", "recall@8 of that query (exact scan = 1)", "share", max),
-    ("add_ms", "add one row, durable, p50", "ms", min),
+    ("add_ms", "add one row as each system commits it, p50 (kbtools and DuckDB fsync; LanceDB and Chroma do not)", "ms", min),
+    ("synced_add_ms", "add one row, on disk when it returns, p50 (LanceDB's and Chroma's files fsynced after it)", "ms", min),
     ("first_ms", "first query after each add (a query asked for the first time), p50", "ms", min),
     ("first_s", "cold: import + open + first query, new process", "s", min),
     ("import_s", "of which the library's import and the open", "s", min),
