@@ -84,15 +84,22 @@ def test_kb_health_cli(tmp_path):
 
 
 def test_kb_judge_and_kb_health_report_progress_on_stderr():
-    # off a terminal: timestamped lines at each quarter of the pairs judged, the last one whole
+    # off a terminal: timestamped lines at each quarter of each stage (the search for candidate
+    # pairs, then the judging of the pairs found), the last line of each whole
     env = dict(os.environ, ORT_DISABLE_TELEMETRY="1")
-    for args in (["judge", str(DEMO_DIR / "engineering"), "--dry-run"], ["health", str(DEMO_DIR / "engineering")]):
+    for args, label in ((["judge", str(DEMO_DIR / "engineering"), "--dry-run"], "judge: "),
+                        (["health", str(DEMO_DIR / "engineering")], "health: duplicate candidates: ")):
         proc = subprocess.run([sys.executable, "-m", "kbtools", *args], capture_output=True, text=True, env=env,
                               timeout=600)
         assert proc.returncode == 0, proc.stderr
-        lines = [line for line in proc.stderr.splitlines() if "judg" in line]
-        done, total = lines[-1].rsplit(" ", 1)[-1].split("/")
-        assert len(lines) >= 2 and done == total and int(total) > 0, proc.stderr
+        stages: dict[int, list[int]] = {}
+        for line in proc.stderr.splitlines():
+            if label in line:
+                done, total = line.rsplit(" ", 1)[-1].split("/")
+                stages.setdefault(int(total), []).append(int(done))
+        assert len(stages) == 2, proc.stderr  # the search, then the judging
+        for total, done in stages.items():
+            assert len(done) >= 2 and done[-1] == total > 0, proc.stderr
 
 
 def test_a_document_bank_is_not_faulted_for_its_own_structure(tmp_path):

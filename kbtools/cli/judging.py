@@ -56,7 +56,7 @@ def _health(args):
     from kbtools.evaluate.health import health
     from kbtools.store.bank import open_bank
 
-    report = health(open_bank(args.path, readonly=True), progress=_progress("health: judging duplicate candidates"))
+    report = health(open_bank(args.path, readonly=True), progress=_progress("health: duplicate candidates"))
     if args.html:
         Path(args.html).write_text("<!doctype html><meta charset='utf-8'><title>kb health</title>"
                                    + report._repr_html_(), encoding="utf-8")

@@ -97,6 +97,9 @@ _VALUE_RE = re.compile(
     r"|(?P<word>(?<![\w-])(?:" + "|".join(_NUMBER_WORDS) + r")(?![\w-]))(?:\s+(?P<wunit>" + _UNIT_RE + r")(?![\w]))?",
 )
 _WORD_RE = re.compile(r"[A-Za-z]+(?:'[A-Za-z]+)?")
+#: A capital letter standing alone names something ("add the V binding", "plan B", "the C API"): a
+#: value, where a word of one letter states nothing. "A" and "I" are words.
+_LONE_CAPITAL = re.compile(r"(?<![\w'.-])[B-HJ-Z](?![\w'-]|\.\w)")
 _NEGATION_RE = re.compile(r"(?<![\w-])(?:not|no|never|none|nor|neither|cannot|without)(?![\w-])|\b\w+n't\b", re.I)
 #: Words that state no fact of their own besides the stop words (articles of a report, hedges).
 _EMPTY_WORDS = frozenset("""also again still just really actually basically please team everyone folks we us our
@@ -174,13 +177,15 @@ def _stem_of(surface: str) -> str | None:
     return stem(word)
 
 
-@lru_cache(maxsize=1 << 16)
+@lru_cache(maxsize=1 << 18)
 def facts(text: str) -> Facts:
     """The values, content words, negated values and change cues of one text.
 
     >>> f = facts("Correction: the autoscaler allows at most 20 nodes, not 12.")
     >>> sorted(f.values), sorted(f.negated), sorted(f.cues)
     (['12', '20'], ['12'], ['correction', 'not'])
+    >>> sorted(facts("BINDINGS: add V binding").values), sorted(facts("A fix I made: see plan B.").values)
+    (['V'], ['B'])
     """
     text = text or ""
     cues = frozenset(m.group(0).lower() for m in _CUE_RE.finditer(text))
@@ -192,6 +197,7 @@ def facts(text: str) -> Facts:
             negated |= next((w for w in (_stems(t) for t in rest.split()) if w), frozenset())
     framed = strip_framing(text)
     values, rest = _values(framed)
+    values |= frozenset(m.group(0) for m in _LONE_CAPITAL.finditer(rest))
     return Facts(values, _stems(rest) - {stem(c) for c in ("correction", "corrected", "update", "updated")},
                  frozenset(negated), cues, len(_NEGATION_RE.findall(framed)))
 
@@ -360,7 +366,7 @@ def _counterparts(da: tuple[str, ...], db: tuple[str, ...]) -> str:
     return " ".join(da[i] for i in sorted(keep))
 
 
-@lru_cache(maxsize=1 << 16)
+@lru_cache(maxsize=1 << 18)
 def compare(a: str, b: str, *, frame: float = 0.6) -> Comparison:
     """How the older text ``a`` and the newer text ``b`` relate (see :class:`Comparison`).
     ``frame``: the share of ``a``'s words ``b`` must restate for a change to be a correction.

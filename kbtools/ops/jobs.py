@@ -101,24 +101,29 @@ JOB_HELP = {
 
 def progress_reporter(label: str) -> Callable:
     """A ``progress(done, total)`` callback: a tqdm bar on a terminal, timestamped log lines on
-    stderr under a scheduler (every quarter)."""
+    stderr under a scheduler (every quarter). A call with another total starts a next stage (a
+    search, then the judging of what it found): a new bar, its own quarters."""
     if sys.stderr.isatty():
         from tqdm import tqdm
 
         state: dict = {}
 
         def bar(done, total):
-            if "bar" not in state:
-                state["bar"] = tqdm(total=total, desc=label, unit="entry", leave=False)
+            if state.get("total") != total:
+                if "bar" in state:
+                    state["bar"].close()
+                state["bar"], state["total"] = tqdm(total=total, desc=label, unit="entry", leave=False), total
             state["bar"].n = done
             state["bar"].refresh()
             if done >= total:
                 state["bar"].close()
 
         return bar
-    mark = {"next": 0.0}
+    mark = {"next": 0.0, "total": None}
 
     def log(done, total):
+        if total != mark["total"]:
+            mark.update(next=0.0, total=total)
         if total and done / total >= mark["next"]:
             print(f"{time.strftime('%Y-%m-%dT%H:%M:%S')} {label}: {done}/{total}", file=sys.stderr, flush=True)
             mark["next"] += 0.25

@@ -77,10 +77,12 @@ def note_coverage(edges: pl.DataFrame) -> dict[str, dict]:
             for s, n, w in rows.iter_rows()}
 
 
-def propose_duplicates(bank: Bank, *, threshold: float = DUPLICATE_THRESHOLD, k: int = 5) -> pl.DataFrame:
+def propose_duplicates(bank: Bank, *, threshold: float = DUPLICATE_THRESHOLD, k: int = 5,
+                       progress: Progress = False) -> pl.DataFrame:
     """Candidate duplicate pairs of the bank's active entries, with the evidence: lexical and (when
     the bank is embedded) vector similarity, whether systems and tasks agree, and both titles.
-    Candidates only: nothing is written, and a pair is never an edge by itself.
+    Candidates only: nothing is written, and a pair is never an edge by itself. ``progress``
+    reports the search (:func:`~kbtools.judging.judge.candidate_pairs`).
 
     >>> import tempfile, pathlib
     >>> from kbtools.store.bank import create_bank
@@ -91,7 +93,7 @@ def propose_duplicates(bank: Bank, *, threshold: float = DUPLICATE_THRESHOLD, k:
     if "status" in entries.columns:
         entries = entries.filter(pl.col("status") != "superseded")
     vectors = entry_vectors(bank) if embedder_name(bank) else None
-    pairs = candidate_pairs(entries, vectors=vectors, edges=bank.edges, threshold=threshold, k=k)
+    pairs = candidate_pairs(entries, vectors=vectors, edges=bank.edges, threshold=threshold, k=k, progress=progress)
     titles = entries.select("id", "title")
     return (pairs.join(titles.rename({"id": "a", "title": "title_a"}), on="a", how="left")
             .join(titles.rename({"id": "b", "title": "title_b"}), on="b", how="left"))
@@ -143,7 +145,7 @@ def judged_duplicates(bank: Bank, *, judge: JudgeFn = rule_judge, threshold: flo
     """
     if limit is not None and (not isinstance(limit, int) or limit < 1):
         raise ValidationError("limit", limit, "limit (pairs to judge) is a positive integer or None")
-    pairs = propose_duplicates(bank, threshold=threshold, k=k)
+    pairs = propose_duplicates(bank, threshold=threshold, k=k, progress=progress)
     if limit is not None:
         pairs = pairs.head(limit)
     return judge_pairs(bank.entries, pairs, judge=judge, progress=progress)
