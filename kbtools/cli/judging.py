@@ -52,7 +52,8 @@ def _health(args):
     that are never returned (from the usage log), automatic links near the prune threshold, holes in
     declared or inferred flows, duplicate candidates and storage (segments, dead rows, vectors,
     caches). Reads only.
-    --html FILE also writes the report as an HTML page. Progress of the judging goes to stderr."""
+    --html FILE also writes the report as an HTML page. Progress of the search for duplicate
+    candidates, then of their judging, goes to stderr."""
     from kbtools.evaluate.health import health
     from kbtools.store.bank import open_bank
 
