@@ -150,9 +150,8 @@ def leaky_notes(entries, edges: pl.DataFrame | None = None, *, share: float = 0.
     rare = dict(_rare_tokens(entries).iter_rows())
     keys = _keys(entries)
     refs = _references(entries["id"].to_list(), keys)
-    ids_needed = set(noted["src"].to_list()) | set(noted["dst"].to_list())
-    texts = {r[0]: r[1] for r in _entry_text(entries).filter(pl.col("id").is_in(list(ids_needed))).iter_rows()}
-    df = _document_frequency(entries)
+    said = _entry_terms(entries)  # each entry's terms read once: an entry is the end of many notes
+    df = _document_frequency(said.values())
     total = max(entries.height, 1)
     out = []
     source_col = pl.col("source") if "source" in noted.columns else pl.lit(None, pl.String).alias("source")
@@ -160,7 +159,7 @@ def leaky_notes(entries, edges: pl.DataFrame | None = None, *, share: float = 0.
         own = {src, dst, src[:7], dst[:7], *keys.get(src, ()), *keys.get(dst, ())}
         quoted = source in QUOTES_ITS_SOURCE
         flagged = _restated_token(note, (dst,) if quoted else (dst, src), rare, own, refs) or _restated_terms(
-            terms(note), ((dst, src),) if quoted else ((dst, src), (src, dst)), texts, df, total, share, top)
+            terms(note), ((dst, src),) if quoted else ((dst, src), (src, dst)), said, df, total, share, top)
         if flagged:
             out.append((src, dst, type_, source, note, *flagged))
     return pl.DataFrame(out, schema=LEAKY_NOTE_SCHEMA, orient="row")
@@ -204,11 +203,11 @@ def _restated_token(note: str, ends, rare, own=frozenset(), refs=frozenset()) ->
     return None
 
 
-def _restated_terms(note_terms, pairs, texts, df, total, share, top) -> tuple | None:
+def _restated_terms(note_terms, pairs, said, df, total, share, top) -> tuple | None:
     """The first end whose distinctive terms (its ``top`` rarest terms the other end lacks, at
-    least two) the note covers to ``share`` or more."""
+    least two) the note covers to ``share`` or more (``said``: each entry's terms)."""
     for end, other in pairs:
-        mine, theirs = terms(texts.get(end, "")), terms(texts.get(other, ""))
+        mine, theirs = said.get(end, frozenset()), said.get(other, frozenset())
         distinctive = sorted(mine - theirs, key=lambda t: (df.get(t, 0), t))[:top]
         distinctive = [t for t in distinctive if math.log(total / max(df.get(t, 1), 1)) > 0]
         if len(distinctive) >= 2:
@@ -245,9 +244,14 @@ def _entry_text(entries: pl.DataFrame) -> pl.DataFrame:
     return entries.select("id", pl.concat_str(cols, separator="\n").alias("text"))
 
 
-def _document_frequency(entries: pl.DataFrame) -> dict[str, int]:
-    """How many entries use each stemmed content word."""
-    per_entry = [terms(t) for t in _entry_text(entries)["text"].to_list()]
+def _entry_terms(entries: pl.DataFrame) -> dict[str, frozenset[str]]:
+    """Each entry's stemmed content words, by id."""
+    frame = _entry_text(entries)
+    return dict(zip(frame["id"].to_list(), map(terms, frame["text"].to_list())))
+
+
+def _document_frequency(per_entry) -> dict[str, int]:
+    """How many entries use each stemmed content word (``per_entry``: each entry's words)."""
     df: dict[str, int] = {}
     for words in per_entry:
         for w in words:
