@@ -133,7 +133,13 @@ def _keep_best(out: dict[tuple[int, int], float], r: np.ndarray, c: np.ndarray, 
     """Add to ``out`` ({(i, j): score}, i < j) each row's ``k`` best partners among the pairs (r[i],
     c[i]), ties to the partner nearest in row order (the repeats of a message each paired with the
     repeats written next to it, not all with the first few), then the lower; a pair found from
-    both ends keeps its score once."""
+    both ends keeps its score once.
+
+    >>> out = {}
+    >>> _keep_best(out, np.array([5, 5, 5, 5, 5]), np.array([1, 3, 4, 7, 9]), np.ones(5), 2)
+    >>> sorted(out)  # five alike: the nearest to row 5 (4, then 3 before 7)
+    [(3, 5), (4, 5)]
+    """
     order = np.lexsort((c, np.abs(c - r), -score, r))
     r, c, score = r[order], c[order], score[order]
     first = np.searchsorted(r, r)
