@@ -125,8 +125,9 @@ def _tfidf(texts: list[str]) -> sp.csr_matrix:
 
 #: Rows of a block when candidate pairs are searched (memory stays bounded on a large bank)
 _BLOCK_ROWS = 1024
-#: Candidate pairs scored exactly at once
+#: Candidate pairs scored exactly at once (sparse rows; vectors: both ends' rows copied, fewer)
 _SCORED_AT_ONCE = 200_000
+_VECTOR_PAIRS_AT_ONCE = 32_768
 
 
 def _keep_best(out: dict[tuple[int, int], float], r: np.ndarray, c: np.ndarray, score: np.ndarray, k: int) -> None:
@@ -329,13 +330,13 @@ def candidate_pairs(entries: pl.DataFrame, *, vectors: tuple[np.ndarray, np.ndar
         data = np.asarray(vectors[1], np.float32)
         if data.ndim == 3:
             data = data[:, 0, :]
+        rows_of = np.array([pos.get(eid, -1) for eid in ids], dtype=np.int64)
+        have = rows_of >= 0
         vec_matrix = np.zeros((n, data.shape[1]), np.float32)
-        for i, eid in enumerate(ids):
-            if eid in pos:
-                vec_matrix[i] = data[pos[eid]]
+        vec_matrix[have] = data[rows_of[have]]
         norms = np.linalg.norm(vec_matrix, axis=1)
         norms[norms == 0] = 1.0
-        vec_matrix = vec_matrix / norms[:, None]
+        vec_matrix /= norms[:, None]
         vector = _vector_pairs(vec_matrix, k, threshold, _stage(report, 1, stages, n))
     keys = sorted(set(lexical) | set(vector))
     if not keys:
@@ -345,8 +346,10 @@ def candidate_pairs(entries: pl.DataFrame, *, vectors: tuple[np.ndarray, np.ndar
     i_idx = np.array([a for a, _ in keys])
     j_idx = np.array([b for _, b in keys])
     lex = np.asarray(x[i_idx].multiply(x[j_idx]).sum(axis=1)).ravel()
-    vec = (np.einsum("ij,ij->i", vec_matrix[i_idx], vec_matrix[j_idx]) if vec_matrix is not None
-           else np.full(len(keys), np.nan))
+    vec = (np.concatenate([np.einsum("ij,ij->i", vec_matrix[i_idx[lo:lo + _VECTOR_PAIRS_AT_ONCE]],
+                                     vec_matrix[j_idx[lo:lo + _VECTOR_PAIRS_AT_ONCE]])
+                           for lo in range(0, len(keys), _VECTOR_PAIRS_AT_ONCE)])
+           if vec_matrix is not None else np.full(len(keys), np.nan))
     created = entries["created_at"].to_list() if "created_at" in entries.columns else list(range(n))
     a_ids, b_ids = [], []
     for i, j in keys:

@@ -16,6 +16,7 @@ older) or ``split_from`` edges, or a merge, each with the verdict as the note, s
 from __future__ import annotations
 
 
+import numpy as np
 import polars as pl
 
 from kbtools.errors import ValidationError
@@ -92,11 +93,23 @@ def propose_duplicates(bank: Bank, *, threshold: float = DUPLICATE_THRESHOLD, k:
     entries = bank.entries
     if "status" in entries.columns:
         entries = entries.filter(pl.col("status") != "superseded")
-    vectors = entry_vectors(bank) if embedder_name(bank) else None
+    vectors = _content_vectors(bank, entries["id"].to_list()) if embedder_name(bank) else None
     pairs = candidate_pairs(entries, vectors=vectors, edges=bank.edges, threshold=threshold, k=k, progress=progress)
     titles = entries.select("id", "title")
     return (pairs.join(titles.rename({"id": "a", "title": "title_a"}), on="a", how="left")
             .join(titles.rename({"id": "b", "title": "title_b"}), on="b", how="left"))
+
+
+def _content_vectors(bank: Bank, wanted: list[str]):
+    """(ids, content vectors) of those of ``wanted`` that have vectors: the content dimension alone
+    read from the segments (the other three neither read nor converted), or None without any."""
+    ids, data = entry_vectors(bank)
+    if not len(ids):
+        return None
+    at = {v: i for i, v in enumerate(ids.tolist())}
+    rows = np.array([at.get(i, -1) for i in wanted], dtype=np.int64)
+    have = rows >= 0
+    return np.asarray(wanted, dtype=object)[have].astype(str), data.take(rows[have], kind=0)
 
 
 def judge_pairs(entries: pl.DataFrame, pairs: pl.DataFrame, *, judge: JudgeFn = rule_judge,
