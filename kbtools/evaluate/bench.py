@@ -528,7 +528,7 @@ WRITES = 20
 def default_write_rows(tag, bank: Bank, size: int):
     """The verb a write-time link comes from: ``kb.report_learning`` with the linker (the default)
     and without it, alternated on the connected bank on disk, each write durable and embedded; the
-    linking's cost to the user is the difference of their medians (the row the 3 ms goal reads;
+    linking's cost to the user is the difference of their medians (the row the linking goal reads;
     ``plan_links`` above is one part of it)."""
     took: dict[bool, list[float]] = {True: [], False: []}
     for i in range(2 + WRITES):

@@ -297,8 +297,8 @@ def candidate_pairs(entries: pl.DataFrame, *, vectors: tuple[np.ndarray, np.ndar
     rank below two wordings of one fact.
 
     The search scores only the pairs that can reach ``threshold`` (see :func:`_lexical_pairs`;
-    vectors by an exact inner-product search), so a bank of 100,000 entries is read in about a
-    minute, not in the hours every pair would take. ``progress`` reports it in steps of entries:
+    vectors by an exact inner-product search), so its time grows with the pairs near the threshold,
+    not with every pair of entries. ``progress`` reports it in steps of entries:
     the lexical search, the vector search, then the reading of the pairs found.
 
     >>> e = pl.DataFrame({"id": ["a1", "b2", "c3"], "title": ["t", "t", "x"], "summary": ["", "", ""],
