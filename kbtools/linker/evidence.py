@@ -345,7 +345,10 @@ def voting_terms(stats: TermStats, rows: np.ndarray, rel: Relations, settings: L
     r, pos = row_positions(stats.postings.indptr, rows)
     t = stats.postings.indices[pos].astype(np.int64)
     # a term only this entry holds nominates nobody: the voting terms are the rarest shared ones
-    order = np.argsort(r * len(stats.w) + _vote_order(stats)[t])
+    if len(rows) <= _FEW_ROWS:  # a write's rows: their own terms ordered as ``_vote_order`` orders all
+        order = np.lexsort((t, -stats.w[t], -stats.idf[t], stats.df[t] <= 1, r))
+    else:
+        order = np.argsort(r * len(stats.w) + _vote_order(stats)[t])
     r, t = r[order], t[order]
     starts = np.searchsorted(r, np.arange(len(rows)))
     pos = np.arange(len(r)) - starts[r]

@@ -46,12 +46,14 @@ CHUNK_ROWS = 512
 
 
 def plan_links(entry_id, entries, edges, triples, *, vectors=None, cosine=None, neighbors=None, stats=None,
-               settings: LinkerSettings = LINKER_DEFAULTS, now=None) -> LinkPlan:
+               settings: LinkerSettings = LINKER_DEFAULTS, now=None, edge_rows=None) -> LinkPlan:
     """Links for one entry already in ``entries`` (structural links, best ``max_new`` automatic
     links, degree cap, takeover by a replacing decision).
 
     ``neighbors``, with ``vectors``: a nearest-neighbour index over the entries' rows (a
     ``faiss.Index``, or any object with ``ntotal`` and ``search(x, k) -> (scores, rows)``).
+    ``edge_rows(ids)``: the positions in ``edges`` of the rows with an end among ``ids`` (a store's
+    index of the edges); None: ``edges`` is scanned for them.
 
     >>> import polars as pl, datetime as dt
     >>> t = dt.datetime(2026, 11, 1, tzinfo=dt.timezone.utc)
@@ -63,6 +65,7 @@ def plan_links(entry_id, entries, edges, triples, *, vectors=None, cosine=None, 
     ([('resolves', 'auto')], 1)
     """
     ctx = PlanContext.open(entries, edges, triples, stats, settings, now, vectors, cosine, neighbors)
+    ctx.edge_rows = edge_rows
     row = ctx.stats.row_of.get(entry_id)
     if row is None:
         raise EntryNotFound(str(entry_id), "plan_links")
@@ -195,6 +198,8 @@ def _to_us(now) -> int:
 class PlanContext:
     """The frames of one call, read once: statistics, relations, masks, edges with row numbers."""
 
+    edge_rows = None  # ids -> positions of the edges touching them (see ``plan_links``)
+
     @classmethod
     def open(cls, entries, edges, triples, stats, settings, now, vectors, cosine, neighbors=None):
         self = cls()
@@ -254,13 +259,19 @@ class PlanContext:
         frame = self.edges_input
         relevant = {row, *candidates.tolist(), *(t for _, t in struct if t is not None), *self.replacers(row, frame)}
         ids = [self.stats.ids[r] for r in relevant]
-        touching = rows_where(frame, among("src", ids) | among("dst", ids), index="_orig")
+        touching = self.edges_touching(ids)
         old = [self.stats.ids[t] for typ, t in struct if typ == "supersedes" and t is not None]
         if old:
             near = touching.filter(among("src", old) | among("dst", old))
-            more = ids + list(set(near["src"].to_list()) | set(near["dst"].to_list()))
-            touching = rows_where(frame, among("src", more) | among("dst", more), index="_orig")
+            touching = self.edges_touching(ids + list(set(near["src"].to_list()) | set(near["dst"].to_list())))
         return EdgeIndex(touching, self.stats)
+
+    def edges_touching(self, ids: list[str]) -> pl.DataFrame:
+        """The input edges with an end among ``ids``, with their row numbers (``_orig``)."""
+        if self.edge_rows is None:
+            return rows_where(self.edges_input, among("src", ids) | among("dst", ids), index="_orig")
+        at = pl.Series("_orig", self.edge_rows(ids), dtype=pl.UInt32)
+        return self.edges_input.select(pl.all().gather(at)).with_columns(at)
 
     def structural(self, row: int) -> list[tuple[str, int | None]]:
         """(type, target row or None when missing) named by the entry's own metadata."""

@@ -27,7 +27,7 @@ from kbtools.linker.terms import ANCHOR_COLUMNS, PART_COLUMNS, STATS_COLUMNS, an
 from kbtools.retrieval.index import ivf_nprobe
 from kbtools.store.bank import Bank
 from kbtools.store.caches import cache_file, cached_file_meta, write_cache_file
-from kbtools.store.segments import appended_rows, key_mark, table_mark
+from kbtools.store.segments import appended_rows, key_mark, rows_finder, table_mark
 from kbtools.store.vectors import (embedder_name, entry_vectors, segment_data, segment_ids, segments_after,
                                    vector_segments)
 
@@ -638,6 +638,11 @@ def plan_new_entry_links(bank: Bank, new_entries: pl.DataFrame, new_edges: pl.Da
         stats = None
     else:
         _remember_extension(base, stats, entries)
+    find = rows_finder(bank, {"edges": new_edges})
+
+    def edge_rows(ids: list[str]) -> np.ndarray:
+        return np.union1d(find("edges", "src", ids), find("edges", "dst", ids))
+
     with _SCRATCH:
         vectors = neighbors = None
         if state is not None and content_vectors is not None:
@@ -648,7 +653,8 @@ def plan_new_entry_links(bank: Bank, new_entries: pl.DataFrame, new_edges: pl.Da
         # the grown frame would cost a connect of the whole bank per write; ``kb connect`` reads them
         alone = settings.with_(both_ends=False)
         plans = [plan_links(eid, entries, edges, bank.triples, vectors=vectors, neighbors=neighbors, stats=stats,
-                            settings=alone, now=now) for eid in new_entries["id"].to_list()]
+                            settings=alone, now=now, edge_rows=edge_rows)
+                 for eid in new_entries["id"].to_list()]
     if len(plans) == 1:
         return plans[0]
     return LinkPlan(add=pl.concat([p.add for p in plans], how="diagonal_relaxed"),

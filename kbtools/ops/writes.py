@@ -17,8 +17,9 @@ import json
 import re
 import secrets
 from datetime import datetime, timezone
-from typing import Any, Container, Iterable, Sequence
+from typing import Any, Callable, Container, Iterable, Sequence
 
+import numpy as np
 import polars as pl
 
 from kbtools.model.frames import among
@@ -31,6 +32,7 @@ from kbtools.model.schema import SCHEMAS, conform
 from kbtools.ops.sections import LEAD_IN_WORDS
 from kbtools.retrieval.search import keep_current
 from kbtools.store.bank import Bank, utcnow
+from kbtools.store.segments import rows_finder
 from kbtools.model.vocab import (
     ENTRY_KINDS,
     TRANSITIVE_TYPES,
@@ -507,7 +509,8 @@ def _with_links(bank: Bank, written: Plan, entry: pl.DataFrame, edges: pl.DataFr
     all_edges = pl.concat([bank.edges, edges], how="vertical_relaxed") if edges.height else bank.edges
     linked, _ = plan_edge_changes(entries, all_edges, add=links.add, remove=links.remove.select("src", "dst", "type"),
                                   entry_updates=links.entry_updates, actor="linker",
-                                  reason=f"linked at write by {actor}", now=now, action="edge.link")
+                                  reason=f"linked at write by {actor}", now=now, action="edge.link",
+                                  rows_of=rows_finder(bank, {"entries": entry, "edges": edges}))
     new_rows = linked.upserts.get("entries")
     entry_rows = entry if new_rows is None else pl.concat([entry, new_rows]).unique("id", keep="last", maintain_order=True)
     return Plan(
@@ -629,6 +632,7 @@ def edit_edges(
 
     def plan(b: Bank) -> Plan:
         changes, counts = plan_edge_changes(b.entries, b.edges, add=add, remove=remove, entry_updates=entry_updates,
+                                            rows_of=rows_finder(b),
                                             actor=actor, reason=reason, now=utcnow(), replace=replace, action=action)
         out.update(counts)
         return Plan() if dry_run else changes
@@ -649,9 +653,19 @@ def plan_edge_changes(
     now,
     replace: bool = False,
     action: str = "edge.create",
+    rows_of: Callable[[str, str, object], np.ndarray] | None = None,
 ) -> tuple[Plan, dict]:
     """The plan (and its counts) that adds and removes edges and updates entry columns over the
-    given ``entries`` and ``edges``, checked against them: pure, what :func:`edit_edges` applies."""
+    given ``entries`` and ``edges``, checked against them: pure, what :func:`edit_edges` applies.
+    ``rows_of(table, column, values)``: positions in ``entries`` / ``edges`` of the rows whose
+    column holds one of ``values`` (what a bank's index finds:
+    :func:`~kbtools.store.segments.rows_finder`); None: the frames are scanned."""
+
+    def where(frame: pl.DataFrame, table: str, column: str, values: pl.Series) -> pl.DataFrame:
+        if rows_of is None:  # a scan, not a hash of every row
+            return frame.filter(among(column, values))
+        return frame.select(pl.all().gather(pl.Series(rows_of(table, column, values), dtype=pl.UInt32)))
+
     adds = add if isinstance(add, pl.DataFrame) else _edge_frame(list(add), now=now, actor=actor)
     if isinstance(add, pl.DataFrame):
         adds = conform(add, "edges").with_columns(pl.col("type").replace({"related_to": "see_also"}))
@@ -666,7 +680,7 @@ def plan_edge_changes(
     )
     rem = rem.select("src", "dst", "type")
     if rem.height:
-        held = edges.filter(among("src", rem["src"]))  # a scan, not a hash of every edge
+        held = where(edges, "edges", "src", rem["src"])
         found = rem.join(held, on=["src", "dst", "type"], how="inner")
         if found.height < rem.unique().height:
             missing = rem.join(held.select("src", "dst", "type"), on=["src", "dst", "type"], how="anti").row(0)
@@ -676,19 +690,21 @@ def plan_edge_changes(
         removed_rows = edges.head(0)
     # the edges a new one could clash with: those from the same sources (a scan of three columns, not
     # a copy of the frame), less those this change removes (or replaces)
-    near = edges.select("src", "dst", "type").filter(among("src", adds["src"]))
+    near = where(edges.select("src", "dst", "type"), "edges", "src", adds["src"])
     if rem.height:
         near = near.join(rem, on=["src", "dst", "type"], how="anti")
     if replace and adds.height:
         near = near.join(adds.select("src", "dst", "type"), on=["src", "dst", "type"], how="anti")
-    check_edges(adds, entries["id"], existing=near)
+    ends = pl.concat([adds["src"], adds["dst"]]).drop_nulls().unique()
+    check_edges(adds, entries["id"] if rows_of is None else set(where(entries.select("id"), "entries", "id", ends)["id"]),
+                existing=near)
     upd = None
     events = [
         edge_events(removed_rows, "edge.delete", actor=actor, at=now, reason=reason),
         edge_events(adds, action, actor=actor, at=now, reason=reason, payload_cols=("source", "note", "weight", "evidence")),
     ]
     if entry_updates is not None and entry_updates.height:
-        named = entries.filter(among("id", entry_updates["id"]))  # a scan, not a hash of every entry
+        named = where(entries, "entries", "id", entry_updates["id"])
         missing = entry_updates.join(named.select("id"), on="id", how="anti")
         if missing.height:
             raise EntryNotFound(missing["id"][0], "entry update")

@@ -63,7 +63,8 @@ from kbtools.model import vocab
 from kbtools.model.config import FOLD_DEFAULTS
 from kbtools.model.answer import Answer, Pointer, Result, fast_instance
 from kbtools.errors import ValidationError
-from kbtools.store.sidecars import CANONICAL_COLUMNS, canonical_edges, edge_ends, packed_ids
+from kbtools.store.rowindex import packed_ids
+from kbtools.store.sidecars import CANONICAL_COLUMNS, canonical_edges, edge_ends
 
 __all__ = ["EdgeLookup", "MAX_POOL_GROWTH", "fold", "fold_refilled", "flat", "pool_components"]
 

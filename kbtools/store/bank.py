@@ -131,12 +131,13 @@ class Bank:
                 todo, frame = segs[len(cache.segments) :], cache.frame
             else:
                 todo, frame = segs, None
-            frame, appended, keys_kept = self._read(table, todo, frame)
+            frame, appended, keys_kept, change = self._read(table, todo, frame)
             if not appended:
                 cache.epoch = new_epoch()
             if not keys_kept:
                 cache.key_epoch = new_epoch()
-            cache.segments, cache.frame = segs, frame
+            cache.segments = segs
+            cache.moved(frame, change)
         self._manifest = manifest
         self._manifest_raw = b""
         self._fingerprints = {}
@@ -150,27 +151,29 @@ class Bank:
         if cache.frame is None:
             try:
                 segs = list(self._manifest["tables"].get(table, []))
-                frame, _, _ = self._read(table, segs, None)
+                frame = self._read(table, segs, None)[0]
             except FileNotFoundError:  # swept by a compaction since this snapshot: move on once
                 warnings.warn(f"{self.path}: a segment of {table} in version {self.version} was swept by a "
                               "compaction; this snapshot moved to the newest version", stacklevel=3)
                 self.reload()
                 segs = list(self._manifest["tables"].get(table, []))
                 try:
-                    frame, _, _ = self._read(table, segs, None)
+                    frame = self._read(table, segs, None)[0]
                 except FileNotFoundError as err:  # named by the newest version too: damage, not a sweep
                     raise BankDamaged(self.path, self._relative(err.filename), "missing") from None
-            cache.segments, cache.frame, cache.epoch, cache.key_epoch = segs, frame, new_epoch(), new_epoch()
+            cache.segments, cache.epoch, cache.key_epoch = segs, new_epoch(), new_epoch()
+            cache.moved(frame, None)
         return cache.frame
 
-    def _read(self, table: str, names: list[str], frame: pl.DataFrame | None) -> tuple[pl.DataFrame, bool, bool]:
+    def _read(self, table: str, names: list[str], frame: pl.DataFrame | None):
         """:func:`~kbtools.store.segments.read_segments` for this bank (the entry-id set passed
         when it is current for ``frame``)."""
         known = self._ids
         if not (table == "entries" and known is not None and frame is not None
                 and known.mark == (self._caches["entries"].key_epoch, frame.height)):
             known = None
-        return read_segments(self.path, table, names, frame, written=self._written, ids=known)
+        held = self._caches[table].held_rows if frame is not None and frame is self._caches[table].frame else None
+        return read_segments(self.path, table, names, frame, written=self._written, ids=known, rows_with=held)
 
     @property
     def version(self) -> int:

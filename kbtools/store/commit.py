@@ -18,6 +18,7 @@ write.
 
 from __future__ import annotations
 
+import functools
 import json
 import time
 from dataclasses import dataclass, field
@@ -31,6 +32,7 @@ from kbtools.model.plan import Plan, VectorRows
 from kbtools.model.schema import APPEND_ONLY, KEYS, TABLES, conform
 from kbtools.store.files import (VECTOR_FILES, atomic_write_bytes, digest, inside, log_retired, manifest_files,
                                  write_history, write_parquet)
+from kbtools.store.lock import in_parallel
 from kbtools.store.manifest import copy_manifest, new_tag, stamp
 from kbtools.store.segments import DELETED, SEQ
 from kbtools.store.vectors import DEFAULT_VECTOR_DTYPE, write_vector_segment
@@ -88,16 +90,18 @@ def prepare_commit(root: Path, current: dict, changes: Plan, *, actor: str | Non
     written: dict[str, pl.DataFrame] = {}
     synced: list[Path] = []
     arrays: dict[str, np.ndarray] = {}
+    writes = []  # the segment files, written at once (their encoding releases the GIL)
     for table in TABLES:
         frame = segment_frame(table, changes, seq)
         if frame is None or frame.height == 0:
             continue
         rel = f"tables/{table}/{tag}.parquet"
         (root / "tables" / table).mkdir(parents=True, exist_ok=True)
-        write_parquet(frame, root / rel, durable=False)
+        writes.append(functools.partial(write_parquet, frame, root / rel, durable=False))
         synced += [root / rel, root / "tables" / table] if durable else []
         written[rel] = frame
         manifest["tables"].setdefault(table, []).append(rel)
+    info = None
     if changes.vectors is not None:
         ids, data, embedder, hashes = VectorRows(*changes.vectors)
         info = {} if changes.replace_vectors else (manifest.get("vectors") or {})
@@ -111,8 +115,16 @@ def prepare_commit(root: Path, current: dict, changes: Plan, *, actor: str | Non
             )
         info["embedder"] = embedder
         dtype = str((manifest.get("settings") or {}).get("vector_dtype", DEFAULT_VECTOR_DTYPE))
-        seg = write_vector_segment(root, tag, ids, data, hashes, dtype=dtype, durable=False,
-                                   arrays=arrays if len(ids) <= REMEMBERED_ROWS else None)
+        writes.append(functools.partial(write_vector_segment, root, tag, ids, data, hashes, dtype=dtype, durable=False,
+                                        arrays=arrays if len(ids) <= REMEMBERED_ROWS else None))
+    try:
+        done = in_parallel(writes)
+    except BaseException:  # a file refused (a full disk): the files the others wrote go too
+        for path in [root / rel for rel in written] + list((root / "vectors").glob(f"{tag}.*")):
+            path.unlink(missing_ok=True)
+        raise
+    if info is not None:
+        seg = done[-1]
         info["segments"].append(seg)
         synced += [root / seg[k] for k in VECTOR_FILES if seg.get(k)] + [root / "vectors"]
     if changes.settings:

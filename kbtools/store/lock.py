@@ -36,7 +36,7 @@ try:  # not on Windows: ``import kbtools`` must work there all the same
 except ImportError:  # pragma: no cover - exercised by forcing the portable backend
     fcntl = None  # type: ignore[assignment]
 
-__all__ = ["bank_lock", "flock_file", "lock_backend", "holder_text", "storage_errors", "fsync_dir", "fsync_paths"]
+__all__ = ["bank_lock", "flock_file", "lock_backend", "holder_text", "storage_errors", "fsync_dir", "fsync_paths", "in_parallel"]
 
 
 def lock_backend() -> str:
@@ -162,21 +162,35 @@ def fsync_paths(paths) -> None:
     >>> d = pathlib.Path(tempfile.mkdtemp()); _ = (d / "a").write_text("x")
     >>> fsync_paths([d / "a", d])
     """
-    global _SYNC_POOL
     paths = [Path(p) for p in paths if os.name != "nt" or not Path(p).is_dir()]
-    if len(paths) <= 1:
-        for p in paths:
-            _fsync_one(p)
-        return
+    in_parallel([functools.partial(_fsync_one, p) for p in paths])
+
+
+def in_parallel(calls: list[Callable[[], object]]) -> list:
+    """Run ``calls`` at once (the last in this thread, the others in a pool of threads) and return
+    their results in order; the first exception is raised after all have finished. For file work
+    that waits on the disk or releases the GIL (a segment's encoding, an fsync).
+
+    >>> in_parallel([lambda: 1, lambda: 2])
+    [1, 2]
+    """
+    global _SYNC_POOL
+    if len(calls) <= 1:
+        return [call() for call in calls]
     if _SYNC_POOL is None or _SYNC_POOL[0] != os.getpid():
         from concurrent.futures import ThreadPoolExecutor
 
-        _SYNC_POOL = (os.getpid(), ThreadPoolExecutor(max_workers=8, thread_name_prefix="kb-fsync"))
-    pool = _SYNC_POOL[1]
-    errors = [f.exception() for f in [pool.submit(_fsync_one, p) for p in paths]]
+        _SYNC_POOL = (os.getpid(), ThreadPoolExecutor(max_workers=8, thread_name_prefix="kb-files"))
+    futures = [_SYNC_POOL[1].submit(call) for call in calls[:-1]]
+    try:
+        last, last_error = calls[-1](), None
+    except Exception as err:  # noqa: BLE001 - raised once the others have finished
+        last, last_error = None, err
+    errors = [f.exception() for f in futures] + [last_error]
     for err in errors:
         if err is not None:
             raise err
+    return [f.result() for f in futures] + [last]
 
 
 def _fsync_one(path: Path) -> None:

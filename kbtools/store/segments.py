@@ -22,18 +22,19 @@ from typing import TYPE_CHECKING, Callable, NamedTuple
 import numpy as np
 import polars as pl
 
-from kbtools.errors import BankDamaged
+from kbtools.errors import BankDamaged, KbError
 from kbtools.model.frames import among, rows_where
 from kbtools.model.schema import KEYS, SCHEMAS, TABLES, empty
 from kbtools.store.files import inside
+from kbtools.store.rowindex import RowChange, RowIndex
 
 if TYPE_CHECKING:  # functions here read a bank's snapshot; the bank imports this module
     from kbtools.store.bank import Bank
 
 __all__ = ["SEQ", "DELETED", "MAX_CHUNKS", "new_epoch", "latest_in_first_order", "only_fresh_keys",
-           "merge_keyed", "append_rows", "project", "read_segment", "read_segments", "TABLE_READS", "check_segment", "segment_rows",
+           "merge_keyed", "merged_rows", "append_rows", "project", "read_segment", "read_segments", "TABLE_READS", "check_segment", "segment_rows",
            "live_rows", "segment_files",
-           "TableCache", "EntryIds", "current_ids", "missing_ids", "table_mark", "key_mark",
+           "TableCache", "EntryIds", "current_ids", "missing_ids", "table_mark", "key_mark", "rows_with", "rows_finder",
            "appended_rows", "SegmentMark", "remember_rows", "segment_names", "segments_frame", "base_and_later"]
 
 #: the column of a keyed table's rows naming the manifest version that wrote them
@@ -41,6 +42,7 @@ SEQ = "_seq"
 #: the column of a keyed table's rows marking a tombstone (the key was deleted)
 DELETED = "_deleted"
 _SEQ, _DELETED = SEQ, DELETED
+_NONE = np.zeros(0, np.int64)
 
 _EPOCHS = itertools.count(1)
 
@@ -69,20 +71,39 @@ def latest_in_first_order(rows: pl.DataFrame, keys: list[str]) -> pl.DataFrame:
     return last.join(first, on=keys, how="left", nulls_equal=True).sort("_ord").drop("_ord")
 
 
-def only_fresh_keys(current: pl.DataFrame | None, new: pl.DataFrame, keys: tuple[str, ...]) -> bool:
+def only_fresh_keys(current: pl.DataFrame | None, new: pl.DataFrame, keys: tuple[str, ...], *,
+                    rows_with: Callable | None = None) -> bool:
     """True when ``new`` only adds rows: no tombstone, no key twice, no key already in ``current``
-    (the append of a write that adds entries or edges; checked without hashing the whole table)."""
+    (the append of a write that adds entries or edges; checked without hashing the whole table).
+    ``rows_with(column, values)``: positions in ``current`` of the rows holding those values (an
+    index kept with the table; None where there is none), else ``current`` is scanned."""
     if current is None or current.height == 0 or new[_DELETED].any():
         return False
-    if new.select(pl.struct(list(keys)).is_duplicated().any()).item():
-        return False
     if new.height > 64:  # a bulk append (a connect chunk's links): one semi join, not a merge and sort
+        if new.select(pl.struct(list(keys)).is_duplicated().any()).item():
+            return False
         return new.select(keys).join(current.select(keys), on=list(keys), how="semi", nulls_equal=True).height == 0
+    listed = _key_tuples(new, keys)  # a write's few rows: told in Python
     first = new.get_column(keys[0])
-    if first.null_count():
-        return False  # a null first key: the merge decides (it matches nulls as keys)
-    near = current.select(keys).filter(among(keys[0], first))  # the rows of the few first keys, by a scan
-    return new.select(keys).join(near, on=list(keys), how="semi", nulls_equal=True).height == 0
+    if len(set(listed)) < len(listed) or first.null_count():
+        return False  # a key twice, or a null first key: the merge decides (it matches nulls as keys)
+    near = _rows_of(current, keys, first, rows_with)  # the rows of the few first keys
+    return not set(listed) & set(_key_tuples(near, keys))
+
+
+def _key_tuples(frame: pl.DataFrame, keys: tuple[str, ...]) -> list[tuple]:
+    return list(zip(*(frame.get_column(k).to_list() for k in keys)))
+
+
+def _rows_of(current: pl.DataFrame, keys: tuple[str, ...], first: pl.Series, rows_with: Callable | None,
+             ) -> pl.DataFrame:
+    """The ``keys`` of the rows of ``current`` whose first key is among ``first`` (no null among
+    them), with their positions (``_pos``): from ``rows_with`` where it has an index, else by a scan."""
+    at = rows_with(keys[0], first.to_list()) if rows_with is not None else None
+    if at is None:
+        return rows_where(current, among(keys[0], first), columns=keys)
+    at = pl.Series("_pos", at, dtype=pl.UInt32)
+    return current.select(pl.col(list(keys)).gather(at)).with_columns(at)
 
 
 def merge_keyed(current: pl.DataFrame | None, new: pl.DataFrame, keys: tuple[str, ...]) -> pl.DataFrame:
@@ -90,31 +111,68 @@ def merge_keyed(current: pl.DataFrame | None, new: pl.DataFrame, keys: tuple[str
 
     Rows keep their place: an updated row stays where its key first appeared, new keys go at the
     end (so derived structures over the rows can be extended instead of rebuilt)."""
+    return merged_rows(current, new, keys)[0]
+
+
+def merged_rows(current: pl.DataFrame | None, new: pl.DataFrame, keys: tuple[str, ...], *,
+                rows_with: Callable | None = None) -> tuple[pl.DataFrame, RowChange | None]:
+    """:func:`merge_keyed`, and how its rows came from ``current`` (None when there were none):
+    the positions of the keys deleted, and the new keys appended. ``rows_with``: as for
+    :func:`only_fresh_keys`.
+
+    >>> cur = merge_keyed(None, pl.DataFrame({"id": ["a", "b"], "_seq": [1, 1], "_deleted": [False, False]}), ("id",))
+    >>> frame, change = merged_rows(cur, pl.DataFrame({"id": ["a", "c"], "_seq": [2, 2], "_deleted": [True, False]}), ("id",))
+    >>> frame["id"].to_list(), change.dropped.tolist(), change.appended
+    (['b', 'c'], [0], 1)
+    """
     if new.height == 0:
-        return current if current is not None else new.filter(pl.lit(False))
+        return (current, RowChange(_NONE, 0)) if current is not None else (new.filter(pl.lit(False)), None)
     new = latest_in_first_order(new, list(keys))
     if current is None or current.height == 0:
-        return new.filter(~pl.col(_DELETED))
+        return new.filter(~pl.col(_DELETED)), None
     first = new.get_column(keys[0])
-    maybe = among(keys[0], first)  # a scan, not a hash of every row
-    held = rows_where(current, maybe | pl.col(keys[0]).is_null() if first.null_count() else maybe, columns=keys)
-    new = new.join(held, on=list(keys), how="left", nulls_equal=True)
-    fresh = new["_pos"].is_null()
+    if first.null_count():  # a scan, not a hash of every row
+        held = rows_where(current, among(keys[0], first) | pl.col(keys[0]).is_null(), columns=keys)
+    else:
+        held = _rows_of(current, keys, first, rows_with)
+    if new.height <= 64 and not first.null_count():  # a write's few rows: each one's place told in Python
+        place = dict(zip(_key_tuples(held, keys), held["_pos"].to_list()))
+        new = new.with_columns(pl.Series("_pos", [place.get(k) for k in _key_tuples(new, keys)], dtype=pl.UInt32))
+    else:
+        new = new.join(held, on=list(keys), how="left", nulls_equal=True)
+    pos = new["_pos"].fill_null(-1).cast(pl.Int64).to_numpy()
+    deleted = new[_DELETED].to_numpy()
+    fresh = pos < 0
+    dropped, appended = np.sort(pos[~fresh & deleted]), int((fresh & ~deleted).sum())
     # no key changed in place (an append, a delete, a linked write's links in and evicted out): the
-    # deleted rows dropped by a mask and the new ones appended, no sort of the table
-    if not (~fresh & ~new[_DELETED]).any():
-        mask = np.ones(current.height, dtype=bool)
-        mask[new.filter(~fresh)["_pos"].to_numpy()] = False
-        kept = current if mask.all() else current.filter(pl.Series(mask))
-        added = new.filter(fresh & ~new[_DELETED]).drop("_pos")
-        return append_rows(kept, added) if added.height else kept
+    # deleted rows dropped and the new ones appended, no sort of the table
+    if not (~fresh & ~deleted).any():
+        kept = _without_rows(current, dropped)
+        added = new.filter(pl.Series(fresh & ~deleted)).drop("_pos") if appended else None
+        return (append_rows(kept, added) if appended else kept), RowChange(dropped, appended)
+    fresh = pl.Series(fresh)
     new = new.with_columns(
         pl.when(fresh).then(pl.lit(current.height, pl.UInt32) + fresh.cast(pl.UInt32).cum_sum() - 1)
         .otherwise(pl.col("_pos")).alias("_pos")
     )
     kept = current.with_row_index("_pos").join(new.select(keys), on=list(keys), how="anti", nulls_equal=True)
     merged = pl.concat([kept, new], how="diagonal_relaxed").sort("_pos").drop("_pos")
-    return merged.filter(~pl.col(_DELETED))
+    return merged.filter(~pl.col(_DELETED)), RowChange(dropped, appended)
+
+
+def _without_rows(frame: pl.DataFrame, dropped: np.ndarray) -> pl.DataFrame:
+    """``frame`` less the rows at the sorted positions ``dropped``: a few rows by slicing around them
+    (no copy of the rows kept; :func:`append_rows` bounds the chunks), many by a mask."""
+    if not len(dropped):
+        return frame
+    if len(dropped) > MAX_CHUNKS // 4:
+        mask = np.ones(frame.height, dtype=bool)
+        mask[dropped] = False
+        return frame.filter(pl.Series(mask))
+    starts = np.concatenate([[0], dropped + 1]).tolist()
+    ends = np.concatenate([dropped, [frame.height]]).tolist()
+    return pl.concat([frame.slice(a, b - a) for a, b in zip(starts, ends) if b > a] or [frame.clear()],
+                     how="vertical", rechunk=False)
 
 
 #: An appended frame keeps at most this many chunks: past it, the chunks after the first are joined.
@@ -147,9 +205,10 @@ def project(frame: pl.DataFrame, columns) -> pl.DataFrame:
 
 
 class TableCache:
-    """The merged rows of one table and the segment list they were built from."""
+    """The merged rows of one table, the segment list they were built from, and the
+    :class:`~kbtools.store.rowindex.RowIndex` of each column asked for (kept current as rows change)."""
 
-    __slots__ = ("segments", "frame", "epoch", "key_epoch")
+    __slots__ = ("segments", "frame", "epoch", "key_epoch", "indexes")
 
     def __init__(self) -> None:
         self.segments: list[str] = []
@@ -158,6 +217,31 @@ class TableCache:
         # a new number whenever a key may have left or moved (a tombstone, a re-read): while it
         # holds, the keys of rows ``:n`` are those of before and new keys come at the end
         self.key_epoch = new_epoch()
+        self.indexes: dict[str, RowIndex] = {}
+
+    def moved(self, frame: pl.DataFrame, change: RowChange | None) -> None:
+        """Take ``frame`` as the merged rows, ``change`` telling how they came from the rows held
+        (None: read anew): the indexes follow a change, and are dropped otherwise."""
+        if change is None:
+            self.indexes = {}
+        elif self.indexes and (len(change.dropped) or change.appended):
+            tail = frame.slice(frame.height - change.appended)
+            self.indexes = {c: ix.changed(change, tail.get_column(c)) for c, ix in self.indexes.items()}
+        self.frame = frame
+
+    def held_rows(self, column: str, values) -> np.ndarray | None:
+        """:meth:`rows_with` where an index of ``column`` is held, else None (none is built)."""
+        index = self.indexes.get(column)
+        if index is None or self.frame is None or index.height != self.frame.height:
+            return None
+        return index.rows_of(values)
+
+    def rows_with(self, column: str, values) -> np.ndarray:
+        """Positions (ascending) of the merged rows whose ``column`` holds one of ``values``."""
+        index = self.indexes.get(column)
+        if index is None or index.height != self.frame.height:
+            index = self.indexes[column] = RowIndex.build(self.frame.get_column(column))
+        return index.rows_of(values)
 
 
 _HEX_ID = re.compile(r"[0-9a-f]{8}")
@@ -309,26 +393,29 @@ TABLE_READS: collections.Counter = collections.Counter()
 
 
 def read_segments(root: Path, table: str, names: list[str], frame: pl.DataFrame | None, *,
-                  written: dict[str, pl.DataFrame], ids: EntryIds | None = None) -> tuple[pl.DataFrame, bool, bool]:
+                  written: dict[str, pl.DataFrame], ids: EntryIds | None = None, rows_with: Callable | None = None,
+                  ) -> tuple[pl.DataFrame, bool, bool, RowChange | None]:
     """The merged rows of ``table`` after reading the segments ``names`` (of the bank at ``root``)
     on top of ``frame``, whether they are ``frame`` with rows added at its end only (an append:
-    nothing before changed), and whether the keys of ``frame`` kept their rows (no key deleted; new
-    keys at the end, updated rows in place).
+    nothing before changed), whether the keys of ``frame`` kept their rows (no key deleted; new
+    keys at the end, updated rows in place), and how the rows came from ``frame``'s
+    (:class:`~kbtools.store.rowindex.RowChange`; None when read anew).
 
     ``written``: segments this process just committed, taken as written instead of read back (each
     is taken out of the dict). ``ids``: the entry ids of ``frame`` when they are current for it, so
-    that an append of new entries is told without scanning the id column.
+    that an append of new entries is told without scanning the id column. ``rows_with``: an index of
+    ``frame``'s rows (see :func:`only_fresh_keys`).
     """
     keyed = table in KEYS
     if names and frame is None:
         TABLE_READS[table] += 1
     if not names:
         if frame is not None:
-            return frame, True, True
+            return frame, True, True, RowChange(_NONE, 0)
         base = empty(table)
         if keyed:
             base = base.with_columns(pl.lit(0, pl.Int64).alias(_SEQ), pl.lit(False).alias(_DELETED))
-        return base, False, False
+        return base, False, False, None
     parts = [written.pop(n) if n in written else read_segment(root, table, n) for n in names]
     try:
         new = pl.concat(parts, how="diagonal_relaxed") if len(parts) > 1 else parts[0]
@@ -336,15 +423,16 @@ def read_segments(root: Path, table: str, names: list[str], frame: pl.DataFrame 
         raise BankDamaged(root, f"tables/{table}/", f"segments of {table} that do not fit together: "
                           f"{str(err).splitlines()[0][:200]}") from None
     if frame is None:
-        return (merge_keyed(None, new, KEYS[table]) if keyed else new), False, False
+        return (merge_keyed(None, new, KEYS[table]) if keyed else new), False, False, None
     if keyed:
         fresh = _fresh_entries(ids, new) if table == "entries" and ids is not None else None
         if fresh is None:
-            fresh = only_fresh_keys(frame, new, KEYS[table])
+            fresh = only_fresh_keys(frame, new, KEYS[table], rows_with=rows_with)
         if fresh:
-            return append_rows(frame, new), True, True
-        return merge_keyed(frame, new, KEYS[table]), False, not new[_DELETED].any()
-    return append_rows(frame, new), True, True
+            return append_rows(frame, new), True, True, RowChange(_NONE, new.height)
+        merged, change = merged_rows(frame, new, KEYS[table], rows_with=rows_with)
+        return merged, False, not new[_DELETED].any(), change
+    return append_rows(frame, new), True, True, RowChange(_NONE, new.height)
 
 
 def _fresh_entries(ids: EntryIds, new: pl.DataFrame) -> bool:
@@ -420,6 +508,47 @@ def key_mark(bank: Bank, name: str) -> tuple[int, int]:
     """
     merged = bank.merged(name)
     return merged.key_epoch, merged.frame.height
+
+
+def rows_with(bank: Bank, table: str, column: str, values) -> np.ndarray:
+    """Positions (ascending) of the rows of ``bank.table(table)`` whose ``column`` holds one of
+    ``values``: found by binary search in an index of the column (:class:`~kbtools.store.rowindex.RowIndex`),
+    built on first use and kept current by the bank's writes and reloads, not by a scan of the table.
+
+    >>> import tempfile, pathlib
+    >>> from kbtools.store.bank import create_bank
+    >>> rows_with(create_bank(pathlib.Path(tempfile.mkdtemp()) / "b"), "edges", "src", ["a1b2c3d4"]).tolist()
+    []
+    """
+    merged = bank.merged(table)
+    if column not in merged.frame.columns:
+        raise KbError(f"table {table!r} has no column {column!r}")
+    return merged.rows_with(column, values)
+
+
+def rows_finder(bank: Bank, tails: dict[str, pl.DataFrame] | None = None) -> Callable[[str, str, object], np.ndarray]:
+    """``find(table, column, values)``: positions (ascending) of the rows whose ``column`` holds
+    one of ``values`` in ``bank.table(table)`` followed by the rows of ``tails[table]`` (a write's
+    new rows, not committed yet): the bank's found by :func:`rows_with`, the tail's by a scan.
+
+    >>> import tempfile, pathlib
+    >>> from kbtools.store.bank import create_bank
+    >>> find = rows_finder(create_bank(pathlib.Path(tempfile.mkdtemp()) / "b"), {"edges": pl.DataFrame({"src": ["a1"]})})
+    >>> find("edges", "src", ["a1"]).tolist()
+    [0]
+    """
+    tails = tails or {}
+
+    def find(table: str, column: str, values) -> np.ndarray:
+        values = list(dict.fromkeys(values.to_list() if isinstance(values, pl.Series) else values))
+        found = rows_with(bank, table, column, values)
+        tail = tails.get(table)
+        if tail is not None and tail.height:
+            hit = tail.select(among(column, values).fill_null(False)).to_series().to_numpy()
+            found = np.concatenate([found, np.flatnonzero(hit) + bank.merged(table).frame.height])
+        return found
+
+    return find
 
 
 def appended_rows(bank: Bank, name: str, mark: tuple[int, int] | None, *,

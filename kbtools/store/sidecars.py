@@ -12,7 +12,7 @@ the name of the segment it describes (segments never change, so the name is its 
 
 A sidecar missing, sealed for another segment, or not as it was written (size, time, first and
 last MiB) is never read: the reader reads the table, as for a bank without one. Reads never write
-one. Pure builders (:func:`canonical_edges`, :func:`packed_ids`, :func:`edge_ends`,
+one. Pure builders (:func:`canonical_edges`, :func:`~kbtools.store.rowindex.packed_ids`, :func:`edge_ends`,
 :func:`display_records`) and their readers.
 
 >>> kept = canonical_edges(pl.DataFrame({"src": ["b", "a"], "dst": ["a", "c"], "type": ["cites", "related_to"],
@@ -36,12 +36,13 @@ import polars as pl
 
 from kbtools.model import vocab
 from kbtools.store.caches import cached_file_meta, write_cache_file
+from kbtools.store.rowindex import packed_ids
 from kbtools.store.vectors import load_npy
 
 if TYPE_CHECKING:  # functions here read a bank's snapshot; the bank imports this module
     from kbtools.store.bank import Bank
 
-__all__ = ["SIDECAR_TABLES", "EDGE_SIDECAR", "DISPLAY_SIDECAR", "CANONICAL_COLUMNS", "canonical_edges", "packed_ids", "edge_ends", "write_edge_ends",
+__all__ = ["SIDECAR_TABLES", "EDGE_SIDECAR", "DISPLAY_SIDECAR", "CANONICAL_COLUMNS", "canonical_edges", "edge_ends", "write_edge_ends",
            "read_edge_ends", "display_records", "write_display_records", "read_display_records", "DisplayRecords",
            "write_sidecars"]
 
@@ -91,22 +92,6 @@ def canonical_edges(edges: pl.DataFrame, allowed: frozenset[str]) -> pl.DataFram
         .unique(subset=["src", "dst", "type"], keep="first", maintain_order=True)
         .collect()
     )
-
-
-def packed_ids(ids: pl.Series) -> np.ndarray | None:
-    """``ids`` as big-endian ``uint64`` (each id's bytes, zero-padded to 8), converted as bytes
-    (no ``str`` array in between): integer order is string order. None unless every id is ASCII
-    of at most 8 bytes.
-
-    >>> packed_ids(pl.Series(["a", "b"])).tolist() == sorted(packed_ids(pl.Series(["b", "a"])).tolist())
-    True
-    """
-    if not len(ids) or ids.null_count() or ids.str.len_bytes().max() > 8:
-        return None
-    raw = ids.cast(pl.Binary).to_numpy().astype("S8")
-    if (raw.view(np.uint8) > 127).any():
-        return None
-    return raw.view(">u8").astype(np.uint64)
 
 
 def edge_ends(kept: pl.DataFrame) -> dict:
