@@ -668,8 +668,8 @@ def plan_edge_changes(
 
     adds = add if isinstance(add, pl.DataFrame) else _edge_frame(list(add), now=now, actor=actor)
     if isinstance(add, pl.DataFrame):
-        adds = conform(add, "edges").with_columns(pl.col("type").replace({"related_to": "see_also"}))
-        adds = adds.with_columns(
+        adds = conform(add, "edges").with_columns(
+            pl.col("type").replace({"related_to": "see_also"}),
             pl.col("created_at").fill_null(now), pl.col("seen_at").fill_null(now),
             pl.col("created_by").fill_null(actor), pl.col("evidence").fill_null("{}"),
             pl.col("weight").fill_null(1.0),
@@ -678,26 +678,25 @@ def plan_edge_changes(
         pl.DataFrame(list(remove), schema={"src": pl.String, "dst": pl.String, "type": pl.String}) if remove
         else pl.DataFrame(schema={"src": pl.String, "dst": pl.String, "type": pl.String})
     )
-    rem = rem.select("src", "dst", "type")
-    if rem.height:
-        held = where(edges, "edges", "src", rem["src"])
-        found = rem.join(held, on=["src", "dst", "type"], how="inner")
-        if found.height < rem.unique().height:
-            missing = rem.join(held.select("src", "dst", "type"), on=["src", "dst", "type"], how="anti").row(0)
-            raise EdgeNotFound(*missing)
-        removed_rows = found
-    else:
-        removed_rows = edges.head(0)
-    # the edges a new one could clash with: those from the same sources (a scan of three columns, not
-    # a copy of the frame), less those this change removes (or replaces)
-    near = where(edges.select("src", "dst", "type"), "edges", "src", adds["src"])
-    if rem.height:
-        near = near.join(rem, on=["src", "dst", "type"], how="anti")
-    if replace and adds.height:
-        near = near.join(adds.select("src", "dst", "type"), on=["src", "dst", "type"], how="anti")
+    if rem.columns != ["src", "dst", "type"]:
+        rem = rem.select("src", "dst", "type")
+    removing, adding = set(_edge_keys(rem)), set(_edge_keys(adds))
+    # the edges of the sources named (found, not every edge hashed): those removed must exist; a new
+    # one must not clash with one that stays (not removed, nor replaced by it)
+    near = where(edges, "edges", "src", pl.concat([rem["src"], adds["src"]])) if rem.height or adds.height else edges.clear()
+    held = dict(zip(_edge_keys(near), range(near.height)))
+    missing = next((k for k in _edge_keys(rem) if k not in held), None)
+    if missing is not None:
+        raise EdgeNotFound(*missing)
+    removed_rows = (near.select(pl.all().gather([held[k] for k in dict.fromkeys(_edge_keys(rem))])) if removing
+                    else edges.clear())
+    staying = near.select("src", "dst", "type")
+    if removing or (replace and adding):
+        gone_now = removing | (adding if replace else set())
+        staying = staying.filter(pl.Series([k not in gone_now for k in _edge_keys(staying)], dtype=pl.Boolean))
     ends = pl.concat([adds["src"], adds["dst"]]).drop_nulls().unique()
     check_edges(adds, entries["id"] if rows_of is None else set(where(entries.select("id"), "entries", "id", ends)["id"]),
-                existing=near)
+                existing=staying)
     upd = None
     events = [
         edge_events(removed_rows, "edge.delete", actor=actor, at=now, reason=reason),
@@ -705,13 +704,14 @@ def plan_edge_changes(
     ]
     if entry_updates is not None and entry_updates.height:
         named = where(entries, "entries", "id", entry_updates["id"])
-        missing = entry_updates.join(named.select("id"), on="id", how="anti")
-        if missing.height:
-            raise EntryNotFound(missing["id"][0], "entry update")
+        known = set(named["id"].to_list())
+        missing_id = next((i for i in entry_updates["id"].to_list() if i not in known), None)
+        if missing_id is not None:
+            raise EntryNotFound(missing_id, "entry update")
         cols = [c for c in entry_updates.columns if c != "id"]
-        upd = named.join(entry_updates, on="id", how="inner", suffix="_new").with_columns(
-            [pl.coalesce(pl.col(f"{c}_new").cast(SCHEMAS["entries"][c]), pl.col(c)).alias(c) for c in cols]
-        ).select(list(SCHEMAS["entries"]))
+        upd = named.join(entry_updates, on="id", how="inner", suffix="_new").select(
+            pl.coalesce(pl.col(f"{c}_new").cast(dtype), pl.col(c)).alias(c) if c in cols else pl.col(c)
+            for c, dtype in SCHEMAS["entries"].items())
         if not set(cols) <= {"linked_at"}:
             events.append(event_rows(
                 [{"action": "entry.update", "src": eid, "payload": payload}
@@ -724,8 +724,13 @@ def plan_edge_changes(
     if upd is not None:
         upserts["entries"] = upd
     # an edge removed and added again in the same change is replaced: its tombstone would hide the new row
-    gone = rem.join(adds.select("src", "dst", "type"), on=["src", "dst", "type"], how="anti") if adds.height else rem
+    gone = rem.filter(pl.Series([k not in adding for k in _edge_keys(rem)], dtype=pl.Boolean)) if removing & adding else rem
     return Plan(upserts=upserts, deletes={"edges": gone}, appends={"events": pl.concat(events)}), counts
+
+
+def _edge_keys(frame: pl.DataFrame) -> list[tuple]:
+    """The ``(src, dst, type)`` of each row."""
+    return list(zip(frame["src"].to_list(), frame["dst"].to_list(), frame["type"].to_list()))
 
 
 def delete_entry(bank: Bank, entry_id: str, *, reason: str, actor: str) -> dict:

@@ -4,6 +4,7 @@
     fresh.py        a bank made for one filling command, removed again when the command fails
     manifest.py     what a version names (``manifest.json``) and reading it
     segments.py     reading a table's segments and the keyed merge (latest ``_seq`` wins)
+    rowindex.py     a table's rows by the value of one column, kept current by each write
     commit.py       writing a transaction's segments and the manifest swap: the commit point
     compaction.py   tail merges after a commit, full compaction, and the sweep of retired files
     usage.py        the per-process usage logs, merged by the next commit
