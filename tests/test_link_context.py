@@ -124,6 +124,30 @@ def test_a_linked_add_takes_the_statistics_it_planned_with_after_its_commit(bank
     assert np.array_equal(after.rank, fresh.rank) and np.array_equal(after.session, fresh.session)
 
 
+def test_a_linked_add_after_unlinked_ones_extends_the_statistics_once(bank, monkeypatch):
+    """Writes that did not link (this process's, another's) and a linked one: the statistics kept
+    from before them are extended once, to the new row, and are the bank's after the commit."""
+    from kbtools.linker import TermStats
+
+    settings = link_context.linker_settings(bank)
+    link_context.term_stats(bank, settings)
+    extended, extend = [], TermStats.extend
+    monkeypatch.setattr(TermStats, "extend", lambda self, entries: extended.append(extend(self, entries)) or extended[-1])
+    for round_ in range(3):
+        for i in range(2):
+            kb.report_learning(bank, content=f"Kiln {i} on site {round_} smokes after error K-{round_}{i}.", actor="b",
+                               link=False)
+        kb.report_learning(bank, content=f"Kiln 7 on site {round_} overheats after error K-77{round_}.", actor="a")
+        assert len(extended) == round_ + 1  # one extension a linked write, over its own row and those before it
+        assert link_context.term_stats(bank, settings) is extended[-1]  # taken after the commit
+    monkeypatch.undo()
+    after = link_context.term_stats(bank, settings)
+    fresh = link_context.term_stats(kb.open_bank(bank.path, readonly=True), settings)
+    assert after.ids == fresh.ids and after.vocab == fresh.vocab
+    assert (after.postings != fresh.postings).nnz == 0 and np.array_equal(after.w, fresh.w)
+    assert np.array_equal(after.rank, fresh.rank) and np.array_equal(after.session, fresh.session)
+
+
 def test_planned_statistics_are_not_taken_for_other_rows(bank):
     from datetime import datetime, timezone
 

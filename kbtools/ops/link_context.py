@@ -89,12 +89,13 @@ def term_stats(bank: Bank, settings: LinkerSettings) -> TermStats:
         if prior is not None:
             old_stats, old_known, old_content, old_mark = prior
             new = appended_rows(bank, "entries", old_mark) if old_known == known else None
-            if new is not None and len(old_content) + new.height == entries.height:
-                content = pl.concat([old_content, texts(new)])
+            n = len(old_content)
+            if new is not None and n + new.height == entries.height:  # appended only: the first rows as before
+                content, same = pl.concat([old_content, texts(new)]), True
             else:
                 content = texts(entries)
-            n = len(old_content)
-            if old_known == known and n <= len(content) and content.head(n).equals(old_content):
+                same = n <= len(content) and content.head(n).equals(old_content)
+            if old_known == known and same:
                 planned = _planned_extension(old_stats, entries)
                 if planned is not None:  # the rows a linked add planned with, now committed
                     return planned, known, content, mark
@@ -107,6 +108,32 @@ def term_stats(bank: Bank, settings: LinkerSettings) -> TermStats:
         return _built_stats(bank, entries, known, settings), known, content, mark
 
     return bank.derived(name, build, on=("entries", "triples"), grow=True)[0]
+
+
+def _stats_before(bank: Bank, settings: LinkerSettings) -> TermStats:
+    """Statistics of the bank's first entries that a write's new rows can extend: those of every
+    entry (:func:`term_stats`), or those kept from before rows were only appended since (another
+    write that did not link, another process's): one extension to the new rows instead of two."""
+    name = f"termstats:{hash(settings)}"
+    held = bank.derived(name, lambda prior: prior, on=("entries", "triples"), grow=True, keep=False)
+    if held is not None:
+        old_stats, old_known, old_content, old_mark = held
+        if len(old_content) == len(old_stats.ids) and appended_rows(bank, "entries", old_mark, columns=("id",)) is not None:
+            triples = bank.triples
+            if old_known == tuple(sorted(set(triples["subject"].to_list()) | set(triples["object"].to_list()))):
+                return old_stats
+    return term_stats(bank, settings)
+
+
+def keep_stats_current(bank: Bank) -> None:
+    """After a linked write's commit: the statistics its links were planned with become the bank's
+    (:func:`term_stats` takes them, no extension), so that the next write extends those."""
+    settings = linker_settings(bank)
+    held = bank.derived(f"termstats:{hash(settings)}", lambda prior: prior, on=("entries", "triples"), grow=True,
+                        keep=False)
+    planned = None if held is None else held[0]._cache.get("extended")
+    if planned is not None and len(planned[1].ids) == table_mark(bank, "entries")[1]:
+        term_stats(bank, settings)  # takes the planned statistics when the rows committed read alike
 
 
 #: The anchors of a bank's entries in its ``cache/`` folder, by a key of what each is read from.
@@ -631,7 +658,7 @@ def plan_new_entry_links(bank: Bank, new_entries: pl.DataFrame, new_edges: pl.Da
     entries = pl.concat([bank.entries, new_entries.select(bank.entries.columns)], how="vertical_relaxed")
     edges = pl.concat([bank.edges, new_edges.select(bank.edges.columns)], how="vertical_relaxed") if new_edges.height else bank.edges
     state = _linker_state(bank)
-    base = term_stats(bank, settings)
+    base = _stats_before(bank, settings)
     try:
         stats = base.extend(entries)
     except ValidationError:

@@ -484,11 +484,16 @@ def report_learning(
         written = Plan(upserts={"entries": entry, "edges": edges}, appends={"events": events})
         vectors = _new_vectors(b, entry) if embed else None
         if (link is None or link) and b.settings.get("auto_link", True):
+            box["linked"] = True
             return _with_links(b, written, entry, edges, vectors, actor=actor, now=now)
         return written + Plan(vectors=vectors)
 
     bank.apply(plan, actor=actor, reason="report_learning")
     keep_current(bank)  # the agent's next query reads the new entry without growing its index first
+    if box.get("linked"):
+        from kbtools.ops.link_context import keep_stats_current
+
+        keep_stats_current(bank)  # the next linked write extends what this one planned with
     return box["id"]
 
 

@@ -250,12 +250,13 @@ class Bank:
         return memo
 
     def derived(self, name: str, build: Callable[..., object], *, on: tuple[str, ...] = TABLES,
-                grow: bool = False) -> object:
+                grow: bool = False, keep: bool = True) -> object:
         """A value computed from this snapshot, cached in memory until one of the tables it is
         built ``on`` changes (graph views, lookups, indexes and term statistics built by other
         modules). With ``grow=True`` the builder is called with the previous value (``None`` the
         first time), so a cache can be grown on append instead of rebuilt: the public door for
-        incremental caches.
+        incremental caches. With ``keep=False`` what the builder returns is not kept (a caller
+        reading the previous value, ``build=lambda prior: prior``).
 
         >>> import tempfile, pathlib
         >>> bank = create_bank(pathlib.Path(tempfile.mkdtemp()) / "b")
@@ -264,7 +265,7 @@ class Bank:
         >>> bank.derived("grown", lambda prev: (prev or 0) + 1, grow=True)
         1
         """
-        return self._derived.get(name, self.fingerprint(on), build, grow=grow)
+        return self._derived.get(name, self.fingerprint(on), build, grow=grow, keep=keep)
 
     def require_entries(self, ids, *, where: str = "") -> None:
         """The one existence check: raise :class:`~kbtools.errors.EntryNotFound` naming the first of

@@ -72,14 +72,15 @@ class DerivedValues:
     def __init__(self) -> None:
         self._values: dict[str, tuple[str, object]] = {}
 
-    def get(self, name: str, key: str, build: Callable[..., object], *, grow: bool = False) -> object:
+    def get(self, name: str, key: str, build: Callable[..., object], *, grow: bool = False, keep: bool = True) -> object:
         """The value of ``name`` if it was built on ``key``; else ``build()`` (with ``grow``:
-        ``build(previous value or None)``), kept."""
+        ``build(previous value or None)``), kept unless ``keep`` is false."""
         hit = self._values.get(name)
         if hit is not None and hit[0] == key:
             return hit[1]
         value = build(hit[1] if hit is not None else None) if grow else build()
-        self._values[name] = (key, value)
+        if keep:
+            self._values[name] = (key, value)
         return value
 
 
