@@ -685,20 +685,35 @@ def plan_edge_changes(
     )
     if rem.columns != ["src", "dst", "type"]:
         rem = rem.select("src", "dst", "type")
-    removing, adding = set(_edge_keys(rem)), set(_edge_keys(adds))
+    key = ["src", "dst", "type"]
     # the edges of the sources named (found, not every edge hashed): those removed must exist; a new
-    # one must not clash with one that stays (not removed, nor replaced by it)
+    # one must not clash with one that stays (not removed, nor replaced by it). A few edges' keys are
+    # told in Python, many by joins
     near = where(edges, "edges", "src", pl.concat([rem["src"], adds["src"]])) if rem.height or adds.height else edges.clear()
-    held = dict(zip(_edge_keys(near), range(near.height)))
-    missing = next((k for k in _edge_keys(rem) if k not in held), None)
-    if missing is not None:
-        raise EdgeNotFound(*missing)
-    removed_rows = (near.select(pl.all().gather([held[k] for k in dict.fromkeys(_edge_keys(rem))])) if removing
-                    else edges.clear())
-    staying = near.select("src", "dst", "type")
-    if removing or (replace and adding):
-        gone_now = removing | (adding if replace else set())
-        staying = staying.filter(pl.Series([k not in gone_now for k in _edge_keys(staying)], dtype=pl.Boolean))
+    if rem.height + adds.height <= _FEW_EDGES:
+        removing, adding = set(_edge_keys(rem)), set(_edge_keys(adds))
+        held = dict(zip(_edge_keys(near), range(near.height)))
+        missing = next((k for k in _edge_keys(rem) if k not in held), None)
+        if missing is not None:
+            raise EdgeNotFound(*missing)
+        removed_rows = (near.select(pl.all().gather([held[k] for k in dict.fromkeys(_edge_keys(rem))])) if removing
+                        else edges.clear())
+        staying = near.select(key)
+        if removing or (replace and adding):
+            gone_now = removing | (adding if replace else set())
+            staying = staying.filter(pl.Series([k not in gone_now for k in _edge_keys(staying)], dtype=pl.Boolean))
+        gone = (rem.filter(pl.Series([k not in adding for k in _edge_keys(rem)], dtype=pl.Boolean)) if removing & adding
+                else rem)
+    else:
+        removed_rows = rem.unique(maintain_order=True).join(near, on=key, how="inner") if rem.height else edges.clear()
+        if removed_rows.height < rem.unique().height:
+            raise EdgeNotFound(*rem.join(near.select(key), on=key, how="anti").row(0))
+        staying = near.select(key)
+        if rem.height:
+            staying = staying.join(rem, on=key, how="anti")
+        if replace and adds.height:
+            staying = staying.join(adds.select(key), on=key, how="anti")
+        gone = rem.join(adds.select(key), on=key, how="anti") if adds.height else rem
     ends = pl.concat([adds["src"], adds["dst"]]).drop_nulls().unique()
     check_edges(adds, entries["id"] if rows_of is None else set(where(entries.select("id"), "entries", "id", ends)["id"]),
                 existing=staying)
@@ -728,9 +743,13 @@ def plan_edge_changes(
     upserts = {"edges": adds}
     if upd is not None:
         upserts["entries"] = upd
-    # an edge removed and added again in the same change is replaced: its tombstone would hide the new row
-    gone = rem.filter(pl.Series([k not in adding for k in _edge_keys(rem)], dtype=pl.Boolean)) if removing & adding else rem
+    # (``gone``: an edge removed and added again in the same change is replaced: its tombstone would
+    # hide the new row)
     return Plan(upserts=upserts, deletes={"edges": gone}, appends={"events": pl.concat(events)}), counts
+
+
+#: Up to this many edges added and removed, a change's keys are compared in Python
+_FEW_EDGES = 64
 
 
 def _edge_keys(frame: pl.DataFrame) -> list[tuple]:

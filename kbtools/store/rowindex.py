@@ -156,8 +156,9 @@ class RowIndex:
             if not len(q) or not len(slab.values):
                 continue
             lo, hi = np.searchsorted(slab.values, q, "left"), np.searchsorted(slab.values, q, "right")
-            hit = hi > lo
-            found.extend(slab.numbers[a:b] for a, b in zip(lo[hit].tolist(), hi[hit].tolist()))
+            count = hi - lo
+            if count.any():  # lo[i] .. hi[i] - 1, each i in turn
+                found.append(slab.numbers[np.repeat(lo - np.cumsum(count) + count, count) + np.arange(int(count.sum()))])
         if not found:
             return np.zeros(0, np.int64)
         numbers = np.unique(np.concatenate(found))

@@ -204,6 +204,11 @@ def project(frame: pl.DataFrame, columns) -> pl.DataFrame:
     return pl.DataFrame([frame.get_column(c) for c in columns])
 
 
+#: Past this many values, :meth:`TableCache.rows_with` scans the column (one vectorised pass) instead
+#: of looking each value up in the index
+MANY_VALUES = 256
+
+
 class TableCache:
     """The merged rows of one table, the segment list they were built from, and the
     :class:`~kbtools.store.rowindex.RowIndex` of each column asked for (kept current as rows change)."""
@@ -234,10 +239,17 @@ class TableCache:
         index = self.indexes.get(column)
         if index is None or self.frame is None or index.height != self.frame.height:
             return None
-        return index.rows_of(values)
+        values = values if isinstance(values, list) else list(values)
+        return index.rows_of(values) if len(values) <= MANY_VALUES else None
 
     def rows_with(self, column: str, values) -> np.ndarray:
-        """Positions (ascending) of the merged rows whose ``column`` holds one of ``values``."""
+        """Positions (ascending) of the merged rows whose ``column`` holds one of ``values``: many
+        values (a bulk change's) by a scan of the column, a few by its index."""
+        values = values if isinstance(values, list) else list(values)
+        if len(values) > MANY_VALUES:
+            column_values = self.frame.get_column(column)
+            wanted = pl.Series(values, dtype=column_values.dtype, strict=False).drop_nulls()
+            return column_values.is_in(wanted.implode()).fill_null(False).arg_true().to_numpy().astype(np.int64)
         index = self.indexes.get(column)
         if index is None or index.height != self.frame.height:
             index = self.indexes[column] = RowIndex.build(self.frame.get_column(column))
