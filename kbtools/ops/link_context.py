@@ -118,11 +118,17 @@ def _stats_before(bank: Bank, settings: LinkerSettings) -> TermStats:
     held = bank.derived(name, lambda prior: prior, on=("entries", "triples"), grow=True, keep=False)
     if held is not None:
         old_stats, old_known, old_content, old_mark = held
-        if len(old_content) == len(old_stats.ids) and appended_rows(bank, "entries", old_mark, columns=("id",)) is not None:
+        since = appended_rows(bank, "entries", old_mark, columns=("id",))
+        if len(old_content) == len(old_stats.ids) and since is not None and since.height <= STALE_ROWS:
             triples = bank.triples
             if old_known == tuple(sorted(set(triples["subject"].to_list()) | set(triples["object"].to_list()))):
                 return old_stats
-    return term_stats(bank, settings)
+    return term_stats(bank, settings)  # (kept: what the writes after it extend)
+
+
+#: Rows appended since the statistics a linked write extends, past which the bank's are brought
+#: up to date (and kept) first: a process that stopped keeping them never extends ever more rows
+STALE_ROWS = 64
 
 
 def keep_stats_current(bank: Bank) -> None:
