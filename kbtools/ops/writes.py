@@ -715,7 +715,7 @@ def plan_edge_changes(
             staying = staying.join(adds.select(key), on=key, how="anti")
         gone = rem.join(adds.select(key), on=key, how="anti") if adds.height else rem
     ends = pl.concat([adds["src"], adds["dst"]]).drop_nulls().unique()
-    check_edges(adds, entries["id"] if rows_of is None else set(where(entries.select("id"), "entries", "id", ends)["id"]),
+    check_edges(adds, entries["id"] if rows_of is None else set(entries["id"].gather(rows_of("entries", "id", ends)).to_list()),
                 existing=staying)
     upd = None
     events = [
