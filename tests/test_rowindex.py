@@ -71,6 +71,16 @@ def test_a_banks_index_follows_its_writes_links_deletes_and_compactions(bank):
     _scans(bank)
 
 
+def test_a_process_that_writes_once_scans_and_one_that_writes_on_builds_the_index(small_bank):
+    bank = kb.open_bank(small_bank.path)  # a new process's view: nothing asked yet
+    built = RowIndex.builds
+    kb.link(bank, small_bank.ids[0], small_bank.ids[2], "see_also", actor="a")
+    assert RowIndex.builds == built  # one command's write: a scan of the column
+    kb.link(bank, small_bank.ids[1], small_bank.ids[0], "see_also", actor="a")
+    assert RowIndex.builds > built  # asked again: built, then kept current
+    _scans(bank)
+
+
 def test_linked_writes_find_the_edges_a_scan_finds(tmp_path):
     """The write-time linker reads a new entry's neighbourhood from the index: the links it writes
     are those it writes when every edge is scanned for it."""

@@ -91,8 +91,9 @@ def empty(table: str) -> pl.DataFrame:
     return pl.DataFrame(schema=SCHEMAS[table])
 
 
-def conform(frame: pl.DataFrame, table: str) -> pl.DataFrame:
-    """The frame with exactly the table's columns, in order, cast to its dtypes (missing ones null).
+def conform(frame: pl.DataFrame, table: str, *, extra: tuple[pl.Expr, ...] = ()) -> pl.DataFrame:
+    """The frame with exactly the table's columns, in order, cast to its dtypes (missing ones null),
+    then the ``extra`` columns (expressions over it), in one pass.
 
     >>> conform(pl.DataFrame({"id": ["a1b2c3d4"], "at": [None]}), "usage").columns
     ['at', 'id', 'query_hash']
@@ -104,7 +105,7 @@ def conform(frame: pl.DataFrame, table: str) -> pl.DataFrame:
             cols.append(pl.col(name).cast(dtype))
         else:
             cols.append(pl.lit(None, dtype=dtype).alias(name))
-    return frame.select(cols)
+    return frame.select(*cols, *extra)
 
 
 def rows_frame(rows: list[tuple], schema) -> pl.DataFrame:

@@ -32,7 +32,7 @@ from kbtools.model.schema import SCHEMAS, conform
 from kbtools.ops.sections import LEAD_IN_WORDS
 from kbtools.retrieval.search import keep_current
 from kbtools.store.bank import Bank, utcnow
-from kbtools.store.segments import rows_finder
+from kbtools.store.segments import rows_finder, rows_with
 from kbtools.model.vocab import (
     ENTRY_KINDS,
     TRANSITIVE_TYPES,
@@ -467,7 +467,7 @@ def report_learning(
         edges = _edge_frame(conn, now=now, actor=actor)
         ends = set(edges["src"].to_list()) | set(edges["dst"].to_list())
         check_edges(edges, {i for i in ends if i in taken} | {row["id"]},
-                    existing=b.edges if edges.height else None)
+                    existing=b.edges[rows_with(b, "edges", "src", edges["src"].unique().to_list())] if edges.height else None)
         untrusted = edges.filter(~pl.col("source").is_in(sorted(TRUSTED_SOURCES)))
         if untrusted.height:
             raise EdgeRuleError(f"an agent's connection is trusted (source author); got source {untrusted['source'][0]!r}")

@@ -67,15 +67,16 @@ def segment_frame(table: str, changes: Plan, seq: int) -> pl.DataFrame | None:
         frame = changes.appends.get(table)
         return None if frame is None else conform(frame, table)
     parts = []
+    version = pl.lit(seq, pl.Int64).alias(SEQ)
     up = changes.upserts.get(table)
     if up is not None and up.height:
-        parts.append(conform(up, table).with_columns(pl.lit(False).alias(DELETED)))
+        parts.append(conform(up, table, extra=(pl.lit(False).alias(DELETED), version)))
     dele = changes.deletes.get(table)
     if dele is not None and dele.height:
-        parts.append(conform(dele.select(KEYS[table]), table).with_columns(pl.lit(True).alias(DELETED)))
+        parts.append(conform(dele.select(KEYS[table]), table, extra=(pl.lit(True).alias(DELETED), version)))
     if not parts:
         return None
-    return pl.concat(parts, how="diagonal_relaxed").with_columns(pl.lit(seq, pl.Int64).alias(SEQ))
+    return parts[0] if len(parts) == 1 else pl.concat(parts, how="vertical")
 
 
 def prepare_commit(root: Path, current: dict, changes: Plan, *, actor: str | None, reason: str | None,

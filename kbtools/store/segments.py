@@ -207,13 +207,15 @@ def project(frame: pl.DataFrame, columns) -> pl.DataFrame:
 #: Past this many values, :meth:`TableCache.rows_with` scans the column (one vectorised pass) instead
 #: of looking each value up in the index
 MANY_VALUES = 256
+#: The ask for a column's rows that builds its index (the ones before it scan)
+INDEX_FROM = 2
 
 
 class TableCache:
     """The merged rows of one table, the segment list they were built from, and the
     :class:`~kbtools.store.rowindex.RowIndex` of each column asked for (kept current as rows change)."""
 
-    __slots__ = ("segments", "frame", "epoch", "key_epoch", "indexes")
+    __slots__ = ("segments", "frame", "epoch", "key_epoch", "indexes", "asked")
 
     def __init__(self) -> None:
         self.segments: list[str] = []
@@ -223,6 +225,7 @@ class TableCache:
         # holds, the keys of rows ``:n`` are those of before and new keys come at the end
         self.key_epoch = new_epoch()
         self.indexes: dict[str, RowIndex] = {}
+        self.asked: dict[str, int] = {}  # asks for a column's rows without its index, by column
 
     def moved(self, frame: pl.DataFrame, change: RowChange | None) -> None:
         """Take ``frame`` as the merged rows, ``change`` telling how they came from the rows held
@@ -243,16 +246,20 @@ class TableCache:
         return index.rows_of(values) if len(values) <= MANY_VALUES else None
 
     def rows_with(self, column: str, values) -> np.ndarray:
-        """Positions (ascending) of the merged rows whose ``column`` holds one of ``values``: many
-        values (a bulk change's) by a scan of the column, a few by its index."""
+        """Positions (ascending) of the merged rows whose ``column`` holds one of ``values``: a few
+        values by the column's index, many (a bulk change's) by a scan of the column. The index is
+        built when asked for the second time (a process that asks once, a command's one write, pays
+        a scan, not the build: 0.1 s for 600,000 edges)."""
         values = values if isinstance(values, list) else list(values)
-        if len(values) > MANY_VALUES:
+        index = self.indexes.get(column)
+        if len(values) <= MANY_VALUES and (index is None or index.height != self.frame.height):
+            self.asked[column] = self.asked.get(column, 0) + 1
+            if self.asked[column] >= INDEX_FROM:
+                index = self.indexes[column] = RowIndex.build(self.frame.get_column(column))
+        if len(values) > MANY_VALUES or index is None or index.height != self.frame.height:
             column_values = self.frame.get_column(column)
             wanted = pl.Series(values, dtype=column_values.dtype, strict=False).drop_nulls()
             return column_values.is_in(wanted.implode()).fill_null(False).arg_true().to_numpy().astype(np.int64)
-        index = self.indexes.get(column)
-        if index is None or index.height != self.frame.height:
-            index = self.indexes[column] = RowIndex.build(self.frame.get_column(column))
         return index.rows_of(values)
 
 
