@@ -468,19 +468,16 @@ def report_learning(
         ends = set(edges["src"].to_list()) | set(edges["dst"].to_list())
         check_edges(edges, {i for i in ends if i in taken} | {row["id"]},
                     existing=b.edges[rows_with(b, "edges", "src", edges["src"].unique().to_list())] if edges.height else None)
-        untrusted = edges.filter(~pl.col("source").is_in(sorted(TRUSTED_SOURCES)))
-        if untrusted.height:
-            raise EdgeRuleError(f"an agent's connection is trusted (source author); got source {untrusted['source'][0]!r}")
+        untrusted = next((s for s in edges["source"].to_list() if s not in TRUSTED_SOURCES), None) if edges.height else None
+        if untrusted is not None:
+            raise EdgeRuleError(f"an agent's connection is trusted (source author); got source {untrusted!r}")
         box["id"] = row["id"]
         entry = pl.DataFrame([row], schema=SCHEMAS["entries"])
-        events = pl.concat(
-            [
-                event_rows([{"action": "entry.create", "src": row["id"],
-                             "payload": {"kind": row["kind"], "title": row["title"], **({"key": key} if key else {})}}],
-                           actor=actor, at=now),
-                edge_events(edges, "edge.create", actor=actor, at=now, reason=None),
-            ]
-        )
+        events = event_rows([{"action": "entry.create", "src": row["id"],
+                              "payload": {"kind": row["kind"], "title": row["title"], **({"key": key} if key else {})}}],
+                            actor=actor, at=now)
+        if edges.height:
+            events = pl.concat([events, edge_events(edges, "edge.create", actor=actor, at=now, reason=None)])
         written = Plan(upserts={"entries": entry, "edges": edges}, appends={"events": events})
         vectors = _new_vectors(b, entry) if embed else None
         if (link is None or link) and b.settings.get("auto_link", True):
