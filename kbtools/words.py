@@ -14,7 +14,7 @@ from __future__ import annotations
 import re
 from functools import lru_cache
 
-__all__ = ["STOP_WORDS", "FRAMING_WORDS", "LIGHT_VERBS", "stem", "content_words", "WORD_RE"]
+__all__ = ["STOP_WORDS", "FRAMING_WORDS", "LIGHT_VERBS", "stem", "content_words", "content_stem", "WORD_RE"]
 
 STOP_WORDS: frozenset[str] = frozenset(
     """a about above across after afterwards again against all almost alone along already also although

@@ -77,6 +77,19 @@ def test_a_code_example_with_comments_is_no_shell_transcript():
     assert "transcript" in transient_reason("# apt install nginx\nReading lists\n# ./configure\nok")  # a root shell
 
 
+@pytest.mark.parametrize("content", [
+    "The deploy is RIGHT NOW running on prod", "The deploy is r\u0131ght now running on prod",
+    "C:\\Users\\ana\\AppData\\Local\\Temp\\run-1\\log.txt holds it", "See /private/var/folders/x1/T/out",
+    "the runner's process 48213 died",
+])
+def test_the_guard_reads_each_pattern_in_any_text_it_can_match(content):
+    """Each pattern is searched only in texts holding what it cannot match without: what matches
+    (any case, as ``re.I`` reads it) is still found."""
+    from kbtools.model.guard import transient_reason
+
+    assert transient_reason(content) is not None
+
+
 def test_guard_accepts_durable_knowledge(bank):
     kb.report_learning(bank, content="Pass --http1.1 to curl for the session-create POST; the server rejects HTTP/2.", actor="a")
     kb.report_learning(bank, content="Use the tmp_path fixture instead of writing under the repo.", actor="a")

@@ -29,7 +29,7 @@ from functools import lru_cache
 from typing import Callable, NamedTuple, Protocol
 
 from kbtools.errors import ValidationError
-from kbtools.words import content_words
+from kbtools.words import WORD_RE, content_stem
 
 __all__ = ["Agent", "Fetch", "SIMULATED_AGENT", "ReaderAgent", "PointerLine", "pointer_lines", "terms",
            "agent_name", "is_simulated"]
@@ -89,7 +89,8 @@ def terms(text: str | None) -> frozenset[str]:
     """
     if not text:
         return frozenset()
-    return frozenset(s for s, _ in content_words(text.replace("_", " ")))
+    # each distinct word stemmed once (a long page repeats its words): the stems of content_words
+    return frozenset(filter(None, map(content_stem, set(WORD_RE.findall(text.replace("_", " "))))))
 
 
 @dataclass(frozen=True)

@@ -111,13 +111,28 @@ def transient_reason(content: str | None) -> str | None:
     stamps = _STAMP.findall(text)
     if len(stamps) >= 2 or (len(stamps) == 1 and text.count("\n") == 0 and len(text) < 200 and _STAMP.match(text)):
         return f"reads like a session log ({len(stamps)} line(s) start with a timestamp)"
-    m = _TMP_PATH.search(text)
+    # each pattern is searched only in a text holding the words it cannot match without (a bank's
+    # long pages are read through quickly)
+    m = _TMP_PATH.search(text) if any(mark in text for mark in _TMP_MARKS) else None
     if m:
         return f"mentions a temporary path ({m.group(0).rstrip('.,;:)]')!r}), which will not exist later"
-    m = _CURRENTLY.search(text)
+    m = _CURRENTLY.search(text) if _says_now(text) else None
     if m:
         return f"mentions work in progress ({m.group(0)!r}), which is transient state"
-    m = _PID.search(text)
+    m = _PID.search(text) if "pid" in text or "PID" in text or "process" in text else None
     if m:
         return f"mentions a process id ({m.group(0)!r}), which is transient state"
     return None
+
+
+#: What every match of ``_TMP_PATH`` holds
+_TMP_MARKS = ("/tmp/", "/var/folders/", "\\Users\\", "/dev/shm/")
+
+
+def _says_now(text: str) -> bool:
+    """Whether ``text`` holds a phrase ``_CURRENTLY`` starts with, in any case (as its ``re.I``
+    reads it: a dotless or dotted capital i is an i)."""
+    low = text.lower()
+    if "\u0131" in low or "i\u0307" in low:
+        low = low.replace("\u0131", "i").replace("i\u0307", "i")
+    return "currently" in low or "right now" in low or "at the moment" in low
