@@ -80,7 +80,7 @@ def _slab(values: pl.Series, first: int) -> _Slab:
 
 
 def _packed_query(values: list[str]) -> tuple[np.ndarray, np.ndarray]:
-    """``values`` packed as :func:`~kbtools.store.sidecars.packed_ids` packs them, and which can be."""
+    """``values`` packed as :func:`packed_ids` packs them, and which can be."""
     fits = np.array([isinstance(v, str) and len(v) <= 8 and v.isascii() for v in values], dtype=bool)
     raw = np.asarray([v if ok else "" for v, ok in zip(values, fits.tolist())], dtype="S8")
     return raw.view(">u8").astype(np.uint64), fits
