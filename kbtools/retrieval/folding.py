@@ -63,7 +63,7 @@ from kbtools.model import vocab
 from kbtools.model.config import FOLD_DEFAULTS
 from kbtools.model.answer import Answer, Pointer, Result, fast_instance
 from kbtools.errors import ValidationError
-from kbtools.store.rowindex import packed_ids
+from kbtools.store.rowindex import packed_ids, packed_query
 from kbtools.store.sidecars import CANONICAL_COLUMNS, canonical_edges, edge_ends
 
 __all__ = ["EdgeLookup", "MAX_POOL_GROWTH", "fold", "fold_refilled", "flat", "pool_components"]
@@ -421,14 +421,10 @@ class _IdKeys:
         """``(lo, hi)``: the positions ``lo[i]:hi[i]`` hold ``ids[i]`` (empty when absent)."""
         if not self.packed:
             q = np.asarray(ids, dtype=str)
-        elif max(map(len, ids)) <= 8 and "".join(ids).isascii():  # each id packs as it is
-            q = np.array(ids, dtype="S8").view(">u8").astype(np.uint64)
-        else:
-            fits = [len(i) <= 8 and i.isascii() for i in ids]
-            q = np.asarray([i if ok else "" for i, ok in zip(ids, fits)], dtype="S8").view(">u8").astype(np.uint64)
-            lo = np.searchsorted(self.values, q, "left")
-            return lo, np.where(fits, np.searchsorted(self.values, q, "right"), lo)
-        return np.searchsorted(self.values, q, "left"), np.searchsorted(self.values, q, "right")
+            return np.searchsorted(self.values, q, "left"), np.searchsorted(self.values, q, "right")
+        q, fits = packed_query(ids)
+        lo = np.searchsorted(self.values, q, "left")
+        return lo, np.where(fits, np.searchsorted(self.values, q, "right"), lo)
 
     def take(self, positions: np.ndarray) -> list[str]:
         """The ids at these positions."""

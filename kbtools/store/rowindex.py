@@ -24,7 +24,7 @@ from typing import NamedTuple
 import numpy as np
 import polars as pl
 
-__all__ = ["RowChange", "RowIndex", "packed_ids"]
+__all__ = ["RowChange", "RowIndex", "packed_ids", "packed_query"]
 
 
 def packed_ids(ids: pl.Series) -> np.ndarray | None:
@@ -64,7 +64,7 @@ def _slab(values: pl.Series, first: int) -> _Slab:
     if len(values) <= 64:  # a write's few rows: read in Python (each polars call costs more here)
         listed = [(v, first + i) for i, v in enumerate(values.cast(pl.String).to_list()) if v is not None]
         got = [v for v, _ in listed]
-        packed, fits = _packed_query(got)
+        packed, fits = packed_query(got)
         keys = packed if fits.all() else np.asarray(got, dtype=str)
         numbers = np.asarray([n for _, n in listed], dtype=np.int64)
         order = np.argsort(keys, kind="stable")
@@ -79,8 +79,16 @@ def _slab(values: pl.Series, first: int) -> _Slab:
     return _Slab(keys[order], numbers[order], packed is not None)
 
 
-def _packed_query(values: list[str]) -> tuple[np.ndarray, np.ndarray]:
-    """``values`` packed as :func:`packed_ids` packs them, and which can be."""
+def packed_query(values: list) -> tuple[np.ndarray, np.ndarray]:
+    """``values`` packed as :func:`packed_ids` packs ids (0 for one that does not pack), and which
+    pack: what a binary search among packed ids looks for.
+
+    >>> q, fits = packed_query(["a", "not-ascii-é", 7])
+    >>> bool(q[0] == packed_ids(pl.Series(["a"]))[0]), fits.tolist()
+    (True, [True, False, False])
+    """
+    if values and all(isinstance(v, str) for v in values) and max(map(len, values)) <= 8 and "".join(values).isascii():
+        return np.array(values, dtype="S8").view(">u8").astype(np.uint64), np.ones(len(values), dtype=bool)
     fits = np.array([isinstance(v, str) and len(v) <= 8 and v.isascii() for v in values], dtype=bool)
     raw = np.asarray([v if ok else "" for v, ok in zip(values, fits.tolist())], dtype="S8")
     return raw.view(">u8").astype(np.uint64), fits
@@ -147,7 +155,7 @@ class RowIndex:
         for slab in self.slabs:
             if slab.packed:
                 if packed is None:
-                    packed, fits = _packed_query(wanted)
+                    packed, fits = packed_query(wanted)
                 q = packed[fits]
             else:
                 if text is None:

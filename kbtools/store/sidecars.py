@@ -36,7 +36,7 @@ import polars as pl
 
 from kbtools.model import vocab
 from kbtools.store.caches import cached_file_meta, write_cache_file
-from kbtools.store.rowindex import packed_ids
+from kbtools.store.rowindex import packed_ids, packed_query
 from kbtools.store.vectors import load_npy
 
 if TYPE_CHECKING:  # functions here read a bank's snapshot; the bank imports this module
@@ -285,11 +285,10 @@ class DisplayRecords:
     def _search(self, ids: list[str]) -> list[int | None]:
         if not ids or not len(self.keys):
             return [None] * len(ids)
-        fits = [isinstance(i, str) and len(i) <= 8 and i.isascii() for i in ids]
-        q = np.asarray([i if ok else "" for i, ok in zip(ids, fits)], dtype="S8").view(">u8").astype(np.uint64)
+        q, fits = packed_query(ids)
         at = np.searchsorted(self.keys, q)
         at = np.minimum(at, len(self.keys) - 1)
-        hit = (self.keys[at] == q) & np.asarray(fits)
+        hit = (self.keys[at] == q) & fits
         return [a if h else None for a, h in zip(at.tolist(), hit.tolist())]
 
     def take(self, records: list[int]) -> list[tuple]:
