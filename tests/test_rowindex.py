@@ -51,9 +51,11 @@ def test_a_banks_index_follows_its_writes_links_deletes_and_compactions(bank):
            for i in range(8)]
     kb.link(bank, ids[0], ids[1], "see_also", actor="a")
     kb.link(bank, ids[2], ids[1], "corrects", actor="a", note="the right line")
-    _scans(bank)  # built here
+    _scans(bank)  # scanned: asked for in one version of the rows
+    kb.report_learning(bank, content="Line 1 faults after the pump restarts.", actor="a",
+                       connections=[{"id": ids[0], "relation": "see_also"}])  # new versions of both tables
+    _scans(bank)  # built here: a second version asked for
     built = RowIndex.builds
-    kb.link(bank, ids[3], ids[0], "see_also", actor="a")
     kb.unlink(bank, ids[0], ids[1], "see_also", actor="a", reason="not related")
     _scans(bank)
     kb.delete_entry(bank, ids[1], reason="wrong", actor="a")  # bridges and drops its edges
@@ -71,13 +73,16 @@ def test_a_banks_index_follows_its_writes_links_deletes_and_compactions(bank):
     _scans(bank)
 
 
-def test_a_process_that_writes_once_scans_and_one_that_writes_on_builds_the_index(small_bank):
-    bank = kb.open_bank(small_bank.path)  # a new process's view: nothing asked yet
+def test_a_process_that_writes_once_scans_and_one_that_writes_on_builds_the_index(tmp_path):
+    bank = kb.create_bank(tmp_path / "b", embedder="hashing")
+    for i in range(6):
+        kb.report_learning(bank, content=f"Pump {i % 3} on line {i % 2} faults with error E-{i}.", actor="a")
+    bank = kb.open_bank(bank.path)  # a new process's view: nothing asked yet
     built = RowIndex.builds
-    kb.link(bank, small_bank.ids[0], small_bank.ids[2], "see_also", actor="a")
-    assert RowIndex.builds == built  # one command's write: a scan of the column
-    kb.link(bank, small_bank.ids[1], small_bank.ids[0], "see_also", actor="a")
-    assert RowIndex.builds > built  # asked again: built, then kept current
+    kb.report_learning(bank, content="Pump 1 on line 1 faults with error E-9 again.", actor="a")
+    assert RowIndex.builds == built  # one command's linked write: scans, however often it asks
+    kb.report_learning(bank, content="Pump 2 on line 0 faults with error E-8 again.", actor="a")
+    assert RowIndex.builds > built  # asked for in a second version: built, then kept current
     _scans(bank)
 
 

@@ -207,7 +207,8 @@ def project(frame: pl.DataFrame, columns) -> pl.DataFrame:
 #: Past this many values, :meth:`TableCache.rows_with` scans the column (one vectorised pass) instead
 #: of looking each value up in the index
 MANY_VALUES = 256
-#: The ask for a column's rows that builds its index (the ones before it scan)
+#: The version of a table's rows (counted from the first asked for) whose ask for a column's rows
+#: builds its index (the asks before it scan)
 INDEX_FROM = 2
 
 
@@ -225,7 +226,7 @@ class TableCache:
         # holds, the keys of rows ``:n`` are those of before and new keys come at the end
         self.key_epoch = new_epoch()
         self.indexes: dict[str, RowIndex] = {}
-        self.asked: dict[str, int] = {}  # asks for a column's rows without its index, by column
+        self.asked: dict[str, tuple] = {}  # by column: versions asked for without its index, the last one
 
     def moved(self, frame: pl.DataFrame, change: RowChange | None) -> None:
         """Take ``frame`` as the merged rows, ``change`` telling how they came from the rows held
@@ -253,8 +254,10 @@ class TableCache:
         values = values if isinstance(values, list) else list(values)
         index = self.indexes.get(column)
         if len(values) <= MANY_VALUES and (index is None or index.height != self.frame.height):
-            self.asked[column] = self.asked.get(column, 0) + 1
-            if self.asked[column] >= INDEX_FROM:
+            count, seen = self.asked.get(column, (0, None))
+            if seen is not self.frame:  # asks of one version (one write's) count once
+                self.asked[column] = count, seen = count + 1, self.frame
+            if count >= INDEX_FROM:
                 index = self.indexes[column] = RowIndex.build(self.frame.get_column(column))
         if len(values) > MANY_VALUES or index is None or index.height != self.frame.height:
             column_values = self.frame.get_column(column)
