@@ -486,11 +486,13 @@ def report_learning(
         return written + Plan(vectors=vectors)
 
     bank.apply(plan, actor=actor, reason="report_learning")
-    keep_current(bank)  # the agent's next query reads the new entry without growing its index first
     if box.get("linked"):
         from kbtools.ops.link_context import keep_stats_current
 
         keep_stats_current(bank)  # the next linked write extends what this one planned with
+    # the agent's next query reads the new entry without growing its index first; done last, so that
+    # what that query reads is what the write touched last (warm in the CPU's caches)
+    keep_current(bank)
     return box["id"]
 
 
