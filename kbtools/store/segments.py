@@ -216,7 +216,7 @@ class TableCache:
     """The merged rows of one table, the segment list they were built from, and the
     :class:`~kbtools.store.rowindex.RowIndex` of each column asked for (kept current as rows change)."""
 
-    __slots__ = ("segments", "frame", "epoch", "key_epoch", "indexes", "asked")
+    __slots__ = ("segments", "frame", "epoch", "key_epoch", "indexes", "asked", "version")
 
     def __init__(self) -> None:
         self.segments: list[str] = []
@@ -227,6 +227,7 @@ class TableCache:
         self.key_epoch = new_epoch()
         self.indexes: dict[str, RowIndex] = {}
         self.asked: dict[str, tuple] = {}  # by column: versions asked for without its index, the last one
+        self.version = 0  # counts the frames taken (:meth:`moved`)
 
     def moved(self, frame: pl.DataFrame, change: RowChange | None) -> None:
         """Take ``frame`` as the merged rows, ``change`` telling how they came from the rows held
@@ -237,6 +238,7 @@ class TableCache:
             tail = frame.slice(frame.height - change.appended)
             self.indexes = {c: ix.changed(change, tail.get_column(c)) for c, ix in self.indexes.items()}
         self.frame = frame
+        self.version += 1
 
     def held_rows(self, column: str, values) -> np.ndarray | None:
         """:meth:`rows_with` where an index of ``column`` is held, else None (none is built)."""
@@ -254,9 +256,9 @@ class TableCache:
         values = values if isinstance(values, list) else list(values)
         index = self.indexes.get(column)
         if len(values) <= MANY_VALUES and (index is None or index.height != self.frame.height):
-            count, seen = self.asked.get(column, (0, None))
-            if seen is not self.frame:  # asks of one version (one write's) count once
-                self.asked[column] = count, seen = count + 1, self.frame
+            count, seen = self.asked.get(column, (0, -1))
+            if seen != self.version:  # asks of one version (one write's) count once
+                self.asked[column] = count, seen = count + 1, self.version
             if count >= INDEX_FROM:
                 index = self.indexes[column] = RowIndex.build(self.frame.get_column(column))
         if len(values) > MANY_VALUES or index is None or index.height != self.frame.height:
