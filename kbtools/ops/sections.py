@@ -514,7 +514,7 @@ def _prose_only(text: str, *, code: bool = False) -> str:
             code_at = indent
             keep.append("")
             continue
-        keep.append(_ITEM.sub("", stripped))
+        keep.append(item)
     return "\n".join(keep)
 
 
