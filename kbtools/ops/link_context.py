@@ -76,7 +76,7 @@ def term_stats(bank: Bank, settings: LinkerSettings) -> TermStats:
     An append is read from the store's table mark (the new rows alone are hashed); otherwise the
     texts of every entry are hashed and compared, so that a change of status or ``linked_at``
     alone keeps the statistics."""
-    name = f"termstats:{hash(settings)}"
+    name = _stats_name(settings)
     triples = bank.triples
     known = tuple(sorted(set(triples["subject"].to_list()) | set(triples["object"].to_list())))
     entries = bank.entries
@@ -110,12 +110,21 @@ def term_stats(bank: Bank, settings: LinkerSettings) -> TermStats:
     return bank.derived(name, build, on=("entries", "triples"), grow=True)[0]
 
 
+def _stats_name(settings: LinkerSettings) -> str:
+    return f"termstats:{hash(settings)}"
+
+
+def _held_stats(bank: Bank, settings: LinkerSettings) -> tuple | None:
+    """What :func:`term_stats` keeps for the bank (statistics, known entities, texts' hashes, table
+    mark), as it is: possibly for an earlier version of the entries; None before it first ran."""
+    return bank.derived(_stats_name(settings), lambda prior: prior, on=("entries", "triples"), grow=True, keep=False)
+
+
 def _stats_before(bank: Bank, settings: LinkerSettings) -> TermStats:
     """Statistics of the bank's first entries that a write's new rows can extend: those of every
     entry (:func:`term_stats`), or those kept from before rows were only appended since (another
     write that did not link, another process's): one extension to the new rows instead of two."""
-    name = f"termstats:{hash(settings)}"
-    held = bank.derived(name, lambda prior: prior, on=("entries", "triples"), grow=True, keep=False)
+    held = _held_stats(bank, settings)
     if held is not None:
         old_stats, old_known, old_content, old_mark = held
         since = appended_rows(bank, "entries", old_mark, columns=("id",))
@@ -135,8 +144,7 @@ def keep_stats_current(bank: Bank) -> None:
     """After a linked write's commit: the statistics its links were planned with become the bank's
     (:func:`term_stats` takes them, no extension), so that the next write extends those."""
     settings = linker_settings(bank)
-    held = bank.derived(f"termstats:{hash(settings)}", lambda prior: prior, on=("entries", "triples"), grow=True,
-                        keep=False)
+    held = _held_stats(bank, settings)
     planned = None if held is None else held[0]._cache.get("extended")
     if planned is not None and len(planned[1].ids) == table_mark(bank, "entries")[1]:
         term_stats(bank, settings)  # takes the planned statistics when the rows committed read alike
