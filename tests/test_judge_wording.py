@@ -30,7 +30,9 @@ TWICE = [
 
 
 def _bank(tmp_path):
-    bank = kb.create_bank(tmp_path / "b", settings={"auto_link": False})
+    """The issue's bank as a user writes it: a new bank's defaults, so each write embeds with the
+    default embedder and links; the linker joins each written-twice pair with a ``see_also``."""
+    bank = kb.create_bank(tmp_path / "b")
     ids = []
     for first, second in TWICE:
         ids.append((kb.report_learning(bank, content=first, actor="agent-1"),
@@ -38,7 +40,9 @@ def _bank(tmp_path):
     for i in range(30):
         kb.report_learning(bank, content=f"Unrelated fact {i}: the team calendar shows room {100 + i} for the weekly sync.",
                            actor="agent-3")
-    kb.embed_bank(bank)  # the default embedder
+    bank = kb.open_bank(bank.path)
+    linked = {frozenset(p) for p in bank.edges.filter(pl.col("source") == "auto").select("src", "dst").iter_rows()}
+    assert {frozenset(p) for p in ids} <= linked  # the linker's guesses, which the judge still reads
     return bank, ids
 
 

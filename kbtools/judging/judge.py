@@ -30,6 +30,7 @@ import polars as pl
 import scipy.sparse as sp
 
 from kbtools.errors import ValidationError
+from kbtools.model.vocab import DOMINANCE_TYPES, TRUSTED_SOURCES
 from kbtools.progress import Progress, progress_callback
 from kbtools.judging.sameness import Comparison, compare, differing, facts, sentences
 
@@ -278,6 +279,23 @@ def _stage(report, at: int, stages: int, n: int):
     return lambda done, total: report(at * n + (n * done) // max(total, 1), stages * n)
 
 
+def _stated_edges(edges: pl.DataFrame | None) -> pl.DataFrame | None:
+    """The edges that say how two entries relate: every edge from a trusted source (an author, the
+    judge, a citation, an import) and any edge of a dominance type or a conflict. A fading edge of
+    a plain relation (the linker's ``see_also`` between two texts it found alike) is a guess from
+    the same similarity the judge reads, not a verdict: its pair stays a candidate.
+
+    >>> e = pl.DataFrame({"src": ["b", "c", "d"], "dst": ["a", "a", "a"], "type": ["see_also", "see_also", "supersedes"],
+    ...                   "source": ["auto", "author", "auto"]})
+    >>> _stated_edges(e)["src"].to_list()
+    ['c', 'd']
+    """
+    if edges is None or not edges.height or "source" not in edges.columns or "type" not in edges.columns:
+        return edges
+    return edges.filter(pl.col("source").is_in(sorted(TRUSTED_SOURCES))
+                        | pl.col("type").is_in(sorted(DOMINANCE_TYPES | {"conflicts_with"})))
+
+
 def candidate_pairs(entries: pl.DataFrame, *, vectors: tuple[np.ndarray, np.ndarray] | None = None,
                     edges: pl.DataFrame | None = None, threshold: float = DUPLICATE_THRESHOLD,
                     k: int = 5, progress: Progress = False) -> pl.DataFrame:
@@ -285,8 +303,9 @@ def candidate_pairs(entries: pl.DataFrame, *, vectors: tuple[np.ndarray, np.ndar
     others by TF-IDF cosine of title, summary and content (``lexical``) and, when ``vectors`` =
     (ids, matrix) are given, by embedding cosine (``vector``); ``score`` is the larger, kept at or
     above ``threshold``. ``a`` is the older entry, ``b`` the newer. Pairs already joined by an edge
-    (either way) are left out: the agents have said how those two relate. Evidence only: a pair
-    is never an edge by itself.
+    that states how they relate (either way; see :func:`_stated_edges`) are left out; a linker's
+    ``see_also`` between two alike texts is no such statement. Evidence only: a pair is never an
+    edge by itself.
 
     Each pair is also read as a person reads it, by :func:`compare_rows` (the rule judge's own
     reading): ``containment`` (the share of the smaller side's words and values in the other,
@@ -361,9 +380,10 @@ def candidate_pairs(entries: pl.DataFrame, *, vectors: tuple[np.ndarray, np.ndar
     frame = frame.with_columns(score=pl.max_horizontal("lexical", pl.col("vector").fill_null(0.0)))
     frame = frame.filter(pl.col("score") >= threshold)
     frame = frame.with_columns(same_systems=_same(entries, frame, "systems"), same_tasks=_same(entries, frame, "tasks"))
-    if edges is not None and edges.height:
-        linked = pl.concat([edges.select(pl.col("src").alias("a"), pl.col("dst").alias("b")),
-                            edges.select(pl.col("dst").alias("a"), pl.col("src").alias("b"))]).unique()
+    stated = _stated_edges(edges)
+    if stated is not None and stated.height:
+        linked = pl.concat([stated.select(pl.col("src").alias("a"), pl.col("dst").alias("b")),
+                            stated.select(pl.col("dst").alias("a"), pl.col("src").alias("b"))]).unique()
         frame = frame.join(linked, on=["a", "b"], how="anti")
     by_id = dict(zip(ids, entries.select([c for c in ("title", "content") if c in entries.columns]).to_dicts()))
     reading = _stage(report, stages - 1, stages, n)
