@@ -8,6 +8,7 @@ import os
 import shutil
 import subprocess
 import sys
+from pathlib import Path
 
 import polars as pl
 import pytest
@@ -118,9 +119,23 @@ def test_candidate_pairs_skip_linked_pairs_and_order_by_age():
                       "content": ["redis TTL is 300 in staging"] * 2, "systems": [["redis"]] * 2,
                       "tasks": [[], []], "created_at": [2, 1]})
     assert candidate_pairs(e).select("a", "b").row(0) == ("b2", "a1")  # b2 is the older
-    edges = pl.DataFrame({"src": ["a1"], "dst": ["b2"], "type": ["see_also"]})
-    assert candidate_pairs(e, edges=edges).height == 0
+    edges = pl.DataFrame({"src": ["a1"], "dst": ["b2"], "type": ["see_also"], "source": ["author"]})
+    assert candidate_pairs(e, edges=edges).height == 0  # an agent said how the two relate
+    guessed = edges.with_columns(source=pl.lit("auto"))  # the linker found them alike: still a candidate
+    assert candidate_pairs(e, edges=guessed).height == 1
+    assert candidate_pairs(e, edges=guessed.with_columns(type=pl.lit("supersedes"))).height == 0
     assert candidate_pairs(e.head(0)).height == 0
+
+
+def test_a_judge_run_reads_each_pair_as_the_shared_caches_read_it():
+    from kbtools.judging.sameness import compare, reading_run
+
+    rows = [json.loads(x) for x in (Path(kb.__file__).parent / "evaluate" / "data" / "judge_pairs.jsonl").open()]
+    outside = [compare(r["a"], r["b"]) for r in rows] + [compare(r["a"], r["b"], frame=0.95) for r in rows]
+    with reading_run():  # read twice, at two frames: each reading kept by pair and frame
+        inside = [compare(r["a"], r["b"]) for r in rows] + [compare(r["a"], r["b"], frame=0.95) for r in rows]
+        again = [compare(r["a"], r["b"]) for r in rows]
+    assert inside == outside and again == outside[: len(rows)] and outside[: len(rows)] != outside[len(rows):]
 
 
 def test_plan_verdicts_merges_only_above_the_confidence():

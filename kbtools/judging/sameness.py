@@ -26,12 +26,15 @@ False
 from __future__ import annotations
 
 import re
+from contextlib import contextmanager
+from contextvars import ContextVar
 from dataclasses import dataclass
 from functools import lru_cache
+from typing import Iterator
 
 from kbtools.words import STOP_WORDS, stem
 
-__all__ = ["Facts", "Comparison", "facts", "compare", "strip_framing", "sentences", "differing", "FRAMING_PHRASES",
+__all__ = ["Facts", "Comparison", "facts", "compare", "reading_run", "strip_framing", "sentences", "differing", "FRAMING_PHRASES",
            "CHANGE_CUES", "STRONG_CUES", "WEAK_CUE_CHANGES", "SLACK_PER_WORDS", "ADDED_WORDS", "RESTATED",
            "CHANGED_SENTENCES"]
 
@@ -276,10 +279,25 @@ def differing(a: str, b: str) -> tuple[tuple[str, ...], tuple[str, ...]]:
             tuple(x for x, k in zip(sb, keys_b) if k not in ka))
 
 
-@lru_cache(maxsize=1 << 14)
 def _sentence_keys(text: str) -> tuple[tuple[str, ...], tuple[tuple, ...]]:
     """The sentences of ``text`` and their keys, read once per text: a judge run compares one long
     text with many others, and its sentences outnumber any cache of single sentences."""
+    run = _RUN.get()
+    if run is None:
+        return _sentence_keys_held(text)
+    key = ("sentences", text)
+    got = run.get(key)
+    if got is None:
+        got = run[key] = _sentence_keys_of(text)
+    return got
+
+
+@lru_cache(maxsize=1 << 14)
+def _sentence_keys_held(text: str) -> tuple[tuple[str, ...], tuple[tuple, ...]]:
+    return _sentence_keys_of(text)
+
+
+def _sentence_keys_of(text: str) -> tuple[tuple[str, ...], tuple[tuple, ...]]:
     said = tuple(s for s in (x.strip() for x in _SENTENCE_RE.split(text)) if s)
     return said, tuple(_key(x) for x in said)
 
@@ -366,7 +384,28 @@ def _counterparts(da: tuple[str, ...], db: tuple[str, ...]) -> str:
     return " ".join(da[i] for i in sorted(keep))
 
 
-@lru_cache(maxsize=1 << 18)
+#: The readings of the run in progress (:func:`reading_run`), or None: the shared caches alone.
+_RUN: ContextVar[dict | None] = ContextVar("kbtools_reading_run", default=None)
+
+
+@contextmanager
+def reading_run() -> Iterator[None]:
+    """Within the block, every pair :func:`compare` reads and every text's sentences are kept until
+    it ends. A run over a big bank reads each candidate pair twice (to rank the candidates, then to
+    judge them) and each text in many pairs: more than the shared caches hold, which then evict
+    each reading before its second use. The readings are the same either way; only their cost differs.
+
+    >>> with reading_run():
+    ...     compare("Pool size is 64.", "Pool size is 32.") is compare("Pool size is 64.", "Pool size is 32.")
+    True
+    """
+    token = _RUN.set({})
+    try:
+        yield
+    finally:
+        _RUN.reset(token)
+
+
 def compare(a: str, b: str, *, frame: float = 0.6) -> Comparison:
     """How the older text ``a`` and the newer text ``b`` relate (see :class:`Comparison`).
     ``frame``: the share of ``a``'s words ``b`` must restate for a change to be a correction.
@@ -377,6 +416,22 @@ def compare(a: str, b: str, *, frame: float = 0.6) -> Comparison:
     >>> compare("Restart ingest workers on host ingest-03.", "Restart ingest workers on host ingest-07.").same
     False
     """
+    run = _RUN.get()
+    if run is None:
+        return _compare(a, b, frame)
+    key = ("compare", a, b, frame)
+    got = run.get(key)
+    if got is None:
+        got = run[key] = _read(a, b, frame)
+    return got
+
+
+@lru_cache(maxsize=1 << 18)
+def _compare(a: str, b: str, frame: float) -> Comparison:
+    return _read(a, b, frame)
+
+
+def _read(a: str, b: str, frame: float) -> Comparison:
     fa, fb = facts(a), facts(b)
     small, large = (fa, fb) if len(fa.words) + len(fa.values) <= len(fb.words) + len(fb.values) else (fb, fa)
     size = len(small.words) + len(small.values)

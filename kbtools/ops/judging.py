@@ -23,6 +23,7 @@ from kbtools.errors import ValidationError
 from kbtools.judging.judge import (
     DUPLICATE_THRESHOLD, MERGE_CONFIDENCE, JudgeFn, Verdict, candidate_pairs, plan_verdicts, rule_judge,
 )
+from kbtools.judging.sameness import reading_run
 from kbtools.model.events import edge_events
 from kbtools.model.plan import Plan
 from kbtools.model.schema import SCHEMAS
@@ -158,10 +159,11 @@ def judged_duplicates(bank: Bank, *, judge: JudgeFn = rule_judge, threshold: flo
     """
     if limit is not None and (not isinstance(limit, int) or limit < 1):
         raise ValidationError("limit", limit, "limit (pairs to judge) is a positive integer or None")
-    pairs = propose_duplicates(bank, threshold=threshold, k=k, progress=progress)
-    if limit is not None:
-        pairs = pairs.head(limit)
-    return judge_pairs(bank.entries, pairs, judge=judge, progress=progress)
+    with reading_run():  # each pair is read to rank it, then judged: one reading, kept for the run
+        pairs = propose_duplicates(bank, threshold=threshold, k=k, progress=progress)
+        if limit is not None:
+            pairs = pairs.head(limit)
+        return judge_pairs(bank.entries, pairs, judge=judge, progress=progress)
 
 
 def _apply_frames(edges: pl.DataFrame, plan: Plan) -> pl.DataFrame:
