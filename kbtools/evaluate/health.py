@@ -249,7 +249,7 @@ def _duplicates(bank: Bank, threshold: float, n: int, progress: Progress = False
     folds = judged.filter(pl.col("action") != "distinct")
     ex = folds.select("a", "b", "action", "note", pl.col("score").round(3), "title_a", "title_b").head(n).to_dicts()
     verdicts = dict(folds.group_by("action").len().sort("action").iter_rows()) if folds.height else {}
-    return Finding("duplicate_candidates", f"duplicate candidates the judge folds (similarity >= {threshold}, not linked: "
+    return Finding("duplicate_candidates", f"duplicate candidates the judge folds (similarity >= {threshold}, no edge saying how they relate: "
                    "duplicates, corrections, parts)", folds.height, ex,
                    "kb judge PATH --dry-run, then kb judge PATH", "warning",
                    {"candidates": judged.height, "verdicts": verdicts,
