@@ -25,6 +25,16 @@ def test_cue_flags_over_a_column_equal_the_patterns_text_by_text(demo_dir):
         assert want.any() and (flags[name] == want).all(), name
 
 
+def test_cue_flags_of_a_few_texts_read_as_the_column_reads_them(demo_dir):
+    entries = pl.read_parquet(sorted((demo_dir / "engineering" / "tables" / "entries").glob("*.parquet")))
+    texts = (entries["title"].fill_null("") + "\n" + entries["content"].fill_null("")).to_list()
+    texts += ["FIXED the crash", "keeps failing", "time out", "keep runnings", "Résolu: fixed, café down", None]
+    whole = text_cues(texts)  # polars over the column
+    for i in range(0, len(texts), 3):  # a write's few texts: Python's engine where all are ASCII
+        few = text_cues(texts[i:i + 3])
+        assert all((few[k] == whole[k][i:i + 3]).all() for k in whole), texts[i:i + 3]
+
+
 def test_memoised_content_words_read_alike_twice():
     text = "The plant's PLC network keeps jamming; jammed again. THE Plant's plc"
     assert content_words(text) == content_words(text)

@@ -749,13 +749,21 @@ def _entry_facts(entries: pl.DataFrame) -> dict:
     return dict(rank=rank, time_us=time_us, session=session)
 
 
+_FEW_TEXTS = 8  #: texts read by Python's regex engine in :func:`text_cues` (when all ASCII)
+
+
 def text_cues(texts: list[str]) -> dict:
     """Whether each text names a fix, a problem, progress: the rules' patterns run by polars (Rust
     regex) over the whole column. Rust's fast engines give up on a Unicode word boundary in a
     non-ASCII text, so a non-ASCII non-word character (a boundary to every pattern) reads as ``#``
     and a text then all ASCII is read lower-cased with ASCII classes; the others as they are."""
-    column = pl.Series("text", texts, dtype=pl.String)
     patterns = (("fix", FIX_RE), ("problem", PROBLEM_RE), ("progress", PROGRESS_RE))
+    if len(texts) <= _FEW_TEXTS and all(t is None or t.isascii() for t in texts):
+        # a write's one text: Python's engine reads an ASCII text as Rust's ASCII classes do,
+        # without a frame and a query plan (about 1 ms)
+        return {name: np.array([t is not None and pattern.search(t) is not None for t in texts], dtype=bool)
+                for name, pattern in patterns}
+    column = pl.Series("text", texts, dtype=pl.String)
     narrow = pl.col("text").str.replace_all(r"[^\x00-\x7F\w]", "#")
     lowered = narrow.str.to_lowercase()  # the patterns are case-insensitive, their letters lower case
     read = pl.LazyFrame([column]).select(
