@@ -147,7 +147,7 @@ def test_the_fast_constructor_builds_the_same_value_as_init():
     assert fast_instance(Pointer, values) == Pointer(**values)
     assert {f.name for f in dataclasses.fields(Pointer)} == set(values)
     result = dict(id="r", rank=1, score=0.5, kind="result", title=None, summary=None, related=[],
-                  neighbors=[], steps=None, entry_kind=None, pool_rank=1)
+                  neighbors=[], steps=None, entry_kind=None, pool_rank=1, dominated_by=[])
     assert {f.name for f in dataclasses.fields(Result)} == set(result)
     assert fast_instance(Result, result) == Result(**result)
     with pytest.raises(dataclasses.FrozenInstanceError):

@@ -130,6 +130,27 @@ def test_two_protected_results_in_one_group_share_out_the_rest_by_hops_ties_to_t
     assert answer.ids() == ["a1", "b2", "x3"]
     assert [p.id for p in answer.results[0].related] == ["d5"]
     assert [(p.id, p.via) for p in answer.results[1].related] == [("c4", None), ("e6", "c4")]
+    # ... but the corrected one says which result corrects it
+    assert [(p.id, p.relation, p.direction, p.kind) for p in answer.results[0].dominated_by] == [("b2", "corrects", "in", "answer")]
+    assert answer.results[1].dominated_by == [] and answer.results[2].dominated_by == []
+    lines = answer.text().splitlines()
+    assert lines[:3] == ["1. a1", "  ↳ answer: b2 corrects (in)", "  ↳ folded: d5 see_also (in)"]
+    frame = answer.to_frame()
+    assert frame.filter(pl.col("kind") == "answer").select("id", "parent").rows() == [("b2", "a1")]
+
+
+def test_a_result_dominated_by_a_result_below_it_names_it_only_over_one_trusted_edge():
+    ids = ["a1", "b2", "c3", "d4"]
+    edges = make_edges([
+        ("b2", "supersedes", "a1", "changes 30 s to 60 s"),
+        ("d4", "see_also", "c3"),  # no dominance
+        ("c3", "corrects", "b2", None, "auto"),  # an untrusted edge is not read
+    ])
+    answer = fold(make_pool(ids), edges)
+    assert answer.ids() == ["a1", "b2", "c3"]  # d4 folds into c3
+    assert [(p.id, p.note) for p in answer.results[0].dominated_by] == [("b2", "changes 30 s to 60 s")]
+    assert all(r.dominated_by == [] for r in answer.results[1:])
+    assert fold(make_pool(ids), edges, protect=1).ids()[:2] == ["a1", "c3"]  # b2 folds: a1 is protected, b2 not
 
 
 LOGIN, VERIFY, PROG, HTTP11 = "10910001", "5e410006", "a9100001", "0b110001"
@@ -463,7 +484,7 @@ def test_fold_answers_on_a_seeded_bank_are_unchanged():
         out.append(fold(pool, lookup, k=k, protect=protect, neighbors=neighbors).to_dict())
         out.append(fold(pool, edges, k=k, protect=protect, neighbors=neighbors, entries=entries).to_dict())
         out.append(flat(pool, lookup, k=k, neighbors=neighbors).to_dict())
-    pointers = Counter(p["kind"] for a in out for r in a["results"] for p in r["related"] + r["neighbors"])
-    assert pointers["folded"] >= 50 and pointers["neighbor"] >= 1000  # the digest covers both kinds
+    pointers = Counter(p["kind"] for a in out for r in a["results"] for p in r["related"] + r["neighbors"] + r["dominated_by"])
+    assert pointers["folded"] >= 50 and pointers["neighbor"] >= 1000 and pointers["answer"] >= 1  # the digest covers each kind
     digest = hashlib.sha256(json.dumps(out, sort_keys=True, default=str).encode()).hexdigest()
-    assert digest == "0629a2ba967ce0a6bf6bef4ca4b4b2561f2cfca28b33dd84407a7dbfeabf429f"
+    assert digest == "0ad78395262249a619acd1d3d7d619ac5d5eb35cfdccdeff3a66d82acbc711d0"

@@ -172,3 +172,21 @@ def test_an_older_entry_naming_its_successor_is_superseded(older):
 ])
 def test_a_mention_without_a_word_of_replacement_aimed_at_it_is_not_a_supersession(newer):
     assert rule_judge(RUNBOOK, _entry("d00d0001", "RB 31: Alerting for the queue", newer)).action != "supersede"
+
+
+def test_after_kb_judge_a_corrected_fact_in_the_answer_names_the_result_that_corrects_it(tmp_path):
+    bank = kb.create_bank(tmp_path / "b")  # a new bank's defaults: embedded, linked writes
+    old = kb.report_learning(bank, content="The API gateway timeout is 30 s for the orders service.", actor="agent-1")
+    for i in range(15):
+        kb.report_learning(bank, content=f"Service {i} logs go to bucket logs-{i} with a retention of {i + 3} days.",
+                           actor="agent-3")
+    new = kb.report_learning(bank, content="Correction: the API gateway timeout is 60 s for the orders service, not 30 s.",
+                             actor="agent-2")
+    report = kb.judge_bank(bank)
+    assert report["written"] == {"supersedes": 1}
+    answer = kb.query(kb.open_bank(bank.path), "API gateway timeout orders service", k=4, record_usage=False)
+    assert answer.ids()[:2] == [old, new]  # both protected: the top two always represent themselves
+    above = answer.results[0].dominated_by
+    assert [(p.id, p.relation, p.direction) for p in above] == [(new, "supersedes", "in")]
+    assert "changes 30 s to 60 s" in above[0].note
+    assert f"  ↳ answer: {new} supersedes (in)" in answer.text()

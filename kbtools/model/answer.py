@@ -5,7 +5,10 @@ An answer is a frozen value. It renders three ways from the same data: ``text()`
 neighbour) and ``_repr_html_()`` for a notebook. ``to_dict()`` is JSON-ready.
 
 A :class:`Pointer` hangs from a result. ``kind="folded"`` is a pool member folded into the result
-at retrieval time; ``kind="neighbor"`` is an entry one edge away that was not in the pool at all.
+at retrieval time; ``kind="neighbor"`` is an entry one edge away that was not in the pool at all;
+``kind="answer"`` is another result of the same answer that supersedes, corrects or clarifies this
+one, or is its parent (two top results are protected from folding into each other, so the older
+one says which result replaces it).
 ``relation`` is the edge's type, ``direction`` reads the edge from the side of the entry the pointer
 hangs from: ``"out"`` when that entry is the edge's source, ``"in"`` when it is the target. The
 entry is the result itself, or the ``via`` entry when the pointer was reached over more than one hop.
@@ -110,14 +113,16 @@ class Result:
     steps: list[str] | None = None
     entry_kind: str | None = None
     pool_rank: int | None = None
+    #: the answer's other results that dominate this one (pointers of kind ``"answer"``)
+    dominated_by: list[Pointer] = field(default_factory=list)
 
     def pointers(self) -> list[Pointer]:
-        """Folded pointers then neighbours, in display order.
+        """The results that dominate it, folded pointers, then neighbours, in display order.
 
         >>> Result("a1", 1, related=[Pointer("b", "cites", "out")]).pointers()[0].id
         'b'
         """
-        return [*self.related, *self.neighbors]
+        return [*self.dominated_by, *self.related, *self.neighbors]
 
 
 @dataclass(frozen=True)
@@ -276,14 +281,15 @@ def said_once(note: str | None, about: str | None) -> list[str]:
 
 
 def pointer_lines_of(r: Result, line: Callable[[Pointer], str]) -> list[str]:
-    """A result's pointer lines as an agent reads them: its first :data:`POINTER_LINES` folded
-    pointers by ``line``, the others by id on one line, then its neighbours by ``line``.
+    """A result's pointer lines as an agent reads them: the results that dominate it, its first
+    :data:`POINTER_LINES` folded pointers by ``line``, the others by id on one line, then its
+    neighbours by ``line``.
 
     >>> r = Result("a", 1, related=[Pointer(f"p{i}", "part_of" if i > 13 else "cites", "in") for i in range(15)])
     >>> pointer_lines_of(r, Pointer.line)[-1]
     '↳ 3 more folded: cites (in) p12, p13; part_of (in) p14'
     """
-    shown = [line(p) for p in r.related[:POINTER_LINES]]
+    shown = [line(p) for p in (*r.dominated_by, *r.related[:POINTER_LINES])]
     rest = r.related[POINTER_LINES:]
     if rest:
         by_edge: dict[str, list[str]] = {}

@@ -100,7 +100,8 @@ def _result_html(r) -> str:
     if r.steps:
         out.append("<ol>" + "".join(f"<li>{esc(s)}</li>" for s in r.steps) + "</ol>")
     if r.pointers():
-        label = ", ".join(part for part in (_count(len(r.related), "folded pointer"),
+        label = ", ".join(part for part in (_count(len(r.dominated_by), "result above it"),
+                                            _count(len(r.related), "folded pointer"),
                                             _count(len(r.neighbors), "neighbour")) if part)
         out.append(f"<details><summary>{esc(label)}</summary><ul style='list-style:none;padding-left:1em'>")
         out.extend(_pointer_html(p) for p in r.pointers())

@@ -21,6 +21,9 @@ The query path, step by step (steps 1 and 8 belong to the caller, the bank's que
    *Several protected members in one group*: none folds into another; each becomes its own result
    (a "unit"), and every other member joins the protected member it is fewest hops from inside the
    group, ties going to the better-ranked protected member. Each unit is then folded on its own.
+   A protected result that another result of the answer dominates over one edge (a correction
+   ranked second under what it corrects) carries that result as a pointer of kind ``"answer"``
+   (``Result.dominated_by``): both stay, and the older one says which replaces it.
 5. *Pointers*: every other member of a unit becomes a :class:`~kbtools.model.answer.Pointer` on its
    representative. The path is the breadth-first shortest path from the representative inside the
    unit (neighbours visited in rank order, so the path is deterministic). ``via`` is the member's
@@ -489,8 +492,9 @@ def fold(pool: pl.DataFrame | Mapping[str, list], edges: pl.DataFrame | EdgeLook
     graph = _PoolGraph(ids, internal)
     units = _units(graph, min(protect, k))[:k]
     near = _pick_neighbors([ids[u.rep] for u in units], ids, around, info, neighbors)
-    results = [_result(rank, u.rep, ids, info, _pointers(u, graph, ids, info), near.get(ids[u.rep]))
-               for rank, u in enumerate(units, 1)]
+    above = _dominated_by(units, graph, ids, info)
+    results = [_result(rank, u.rep, ids, info, _pointers(u, graph, ids, info), near.get(ids[u.rep]),
+                       above.get(u.rep)) for rank, u in enumerate(units, 1)]
     return Answer(query, results, folded=True, method="fold")
 
 
@@ -888,14 +892,33 @@ def _pointers(unit: _Unit, graph: _PoolGraph, ids: list[str], info: _Info) -> li
     return out
 
 
+def _dominated_by(units: list[_Unit], graph: _PoolGraph, ids: list[str], info: _Info) -> dict[int, list[Pointer]]:
+    """Per representative, the other representatives that dominate it over one edge, as pointers of
+    kind ``"answer"``: where two protected results are one group (a correction and what it
+    corrects), neither folds into the other, and the replaced one says which result replaces it."""
+    if not graph.dominators:
+        return {}
+    reps = {u.rep for u in units}
+    out: dict[int, list[Pointer]] = {}
+    for r in sorted(reps):
+        for g in sorted(set(graph.dominators.get(r, ())) & reps - {r}):
+            src, _, type_, note, source = graph.edge(r, g)
+            out.setdefault(r, []).append(fast_instance(Pointer, dict(
+                id=ids[g], relation=type_, direction="out" if src == ids[r] else "in", note=note,
+                summary=info.pool_field(g, ids[g], "summary"), via=None, kind="answer", source=source,
+                title=info.pool_field(g, ids[g], "title"),
+            )))
+    return out
+
+
 def _result(rank: int, i: int, ids: list[str], info: _Info, related: list[Pointer] | None = None,
-            neighbors: list[Pointer] | None = None) -> Result:
+            neighbors: list[Pointer] | None = None, dominated_by: list[Pointer] | None = None) -> Result:
     entry_id = ids[i]
     score, title, summary, kind, steps = info.fields(i, entry_id)
     return fast_instance(Result, dict(
         id=entry_id, rank=rank, score=score, kind="result", title=title, summary=summary,
         related=related or [], neighbors=neighbors or [], steps=list(steps) if steps else None,
-        entry_kind=kind, pool_rank=i + 1,
+        entry_kind=kind, pool_rank=i + 1, dominated_by=dominated_by or [],
     ))
 
 
