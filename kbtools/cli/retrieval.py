@@ -67,8 +67,8 @@ def side_by_side(flat, folded, width: int = 78) -> str:
         out = [title, "-" * len(title)]
         for r in ans.results:
             out += textwrap.wrap(f"{r.rank}. {r.title} [{r.id}]", width - 2, subsequent_indent="   ")
-            for p in [*r.related, *r.neighbors]:
-                tag = "folded" if p.kind == "folded" else "neighbor"
+            for p in r.pointers():
+                tag = p.kind
                 text = f"↳ {tag}: {p.title or p.id} [{p.id}] {p.relation}" + (f" — {p.note}" if p.note else "")
                 out += textwrap.wrap(text, width - 2, initial_indent="   ", subsequent_indent="     ")
         return out
