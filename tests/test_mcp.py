@@ -184,6 +184,30 @@ def test_bad_calls_are_tool_errors_and_the_server_keeps_serving(eng):
     assert kb.open_bank(eng).version == version  # nothing was written
 
 
+def test_an_id_merged_away_answers_with_the_entry_it_lives_on_in_and_a_deleted_one_says_why(eng):
+    bank = kb.open_bank(eng)
+    ids = bank.entries.sort("id")["id"].to_list()
+    keep, merged, later, deleted = ids[:4]
+    kb.merge_entries(bank, keep=keep, remove=[merged], reason="the same fix reported twice", actor="judge")
+    kb.merge_entries(bank, keep=later, remove=[keep], reason="one page for the runbook", actor="ops")
+    kb.delete_entry(bank, deleted, reason="leaked a customer name", actor="ops")
+
+    async def go():
+        async with session(eng) as s:
+            return (await s.call_tool("get_entry", {"id": merged}), await s.call_tool("get_entry", {"id": deleted}),
+                    await s.call_tool("get_entry", {"id": "0badc0de"}))
+
+    moved, gone, never = run(go())
+    assert not moved.is_error
+    head = text(moved).splitlines()[0]
+    assert head.startswith(f"{merged} was merged into {later} (through {keep}) by judge at ")
+    assert head.endswith(": the same fix reported twice")
+    assert moved.structured_content["entry"]["id"] == later
+    assert moved.structured_content["merged"]["path"] == [merged, keep, later]
+    assert gone.is_error and "deleted by ops at " in text(gone) and "leaked a customer name" in text(gone)
+    assert never.is_error and "does not exist" in text(never) and "deleted" not in text(never)
+
+
 def test_readonly_lists_only_reading_tools_and_writes_nothing(eng):
     before = {p.relative_to(eng): p.read_bytes() for p in eng.rglob("*") if p.is_file()}
     a, _ = pick_pair(eng)

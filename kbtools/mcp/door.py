@@ -26,6 +26,7 @@ from typing import Any, Sequence
 import polars as pl
 
 import kbtools as kb
+from kbtools.model.events import fate_of
 from kbtools.store.vectors import entry_vectors
 
 __all__ = ["Door", "READ_TOOLS", "WRITE_TOOLS", "ReadOnlyBank"]
@@ -109,12 +110,21 @@ class Door:
         return ans.text(), _jsonable(ans.to_dict())
 
     def get_entry(self, entry_id: str) -> tuple[str, dict]:
-        """The entry whole, its edges both ways and its most recent events."""
+        """The entry whole, its edges both ways and its most recent events. An id merged into another
+        entry (``kb judge``, ``merge_entries``) answers with the entry it lives on in, saying so; a
+        deleted one is an error that says when, by whom and why."""
+        fate = None
         with self._read_lock:
             bank = self._read()
             row = bank.entries.filter(pl.col("id") == entry_id)
             if row.height == 0:
-                raise kb.EntryNotFound(entry_id, "get_entry")
+                fate = fate_of(bank.events, entry_id)
+                if fate is None or fate["id"] is None:
+                    raise kb.EntryNotFound(entry_id, "get_entry") if fate is None else _deleted(entry_id, fate)
+                row = bank.entries.filter(pl.col("id") == fate["id"])
+                if row.height == 0:  # its last entry is gone another way (a repair): not found
+                    raise kb.EntryNotFound(entry_id, "get_entry")
+                entry_id = fate["id"]
             entry = _jsonable(row.row(0, named=True))
             edges = bank.edges.filter((pl.col("src") == entry_id) | (pl.col("dst") == entry_id))
             titles = dict(bank.entries.select("id", "title").iter_rows())
@@ -123,7 +133,14 @@ class Door:
         edge_rows = _jsonable(edges.select("src", "type", "dst", "source", "note", "weight", "created_by", "created_at").to_dicts())
         event_rows = _jsonable(events.to_dicts())
         data = {"entry": entry, "edges": edge_rows, "events": event_rows}
-        return _entry_text(entry, edge_rows, event_rows, titles), data
+        text = _entry_text(entry, edge_rows, event_rows, titles)
+        if fate is not None:
+            data["merged"] = _jsonable(fate)
+            via = f" (through {', '.join(fate['path'][1:-1])})" if len(fate["path"]) > 2 else ""
+            why = f": {fate['reason']}" if fate.get("reason") else ""
+            text = (f"{fate['path'][0]} was merged into {entry_id}{via} by {fate['actor']} at {fate['at']}{why}\n"
+                    f"{text}")
+        return text, data
 
     def related(self, entry_id: str, *, depth: int = 1, limit: int = 10) -> tuple[str, dict]:
         """``kb.related``: what is connected to an entry, best first, with the chain of links."""
@@ -217,6 +234,13 @@ def _hop_text(r: dict) -> str:
     note = f" — {r['note']}" if r.get("note") else ""
     source = f" ({r['source']})" if r.get("source") else ""
     return f"{r.get('src')} {r.get('type')} {r.get('dst')}{source}{note}"
+
+
+def _deleted(entry_id: str, fate: dict) -> kb.EntryNotFound:
+    err = kb.EntryNotFound(entry_id, "get_entry")
+    why = f": {fate['reason']}" if fate.get("reason") else ""
+    err.args = (f"{err.args[0]}: deleted by {fate['actor']} at {fate['at']}{why}",)
+    return err
 
 
 def _entry_text(entry: dict, edges: list[dict], events: list[dict], titles: dict) -> str:

@@ -115,7 +115,8 @@ def build_server(path: str | Path, *, readonly: bool = False, actor: str | None 
     @server.tool(annotations=read)
     def get_entry(id: Id) -> CallToolResult:
         """One entry whole (content, summary, steps, systems, tasks), its edges both ways (type, source, note)
-        and its most recent events (who changed what, and why)."""
+        and its most recent events (who changed what, and why). An id merged into another entry answers with
+        that entry, its first line saying so; a deleted id is an error saying when, by whom and why."""
         return _call(door.get_entry, id)
 
     @server.tool(annotations=read)

@@ -16,7 +16,7 @@ import polars as pl
 
 from kbtools.model.schema import SCHEMAS
 
-__all__ = ["event_rows", "edge_events"]
+__all__ = ["event_rows", "edge_events", "fate_of"]
 
 
 def _events(n: int, *, at: datetime, actor: str, action, src, dst, type, reason, payload) -> pl.DataFrame:
@@ -57,3 +57,33 @@ def edge_events(edges: pl.DataFrame, action: str, *, actor: str, at: datetime, r
                else pl.Series(["{}"] * edges.height))
     return _events(edges.height, at=at, actor=actor, action=action, src=edges["src"], dst=edges["dst"],
                    type=edges["type"], reason=reason, payload=payload)
+
+
+def fate_of(events: pl.DataFrame, entry_id: str) -> dict | None:
+    """What became of an entry that is gone, from the events: ``{"id", "action", "at", "actor",
+    "reason", "path"}``, where ``id`` is the entry it lives on in (merges followed to the last,
+    ``path`` the ids passed through) or None when it was deleted; None when no event removed it.
+
+    >>> import datetime as dt
+    >>> at = dt.datetime(2026, 11, 30, tzinfo=dt.timezone.utc)
+    >>> ev = pl.concat([event_rows([{"action": "entry.merge", "src": "b2", "dst": "a1"}], actor="judge", at=at, reason="same"),
+    ...                 event_rows([{"action": "entry.merge", "src": "a1", "dst": "c3"}], actor="x", at=at)])
+    >>> fate = fate_of(ev, "b2"); fate["id"], fate["path"], fate["actor"], fate["reason"]
+    ('c3', ['b2', 'a1', 'c3'], 'judge', 'same')
+    >>> fate_of(ev, "zz") is None
+    True
+    """
+    gone = events.filter(pl.col("action").is_in(["entry.merge", "entry.delete"])).sort("at", maintain_order=True)
+    removed = {}
+    for row in gone.iter_rows(named=True):  # the last removal of an id counts (an id can be written again)
+        removed[row["src"]] = row
+    first = removed.get(entry_id)
+    if first is None:
+        return None
+    path, row = [entry_id], first
+    while row is not None and row["action"] == "entry.merge" and row["dst"] not in path:
+        path.append(row["dst"])
+        row = removed.get(row["dst"])
+    deleted = row is not None and row["action"] == "entry.delete"
+    return {"id": None if deleted else path[-1], "action": first["action"], "at": first["at"],
+            "actor": first["actor"], "reason": first["reason"], "path": path}
