@@ -53,7 +53,9 @@ def test_recovery_on_a_hand_made_bank():
     vec[5] = [0, 0, 0, 1]
     vec /= np.linalg.norm(vec, axis=1, keepdims=True)
     before = ents.clone()
-    r = evaluate_links(ents, edges, vectors=vec)
+    stages = []
+    r = evaluate_links(ents, edges, vectors=vec, progress=lambda done, total: stages.append((done, total)))
+    assert stages == [(1, 4), (2, 4), (3, 4), (4, 4)]  # re-embedded, statistics, linker, baselines and lexical
     assert r.held_out == {"cites": 1}
     assert r.arms["linker"]["recovered"] == 1.0  # "PEP 484" kept whole, and a similar meaning
     assert r.arms["knn"]["links"] == r.arms["linker"]["links"]

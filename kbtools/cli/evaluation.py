@@ -190,7 +190,7 @@ def _eval(args):
     if args.which == "links":
         from kbtools.evaluate.links import link_recovery
 
-        report = link_recovery(bank, seed=args.seed, reembed=not args.keep_vectors)
+        report = link_recovery(bank, seed=args.seed, reembed=not args.keep_vectors, progress=_progress("link recovery"))
         if args.json_out:
             Path(args.json_out).write_text(_json_text(report.to_dict()))
         return report.to_dict(), report.to_markdown(), 0

@@ -55,6 +55,7 @@ from kbtools.model.vocab import FADING_SOURCES
 from kbtools.linker import LINKER_DEFAULTS, LinkerSettings, TermStats, plan_connect
 from kbtools.linker.planning import triple_entities
 from kbtools.linker.rules import kind_code
+from kbtools.progress import Progress, progress_callback
 
 __all__ = ["HUMAN_SOURCES", "STRUCTURE_TYPES", "BASELINES", "LinkRecovery", "human_edges", "evaluate_links",
            "knn_pairs", "split_half", "recovery", "held_out_frames", "link_recovery",
@@ -260,7 +261,7 @@ def evaluate_links(entries: pl.DataFrame, edges: pl.DataFrame, triples=None, *, 
                    settings: LinkerSettings = LINKER_DEFAULTS, arms: dict | None = None, bank: str = "",
                    seed: int = 0,
                    patterns=(), embed: Callable[[pl.DataFrame], np.ndarray] | None = None,
-                   embedder_name: str = "") -> LinkRecovery:
+                   embedder_name: str = "", progress: Progress = False) -> LinkRecovery:
     """Hold out the human edges, mask their citation tokens, link the masked entries in memory,
     compare with the baselines at the same number of links (the module docstring's protocol).
 
@@ -268,7 +269,9 @@ def evaluate_links(entries: pl.DataFrame, edges: pl.DataFrame, triples=None, *, 
     linker runs lexically). ``patterns``: the bank's citation patterns (what the mask resolves
     through). ``embed``: rows -> content vectors, to embed the masked entries again (None: the
     given vectors are kept, and the report says so). ``arms``: extra ``{name: LinkerSettings}``
-    linker arms, each scored like the linker and given its own baselines.
+    linker arms, each scored like the linker and given its own baselines. ``progress`` reports its
+    stages: the masked entries embedded again, the term statistics, each linker arm, the baselines,
+    the lexical arm.
 
     >>> import polars as pl, datetime as dt
     >>> t = dt.datetime(2026, 1, 1, tzinfo=dt.timezone.utc)
@@ -280,6 +283,15 @@ def evaluate_links(entries: pl.DataFrame, edges: pl.DataFrame, triples=None, *, 
     (1.0, {'cites': 1})
     """
     started = time.perf_counter()
+    report = progress_callback(progress, "link recovery", unit="stage")
+    stages = 4 + len(arms or {})
+    done = [0]
+
+    def stage() -> None:
+        done[0] += 1
+        if report:
+            report(done[0], stages)
+
     raw, kept, held = held_out_frames(entries, edges)
     ents, mask_report = mask_citations(raw, held, patterns=patterns)
     ents, unmarked = unmark_held_out(ents, held)
@@ -297,7 +309,9 @@ def evaluate_links(entries: pl.DataFrame, edges: pl.DataFrame, triples=None, *, 
     n = ents.height
     if vectors is not None:
         vectors = _reembedded(vectors, ents, masked_rows, embed)
+    stage()
     stats = TermStats.build(ents, known_entities=triple_entities(triples), settings=settings)
+    stage()
     structure = _pairs(kept["src"].to_list(), kept["dst"].to_list()) if kept.height else set()
     timing: dict = {}
 
@@ -309,6 +323,7 @@ def evaluate_links(entries: pl.DataFrame, edges: pl.DataFrame, triples=None, *, 
 
     found = {"linker": timed("linker", lambda: _linker_pairs(ents, kept, triples, vectors=vectors, settings=settings,
                                                              stats=stats))}
+    stage()
     budget_of = {"linker": "own"}
     linker_arms = ["linker"]
     arms = dict(arms or {})
@@ -318,6 +333,7 @@ def evaluate_links(entries: pl.DataFrame, edges: pl.DataFrame, triples=None, *, 
                                                                              settings=arm, stats=s))
         budget_of[name] = "own"
         linker_arms.append(name)
+        stage()
     if vectors is not None:
         linkable = np.array([kind_code(k) >= 0 for k in ents["kind"].to_list()])
         t0 = time.perf_counter()
@@ -344,6 +360,7 @@ def evaluate_links(entries: pl.DataFrame, edges: pl.DataFrame, triples=None, *, 
                                                                   stats=stats))
     else:  # without vectors the linker is its lexical arm
         found["lexical"] = found["linker"]
+    stage()
     budget_of["lexical"] = "own"
     intervals, _, _ = recovery_intervals(found, citing, seed=seed)
     test_intervals, _, _ = recovery_intervals(found, test_citing, seed=seed)
@@ -380,10 +397,11 @@ def evaluate_links(entries: pl.DataFrame, edges: pl.DataFrame, triples=None, *, 
                         protocol=protocol)
 
 
-def link_recovery(bank, *, seed: int = 0, arms: dict | None = None, reembed: bool = True) -> LinkRecovery:
+def link_recovery(bank, *, seed: int = 0, arms: dict | None = None, reembed: bool = True,
+                  progress: Progress = False) -> LinkRecovery:
     """:func:`evaluate_links` on a bank (read only): its frames, its content vectors, its citation
     patterns and its linker settings. ``reembed``: embed the masked entries again with the bank's
-    embedder, in memory (nothing is written).
+    embedder, in memory (nothing is written). ``progress``: its stages (:func:`evaluate_links`).
 
     >>> report = link_recovery(kb.open_bank("banks/peps", readonly=True))  # doctest: +SKIP
     """
@@ -399,4 +417,5 @@ def link_recovery(bank, *, seed: int = 0, arms: dict | None = None, reembed: boo
         embed = lambda rows: embed_rows(rows, embedder)[:, 0]  # noqa: E731 - the content dimension
     return evaluate_links(bank.entries, bank.edges, bank.triples, vectors=vectors, settings=settings,
                           arms=arms, bank=str(bank.path), seed=seed,
-                          patterns=bank.settings.get("citations") or (), embed=embed, embedder_name=name)
+                          patterns=bank.settings.get("citations") or (), embed=embed, embedder_name=name,
+                          progress=progress)
