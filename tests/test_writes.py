@@ -345,3 +345,22 @@ def test_a_derived_title_reads_past_a_short_lead_in(tmp_path):
     assert row["summary"] == row["title"]
     eid = kb.report_learning(bank, content="Note: the pool drains at 3 am.\nMore later.", actor="t")
     assert bank.entries.filter(pl.col("id") == eid)["title"][0] == "Note: the pool drains at 3 am."
+
+
+def test_a_connection_to_an_id_merged_or_deleted_says_what_became_of_it(tmp_path):
+    bank = kb.create_bank(tmp_path / "b", settings={"auto_link": False})
+    keep = kb.report_learning(bank, content="The invoice export job needs the vendor flag set before it runs.", actor="x")
+    twice = kb.report_learning(bank, content="Heads up: the invoice export job needs the vendor flag set before it runs.",
+                               actor="y")
+    tea = kb.report_learning(bank, content="Green tea is served at noon.", actor="y")
+    kb.merge_entries(bank, keep=keep, remove=[twice], reason="the same fact twice", actor="judge")
+    kb.delete_entry(bank, tea, reason="not about work", actor="ops")
+    version = bank.version
+    with pytest.raises(kb.EdgeRuleError, match=rf"{twice} was merged into {keep} by judge at .* \(the same fact twice\): connect to {keep}"):
+        kb.report_learning(bank, content="The vendor flag lives on the billing settings page.", actor="z",
+                           connections=[{"id": twice, "relation": "clarifies"}])
+    with pytest.raises(kb.EdgeRuleError, match=rf"{tea} was deleted by ops at .* \(not about work\)"):
+        kb.link(bank, tea, keep, "cites", actor="z")
+    with pytest.raises(kb.EdgeRuleError, match=r"the entry does not exist \(got src='0badc0de'\)$"):
+        kb.link(bank, "0badc0de", keep, "cites", actor="z")  # never in the bank: the error as before
+    assert kb.open_bank(bank.path).version == version  # nothing written

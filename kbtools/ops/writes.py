@@ -23,7 +23,7 @@ import numpy as np
 import polars as pl
 
 from kbtools.model.frames import among
-from kbtools.model.events import edge_events, event_rows
+from kbtools.model.events import edge_events, event_rows, fate_of
 from kbtools.model.plan import Plan
 from kbtools.errors import EdgeNotFound, EdgeRuleError, EntryNotFound, GuardRejected, KbError, ValidationError
 from kbtools.model.guard import transient_reason
@@ -466,8 +466,11 @@ def report_learning(
             conn.append({"src": row["id"], "dst": c["id"], "type": c.get("relation") or c.get("type"), "note": c.get("note"), "source": c.get("source", "author")})
         edges = _edge_frame(conn, now=now, actor=actor)
         ends = set(edges["src"].to_list()) | set(edges["dst"].to_list())
-        check_edges(edges, {i for i in ends if i in taken} | {row["id"]},
-                    existing=b.edges[rows_with(b, "edges", "src", edges["src"].unique().to_list())] if edges.height else None)
+        try:
+            check_edges(edges, {i for i in ends if i in taken} | {row["id"]},
+                        existing=b.edges[rows_with(b, "edges", "src", edges["src"].unique().to_list())] if edges.height else None)
+        except EdgeRuleError as err:
+            raise _said_where_gone(b, err, edges["dst"].to_list()) from None
         untrusted = next((s for s in edges["source"].to_list() if s not in TRUSTED_SOURCES), None) if edges.height else None
         if untrusted is not None:
             raise EdgeRuleError(f"an agent's connection is trusted (source author); got source {untrusted!r}")
@@ -592,7 +595,26 @@ def link(
     """
     _check_actor(actor)
     rows = [{"src": src, "dst": dst, "type": type, "note": note, "source": source, "weight": weight, "evidence": evidence}]
-    edit_edges(bank, add=rows, actor=actor, reason=None)
+    try:
+        edit_edges(bank, add=rows, actor=actor, reason=None)
+    except EdgeRuleError as err:
+        raise _said_where_gone(bank, err, [src, dst]) from None
+
+
+def _said_where_gone(bank: Bank, err: EdgeRuleError, ids: Sequence[str]) -> EdgeRuleError:
+    """``err`` (an edge naming an entry that does not exist) with what became of each such id that an
+    audited change removed: merged into which entry (connect to that one), or deleted, by whom, why."""
+    if "the entry does not exist" not in str(err):
+        return err
+    said = []
+    for entry_id in dict.fromkeys(ids):
+        fate = None if len(rows_with(bank, "entries", "id", [entry_id])) else fate_of(bank.events, entry_id)
+        if fate is None:
+            continue
+        why = f" ({fate['reason']})" if fate.get("reason") else ""
+        said.append(f"{entry_id} was merged into {fate['id']} by {fate['actor']} at {fate['at']}{why}: connect to "
+                    f"{fate['id']}" if fate["id"] else f"{entry_id} was deleted by {fate['actor']} at {fate['at']}{why}")
+    return EdgeRuleError(f"{err}; {'; '.join(said)}") if said else err
 
 
 def unlink(bank: Bank, src: str, dst: str, type: str, *, reason: str, actor: str) -> None:
