@@ -356,10 +356,10 @@ def test_a_connection_to_an_id_merged_or_deleted_says_what_became_of_it(tmp_path
     kb.merge_entries(bank, keep=keep, remove=[twice], reason="the same fact twice", actor="judge")
     kb.delete_entry(bank, tea, reason="not about work", actor="ops")
     version = bank.version
-    with pytest.raises(kb.EdgeRuleError, match=rf"{twice} was merged into {keep} by judge at .* \(the same fact twice\): connect to {keep}"):
+    with pytest.raises(kb.EdgeRuleError, match=rf"{twice} was merged into {keep} by judge at .*: the same fact twice; connect to {keep}"):
         kb.report_learning(bank, content="The vendor flag lives on the billing settings page.", actor="z",
                            connections=[{"id": twice, "relation": "clarifies"}])
-    with pytest.raises(kb.EdgeRuleError, match=rf"{tea} was deleted by ops at .* \(not about work\)"):
+    with pytest.raises(kb.EdgeRuleError, match=rf"{tea} was deleted by ops at .*: not about work"):
         kb.link(bank, tea, keep, "cites", actor="z")
     with pytest.raises(kb.EdgeRuleError, match=r"the entry does not exist \(got src='0badc0de'\)$"):
         kb.link(bank, "0badc0de", keep, "cites", actor="z")  # never in the bank: the error as before

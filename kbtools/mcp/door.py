@@ -26,7 +26,7 @@ from typing import Any, Sequence
 import polars as pl
 
 import kbtools as kb
-from kbtools.model.events import fate_of
+from kbtools.model.events import fate_of, fate_text
 from kbtools.store.vectors import entry_vectors
 
 __all__ = ["Door", "READ_TOOLS", "WRITE_TOOLS", "ReadOnlyBank"]
@@ -136,10 +136,7 @@ class Door:
         text = _entry_text(entry, edge_rows, event_rows, titles)
         if fate is not None:
             data["merged"] = _jsonable(fate)
-            via = f" (through {', '.join(fate['path'][1:-1])})" if len(fate["path"]) > 2 else ""
-            why = f": {fate['reason']}" if fate.get("reason") else ""
-            text = (f"{fate['path'][0]} was merged into {entry_id}{via} by {fate['actor']} at {fate['at']}{why}\n"
-                    f"{text}")
+            text = f"{fate_text(fate)}\n{text}"
         return text, data
 
     def related(self, entry_id: str, *, depth: int = 1, limit: int = 10) -> tuple[str, dict]:
@@ -238,8 +235,7 @@ def _hop_text(r: dict) -> str:
 
 def _deleted(entry_id: str, fate: dict) -> kb.EntryNotFound:
     err = kb.EntryNotFound(entry_id, "get_entry")
-    why = f": {fate['reason']}" if fate.get("reason") else ""
-    err.args = (f"{err.args[0]}: deleted by {fate['actor']} at {fate['at']}{why}",)
+    err.args = (f"{err.args[0]}: {fate_text(fate)}",)
     return err
 
 

@@ -16,7 +16,7 @@ import polars as pl
 
 from kbtools.model.schema import SCHEMAS
 
-__all__ = ["event_rows", "edge_events", "fate_of"]
+__all__ = ["event_rows", "edge_events", "fate_of", "fate_text"]
 
 
 def _events(n: int, *, at: datetime, actor: str, action, src, dst, type, reason, payload) -> pl.DataFrame:
@@ -87,3 +87,19 @@ def fate_of(events: pl.DataFrame, entry_id: str) -> dict | None:
     deleted = row is not None and row["action"] == "entry.delete"
     return {"id": None if deleted else path[-1], "action": first["action"], "at": first["at"],
             "actor": first["actor"], "reason": first["reason"], "path": path}
+
+
+def fate_text(fate: dict) -> str:
+    """:func:`fate_of`'s answer in words: "b2 was merged into c3 (through a1) by judge at ...: why",
+    or "b2 was deleted by ops at ...: why".
+
+    >>> fate_text({"id": "c3", "action": "entry.merge", "at": "T", "actor": "judge", "reason": "same", "path": ["b2", "a1", "c3"]})
+    'b2 was merged into c3 (through a1) by judge at T: same'
+    >>> fate_text({"id": None, "action": "entry.delete", "at": "T", "actor": "ops", "reason": None, "path": ["b2"]})
+    'b2 was deleted by ops at T'
+    """
+    path, why = fate["path"], f": {fate['reason']}" if fate.get("reason") else ""
+    if fate["id"] is None:
+        return f"{path[0]} was deleted by {fate['actor']} at {fate['at']}{why}"
+    via = f" (through {', '.join(path[1:-1])})" if len(path) > 2 else ""
+    return f"{path[0]} was merged into {fate['id']}{via} by {fate['actor']} at {fate['at']}{why}"

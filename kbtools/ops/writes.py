@@ -23,7 +23,7 @@ import numpy as np
 import polars as pl
 
 from kbtools.model.frames import among
-from kbtools.model.events import edge_events, event_rows, fate_of
+from kbtools.model.events import edge_events, event_rows, fate_of, fate_text
 from kbtools.model.plan import Plan
 from kbtools.errors import EdgeNotFound, EdgeRuleError, EntryNotFound, GuardRejected, KbError, ValidationError
 from kbtools.model.guard import transient_reason
@@ -611,9 +611,7 @@ def _said_where_gone(bank: Bank, err: EdgeRuleError, ids: Sequence[str]) -> Edge
         fate = None if len(rows_with(bank, "entries", "id", [entry_id])) else fate_of(bank.events, entry_id)
         if fate is None:
             continue
-        why = f" ({fate['reason']})" if fate.get("reason") else ""
-        said.append(f"{entry_id} was merged into {fate['id']} by {fate['actor']} at {fate['at']}{why}: connect to "
-                    f"{fate['id']}" if fate["id"] else f"{entry_id} was deleted by {fate['actor']} at {fate['at']}{why}")
+        said.append(fate_text(fate) + (f"; connect to {fate['id']}" if fate["id"] else ""))
     return EdgeRuleError(f"{err}; {'; '.join(said)}") if said else err
 
 
