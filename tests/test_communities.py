@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import random
+import re
 
 import igraph as ig
 import networkx as nx
@@ -150,3 +151,35 @@ def test_empty_input_and_inputs_unchanged():
     find_communities(g)
     modularity(g, [0] * 10)
     assert (g.get_edgelist(), g.vs["name"], g.es["weight"], g.is_directed()) == before
+
+
+def _sklearn_terms(texts):
+    from sklearn.feature_extraction.text import CountVectorizer
+
+    from kbtools.graph.community import LABEL_TOKEN
+
+    vec = CountVectorizer(binary=True, stop_words="english", token_pattern=LABEL_TOKEN)
+    x = vec.fit_transform([re.sub(r":[\w.+-]+:(?=`)", " ", t) for t in texts]).tocsr()
+    return x.toarray(), vec.get_feature_names_out().tolist()
+
+
+def test_label_words_are_scikit_learns_on_real_titles(demo_dir):
+    """scikit-learn's vectorizer is the oracle: the same words and the same matrix, without its import."""
+    import gzip
+    import json
+    from pathlib import Path
+
+    from sklearn.feature_extraction.text import ENGLISH_STOP_WORDS
+
+    import kbtools as kb
+    from kbtools.graph.community import LABEL_STOP_WORDS, label_terms
+
+    assert LABEL_STOP_WORDS == ENGLISH_STOP_WORDS
+    entries = pl.read_parquet(sorted((demo_dir / "engineering" / "tables" / "entries").glob("*.parquet")))
+    texts = (entries["title"].fill_null("") + " " + entries["summary"].fill_null("")).to_list()
+    with gzip.open(Path(kb.__file__).parent.parent / "data" / "peps" / "peps.jsonl.gz", "rt") as fh:
+        texts += [json.loads(line)["body"][:2000] for _, line in zip(range(60), fh)]
+    texts += ["Use :pep:`8` and :ref:`install`", "eni-1234567890abcdefg and 4c5307b4 and a1b2c3d", "Ünïcödé Straße naïve", ""]
+    x, words = label_terms(texts)
+    want, want_words = _sklearn_terms(texts)
+    assert words.tolist() == want_words and (x.toarray() == want).all()

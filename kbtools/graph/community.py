@@ -30,7 +30,7 @@ from scipy import sparse
 
 from kbtools.errors import ValidationError
 
-__all__ = ["find_communities", "modularity", "undirected_simple", "COMMUNITY_METHODS"]
+__all__ = ["find_communities", "modularity", "undirected_simple", "COMMUNITY_METHODS", "label_terms", "LABEL_STOP_WORDS"]
 
 COMMUNITY_METHODS: tuple[str, ...] = ("leiden", "label_propagation")
 _SCHEMA = {"id": pl.String, "community": pl.Int64, "size": pl.Int64, "label": pl.String}
@@ -152,20 +152,61 @@ LABEL_TOKEN = (r"(?u)\b(?!(?=[a-f]*[0-9])[0-9a-f]{7,}\b)(?![a-zA-Z]{1,12}-(?=[a-
                r"[a-zA-Z][\w\-]{2,}\b")
 #: A reST role's name (``:ref:`` of ``:ref:`install```), markup that names no topic: left out of labels.
 _ROLE = re.compile(r":[\w.+-]+:(?=`)")
+_LABEL_RE = re.compile(LABEL_TOKEN)
+
+#: Words no label holds: the English stop list of the Glasgow Information Retrieval Group, as
+#: scikit-learn ships it (``ENGLISH_STOP_WORDS``, which the tests compare with this one).
+LABEL_STOP_WORDS: frozenset[str] = frozenset("""
+a about above across after afterwards again against all almost alone along already also although
+always am among amongst amoungst amount an and another any anyhow anyone anything anyway anywhere
+are around as at back be became because become becomes becoming been before beforehand behind being
+below beside besides between beyond bill both bottom but by call can cannot cant co con could
+couldnt cry de describe detail do done down due during each eg eight either eleven else elsewhere
+empty enough etc even ever every everyone everything everywhere except few fifteen fifty fill find
+fire first five for former formerly forty found four from front full further get give go had has
+hasnt have he hence her here hereafter hereby herein hereupon hers herself him himself his how
+however hundred i ie if in inc indeed interest into is it its itself keep last latter latterly least
+less ltd made many may me meanwhile might mill mine more moreover most mostly move much must my
+myself name namely neither never nevertheless next nine no nobody none noone nor not nothing now
+nowhere of off often on once one only onto or other others otherwise our ours ourselves out over own
+part per perhaps please put rather re same see seem seemed seeming seems serious several she should
+show side since sincere six sixty so some somehow someone something sometime sometimes somewhere
+still such system take ten than that the their them themselves then thence there thereafter thereby
+therefore therein thereupon these they thick thin third this those though three through throughout
+thru thus to together too top toward towards twelve twenty two un under until up upon us very via
+was we well were what whatever when whence whenever where whereafter whereas whereby wherein
+whereupon wherever whether which while whither who whoever whole whom whose why will with within
+without would yet you your yours yourself yourselves
+""".split())
+
+
+def label_terms(texts: list[str]) -> tuple[sparse.csr_array, np.ndarray]:
+    """Which label words each text holds (binary, texts x words) and the words, in alphabetical
+    order: each text lower-cased, its :data:`LABEL_TOKEN` words outside :data:`LABEL_STOP_WORDS`,
+    reST role names left out. (scikit-learn's ``CountVectorizer(binary=True, stop_words="english",
+    token_pattern=LABEL_TOKEN)`` reads the same; the tests compare them.)
+
+    >>> x, words = label_terms(["Retry the upload", "the upload"])
+    >>> words.tolist(), x.toarray().tolist()
+    (['retry', 'upload'], [[1, 1], [0, 1]])
+    """
+    held = [sorted({w for w in _LABEL_RE.findall(_ROLE.sub(" ", t).lower()) if w not in LABEL_STOP_WORDS})
+            for t in texts]
+    words = np.array(sorted({w for h in held for w in h}), dtype=object)
+    at = {w: i for i, w in enumerate(words.tolist())}
+    cols = np.fromiter((at[w] for h in held for w in h), np.int64)
+    indptr = np.cumsum([0] + [len(h) for h in held])
+    x = sparse.csr_array((np.ones(len(cols), np.int64), cols, indptr), shape=(len(texts), len(words)))
+    return x, words
 
 
 def _labels(texts: list[str], rows: np.ndarray, community: np.ndarray, n_comm: int, terms: int) -> list[str]:
     """Top ``terms`` distinctive terms per community: share of members with the term x idf over the bank."""
-    from sklearn.feature_extraction.text import CountVectorizer
-
     if n_comm == 0:
         return []
-    vec = CountVectorizer(binary=True, stop_words="english", token_pattern=LABEL_TOKEN)
-    try:
-        x = vec.fit_transform([_ROLE.sub(" ", t) for t in texts]).tocsr()
-    except ValueError:  # empty vocabulary
+    x, vocab = label_terms(texts)  # alphabetical: the words' order breaks ties
+    if not len(vocab):
         return [""] * n_comm
-    vocab = vec.get_feature_names_out()  # alphabetical: feature order breaks ties
     idf = np.log(x.shape[0] / np.maximum(np.asarray(x.sum(axis=0)).ravel(), 1))
     members = np.flatnonzero(community >= 0)
     onehot = sparse.csr_array((np.ones(len(members)), (community[members], rows[members])),
