@@ -1,6 +1,6 @@
 """Hashed character n-grams, as scikit-learn's ``HashingVectorizer(analyzer="char_wb")`` counts them,
-without importing scikit-learn (whose import takes about a second: a fresh process's first query on
-a bank embedded with ``hashing-char`` paid it).
+without importing scikit-learn (whose import, with the SciPy and pandas modules it pulls in, would
+outweigh a fresh process's first query on a bank embedded with ``hashing-char``).
 
 The same counts, bit for bit: each text lower-cased, runs of white space made one space, each word
 padded with a space on either side and cut into its character n-grams (a word shorter than ``n``
